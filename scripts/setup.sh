@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages loopc builds with, when they are missing.
+# Safe to run again: it does nothing when everything is present.
+set -euo pipefail
+
+packages=(cmake ninja-build ccache g++ llvm-19-dev llvm-19-tools antlr4 libantlr4-runtime-dev
+  libcli11-dev doctest-dev nlohmann-json3-dev libedit-dev zlib1g-dev libzstd-dev)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+if [ ! -f /usr/local/cuda/include/cuda.h ]; then
+  echo "setup: the CUDA toolkit is expected at /usr/local/cuda (cuda.h, ptxas, libdevice)" >&2
+  exit 1
+fi

@@ -1,0 +1,36 @@
+// One way to run a kernel on any engine: the reference interpreter, the CPU
+// JIT and the GPU implement this interface, so differential tests, `loopc
+// run`, benchmarks and the REPL share one code path.
+#pragma once
+
+#include "engine/HostArray.h"
+#include "frontend/Ast.h"
+#include "support/Error.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loopc {
+
+// The arguments of one kernel invocation. `params[i]` is the value of
+// `kernel.params[i]`; out and inout parameters are updated in place by run().
+// `sizes` binds every symbolic size of the kernel (see bindKernelArguments).
+struct KernelArgs {
+  std::map<std::string, int64_t> sizes;
+  std::vector<HostArray> params;
+};
+
+struct RunStats {
+  double seconds = 0; // wall time of the kernel's execution on the engine
+};
+
+class Engine {
+public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  virtual Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
+                                 KernelArgs &args) = 0;
+};
+
+} // namespace loopc

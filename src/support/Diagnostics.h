@@ -1,0 +1,83 @@
+// One diagnostics engine for every stage: syntax, semantic and run-time errors
+// are all reported as `file:line:col: error: message`, followed by the source
+// line and a caret under the offending range.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace loopc {
+
+// A position in a loaded source file. `file` indexes SourceManager; lines and
+// columns are 1-based. A default-constructed location is "unknown".
+struct SourceLoc {
+  uint32_t file = 0;
+  uint32_t line = 0;
+  uint32_t col = 0;
+  bool valid() const { return line != 0; }
+};
+
+struct SourceRange {
+  SourceLoc begin;
+  SourceLoc end; // inclusive: the last character of the range
+  bool valid() const { return begin.valid(); }
+};
+
+struct SourceFile {
+  std::string path;
+  std::string text;
+  std::vector<size_t> lineStarts; // offsets of the first character of each line
+  std::string_view line(uint32_t lineNumber) const;
+};
+
+// Owns the text of every file read during a compilation (the main file and
+// its imports), so diagnostics can quote source lines.
+class SourceManager {
+public:
+  SourceManager();
+  // Returns the file id; the text is copied.
+  uint32_t addFile(std::string path, std::string text);
+  const SourceFile &file(uint32_t id) const { return *files_[id]; }
+  size_t fileCount() const { return files_.size(); }
+
+private:
+  std::vector<std::unique_ptr<SourceFile>> files_;
+};
+
+enum class Severity { Error, Warning, Note };
+
+struct Diagnostic {
+  Severity severity;
+  SourceRange range;
+  std::string message;
+};
+
+class DiagnosticEngine {
+public:
+  explicit DiagnosticEngine(const SourceManager &sources) : sources_(sources) {}
+
+  void error(SourceRange range, std::string message);
+  void warning(SourceRange range, std::string message);
+  void note(SourceRange range, std::string message);
+
+  bool hasErrors() const { return errorCount_ > 0; }
+  unsigned errorCount() const { return errorCount_; }
+  const std::vector<Diagnostic> &diagnostics() const { return diagnostics_; }
+
+  // Renders one diagnostic: location, severity, message, source line, caret.
+  std::string format(const Diagnostic &diagnostic) const;
+  // Writes every diagnostic collected so far, in order.
+  void print(std::ostream &out) const;
+
+private:
+  void report(Severity severity, SourceRange range, std::string message);
+
+  const SourceManager &sources_;
+  std::vector<Diagnostic> diagnostics_;
+  unsigned errorCount_ = 0;
+};
+
+} // namespace loopc
