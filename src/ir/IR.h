@@ -1,0 +1,339 @@
+// The Loop IR: the representation every middle-end pass reads and writes, and
+// both code generators (NVPTX and CPU) consume.
+//
+// Design (after Halide): nodes are immutable and reference counted, so a pass
+// rebuilds only what it changes and shares the rest; the GPU execution model is
+// explicit in the IR as loop kinds (GpuBlock/GpuThread) and as the memory space
+// of each buffer (Global/Shared/Register), so `loopc explain` shows every
+// mapping decision and code generation only reads them.
+//
+// Loops are normalized: `For` runs its variable over [min, min + extent) with
+// step 1. Arrays keep their multi-dimensional indices until code generation,
+// so the affine analyses see them.
+#pragma once
+
+#include "frontend/Ast.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loopc::ir {
+
+using loopc::ScalarType;
+
+// ---------------------------------------------------------------- buffers ---
+
+enum class MemorySpace : uint8_t {
+  Global,   // device (or host) memory: kernel parameters and global temporaries
+  Shared,   // per-block scratchpad; only inside a GpuBlock loop
+  Register, // per-thread storage (scalars and small arrays fully unrolled)
+};
+const char *memorySpaceName(MemorySpace memory);
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+// An array (or, with rank 0, a single mutable scalar). Buffers are shared by
+// identity between the nodes that refer to them.
+struct BufferInfo {
+  std::string name;
+  ScalarType element = ScalarType::F32;
+  std::vector<Expr> shape; // extents, outermost first; empty for a scalar cell
+  MemorySpace memory = MemorySpace::Global;
+  bool isParameter = false; // a kernel argument (else allocated by Allocate)
+  bool isWritten = false;   // some Store targets it (parameters: out/inout)
+  SourceRange declared;     // where the .loop program declares it
+};
+using Buffer = std::shared_ptr<BufferInfo>;
+
+// ------------------------------------------------------------ expressions ---
+
+struct ExprNode {
+  enum class Kind : uint8_t {
+    IntImm, FloatImm, BoolImm, Var, Load, Unary, Binary, Select, Cast, Call
+  };
+  const Kind kind;
+  const ScalarType type;
+
+  ExprNode(Kind kind, ScalarType type) : kind(kind), type(type) {}
+  virtual ~ExprNode() = default;
+
+  template <typename T> const T *as() const {
+    return kind == T::kKind ? static_cast<const T *>(this) : nullptr;
+  }
+};
+
+struct IntImm : ExprNode {
+  static constexpr Kind kKind = Kind::IntImm;
+  IntImm(ScalarType type, int64_t value) : ExprNode(kKind, type), value(value) {}
+  const int64_t value;
+};
+
+struct FloatImm : ExprNode {
+  static constexpr Kind kKind = Kind::FloatImm;
+  FloatImm(ScalarType type, double value) : ExprNode(kKind, type), value(value) {}
+  const double value;
+};
+
+struct BoolImm : ExprNode {
+  static constexpr Kind kKind = Kind::BoolImm;
+  explicit BoolImm(bool value) : ExprNode(kKind, ScalarType::Bool), value(value) {}
+  const bool value;
+};
+
+// A reference to an immutable scalar: a loop variable, a LetStmt binding, a
+// kernel's size or scalar parameter. Names are unique within a function.
+struct Var : ExprNode {
+  static constexpr Kind kKind = Kind::Var;
+  Var(ScalarType type, std::string name) : ExprNode(kKind, type), name(std::move(name)) {}
+  const std::string name;
+};
+
+struct Load : ExprNode {
+  static constexpr Kind kKind = Kind::Load;
+  Load(Buffer buffer, std::vector<Expr> indices, SourceRange source = {})
+      : ExprNode(kKind, buffer->element), buffer(std::move(buffer)), indices(std::move(indices)),
+        source(source) {}
+  const Buffer buffer;
+  const std::vector<Expr> indices; // one per dimension
+  const SourceRange source;        // the .loop access it came from
+};
+
+enum class UnaryOpKind : uint8_t { Neg, Not };
+
+struct Unary : ExprNode {
+  static constexpr Kind kKind = Kind::Unary;
+  Unary(UnaryOpKind op, Expr operand)
+      : ExprNode(kKind, operand->type), op(op), operand(std::move(operand)) {}
+  const UnaryOpKind op;
+  const Expr operand;
+};
+
+enum class BinaryOpKind : uint8_t {
+  Add, Sub, Mul, Div, Rem, Min, Max,
+  Lt, Le, Gt, Ge, Eq, Ne,
+  And, Or // on bool; both sides evaluated (lowering keeps short-circuit semantics
+          // by turning `a && b` with side conditions into Select where needed)
+};
+const char *binaryOpName(BinaryOpKind op);
+bool isComparison(BinaryOpKind op);
+
+struct Binary : ExprNode {
+  static constexpr Kind kKind = Kind::Binary;
+  Binary(BinaryOpKind op, Expr lhs, Expr rhs);
+  const BinaryOpKind op;
+  const Expr lhs, rhs;
+};
+
+// `cond ? a : b`. Only the chosen side is evaluated: code generation branches
+// when a side may fault (it contains a Load) and selects otherwise.
+struct Select : ExprNode {
+  static constexpr Kind kKind = Kind::Select;
+  Select(Expr cond, Expr thenValue, Expr elseValue)
+      : ExprNode(kKind, thenValue->type), cond(std::move(cond)), thenValue(std::move(thenValue)),
+        elseValue(std::move(elseValue)) {}
+  const Expr cond, thenValue, elseValue;
+};
+
+struct Cast : ExprNode {
+  static constexpr Kind kKind = Kind::Cast;
+  Cast(ScalarType type, Expr operand) : ExprNode(kKind, type), operand(std::move(operand)) {}
+  const Expr operand;
+};
+
+// A math builtin (user functions are inlined by the lowering).
+struct Call : ExprNode {
+  static constexpr Kind kKind = Kind::Call;
+  Call(ScalarType type, loopc::Builtin builtin, std::vector<Expr> args)
+      : ExprNode(kKind, type), builtin(builtin), args(std::move(args)) {}
+  const loopc::Builtin builtin;
+  const std::vector<Expr> args;
+};
+
+// ------------------------------------------------------------- statements ---
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+enum class ForKind : uint8_t {
+  Serial,     // sequential
+  Parallel,   // iterations independent (from parfor), not yet mapped
+  Unrolled,   // fully unrolled by code generation (constant extent)
+  Vectorized, // SIMD lanes (constant extent)
+  GpuBlock,   // one iteration per block along `gpuDim`
+  GpuThread,  // one iteration per thread of a block along `gpuDim`
+};
+const char *forKindName(ForKind kind);
+
+struct StmtNode {
+  enum class Kind : uint8_t {
+    For, IfThenElse, LetStmt, Store, Allocate, Barrier, Block, Reduce, Launch
+  };
+  const Kind kind;
+  explicit StmtNode(Kind kind) : kind(kind) {}
+  virtual ~StmtNode() = default;
+
+  template <typename T> const T *as() const {
+    return kind == T::kKind ? static_cast<const T *>(this) : nullptr;
+  }
+};
+
+struct For : StmtNode {
+  static constexpr Kind kKind = Kind::For;
+  For(std::string var, Expr min, Expr extent, ForKind forKind, int gpuDim, Stmt body,
+      SourceRange source = {})
+      : StmtNode(kKind), var(std::move(var)), min(std::move(min)), extent(std::move(extent)),
+        forKind(forKind), gpuDim(gpuDim), body(std::move(body)), source(source) {}
+  const std::string var; // type is min's type
+  const Expr min, extent;
+  const ForKind forKind;
+  const int gpuDim; // 0, 1, 2 (x, y, z) for GpuBlock/GpuThread; 0 otherwise
+  const Stmt body;
+  const SourceRange source; // the .loop range it came from
+};
+
+struct IfThenElse : StmtNode {
+  static constexpr Kind kKind = Kind::IfThenElse;
+  IfThenElse(Expr cond, Stmt thenCase, Stmt elseCase = nullptr)
+      : StmtNode(kKind), cond(std::move(cond)), thenCase(std::move(thenCase)),
+        elseCase(std::move(elseCase)) {}
+  const Expr cond;
+  const Stmt thenCase, elseCase; // elseCase may be null
+};
+
+// Binds an immutable scalar `var` to `value` within `body`.
+struct LetStmt : StmtNode {
+  static constexpr Kind kKind = Kind::LetStmt;
+  LetStmt(std::string var, Expr value, Stmt body)
+      : StmtNode(kKind), var(std::move(var)), value(std::move(value)), body(std::move(body)) {}
+  const std::string var; // type is value's type
+  const Expr value;
+  const Stmt body;
+};
+
+struct Store : StmtNode {
+  static constexpr Kind kKind = Kind::Store;
+  Store(Buffer buffer, std::vector<Expr> indices, Expr value, SourceRange source = {})
+      : StmtNode(kKind), buffer(std::move(buffer)), indices(std::move(indices)),
+        value(std::move(value)), source(source) {}
+  const Buffer buffer;
+  const std::vector<Expr> indices;
+  const Expr value;
+  const SourceRange source;
+};
+
+// Allocates `buffer` (in its memory space) for the duration of `body`. The
+// storage starts zeroed.
+struct Allocate : StmtNode {
+  static constexpr Kind kKind = Kind::Allocate;
+  Allocate(Buffer buffer, Stmt body)
+      : StmtNode(kKind), buffer(std::move(buffer)), body(std::move(body)) {}
+  const Buffer buffer;
+  const Stmt body;
+};
+
+// Every thread of the block waits here; only in block-uniform control flow.
+struct Barrier : StmtNode {
+  static constexpr Kind kKind = Kind::Barrier;
+  Barrier() : StmtNode(kKind) {}
+};
+
+struct Block : StmtNode {
+  static constexpr Kind kKind = Kind::Block;
+  explicit Block(std::vector<Stmt> stmts) : StmtNode(kKind), stmts(std::move(stmts)) {}
+  const std::vector<Stmt> stmts;
+};
+
+// The reduction operator of a Reduce: a builtin, or a user `assoc fn` whose
+// inlined body is `combine` over the two variables `lhsVar` and `rhsVar`.
+struct ReduceOperator {
+  enum class Kind : uint8_t { Add, Mul, Min, Max, And, Or, User };
+  Kind kind = Kind::Add;
+  std::string userName;
+  std::string lhsVar, rhsVar;
+  Expr combine;
+};
+
+// `accumulator[indices] = op-fold of value over the loop nest`, starting from
+// the accumulator's current content (the lowering stores the neutral element
+// first). The order of combination is unspecified. Lowered away by
+// `lower_reductions`; no Reduce reaches code generation.
+struct Reduce : StmtNode {
+  static constexpr Kind kKind = Kind::Reduce;
+  struct Loop {
+    std::string var;
+    Expr min, extent;
+  };
+  Reduce(Buffer accumulator, std::vector<Expr> indices, ReduceOperator op, Expr neutral,
+         std::vector<Loop> loops, Stmt valueSetup, Expr value, SourceRange source = {})
+      : StmtNode(kKind), accumulator(std::move(accumulator)), indices(std::move(indices)),
+        op(std::move(op)), neutral(std::move(neutral)), loops(std::move(loops)),
+        valueSetup(std::move(valueSetup)), value(std::move(value)), source(source) {}
+  const Buffer accumulator;
+  const std::vector<Expr> indices;
+  const ReduceOperator op;
+  const Expr neutral;
+  const std::vector<Loop> loops; // outermost first
+  // Statements computing the value at each point (e.g. inlined function
+  // bodies); may be null. `value` is read after it.
+  const Stmt valueSetup;
+  const Expr value;
+  const SourceRange source;
+};
+
+// A kernel launch in host code, created by `extract_kernels`.
+struct Launch : StmtNode {
+  static constexpr Kind kKind = Kind::Launch;
+  Launch(std::string kernel, std::vector<Expr> grid, std::vector<Expr> block,
+         std::vector<Buffer> buffers, std::vector<Expr> scalars, SourceRange source = {})
+      : StmtNode(kKind), kernel(std::move(kernel)), grid(std::move(grid)), block(std::move(block)),
+        buffers(std::move(buffers)), scalars(std::move(scalars)), source(source) {}
+  const std::string kernel;
+  const std::vector<Expr> grid, block; // 3 extents each (x, y, z), i64
+  const std::vector<Buffer> buffers;   // in the order of KernelFunc::buffers
+  const std::vector<Expr> scalars;     // in the order of KernelFunc::scalars
+  const SourceRange source;            // the parfor (or redomap) it came from
+};
+
+// ---------------------------------------------------------- functions ---
+
+struct ScalarParam {
+  std::string name;
+  ScalarType type;
+};
+
+// A device kernel: its body runs once per (block, thread); the outermost
+// loops of `body` are the GpuBlock/GpuThread loops over the launch geometry.
+struct KernelFunc {
+  std::string name;
+  std::vector<Buffer> buffers;      // global buffers it reads or writes
+  std::vector<ScalarParam> scalars; // sizes and scalars it uses
+  Stmt body;
+  int maxThreadsPerBlock = 0; // occupancy hint for NVPTX (`maxntid`), 0 = none
+  int minBlocksPerSM = 0;     // occupancy hint (`minctasm`), 0 = none
+  SourceRange source;
+};
+
+// The lowered form of one .loop kernel (an entry point). Before
+// `extract_kernels` everything is in `body`; after it, `body` is host code
+// (serial loops, scalar lets, Allocate of Global temporaries, Launch) and the
+// device code lives in `kernels`.
+struct Function {
+  std::string name;
+  std::vector<Buffer> buffers;      // array (and scalar-result) parameters, in order
+  std::vector<ScalarParam> scalars; // scalar value parameters, then sizes
+  Stmt body;
+  std::vector<KernelFunc> kernels;
+  SourceRange source;
+};
+
+// Convenience constructors used by the lowering and the passes.
+Expr makeInt(ScalarType type, int64_t value);
+Expr makeI64(int64_t value);
+Expr makeVar(ScalarType type, const std::string &name);
+Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs);
+Stmt makeBlock(std::vector<Stmt> stmts); // flattens nested blocks, drops nulls
+
+} // namespace loopc::ir
