@@ -1,0 +1,275 @@
+// Rewrites ANTLR's syntax error reports into messages about the .loop
+// language. Token sets are described through groups ("an expression", "a
+// type", ...) because a raw expected set at the start of an expression has
+// fifteen members, which helps nobody.
+#include "frontend/SyntaxErrors.h"
+
+#include "LoopLexer.h"
+#include "LoopParser.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace loopc {
+
+namespace {
+
+using grammar::LoopLexer;
+
+// Sets of tokens that read better as one phrase. A group is used when every
+// one of its members is expected; members are token names as the vocabulary
+// spells them (literal names are quoted).
+struct TokenGroup {
+  const char *phrase;
+  std::vector<std::string> members;
+};
+
+const std::vector<TokenGroup> &tokenGroups() {
+  static const std::vector<TokenGroup> groups = {
+      {"an expression",
+       {"'-'", "'!'", "'redomap'", "'('", "INT", "FLOAT", "'true'", "'false'", "'inf'", "ID",
+        "'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
+      {"a statement", {"'let'", "'var'", "'for'", "'parfor'", "'if'", "'return'", "'{'", "ID"}},
+      {"a type", {"'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
+      {"an operator",
+       {"'*'", "'/'", "'%'", "'+'", "'-'", "'<'", "'<='", "'>'", "'>='", "'=='", "'!='", "'&&'",
+        "'||'", "'?'"}},
+  };
+  return groups;
+}
+
+// Sets larger than this are not listed: `unexpected 'x'` says more.
+constexpr size_t kMaxListedAlternatives = 6;
+
+std::optional<size_t> tokenTypeNamed(const antlr4::dfa::Vocabulary &vocabulary,
+                                     const std::string &name) {
+  for (size_t type = 1; type <= vocabulary.getMaxTokenType(); ++type)
+    if (vocabulary.getLiteralName(type) == name || vocabulary.getSymbolicName(type) == name)
+      return type;
+  return std::nullopt;
+}
+
+std::string describeTokenType(const antlr4::dfa::Vocabulary &vocabulary, size_t type) {
+  switch (type) {
+  case antlr4::Token::EOF:
+    return "end of file";
+  case LoopLexer::ID:
+    return "identifier";
+  case LoopLexer::INT:
+    return "integer";
+  case LoopLexer::FLOAT:
+    return "number";
+  case LoopLexer::STRING:
+    return "string";
+  default:
+    return vocabulary.getLiteralName(type);
+  }
+}
+
+std::string joinAlternatives(const std::vector<std::string> &items) {
+  if (items.size() == 1)
+    return items[0];
+  std::string text = items.size() == 2 ? "" : "one of ";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0)
+      text += i + 1 == items.size() ? " or " : ", ";
+    text += items[i];
+  }
+  return text;
+}
+
+// A character as it can be shown inside quotes.
+std::string printableCharacter(const std::string &text) {
+  if (text.size() == 1 && !std::isprint(static_cast<unsigned char>(text[0]))) {
+    char escaped[8];
+    std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(text[0]));
+    return escaped;
+  }
+  return text;
+}
+
+std::string unexpectedMessage(antlr4::Token *token) {
+  if (token->getType() == LoopLexer::UNKNOWN_CHAR && token->getText() == "\"")
+    return "unterminated string";
+  return "unexpected " + describeToken(token);
+}
+
+// What the parser matched last in `ctx`: the innermost expression, or the
+// last token, for "expected ';' after expression" / "after 'x'".
+std::string describeLastMatched(antlr4::tree::ParseTree *tree) {
+  while (tree) {
+    if (dynamic_cast<grammar::LoopParser::ExprContext *>(tree))
+      return "expression";
+    if (auto *terminal = dynamic_cast<antlr4::tree::TerminalNode *>(tree)) {
+      antlr4::Token *token = terminal->getSymbol();
+      if (token->getType() == antlr4::Token::EOF ||
+          token->getTokenIndex() == static_cast<size_t>(-1)) // conjured by recovery
+        return "";
+      return "'" + token->getText() + "'";
+    }
+    tree = tree->children.empty() ? nullptr : tree->children.back();
+  }
+  return "";
+}
+
+} // namespace
+
+std::string describeToken(antlr4::Token *token) {
+  if (token->getType() == antlr4::Token::EOF)
+    return "end of file";
+  if (token->getType() == LoopLexer::UNKNOWN_CHAR)
+    return "character '" + printableCharacter(token->getText()) + "'";
+  return "'" + token->getText() + "'";
+}
+
+std::optional<std::string> describeExpected(const antlr4::dfa::Vocabulary &vocabulary,
+                                            const antlr4::misc::IntervalSet &expected) {
+  std::vector<ssize_t> remaining = expected.toList();
+  std::vector<std::string> phrases;
+  for (const TokenGroup &group : tokenGroups()) {
+    std::vector<ssize_t> memberTypes;
+    for (const std::string &member : group.members)
+      if (std::optional<size_t> type = tokenTypeNamed(vocabulary, member))
+        memberTypes.push_back(static_cast<ssize_t>(*type));
+    bool allExpected = std::ranges::all_of(memberTypes, [&](ssize_t type) {
+      return std::ranges::find(remaining, type) != remaining.end();
+    });
+    if (!allExpected)
+      continue;
+    std::erase_if(remaining, [&](ssize_t type) {
+      return std::ranges::find(memberTypes, type) != memberTypes.end();
+    });
+    phrases.push_back(group.phrase);
+  }
+  std::vector<std::string> items;
+  for (ssize_t type : remaining)
+    items.push_back(describeTokenType(vocabulary, static_cast<size_t>(type)));
+  items.insert(items.end(), phrases.begin(), phrases.end());
+  if (items.empty() || items.size() > kMaxListedAlternatives)
+    return std::nullopt;
+  return joinAlternatives(items);
+}
+
+// ------------------------------------------------------------- reporter ---
+
+SourceRange SyntaxErrorReporter::rangeOf(antlr4::Token *token) const {
+  SourceRange range;
+  range.begin = {file_, static_cast<uint32_t>(token->getLine()),
+                 static_cast<uint32_t>(token->getCharPositionInLine() + 1)};
+  range.end = range.begin;
+  if (token->getType() != antlr4::Token::EOF && token->getStopIndex() > token->getStartIndex())
+    range.end.col += static_cast<uint32_t>(token->getStopIndex() - token->getStartIndex());
+  return range;
+}
+
+void SyntaxErrorReporter::report(SourceRange range, std::string message) {
+  if (errorCount_ >= kMaxErrors)
+    return;
+  if (errorCount_ > 0 && range.begin.line == lastErrorLine_)
+    return;
+  lastErrorLine_ = range.begin.line;
+  ++errorCount_;
+  diagnostics_.error(range, std::move(message));
+}
+
+void SyntaxErrorReporter::syntaxError(antlr4::Recognizer *recognizer, antlr4::Token *, size_t line,
+                                      size_t charPositionInLine, const std::string &,
+                                      std::exception_ptr) {
+  SourceRange range;
+  range.begin = {file_, static_cast<uint32_t>(line), static_cast<uint32_t>(charPositionInLine + 1)};
+  range.end = range.begin;
+  std::string message = "unexpected character";
+  if (auto *lexer = dynamic_cast<antlr4::Lexer *>(recognizer)) {
+    antlr4::CharStream *input = lexer->getInputStream();
+    std::string text =
+        input->getText(antlr4::misc::Interval(lexer->tokenStartCharIndex, input->index()));
+    if (!text.empty())
+      message += " '" + printableCharacter(text) + "'";
+  }
+  report(range, message);
+}
+
+// ------------------------------------------------------------- strategy ---
+
+void SyntaxErrorStrategy::reportAt(antlr4::Parser *parser, antlr4::Token *token,
+                                   const antlr4::misc::IntervalSet &expected) {
+  SourceRange range = reporter_.rangeOf(token);
+  if (token->getType() == antlr4::Token::EOF) {
+    // The end-of-file token sits past the last line; point just after the
+    // last real token instead, where the caret can be shown.
+    if (antlr4::Token *previous = parser->getTokenStream()->LT(-1)) {
+      range = reporter_.rangeOf(previous);
+      range.begin = range.end;
+      ++range.begin.col;
+      range.end = range.begin;
+    }
+    std::string message = "unexpected end of file";
+    if (std::optional<std::string> what = describeExpected(parser->getVocabulary(), expected))
+      message += "; expected " + *what;
+    reporter_.report(range, message);
+    return;
+  }
+  std::optional<std::string> what = describeExpected(parser->getVocabulary(), expected);
+  if (token->getType() == LoopLexer::UNKNOWN_CHAR || !what) {
+    reporter_.report(range, unexpectedMessage(token));
+    return;
+  }
+  reporter_.report(range, "expected " + *what);
+}
+
+void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser *parser,
+                                                    const antlr4::NoViableAltException &e) {
+  // When prediction failed after reading some tokens, the set expected at the
+  // decision's start says nothing about the token that broke it.
+  if (e.getStartToken() != e.getOffendingToken() &&
+      e.getOffendingToken()->getType() != antlr4::Token::EOF) {
+    reporter_.report(reporter_.rangeOf(e.getOffendingToken()),
+                     unexpectedMessage(e.getOffendingToken()));
+    return;
+  }
+  reportAt(parser, e.getOffendingToken(), e.getExpectedTokens());
+}
+
+void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser *parser,
+                                              const antlr4::InputMismatchException &e) {
+  reportAt(parser, e.getOffendingToken(), e.getExpectedTokens());
+}
+
+void SyntaxErrorStrategy::reportFailedPredicate(antlr4::Parser *parser,
+                                                const antlr4::FailedPredicateException &e) {
+  reporter_.report(reporter_.rangeOf(e.getOffendingToken()),
+                   unexpectedMessage(e.getOffendingToken()));
+}
+
+void SyntaxErrorStrategy::reportUnwantedToken(antlr4::Parser *parser) {
+  if (inErrorRecoveryMode(parser))
+    return;
+  beginErrorCondition(parser);
+  antlr4::Token *token = parser->getCurrentToken();
+  reporter_.report(reporter_.rangeOf(token), unexpectedMessage(token));
+}
+
+void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
+  if (inErrorRecoveryMode(parser))
+    return;
+  beginErrorCondition(parser);
+  antlr4::misc::IntervalSet expected = getExpectedTokens(parser);
+  std::optional<std::string> what = describeExpected(parser->getVocabulary(), expected);
+  antlr4::Token *previous = parser->getTokenStream()->LT(-1);
+  if (!what || !previous) {
+    reportAt(parser, parser->getCurrentToken(), expected);
+    return;
+  }
+  // Like a C compiler, point just past what came before the missing token:
+  // that is where the user has to type it.
+  SourceRange range = reporter_.rangeOf(previous);
+  range.begin = range.end;
+  ++range.begin.col;
+  range.end = range.begin;
+  std::string message = "expected " + *what;
+  if (std::string after = describeLastMatched(parser->getContext()); !after.empty())
+    message += " after " + after;
+  reporter_.report(range, message);
+}
+
+} // namespace loopc
