@@ -31,6 +31,8 @@ const std::vector<TokenGroup> &tokenGroups() {
         "'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
       {"a statement", {"'let'", "'var'", "'for'", "'parfor'", "'if'", "'return'", "'{'", "ID"}},
       {"a type", {"'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
+      {"a declaration", {"'kernel'", "'fn'", "'assoc'"}},
+      {"an assignment operator", {"'='", "'+='", "'-='", "'*='", "'/='", "'%='"}},
       {"an operator",
        {"'*'", "'/'", "'%'", "'+'", "'-'", "'<'", "'<='", "'>'", "'>='", "'=='", "'!='", "'&&'",
         "'||'", "'?'"}},
@@ -141,10 +143,14 @@ std::optional<std::string> describeExpected(const antlr4::dfa::Vocabulary &vocab
     });
     phrases.push_back(group.phrase);
   }
+  // Tokens first, then groups, then the end of the file.
   std::vector<std::string> items;
   for (ssize_t type : remaining)
-    items.push_back(describeTokenType(vocabulary, static_cast<size_t>(type)));
+    if (type != static_cast<ssize_t>(antlr4::Token::EOF))
+      items.push_back(describeTokenType(vocabulary, static_cast<size_t>(type)));
   items.insert(items.end(), phrases.begin(), phrases.end());
+  if (expected.contains(antlr4::Token::EOF))
+    items.push_back("end of file");
   if (items.empty() || items.size() > kMaxListedAlternatives)
     return std::nullopt;
   return joinAlternatives(items);
@@ -191,43 +197,50 @@ void SyntaxErrorReporter::syntaxError(antlr4::Recognizer *recognizer, antlr4::To
 
 // ------------------------------------------------------------- strategy ---
 
+SourceRange SyntaxErrorStrategy::locate(antlr4::Parser *parser, antlr4::Token *token) const {
+  // The end-of-file token sits past the last line, where no caret can be
+  // shown; point just after the last real token instead.
+  if (token->getType() == antlr4::Token::EOF && token->getTokenIndex() > 0)
+    return justAfter(parser->getTokenStream()->get(token->getTokenIndex() - 1));
+  return reporter_.rangeOf(token);
+}
+
+SourceRange SyntaxErrorStrategy::justAfter(antlr4::Token *token) const {
+  SourceRange range = reporter_.rangeOf(token);
+  range.begin = range.end;
+  ++range.begin.col;
+  range.end = range.begin;
+  return range;
+}
+
 void SyntaxErrorStrategy::reportAt(antlr4::Parser *parser, antlr4::Token *token,
                                    const antlr4::misc::IntervalSet &expected) {
-  SourceRange range = reporter_.rangeOf(token);
-  if (token->getType() == antlr4::Token::EOF) {
-    // The end-of-file token sits past the last line; point just after the
-    // last real token instead, where the caret can be shown.
-    if (antlr4::Token *previous = parser->getTokenStream()->LT(-1)) {
-      range = reporter_.rangeOf(previous);
-      range.begin = range.end;
-      ++range.begin.col;
-      range.end = range.begin;
-    }
-    std::string message = "unexpected end of file";
-    if (std::optional<std::string> what = describeExpected(parser->getVocabulary(), expected))
-      message += "; expected " + *what;
-    reporter_.report(range, message);
-    return;
-  }
   std::optional<std::string> what = describeExpected(parser->getVocabulary(), expected);
-  if (token->getType() == LoopLexer::UNKNOWN_CHAR || !what) {
-    reporter_.report(range, unexpectedMessage(token));
-    return;
-  }
-  reporter_.report(range, "expected " + *what);
+  std::string message;
+  if (token->getType() == antlr4::Token::EOF)
+    message = what ? "unexpected end of file; expected " + *what : "unexpected end of file";
+  else if (token->getType() == LoopLexer::UNKNOWN_CHAR || !what)
+    message = unexpectedMessage(token);
+  else
+    message = "expected " + *what;
+  // Name what came before only when the parser stopped at `token`; a failed
+  // prediction may have looked further ahead.
+  if (what && token == parser->getCurrentToken() && token->getType() != antlr4::Token::EOF)
+    if (std::string after = describeLastMatched(parser->getContext()); !after.empty())
+      message += " after " + after;
+  reporter_.report(locate(parser, token), message);
 }
 
 void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser *parser,
                                                     const antlr4::NoViableAltException &e) {
   // When prediction failed after reading some tokens, the set expected at the
   // decision's start says nothing about the token that broke it.
-  if (e.getStartToken() != e.getOffendingToken() &&
-      e.getOffendingToken()->getType() != antlr4::Token::EOF) {
-    reporter_.report(reporter_.rangeOf(e.getOffendingToken()),
-                     unexpectedMessage(e.getOffendingToken()));
+  antlr4::Token *offending = e.getOffendingToken();
+  if (e.getStartToken() != offending && offending->getType() != antlr4::Token::EOF) {
+    reporter_.report(locate(parser, offending), unexpectedMessage(offending));
     return;
   }
-  reportAt(parser, e.getOffendingToken(), e.getExpectedTokens());
+  reportAt(parser, offending, e.getExpectedTokens());
 }
 
 void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser *parser,
@@ -237,16 +250,24 @@ void SyntaxErrorStrategy::reportInputMismatch(antlr4::Parser *parser,
 
 void SyntaxErrorStrategy::reportFailedPredicate(antlr4::Parser *parser,
                                                 const antlr4::FailedPredicateException &e) {
-  reporter_.report(reporter_.rangeOf(e.getOffendingToken()),
-                   unexpectedMessage(e.getOffendingToken()));
+  reporter_.report(locate(parser, e.getOffendingToken()), unexpectedMessage(e.getOffendingToken()));
 }
 
+// The parser drops a token it cannot use. Where the alternatives are few and
+// the file could not simply end here, naming them helps more than repeating
+// the token (`a: foo f32` gets "expected one of 'in', 'out', 'inout' or a
+// type"); a stray '}' at top level just reads "unexpected '}'".
 void SyntaxErrorStrategy::reportUnwantedToken(antlr4::Parser *parser) {
   if (inErrorRecoveryMode(parser))
     return;
   beginErrorCondition(parser);
   antlr4::Token *token = parser->getCurrentToken();
-  reporter_.report(reporter_.rangeOf(token), unexpectedMessage(token));
+  antlr4::misc::IntervalSet expected = getExpectedTokens(parser);
+  if (expected.contains(antlr4::Token::EOF)) {
+    reporter_.report(locate(parser, token), unexpectedMessage(token));
+    return;
+  }
+  reportAt(parser, token, expected);
 }
 
 void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
@@ -261,15 +282,11 @@ void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
     return;
   }
   // Like a C compiler, point just past what came before the missing token:
-  // that is where the user has to type it.
-  SourceRange range = reporter_.rangeOf(previous);
-  range.begin = range.end;
-  ++range.begin.col;
-  range.end = range.begin;
+  // that is where it has to be typed.
   std::string message = "expected " + *what;
   if (std::string after = describeLastMatched(parser->getContext()); !after.empty())
     message += " after " + after;
-  reporter_.report(range, message);
+  reporter_.report(justAfter(previous), message);
 }
 
 } // namespace loopc

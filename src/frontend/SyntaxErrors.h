@@ -67,6 +67,10 @@ private:
   // otherwise `unexpected <token>`.
   void reportAt(antlr4::Parser *parser, antlr4::Token *token,
                 const antlr4::misc::IntervalSet &expected);
+  // Where an error at `token` is shown.
+  SourceRange locate(antlr4::Parser *parser, antlr4::Token *token) const;
+  // The empty range just past `token`, where a missing token belongs.
+  SourceRange justAfter(antlr4::Token *token) const;
 
   SyntaxErrorReporter &reporter_;
 };
