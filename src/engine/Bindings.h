@@ -1,0 +1,29 @@
+// Binds the arguments of one kernel run from what the user supplied: values of
+// sizes and scalar parameters (`--set N=1024`), arrays (`--in A=a.npy`), and
+// seeded random data for every input not given. Shapes are checked against
+// the parameter types, sizes are inferred from the arrays passed, and sizes
+// too large to allocate are rejected with a message rather than a crash.
+#pragma once
+
+#include "engine/Engine.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace loopc {
+
+struct ArgumentRequest {
+  // Sizes and scalar parameters by name, as written by the user ("1024",
+  // "0.5", "true"); parsed according to the declared type.
+  std::map<std::string, std::string> values;
+  // Whole arrays (and scalar inputs given as rank-0 arrays) by parameter name.
+  std::map<std::string, HostArray> arrays;
+  // Seed of the random data generated for inputs not given.
+  uint64_t seed = 0;
+};
+
+// Returns the arguments, or an error naming the parameter or size at fault.
+Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request);
+
+} // namespace loopc

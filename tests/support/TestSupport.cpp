@@ -1,0 +1,74 @@
+// Implementation of the shared test helpers (see TestSupport.h).
+#include "TestSupport.h"
+
+#include "frontend/Loader.h"
+#include "sema/Sema.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace loopc::test {
+
+std::string sourcePath(const std::string &relative) {
+  return std::string(LOOPC_SOURCE_DIR) + "/" + relative;
+}
+
+std::string loopcBinary() { return LOOPC_BINARY; }
+
+CommandResult runLoopc(const std::string &arguments) {
+  std::string command =
+      "cd '" + std::string(LOOPC_SOURCE_DIR) + "' && '" + loopcBinary() + "' " + arguments + " 2>&1";
+  CommandResult result;
+  FILE *pipe = popen(command.c_str(), "r");
+  REQUIRE_MESSAGE(pipe != nullptr, "cannot run: " << command);
+  std::array<char, 4096> buffer;
+  while (size_t count = fread(buffer.data(), 1, buffer.size(), pipe))
+    result.output.append(buffer.data(), count);
+  int status = pclose(pipe);
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+namespace {
+
+// Checks a freshly loaded program and records every diagnostic as text.
+void checkLoaded(LoadedProgram &loaded, DiagnosticEngine &diagnostics) {
+  if (loaded.program && !checkProgram(*loaded.program, diagnostics))
+    loaded.program.reset();
+  std::ostringstream text;
+  diagnostics.print(text);
+  loaded.diagnostics = text.str();
+}
+
+} // namespace
+
+std::unique_ptr<LoadedProgram> loadFile(const std::string &path) {
+  auto loaded = std::make_unique<LoadedProgram>();
+  DiagnosticEngine diagnostics(loaded->sources);
+  loaded->program = loadProgram(path, loaded->sources, diagnostics);
+  checkLoaded(*loaded, diagnostics);
+  return loaded;
+}
+
+std::unique_ptr<LoadedProgram> loadText(const std::string &text) {
+  auto loaded = std::make_unique<LoadedProgram>();
+  DiagnosticEngine diagnostics(loaded->sources);
+  loaded->program = loadProgramFromText("test.loop", text, loaded->sources, diagnostics);
+  checkLoaded(*loaded, diagnostics);
+  return loaded;
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+} // namespace loopc::test

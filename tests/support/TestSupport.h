@@ -1,0 +1,41 @@
+// Helpers shared by the test executables: where the source tree and the loopc
+// binary are, running loopc as a user would, and loading programs from text.
+#pragma once
+
+#include "frontend/Ast.h"
+#include "support/Diagnostics.h"
+
+#include <memory>
+#include <string>
+
+namespace loopc::test {
+
+// An absolute path inside the source tree: sourcePath("samples/matmul.loop").
+std::string sourcePath(const std::string &relative);
+
+// The path of the loopc executable under test.
+std::string loopcBinary();
+
+struct CommandResult {
+  int exitCode = 0;
+  std::string output; // stdout and stderr interleaved
+};
+
+// Runs `loopc <arguments>` through the shell from the source root.
+CommandResult runLoopc(const std::string &arguments);
+
+// A program loaded and checked from files or text. `diagnostics` holds every
+// message printed while loading and checking, formatted as the CLI prints them.
+struct LoadedProgram {
+  SourceManager sources;
+  std::unique_ptr<Program> program; // null when loading or checking failed
+  std::string diagnostics;
+};
+
+std::unique_ptr<LoadedProgram> loadFile(const std::string &path);
+std::unique_ptr<LoadedProgram> loadText(const std::string &text);
+
+// The contents of a file; fails the current test when it cannot be read.
+std::string readFile(const std::string &path);
+
+} // namespace loopc::test
