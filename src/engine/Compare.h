@@ -1,0 +1,45 @@
+// Compares the outputs of two engines run on the same inputs (`loopc run
+// --check`, the differential tests). Integers and booleans must match
+// exactly. Floats may differ in the last bits because the order in which a
+// redomap combines values is unspecified, so they are compared with a mixed
+// relative/absolute tolerance that grows with the element type's epsilon and
+// the reduction length; NaN matches NaN and infinities must match exactly.
+#pragma once
+
+#include "engine/HostArray.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loopc {
+
+struct CompareOptions {
+  // The longest reduction that contributes to one element (1 when none);
+  // rounding differences grow about as its square root.
+  uint64_t reductionLength = 1;
+  // Overrides of the derived tolerances when positive.
+  double relativeTolerance = 0;
+  double absoluteTolerance = 0;
+};
+
+struct CompareReport {
+  bool matches = true;
+  std::string problem;        // set when the types or shapes differ
+  uint64_t mismatchCount = 0; // elements outside the tolerance
+  std::vector<int64_t> firstIndex;
+  double expectedValue = 0, actualValue = 0; // at firstIndex
+  double relativeTolerance = 0, absoluteTolerance = 0;
+
+  // One line: "C[3][17]: expected 1.25, got 1.5 (42 of 4096 elements differ, ...)".
+  std::string describe(const std::string &name) const;
+};
+
+// Compares `actual` against `expected` (the reference engine's result).
+CompareReport compareArrays(const HostArray &expected, const HostArray &actual,
+                            const CompareOptions &options = {});
+
+// The tolerances compareArrays uses for a float type and reduction length.
+double defaultRelativeTolerance(ScalarType type, uint64_t reductionLength);
+
+} // namespace loopc
