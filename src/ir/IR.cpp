@@ -1,0 +1,130 @@
+// Names of IR enumerations and the small constructors shared by the lowering
+// and the passes (IR.h).
+#include "ir/IR.h"
+
+#include <cassert>
+
+namespace loopc::ir {
+
+const char *memorySpaceName(MemorySpace memory) {
+  switch (memory) {
+  case MemorySpace::Global:
+    return "global";
+  case MemorySpace::Shared:
+    return "shared";
+  case MemorySpace::Register:
+    return "register";
+  }
+  return "?";
+}
+
+const char *binaryOpName(BinaryOpKind op) {
+  switch (op) {
+  case BinaryOpKind::Add:
+    return "+";
+  case BinaryOpKind::Sub:
+    return "-";
+  case BinaryOpKind::Mul:
+    return "*";
+  case BinaryOpKind::Div:
+    return "/";
+  case BinaryOpKind::Rem:
+    return "%";
+  case BinaryOpKind::Min:
+    return "min";
+  case BinaryOpKind::Max:
+    return "max";
+  case BinaryOpKind::Lt:
+    return "<";
+  case BinaryOpKind::Le:
+    return "<=";
+  case BinaryOpKind::Gt:
+    return ">";
+  case BinaryOpKind::Ge:
+    return ">=";
+  case BinaryOpKind::Eq:
+    return "==";
+  case BinaryOpKind::Ne:
+    return "!=";
+  case BinaryOpKind::And:
+    return "&&";
+  case BinaryOpKind::Or:
+    return "||";
+  }
+  return "?";
+}
+
+bool isComparison(BinaryOpKind op) {
+  switch (op) {
+  case BinaryOpKind::Lt:
+  case BinaryOpKind::Le:
+  case BinaryOpKind::Gt:
+  case BinaryOpKind::Ge:
+  case BinaryOpKind::Eq:
+  case BinaryOpKind::Ne:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static ScalarType binaryResultType(BinaryOpKind op, const Expr &lhs) {
+  if (isComparison(op) || op == BinaryOpKind::And || op == BinaryOpKind::Or)
+    return ScalarType::Bool;
+  return lhs->type;
+}
+
+Binary::Binary(BinaryOpKind op, Expr lhs, Expr rhs)
+    : ExprNode(kKind, binaryResultType(op, lhs)), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {
+}
+
+const char *forKindName(ForKind kind) {
+  switch (kind) {
+  case ForKind::Serial:
+    return "serial";
+  case ForKind::Parallel:
+    return "parallel";
+  case ForKind::Unrolled:
+    return "unrolled";
+  case ForKind::Vectorized:
+    return "vectorized";
+  case ForKind::GpuBlock:
+    return "gpu_block";
+  case ForKind::GpuThread:
+    return "gpu_thread";
+  }
+  return "?";
+}
+
+Expr makeInt(ScalarType type, int64_t value) {
+  if (isFloat(type))
+    return std::make_shared<FloatImm>(type, static_cast<double>(value));
+  assert(isInteger(type) && "makeInt needs a numeric type");
+  return std::make_shared<IntImm>(type, value);
+}
+
+Expr makeI64(int64_t value) { return std::make_shared<IntImm>(ScalarType::I64, value); }
+
+Expr makeVar(ScalarType type, const std::string &name) { return std::make_shared<Var>(type, name); }
+
+Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs) {
+  assert(lhs->type == rhs->type && "binary operands must have one type");
+  return std::make_shared<Binary>(op, std::move(lhs), std::move(rhs));
+}
+
+Stmt makeBlock(std::vector<Stmt> stmts) {
+  std::vector<Stmt> flat;
+  for (Stmt &stmt : stmts) {
+    if (!stmt)
+      continue;
+    if (const auto *block = stmt->as<Block>())
+      flat.insert(flat.end(), block->stmts.begin(), block->stmts.end());
+    else
+      flat.push_back(std::move(stmt));
+  }
+  if (flat.size() == 1)
+    return flat.front();
+  return std::make_shared<Block>(std::move(flat));
+}
+
+} // namespace loopc::ir

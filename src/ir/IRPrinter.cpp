@@ -1,0 +1,324 @@
+// Printing the Loop IR as an indented loop nest (IRPrinter.h).
+#include "ir/IRPrinter.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace loopc::ir {
+
+namespace {
+
+// Binding strength of an expression, for parenthesising only where needed.
+int precedence(const Expr &expr) {
+  const auto *binary = expr->as<Binary>();
+  if (!binary)
+    return expr->as<Unary>() ? 7 : 8;
+  switch (binary->op) {
+  case BinaryOpKind::Or:
+    return 1;
+  case BinaryOpKind::And:
+    return 2;
+  case BinaryOpKind::Eq:
+  case BinaryOpKind::Ne:
+    return 3;
+  case BinaryOpKind::Lt:
+  case BinaryOpKind::Le:
+  case BinaryOpKind::Gt:
+  case BinaryOpKind::Ge:
+    return 4;
+  case BinaryOpKind::Add:
+  case BinaryOpKind::Sub:
+    return 5;
+  case BinaryOpKind::Mul:
+  case BinaryOpKind::Div:
+  case BinaryOpKind::Rem:
+    return 6;
+  case BinaryOpKind::Min:
+  case BinaryOpKind::Max:
+    return 8; // printed as calls
+  }
+  return 8;
+}
+
+std::string floatText(double value) {
+  char digits[64];
+  auto result = std::to_chars(digits, digits + sizeof digits, value);
+  std::string text(digits, result.ptr);
+  if (text.find_first_of(".ein") == std::string::npos)
+    text += ".0";
+  return text;
+}
+
+std::string indexText(const std::vector<Expr> &indices) {
+  std::string text;
+  for (const Expr &index : indices)
+    text += "[" + toString(index) + "]";
+  return text;
+}
+
+std::string listText(const std::vector<Expr> &exprs) {
+  std::string text;
+  for (size_t i = 0; i < exprs.size(); ++i)
+    text += (i ? ", " : "") + toString(exprs[i]);
+  return text;
+}
+
+std::string operand(const Expr &expr, int parentPrecedence, bool rightSide) {
+  std::string text = toString(expr);
+  int own = precedence(expr);
+  if (own < parentPrecedence || (rightSide && own == parentPrecedence && own < 7))
+    return "(" + text + ")";
+  return text;
+}
+
+std::string forHeader(const For &loop) {
+  std::string kind;
+  switch (loop.forKind) {
+  case ForKind::Serial:
+    kind = "for";
+    break;
+  case ForKind::GpuBlock:
+  case ForKind::GpuThread:
+    kind = std::string(forKindName(loop.forKind)) + "." + "xyz"[loop.gpuDim % 3] + " for";
+    break;
+  default:
+    kind = std::string(forKindName(loop.forKind)) + " for";
+  }
+  std::string end;
+  const auto *zero = loop.min->as<IntImm>();
+  if (zero && zero->value == 0)
+    end = toString(loop.extent);
+  else
+    end = toString(loop.min) + " + " + operand(loop.extent, 5, true);
+  return kind + " " + loop.var + " in [" + toString(loop.min) + ", " + end + ")";
+}
+
+std::string reduceOpText(const ReduceOperator &op) {
+  switch (op.kind) {
+  case ReduceOperator::Kind::Add:
+    return "+=";
+  case ReduceOperator::Kind::Mul:
+    return "*=";
+  case ReduceOperator::Kind::Min:
+    return "min=";
+  case ReduceOperator::Kind::Max:
+    return "max=";
+  case ReduceOperator::Kind::And:
+    return "&&=";
+  case ReduceOperator::Kind::Or:
+    return "||=";
+  case ReduceOperator::Kind::User:
+    return op.userName + "=";
+  }
+  return "?=";
+}
+
+std::string reduceHeader(const Reduce &reduce) {
+  std::string text = "reduce " + reduce.accumulator->name + indexText(reduce.indices) + " " +
+                     reduceOpText(reduce.op) + " over ";
+  for (size_t i = 0; i < reduce.loops.size(); ++i) {
+    const Reduce::Loop &loop = reduce.loops[i];
+    const auto *zero = loop.min->as<IntImm>();
+    std::string end = zero && zero->value == 0
+                          ? toString(loop.extent)
+                          : toString(loop.min) + " + " + operand(loop.extent, 5, true);
+    text += (i ? ", " : "") + loop.var + " in [" + toString(loop.min) + ", " + end + ")";
+  }
+  return text;
+}
+
+std::string launchText(const Launch &launch) {
+  std::string buffers;
+  for (size_t i = 0; i < launch.buffers.size(); ++i)
+    buffers += (i ? ", " : "") + launch.buffers[i]->name;
+  return "launch " + launch.kernel + "<<<grid(" + listText(launch.grid) + "), block(" +
+         listText(launch.block) + ")>>>(" + buffers + "; " + listText(launch.scalars) + ")";
+}
+
+class StmtPrinter {
+public:
+  std::ostringstream out;
+
+  void print(const Stmt &stmt, int indent) {
+    if (!stmt)
+      return;
+    std::string pad(2 * indent, ' ');
+    switch (stmt->kind) {
+    case StmtNode::Kind::For: {
+      const auto &loop = *stmt->as<For>();
+      out << pad << forHeader(loop) << " {\n";
+      print(loop.body, indent + 1);
+      out << pad << "}\n";
+      return;
+    }
+    case StmtNode::Kind::IfThenElse: {
+      const auto &branch = *stmt->as<IfThenElse>();
+      out << pad << "if (" << toString(branch.cond) << ") {\n";
+      print(branch.thenCase, indent + 1);
+      if (branch.elseCase) {
+        out << pad << "} else {\n";
+        print(branch.elseCase, indent + 1);
+      }
+      out << pad << "}\n";
+      return;
+    }
+    case StmtNode::Kind::LetStmt: {
+      const auto &let = *stmt->as<LetStmt>();
+      out << pad << "let " << let.var << " = " << toString(let.value) << "\n";
+      print(let.body, indent);
+      return;
+    }
+    case StmtNode::Kind::Allocate: {
+      const auto &allocate = *stmt->as<Allocate>();
+      out << pad << describe(*allocate.buffer) << "\n";
+      print(allocate.body, indent);
+      return;
+    }
+    case StmtNode::Kind::Block:
+      for (const Stmt &child : stmt->as<Block>()->stmts)
+        print(child, indent);
+      return;
+    case StmtNode::Kind::Reduce: {
+      const auto &reduce = *stmt->as<Reduce>();
+      if (!reduce.valueSetup) {
+        out << pad << reduceHeader(reduce) << ": " << toString(reduce.value) << "\n";
+        return;
+      }
+      out << pad << reduceHeader(reduce) << " {\n";
+      print(reduce.valueSetup, indent + 1);
+      out << pad << "  yield " << toString(reduce.value) << "\n";
+      out << pad << "}\n";
+      return;
+    }
+    default:
+      out << pad << describe(stmt) << "\n";
+      return;
+    }
+  }
+};
+
+std::string paramsText(const std::vector<Buffer> &buffers,
+                       const std::vector<ScalarParam> &scalars) {
+  std::string text;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    text += (i ? ", " : "") + describe(*buffers[i]) + (buffers[i]->isWritten ? " (written)" : "");
+  text += "; ";
+  for (size_t i = 0; i < scalars.size(); ++i)
+    text += (i ? ", " : "") + scalars[i].name + ": " + scalarTypeName(scalars[i].type);
+  return text;
+}
+
+} // namespace
+
+std::string toString(const Expr &expr) {
+  if (!expr)
+    return "<null>";
+  switch (expr->kind) {
+  case ExprNode::Kind::IntImm:
+    return std::to_string(expr->as<IntImm>()->value);
+  case ExprNode::Kind::FloatImm:
+    return floatText(expr->as<FloatImm>()->value);
+  case ExprNode::Kind::BoolImm:
+    return expr->as<BoolImm>()->value ? "true" : "false";
+  case ExprNode::Kind::Var:
+    return expr->as<Var>()->name;
+  case ExprNode::Kind::Load: {
+    const auto &load = *expr->as<Load>();
+    return load.buffer->name + indexText(load.indices);
+  }
+  case ExprNode::Kind::Unary: {
+    const auto &unary = *expr->as<Unary>();
+    return (unary.op == UnaryOpKind::Neg ? "-" : "!") + operand(unary.operand, 7, false);
+  }
+  case ExprNode::Kind::Binary: {
+    const auto &binary = *expr->as<Binary>();
+    if (binary.op == BinaryOpKind::Min || binary.op == BinaryOpKind::Max)
+      return std::string(binaryOpName(binary.op)) + "(" + toString(binary.lhs) + ", " +
+             toString(binary.rhs) + ")";
+    int own = precedence(expr);
+    return operand(binary.lhs, own, false) + " " + binaryOpName(binary.op) + " " +
+           operand(binary.rhs, own, true);
+  }
+  case ExprNode::Kind::Select: {
+    const auto &select = *expr->as<Select>();
+    return "select(" + toString(select.cond) + ", " + toString(select.thenValue) + ", " +
+           toString(select.elseValue) + ")";
+  }
+  case ExprNode::Kind::Cast: {
+    const auto &cast = *expr->as<Cast>();
+    return std::string(scalarTypeName(cast.type)) + "(" + toString(cast.operand) + ")";
+  }
+  case ExprNode::Kind::Call: {
+    const auto &call = *expr->as<Call>();
+    return std::string(builtinName(call.builtin)) + "(" + listText(call.args) + ")";
+  }
+  }
+  return "?";
+}
+
+std::string describe(const BufferInfo &buffer) {
+  std::string shape;
+  for (const Expr &extent : buffer.shape)
+    shape += "[" + toString(extent) + "]";
+  return std::string(memorySpaceName(buffer.memory)) + " " + scalarTypeName(buffer.element) + " " +
+         buffer.name + shape;
+}
+
+std::string describe(const Stmt &stmt) {
+  if (!stmt)
+    return "<null>";
+  switch (stmt->kind) {
+  case StmtNode::Kind::For:
+    return forHeader(*stmt->as<For>());
+  case StmtNode::Kind::IfThenElse:
+    return "if (" + toString(stmt->as<IfThenElse>()->cond) + ")";
+  case StmtNode::Kind::LetStmt: {
+    const auto &let = *stmt->as<LetStmt>();
+    return "let " + let.var + " = " + toString(let.value);
+  }
+  case StmtNode::Kind::Store: {
+    const auto &store = *stmt->as<Store>();
+    return store.buffer->name + indexText(store.indices) + " = " + toString(store.value);
+  }
+  case StmtNode::Kind::Allocate:
+    return describe(*stmt->as<Allocate>()->buffer);
+  case StmtNode::Kind::Barrier:
+    return "barrier";
+  case StmtNode::Kind::Block:
+    return "block of " + std::to_string(stmt->as<Block>()->stmts.size()) + " statements";
+  case StmtNode::Kind::Reduce: {
+    const auto &reduce = *stmt->as<Reduce>();
+    return reduceHeader(reduce) + ": " + toString(reduce.value);
+  }
+  case StmtNode::Kind::Launch:
+    return launchText(*stmt->as<Launch>());
+  }
+  return "?";
+}
+
+std::string toString(const Stmt &stmt, int indent) {
+  StmtPrinter printer;
+  printer.print(stmt, indent);
+  return printer.out.str();
+}
+
+std::string toString(const KernelFunc &kernel) {
+  std::string hints;
+  if (kernel.maxThreadsPerBlock)
+    hints += " maxntid(" + std::to_string(kernel.maxThreadsPerBlock) + ")";
+  if (kernel.minBlocksPerSM)
+    hints += " minctasm(" + std::to_string(kernel.minBlocksPerSM) + ")";
+  return "kernel " + kernel.name + "(" + paramsText(kernel.buffers, kernel.scalars) + ")" + hints +
+         " {\n" + toString(kernel.body, 1) + "}\n";
+}
+
+std::string toString(const Function &function) {
+  std::string text = "func " + function.name + "(" +
+                     paramsText(function.buffers, function.scalars) + ") {\n" +
+                     toString(function.body, 1) + "}\n";
+  for (const KernelFunc &kernel : function.kernels)
+    text += "\n" + toString(kernel);
+  return text;
+}
+
+} // namespace loopc::ir

@@ -1,0 +1,448 @@
+// The shared traversal bases (IRVisitor.h) and the generic rewrites on them.
+#include "ir/IRVisitor.h"
+
+namespace loopc::ir {
+
+// ------------------------------------------------------------- IRVisitor ---
+
+void IRVisitor::visit(const Expr &expr) {
+  if (!expr)
+    return;
+  switch (expr->kind) {
+  case ExprNode::Kind::IntImm:
+    return visitIntImm(*expr->as<IntImm>());
+  case ExprNode::Kind::FloatImm:
+    return visitFloatImm(*expr->as<FloatImm>());
+  case ExprNode::Kind::BoolImm:
+    return visitBoolImm(*expr->as<BoolImm>());
+  case ExprNode::Kind::Var:
+    return visitVar(*expr->as<Var>());
+  case ExprNode::Kind::Load:
+    return visitLoad(*expr->as<Load>());
+  case ExprNode::Kind::Unary:
+    return visitUnary(*expr->as<Unary>());
+  case ExprNode::Kind::Binary:
+    return visitBinary(*expr->as<Binary>());
+  case ExprNode::Kind::Select:
+    return visitSelect(*expr->as<Select>());
+  case ExprNode::Kind::Cast:
+    return visitCast(*expr->as<Cast>());
+  case ExprNode::Kind::Call:
+    return visitCall(*expr->as<Call>());
+  }
+}
+
+void IRVisitor::visit(const Stmt &stmt) {
+  if (!stmt)
+    return;
+  switch (stmt->kind) {
+  case StmtNode::Kind::For:
+    return visitFor(*stmt->as<For>());
+  case StmtNode::Kind::IfThenElse:
+    return visitIfThenElse(*stmt->as<IfThenElse>());
+  case StmtNode::Kind::LetStmt:
+    return visitLetStmt(*stmt->as<LetStmt>());
+  case StmtNode::Kind::Store:
+    return visitStore(*stmt->as<Store>());
+  case StmtNode::Kind::Allocate:
+    return visitAllocate(*stmt->as<Allocate>());
+  case StmtNode::Kind::Barrier:
+    return visitBarrier(*stmt->as<Barrier>());
+  case StmtNode::Kind::Block:
+    return visitBlock(*stmt->as<Block>());
+  case StmtNode::Kind::Reduce:
+    return visitReduce(*stmt->as<Reduce>());
+  case StmtNode::Kind::Launch:
+    return visitLaunch(*stmt->as<Launch>());
+  }
+}
+
+void IRVisitor::visitLoad(const Load &node) {
+  for (const Expr &index : node.indices)
+    visit(index);
+}
+void IRVisitor::visitUnary(const Unary &node) { visit(node.operand); }
+void IRVisitor::visitBinary(const Binary &node) {
+  visit(node.lhs);
+  visit(node.rhs);
+}
+void IRVisitor::visitSelect(const Select &node) {
+  visit(node.cond);
+  visit(node.thenValue);
+  visit(node.elseValue);
+}
+void IRVisitor::visitCast(const Cast &node) { visit(node.operand); }
+void IRVisitor::visitCall(const Call &node) {
+  for (const Expr &arg : node.args)
+    visit(arg);
+}
+
+void IRVisitor::visitFor(const For &node) {
+  visit(node.min);
+  visit(node.extent);
+  visit(node.body);
+}
+void IRVisitor::visitIfThenElse(const IfThenElse &node) {
+  visit(node.cond);
+  visit(node.thenCase);
+  visit(node.elseCase);
+}
+void IRVisitor::visitLetStmt(const LetStmt &node) {
+  visit(node.value);
+  visit(node.body);
+}
+void IRVisitor::visitStore(const Store &node) {
+  for (const Expr &index : node.indices)
+    visit(index);
+  visit(node.value);
+}
+void IRVisitor::visitAllocate(const Allocate &node) {
+  for (const Expr &extent : node.buffer->shape)
+    visit(extent);
+  visit(node.body);
+}
+void IRVisitor::visitBlock(const Block &node) {
+  for (const Stmt &stmt : node.stmts)
+    visit(stmt);
+}
+void IRVisitor::visitReduce(const Reduce &node) {
+  for (const Expr &index : node.indices)
+    visit(index);
+  visit(node.neutral);
+  visit(node.op.combine);
+  for (const Reduce::Loop &loop : node.loops) {
+    visit(loop.min);
+    visit(loop.extent);
+  }
+  visit(node.valueSetup);
+  visit(node.value);
+}
+void IRVisitor::visitLaunch(const Launch &node) {
+  for (const Expr &extent : node.grid)
+    visit(extent);
+  for (const Expr &extent : node.block)
+    visit(extent);
+  for (const Expr &scalar : node.scalars)
+    visit(scalar);
+}
+
+// ------------------------------------------------------------- IRMutator ---
+
+Expr IRMutator::mutate(const Expr &expr) {
+  if (!expr)
+    return expr;
+  switch (expr->kind) {
+  case ExprNode::Kind::IntImm:
+    return visitIntImm(*expr->as<IntImm>(), expr);
+  case ExprNode::Kind::FloatImm:
+    return visitFloatImm(*expr->as<FloatImm>(), expr);
+  case ExprNode::Kind::BoolImm:
+    return visitBoolImm(*expr->as<BoolImm>(), expr);
+  case ExprNode::Kind::Var:
+    return visitVar(*expr->as<Var>(), expr);
+  case ExprNode::Kind::Load:
+    return visitLoad(*expr->as<Load>(), expr);
+  case ExprNode::Kind::Unary:
+    return visitUnary(*expr->as<Unary>(), expr);
+  case ExprNode::Kind::Binary:
+    return visitBinary(*expr->as<Binary>(), expr);
+  case ExprNode::Kind::Select:
+    return visitSelect(*expr->as<Select>(), expr);
+  case ExprNode::Kind::Cast:
+    return visitCast(*expr->as<Cast>(), expr);
+  case ExprNode::Kind::Call:
+    return visitCall(*expr->as<Call>(), expr);
+  }
+  return expr;
+}
+
+Stmt IRMutator::mutate(const Stmt &stmt) {
+  if (!stmt)
+    return stmt;
+  switch (stmt->kind) {
+  case StmtNode::Kind::For:
+    return visitFor(*stmt->as<For>(), stmt);
+  case StmtNode::Kind::IfThenElse:
+    return visitIfThenElse(*stmt->as<IfThenElse>(), stmt);
+  case StmtNode::Kind::LetStmt:
+    return visitLetStmt(*stmt->as<LetStmt>(), stmt);
+  case StmtNode::Kind::Store:
+    return visitStore(*stmt->as<Store>(), stmt);
+  case StmtNode::Kind::Allocate:
+    return visitAllocate(*stmt->as<Allocate>(), stmt);
+  case StmtNode::Kind::Barrier:
+    return visitBarrier(*stmt->as<Barrier>(), stmt);
+  case StmtNode::Kind::Block:
+    return visitBlock(*stmt->as<Block>(), stmt);
+  case StmtNode::Kind::Reduce:
+    return visitReduce(*stmt->as<Reduce>(), stmt);
+  case StmtNode::Kind::Launch:
+    return visitLaunch(*stmt->as<Launch>(), stmt);
+  }
+  return stmt;
+}
+
+bool IRMutator::mutateAll(const std::vector<Expr> &in, std::vector<Expr> &out) {
+  bool changed = false;
+  out.clear();
+  out.reserve(in.size());
+  for (const Expr &expr : in) {
+    out.push_back(mutate(expr));
+    changed |= out.back() != expr;
+  }
+  return changed;
+}
+
+Expr IRMutator::visitLoad(const Load &node, const Expr &self) {
+  std::vector<Expr> indices;
+  if (!mutateAll(node.indices, indices))
+    return self;
+  return std::make_shared<Load>(node.buffer, std::move(indices), node.source);
+}
+
+Expr IRMutator::visitUnary(const Unary &node, const Expr &self) {
+  Expr operand = mutate(node.operand);
+  if (operand == node.operand)
+    return self;
+  return std::make_shared<Unary>(node.op, std::move(operand));
+}
+
+Expr IRMutator::visitBinary(const Binary &node, const Expr &self) {
+  Expr lhs = mutate(node.lhs);
+  Expr rhs = mutate(node.rhs);
+  if (lhs == node.lhs && rhs == node.rhs)
+    return self;
+  return std::make_shared<Binary>(node.op, std::move(lhs), std::move(rhs));
+}
+
+Expr IRMutator::visitSelect(const Select &node, const Expr &self) {
+  Expr cond = mutate(node.cond);
+  Expr thenValue = mutate(node.thenValue);
+  Expr elseValue = mutate(node.elseValue);
+  if (cond == node.cond && thenValue == node.thenValue && elseValue == node.elseValue)
+    return self;
+  return std::make_shared<Select>(std::move(cond), std::move(thenValue), std::move(elseValue));
+}
+
+Expr IRMutator::visitCast(const Cast &node, const Expr &self) {
+  Expr operand = mutate(node.operand);
+  if (operand == node.operand)
+    return self;
+  return std::make_shared<Cast>(node.type, std::move(operand));
+}
+
+Expr IRMutator::visitCall(const Call &node, const Expr &self) {
+  std::vector<Expr> args;
+  if (!mutateAll(node.args, args))
+    return self;
+  return std::make_shared<Call>(node.type, node.builtin, std::move(args));
+}
+
+Stmt IRMutator::visitFor(const For &node, const Stmt &self) {
+  Expr min = mutate(node.min);
+  Expr extent = mutate(node.extent);
+  Stmt body = mutate(node.body);
+  if (min == node.min && extent == node.extent && body == node.body)
+    return self;
+  return std::make_shared<For>(node.var, std::move(min), std::move(extent), node.forKind,
+                               node.gpuDim, std::move(body), node.source);
+}
+
+Stmt IRMutator::visitIfThenElse(const IfThenElse &node, const Stmt &self) {
+  Expr cond = mutate(node.cond);
+  Stmt thenCase = mutate(node.thenCase);
+  Stmt elseCase = mutate(node.elseCase);
+  if (cond == node.cond && thenCase == node.thenCase && elseCase == node.elseCase)
+    return self;
+  return std::make_shared<IfThenElse>(std::move(cond), std::move(thenCase), std::move(elseCase));
+}
+
+Stmt IRMutator::visitLetStmt(const LetStmt &node, const Stmt &self) {
+  Expr value = mutate(node.value);
+  Stmt body = mutate(node.body);
+  if (value == node.value && body == node.body)
+    return self;
+  return std::make_shared<LetStmt>(node.var, std::move(value), std::move(body));
+}
+
+Stmt IRMutator::visitStore(const Store &node, const Stmt &self) {
+  std::vector<Expr> indices;
+  bool changed = mutateAll(node.indices, indices);
+  Expr value = mutate(node.value);
+  if (!changed && value == node.value)
+    return self;
+  return std::make_shared<Store>(node.buffer, std::move(indices), std::move(value), node.source);
+}
+
+Stmt IRMutator::visitAllocate(const Allocate &node, const Stmt &self) {
+  Stmt body = mutate(node.body);
+  if (body == node.body)
+    return self;
+  return std::make_shared<Allocate>(node.buffer, std::move(body));
+}
+
+Stmt IRMutator::visitBlock(const Block &node, const Stmt &self) {
+  std::vector<Stmt> stmts;
+  bool changed = false;
+  for (const Stmt &stmt : node.stmts) {
+    stmts.push_back(mutate(stmt));
+    changed |= stmts.back() != stmt;
+  }
+  if (!changed)
+    return self;
+  return makeBlock(std::move(stmts));
+}
+
+Stmt IRMutator::visitReduce(const Reduce &node, const Stmt &self) {
+  std::vector<Expr> indices;
+  bool changed = mutateAll(node.indices, indices);
+  Expr neutral = mutate(node.neutral);
+  ReduceOperator op = node.op;
+  op.combine = mutate(node.op.combine);
+  std::vector<Reduce::Loop> loops;
+  for (const Reduce::Loop &loop : node.loops) {
+    loops.push_back({loop.var, mutate(loop.min), mutate(loop.extent)});
+    changed |= loops.back().min != loop.min || loops.back().extent != loop.extent;
+  }
+  Stmt valueSetup = mutate(node.valueSetup);
+  Expr value = mutate(node.value);
+  changed |= neutral != node.neutral || op.combine != node.op.combine ||
+             valueSetup != node.valueSetup || value != node.value;
+  if (!changed)
+    return self;
+  return std::make_shared<Reduce>(node.accumulator, std::move(indices), std::move(op),
+                                  std::move(neutral), std::move(loops), std::move(valueSetup),
+                                  std::move(value), node.source);
+}
+
+Stmt IRMutator::visitLaunch(const Launch &node, const Stmt &self) {
+  std::vector<Expr> grid, block, scalars;
+  bool changed = mutateAll(node.grid, grid);
+  changed |= mutateAll(node.block, block);
+  changed |= mutateAll(node.scalars, scalars);
+  if (!changed)
+    return self;
+  return std::make_shared<Launch>(node.kernel, std::move(grid), std::move(block), node.buffers,
+                                  std::move(scalars), node.source);
+}
+
+// ------------------------------------------------------ generic rewrites ---
+
+namespace {
+
+class Substituter : public IRMutator {
+public:
+  explicit Substituter(const std::map<std::string, Expr> &replacements)
+      : replacements_(replacements) {}
+
+protected:
+  Expr visitVar(const Var &node, const Expr &self) override {
+    auto found = replacements_.find(node.name);
+    return found == replacements_.end() ? self : found->second;
+  }
+
+private:
+  const std::map<std::string, Expr> &replacements_;
+};
+
+// Collects variables read outside the scope of their binding.
+class FreeVarCollector : public IRVisitor {
+public:
+  std::set<std::string> free;
+
+protected:
+  void visitVar(const Var &node) override {
+    if (!bound_.contains(node.name))
+      free.insert(node.name);
+  }
+  void visitFor(const For &node) override {
+    visit(node.min);
+    visit(node.extent);
+    bind(node.var, [&] { visit(node.body); });
+  }
+  void visitLetStmt(const LetStmt &node) override {
+    visit(node.value);
+    bind(node.var, [&] { visit(node.body); });
+  }
+  void visitReduce(const Reduce &node) override {
+    for (const Expr &index : node.indices)
+      visit(index);
+    visit(node.neutral);
+    if (node.op.combine) {
+      bind(node.op.lhsVar, [&] { bind(node.op.rhsVar, [&] { visit(node.op.combine); }); });
+    }
+    visitLoops(node, 0);
+  }
+
+private:
+  template <typename F> void bind(const std::string &name, F &&inside) {
+    bound_.insert(name);
+    inside();
+    bound_.erase(bound_.find(name));
+  }
+  void visitLoops(const Reduce &node, size_t level) {
+    if (level == node.loops.size()) {
+      visit(node.valueSetup);
+      visit(node.value);
+      return;
+    }
+    visit(node.loops[level].min);
+    visit(node.loops[level].extent);
+    bind(node.loops[level].var, [&] { visitLoops(node, level + 1); });
+  }
+  std::multiset<std::string> bound_;
+};
+
+} // namespace
+
+Expr substitute(const Expr &expr, const std::map<std::string, Expr> &replacements) {
+  if (replacements.empty())
+    return expr;
+  return Substituter(replacements).mutate(expr);
+}
+
+Stmt substitute(const Stmt &stmt, const std::map<std::string, Expr> &replacements) {
+  if (replacements.empty())
+    return stmt;
+  return Substituter(replacements).mutate(stmt);
+}
+
+std::set<std::string> freeVars(const Expr &expr) {
+  FreeVarCollector collector;
+  collector.visit(expr);
+  return std::move(collector.free);
+}
+
+std::set<std::string> freeVars(const Stmt &stmt) {
+  FreeVarCollector collector;
+  collector.visit(stmt);
+  return std::move(collector.free);
+}
+
+bool usesAnyVar(const Expr &expr, const std::set<std::string> &names) {
+  for (const std::string &name : freeVars(expr))
+    if (names.contains(name))
+      return true;
+  return false;
+}
+
+Stmt appendAtTail(const Stmt &setup, const Stmt &tail) {
+  if (!setup)
+    return tail;
+  if (const auto *let = setup->as<LetStmt>())
+    return std::make_shared<LetStmt>(let->var, let->value, appendAtTail(let->body, tail));
+  if (const auto *allocate = setup->as<Allocate>())
+    return std::make_shared<Allocate>(allocate->buffer, appendAtTail(allocate->body, tail));
+  if (const auto *block = setup->as<Block>()) {
+    if (block->stmts.empty())
+      return tail;
+    std::vector<Stmt> stmts = block->stmts;
+    Stmt last = stmts.back();
+    stmts.pop_back();
+    stmts.push_back(appendAtTail(last, tail));
+    return makeBlock(std::move(stmts));
+  }
+  return makeBlock({setup, tail});
+}
+
+} // namespace loopc::ir

@@ -1,0 +1,100 @@
+// The two traversal bases every pass and analysis builds on, so a pass only
+// overrides the nodes it cares about:
+// - IRVisitor walks an IR tree read-only (analyses, the verifier, the printer's
+//   helpers); each default visit recurses into the children.
+// - IRMutator rebuilds a tree bottom-up; each default visit mutates the
+//   children and returns the original node when none changed, so unchanged
+//   subtrees stay shared.
+// Plus the few generic rewrites built on them (substitution, free variables).
+#pragma once
+
+#include "ir/IR.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace loopc::ir {
+
+class IRVisitor {
+public:
+  virtual ~IRVisitor() = default;
+  // Dispatch on the node kind; null is ignored.
+  void visit(const Expr &expr);
+  void visit(const Stmt &stmt);
+
+protected:
+  virtual void visitIntImm(const IntImm &) {}
+  virtual void visitFloatImm(const FloatImm &) {}
+  virtual void visitBoolImm(const BoolImm &) {}
+  virtual void visitVar(const Var &) {}
+  virtual void visitLoad(const Load &node);
+  virtual void visitUnary(const Unary &node);
+  virtual void visitBinary(const Binary &node);
+  virtual void visitSelect(const Select &node);
+  virtual void visitCast(const Cast &node);
+  virtual void visitCall(const Call &node);
+
+  virtual void visitFor(const For &node);
+  virtual void visitIfThenElse(const IfThenElse &node);
+  virtual void visitLetStmt(const LetStmt &node);
+  virtual void visitStore(const Store &node);
+  virtual void visitAllocate(const Allocate &node);
+  virtual void visitBarrier(const Barrier &) {}
+  virtual void visitBlock(const Block &node);
+  virtual void visitReduce(const Reduce &node);
+  virtual void visitLaunch(const Launch &node);
+};
+
+class IRMutator {
+public:
+  virtual ~IRMutator() = default;
+  // Dispatch on the node kind; null stays null.
+  Expr mutate(const Expr &expr);
+  Stmt mutate(const Stmt &stmt);
+
+protected:
+  // `self` is the node being visited, returned when nothing changes.
+  virtual Expr visitIntImm(const IntImm &, const Expr &self) { return self; }
+  virtual Expr visitFloatImm(const FloatImm &, const Expr &self) { return self; }
+  virtual Expr visitBoolImm(const BoolImm &, const Expr &self) { return self; }
+  virtual Expr visitVar(const Var &, const Expr &self) { return self; }
+  virtual Expr visitLoad(const Load &node, const Expr &self);
+  virtual Expr visitUnary(const Unary &node, const Expr &self);
+  virtual Expr visitBinary(const Binary &node, const Expr &self);
+  virtual Expr visitSelect(const Select &node, const Expr &self);
+  virtual Expr visitCast(const Cast &node, const Expr &self);
+  virtual Expr visitCall(const Call &node, const Expr &self);
+
+  virtual Stmt visitFor(const For &node, const Stmt &self);
+  virtual Stmt visitIfThenElse(const IfThenElse &node, const Stmt &self);
+  virtual Stmt visitLetStmt(const LetStmt &node, const Stmt &self);
+  virtual Stmt visitStore(const Store &node, const Stmt &self);
+  virtual Stmt visitAllocate(const Allocate &node, const Stmt &self);
+  virtual Stmt visitBarrier(const Barrier &, const Stmt &self) { return self; }
+  virtual Stmt visitBlock(const Block &node, const Stmt &self);
+  virtual Stmt visitReduce(const Reduce &node, const Stmt &self);
+  virtual Stmt visitLaunch(const Launch &node, const Stmt &self);
+
+  // Mutates each element; true when any changed.
+  bool mutateAll(const std::vector<Expr> &in, std::vector<Expr> &out);
+};
+
+// Replaces free occurrences of the named variables (bindings of the same name
+// inside shadow them, though names are unique within a function).
+Expr substitute(const Expr &expr, const std::map<std::string, Expr> &replacements);
+Stmt substitute(const Stmt &stmt, const std::map<std::string, Expr> &replacements);
+
+// Names of the variables an expression or statement reads without binding them.
+std::set<std::string> freeVars(const Expr &expr);
+std::set<std::string> freeVars(const Stmt &stmt);
+
+// True when `expr` reads any variable of `names`.
+bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
+
+// Places `tail` where the scope of `setup` ends: LetStmts and Allocates along
+// the last statements of `setup` enclose it, so `tail` sees their bindings.
+// This is how Reduce::value is read after Reduce::valueSetup.
+Stmt appendAtTail(const Stmt &setup, const Stmt &tail);
+
+} // namespace loopc::ir
