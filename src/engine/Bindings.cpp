@@ -1,0 +1,486 @@
+// Binding a kernel's arguments (see Bindings.h). The order matters: scalar
+// values first (extents may use integer parameters), then sizes from --set
+// and from the arrays given, then every extent is evaluated and checked, the
+// total memory is checked, and only then is anything allocated.
+#include "engine/Bindings.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <random>
+#include <sstream>
+
+namespace loopc {
+
+namespace {
+
+std::string typeText(ScalarType element, const std::vector<int64_t> &shape) {
+  std::string text = scalarTypeName(element);
+  for (int64_t extent : shape)
+    text += "[" + std::to_string(extent) + "]";
+  return text;
+}
+
+std::string shapeList(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string joinNames(const std::vector<std::string> &names) {
+  std::string text;
+  for (size_t i = 0; i < names.size(); ++i)
+    text += (i ? ", " : "") + names[i];
+  return text;
+}
+
+// ------------------------------------------------ parsing --set values ---
+
+std::optional<int64_t> parseInteger(std::string_view text) {
+  if (text.starts_with('+'))
+    text.remove_prefix(1);
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty())
+    return std::nullopt;
+  return value;
+}
+
+std::optional<double> parseFloat(std::string_view text) {
+  if (text.starts_with('+'))
+    text.remove_prefix(1);
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || text.empty())
+    return std::nullopt;
+  return value;
+}
+
+// Parses `text` as a value of `type` into a rank-0 array.
+Expected<HostArray> parseScalar(const std::string &name, ScalarType type, const std::string &text) {
+  HostArray array(type, {});
+  auto junk = [&]() {
+    return makeError("invalid value '" + text + "' for " + name + " (a " + scalarTypeName(type) +
+                     ")");
+  };
+  auto outOfRange = [&]() {
+    return makeError("value " + text + " for " + name + " is out of range for " +
+                     scalarTypeName(type));
+  };
+  switch (type) {
+  case ScalarType::Bool:
+    if (text == "true" || text == "1")
+      array.data<uint8_t>()[0] = 1;
+    else if (text != "false" && text != "0")
+      return junk();
+    return array;
+  case ScalarType::I32:
+  case ScalarType::I64: {
+    auto value = parseInteger(text);
+    if (!value) {
+      // Distinguish a number too large from junk.
+      auto asFloat = parseFloat(text);
+      return asFloat && std::floor(*asFloat) == *asFloat ? outOfRange() : junk();
+    }
+    if (type == ScalarType::I32) {
+      if (*value < std::numeric_limits<int32_t>::min() ||
+          *value > std::numeric_limits<int32_t>::max())
+        return outOfRange();
+      array.data<int32_t>()[0] = static_cast<int32_t>(*value);
+    } else {
+      array.data<int64_t>()[0] = *value;
+    }
+    return array;
+  }
+  case ScalarType::F32:
+  case ScalarType::F64: {
+    auto value = parseFloat(text);
+    if (!value)
+      return junk();
+    if (type == ScalarType::F32 && std::isfinite(*value) &&
+        std::fabs(*value) > std::numeric_limits<float>::max())
+      return outOfRange();
+    array.setFromDouble(0, *value);
+    return array;
+  }
+  }
+  return junk();
+}
+
+// --------------------------------------------------- extent evaluation ---
+
+// Integer values extents may refer to: sizes and integer scalar parameters.
+using IntegerScope = std::map<std::string, int64_t>;
+
+Expected<int64_t> evaluateExtent(const Expr &expr, const IntegerScope &scope) {
+  auto overflow = [&]() { return makeError("the extent overflows 64-bit integers", expr.range); };
+  if (auto *literal = expr.as<IntLitExpr>()) {
+    if (literal->value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      return overflow();
+    return static_cast<int64_t>(literal->value);
+  }
+  if (auto *name = expr.as<NameExpr>()) {
+    auto found = scope.find(name->name);
+    if (found == scope.end())
+      return makeError("the extent uses '" + name->name +
+                           "', which is neither a size nor an integer parameter",
+                       expr.range);
+    return found->second;
+  }
+  if (auto *unary = expr.as<UnaryExpr>()) {
+    if (unary->op != UnaryOp::Neg)
+      return makeError("an extent must be an integer expression", expr.range);
+    auto operand = evaluateExtent(*unary->operand, scope);
+    if (!operand)
+      return operand;
+    int64_t result = 0;
+    if (__builtin_sub_overflow(int64_t{0}, *operand, &result))
+      return overflow();
+    return result;
+  }
+  if (auto *cast = expr.as<CastExpr>()) {
+    if (!isInteger(cast->target))
+      return makeError("an extent must be an integer expression", expr.range);
+    return evaluateExtent(*cast->operand, scope);
+  }
+  if (auto *call = expr.as<CallExpr>()) {
+    std::vector<int64_t> args;
+    for (const ExprPtr &arg : call->args) {
+      auto value = evaluateExtent(*arg, scope);
+      if (!value)
+        return value;
+      args.push_back(*value);
+    }
+    if (call->callee == "min" && args.size() == 2)
+      return std::min(args[0], args[1]);
+    if (call->callee == "max" && args.size() == 2)
+      return std::max(args[0], args[1]);
+    if (call->callee == "abs" && args.size() == 1) {
+      if (args[0] == std::numeric_limits<int64_t>::min())
+        return overflow();
+      return args[0] < 0 ? -args[0] : args[0];
+    }
+    return makeError("'" + call->callee + "' cannot be evaluated in an extent", expr.range);
+  }
+  if (auto *binary = expr.as<BinaryExpr>()) {
+    auto lhs = evaluateExtent(*binary->lhs, scope);
+    if (!lhs)
+      return lhs;
+    auto rhs = evaluateExtent(*binary->rhs, scope);
+    if (!rhs)
+      return rhs;
+    int64_t result = 0;
+    switch (binary->op) {
+    case BinaryOp::Add:
+      if (__builtin_add_overflow(*lhs, *rhs, &result))
+        return overflow();
+      return result;
+    case BinaryOp::Sub:
+      if (__builtin_sub_overflow(*lhs, *rhs, &result))
+        return overflow();
+      return result;
+    case BinaryOp::Mul:
+      if (__builtin_mul_overflow(*lhs, *rhs, &result))
+        return overflow();
+      return result;
+    case BinaryOp::Div:
+    case BinaryOp::Rem:
+      if (*rhs == 0)
+        return makeError("division by zero in an extent", expr.range);
+      if (*lhs == std::numeric_limits<int64_t>::min() && *rhs == -1)
+        return overflow();
+      return binary->op == BinaryOp::Div ? *lhs / *rhs : *lhs % *rhs;
+    default:
+      break;
+    }
+  }
+  return makeError("an extent must be an integer expression of sizes and parameters", expr.range);
+}
+
+// ------------------------------------------------------- memory limits ---
+
+uint64_t availableMemoryBytes() {
+  // Without /proc/meminfo (not Linux), a cap that any development machine
+  // has keeps a typo like N=1e12 from reaching the allocator.
+  constexpr uint64_t kFallback = uint64_t{16} << 30;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kilobytes = 0;
+  std::string unit;
+  while (meminfo >> key >> kilobytes) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:")
+      return kilobytes * 1024;
+  }
+  return kFallback;
+}
+
+// ------------------------------------------------------- random inputs ---
+
+// Mixes the seed with the parameter's position so every parameter gets its
+// own stream and adding a parameter does not change the others' data.
+uint64_t parameterSeed(uint64_t seed, size_t position) {
+  uint64_t value = seed ^ (0x9E3779B97F4A7C15ull * (position + 1));
+  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
+  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
+  return value ^ (value >> 31);
+}
+
+// The values are built from raw generator bits rather than std::
+// distributions, whose results differ between standard libraries.
+void fillRandom(HostArray &array, uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  size_t count = array.elementCount();
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t bits = generator();
+    switch (array.type) {
+    case ScalarType::F32:
+      array.data<float>()[i] = static_cast<float>(bits >> 40) * 0x1p-23f - 1.0f;
+      break;
+    case ScalarType::F64:
+      array.data<double>()[i] = static_cast<double>(bits >> 11) * 0x1p-52 - 1.0;
+      break;
+    case ScalarType::I32:
+      array.data<int32_t>()[i] = static_cast<int32_t>(bits >> 60);
+      break;
+    case ScalarType::I64:
+      array.data<int64_t>()[i] = static_cast<int64_t>(bits >> 60);
+      break;
+    case ScalarType::Bool:
+      array.data<uint8_t>()[i] = static_cast<uint8_t>(bits >> 63);
+      break;
+    }
+  }
+}
+
+// Where a size's value came from, for conflict messages.
+struct SizeBinding {
+  int64_t value;
+  std::string origin;
+};
+
+std::string dimensionOrigin(const VarDecl &param, size_t dimension) {
+  return "'" + param.name + "' (dimension " + std::to_string(dimension) + ")";
+}
+
+} // namespace
+
+std::string formatByteCount(uint64_t bytes) {
+  static const char *const kUnits[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 999.5 && unit + 1 < std::size(kUnits)) {
+    value /= 1000;
+    ++unit;
+  }
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(unit > 0 && value < 9.95 ? 1 : 0);
+  out << value << " " << kUnits[unit];
+  return out.str();
+}
+
+Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request) {
+  auto findParam = [&](const std::string &name) -> const VarDecl * {
+    for (const VarDeclPtr &param : kernel.params)
+      if (param->name == name)
+        return param.get();
+    return nullptr;
+  };
+  auto isSize = [&](const std::string &name) {
+    for (const VarDeclPtr &size : kernel.sizes)
+      if (size->name == name)
+        return true;
+    return false;
+  };
+  auto knownNames = [&]() {
+    std::vector<std::string> names;
+    for (const VarDeclPtr &param : kernel.params)
+      names.push_back(param->name);
+    for (const VarDeclPtr &size : kernel.sizes)
+      names.push_back(size->name);
+    return names.empty() ? std::string("none") : joinNames(names);
+  };
+
+  // Every name given must be a parameter or a size, given in the right form.
+  for (const auto &[name, text] : request.values) {
+    const VarDecl *param = findParam(name);
+    if (!param && !isSize(name))
+      return makeError("kernel '" + kernel.name + "' has no parameter or size named '" + name +
+                       "' (it has " + knownNames() + ")");
+    if (param && param->isArray())
+      return makeError("'" + name + "' is an array: pass it as a .npy file (--in " + name +
+                       "=FILE.npy)");
+    if (param && (param->intent == Intent::Out))
+      return makeError("'" + name + "' is an output of kernel '" + kernel.name +
+                       "': it cannot be set");
+  }
+  for (const auto &[name, array] : request.arrays) {
+    const VarDecl *param = findParam(name);
+    if (!param)
+      return makeError("kernel '" + kernel.name + "' has no parameter named '" + name +
+                       "' (it has " + knownNames() + ")");
+    if (param->intent == Intent::Out)
+      return makeError("'" + name + "' is an out parameter of kernel '" + kernel.name +
+                       "' and starts zeroed: only in and inout parameters take input data");
+    if (request.values.contains(name))
+      return makeError("'" + name + "' is given twice (as a value and as an array)");
+  }
+
+  KernelArgs args;
+  args.params.resize(kernel.params.size());
+  IntegerScope scope;
+
+  // Scalar parameters: parsed values, rank-0 arrays, zeroed outputs, random
+  // inout values; value parameters have no default.
+  std::vector<std::string> missingValues;
+  for (size_t position = 0; position < kernel.params.size(); ++position) {
+    const VarDecl &param = *kernel.params[position];
+    if (param.isArray())
+      continue;
+    ScalarType type = param.type.element;
+    HostArray &value = args.params[position];
+    if (auto text = request.values.find(param.name); text != request.values.end()) {
+      auto parsed = parseScalar("'" + param.name + "'", type, text->second);
+      if (!parsed)
+        return std::unexpected(parsed.error());
+      value = std::move(*parsed);
+    } else if (auto given = request.arrays.find(param.name); given != request.arrays.end()) {
+      if (given->second.type != type || given->second.rank() != 0)
+        return makeError("'" + param.name + "' is a scalar " + scalarTypeName(type) + " but a " +
+                             typeText(given->second.type, given->second.shape) + " array was given",
+                         param.range);
+      value = given->second;
+    } else if (param.intent == Intent::Out) {
+      value = HostArray(type, {});
+    } else if (param.intent == Intent::InOut) {
+      value = HostArray(type, {});
+      fillRandom(value, parameterSeed(request.seed, position));
+    } else {
+      missingValues.push_back(param.name);
+      continue;
+    }
+    if (isInteger(type))
+      scope[param.name] = value.getAsInt(0);
+  }
+  if (!missingValues.empty()) {
+    std::string hint;
+    for (const std::string &name : missingValues)
+      hint += " --set " + name + "=...";
+    return makeError("kernel '" + kernel.name + "' needs a value for " + joinNames(missingValues) +
+                     ": give it with" + hint);
+  }
+
+  // Sizes: from --set first, then from the arrays given.
+  std::map<std::string, SizeBinding> sizes;
+  for (const VarDeclPtr &size : kernel.sizes) {
+    auto text = request.values.find(size->name);
+    if (text == request.values.end())
+      continue;
+    auto value = parseInteger(text->second);
+    if (!value || *value < 0)
+      return makeError("invalid value '" + text->second + "' for size " + size->name +
+                       " (a non-negative integer)");
+    sizes[size->name] = {*value, "--set " + size->name + "=" + text->second};
+  }
+  for (size_t position = 0; position < kernel.params.size(); ++position) {
+    const VarDecl &param = *kernel.params[position];
+    auto given = request.arrays.find(param.name);
+    if (!param.isArray() || given == request.arrays.end())
+      continue;
+    const HostArray &array = given->second;
+    if (array.type != param.type.element || array.rank() != param.type.rank())
+      return makeError("'" + param.name + "' needs a " + scalarTypeName(param.type.element) +
+                           " array of rank " + std::to_string(param.type.rank()) + ", but a " +
+                           typeText(array.type, array.shape) + " array was given",
+                       param.range);
+    for (size_t d = 0; d < param.type.rank(); ++d) {
+      auto *name = param.type.dims[d]->as<NameExpr>();
+      if (!name || !isSize(name->name))
+        continue;
+      auto [bound, inserted] =
+          sizes.try_emplace(name->name, SizeBinding{array.shape[d], dimensionOrigin(param, d)});
+      if (!inserted && bound->second.value != array.shape[d])
+        return makeError("size " + name->name + " is " + std::to_string(bound->second.value) +
+                             " from " + bound->second.origin + " but " +
+                             std::to_string(array.shape[d]) + " from " + dimensionOrigin(param, d),
+                         param.range);
+    }
+  }
+  std::vector<std::string> missingSizes;
+  for (const VarDeclPtr &size : kernel.sizes) {
+    auto bound = sizes.find(size->name);
+    if (bound == sizes.end()) {
+      missingSizes.push_back(size->name);
+      continue;
+    }
+    args.sizes[size->name] = bound->second.value;
+    scope[size->name] = bound->second.value;
+  }
+  if (!missingSizes.empty()) {
+    std::string hint;
+    for (const std::string &name : missingSizes)
+      hint += " --set " + name + "=...";
+    return makeError("cannot infer size" + std::string(missingSizes.size() > 1 ? "s " : " ") +
+                     joinNames(missingSizes) + " of kernel '" + kernel.name +
+                     "' from the arrays given: set " + (missingSizes.size() > 1 ? "them" : "it") +
+                     " with" + hint);
+  }
+
+  // Every array's shape, checked against the arrays given and summed up.
+  std::vector<std::vector<int64_t>> shapes(kernel.params.size());
+  uint64_t totalBytes = 0;
+  bool overflows = false;
+  for (size_t position = 0; position < kernel.params.size(); ++position) {
+    const VarDecl &param = *kernel.params[position];
+    if (!param.isArray())
+      continue;
+    uint64_t bytes = scalarSize(param.type.element);
+    for (const ExprPtr &dim : param.type.dims) {
+      auto extent = evaluateExtent(*dim, scope);
+      if (!extent)
+        return makeError("in the type of '" + param.name + "': " + extent.error().message,
+                         extent.error().range);
+      if (*extent < 0)
+        return makeError("'" + param.name + "' would have a negative extent (" +
+                             std::to_string(*extent) + ")",
+                         dim->range);
+      shapes[position].push_back(*extent);
+      overflows |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(*extent), &bytes);
+    }
+    overflows |= __builtin_add_overflow(totalBytes, bytes, &totalBytes);
+    auto given = request.arrays.find(param.name);
+    if (given != request.arrays.end() && given->second.shape != shapes[position])
+      return makeError("'" + param.name + "' has shape " + shapeList(given->second.shape) +
+                           " but its type " + typeText(param.type.element, shapes[position]) +
+                           " needs " + shapeList(shapes[position]),
+                       param.range);
+  }
+  uint64_t limit = request.memoryLimitBytes ? request.memoryLimitBytes : availableMemoryBytes();
+  if (overflows)
+    return makeError("the arrays of kernel '" + kernel.name +
+                     "' need more bytes than a 64-bit machine can address");
+  if (totalBytes > limit)
+    return makeError("arrays need " + formatByteCount(totalBytes) + " but the machine has " +
+                     formatByteCount(limit) + " available");
+
+  for (size_t position = 0; position < kernel.params.size(); ++position) {
+    const VarDecl &param = *kernel.params[position];
+    if (!param.isArray())
+      continue;
+    auto given = request.arrays.find(param.name);
+    if (given != request.arrays.end()) {
+      args.params[position] = given->second;
+      continue;
+    }
+    args.params[position] = HostArray(param.type.element, shapes[position]);
+    if (param.intent != Intent::Out)
+      fillRandom(args.params[position], parameterSeed(request.seed, position));
+  }
+  return args;
+}
+
+} // namespace loopc
