@@ -1,0 +1,139 @@
+/* loopc's runtime: a small C API over the CUDA Driver API and the host CPU.
+ *
+ * The CUDA driver (libcuda.so.1) is loaded with dlopen when a cuda runtime is
+ * opened, never linked, so programs using this library start on machines with
+ * no GPU; there, opening a cuda runtime fails with a message and the cpu
+ * device keeps working. Every call returns a status; the message of the last
+ * failure, naming the CUDA call, its error and the kernel and .loop source
+ * location the caller attached, is loopc_runtime_last_error().
+ *
+ * A runtime is used from one thread at a time. Buffers, modules and events
+ * belong to the runtime that made them and must be released before it is
+ * closed. */
+#ifndef LOOPC_RUNTIME_H
+#define LOOPC_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum loopc_status {
+  LOOPC_SUCCESS = 0,
+  LOOPC_ERROR_INVALID_ARGUMENT = 1,
+  LOOPC_ERROR_NO_DRIVER = 2,   /* libcuda.so.1 missing or unusable */
+  LOOPC_ERROR_NO_DEVICE = 3,   /* the driver sees no device with that ordinal */
+  LOOPC_ERROR_DRIVER = 4,      /* a CUDA call failed */
+  LOOPC_ERROR_UNSUPPORTED = 5, /* the device kind cannot do this */
+  LOOPC_ERROR_OUT_OF_MEMORY = 6
+} loopc_status;
+
+typedef enum loopc_device_kind { LOOPC_DEVICE_CUDA = 0, LOOPC_DEVICE_CPU = 1 } loopc_device_kind;
+
+typedef struct loopc_runtime loopc_runtime;
+typedef struct loopc_module loopc_module;
+typedef struct loopc_function loopc_function;
+typedef struct loopc_event loopc_event;
+
+/* A device address: a CUdeviceptr on cuda, a host address on cpu. */
+typedef uint64_t loopc_device_ptr;
+
+typedef struct loopc_device_info {
+  loopc_device_kind kind;
+  char name[256];
+  int compute_capability_major; /* 0 on cpu */
+  int compute_capability_minor;
+  int multiprocessor_count; /* SMs on cuda, hardware threads on cpu */
+  size_t total_memory_bytes;
+  int max_threads_per_block;
+  int max_shared_memory_per_block; /* bytes, without opting in to more */
+  int warp_size;                   /* 1 on cpu */
+  int driver_version;              /* e.g. 13000 for CUDA 13.0; 0 on cpu */
+} loopc_device_info;
+
+typedef struct loopc_function_info {
+  int registers_per_thread;
+  int local_memory_bytes; /* per thread: spills and local arrays */
+  int static_shared_memory_bytes;
+  int max_threads_per_block; /* the most this function can be launched with */
+} loopc_function_info;
+
+typedef struct loopc_launch_config {
+  uint32_t grid[3];  /* blocks in x, y, z */
+  uint32_t block[3]; /* threads per block in x, y, z */
+  uint32_t dynamic_shared_bytes;
+  /* Shown in error messages, including those of a later synchronize; either
+   * may be NULL. source_location reads like "samples/matmul.loop:3:5". */
+  const char *kernel_name;
+  const char *source_location;
+} loopc_launch_config;
+
+/* The name of a status, e.g. "LOOPC_ERROR_NO_DRIVER". */
+const char *loopc_status_name(loopc_status status);
+
+/* Opens device `ordinal` of `kind`. On cuda this loads the driver (the path in
+ * the environment variable LOOPC_CUDA_DRIVER when set, else libcuda.so.1),
+ * initialises it and makes the device's primary context current. On failure
+ * *out is NULL and loopc_runtime_last_error(NULL) says why. */
+loopc_status loopc_runtime_open(loopc_device_kind kind, int ordinal, loopc_runtime **out);
+void loopc_runtime_close(loopc_runtime *runtime);
+
+/* The message of the last failed call on `runtime` ("" when none failed);
+ * with NULL, that of the calling thread's last failed loopc_runtime_open. The
+ * text stays valid until the next call on the same runtime (or thread). */
+const char *loopc_runtime_last_error(const loopc_runtime *runtime);
+
+loopc_status loopc_runtime_device_info(loopc_runtime *runtime, loopc_device_info *out);
+
+/* Buffers. Sizes are in bytes; a zero-byte allocation gives address 0. */
+loopc_status loopc_buffer_alloc(loopc_runtime *runtime, size_t bytes, loopc_device_ptr *out);
+loopc_status loopc_buffer_free(loopc_runtime *runtime, loopc_device_ptr buffer);
+loopc_status loopc_copy_to_device(loopc_runtime *runtime, loopc_device_ptr destination,
+                                  const void *source, size_t bytes);
+loopc_status loopc_copy_to_host(loopc_runtime *runtime, void *destination, loopc_device_ptr source,
+                                size_t bytes);
+loopc_status loopc_copy_on_device(loopc_runtime *runtime, loopc_device_ptr destination,
+                                  loopc_device_ptr source, size_t bytes);
+loopc_status loopc_memset(loopc_runtime *runtime, loopc_device_ptr destination, unsigned char value,
+                          size_t bytes);
+
+/* Modules: PTX text JIT-compiled by the driver (cuda only). `module_name`
+ * names the module in messages and may be NULL. When the driver rejects the
+ * PTX, the last error holds the JIT's error log. */
+loopc_status loopc_module_load_ptx(loopc_runtime *runtime, const char *ptx, const char *module_name,
+                                   loopc_module **out);
+/* The JIT's information log (ptxas's register and spill report) of a loaded
+ * module; "" when the driver wrote none. Valid while the module is loaded. */
+const char *loopc_module_jit_log(const loopc_module *module);
+loopc_status loopc_module_unload(loopc_runtime *runtime, loopc_module *module);
+/* Functions live as long as their module. */
+loopc_status loopc_module_function(loopc_runtime *runtime, loopc_module *module, const char *name,
+                                   loopc_function **out);
+loopc_status loopc_function_info_get(loopc_runtime *runtime, const loopc_function *function,
+                                     loopc_function_info *out);
+
+/* Launches `function` on the default stream. `params` is as for
+ * cuLaunchKernel: one pointer per kernel parameter, to that parameter's
+ * value. With `elapsed_ms` non-NULL the launch is bracketed by events and
+ * waited for, and *elapsed_ms receives its GPU time; otherwise the launch is
+ * asynchronous and its failures surface at the next synchronize, whose
+ * message names the kernel and location given here. */
+loopc_status loopc_launch(loopc_runtime *runtime, const loopc_function *function,
+                          const loopc_launch_config *config, void **params, float *elapsed_ms);
+loopc_status loopc_synchronize(loopc_runtime *runtime);
+
+/* Events time a region: record one before and one after, then ask for the
+ * milliseconds between them (which waits for the second). */
+loopc_status loopc_event_create(loopc_runtime *runtime, loopc_event **out);
+loopc_status loopc_event_destroy(loopc_runtime *runtime, loopc_event *event);
+loopc_status loopc_event_record(loopc_runtime *runtime, loopc_event *event);
+loopc_status loopc_event_elapsed_ms(loopc_runtime *runtime, loopc_event *start, loopc_event *end,
+                                    float *out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LOOPC_RUNTIME_H */
