@@ -1,0 +1,800 @@
+// The tree walk of the reference interpreter (see Interpreter.h). Every
+// invocation of a kernel or fn gets a frame with one slot per variable the
+// callable declares; a pre-pass (FrameLayout) numbers those variables once per
+// callable, so a name costs a pointer-keyed lookup instead of a scope search by
+// string. Arrays live in HostArrays: kernel arguments are used in place, local
+// arrays are owned by their slot and replaced (zeroed) each time their
+// declaration runs, which makes them private to one parfor iteration.
+#include "interp/Interpreter.h"
+
+#include "interp/Value.h"
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+namespace loopc {
+
+using interp::Value;
+
+namespace {
+
+// Local arrays beyond this many bytes are refused with an error rather than
+// exhausting memory.
+constexpr uint64_t kMaxLocalArrayBytes = uint64_t(1) << 32;
+
+// The slot numbers of every variable one kernel or fn declares: parameters,
+// sizes, locals, and the variables of its loops and redomaps.
+class FrameLayout {
+public:
+  explicit FrameLayout(const KernelDecl &kernel) {
+    for (const VarDeclPtr &param : kernel.params)
+      add(*param);
+    for (const VarDeclPtr &size : kernel.sizes)
+      add(*size);
+    addFromStmt(*kernel.body);
+  }
+  explicit FrameLayout(const FnDecl &fn) {
+    for (const VarDeclPtr &param : fn.params)
+      add(*param);
+    addFromStmt(*fn.body);
+  }
+
+  uint32_t slotOf(const VarDecl *decl) const {
+    auto found = slots_.find(decl);
+    assert(found != slots_.end() && "a variable the layout pre-pass did not see");
+    return found->second;
+  }
+  uint32_t slotCount() const { return static_cast<uint32_t>(slots_.size()); }
+
+private:
+  void add(const VarDecl &decl) {
+    slots_.emplace(&decl, static_cast<uint32_t>(slots_.size()));
+    for (const ExprPtr &dim : decl.type.dims)
+      addFromExpr(*dim);
+  }
+
+  void addFromRange(const Range &range) {
+    add(*range.var);
+    addFromExpr(*range.lo);
+    addFromExpr(*range.hi);
+    if (range.step)
+      addFromExpr(*range.step);
+  }
+
+  void addFromStmt(const Stmt &stmt) {
+    switch (stmt.kind) {
+    case Stmt::Kind::Block:
+      for (const StmtPtr &inner : static_cast<const BlockStmt &>(stmt).stmts)
+        addFromStmt(*inner);
+      break;
+    case Stmt::Kind::Decl: {
+      const auto &decl = static_cast<const DeclStmt &>(stmt);
+      add(*decl.var);
+      if (decl.init)
+        addFromExpr(*decl.init);
+      break;
+    }
+    case Stmt::Kind::Assign: {
+      const auto &assign = static_cast<const AssignStmt &>(stmt);
+      for (const ExprPtr &index : assign.indices)
+        addFromExpr(*index);
+      addFromExpr(*assign.value);
+      break;
+    }
+    case Stmt::Kind::For: {
+      const auto &loop = static_cast<const ForStmt &>(stmt);
+      addFromRange(loop.range);
+      addFromStmt(*loop.body);
+      break;
+    }
+    case Stmt::Kind::Parfor: {
+      const auto &parfor = static_cast<const ParforStmt &>(stmt);
+      for (const Range &range : parfor.ranges)
+        addFromRange(range);
+      addFromStmt(*parfor.body);
+      break;
+    }
+    case Stmt::Kind::If: {
+      const auto &ifStmt = static_cast<const IfStmt &>(stmt);
+      addFromExpr(*ifStmt.cond);
+      addFromStmt(*ifStmt.thenBody);
+      if (ifStmt.elseBody)
+        addFromStmt(*ifStmt.elseBody);
+      break;
+    }
+    case Stmt::Kind::Return:
+      addFromExpr(*static_cast<const ReturnStmt &>(stmt).value);
+      break;
+    case Stmt::Kind::Call:
+      for (const ExprPtr &arg : static_cast<const CallStmt &>(stmt).args)
+        addFromExpr(*arg);
+      break;
+    }
+  }
+
+  // Only redomaps declare variables inside expressions, but they may sit
+  // anywhere in one.
+  void addFromExpr(const Expr &expr) {
+    switch (expr.kind) {
+    case Expr::Kind::IntLit:
+    case Expr::Kind::FloatLit:
+    case Expr::Kind::BoolLit:
+    case Expr::Kind::Name:
+      break;
+    case Expr::Kind::Index:
+      for (const ExprPtr &index : static_cast<const IndexExpr &>(expr).indices)
+        addFromExpr(*index);
+      break;
+    case Expr::Kind::Call:
+      for (const ExprPtr &arg : static_cast<const CallExpr &>(expr).args)
+        addFromExpr(*arg);
+      break;
+    case Expr::Kind::Cast:
+      addFromExpr(*static_cast<const CastExpr &>(expr).operand);
+      break;
+    case Expr::Kind::Unary:
+      addFromExpr(*static_cast<const UnaryExpr &>(expr).operand);
+      break;
+    case Expr::Kind::Binary: {
+      const auto &binary = static_cast<const BinaryExpr &>(expr);
+      addFromExpr(*binary.lhs);
+      addFromExpr(*binary.rhs);
+      break;
+    }
+    case Expr::Kind::Conditional: {
+      const auto &conditional = static_cast<const ConditionalExpr &>(expr);
+      addFromExpr(*conditional.cond);
+      addFromExpr(*conditional.thenExpr);
+      addFromExpr(*conditional.elseExpr);
+      break;
+    }
+    case Expr::Kind::Redomap: {
+      const auto &redomap = static_cast<const RedomapExpr &>(expr);
+      addFromExpr(*redomap.neutral);
+      for (const Range &range : redomap.ranges)
+        addFromRange(range);
+      addFromExpr(*redomap.body);
+      break;
+    }
+    }
+  }
+
+  std::unordered_map<const VarDecl *, uint32_t> slots_;
+};
+
+struct Slot {
+  Value scalar;
+  HostArray *array = nullptr;            // arrays, and scalar outputs (rank 0)
+  std::unique_ptr<HostArray> ownedArray; // the storage of a local array
+};
+
+struct Frame {
+  explicit Frame(const FrameLayout &layout) : layout(layout), slots(layout.slotCount()) {}
+  const FrameLayout &layout;
+  std::vector<Slot> slots;
+  Value returnValue;
+};
+
+// Whether a statement finished normally or executed `return`.
+enum class Flow { Next, Return };
+
+// One argument of a kernel invocation, before it is stored in the frame.
+struct BoundArgument {
+  HostArray *array = nullptr; // arrays and scalar outputs
+  Value scalar;               // scalar inputs
+  SourceRange range;          // where a mismatch is reported
+};
+
+Value loadElement(const HostArray &array, size_t offset) {
+  return interp::visitScalarType(array.type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>)
+      return interp::makeValue(array.data<uint8_t>()[offset] != 0);
+    else
+      return interp::makeValue(array.data<T>()[offset]);
+  });
+}
+
+void storeElement(HostArray &array, size_t offset, const Value &value) {
+  interp::visitScalarType(array.type, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>)
+      array.data<uint8_t>()[offset] = value.boolean ? 1 : 0;
+    else
+      array.data<T>()[offset] = interp::valueAs<T>(value);
+  });
+}
+
+BinaryOp compoundOperator(AssignOp op) {
+  switch (op) {
+  case AssignOp::Add:
+    return BinaryOp::Add;
+  case AssignOp::Sub:
+    return BinaryOp::Sub;
+  case AssignOp::Mul:
+    return BinaryOp::Mul;
+  case AssignOp::Div:
+    return BinaryOp::Div;
+  case AssignOp::Rem:
+    return BinaryOp::Rem;
+  case AssignOp::Assign:
+    break;
+  }
+  std::unreachable();
+}
+
+std::string describeShape(const std::vector<int64_t> &shape) {
+  std::string text;
+  for (int64_t extent : shape)
+    text += "[" + std::to_string(extent) + "]";
+  return text.empty() ? "a scalar" : text;
+}
+
+std::unexpected<Error> propagate(const Error &error) { return std::unexpected<Error>(error); }
+
+class Executor {
+public:
+  Status runKernel(const KernelDecl &kernel, KernelArgs &args);
+
+private:
+  // Makes `frame` current for the lifetime of the scope.
+  class FrameScope {
+  public:
+    FrameScope(Executor &executor, Frame &frame) : executor_(executor), saved_(executor.frame_) {
+      executor.frame_ = &frame;
+    }
+    ~FrameScope() { executor_.frame_ = saved_; }
+    FrameScope(const FrameScope &) = delete;
+    FrameScope &operator=(const FrameScope &) = delete;
+
+  private:
+    Executor &executor_;
+    Frame *saved_;
+  };
+
+  template <typename Callable> const FrameLayout &layoutOf(const Callable &callable) {
+    std::unique_ptr<FrameLayout> &layout = layouts_[&callable];
+    if (!layout)
+      layout = std::make_unique<FrameLayout>(callable);
+    return *layout;
+  }
+  Slot &slot(const VarDecl *decl) { return frame_->slots[frame_->layout.slotOf(decl)]; }
+
+  Status bindKernelParameters(const KernelDecl &kernel, const std::vector<BoundArgument> &arguments,
+                              const std::map<std::string, int64_t> *givenSizes);
+
+  // Statements.
+  Expected<Flow> exec(const Stmt &stmt);
+  Expected<Flow> execBlock(const BlockStmt &block);
+  Status execDecl(const DeclStmt &decl);
+  Status execAssign(const AssignStmt &assign);
+  Expected<Flow> execIf(const IfStmt &ifStmt);
+  Status execKernelCall(const CallStmt &call);
+  template <typename Body> Expected<Flow> forEachInRange(const Range &range, Body &&body);
+  template <typename Body>
+  Expected<Flow> forEachInNest(const std::vector<Range> &ranges, size_t level, Body &&body);
+
+  // Expressions.
+  Expected<Value> eval(const Expr &expr);
+  Expected<int64_t> evalInteger(const Expr &expr);
+  Expected<Value> evalBinary(const BinaryExpr &binary);
+  Expected<Value> evalCall(const CallExpr &call);
+  Expected<Value> evalRedomap(const RedomapExpr &redomap);
+  Expected<Value> callFn(const FnDecl &fn, std::span<const Value> arguments);
+  Expected<size_t> elementOffset(const HostArray &array, const VarDecl &decl,
+                                 const std::vector<ExprPtr> &indices, SourceRange range);
+
+  Frame *frame_ = nullptr;
+  std::unordered_map<const void *, std::unique_ptr<FrameLayout>> layouts_;
+};
+
+// ------------------------------------------------------------ arguments ---
+
+Status Executor::runKernel(const KernelDecl &kernel, KernelArgs &args) {
+  if (args.params.size() != kernel.params.size())
+    return makeError("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
+                         " arguments, but " + std::to_string(args.params.size()) + " were given",
+                     kernel.nameRange);
+  std::vector<BoundArgument> arguments(kernel.params.size());
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const VarDecl &param = *kernel.params[i];
+    HostArray &given = args.params[i];
+    if (given.type != param.type.element)
+      return makeError("argument '" + param.name + "' has element type " +
+                           scalarTypeName(given.type) + ", but the kernel declares " +
+                           scalarTypeName(param.type.element),
+                       param.range);
+    if (given.rank() != param.type.rank())
+      return makeError("argument '" + param.name + "' has rank " + std::to_string(given.rank()) +
+                           ", but the kernel declares rank " + std::to_string(param.type.rank()),
+                       param.range);
+    if (given.bytes.size() != given.elementCount() * scalarSize(given.type))
+      return makeError("argument '" + param.name + "' holds " + std::to_string(given.bytes.size()) +
+                           " bytes, which does not match its shape " + describeShape(given.shape),
+                       param.range);
+    arguments[i].range = param.range;
+    if (param.isArray() || param.isScalarOutput())
+      arguments[i].array = &given;
+    else
+      arguments[i].scalar = loadElement(given, 0);
+  }
+  Frame frame(layoutOf(kernel));
+  FrameScope scope(*this, frame);
+  if (Status bound = bindKernelParameters(kernel, arguments, &args.sizes); !bound)
+    return bound;
+  Expected<Flow> flow = execBlock(*kernel.body);
+  if (!flow)
+    return propagate(flow.error());
+  return {};
+}
+
+// Stores the arguments in the current frame (the kernel's), binds every size
+// (from `givenSizes` when present, else from the extents of the arrays
+// passed), checks every array's shape against its declared type and zeroes
+// the `out` parameters.
+Status Executor::bindKernelParameters(const KernelDecl &kernel,
+                                      const std::vector<BoundArgument> &arguments,
+                                      const std::map<std::string, int64_t> *givenSizes) {
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const VarDecl &param = *kernel.params[i];
+    Slot &paramSlot = slot(&param);
+    if (param.isArray() || param.isScalarOutput()) {
+      paramSlot.array = arguments[i].array;
+      if (paramSlot.array->rank() != param.type.rank())
+        return makeError("'" + param.name + "' expects an array of rank " +
+                             std::to_string(param.type.rank()) + ", but got " +
+                             describeShape(paramSlot.array->shape),
+                         arguments[i].range);
+    } else {
+      paramSlot.scalar = arguments[i].scalar;
+    }
+  }
+
+  std::vector<const VarDecl *> boundSizes;
+  for (const VarDeclPtr &size : kernel.sizes) {
+    if (!givenSizes)
+      continue;
+    auto given = givenSizes->find(size->name);
+    if (given == givenSizes->end())
+      continue;
+    slot(size.get()).scalar = interp::makeValue(given->second);
+    boundSizes.push_back(size.get());
+  }
+  for (const VarDeclPtr &param : kernel.params) {
+    for (size_t d = 0; d < param->type.dims.size(); ++d) {
+      const auto *name = param->type.dims[d]->as<NameExpr>();
+      if (!name || name->decl->kind != VarDecl::Kind::Size ||
+          std::ranges::find(boundSizes, name->decl) != boundSizes.end())
+        continue;
+      slot(name->decl).scalar = interp::makeValue(slot(param.get()).array->shape[d]);
+      boundSizes.push_back(name->decl);
+    }
+  }
+  for (const VarDeclPtr &size : kernel.sizes)
+    if (std::ranges::find(boundSizes, size.get()) == boundSizes.end())
+      return makeError("size '" + size->name + "' of kernel '" + kernel.name + "' is not bound",
+                       size->range);
+
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const VarDecl &param = *kernel.params[i];
+    if (!param.isArray())
+      continue;
+    const HostArray &array = *slot(&param).array;
+    for (size_t d = 0; d < param.type.dims.size(); ++d) {
+      Expected<int64_t> extent = evalInteger(*param.type.dims[d]);
+      if (!extent)
+        return propagate(extent.error());
+      if (*extent != array.shape[d])
+        return makeError("'" + param.name + "' has extent " + std::to_string(array.shape[d]) +
+                             " in dimension " + std::to_string(d) + ", but its type needs " +
+                             std::to_string(*extent),
+                         arguments[i].range);
+    }
+  }
+
+  for (const VarDeclPtr &param : kernel.params)
+    if (param->intent == Intent::Out && (param->isArray() || param->isScalarOutput())) {
+      std::vector<unsigned char> &bytes = slot(param.get()).array->bytes;
+      std::ranges::fill(bytes, 0);
+    }
+  return {};
+}
+
+// ------------------------------------------------------------ statements ---
+
+Expected<Flow> Executor::exec(const Stmt &stmt) {
+  auto next = [](Status status) -> Expected<Flow> {
+    if (!status)
+      return propagate(status.error());
+    return Flow::Next;
+  };
+  switch (stmt.kind) {
+  case Stmt::Kind::Block:
+    return execBlock(static_cast<const BlockStmt &>(stmt));
+  case Stmt::Kind::Decl:
+    return next(execDecl(static_cast<const DeclStmt &>(stmt)));
+  case Stmt::Kind::Assign:
+    return next(execAssign(static_cast<const AssignStmt &>(stmt)));
+  case Stmt::Kind::For: {
+    const auto &loop = static_cast<const ForStmt &>(stmt);
+    return forEachInRange(loop.range, [&] { return execBlock(*loop.body); });
+  }
+  case Stmt::Kind::Parfor: {
+    // Iterations are independent (Sema checked), so running them in order
+    // is one of the allowed schedules.
+    const auto &parfor = static_cast<const ParforStmt &>(stmt);
+    return forEachInNest(parfor.ranges, 0, [&] { return execBlock(*parfor.body); });
+  }
+  case Stmt::Kind::If:
+    return execIf(static_cast<const IfStmt &>(stmt));
+  case Stmt::Kind::Return: {
+    Expected<Value> value = eval(*static_cast<const ReturnStmt &>(stmt).value);
+    if (!value)
+      return propagate(value.error());
+    frame_->returnValue = *value;
+    return Flow::Return;
+  }
+  case Stmt::Kind::Call:
+    return next(execKernelCall(static_cast<const CallStmt &>(stmt)));
+  }
+  std::unreachable();
+}
+
+Expected<Flow> Executor::execBlock(const BlockStmt &block) {
+  for (const StmtPtr &stmt : block.stmts) {
+    Expected<Flow> flow = exec(*stmt);
+    if (!flow || *flow == Flow::Return)
+      return flow;
+  }
+  return Flow::Next;
+}
+
+Status Executor::execDecl(const DeclStmt &decl) {
+  const VarDecl &var = *decl.var;
+  Slot &varSlot = slot(&var);
+  if (!var.isArray()) {
+    if (!decl.init) {
+      varSlot.scalar = interp::zeroValue(var.type.element);
+      return {};
+    }
+    Expected<Value> value = eval(*decl.init);
+    if (!value)
+      return propagate(value.error());
+    varSlot.scalar = *value;
+    return {};
+  }
+  std::vector<int64_t> shape;
+  uint64_t bytes = scalarSize(var.type.element);
+  for (const ExprPtr &dim : var.type.dims) {
+    Expected<int64_t> extent = evalInteger(*dim);
+    if (!extent)
+      return propagate(extent.error());
+    if (*extent < 0)
+      return makeError("extent " + std::to_string(*extent) + " of local array '" + var.name +
+                           "' is negative",
+                       dim->range);
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(*extent), &bytes) ||
+        bytes > kMaxLocalArrayBytes)
+      return makeError("local array '" + var.name + "' is too large to allocate", var.range);
+    shape.push_back(*extent);
+  }
+  varSlot.ownedArray = std::make_unique<HostArray>(var.type.element, std::move(shape));
+  varSlot.array = varSlot.ownedArray.get();
+  return {};
+}
+
+Status Executor::execAssign(const AssignStmt &assign) {
+  const VarDecl &target = *assign.decl;
+  Slot &targetSlot = slot(&target);
+  if (assign.indices.empty() && !target.isScalarOutput()) {
+    Expected<Value> value = eval(*assign.value);
+    if (!value)
+      return propagate(value.error());
+    if (assign.op == AssignOp::Assign) {
+      targetSlot.scalar = *value;
+      return {};
+    }
+    Expected<Value> result =
+        interp::applyBinary(compoundOperator(assign.op), targetSlot.scalar, *value, assign.range);
+    if (!result)
+      return propagate(result.error());
+    targetSlot.scalar = *result;
+    return {};
+  }
+
+  HostArray &array = *targetSlot.array;
+  size_t offset = 0; // a scalar output is element 0 of a rank-0 array
+  if (!assign.indices.empty()) {
+    Expected<size_t> element = elementOffset(array, target, assign.indices, assign.targetRange);
+    if (!element)
+      return propagate(element.error());
+    offset = *element;
+  }
+  Expected<Value> value = eval(*assign.value);
+  if (!value)
+    return propagate(value.error());
+  if (assign.op == AssignOp::Assign) {
+    storeElement(array, offset, *value);
+    return {};
+  }
+  Expected<Value> result = interp::applyBinary(compoundOperator(assign.op),
+                                               loadElement(array, offset), *value, assign.range);
+  if (!result)
+    return propagate(result.error());
+  storeElement(array, offset, *result);
+  return {};
+}
+
+Expected<Flow> Executor::execIf(const IfStmt &ifStmt) {
+  Expected<Value> cond = eval(*ifStmt.cond);
+  if (!cond)
+    return propagate(cond.error());
+  if (cond->boolean)
+    return execBlock(*ifStmt.thenBody);
+  if (ifStmt.elseBody)
+    return exec(*ifStmt.elseBody);
+  return Flow::Next;
+}
+
+// Arrays are passed by reference. A scalar output bound to a scalar variable
+// of the caller goes through a rank-0 temporary copied back afterwards.
+Status Executor::execKernelCall(const CallStmt &call) {
+  const KernelDecl &callee = *call.kernel;
+  if (call.args.size() != callee.params.size())
+    return makeError("kernel '" + callee.name + "' takes " + std::to_string(callee.params.size()) +
+                         " arguments, but " + std::to_string(call.args.size()) + " were given",
+                     call.range);
+  std::vector<BoundArgument> arguments(callee.params.size());
+  std::vector<std::unique_ptr<HostArray>> temporaries;
+  std::vector<std::pair<Slot *, const HostArray *>> copyBacks;
+  for (size_t i = 0; i < callee.params.size(); ++i) {
+    const VarDecl &param = *callee.params[i];
+    const Expr &arg = *call.args[i];
+    arguments[i].range = arg.range;
+    if (!param.isArray() && !param.isScalarOutput()) {
+      Expected<Value> value = eval(arg);
+      if (!value)
+        return propagate(value.error());
+      arguments[i].scalar = *value;
+      continue;
+    }
+    const auto *name = arg.as<NameExpr>();
+    if (!name)
+      return makeError("the argument for '" + param.name + "' must name a variable", arg.range);
+    Slot &source = slot(name->decl);
+    if (name->decl->isArray() || name->decl->isScalarOutput()) {
+      arguments[i].array = source.array;
+      continue;
+    }
+    auto temporary = std::make_unique<HostArray>(param.type.element, std::vector<int64_t>{});
+    storeElement(*temporary, 0, source.scalar);
+    arguments[i].array = temporary.get();
+    copyBacks.emplace_back(&source, temporary.get());
+    temporaries.push_back(std::move(temporary));
+  }
+
+  {
+    Frame frame(layoutOf(callee));
+    FrameScope scope(*this, frame);
+    if (Status bound = bindKernelParameters(callee, arguments, nullptr); !bound)
+      return bound;
+    Expected<Flow> flow = execBlock(*callee.body);
+    if (!flow)
+      return propagate(flow.error());
+  }
+  for (auto [target, temporary] : copyBacks)
+    target->scalar = loadElement(*temporary, 0);
+  return {};
+}
+
+// Runs `body` for every value of `range`, in increasing order. The bounds and
+// the step are evaluated once, before the first iteration.
+template <typename Body> Expected<Flow> Executor::forEachInRange(const Range &range, Body &&body) {
+  Expected<int64_t> lo = evalInteger(*range.lo);
+  if (!lo)
+    return propagate(lo.error());
+  Expected<int64_t> hi = evalInteger(*range.hi);
+  if (!hi)
+    return propagate(hi.error());
+  int64_t step = 1;
+  if (range.step) {
+    Expected<int64_t> given = evalInteger(*range.step);
+    if (!given)
+      return propagate(given.error());
+    if (*given <= 0)
+      return makeError("the step of a range must be positive, but it is " + std::to_string(*given),
+                       range.step->range);
+    step = *given;
+  }
+  ScalarType varType = range.var->type.element;
+  Slot &var = slot(range.var.get());
+  for (int64_t i = *lo; i < *hi;) {
+    var.scalar = interp::integerOfType(varType, i);
+    Expected<Flow> flow = body();
+    if (!flow || *flow == Flow::Return)
+      return flow;
+    // Stop before `i + step` could pass hi, which could overflow.
+    if (static_cast<uint64_t>(*hi) - static_cast<uint64_t>(i) <= static_cast<uint64_t>(step))
+      break;
+    i += step;
+  }
+  return Flow::Next;
+}
+
+// Runs `body` for every point of a range nest, outermost range first; inner
+// bounds are evaluated afresh for each point of the outer ranges.
+template <typename Body>
+Expected<Flow> Executor::forEachInNest(const std::vector<Range> &ranges, size_t level,
+                                       Body &&body) {
+  if (level == ranges.size())
+    return body();
+  return forEachInRange(ranges[level], [&] { return forEachInNest(ranges, level + 1, body); });
+}
+
+// ----------------------------------------------------------- expressions ---
+
+Expected<Value> Executor::eval(const Expr &expr) {
+  switch (expr.kind) {
+  case Expr::Kind::IntLit:
+    return interp::integerLiteral(expr.type, static_cast<const IntLitExpr &>(expr).value);
+  case Expr::Kind::FloatLit:
+    return interp::floatLiteral(expr.type, static_cast<const FloatLitExpr &>(expr).value);
+  case Expr::Kind::BoolLit:
+    return interp::makeValue(static_cast<const BoolLitExpr &>(expr).value);
+  case Expr::Kind::Name: {
+    const VarDecl *decl = static_cast<const NameExpr &>(expr).decl;
+    Slot &nameSlot = slot(decl);
+    if (decl->isScalarOutput())
+      return loadElement(*nameSlot.array, 0);
+    return nameSlot.scalar;
+  }
+  case Expr::Kind::Index: {
+    const auto &index = static_cast<const IndexExpr &>(expr);
+    const HostArray &array = *slot(index.decl).array;
+    Expected<size_t> offset = elementOffset(array, *index.decl, index.indices, index.range);
+    if (!offset)
+      return propagate(offset.error());
+    return loadElement(array, *offset);
+  }
+  case Expr::Kind::Call:
+    return evalCall(static_cast<const CallExpr &>(expr));
+  case Expr::Kind::Cast: {
+    const auto &cast = static_cast<const CastExpr &>(expr);
+    Expected<Value> operand = eval(*cast.operand);
+    if (!operand)
+      return operand;
+    return interp::convertValue(*operand, cast.target);
+  }
+  case Expr::Kind::Unary: {
+    const auto &unary = static_cast<const UnaryExpr &>(expr);
+    Expected<Value> operand = eval(*unary.operand);
+    if (!operand)
+      return operand;
+    return interp::applyUnary(unary.op, *operand);
+  }
+  case Expr::Kind::Binary:
+    return evalBinary(static_cast<const BinaryExpr &>(expr));
+  case Expr::Kind::Conditional: {
+    const auto &conditional = static_cast<const ConditionalExpr &>(expr);
+    Expected<Value> cond = eval(*conditional.cond);
+    if (!cond)
+      return cond;
+    return eval(cond->boolean ? *conditional.thenExpr : *conditional.elseExpr);
+  }
+  case Expr::Kind::Redomap:
+    return evalRedomap(static_cast<const RedomapExpr &>(expr));
+  }
+  std::unreachable();
+}
+
+Expected<int64_t> Executor::evalInteger(const Expr &expr) {
+  Expected<Value> value = eval(expr);
+  if (!value)
+    return propagate(value.error());
+  return interp::integerValue(*value);
+}
+
+Expected<Value> Executor::evalBinary(const BinaryExpr &binary) {
+  Expected<Value> lhs = eval(*binary.lhs);
+  if (!lhs)
+    return lhs;
+  if (binary.op == BinaryOp::And && !lhs->boolean)
+    return lhs;
+  if (binary.op == BinaryOp::Or && lhs->boolean)
+    return lhs;
+  Expected<Value> rhs = eval(*binary.rhs);
+  if (!rhs)
+    return rhs;
+  return interp::applyBinary(binary.op, *lhs, *rhs, binary.range);
+}
+
+Expected<Value> Executor::evalCall(const CallExpr &call) {
+  // Builtins take at most three arguments; fns are not limited.
+  std::vector<Value> arguments;
+  arguments.reserve(call.args.size());
+  for (const ExprPtr &arg : call.args) {
+    Expected<Value> value = eval(*arg);
+    if (!value)
+      return value;
+    arguments.push_back(*value);
+  }
+  if (call.isBuiltin)
+    return interp::applyBuiltin(call.builtin, arguments);
+  return callFn(*call.fn, arguments);
+}
+
+Expected<Value> Executor::callFn(const FnDecl &fn, std::span<const Value> arguments) {
+  Frame frame(layoutOf(fn));
+  for (size_t i = 0; i < fn.params.size(); ++i)
+    frame.slots[frame.layout.slotOf(fn.params[i].get())].scalar = arguments[i];
+  FrameScope scope(*this, frame);
+  Expected<Flow> flow = execBlock(*fn.body);
+  if (!flow)
+    return propagate(flow.error());
+  if (*flow != Flow::Return)
+    return makeError("function '" + fn.name + "' ended without returning a value", fn.range);
+  return frame.returnValue;
+}
+
+Expected<Value> Executor::evalRedomap(const RedomapExpr &redomap) {
+  Expected<Value> neutral = eval(*redomap.neutral);
+  if (!neutral)
+    return neutral;
+  Value accumulator = *neutral;
+  Expected<Flow> flow = forEachInNest(redomap.ranges, 0, [&]() -> Expected<Flow> {
+    Expected<Value> value = eval(*redomap.body);
+    if (!value)
+      return propagate(value.error());
+    if (redomap.op.kind != ReduceOp::Kind::User) {
+      accumulator = interp::combineReduction(redomap.op.kind, accumulator, *value);
+      return Flow::Next;
+    }
+    const Value operands[2] = {accumulator, *value};
+    Expected<Value> combined = callFn(*redomap.op.userFn, operands);
+    if (!combined)
+      return propagate(combined.error());
+    accumulator = *combined;
+    return Flow::Next;
+  });
+  if (!flow)
+    return propagate(flow.error());
+  return accumulator;
+}
+
+Expected<size_t> Executor::elementOffset(const HostArray &array, const VarDecl &decl,
+                                         const std::vector<ExprPtr> &indices, SourceRange range) {
+  assert(indices.size() == array.rank() && "Sema checks the number of indices");
+  size_t offset = 0;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    Expected<int64_t> index = evalInteger(*indices[d]);
+    if (!index)
+      return propagate(index.error());
+    int64_t extent = array.shape[d];
+    if (*index < 0 || *index >= extent)
+      return makeError("index " + std::to_string(*index) + " out of range for dimension " +
+                           std::to_string(d) + " of '" + decl.name + "' (extent " +
+                           std::to_string(extent) + ")",
+                       range);
+    offset = offset * static_cast<size_t>(extent) + static_cast<size_t>(*index);
+  }
+  return offset;
+}
+
+} // namespace
+
+Expected<RunStats> Interpreter::run(const Program &program, const KernelDecl &kernel,
+                                    KernelArgs &args) {
+  auto start = std::chrono::steady_clock::now();
+  Executor executor;
+  if (Status status = executor.runKernel(kernel, args); !status)
+    return propagate(status.error());
+  RunStats stats;
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
+} // namespace loopc
