@@ -1,0 +1,176 @@
+// Builds affine forms of integer expressions (see AffineForm.h).
+#include "sema/AffineForm.h"
+
+#include <optional>
+
+namespace loopc {
+namespace {
+
+class AffineBuilder {
+public:
+  explicit AffineBuilder(const AffineForm::LetValue &letValue) : letValue_(letValue) {}
+
+  AffineForm build(const Expr &expr) {
+    if (const auto *literal = expr.as<IntLitExpr>()) {
+      AffineForm form;
+      form.constant = static_cast<int64_t>(literal->value);
+      return form;
+    }
+    if (const auto *name = expr.as<NameExpr>())
+      return buildName(*name);
+    if (const auto *unary = expr.as<UnaryExpr>(); unary && unary->op == UnaryOp::Neg)
+      return AffineForm{}.plus(build(*unary->operand), -1);
+    if (const auto *cast = expr.as<CastExpr>();
+        cast && isInteger(cast->target) && isInteger(cast->operand->type))
+      return build(*cast->operand);
+    if (const auto *binary = expr.as<BinaryExpr>())
+      if (std::optional<AffineForm> form = buildBinary(*binary))
+        return *form;
+    return summarize(expr);
+  }
+
+private:
+  AffineForm buildName(const NameExpr &name) {
+    AffineForm form;
+    const VarDecl *var = name.decl;
+    if (!var) {
+      form.opaque = true;
+      return form;
+    }
+    if (var->kind == VarDecl::Kind::Let && letValue_)
+      if (const Expr *value = letValue_(*var))
+        return build(*value);
+    form.coefficients[var] = 1;
+    return form;
+  }
+
+  std::optional<AffineForm> buildBinary(const BinaryExpr &binary) {
+    switch (binary.op) {
+    case BinaryOp::Add:
+      return build(*binary.lhs).plus(build(*binary.rhs));
+    case BinaryOp::Sub:
+      return build(*binary.lhs).plus(build(*binary.rhs), -1);
+    case BinaryOp::Mul: {
+      AffineForm lhs = build(*binary.lhs);
+      AffineForm rhs = build(*binary.rhs);
+      if (isConstant(lhs))
+        return AffineForm{}.plus(rhs, lhs.constant);
+      if (isConstant(rhs))
+        return AffineForm{}.plus(lhs, rhs.constant);
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+
+  static bool isConstant(const AffineForm &form) {
+    return form.coefficients.empty() && form.isExact();
+  }
+
+  // A part that is not affine: remember what it depends on.
+  AffineForm summarize(const Expr &expr) {
+    AffineForm form;
+    collect(expr, form);
+    return form;
+  }
+
+  void collect(const Expr &expr, AffineForm &form) {
+    switch (expr.kind) {
+    case Expr::Kind::Name: {
+      AffineForm inner = buildName(*expr.as<NameExpr>());
+      for (const auto &[var, coefficient] : inner.coefficients)
+        form.nonAffineVars.insert(var);
+      form.nonAffineVars.insert(inner.nonAffineVars.begin(), inner.nonAffineVars.end());
+      form.opaque = form.opaque || inner.opaque;
+      return;
+    }
+    case Expr::Kind::Index:
+      form.opaque = true;
+      for (const auto &index : expr.as<IndexExpr>()->indices)
+        collect(*index, form);
+      return;
+    case Expr::Kind::Redomap:
+      form.opaque = true;
+      return;
+    case Expr::Kind::Call:
+      for (const auto &arg : expr.as<CallExpr>()->args)
+        collect(*arg, form);
+      return;
+    case Expr::Kind::Cast:
+      return collect(*expr.as<CastExpr>()->operand, form);
+    case Expr::Kind::Unary:
+      return collect(*expr.as<UnaryExpr>()->operand, form);
+    case Expr::Kind::Binary:
+      collect(*expr.as<BinaryExpr>()->lhs, form);
+      collect(*expr.as<BinaryExpr>()->rhs, form);
+      return;
+    case Expr::Kind::Conditional: {
+      const auto *conditional = expr.as<ConditionalExpr>();
+      collect(*conditional->cond, form);
+      collect(*conditional->thenExpr, form);
+      collect(*conditional->elseExpr, form);
+      return;
+    }
+    case Expr::Kind::IntLit:
+    case Expr::Kind::FloatLit:
+    case Expr::Kind::BoolLit:
+      return;
+    }
+  }
+
+  const AffineForm::LetValue &letValue_;
+};
+
+} // namespace
+
+AffineForm AffineForm::of(const Expr &expr, const LetValue &letValue) {
+  return AffineBuilder(letValue).build(expr);
+}
+
+int64_t AffineForm::coefficient(const VarDecl *var) const {
+  auto it = coefficients.find(var);
+  return it == coefficients.end() ? 0 : it->second;
+}
+
+bool AffineForm::mentions(const VarDecl *var) const {
+  return coefficients.contains(var) || nonAffineVars.contains(var);
+}
+
+AffineForm AffineForm::plus(const AffineForm &other, int64_t scale) const {
+  AffineForm sum = *this;
+  for (const auto &[var, coefficient] : other.coefficients) {
+    int64_t &entry = sum.coefficients[var];
+    entry += scale * coefficient;
+    if (entry == 0)
+      sum.coefficients.erase(var);
+  }
+  sum.constant += scale * other.constant;
+  if (scale != 0) {
+    sum.nonAffineVars.insert(other.nonAffineVars.begin(), other.nonAffineVars.end());
+    sum.opaque = sum.opaque || other.opaque;
+  }
+  return sum;
+}
+
+std::string AffineForm::str() const {
+  std::string text;
+  auto appendTerm = [&](int64_t value, const std::string &atom) {
+    if (text.empty())
+      text += value < 0 ? "-" : "";
+    else
+      text += value < 0 ? " - " : " + ";
+    uint64_t magnitude = value < 0 ? -static_cast<uint64_t>(value) : value;
+    if (atom.empty())
+      text += std::to_string(magnitude);
+    else
+      text += (magnitude == 1 ? "" : std::to_string(magnitude) + "*") + atom;
+  };
+  for (const auto &[var, coefficient] : coefficients)
+    appendTerm(coefficient, var->name);
+  if (constant != 0 || text.empty())
+    appendTerm(constant, "");
+  return text;
+}
+
+} // namespace loopc
