@@ -1,0 +1,487 @@
+// The CPU specialization of the emitter and the layout of the CPU module (see
+// CpuTarget.h).
+#include "codegen/CpuTarget.h"
+
+#include "codegen/LlvmEmitter.h"
+
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+namespace loopc::codegen {
+
+using namespace loopc::ir;
+
+namespace {
+
+std::string workerName(const std::string &kernel) { return "loopc.kernel." + kernel; }
+
+llvm::FunctionType *workerType(llvm::LLVMContext &context) {
+  auto *ptr = llvm::PointerType::getUnqual(context);
+  auto *i64 = llvm::Type::getInt64Ty(context);
+  return llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr, ptr, i64, i64}, false);
+}
+
+// Runs a GpuThread nest whose body contains barriers as a sequence of thread
+// loops, one per barrier-free region (loop fission). Control flow around
+// barriers is block-uniform, so it runs once per block, outside the thread
+// loops, reading per-thread values from thread 0.
+class BarrierFission {
+public:
+  BarrierFission(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest)
+      : emitter_(emitter), builder_(emitter.builder()) {
+    threadCount_ = builder_.getInt64(1);
+    for (const ir::For *loop : nest) {
+      ThreadLoop thread{loop->var, loop->min->type, emitter.emitExpr(*loop->min),
+                        emitter.emitExpr(*loop->extent)};
+      threadCount_ = builder_.CreateMul(
+          threadCount_, emitter.emitCast(thread.extent, thread.type, ScalarType::I64));
+      loops_.push_back(thread);
+    }
+  }
+
+  void split(const ir::StmtNode &stmt) {
+    if (!containsBarrier(stmt)) {
+      forEachThread([&](llvm::Value *) { emitter_.emitStmt(stmt); });
+      return;
+    }
+    switch (stmt.kind) {
+    case StmtNode::Kind::Barrier:
+      return; // the boundary between two thread loops
+    case StmtNode::Kind::Block: {
+      std::vector<ir::Stmt> region;
+      auto flush = [&] {
+        if (!region.empty())
+          split(ir::Block(region));
+        region.clear();
+      };
+      for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts) {
+        if (!containsBarrier(*child)) {
+          region.push_back(child);
+          continue;
+        }
+        flush();
+        split(*child);
+      }
+      flush();
+      return;
+    }
+    case StmtNode::Kind::For: {
+      auto &loop = *stmt.as<ir::For>();
+      if (loop.forKind == ForKind::GpuThread || loop.forKind == ForKind::GpuBlock) {
+        emitter_.fail("CPU code generation: a barrier inside a nested GPU loop", loop.source);
+        return;
+      }
+      llvm::Value *min, *extent;
+      {
+        ScopedBindings uniform(emitter_);
+        bindThreadZero(uniform);
+        min = emitter_.emitExpr(*loop.min);
+        extent = emitter_.emitExpr(*loop.extent);
+      }
+      emitter_.emitCountedLoop(loop.var, min, extent, [&](llvm::Value *var) {
+        ScopedBindings scope(emitter_);
+        scope.var(loop.var, var);
+        split(*loop.body);
+      });
+      return;
+    }
+    case StmtNode::Kind::IfThenElse: {
+      auto &branch = *stmt.as<IfThenElse>();
+      llvm::Value *cond;
+      {
+        ScopedBindings uniform(emitter_);
+        bindThreadZero(uniform);
+        cond = emitter_.emitExpr(*branch.cond);
+      }
+      llvm::Function *function = builder_.GetInsertBlock()->getParent();
+      auto *thenBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.then", function);
+      auto *elseBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.else", function);
+      auto *join = llvm::BasicBlock::Create(emitter_.context(), "uniform.end", function);
+      builder_.CreateCondBr(cond, thenBlock, elseBlock);
+      builder_.SetInsertPoint(thenBlock);
+      split(*branch.thenCase);
+      builder_.CreateBr(join);
+      builder_.SetInsertPoint(elseBlock);
+      if (branch.elseCase)
+        split(*branch.elseCase);
+      builder_.CreateBr(join);
+      builder_.SetInsertPoint(join);
+      return;
+    }
+    case StmtNode::Kind::LetStmt: {
+      auto &let = *stmt.as<LetStmt>();
+      llvm::Type *slotType = emitter_.memoryType(let.value->type);
+      llvm::Value *slots = builder_.CreateAlloca(slotType, threadCount_, let.var + ".per_thread");
+      forEachThread([&](llvm::Value *thread) {
+        llvm::Value *value = emitter_.toMemory(emitter_.emitExpr(*let.value), let.value->type);
+        builder_.CreateStore(value, builder_.CreateInBoundsGEP(slotType, slots, thread));
+      });
+      perThreadValues_.push_back({let.var, let.value->type, slots});
+      split(*let.body);
+      perThreadValues_.pop_back();
+      return;
+    }
+    case StmtNode::Kind::Allocate: {
+      auto &allocate = *stmt.as<ir::Allocate>();
+      const BufferInfo &buffer = *allocate.buffer;
+      llvm::Value *count;
+      {
+        ScopedBindings uniform(emitter_);
+        bindThreadZero(uniform);
+        count = emitter_.elementCount(buffer);
+      }
+      if (buffer.memory != MemorySpace::Register) {
+        // Shared (and Global) storage is one per block, as on the GPU.
+        llvm::Value *storage = emitter_.target().allocate(emitter_, buffer, count);
+        {
+          ScopedBindings scope(emitter_);
+          scope.buffer(&buffer, storage);
+          split(*allocate.body);
+        }
+        emitter_.target().release(emitter_, buffer, storage);
+        return;
+      }
+      llvm::Type *elementType = emitter_.memoryType(buffer.element);
+      llvm::Value *total = builder_.CreateMul(count, threadCount_);
+      llvm::Value *storage = builder_.CreateAlloca(elementType, total, buffer.name + ".per_thread");
+      builder_.CreateMemSet(
+          storage, builder_.getInt8(0),
+          builder_.CreateMul(total, builder_.getInt64(scalarSize(buffer.element))),
+          llvm::MaybeAlign(scalarSize(buffer.element)));
+      perThreadBuffers_.push_back({&buffer, storage, count});
+      split(*allocate.body);
+      perThreadBuffers_.pop_back();
+      return;
+    }
+    default:
+      emitter_.fail("CPU code generation: unexpected statement around a barrier");
+      return;
+    }
+  }
+
+private:
+  struct ThreadLoop {
+    std::string var;
+    ScalarType type;
+    llvm::Value *min, *extent;
+  };
+  struct PerThreadValue {
+    std::string var;
+    ScalarType type;
+    llvm::Value *slots;
+  };
+  struct PerThreadBuffer {
+    const BufferInfo *buffer;
+    llvm::Value *storage;
+    llvm::Value *elementCount;
+  };
+
+  // Emits one thread loop nest around `body`, with the per-thread values and
+  // buffers of the current thread bound; `body` gets the linear thread index.
+  void forEachThread(const std::function<void(llvm::Value *)> &body) {
+    ScopedBindings scope(emitter_);
+    emitNest(0, builder_.getInt64(0), scope, body);
+  }
+
+  void emitNest(size_t depth, llvm::Value *outerIndex, ScopedBindings &scope,
+                const std::function<void(llvm::Value *)> &body) {
+    if (depth == loops_.size()) {
+      for (const PerThreadValue &value : perThreadValues_) {
+        llvm::Type *slotType = emitter_.memoryType(value.type);
+        llvm::Value *slot = builder_.CreateInBoundsGEP(slotType, value.slots, outerIndex);
+        scope.var(value.var, emitter_.fromMemory(builder_.CreateLoad(slotType, slot), value.type));
+      }
+      for (const PerThreadBuffer &buffer : perThreadBuffers_)
+        scope.buffer(buffer.buffer, builder_.CreateInBoundsGEP(
+                                        emitter_.memoryType(buffer.buffer->element), buffer.storage,
+                                        builder_.CreateMul(outerIndex, buffer.elementCount)));
+      body(outerIndex);
+      return;
+    }
+    const ThreadLoop &loop = loops_[depth];
+    emitter_.emitCountedLoop(loop.var, loop.min, loop.extent, [&](llvm::Value *var) {
+      ScopedBindings inner(emitter_);
+      inner.var(loop.var, var);
+      llvm::Value *offset =
+          emitter_.emitCast(builder_.CreateSub(var, loop.min), loop.type, ScalarType::I64);
+      llvm::Value *extent = emitter_.emitCast(loop.extent, loop.type, ScalarType::I64);
+      llvm::Value *index = builder_.CreateAdd(builder_.CreateMul(outerIndex, extent), offset);
+      emitNest(depth + 1, index, inner, body);
+    });
+  }
+
+  // Uniform control flow reads per-thread values of thread 0 (all agree).
+  void bindThreadZero(ScopedBindings &scope) {
+    for (const ThreadLoop &loop : loops_)
+      scope.var(loop.var, loop.min);
+    for (const PerThreadValue &value : perThreadValues_)
+      scope.var(value.var,
+                emitter_.fromMemory(
+                    builder_.CreateLoad(emitter_.memoryType(value.type), value.slots), value.type));
+    for (const PerThreadBuffer &buffer : perThreadBuffers_)
+      scope.buffer(buffer.buffer, buffer.storage);
+  }
+
+  LlvmEmitter &emitter_;
+  llvm::IRBuilder<> &builder_;
+  llvm::Value *threadCount_;
+  std::vector<ThreadLoop> loops_;
+  std::vector<PerThreadValue> perThreadValues_;
+  std::vector<PerThreadBuffer> perThreadBuffers_;
+};
+
+} // namespace
+
+void CpuTarget::emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) {
+  if (loop.forKind == ForKind::GpuThread && containsBarrier(*loop.body)) {
+    std::vector<const ir::For *> nest{&loop};
+    while (auto *inner = nest.back()->body->as<ir::For>()) {
+      if (inner->forKind != ForKind::GpuThread)
+        break;
+      nest.push_back(inner);
+    }
+    llvm::IRBuilder<> &builder = emitter.builder();
+    // The per-thread arrays live as long as this nest (run once per block).
+    llvm::Value *stack = builder.CreateStackSave();
+    BarrierFission(emitter, nest).split(*nest.back()->body);
+    builder.CreateStackRestore(stack);
+    return;
+  }
+  // Blocks not distributed by the worker (nested grids, code before
+  // extract_kernels) and barrier-free thread nests run as plain loops.
+  emitter.emitCountedLoop(loop.var, emitter.emitExpr(*loop.min), emitter.emitExpr(*loop.extent),
+                          [&](llvm::Value *var) {
+                            ScopedBindings scope(emitter);
+                            scope.var(loop.var, var);
+                            emitter.emitStmt(*loop.body);
+                          });
+}
+
+llvm::Value *CpuTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &buffer,
+                                 llvm::Value *elementCount) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  llvm::Type *elementType = emitter.memoryType(buffer.element);
+  uint64_t elementSize = scalarSize(buffer.element);
+  if (buffer.memory == MemorySpace::Global) {
+    auto *i64 = builder.getInt64Ty();
+    llvm::FunctionCallee calloc = emitter.module().getOrInsertFunction(
+        "calloc", llvm::FunctionType::get(builder.getPtrTy(), {i64, i64}, false));
+    return builder.CreateCall(calloc, {elementCount, builder.getInt64(elementSize)}, buffer.name);
+  }
+  llvm::Value *storage;
+  if (llvm::isa<llvm::ConstantInt>(elementCount)) {
+    storage = emitter.createEntryAlloca(elementType, elementCount, buffer.name);
+  } else {
+    llvm::Value *stack = builder.CreateStackSave();
+    storage = builder.CreateAlloca(elementType, elementCount, buffer.name);
+    savedStacks_[storage] = stack;
+  }
+  builder.CreateMemSet(storage, builder.getInt8(0),
+                       builder.CreateMul(elementCount, builder.getInt64(elementSize)),
+                       llvm::MaybeAlign(elementSize));
+  return storage;
+}
+
+void CpuTarget::release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  if (buffer.memory == MemorySpace::Global) {
+    llvm::FunctionCallee free = emitter.module().getOrInsertFunction(
+        "free", llvm::FunctionType::get(builder.getVoidTy(), {builder.getPtrTy()}, false));
+    builder.CreateCall(free, {storage});
+    return;
+  }
+  auto saved = savedStacks_.find(storage);
+  if (saved != savedStacks_.end()) {
+    builder.CreateStackRestore(saved->second);
+    savedStacks_.erase(saved);
+  }
+}
+
+// Threads of a block run one after the other between barriers (see
+// BarrierFission), so a barrier outside a thread nest orders nothing.
+void CpuTarget::emitBarrier(LlvmEmitter &) {}
+
+llvm::Value *CpuTarget::emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
+                                        const std::vector<llvm::Value *> &args) {
+  llvm::Type *valueType = emitter.valueType(type);
+  std::string name = builtinName(builtin);
+  if (type == ScalarType::F32)
+    name += "f";
+  std::vector<llvm::Type *> parameterTypes(args.size(), valueType);
+  llvm::FunctionCallee function = emitter.module().getOrInsertFunction(
+      name, llvm::FunctionType::get(valueType, parameterTypes, false));
+  return emitter.builder().CreateCall(function, args);
+}
+
+void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  llvm::Function *worker = emitter.module().getFunction(workerName(launch.kernel));
+  if (!worker) {
+    emitter.fail("CPU code generation: launch of unknown kernel '" + launch.kernel + "'",
+                 launch.source);
+    return;
+  }
+  llvm::Value *buffers = emitter.createEntryAlloca(
+      builder.getPtrTy(), builder.getInt64(std::max<size_t>(1, launch.buffers.size())),
+      launch.kernel + ".buffers");
+  for (size_t i = 0; i < launch.buffers.size(); ++i)
+    builder.CreateStore(emitter.lookupBuffer(*launch.buffers[i], launch.source),
+                        builder.CreateConstInBoundsGEP1_64(builder.getPtrTy(), buffers, i));
+  llvm::Value *scalars = emitter.createEntryAlloca(
+      builder.getInt64Ty(), builder.getInt64(std::max<size_t>(1, launch.scalars.size())),
+      launch.kernel + ".scalars");
+  for (size_t i = 0; i < launch.scalars.size(); ++i) {
+    const ir::ExprNode &scalar = *launch.scalars[i];
+    builder.CreateStore(emitter.toMemory(emitter.emitExpr(scalar), scalar.type),
+                        builder.CreateConstInBoundsGEP1_64(builder.getInt64Ty(), scalars, i));
+  }
+  llvm::Value *blockCount = builder.getInt64(1);
+  for (const ir::Expr &extent : launch.grid)
+    blockCount = builder.CreateMul(blockCount, emitter.emitExprAs(*extent, ScalarType::I64));
+  auto *ptr = builder.getPtrTy();
+  llvm::FunctionCallee parallelFor = emitter.module().getOrInsertFunction(
+      "loopc_cpu_parallel_for",
+      llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty()}, false));
+  builder.CreateCall(parallelFor, {worker, buffers, scalars, blockCount});
+}
+
+namespace {
+
+// Binds each scalar of a slot array (8 bytes per scalar) to its name.
+void bindScalarSlots(LlvmEmitter &emitter, ScopedBindings &scope,
+                     const std::vector<ScalarParam> &scalars, llvm::Value *slots) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    llvm::Value *slot = builder.CreateConstInBoundsGEP1_64(builder.getInt64Ty(), slots, i);
+    llvm::Value *stored = builder.CreateLoad(emitter.memoryType(scalars[i].type), slot);
+    llvm::Value *value = emitter.fromMemory(stored, scalars[i].type);
+    value->setName(scalars[i].name);
+    scope.var(scalars[i].name, value);
+  }
+}
+
+void emitEntry(LlvmEmitter &emitter, const ir::Function &function) {
+  llvm::LLVMContext &context = emitter.context();
+  auto *ptr = llvm::PointerType::getUnqual(context);
+  auto *entry = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr, ptr}, false),
+      llvm::Function::ExternalLinkage, kCpuEntryName, emitter.module());
+  llvm::IRBuilder<> &builder = emitter.builder();
+  builder.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", entry));
+  ScopedBindings scope(emitter);
+  for (size_t i = 0; i < function.buffers.size(); ++i) {
+    llvm::Value *slot = builder.CreateConstInBoundsGEP1_64(ptr, entry->getArg(0), i);
+    scope.buffer(function.buffers[i].get(),
+                 builder.CreateLoad(ptr, slot, function.buffers[i]->name));
+  }
+  bindScalarSlots(emitter, scope, function.scalars, entry->getArg(1));
+  emitter.emitStmt(*function.body);
+  builder.CreateRetVoid();
+}
+
+// The worker unpacks its arguments and calls the body function, whose buffer
+// parameters are noalias (distinct arrays): after inlining, LLVM keeps that as
+// alias scopes, which lets it vectorize without run-time overlap checks.
+void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
+  llvm::LLVMContext &context = emitter.context();
+  llvm::IRBuilder<> &builder = emitter.builder();
+  auto *ptr = builder.getPtrTy();
+  auto *i64 = builder.getInt64Ty();
+
+  std::vector<llvm::Type *> bodyParams(kernel.buffers.size(), ptr);
+  for (const ScalarParam &scalar : kernel.scalars)
+    bodyParams.push_back(emitter.valueType(scalar.type));
+  bodyParams.push_back(i64);
+  bodyParams.push_back(i64);
+  auto *body = llvm::Function::Create(
+      llvm::FunctionType::get(builder.getVoidTy(), bodyParams, false),
+      llvm::Function::InternalLinkage, workerName(kernel.name) + ".body", emitter.module());
+  for (size_t i = 0; i < kernel.buffers.size(); ++i)
+    body->addParamAttr(static_cast<unsigned>(i), llvm::Attribute::NoAlias);
+
+  llvm::Function *worker = emitter.module().getFunction(workerName(kernel.name));
+  builder.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", worker));
+  std::vector<llvm::Value *> args;
+  for (size_t i = 0; i < kernel.buffers.size(); ++i)
+    args.push_back(
+        builder.CreateLoad(ptr, builder.CreateConstInBoundsGEP1_64(ptr, worker->getArg(0), i)));
+  {
+    ScopedBindings unpacked(emitter);
+    bindScalarSlots(emitter, unpacked, kernel.scalars, worker->getArg(1));
+    for (const ScalarParam &scalar : kernel.scalars)
+      args.push_back(emitter.emitExpr(ir::Var(scalar.type, scalar.name)));
+  }
+  args.push_back(worker->getArg(2));
+  args.push_back(worker->getArg(3));
+  builder.CreateCall(body, args);
+  builder.CreateRetVoid();
+
+  builder.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", body));
+  ScopedBindings scope(emitter);
+  for (size_t i = 0; i < kernel.buffers.size(); ++i) {
+    body->getArg(static_cast<unsigned>(i))->setName(kernel.buffers[i]->name);
+    scope.buffer(kernel.buffers[i].get(), body->getArg(static_cast<unsigned>(i)));
+  }
+  for (size_t i = 0; i < kernel.scalars.size(); ++i) {
+    llvm::Argument *arg = body->getArg(static_cast<unsigned>(kernel.buffers.size() + i));
+    arg->setName(kernel.scalars[i].name);
+    scope.var(kernel.scalars[i].name, arg);
+  }
+  llvm::Value *blockBegin = body->getArg(static_cast<unsigned>(body->arg_size() - 2));
+  llvm::Value *blockEnd = body->getArg(static_cast<unsigned>(body->arg_size() - 1));
+
+  // The outermost GpuBlock nest is the grid: linear block b runs the nest's
+  // iteration whose innermost block variable varies fastest.
+  std::vector<const ir::For *> grid;
+  const ir::StmtNode *inside = kernel.body.get();
+  while (auto *loop = inside->as<ir::For>()) {
+    if (loop->forKind != ForKind::GpuBlock)
+      break;
+    grid.push_back(loop);
+    inside = loop->body.get();
+  }
+  std::vector<std::pair<llvm::Value *, llvm::Value *>> minAndExtent;
+  for (const ir::For *loop : grid)
+    minAndExtent.emplace_back(emitter.emitExprAs(*loop->min, ScalarType::I64),
+                              emitter.emitExprAs(*loop->extent, ScalarType::I64));
+  emitter.emitCountedLoop(
+      "block", blockBegin, builder.CreateSub(blockEnd, blockBegin), [&](llvm::Value *linear) {
+        ScopedBindings blockScope(emitter);
+        llvm::Value *rest = linear;
+        for (size_t i = grid.size(); i-- > 0;) {
+          auto [min, extent] = minAndExtent[i];
+          llvm::Value *index = builder.CreateSRem(rest, extent);
+          rest = builder.CreateSDiv(rest, extent);
+          llvm::Value *var =
+              emitter.emitCast(builder.CreateAdd(min, index), ScalarType::I64, grid[i]->min->type);
+          var->setName(grid[i]->var);
+          blockScope.var(grid[i]->var, var);
+        }
+        emitter.emitStmt(*inside);
+      });
+  builder.CreateRetVoid();
+}
+
+} // namespace
+
+Expected<std::unique_ptr<llvm::Module>> emitCpuModule(const ir::Function &function,
+                                                      llvm::LLVMContext &context) {
+  auto module = std::make_unique<llvm::Module>(function.name, context);
+  CpuTarget target;
+  LlvmEmitter emitter(*module, target);
+  for (const KernelFunc &kernel : function.kernels)
+    llvm::Function::Create(workerType(context), llvm::Function::ExternalLinkage,
+                           workerName(kernel.name), *module);
+  emitEntry(emitter, function);
+  for (const KernelFunc &kernel : function.kernels)
+    emitKernel(emitter, kernel);
+  if (auto status = emitter.status(); !status)
+    return std::unexpected(status.error());
+  std::string problems;
+  llvm::raw_string_ostream problemStream(problems);
+  if (llvm::verifyModule(*module, &problemStream))
+    return makeError("CPU code generation produced invalid LLVM IR: " + problems, function.source);
+  return module;
+}
+
+} // namespace loopc::codegen

@@ -1,0 +1,48 @@
+// Code generation for the host CPU. A Function becomes one LLVM module with
+//  - `loopc_main(ptr buffers, ptr scalars)`: the host code; buffers[i] points
+//    to Function::buffers[i], scalars is one 8-byte slot per
+//    Function::scalars[i] holding the value in its own type (bool as a byte);
+//  - per kernel, a worker `loopc.kernel.<name>(ptr buffers, ptr scalars,
+//    i64 blockBegin, i64 blockEnd)` running a range of the linearized
+//    GpuBlock grid; a Launch hands it to the thread pool (CpuThreadPool.h).
+// Within a block, GpuThread loops are plain loops; a thread nest with
+// barriers is split at each barrier into consecutive thread loops, values
+// live across a barrier kept in per-thread arrays. Shared buffers are per-block
+// stack storage, Register buffers allocas, Global temporaries heap memory.
+#pragma once
+
+#include "codegen/Target.h"
+#include "ir/IR.h"
+#include "support/Error.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <map>
+#include <memory>
+
+namespace loopc::codegen {
+
+inline constexpr const char *kCpuEntryName = "loopc_main";
+
+class CpuTarget final : public Target {
+public:
+  void emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) override;
+  llvm::Value *allocate(LlvmEmitter &emitter, const ir::BufferInfo &buffer,
+                        llvm::Value *elementCount) override;
+  void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) override;
+  void emitBarrier(LlvmEmitter &emitter) override;
+  llvm::Value *emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
+                               const std::vector<llvm::Value *> &args) override;
+  void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
+
+private:
+  // Stack pointers saved by allocations of run-time size, restored on release.
+  std::map<llvm::Value *, llvm::Value *> savedStacks_;
+};
+
+// The unoptimized module of `function` (see the file comment).
+Expected<std::unique_ptr<llvm::Module>> emitCpuModule(const ir::Function &function,
+                                                      llvm::LLVMContext &context);
+
+} // namespace loopc::codegen

@@ -1,0 +1,123 @@
+// A persistent pool of worker threads for parallelForBlocks (see
+// CpuThreadPool.h). Workers sleep between launches; the launching thread works
+// too. Launches are serialized: a kernel never launches another one.
+#include "codegen/CpuThreadPool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace loopc::codegen {
+namespace {
+
+class ThreadPool {
+public:
+  explicit ThreadPool(unsigned threads) {
+    for (unsigned i = 1; i < threads; ++i)
+      workers_.emplace_back([this] { workerLoop(); });
+  }
+
+  ~ThreadPool() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread &worker : workers_)
+      worker.join();
+  }
+
+  unsigned threadCount() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  void run(CpuKernelFn kernel, void **buffers, void *scalars, int64_t blockCount) {
+    std::lock_guard launchLock(launchMutex_);
+    // Several chunks per thread balance uneven blocks without paying an
+    // atomic operation per block.
+    int64_t chunk = std::max<int64_t>(1, blockCount / (int64_t(threadCount()) * 8));
+    {
+      std::lock_guard lock(mutex_);
+      job_ = Job{kernel, buffers, scalars, blockCount, chunk};
+      next_.store(0);
+      busyWorkers_ = static_cast<unsigned>(workers_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [this] { return busyWorkers_ == 0; });
+  }
+
+private:
+  struct Job {
+    CpuKernelFn kernel = nullptr;
+    void **buffers = nullptr;
+    void *scalars = nullptr;
+    int64_t blockCount = 0;
+    int64_t chunk = 1;
+  };
+
+  void work() {
+    for (;;) {
+      int64_t begin = next_.fetch_add(job_.chunk);
+      if (begin >= job_.blockCount)
+        return;
+      job_.kernel(job_.buffers, job_.scalars, begin, std::min(begin + job_.chunk, job_.blockCount));
+    }
+  }
+
+  void workerLoop() {
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_)
+          return;
+        seen = generation_;
+      }
+      work();
+      std::lock_guard lock(mutex_);
+      if (--busyWorkers_ == 0)
+        done_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex launchMutex_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  Job job_;
+  std::atomic<int64_t> next_{0};
+  unsigned busyWorkers_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+ThreadPool &pool() {
+  static ThreadPool instance(std::max(1u, std::thread::hardware_concurrency()));
+  return instance;
+}
+
+} // namespace
+
+void parallelForBlocks(CpuKernelFn kernel, void **buffers, void *scalars, int64_t blockCount) {
+  if (blockCount <= 0)
+    return;
+  if (blockCount == 1) {
+    kernel(buffers, scalars, 0, 1);
+    return;
+  }
+  pool().run(kernel, buffers, scalars, blockCount);
+}
+
+unsigned cpuWorkerCount() { return pool().threadCount(); }
+
+} // namespace loopc::codegen
+
+extern "C" void loopc_cpu_parallel_for(loopc::codegen::CpuKernelFn kernel, void **buffers,
+                                       void *scalars, int64_t blockCount) {
+  loopc::codegen::parallelForBlocks(kernel, buffers, scalars, blockCount);
+}

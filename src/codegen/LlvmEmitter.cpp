@@ -1,0 +1,520 @@
+// Loop IR to LLVM IR, the target-independent part (see LlvmEmitter.h).
+#include "codegen/LlvmEmitter.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+namespace loopc::codegen {
+
+using namespace loopc::ir;
+
+LlvmEmitter::LlvmEmitter(llvm::Module &module, Target &target)
+    : module_(module), target_(target), builder_(module.getContext()) {}
+
+llvm::Type *LlvmEmitter::valueType(ScalarType type) {
+  switch (type) {
+  case ScalarType::I32:
+    return builder_.getInt32Ty();
+  case ScalarType::I64:
+    return builder_.getInt64Ty();
+  case ScalarType::F32:
+    return builder_.getFloatTy();
+  case ScalarType::F64:
+    return builder_.getDoubleTy();
+  case ScalarType::Bool:
+    return builder_.getInt1Ty();
+  }
+  return nullptr;
+}
+
+llvm::Type *LlvmEmitter::memoryType(ScalarType type) {
+  return type == ScalarType::Bool ? builder_.getInt8Ty() : valueType(type);
+}
+
+llvm::Value *LlvmEmitter::toMemory(llvm::Value *value, ScalarType type) {
+  return type == ScalarType::Bool ? builder_.CreateZExt(value, builder_.getInt8Ty()) : value;
+}
+
+llvm::Value *LlvmEmitter::fromMemory(llvm::Value *stored, ScalarType type) {
+  return type == ScalarType::Bool ? builder_.CreateICmpNE(stored, builder_.getInt8(0)) : stored;
+}
+
+llvm::Value *LlvmEmitter::bindVar(const std::string &name, llvm::Value *value) {
+  auto found = vars_.find(name);
+  llvm::Value *previous = found == vars_.end() ? nullptr : found->second;
+  if (value)
+    vars_[name] = value;
+  else if (found != vars_.end())
+    vars_.erase(found);
+  return previous;
+}
+
+llvm::Value *LlvmEmitter::bindBuffer(const BufferInfo *buffer, llvm::Value *storage) {
+  auto found = buffers_.find(buffer);
+  llvm::Value *previous = found == buffers_.end() ? nullptr : found->second;
+  if (storage)
+    buffers_[buffer] = storage;
+  else if (found != buffers_.end())
+    buffers_.erase(found);
+  return previous;
+}
+
+llvm::Value *LlvmEmitter::lookupBuffer(const BufferInfo &buffer, SourceRange use) {
+  auto found = buffers_.find(&buffer);
+  if (found != buffers_.end())
+    return found->second;
+  fail("code generation: buffer '" + buffer.name + "' is not allocated here", use);
+  return llvm::PoisonValue::get(builder_.getPtrTy());
+}
+
+void LlvmEmitter::fail(std::string message, SourceRange range) {
+  if (!error_)
+    error_ = Error{std::move(message), range};
+}
+
+Status LlvmEmitter::status() const {
+  if (error_)
+    return std::unexpected(*error_);
+  return {};
+}
+
+// ------------------------------------------------------------ addressing ---
+
+llvm::Value *LlvmEmitter::elementCount(const BufferInfo &buffer) {
+  llvm::Value *count = builder_.getInt64(1);
+  for (const ir::Expr &extent : buffer.shape)
+    count = builder_.CreateMul(count, emitExprAs(*extent, ScalarType::I64));
+  return count;
+}
+
+llvm::Value *LlvmEmitter::elementAddress(const BufferInfo &buffer,
+                                         const std::vector<ir::Expr> &indices, SourceRange use) {
+  llvm::Value *base = lookupBuffer(buffer, use);
+  if (indices.size() != buffer.shape.size()) {
+    fail("code generation: '" + buffer.name + "' indexed with the wrong number of indices", use);
+    return base;
+  }
+  llvm::Value *offset = builder_.getInt64(0);
+  for (size_t dim = 0; dim < indices.size(); ++dim) {
+    llvm::Value *index = emitExprAs(*indices[dim], ScalarType::I64);
+    if (dim == 0) {
+      offset = index;
+      continue;
+    }
+    const ir::Expr &extent = buffer.shape[dim];
+    offset =
+        builder_.CreateAdd(builder_.CreateMul(offset, emitExprAs(*extent, ScalarType::I64)), index);
+  }
+  return builder_.CreateInBoundsGEP(memoryType(buffer.element), base, offset);
+}
+
+// ----------------------------------------------------------- expressions ---
+
+llvm::Value *LlvmEmitter::emitExpr(const ir::ExprNode &expr) {
+  switch (expr.kind) {
+  case ExprNode::Kind::IntImm: {
+    auto &imm = *expr.as<IntImm>();
+    if (isFloat(expr.type))
+      return llvm::ConstantFP::get(valueType(expr.type), static_cast<double>(imm.value));
+    return llvm::ConstantInt::getSigned(valueType(expr.type), imm.value);
+  }
+  case ExprNode::Kind::FloatImm:
+    return llvm::ConstantFP::get(valueType(expr.type), expr.as<FloatImm>()->value);
+  case ExprNode::Kind::BoolImm:
+    return builder_.getInt1(expr.as<BoolImm>()->value);
+  case ExprNode::Kind::Var: {
+    auto &var = *expr.as<Var>();
+    auto found = vars_.find(var.name);
+    if (found != vars_.end())
+      return found->second;
+    fail("code generation: variable '" + var.name + "' is not bound here");
+    return llvm::PoisonValue::get(valueType(expr.type));
+  }
+  case ExprNode::Kind::Load: {
+    auto &load = *expr.as<ir::Load>();
+    llvm::Value *address = elementAddress(*load.buffer, load.indices, load.source);
+    return fromMemory(builder_.CreateLoad(memoryType(expr.type), address), expr.type);
+  }
+  case ExprNode::Kind::Unary: {
+    auto &unary = *expr.as<Unary>();
+    llvm::Value *operand = emitExpr(*unary.operand);
+    if (unary.op == UnaryOpKind::Not)
+      return builder_.CreateNot(operand);
+    return isFloat(expr.type) ? builder_.CreateFNeg(operand) : builder_.CreateNeg(operand);
+  }
+  case ExprNode::Kind::Binary:
+    return emitBinary(*expr.as<Binary>());
+  case ExprNode::Kind::Select:
+    return emitSelect(*expr.as<ir::Select>());
+  case ExprNode::Kind::Cast: {
+    auto &cast = *expr.as<Cast>();
+    return emitCast(emitExpr(*cast.operand), cast.operand->type, cast.type);
+  }
+  case ExprNode::Kind::Call:
+    return emitCall(*expr.as<ir::Call>());
+  }
+  return nullptr;
+}
+
+llvm::Value *LlvmEmitter::emitExprAs(const ir::ExprNode &expr, ScalarType type) {
+  return emitCast(emitExpr(expr), expr.type, type);
+}
+
+llvm::Value *LlvmEmitter::emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *rhs,
+                                     ScalarType type) {
+  if (isFloat(type))
+    return builder_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minnum : llvm::Intrinsic::maxnum,
+                                          lhs, rhs);
+  if (type == ScalarType::Bool)
+    return isMin ? builder_.CreateAnd(lhs, rhs) : builder_.CreateOr(lhs, rhs);
+  return builder_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, lhs,
+                                        rhs);
+}
+
+llvm::Value *LlvmEmitter::emitBinary(const Binary &binary) {
+  llvm::Value *lhs = emitExpr(*binary.lhs);
+  llvm::Value *rhs = emitExpr(*binary.rhs);
+  ScalarType operandType = binary.lhs->type;
+  bool isFp = isFloat(operandType);
+  switch (binary.op) {
+  case BinaryOpKind::Add:
+    return isFp ? builder_.CreateFAdd(lhs, rhs) : builder_.CreateAdd(lhs, rhs);
+  case BinaryOpKind::Sub:
+    return isFp ? builder_.CreateFSub(lhs, rhs) : builder_.CreateSub(lhs, rhs);
+  case BinaryOpKind::Mul:
+    return isFp ? builder_.CreateFMul(lhs, rhs) : builder_.CreateMul(lhs, rhs);
+  // C semantics: integer division and remainder truncate toward zero.
+  case BinaryOpKind::Div:
+    return isFp ? builder_.CreateFDiv(lhs, rhs) : builder_.CreateSDiv(lhs, rhs);
+  case BinaryOpKind::Rem:
+    return isFp ? builder_.CreateFRem(lhs, rhs) : builder_.CreateSRem(lhs, rhs);
+  case BinaryOpKind::Min:
+    return emitMinMax(true, lhs, rhs, operandType);
+  case BinaryOpKind::Max:
+    return emitMinMax(false, lhs, rhs, operandType);
+  case BinaryOpKind::And:
+    return builder_.CreateAnd(lhs, rhs);
+  case BinaryOpKind::Or:
+    return builder_.CreateOr(lhs, rhs);
+  default:
+    break;
+  }
+  using P = llvm::CmpInst::Predicate;
+  struct Predicates {
+    P signedInt, unsignedInt, ordered;
+  };
+  Predicates predicates{};
+  switch (binary.op) {
+  case BinaryOpKind::Lt:
+    predicates = {P::ICMP_SLT, P::ICMP_ULT, P::FCMP_OLT};
+    break;
+  case BinaryOpKind::Le:
+    predicates = {P::ICMP_SLE, P::ICMP_ULE, P::FCMP_OLE};
+    break;
+  case BinaryOpKind::Gt:
+    predicates = {P::ICMP_SGT, P::ICMP_UGT, P::FCMP_OGT};
+    break;
+  case BinaryOpKind::Ge:
+    predicates = {P::ICMP_SGE, P::ICMP_UGE, P::FCMP_OGE};
+    break;
+  case BinaryOpKind::Eq:
+    predicates = {P::ICMP_EQ, P::ICMP_EQ, P::FCMP_OEQ};
+    break;
+  // As in C, NaN != NaN holds: the unordered predicate.
+  case BinaryOpKind::Ne:
+    predicates = {P::ICMP_NE, P::ICMP_NE, P::FCMP_UNE};
+    break;
+  default:
+    break;
+  }
+  if (isFp)
+    return builder_.CreateFCmp(predicates.ordered, lhs, rhs);
+  // false < true, as bool orders in C.
+  return builder_.CreateICmp(
+      operandType == ScalarType::Bool ? predicates.unsignedInt : predicates.signedInt, lhs, rhs);
+}
+
+llvm::Value *LlvmEmitter::emitCast(llvm::Value *value, ScalarType from, ScalarType to) {
+  if (from == to)
+    return value;
+  llvm::Type *target = valueType(to);
+  if (to == ScalarType::Bool) {
+    if (isFloat(from))
+      return builder_.CreateFCmpUNE(value, llvm::ConstantFP::get(value->getType(), 0.0));
+    return builder_.CreateICmpNE(value, llvm::ConstantInt::get(value->getType(), 0));
+  }
+  if (from == ScalarType::Bool)
+    return isFloat(to) ? builder_.CreateUIToFP(value, target) : builder_.CreateZExt(value, target);
+  if (isFloat(from) && isFloat(to))
+    return builder_.CreateFPCast(value, target);
+  if (isFloat(from))
+    return builder_.CreateFPToSI(value, target);
+  if (isFloat(to))
+    return builder_.CreateSIToFP(value, target);
+  return builder_.CreateSExtOrTrunc(value, target);
+}
+
+llvm::Value *LlvmEmitter::emitSelect(const ir::Select &select) {
+  llvm::Value *cond = emitExpr(*select.cond);
+  if (!mayFault(*select.thenValue) && !mayFault(*select.elseValue))
+    return builder_.CreateSelect(cond, emitExpr(*select.thenValue), emitExpr(*select.elseValue));
+  // Only the chosen side may run: branch.
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  auto *thenBlock = llvm::BasicBlock::Create(context(), "select.then", function);
+  auto *elseBlock = llvm::BasicBlock::Create(context(), "select.else", function);
+  auto *joinBlock = llvm::BasicBlock::Create(context(), "select.join", function);
+  builder_.CreateCondBr(cond, thenBlock, elseBlock);
+  builder_.SetInsertPoint(thenBlock);
+  llvm::Value *thenValue = emitExpr(*select.thenValue);
+  llvm::BasicBlock *thenEnd = builder_.GetInsertBlock();
+  builder_.CreateBr(joinBlock);
+  builder_.SetInsertPoint(elseBlock);
+  llvm::Value *elseValue = emitExpr(*select.elseValue);
+  llvm::BasicBlock *elseEnd = builder_.GetInsertBlock();
+  builder_.CreateBr(joinBlock);
+  builder_.SetInsertPoint(joinBlock);
+  llvm::PHINode *phi = builder_.CreatePHI(valueType(select.type), 2);
+  phi->addIncoming(thenValue, thenEnd);
+  phi->addIncoming(elseValue, elseEnd);
+  return phi;
+}
+
+llvm::Value *LlvmEmitter::emitCall(const ir::Call &call) {
+  std::vector<llvm::Value *> args;
+  for (const ir::Expr &arg : call.args)
+    args.push_back(emitExpr(*arg));
+  auto unary = [&](llvm::Intrinsic::ID id) {
+    return builder_.CreateUnaryIntrinsic(id, args.at(0));
+  };
+  switch (call.builtin) {
+  case Builtin::Sqrt:
+    return unary(llvm::Intrinsic::sqrt);
+  case Builtin::Exp:
+    return unary(llvm::Intrinsic::exp);
+  case Builtin::Log:
+    return unary(llvm::Intrinsic::log);
+  case Builtin::Sin:
+    return unary(llvm::Intrinsic::sin);
+  case Builtin::Cos:
+    return unary(llvm::Intrinsic::cos);
+  case Builtin::Floor:
+    return unary(llvm::Intrinsic::floor);
+  case Builtin::Ceil:
+    return unary(llvm::Intrinsic::ceil);
+  case Builtin::Pow:
+    return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args.at(0), args.at(1));
+  case Builtin::Fma:
+    return builder_.CreateIntrinsic(llvm::Intrinsic::fma, {args.at(0)->getType()},
+                                    {args.at(0), args.at(1), args.at(2)});
+  case Builtin::Abs:
+    if (isFloat(call.type))
+      return unary(llvm::Intrinsic::fabs);
+    // abs(INT_MIN) wraps to INT_MIN as in C on two's complement machines.
+    return builder_.CreateIntrinsic(llvm::Intrinsic::abs, {args.at(0)->getType()},
+                                    {args.at(0), builder_.getFalse()});
+  case Builtin::Min:
+    return emitMinMax(true, args.at(0), args.at(1), call.args.at(0)->type);
+  case Builtin::Max:
+    return emitMinMax(false, args.at(0), args.at(1), call.args.at(0)->type);
+  case Builtin::Tanh:
+    return target_.emitLibraryMath(*this, call.builtin, call.type, args);
+  }
+  return nullptr;
+}
+
+// ------------------------------------------------------------ statements ---
+
+void LlvmEmitter::emitCountedLoop(const std::string &name, llvm::Value *min, llvm::Value *extent,
+                                  const std::function<void(llvm::Value *)> &body) {
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  llvm::BasicBlock *preheader = builder_.GetInsertBlock();
+  auto *header = llvm::BasicBlock::Create(context(), name + ".header", function);
+  auto *bodyBlock = llvm::BasicBlock::Create(context(), name + ".body", function);
+  auto *exit = llvm::BasicBlock::Create(context(), name + ".exit", function);
+  llvm::Value *end = builder_.CreateAdd(min, extent, name + ".end");
+  builder_.CreateBr(header);
+  builder_.SetInsertPoint(header);
+  llvm::PHINode *induction = builder_.CreatePHI(min->getType(), 2, name);
+  induction->addIncoming(min, preheader);
+  builder_.CreateCondBr(builder_.CreateICmpSLT(induction, end), bodyBlock, exit);
+  builder_.SetInsertPoint(bodyBlock);
+  body(induction);
+  llvm::Value *next = builder_.CreateAdd(induction, llvm::ConstantInt::get(min->getType(), 1),
+                                         name + ".next", /*HasNUW=*/false, /*HasNSW=*/true);
+  induction->addIncoming(next, builder_.GetInsertBlock());
+  builder_.CreateBr(header);
+  builder_.SetInsertPoint(exit);
+}
+
+llvm::AllocaInst *LlvmEmitter::createEntryAlloca(llvm::Type *type, llvm::Value *count,
+                                                 const std::string &name) {
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  llvm::IRBuilder<> entry(&function->getEntryBlock(), function->getEntryBlock().begin());
+  return entry.CreateAlloca(type, count, name);
+}
+
+void LlvmEmitter::emitFor(const ir::For &loop) {
+  switch (loop.forKind) {
+  case ForKind::GpuBlock:
+  case ForKind::GpuThread:
+    target_.emitGpuLoop(*this, loop);
+    return;
+  case ForKind::Serial:
+  case ForKind::Parallel:
+  case ForKind::Unrolled:
+  case ForKind::Vectorized:
+    // Unrolling and vectorization of constant-extent loops are left to LLVM,
+    // which sees the constant trip count.
+    break;
+  }
+  emitCountedLoop(loop.var, emitExpr(*loop.min), emitExpr(*loop.extent), [&](llvm::Value *var) {
+    ScopedBindings scope(*this);
+    scope.var(loop.var, var);
+    emitStmt(*loop.body);
+  });
+}
+
+void LlvmEmitter::emitIf(const IfThenElse &branch) {
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  auto *thenBlock = llvm::BasicBlock::Create(context(), "if.then", function);
+  auto *elseBlock =
+      branch.elseCase ? llvm::BasicBlock::Create(context(), "if.else", function) : nullptr;
+  auto *join = llvm::BasicBlock::Create(context(), "if.end", function);
+  builder_.CreateCondBr(emitExpr(*branch.cond), thenBlock, elseBlock ? elseBlock : join);
+  builder_.SetInsertPoint(thenBlock);
+  emitStmt(*branch.thenCase);
+  builder_.CreateBr(join);
+  if (elseBlock) {
+    builder_.SetInsertPoint(elseBlock);
+    emitStmt(*branch.elseCase);
+    builder_.CreateBr(join);
+  }
+  builder_.SetInsertPoint(join);
+}
+
+void LlvmEmitter::emitAllocate(const ir::Allocate &allocate) {
+  const BufferInfo &buffer = *allocate.buffer;
+  llvm::Value *storage = target_.allocate(*this, buffer, elementCount(buffer));
+  {
+    ScopedBindings scope(*this);
+    scope.buffer(&buffer, storage);
+    emitStmt(*allocate.body);
+  }
+  target_.release(*this, buffer, storage);
+}
+
+void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
+  switch (stmt.kind) {
+  case StmtNode::Kind::For:
+    emitFor(*stmt.as<ir::For>());
+    return;
+  case StmtNode::Kind::IfThenElse:
+    emitIf(*stmt.as<IfThenElse>());
+    return;
+  case StmtNode::Kind::LetStmt: {
+    auto &let = *stmt.as<LetStmt>();
+    llvm::Value *value = emitExpr(*let.value);
+    if (llvm::isa<llvm::Instruction>(value) && !value->hasName())
+      value->setName(let.var);
+    ScopedBindings scope(*this);
+    scope.var(let.var, value);
+    emitStmt(*let.body);
+    return;
+  }
+  case StmtNode::Kind::Store: {
+    auto &store = *stmt.as<ir::Store>();
+    llvm::Value *value = toMemory(emitExpr(*store.value), store.buffer->element);
+    builder_.CreateStore(value, elementAddress(*store.buffer, store.indices, store.source));
+    return;
+  }
+  case StmtNode::Kind::Allocate:
+    emitAllocate(*stmt.as<ir::Allocate>());
+    return;
+  case StmtNode::Kind::Barrier:
+    target_.emitBarrier(*this);
+    return;
+  case StmtNode::Kind::Block:
+    for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+      emitStmt(*child);
+    return;
+  case StmtNode::Kind::Reduce:
+    fail("code generation: a Reduce was not lowered by the pass pipeline",
+         stmt.as<ir::Reduce>()->source);
+    return;
+  case StmtNode::Kind::Launch:
+    target_.emitLaunch(*this, *stmt.as<ir::Launch>());
+    return;
+  }
+}
+
+// --------------------------------------------------------------- helpers ---
+
+ScopedBindings::~ScopedBindings() {
+  for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it)
+    emitter_.bindBuffer(it->first, it->second);
+  for (auto it = vars_.rbegin(); it != vars_.rend(); ++it)
+    emitter_.bindVar(it->first, it->second);
+}
+
+void ScopedBindings::var(const std::string &name, llvm::Value *value) {
+  vars_.emplace_back(name, emitter_.bindVar(name, value));
+}
+
+void ScopedBindings::buffer(const BufferInfo *buffer, llvm::Value *storage) {
+  buffers_.emplace_back(buffer, emitter_.bindBuffer(buffer, storage));
+}
+
+bool mayFault(const ir::ExprNode &expr) {
+  switch (expr.kind) {
+  case ExprNode::Kind::Load:
+    return true;
+  case ExprNode::Kind::Unary:
+    return mayFault(*expr.as<Unary>()->operand);
+  case ExprNode::Kind::Binary: {
+    auto &binary = *expr.as<Binary>();
+    if (isInteger(binary.type) &&
+        (binary.op == BinaryOpKind::Div || binary.op == BinaryOpKind::Rem))
+      return true;
+    return mayFault(*binary.lhs) || mayFault(*binary.rhs);
+  }
+  case ExprNode::Kind::Select: {
+    auto &select = *expr.as<ir::Select>();
+    return mayFault(*select.cond) || mayFault(*select.thenValue) || mayFault(*select.elseValue);
+  }
+  case ExprNode::Kind::Cast:
+    return mayFault(*expr.as<Cast>()->operand);
+  case ExprNode::Kind::Call:
+    for (const ir::Expr &arg : expr.as<ir::Call>()->args)
+      if (mayFault(*arg))
+        return true;
+    return false;
+  default:
+    return false;
+  }
+}
+
+bool containsBarrier(const ir::StmtNode &stmt) {
+  switch (stmt.kind) {
+  case StmtNode::Kind::Barrier:
+    return true;
+  case StmtNode::Kind::For:
+    return containsBarrier(*stmt.as<ir::For>()->body);
+  case StmtNode::Kind::IfThenElse: {
+    auto &branch = *stmt.as<IfThenElse>();
+    return containsBarrier(*branch.thenCase) ||
+           (branch.elseCase && containsBarrier(*branch.elseCase));
+  }
+  case StmtNode::Kind::LetStmt:
+    return containsBarrier(*stmt.as<LetStmt>()->body);
+  case StmtNode::Kind::Allocate:
+    return containsBarrier(*stmt.as<ir::Allocate>()->body);
+  case StmtNode::Kind::Block:
+    for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+      if (containsBarrier(*child))
+        return true;
+    return false;
+  default:
+    return false;
+  }
+}
+
+} // namespace loopc::codegen

@@ -1,0 +1,112 @@
+// The one translator from Loop IR to LLVM IR, shared by the CPU and NVPTX
+// code generators: typed expressions with C semantics, row-major addressing
+// in i64, loops, conditionals, lets and allocations. Whatever depends on
+// where the code runs (GPU loop kinds, memory spaces, barriers, library math,
+// launches) is delegated to a Target.
+//
+// The emitter writes into the function and insertion point its caller set up
+// (the target creates entry and kernel functions and binds their parameters).
+// Failures (an unbound variable, a Reduce that reached code generation) are
+// internal errors of the passes; the first is kept and reported by status().
+#pragma once
+
+#include "codegen/Target.h"
+#include "ir/IR.h"
+#include "support/Error.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace loopc::codegen {
+
+class LlvmEmitter {
+public:
+  LlvmEmitter(llvm::Module &module, Target &target);
+
+  llvm::Module &module() { return module_; }
+  llvm::LLVMContext &context() { return module_.getContext(); }
+  llvm::IRBuilder<> &builder() { return builder_; }
+  Target &target() { return target_; }
+
+  // Registers (i1 for bool) and memory (i8 for bool) representations.
+  llvm::Type *valueType(ScalarType type);
+  llvm::Type *memoryType(ScalarType type);
+  llvm::Value *toMemory(llvm::Value *value, ScalarType type);
+  llvm::Value *fromMemory(llvm::Value *stored, ScalarType type);
+
+  // Name and buffer bindings. bindVar/bindBuffer return the previous binding
+  // so callers can restore it (see ScopedBindings).
+  llvm::Value *bindVar(const std::string &name, llvm::Value *value);
+  llvm::Value *bindBuffer(const ir::BufferInfo *buffer, llvm::Value *storage);
+  llvm::Value *lookupBuffer(const ir::BufferInfo &buffer, SourceRange use);
+
+  llvm::Value *emitExpr(const ir::ExprNode &expr);
+  // `expr` converted to `type` (indices and extents to i64).
+  llvm::Value *emitExprAs(const ir::ExprNode &expr, ScalarType type);
+  llvm::Value *emitCast(llvm::Value *value, ScalarType from, ScalarType to);
+  void emitStmt(const ir::StmtNode &stmt);
+
+  // The number of elements of `buffer` (1 for a scalar cell), as i64.
+  llvm::Value *elementCount(const ir::BufferInfo &buffer);
+  // The address of buffer[indices] in row-major order.
+  llvm::Value *elementAddress(const ir::BufferInfo &buffer, const std::vector<ir::Expr> &indices,
+                              SourceRange use);
+
+  // A counted loop `for var in [min, min + extent)`; `body` is called with the
+  // insertion point inside the loop and the induction variable.
+  void emitCountedLoop(const std::string &name, llvm::Value *min, llvm::Value *extent,
+                       const std::function<void(llvm::Value *)> &body);
+  // A stack slot in the entry block of the current function.
+  llvm::AllocaInst *createEntryAlloca(llvm::Type *type, llvm::Value *count,
+                                      const std::string &name);
+
+  // Records an internal error (the first one wins).
+  void fail(std::string message, SourceRange range = {});
+  Status status() const;
+
+private:
+  llvm::Value *emitBinary(const ir::Binary &binary);
+  llvm::Value *emitSelect(const ir::Select &select);
+  llvm::Value *emitCall(const ir::Call &call);
+  llvm::Value *emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *rhs, ScalarType type);
+  void emitFor(const ir::For &loop);
+  void emitIf(const ir::IfThenElse &branch);
+  void emitAllocate(const ir::Allocate &allocate);
+
+  llvm::Module &module_;
+  Target &target_;
+  llvm::IRBuilder<> builder_;
+  std::unordered_map<std::string, llvm::Value *> vars_;
+  std::unordered_map<const ir::BufferInfo *, llvm::Value *> buffers_;
+  std::optional<Error> error_;
+};
+
+// Restores the variable and buffer bindings made through it when destroyed,
+// so a scope (a loop body, a let) leaves the emitter as it found it.
+class ScopedBindings {
+public:
+  explicit ScopedBindings(LlvmEmitter &emitter) : emitter_(emitter) {}
+  ScopedBindings(const ScopedBindings &) = delete;
+  ScopedBindings &operator=(const ScopedBindings &) = delete;
+  ~ScopedBindings();
+
+  void var(const std::string &name, llvm::Value *value);
+  void buffer(const ir::BufferInfo *buffer, llvm::Value *storage);
+
+private:
+  LlvmEmitter &emitter_;
+  std::vector<std::pair<std::string, llvm::Value *>> vars_;
+  std::vector<std::pair<const ir::BufferInfo *, llvm::Value *>> buffers_;
+};
+
+// True when evaluating `expr` may fault (a load, an integer division), so it
+// must not be evaluated speculatively.
+bool mayFault(const ir::ExprNode &expr);
+bool containsBarrier(const ir::StmtNode &stmt);
+
+} // namespace loopc::codegen

@@ -1,0 +1,45 @@
+// What a code generator target decides on top of the shared LlvmEmitter: how
+// the GPU loop kinds execute (special registers on NVPTX, plain or parallel
+// loops on the CPU), where each memory space lives (addrspace(3) globals,
+// allocas, the heap), what a barrier is, which math functions stand in for
+// builtins LLVM has no intrinsic for, and how host code launches a kernel.
+// Everything else (expressions, addressing, control flow) is target
+// independent and stays in the emitter.
+#pragma once
+
+#include "ir/IR.h"
+
+namespace llvm {
+class Value;
+} // namespace llvm
+
+namespace loopc::codegen {
+
+class LlvmEmitter;
+
+class Target {
+public:
+  virtual ~Target() = default;
+
+  // Emits a For of kind GpuBlock or GpuThread (the emitter handles the other
+  // kinds), binding `loop.var` around the emission of its body.
+  virtual void emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) = 0;
+
+  // Returns zeroed storage for `elementCount` elements of `buffer` in its
+  // memory space, valid until the matching release().
+  virtual llvm::Value *allocate(LlvmEmitter &emitter, const ir::BufferInfo &buffer,
+                                llvm::Value *elementCount) = 0;
+  virtual void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer,
+                       llvm::Value *storage) = 0;
+
+  virtual void emitBarrier(LlvmEmitter &emitter) = 0;
+
+  // A builtin without an LLVM intrinsic (tanh): a libm or libdevice call.
+  virtual llvm::Value *emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
+                                       const std::vector<llvm::Value *> &args) = 0;
+
+  // A kernel launch in host code.
+  virtual void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) = 0;
+};
+
+} // namespace loopc::codegen
