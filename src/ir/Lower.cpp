@@ -1,0 +1,748 @@
+// Lowering of a checked kernel to one Loop IR Function (Lower.h).
+//
+// The AST is walked once, in program order. Declarations are bound to what
+// they denote in the IR: an immutable value (a Var or a constant) or a buffer
+// (array parameters, local arrays, and rank-0 cells for mutable scalars).
+// Expressions may need statements before them (an inlined `fn` body, a
+// redomap's Reduce, a conditional whose branches need such statements); those
+// go into a StmtEmitter, which wraps LetStmt and Allocate around whatever is
+// emitted after them, so a value is always read inside the scope of the
+// bindings it uses.
+#include "ir/Lower.h"
+
+#include "ir/IRVisitor.h"
+
+#include <cassert>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+namespace loopc::ir {
+
+namespace {
+
+// A list of statements under construction, where a LetStmt or an Allocate
+// scopes over everything emitted after it.
+class StmtEmitter {
+public:
+  void stmt(Stmt stmt) {
+    if (stmt)
+      entries_.push_back({std::move(stmt), {}, nullptr, nullptr});
+  }
+  void let(std::string var, Expr value) {
+    entries_.push_back({nullptr, std::move(var), std::move(value), nullptr});
+  }
+  void allocate(Buffer buffer) { entries_.push_back({nullptr, {}, nullptr, std::move(buffer)}); }
+  bool empty() const { return entries_.empty(); }
+
+  // Every Let entry, when the emitter holds nothing else.
+  bool onlyLets() const {
+    for (const Entry &entry : entries_)
+      if (entry.stmt || entry.buffer)
+        return false;
+    return true;
+  }
+  // Substitutes the let bindings into `value` (for emitters holding only lets).
+  Expr inlineLets(Expr value) const {
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it)
+      value = substitute(value, {{it->var, it->value}});
+    return value;
+  }
+
+  // The statements, with `tail` (may be null) innermost at the end.
+  Stmt finish(Stmt tail = nullptr) const {
+    std::vector<Stmt> pending;
+    if (tail)
+      pending.push_back(std::move(tail));
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+      if (it->stmt) {
+        pending.insert(pending.begin(), it->stmt);
+        continue;
+      }
+      Stmt body = makeBlock(std::move(pending));
+      pending.clear();
+      if (it->buffer)
+        pending.push_back(std::make_shared<Allocate>(it->buffer, std::move(body)));
+      else
+        pending.push_back(std::make_shared<LetStmt>(it->var, it->value, std::move(body)));
+    }
+    return makeBlock(std::move(pending));
+  }
+
+private:
+  struct Entry {
+    Stmt stmt;
+    std::string var;
+    Expr value;
+    Buffer buffer;
+  };
+  std::vector<Entry> entries_;
+};
+
+// What a declaration denotes in the IR: exactly one of the two is set.
+struct Binding {
+  Expr value;
+  Buffer buffer;
+};
+
+// The state of the innermost `fn` being inlined that returns from somewhere
+// other than its end: the result cell and the flag set by `return`.
+struct ReturnTarget {
+  Buffer result;
+  Buffer done;
+};
+
+bool containsReturn(const loopc::Stmt &stmt) {
+  switch (stmt.kind) {
+  case loopc::Stmt::Kind::Return:
+    return true;
+  case loopc::Stmt::Kind::Block:
+    for (const StmtPtr &child : stmt.as<BlockStmt>()->stmts)
+      if (containsReturn(*child))
+        return true;
+    return false;
+  case loopc::Stmt::Kind::If: {
+    const auto &branch = *stmt.as<IfStmt>();
+    return containsReturn(*branch.thenBody) ||
+           (branch.elseBody && containsReturn(*branch.elseBody));
+  }
+  case loopc::Stmt::Kind::For:
+    return containsReturn(*stmt.as<ForStmt>()->body);
+  case loopc::Stmt::Kind::Parfor:
+    return containsReturn(*stmt.as<ParforStmt>()->body);
+  default:
+    return false;
+  }
+}
+
+// True when evaluating `expr` cannot fault, so both sides of `&&`/`||` may be
+// evaluated (no loads, no integer division, no calls).
+bool cannotFault(const Expr &expr) {
+  class Finder : public IRVisitor {
+  public:
+    bool risky = false;
+
+  protected:
+    void visitLoad(const Load &) override { risky = true; }
+    void visitCall(const Call &) override { risky = true; }
+    void visitBinary(const Binary &node) override {
+      if ((node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem) &&
+          isInteger(node.lhs->type))
+        risky = true;
+      IRVisitor::visitBinary(node);
+    }
+  } finder;
+  finder.visit(expr);
+  return !finder.risky;
+}
+
+bool isTrivial(const Expr &expr) {
+  return expr->as<Var>() || expr->as<IntImm>() || expr->as<FloatImm>() || expr->as<BoolImm>();
+}
+
+BinaryOpKind binaryOpKind(BinaryOp op) {
+  switch (op) {
+  case BinaryOp::Add:
+    return BinaryOpKind::Add;
+  case BinaryOp::Sub:
+    return BinaryOpKind::Sub;
+  case BinaryOp::Mul:
+    return BinaryOpKind::Mul;
+  case BinaryOp::Div:
+    return BinaryOpKind::Div;
+  case BinaryOp::Rem:
+    return BinaryOpKind::Rem;
+  case BinaryOp::Lt:
+    return BinaryOpKind::Lt;
+  case BinaryOp::Le:
+    return BinaryOpKind::Le;
+  case BinaryOp::Gt:
+    return BinaryOpKind::Gt;
+  case BinaryOp::Ge:
+    return BinaryOpKind::Ge;
+  case BinaryOp::Eq:
+    return BinaryOpKind::Eq;
+  case BinaryOp::Ne:
+    return BinaryOpKind::Ne;
+  case BinaryOp::And:
+    return BinaryOpKind::And;
+  case BinaryOp::Or:
+    return BinaryOpKind::Or;
+  }
+  return BinaryOpKind::Add;
+}
+
+std::optional<BinaryOpKind> compoundOpKind(AssignOp op) {
+  switch (op) {
+  case AssignOp::Assign:
+    return std::nullopt;
+  case AssignOp::Add:
+    return BinaryOpKind::Add;
+  case AssignOp::Sub:
+    return BinaryOpKind::Sub;
+  case AssignOp::Mul:
+    return BinaryOpKind::Mul;
+  case AssignOp::Div:
+    return BinaryOpKind::Div;
+  case AssignOp::Rem:
+    return BinaryOpKind::Rem;
+  }
+  return std::nullopt;
+}
+
+Expr zeroOf(ScalarType type) {
+  if (type == ScalarType::Bool)
+    return std::make_shared<BoolImm>(false);
+  return makeInt(type, 0);
+}
+
+Expr toI64(Expr expr) {
+  if (expr->type == ScalarType::I64)
+    return expr;
+  if (const auto *imm = expr->as<IntImm>())
+    return makeI64(imm->value);
+  return std::make_shared<Cast>(ScalarType::I64, std::move(expr));
+}
+
+class Lowerer {
+public:
+  Function lower(const KernelDecl &kernel) {
+    Function function;
+    function.name = kernel.name;
+    function.source = kernel.range;
+    // Sizes and scalar parameters first: array shapes are expressions of them.
+    for (const VarDeclPtr &param : kernel.params) {
+      if (param->isArray() || param->isScalarOutput())
+        continue;
+      std::string name = claimName(param->name);
+      function.scalars.push_back({name, param->type.element});
+      bindings_[param.get()] = {makeVar(param->type.element, name), nullptr};
+    }
+    for (const VarDeclPtr &size : kernel.sizes) {
+      std::string name = claimName(size->name);
+      function.scalars.push_back({name, ScalarType::I64});
+      bindings_[size.get()] = {makeVar(ScalarType::I64, name), nullptr};
+    }
+    StmtEmitter shapeSetup;
+    for (const VarDeclPtr &param : kernel.params) {
+      if (!param->isArray() && !param->isScalarOutput())
+        continue;
+      auto buffer = std::make_shared<BufferInfo>();
+      buffer->name = claimName(param->name);
+      buffer->element = param->type.element;
+      for (const ExprPtr &extent : param->type.dims)
+        buffer->shape.push_back(toI64(lowerExpr(*extent, shapeSetup)));
+      buffer->isParameter = true;
+      buffer->isWritten = param->intent == Intent::Out || param->intent == Intent::InOut;
+      buffer->declared = param->range;
+      function.buffers.push_back(buffer);
+      bindings_[param.get()] = {nullptr, buffer};
+    }
+    assert(shapeSetup.empty() && "parameter extents are plain expressions of sizes");
+    StmtEmitter body;
+    lowerStmts(kernel.body->stmts, body);
+    function.body = body.finish();
+    return function;
+  }
+
+private:
+  // ---------------------------------------------------------------- names ---
+
+  std::string claimName(const std::string &base) {
+    std::string name = base;
+    for (int suffix = 2; usedNames_.contains(name); ++suffix)
+      name = base + "_" + std::to_string(suffix);
+    usedNames_.insert(name);
+    return name;
+  }
+
+  Buffer makeCell(const std::string &base, ScalarType type, MemorySpace memory,
+                  SourceRange declared = {}) {
+    auto cell = std::make_shared<BufferInfo>();
+    cell->name = claimName(base);
+    cell->element = type;
+    cell->memory = memory;
+    cell->declared = declared;
+    return cell;
+  }
+
+  // Register inside anything run per iteration of a parallel construct;
+  // Global at kernel level, where several kernels may share it.
+  MemorySpace localMemory() const {
+    return perIterationDepth_ > 0 ? MemorySpace::Register : MemorySpace::Global;
+  }
+
+  Stmt makeStore(const Buffer &buffer, std::vector<Expr> indices, Expr value,
+                 SourceRange source = {}) {
+    buffer->isWritten = true;
+    return std::make_shared<Store>(buffer, std::move(indices), std::move(value), source);
+  }
+
+  // Evaluates `value` once: trivial values are used as they are, others bound
+  // by a LetStmt.
+  Expr bindOnce(const std::string &base, Expr value, StmtEmitter &out) {
+    if (isTrivial(value))
+      return value;
+    std::string name = claimName(base);
+    ScalarType type = value->type;
+    out.let(name, std::move(value));
+    return makeVar(type, name);
+  }
+
+  // ----------------------------------------------------------- statements ---
+
+  void lowerStmts(const std::vector<StmtPtr> &stmts, StmtEmitter &out, size_t first = 0) {
+    for (size_t i = first; i < stmts.size(); ++i) {
+      lowerStmt(*stmts[i], out);
+      // After a statement that may return, the rest runs only if it did not.
+      if (returnTarget_ && i + 1 < stmts.size() && containsReturn(*stmts[i])) {
+        StmtEmitter rest;
+        lowerStmts(stmts, rest, i + 1);
+        out.stmt(std::make_shared<IfThenElse>(notDone(), rest.finish()));
+        return;
+      }
+    }
+  }
+
+  Expr notDone() {
+    return std::make_shared<Unary>(
+        UnaryOpKind::Not, std::make_shared<Load>(returnTarget_->done, std::vector<Expr>{}));
+  }
+
+  Stmt lowerBody(const BlockStmt &block) {
+    StmtEmitter out;
+    lowerStmts(block.stmts, out);
+    Stmt body = out.finish();
+    // A loop body that may return must not run again once it has.
+    if (returnTarget_ && containsReturn(block))
+      body = std::make_shared<IfThenElse>(notDone(), body);
+    return body;
+  }
+
+  void lowerStmt(const loopc::Stmt &stmt, StmtEmitter &out) {
+    switch (stmt.kind) {
+    case loopc::Stmt::Kind::Decl:
+      return lowerDecl(*stmt.as<DeclStmt>(), out);
+    case loopc::Stmt::Kind::Assign:
+      return lowerAssign(*stmt.as<AssignStmt>(), out);
+    case loopc::Stmt::Kind::For:
+      return lowerFor(*stmt.as<ForStmt>(), out);
+    case loopc::Stmt::Kind::Parfor:
+      return lowerParfor(*stmt.as<ParforStmt>(), out);
+    case loopc::Stmt::Kind::If:
+      return lowerIf(*stmt.as<IfStmt>(), out);
+    case loopc::Stmt::Kind::Return:
+      return lowerReturn(*stmt.as<ReturnStmt>(), out);
+    case loopc::Stmt::Kind::Call:
+      return lowerKernelCall(*stmt.as<CallStmt>(), out);
+    case loopc::Stmt::Kind::Block: {
+      StmtEmitter inner;
+      lowerStmts(stmt.as<BlockStmt>()->stmts, inner);
+      out.stmt(inner.finish());
+      return;
+    }
+    }
+  }
+
+  void lowerDecl(const DeclStmt &decl, StmtEmitter &out) {
+    const VarDecl &var = *decl.var;
+    if (var.kind == VarDecl::Kind::Let) {
+      Expr value = lowerExpr(*decl.init, out);
+      if (isTrivial(value) && !value->as<Var>()) {
+        bindings_[&var] = {value, nullptr};
+        return;
+      }
+      std::string name = claimName(var.name);
+      ScalarType type = value->type;
+      out.let(name, std::move(value));
+      bindings_[&var] = {makeVar(type, name), nullptr};
+      return;
+    }
+    auto buffer = makeCell(var.name, var.type.element, MemorySpace::Register, var.range);
+    if (var.isArray()) {
+      buffer->memory = localMemory();
+      for (const ExprPtr &extent : var.type.dims)
+        buffer->shape.push_back(toI64(lowerExpr(*extent, out)));
+    }
+    Expr init = decl.init ? lowerExpr(*decl.init, out) : nullptr;
+    out.allocate(buffer);
+    if (init)
+      out.stmt(makeStore(buffer, {}, std::move(init), decl.range));
+    bindings_[&var] = {nullptr, buffer};
+  }
+
+  void lowerAssign(const AssignStmt &assign, StmtEmitter &out) {
+    const Buffer &buffer = bindings_.at(assign.decl).buffer;
+    assert(buffer && "assignments target buffers");
+    std::vector<Expr> indices;
+    for (const ExprPtr &index : assign.indices)
+      indices.push_back(lowerExpr(*index, out));
+    Expr value = lowerExpr(*assign.value, out);
+    if (auto op = compoundOpKind(assign.op)) {
+      for (Expr &index : indices)
+        index = bindOnce("index", index, out);
+      value = makeBinary(*op, std::make_shared<Load>(buffer, indices, assign.targetRange), value);
+    }
+    out.stmt(makeStore(buffer, std::move(indices), std::move(value), assign.range));
+  }
+
+  // A range `v in lo..hi by s` as a normalized loop [min, min + extent): with
+  // no step the loop variable is v itself; with a step the loop counts
+  // iterations t and `v = lo + s * t` is bound inside (returned as `stepLet`).
+  struct NormalizedRange {
+    std::string loopVar;
+    Expr min, extent;
+    std::optional<std::pair<std::string, Expr>> stepLet;
+  };
+
+  // `bindBounds` evaluates the bounds once into lets before the loop; parfor
+  // and redomap ranges keep them as expressions so their loops stay
+  // perfectly nested.
+  NormalizedRange normalizeRange(const Range &range, StmtEmitter &out, bool bindBounds) {
+    ScalarType type = range.var->type.element;
+    Expr lo = lowerExpr(*range.lo, out);
+    Expr hi = lowerExpr(*range.hi, out);
+    std::string name = claimName(range.var->name);
+    bindings_[range.var.get()] = {makeVar(type, name), nullptr};
+    NormalizedRange result;
+    auto once = [&](const std::string &base, Expr value) {
+      return bindBounds ? bindOnce(base, std::move(value), out) : value;
+    };
+    if (!range.step) {
+      lo = once(name + ".min", lo);
+      result.loopVar = name;
+      result.min = lo;
+      result.extent = makeBinary(BinaryOpKind::Sub, hi, lo);
+      return result;
+    }
+    Expr step = once(name + ".step", lowerExpr(*range.step, out));
+    lo = once(name + ".min", lo);
+    Expr span = makeBinary(BinaryOpKind::Sub, hi, lo);
+    Expr rounded =
+        makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, span, step), makeInt(type, 1));
+    result.loopVar = claimName(name + ".t");
+    result.min = makeInt(type, 0);
+    result.extent = makeBinary(BinaryOpKind::Div, rounded, step);
+    result.stepLet = {
+        name, makeBinary(BinaryOpKind::Add, lo,
+                         makeBinary(BinaryOpKind::Mul, step, makeVar(type, result.loopVar)))};
+    return result;
+  }
+
+  static Stmt wrapStepLet(const NormalizedRange &range, Stmt body) {
+    if (!range.stepLet)
+      return body;
+    return std::make_shared<LetStmt>(range.stepLet->first, range.stepLet->second, body);
+  }
+
+  void lowerFor(const ForStmt &loop, StmtEmitter &out) {
+    NormalizedRange range = normalizeRange(loop.range, out, true);
+    Stmt body = wrapStepLet(range, lowerBody(*loop.body));
+    out.stmt(std::make_shared<For>(range.loopVar, range.min, range.extent, ForKind::Serial, 0, body,
+                                   loop.range.range));
+  }
+
+  void lowerParfor(const ParforStmt &parfor, StmtEmitter &out) {
+    // Inner bounds may use outer variables, so each range is normalized in
+    // the scope of the loops around it.
+    std::vector<StmtEmitter> boundSetups(parfor.ranges.size());
+    std::vector<NormalizedRange> ranges;
+    for (size_t i = 0; i < parfor.ranges.size(); ++i)
+      ranges.push_back(normalizeRange(parfor.ranges[i], i == 0 ? out : boundSetups[i], false));
+    ++perIterationDepth_;
+    Stmt body = lowerBody(*parfor.body);
+    --perIterationDepth_;
+    for (size_t i = parfor.ranges.size(); i-- > 0;) {
+      body = std::make_shared<For>(ranges[i].loopVar, ranges[i].min, ranges[i].extent,
+                                   ForKind::Parallel, 0, wrapStepLet(ranges[i], body),
+                                   parfor.ranges[i].range);
+      if (i > 0)
+        body = boundSetups[i].finish(body);
+    }
+    out.stmt(body);
+  }
+
+  void lowerIf(const IfStmt &branch, StmtEmitter &out) {
+    Expr cond = lowerExpr(*branch.cond, out);
+    StmtEmitter thenOut;
+    lowerStmts(branch.thenBody->stmts, thenOut);
+    Stmt elseCase;
+    if (branch.elseBody) {
+      StmtEmitter elseOut;
+      lowerStmt(*branch.elseBody, elseOut);
+      elseCase = elseOut.finish();
+    }
+    out.stmt(std::make_shared<IfThenElse>(cond, thenOut.finish(), elseCase));
+  }
+
+  void lowerReturn(const ReturnStmt &ret, StmtEmitter &out) {
+    assert(returnTarget_ && "a return outside a function with a result cell");
+    Expr value = lowerExpr(*ret.value, out);
+    out.stmt(makeStore(returnTarget_->result, {}, value, ret.range));
+    out.stmt(makeStore(returnTarget_->done, {}, std::make_shared<BoolImm>(true), ret.range));
+  }
+
+  // A kernel call expands in place: the callee's array (and scalar output)
+  // parameters denote the caller's buffers, its sizes the extents of those
+  // buffers, its value parameters the arguments, evaluated once.
+  void lowerKernelCall(const CallStmt &call, StmtEmitter &out) {
+    const KernelDecl &callee = *call.kernel;
+    std::set<const VarDecl *> boundSizes;
+    std::vector<Buffer> zeroed;
+    for (size_t i = 0; i < callee.params.size(); ++i) {
+      const VarDecl &param = *callee.params[i];
+      const loopc::Expr &arg = *call.args[i];
+      if (param.isArray() || param.isScalarOutput()) {
+        const auto *name = arg.as<NameExpr>();
+        assert(name && name->decl && "array arguments are passed by name");
+        Buffer buffer = bindings_.at(name->decl).buffer;
+        bindings_[&param] = {nullptr, buffer};
+        for (size_t d = 0; d < param.type.dims.size(); ++d) {
+          const auto *size = param.type.dims[d]->as<NameExpr>();
+          if (size && size->decl && size->decl->kind == VarDecl::Kind::Size &&
+              boundSizes.insert(size->decl).second)
+            bindings_[size->decl] = {buffer->shape[d], nullptr};
+        }
+        if (param.intent == Intent::Out)
+          zeroed.push_back(buffer);
+        continue;
+      }
+      Expr value = lowerExpr(arg, out);
+      bindings_[&param] = {bindOnce(param.name, value, out), nullptr};
+    }
+    // `out` parameters start zeroed, in the callee as in an entry kernel.
+    for (const Buffer &buffer : zeroed)
+      out.stmt(zeroFill(buffer, call.range));
+    StmtEmitter body;
+    lowerStmts(callee.body->stmts, body);
+    out.stmt(body.finish());
+  }
+
+  Stmt zeroFill(const Buffer &buffer, SourceRange source) {
+    std::vector<std::string> vars;
+    std::vector<Expr> indices;
+    for (size_t d = 0; d < buffer->shape.size(); ++d) {
+      vars.push_back(claimName(buffer->name + ".zero" + std::to_string(d)));
+      indices.push_back(makeVar(ScalarType::I64, vars.back()));
+    }
+    Stmt body = makeStore(buffer, indices, zeroOf(buffer->element), source);
+    for (size_t d = buffer->shape.size(); d-- > 0;)
+      body = std::make_shared<For>(vars[d], makeI64(0), buffer->shape[d], ForKind::Parallel, 0,
+                                   body, source);
+    return body;
+  }
+
+  // ---------------------------------------------------------- expressions ---
+
+  Expr lowerExpr(const loopc::Expr &expr, StmtEmitter &out) {
+    switch (expr.kind) {
+    case loopc::Expr::Kind::IntLit: {
+      auto value = static_cast<int64_t>(expr.as<IntLitExpr>()->value);
+      return makeInt(expr.type, value);
+    }
+    case loopc::Expr::Kind::FloatLit:
+      return std::make_shared<FloatImm>(expr.type, expr.as<FloatLitExpr>()->value);
+    case loopc::Expr::Kind::BoolLit:
+      return std::make_shared<BoolImm>(expr.as<BoolLitExpr>()->value);
+    case loopc::Expr::Kind::Name: {
+      const Binding &binding = bindings_.at(expr.as<NameExpr>()->decl);
+      if (binding.value)
+        return binding.value;
+      return std::make_shared<Load>(binding.buffer, std::vector<Expr>{}, expr.range);
+    }
+    case loopc::Expr::Kind::Index: {
+      const auto &index = *expr.as<IndexExpr>();
+      std::vector<Expr> indices;
+      for (const ExprPtr &i : index.indices)
+        indices.push_back(lowerExpr(*i, out));
+      return std::make_shared<Load>(bindings_.at(index.decl).buffer, std::move(indices),
+                                    expr.range);
+    }
+    case loopc::Expr::Kind::Call:
+      return lowerCall(*expr.as<CallExpr>(), out);
+    case loopc::Expr::Kind::Cast: {
+      const auto &cast = *expr.as<CastExpr>();
+      Expr operand = lowerExpr(*cast.operand, out);
+      if (operand->type == cast.target)
+        return operand;
+      if (cast.target == ScalarType::Bool)
+        return makeBinary(BinaryOpKind::Ne, operand, zeroOf(operand->type));
+      return std::make_shared<Cast>(cast.target, operand);
+    }
+    case loopc::Expr::Kind::Unary: {
+      const auto &unary = *expr.as<UnaryExpr>();
+      return std::make_shared<Unary>(unary.op == UnaryOp::Neg ? UnaryOpKind::Neg : UnaryOpKind::Not,
+                                     lowerExpr(*unary.operand, out));
+    }
+    case loopc::Expr::Kind::Binary:
+      return lowerBinary(*expr.as<BinaryExpr>(), out);
+    case loopc::Expr::Kind::Conditional: {
+      const auto &conditional = *expr.as<ConditionalExpr>();
+      Expr cond = lowerExpr(*conditional.cond, out);
+      return lowerChoice(cond, *conditional.thenExpr, *conditional.elseExpr, out);
+    }
+    case loopc::Expr::Kind::Redomap:
+      return lowerRedomap(*expr.as<RedomapExpr>(), out);
+    }
+    return nullptr;
+  }
+
+  // `cond ? a : b` evaluating only the chosen side: a Select when neither side
+  // needs statements, else an If storing into a cell.
+  Expr lowerChoice(const Expr &cond, const loopc::Expr &thenExpr, const loopc::Expr &elseExpr,
+                   StmtEmitter &out) {
+    StmtEmitter thenOut, elseOut;
+    Expr thenValue = lowerExpr(thenExpr, thenOut);
+    Expr elseValue = lowerExpr(elseExpr, elseOut);
+    return choose(cond, thenValue, thenOut, elseValue, elseOut, out);
+  }
+
+  Expr choose(const Expr &cond, const Expr &thenValue, const StmtEmitter &thenOut,
+              const Expr &elseValue, const StmtEmitter &elseOut, StmtEmitter &out) {
+    if (thenOut.empty() && elseOut.empty())
+      return std::make_shared<Select>(cond, thenValue, elseValue);
+    Buffer cell = makeCell("choice", thenValue->type, MemorySpace::Register);
+    out.allocate(cell);
+    out.stmt(std::make_shared<IfThenElse>(cond, thenOut.finish(makeStore(cell, {}, thenValue)),
+                                          elseOut.finish(makeStore(cell, {}, elseValue))));
+    return std::make_shared<Load>(cell, std::vector<Expr>{});
+  }
+
+  Expr lowerBinary(const BinaryExpr &binary, StmtEmitter &out) {
+    Expr lhs = lowerExpr(*binary.lhs, out);
+    if (binary.op == BinaryOp::And || binary.op == BinaryOp::Or) {
+      // Short-circuit: the right side runs only when the left does not decide.
+      StmtEmitter rhsOut;
+      Expr rhs = lowerExpr(*binary.rhs, rhsOut);
+      bool isAnd = binary.op == BinaryOp::And;
+      if (rhsOut.empty() && cannotFault(rhs))
+        return makeBinary(binaryOpKind(binary.op), lhs, rhs);
+      StmtEmitter none;
+      Expr decided = std::make_shared<BoolImm>(!isAnd);
+      return isAnd ? choose(lhs, rhs, rhsOut, decided, none, out)
+                   : choose(lhs, decided, none, rhs, rhsOut, out);
+    }
+    Expr rhs = lowerExpr(*binary.rhs, out);
+    return makeBinary(binaryOpKind(binary.op), lhs, rhs);
+  }
+
+  Expr lowerCall(const CallExpr &call, StmtEmitter &out) {
+    std::vector<Expr> args;
+    for (const ExprPtr &arg : call.args)
+      args.push_back(lowerExpr(*arg, out));
+    if (!call.isBuiltin)
+      return inlineFn(*call.fn, std::move(args), out);
+    if (call.builtin == Builtin::Min)
+      return makeBinary(BinaryOpKind::Min, args[0], args[1]);
+    if (call.builtin == Builtin::Max)
+      return makeBinary(BinaryOpKind::Max, args[0], args[1]);
+    return std::make_shared<Call>(call.type, call.builtin, std::move(args));
+  }
+
+  // Inlines a `fn` body. A body whose only `return` ends it becomes its
+  // statements followed by the returned expression; any other shape writes
+  // the result into a cell and guards what follows a `return` with a flag.
+  Expr inlineFn(const FnDecl &fn, std::vector<Expr> args, StmtEmitter &out) {
+    for (size_t i = 0; i < fn.params.size(); ++i)
+      bindings_[fn.params[i].get()] = {bindOnce(fn.params[i]->name, args[i], out), nullptr};
+    const std::vector<StmtPtr> &stmts = fn.body->stmts;
+    bool returnsOnlyAtEnd = !stmts.empty() && stmts.back()->kind == loopc::Stmt::Kind::Return;
+    for (size_t i = 0; returnsOnlyAtEnd && i + 1 < stmts.size(); ++i)
+      returnsOnlyAtEnd = !containsReturn(*stmts[i]);
+    std::optional<ReturnTarget> outer = returnTarget_;
+    Expr result;
+    if (returnsOnlyAtEnd) {
+      returnTarget_.reset();
+      for (size_t i = 0; i + 1 < stmts.size(); ++i)
+        lowerStmt(*stmts[i], out);
+      result = lowerExpr(*stmts.back()->as<ReturnStmt>()->value, out);
+    } else {
+      ReturnTarget target{makeCell(fn.name + ".result", fn.result, MemorySpace::Register),
+                          makeCell(fn.name + ".done", ScalarType::Bool, MemorySpace::Register)};
+      out.allocate(target.result);
+      out.allocate(target.done);
+      returnTarget_ = target;
+      lowerStmts(stmts, out);
+      result = std::make_shared<Load>(target.result, std::vector<Expr>{});
+    }
+    returnTarget_ = outer;
+    return result;
+  }
+
+  ReduceOperator lowerReduceOp(const ReduceOp &op, ScalarType type) {
+    ReduceOperator result;
+    switch (op.kind) {
+    case ReduceOp::Kind::Add:
+      result.kind = ReduceOperator::Kind::Add;
+      return result;
+    case ReduceOp::Kind::Mul:
+      result.kind = ReduceOperator::Kind::Mul;
+      return result;
+    case ReduceOp::Kind::Min:
+      result.kind = ReduceOperator::Kind::Min;
+      return result;
+    case ReduceOp::Kind::Max:
+      result.kind = ReduceOperator::Kind::Max;
+      return result;
+    case ReduceOp::Kind::And:
+      result.kind = ReduceOperator::Kind::And;
+      return result;
+    case ReduceOp::Kind::Or:
+      result.kind = ReduceOperator::Kind::Or;
+      return result;
+    case ReduceOp::Kind::User:
+      break;
+    }
+    result.kind = ReduceOperator::Kind::User;
+    result.userName = op.userName;
+    result.lhsVar = claimName(op.userName + ".lhs");
+    result.rhsVar = claimName(op.userName + ".rhs");
+    StmtEmitter body;
+    Expr combined =
+        inlineFn(*op.userFn, {makeVar(type, result.lhsVar), makeVar(type, result.rhsVar)}, body);
+    // The combining step is one expression: the operator's lets fold into it.
+    assert(body.onlyLets() && "an assoc fn used as an operator must be a sequence of lets and a "
+                              "return");
+    result.combine = body.inlineLets(combined);
+    return result;
+  }
+
+  // A redomap becomes a rank-0 accumulator holding the neutral element and a
+  // Reduce folding the body into it; the value is the accumulator afterwards.
+  Expr lowerRedomap(const RedomapExpr &redomap, StmtEmitter &out) {
+    Expr neutral = lowerExpr(*redomap.neutral, out);
+    Buffer accumulator = makeCell("acc", redomap.type, localMemory(), redomap.range);
+    out.allocate(accumulator);
+    out.stmt(makeStore(accumulator, {}, neutral, redomap.range));
+    ReduceOperator op = lowerReduceOp(redomap.op, redomap.type);
+
+    std::vector<Reduce::Loop> loops;
+    StmtEmitter valueOut;
+    for (const Range &range : redomap.ranges) {
+      NormalizedRange normalized = normalizeRange(range, loops.empty() ? out : valueOut, false);
+      loops.push_back({normalized.loopVar, normalized.min, normalized.extent});
+      if (normalized.stepLet)
+        valueOut.let(normalized.stepLet->first, normalized.stepLet->second);
+    }
+    ++perIterationDepth_;
+    Expr value = lowerExpr(*redomap.body, valueOut);
+    --perIterationDepth_;
+    Stmt valueSetup = valueOut.empty() ? nullptr : valueOut.finish();
+    out.stmt(std::make_shared<Reduce>(accumulator, std::vector<Expr>{}, std::move(op), neutral,
+                                      std::move(loops), valueSetup, value, redomap.range));
+    return std::make_shared<Load>(accumulator, std::vector<Expr>{});
+  }
+
+  std::unordered_map<const VarDecl *, Binding> bindings_;
+  std::set<std::string> usedNames_;
+  std::optional<ReturnTarget> returnTarget_;
+  int perIterationDepth_ = 0;
+};
+
+} // namespace
+
+Function lowerKernel(const Program &program, const KernelDecl &kernel) {
+  return Lowerer().lower(kernel);
+}
+
+} // namespace loopc::ir

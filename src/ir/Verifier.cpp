@@ -1,0 +1,307 @@
+// The Loop IR verifier (Verifier.h): one walk over the host body and each
+// kernel, tracking the variables and buffers in scope and the GPU context
+// (inside a block, inside a thread loop, under thread-dependent control).
+#include "ir/Verifier.h"
+
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+
+#include <map>
+#include <set>
+
+namespace loopc::ir {
+
+namespace {
+
+class Verifier : public IRVisitor {
+public:
+  Verifier(const Function &function, const VerifyOptions &options)
+      : function_(function), options_(options) {}
+
+  std::string problem; // the first one found
+  SourceRange where;
+
+  void verifyBody(const Stmt &body, const std::vector<Buffer> &buffers,
+                  const std::vector<ScalarParam> &scalars, bool inKernel) {
+    vars_.clear();
+    buffers_.clear();
+    threadVars_.clear();
+    inKernel_ = inKernel;
+    for (const Buffer &buffer : buffers)
+      buffers_.insert(buffer.get());
+    for (const ScalarParam &scalar : scalars)
+      vars_[scalar.name].push_back(scalar.type);
+    visit(body);
+  }
+
+protected:
+  void visitVar(const Var &node) override {
+    auto found = vars_.find(node.name);
+    if (found == vars_.end() || found->second.empty())
+      return fail("variable '" + node.name + "' is used outside the scope that binds it");
+    if (found->second.back() != node.type)
+      fail("variable '" + node.name + "' is used as " + scalarTypeName(node.type) +
+           " but bound as " + scalarTypeName(found->second.back()));
+  }
+
+  void visitLoad(const Load &node) override {
+    checkAccess(*node.buffer, node.indices, "load of");
+    if (node.type != node.buffer->element)
+      fail("load of '" + node.buffer->name + "' has the wrong type");
+    IRVisitor::visitLoad(node);
+  }
+
+  void visitUnary(const Unary &node) override {
+    if (node.op == UnaryOpKind::Not && node.operand->type != ScalarType::Bool)
+      fail("'!' of a non-bool operand: " + toString(node.operand));
+    if (node.op == UnaryOpKind::Neg && node.operand->type == ScalarType::Bool)
+      fail("negation of a bool: " + toString(node.operand));
+    IRVisitor::visitUnary(node);
+  }
+
+  void visitBinary(const Binary &node) override {
+    std::string text = toString(node.lhs) + " " + binaryOpName(node.op) + " " + toString(node.rhs);
+    if (node.lhs->type != node.rhs->type)
+      fail(std::string("operands of '") + binaryOpName(node.op) + "' have different types (" +
+           scalarTypeName(node.lhs->type) + " and " + scalarTypeName(node.rhs->type) + ") in " +
+           text);
+    bool logical = node.op == BinaryOpKind::And || node.op == BinaryOpKind::Or;
+    if (logical && node.lhs->type != ScalarType::Bool)
+      fail("logical operator on non-bool operands in " + text);
+    if (!logical && !isComparison(node.op) && node.lhs->type == ScalarType::Bool)
+      fail("arithmetic on bool operands in " + text);
+    IRVisitor::visitBinary(node);
+  }
+
+  void visitSelect(const Select &node) override {
+    if (node.cond->type != ScalarType::Bool)
+      fail("select condition is not bool: " + toString(node.cond));
+    if (node.thenValue->type != node.elseValue->type)
+      fail("select branches have different types");
+    IRVisitor::visitSelect(node);
+  }
+
+  void visitFor(const For &node) override {
+    visit(node.min);
+    visit(node.extent);
+    if (!isInteger(node.min->type) || node.min->type != node.extent->type)
+      failAt("loop bounds must be integers of one type in", node);
+    bool isThread = node.forKind == ForKind::GpuThread;
+    bool isBlock = node.forKind == ForKind::GpuBlock;
+    if (isThread && blockDepth_ == 0)
+      failAt("a gpu_thread loop outside any gpu_block loop:", node);
+    if (isBlock && threadDepth_ > 0)
+      failAt("a gpu_block loop inside a gpu_thread loop:", node);
+    if ((isThread || isBlock) && (node.gpuDim < 0 || node.gpuDim > 2))
+      failAt("a GPU loop dimension must be 0, 1 or 2:", node);
+    bool divergent = !isThread && threadDependent(node.min, node.extent);
+    blockDepth_ += isBlock;
+    threadDepth_ += isThread;
+    divergentDepth_ += divergent;
+    if (isThread)
+      threadVars_.insert(node.var);
+    bind(node.var, node.min->type, [&] { visit(node.body); });
+    if (isThread)
+      threadVars_.erase(node.var);
+    blockDepth_ -= isBlock;
+    threadDepth_ -= isThread;
+    divergentDepth_ -= divergent;
+  }
+
+  void visitIfThenElse(const IfThenElse &node) override {
+    visit(node.cond);
+    if (node.cond->type != ScalarType::Bool)
+      fail("if condition is not bool: " + toString(node.cond));
+    bool divergent = threadDependent(node.cond, nullptr);
+    divergentDepth_ += divergent;
+    visit(node.thenCase);
+    visit(node.elseCase);
+    divergentDepth_ -= divergent;
+  }
+
+  void visitLetStmt(const LetStmt &node) override {
+    visit(node.value);
+    bool dependent = threadDependent(node.value, nullptr);
+    if (dependent)
+      threadVars_.insert(node.var);
+    bind(node.var, node.value->type, [&] { visit(node.body); });
+    if (dependent)
+      threadVars_.erase(node.var);
+  }
+
+  void visitStore(const Store &node) override {
+    checkAccess(*node.buffer, node.indices, "store to");
+    if (node.value->type != node.buffer->element)
+      failAt(std::string("stored value has type ") + scalarTypeName(node.value->type) +
+                 ", the buffer holds " + scalarTypeName(node.buffer->element) + ":",
+             node);
+    IRVisitor::visitStore(node);
+  }
+
+  void visitAllocate(const Allocate &node) override {
+    for (const Expr &extent : node.buffer->shape) {
+      visit(extent);
+      if (!isInteger(extent->type))
+        fail("extent of '" + node.buffer->name + "' is not an integer");
+    }
+    if (node.buffer->memory == MemorySpace::Shared && blockDepth_ == 0 && !inKernel_)
+      fail("shared buffer '" + node.buffer->name + "' allocated outside any gpu_block loop");
+    buffers_.insert(node.buffer.get());
+    visit(node.body);
+    buffers_.erase(node.buffer.get());
+  }
+
+  void visitBarrier(const Barrier &) override {
+    if (blockDepth_ == 0 && !inKernel_)
+      fail("barrier outside any gpu_block loop");
+    else if (divergentDepth_ > 0)
+      fail("barrier under control flow that depends on the thread (not block-uniform)");
+  }
+
+  void visitReduce(const Reduce &node) override {
+    if (options_.reductionsLowered)
+      return failAt("a reduce after lower_reductions:", node);
+    for (const Expr &index : node.indices)
+      visit(index);
+    visit(node.neutral);
+    if (node.neutral->type != node.accumulator->element)
+      failAt("the neutral element's type differs from the accumulator's in", node);
+    if (node.op.kind == ReduceOperator::Kind::User) {
+      ScalarType type = node.accumulator->element;
+      if (!node.op.combine)
+        return failAt("a user reduction operator without a combining expression:", node);
+      bind(node.op.lhsVar, type,
+           [&] { bind(node.op.rhsVar, type, [&] { visit(node.op.combine); }); });
+      if (node.op.combine->type != type)
+        failAt("the combining expression's type differs from the accumulator's in", node);
+    }
+    // The value is read at the end of valueSetup, as the accumulation would.
+    Stmt accumulate = std::make_shared<Store>(node.accumulator, node.indices, node.value);
+    visitReduceLoops(node, 0, appendAtTail(node.valueSetup, accumulate));
+  }
+
+  void visitLaunch(const Launch &node) override {
+    if (inKernel_ || blockDepth_ > 0)
+      return failAt("a launch inside device code:", node);
+    IRVisitor::visitLaunch(node);
+    const KernelFunc *kernel = nullptr;
+    for (const KernelFunc &candidate : function_.kernels)
+      if (candidate.name == node.kernel)
+        kernel = &candidate;
+    if (!kernel)
+      return failAt("a launch of an unknown kernel:", node);
+    if (kernel->buffers.size() != node.buffers.size() ||
+        kernel->scalars.size() != node.scalars.size())
+      return failAt("a launch whose arguments do not match the kernel's parameters:", node);
+    if (node.grid.size() != 3 || node.block.size() != 3)
+      return failAt("a launch needs 3 grid and 3 block extents:", node);
+    for (size_t i = 0; i < node.scalars.size(); ++i)
+      if (node.scalars[i]->type != kernel->scalars[i].type)
+        return failAt("launch argument '" + kernel->scalars[i].name + "' has the wrong type:",
+                      node);
+    for (const Buffer &buffer : node.buffers)
+      if (!buffers_.contains(buffer.get()))
+        return failAt("a launch passes buffer '" + buffer->name + "' outside its scope:", node);
+  }
+
+private:
+  void fail(const std::string &message) {
+    if (problem.empty())
+      problem = message;
+  }
+  void failAt(const std::string &message, const StmtNode &node) {
+    if (!problem.empty())
+      return;
+    // describe() takes a shared pointer; a non-owning one suffices here.
+    Stmt alias(std::shared_ptr<const StmtNode>{}, &node);
+    problem = message + " " + describe(alias);
+    if (const auto *loop = node.as<For>())
+      where = loop->source;
+  }
+
+  template <typename F> void bind(const std::string &name, ScalarType type, F &&inside) {
+    std::vector<ScalarType> &bound = vars_[name];
+    bound.push_back(type);
+    inside();
+    vars_[name].pop_back();
+  }
+
+  void visitReduceLoops(const Reduce &node, size_t level, const Stmt &body) {
+    if (level == node.loops.size())
+      return visit(body);
+    const Reduce::Loop &loop = node.loops[level];
+    visit(loop.min);
+    visit(loop.extent);
+    if (!isInteger(loop.min->type) || loop.min->type != loop.extent->type)
+      failAt("reduction loop bounds must be integers of one type in", node);
+    bind(loop.var, loop.min->type, [&] { visitReduceLoops(node, level + 1, body); });
+  }
+
+  void checkAccess(const BufferInfo &buffer, const std::vector<Expr> &indices, const char *what) {
+    if (!buffers_.contains(&buffer))
+      fail(std::string(what) + " buffer '" + buffer.name + "' outside its scope");
+    if (indices.size() != buffer.shape.size())
+      fail(std::string(what) + " '" + buffer.name + "' with " + std::to_string(indices.size()) +
+           " indices; its rank is " + std::to_string(buffer.shape.size()));
+    for (const Expr &index : indices)
+      if (!isInteger(index->type))
+        fail(std::string(what) + " '" + buffer.name + "' with a non-integer index " +
+             toString(index));
+  }
+
+  // Whether the value may differ between the threads of a block: it reads a
+  // thread loop variable (or a let derived from one), or per-thread storage.
+  bool threadDependent(const Expr &a, const Expr &b) {
+    if (threadDepth_ == 0)
+      return false;
+    for (const Expr &expr : {a, b}) {
+      if (!expr)
+        continue;
+      if (usesAnyVar(expr, threadVars_))
+        return true;
+      class RegisterLoads : public IRVisitor {
+      public:
+        bool found = false;
+
+      protected:
+        void visitLoad(const Load &node) override {
+          found |= node.buffer->memory == MemorySpace::Register;
+          IRVisitor::visitLoad(node);
+        }
+      } registers;
+      registers.visit(expr);
+      if (registers.found)
+        return true;
+    }
+    return false;
+  }
+
+  const Function &function_;
+  const VerifyOptions &options_;
+  std::map<std::string, std::vector<ScalarType>> vars_;
+  std::set<const BufferInfo *> buffers_;
+  std::set<std::string> threadVars_;
+  bool inKernel_ = false;
+  int blockDepth_ = 0, threadDepth_ = 0, divergentDepth_ = 0;
+};
+
+} // namespace
+
+Status verifyFunction(const Function &function, const std::string &pass,
+                      const VerifyOptions &options) {
+  Verifier verifier(function, options);
+  verifier.verifyBody(function.body, function.buffers, function.scalars, false);
+  std::string context = "the host code of '" + function.name + "'";
+  for (const KernelFunc &kernel : function.kernels) {
+    if (!verifier.problem.empty())
+      break;
+    context = "kernel '" + kernel.name + "'";
+    verifier.verifyBody(kernel.body, kernel.buffers, kernel.scalars, true);
+  }
+  if (verifier.problem.empty())
+    return {};
+  return makeError("invalid IR after pass '" + pass + "' in " + context + ": " + verifier.problem,
+                   verifier.where.valid() ? verifier.where : function.source);
+}
+
+} // namespace loopc::ir
