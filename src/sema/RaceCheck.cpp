@@ -1,9 +1,408 @@
-// The parfor race check; placeholder that accepts every parfor until the
-// analysis lands.
+// The parfor race check. Iterations of a parfor may run in any order or at
+// once, so the checker rejects a nest unless it can show that
+//   - every write is injective in the parfor variables: two different
+//     iterations never write the same element, and
+//   - no iteration reads (or writes) an element that another iteration writes.
+//
+// Indices are analysed as affine forms (AffineForm.h), with `let` variables
+// substituted by their values. Across one nest, a variable is *invariant* when
+// it is declared outside the parfors that matter for the access (sizes,
+// parameters, variables of enclosing sequential loops, outer parfor variables
+// when the array is private to an outer iteration); everything declared
+// inside them (private variables, inner sequential and redomap loop
+// variables) varies with the iteration.
+//
+// A dimension `d` of a write *pins* the parfor variable v when its index is
+// `±v + (invariant terms)`. A write is injective when every relevant parfor
+// variable is pinned by some dimension (a dimension pins at most one
+// variable, so the pins are distinct): two different iterations differ in
+// some v, hence in the dimension v pins. A read (or a second write) of the
+// same array is free of races with a write W when
+//   (a) for every relevant parfor variable, the read's index in the dimension
+//       that pins it in W is the same affine form as W's (each iteration only
+//       touches the elements it writes itself, in those dimensions), or
+//   (b) in some dimension the two index sets are provably disjoint: either the
+//       read's index is invariant and lies outside the range W's pinning
+//       variable sweeps (row k read while rows k+1.. are written), or both
+//       indices are invariant and differ by a non-zero constant.
+// Variables and arrays declared inside the parfor body are private to an
+// iteration and never race. Writes to scalars declared outside the parfor
+// (scalar outputs, outer `var`s) are always races: use redomap.
+//
+// Limits (it is sound for what it accepts, and incomplete): indices that are
+// not affine (`i / 2`, `i * i`, indirect `A[idx[i]]`) are never proven
+// injective or disjoint; strides other than one (`B[2*i]`) are rejected
+// although injective; ranges are only used when their bounds are invariant;
+// a read guarded by a condition is treated as unconditional.
 #include "sema/RaceCheck.h"
 
-namespace loopc {
+#include "sema/AffineForm.h"
 
-void checkParforRaces(const KernelDecl &, DiagnosticEngine &) {}
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace loopc {
+namespace {
+
+std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
+
+struct Access {
+  const VarDecl *target = nullptr;
+  std::vector<AffineForm> indices; // empty for a scalar
+  bool isWrite = false;
+  std::vector<const ParforStmt *> chain; // enclosing parfors of the nest, outermost first
+  SourceRange range;
+};
+
+class RaceChecker {
+public:
+  explicit RaceChecker(DiagnosticEngine &diagnostics) : diagnostics_(diagnostics) {}
+
+  void checkKernel(const KernelDecl &kernel) { visitBlock(*kernel.body); }
+
+private:
+  // --------------------------------------------------- collecting accesses
+
+  void visitBlock(const BlockStmt &block) {
+    for (const auto &stmt : block.stmts)
+      visitStmt(*stmt);
+  }
+
+  void declare(const VarDecl &var) { depth_[&var] = chain_.size(); }
+
+  void visitStmt(const Stmt &stmt) {
+    switch (stmt.kind) {
+    case Stmt::Kind::Block:
+      return visitBlock(*stmt.as<BlockStmt>());
+    case Stmt::Kind::Decl: {
+      const auto *decl = stmt.as<DeclStmt>();
+      for (const auto &extent : decl->var->type.dims)
+        visitExpr(*extent);
+      if (decl->init) {
+        visitExpr(*decl->init);
+        if (decl->var->kind == VarDecl::Kind::Let)
+          letValues_[decl->var.get()] = decl->init.get();
+      }
+      return declare(*decl->var);
+    }
+    case Stmt::Kind::Assign:
+      return visitAssign(*stmt.as<AssignStmt>());
+    case Stmt::Kind::For: {
+      const auto *loop = stmt.as<ForStmt>();
+      visitRange(loop->range);
+      return visitBlock(*loop->body);
+    }
+    case Stmt::Kind::Parfor:
+      return visitParfor(*stmt.as<ParforStmt>());
+    case Stmt::Kind::If: {
+      const auto *ifStmt = stmt.as<IfStmt>();
+      visitExpr(*ifStmt->cond);
+      visitBlock(*ifStmt->thenBody);
+      if (ifStmt->elseBody)
+        visitStmt(*ifStmt->elseBody);
+      return;
+    }
+    case Stmt::Kind::Return:
+      return visitExpr(*stmt.as<ReturnStmt>()->value);
+    case Stmt::Kind::Call:
+      for (const auto &arg : stmt.as<CallStmt>()->args)
+        if (!arg->as<NameExpr>())
+          visitExpr(*arg);
+      return;
+    }
+  }
+
+  void visitRange(const Range &range) {
+    visitExpr(*range.lo);
+    visitExpr(*range.hi);
+    if (range.step)
+      visitExpr(*range.step);
+    declare(*range.var);
+  }
+
+  void visitParfor(const ParforStmt &parfor) {
+    bool outermost = chain_.empty();
+    if (outermost)
+      accesses_.clear();
+    chain_.push_back(&parfor);
+    // Inner ranges may use outer variables of the same nest; they are all
+    // variables of this parfor.
+    for (const Range &range : parfor.ranges) {
+      visitExpr(*range.lo);
+      visitExpr(*range.hi);
+      if (range.step)
+        visitExpr(*range.step);
+      declare(*range.var);
+      rangeOf_[range.var.get()] = &range;
+    }
+    visitBlock(*parfor.body);
+    chain_.pop_back();
+    if (outermost)
+      analyzeNest();
+  }
+
+  void visitAssign(const AssignStmt &assign) {
+    for (const auto &index : assign.indices)
+      visitExpr(*index);
+    visitExpr(*assign.value);
+    if (chain_.empty())
+      return;
+    Access write = makeAccess(*assign.decl, assign.indices, assign.targetRange);
+    write.isWrite = true;
+    accesses_.push_back(std::move(write));
+  }
+
+  Access makeAccess(const VarDecl &target, const std::vector<ExprPtr> &indices, SourceRange range) {
+    Access access;
+    access.target = &target;
+    for (const auto &index : indices)
+      access.indices.push_back(AffineForm::of(*index, letValue()));
+    access.chain = chain_;
+    access.range = range;
+    return access;
+  }
+
+  AffineForm::LetValue letValue() const {
+    return [this](const VarDecl &var) -> const Expr * {
+      auto it = letValues_.find(&var);
+      return it == letValues_.end() ? nullptr : it->second;
+    };
+  }
+
+  void visitExpr(const Expr &expr) {
+    switch (expr.kind) {
+    case Expr::Kind::Index: {
+      const auto *index = expr.as<IndexExpr>();
+      for (const auto &subscript : index->indices)
+        visitExpr(*subscript);
+      if (!chain_.empty())
+        accesses_.push_back(makeAccess(*index->decl, index->indices, index->range));
+      return;
+    }
+    case Expr::Kind::Call:
+      for (const auto &arg : expr.as<CallExpr>()->args)
+        visitExpr(*arg);
+      return;
+    case Expr::Kind::Cast:
+      return visitExpr(*expr.as<CastExpr>()->operand);
+    case Expr::Kind::Unary:
+      return visitExpr(*expr.as<UnaryExpr>()->operand);
+    case Expr::Kind::Binary:
+      visitExpr(*expr.as<BinaryExpr>()->lhs);
+      return visitExpr(*expr.as<BinaryExpr>()->rhs);
+    case Expr::Kind::Conditional: {
+      const auto *conditional = expr.as<ConditionalExpr>();
+      visitExpr(*conditional->cond);
+      visitExpr(*conditional->thenExpr);
+      return visitExpr(*conditional->elseExpr);
+    }
+    case Expr::Kind::Redomap: {
+      const auto *redomap = expr.as<RedomapExpr>();
+      visitExpr(*redomap->neutral);
+      for (const Range &range : redomap->ranges)
+        visitRange(range);
+      return visitExpr(*redomap->body);
+    }
+    case Expr::Kind::IntLit:
+    case Expr::Kind::FloatLit:
+    case Expr::Kind::BoolLit:
+    case Expr::Kind::Name:
+      return;
+    }
+  }
+
+  // ------------------------------------------------------------ analysis
+
+  size_t depthOf(const VarDecl *var) const {
+    auto it = depth_.find(var);
+    return it == depth_.end() ? 0 : it->second;
+  }
+
+  // The parfor variables that distinguish iterations for an access to an
+  // array declared at depth `targetDepth`, within the first `common` parfors.
+  static std::vector<const VarDecl *> relevantVars(const std::vector<const ParforStmt *> &chain,
+                                                   size_t targetDepth, size_t common) {
+    std::vector<const VarDecl *> vars;
+    for (size_t level = targetDepth; level < common; ++level)
+      for (const Range &range : chain[level]->ranges)
+        vars.push_back(range.var.get());
+    return vars;
+  }
+
+  bool isInvariant(const AffineForm &form, size_t targetDepth,
+                   const VarDecl *except = nullptr) const {
+    if (form.opaque)
+      return false;
+    for (const auto &[var, coefficient] : form.coefficients)
+      if (var != except && depthOf(var) > targetDepth)
+        return false;
+    for (const VarDecl *var : form.nonAffineVars)
+      if (depthOf(var) > targetDepth)
+        return false;
+    return true;
+  }
+
+  bool pins(const AffineForm &form, const VarDecl *var, size_t targetDepth) const {
+    int64_t coefficient = form.coefficient(var);
+    return (coefficient == 1 || coefficient == -1) && isInvariant(form, targetDepth, var);
+  }
+
+  std::optional<size_t> pinningDimension(const Access &write, const VarDecl *var,
+                                         size_t targetDepth) const {
+    for (size_t d = 0; d < write.indices.size(); ++d)
+      if (pins(write.indices[d], var, targetDepth))
+        return d;
+    return std::nullopt;
+  }
+
+  static bool isConstant(const AffineForm &form) {
+    return form.coefficients.empty() && form.isExact();
+  }
+
+  // True when index `other` (of a second access) never equals index `write`
+  // of a write in dimension d, whatever the iterations (rule (b) above).
+  bool provablyDisjoint(const AffineForm &write, const AffineForm &other, size_t targetDepth,
+                        const std::vector<const VarDecl *> &vars) const {
+    if (!other.isExact() || !isInvariant(other, targetDepth))
+      return false;
+    if (write.isExact() && isInvariant(write, targetDepth)) {
+      AffineForm difference = write.plus(other, -1);
+      return isConstant(difference) && difference.constant != 0;
+    }
+    for (const VarDecl *var : vars) {
+      if (!pins(write, var, targetDepth) || !write.isExact())
+        continue;
+      const Range *range = rangeOf_.at(var);
+      AffineForm lo = AffineForm::of(*range->lo, letValue());
+      AffineForm hi = AffineForm::of(*range->hi, letValue());
+      if (!lo.isExact() || !hi.isExact() || !isInvariant(lo, targetDepth) ||
+          !isInvariant(hi, targetDepth))
+        continue;
+      int64_t sign = write.coefficient(var);
+      AffineForm rest = write;
+      rest.coefficients.erase(var);
+      // The values the write's index takes: [low, high].
+      AffineForm low = rest.plus(sign > 0 ? lo : hi, sign);
+      AffineForm high = rest.plus(sign > 0 ? hi : lo, sign);
+      if (sign > 0)
+        high.constant -= 1;
+      else
+        low.constant += 1;
+      AffineForm belowLow = other.plus(low, -1);
+      AffineForm aboveHigh = other.plus(high, -1);
+      if ((isConstant(belowLow) && belowLow.constant < 0) ||
+          (isConstant(aboveHigh) && aboveHigh.constant > 0))
+        return true;
+    }
+    return false;
+  }
+
+  void analyzeNest() {
+    std::set<const Access *> reported;
+    for (const Access &write : accesses_)
+      if (write.isWrite && !checkInjective(write))
+        reported.insert(&write);
+    for (const Access &write : accesses_) {
+      if (!write.isWrite || reported.contains(&write))
+        continue;
+      for (const Access &other : accesses_) {
+        if (&other == &write || other.target != write.target || reported.contains(&other))
+          continue;
+        // A pair of writes is checked once.
+        if (other.isWrite && &other < &write)
+          continue;
+        if (!checkPair(write, other))
+          reported.insert(&other);
+      }
+    }
+  }
+
+  bool checkInjective(const Access &write) {
+    size_t targetDepth = depthOf(write.target);
+    if (targetDepth >= write.chain.size())
+      return true; // private to the iteration
+    std::vector<const VarDecl *> vars = relevantVars(write.chain, targetDepth, write.chain.size());
+    const std::string name = quoted(write.target->name);
+    if (write.indices.empty()) {
+      diagnostics_.error(write.range,
+                         "race: " + name +
+                             " is declared outside the parfor, so every "
+                             "iteration over " +
+                             quoted(vars.front()->name) +
+                             " writes it; declare it inside the parfor body or compute it "
+                             "with redomap");
+      return false;
+    }
+    for (const VarDecl *var : vars) {
+      if (pinningDimension(write, var, targetDepth))
+        continue;
+      bool mentioned = false;
+      for (const AffineForm &index : write.indices)
+        mentioned = mentioned || index.mentions(var);
+      if (mentioned)
+        diagnostics_.error(write.range, "race: cannot prove that the write to " + name +
+                                            " is injective in parfor variable " +
+                                            quoted(var->name) + "; index one dimension by " +
+                                            quoted(var->name) +
+                                            " plus terms that do not vary across iterations");
+      else
+        diagnostics_.error(write.range, "race: the write to " + name +
+                                            " does not depend on parfor variable " +
+                                            quoted(var->name) +
+                                            ", so different iterations may write the same "
+                                            "element");
+      diagnostics_.note(var->range, "parfor variable " + quoted(var->name) + " is declared here");
+      return false;
+    }
+    return true;
+  }
+
+  bool checkPair(const Access &write, const Access &other) {
+    size_t common = 0;
+    while (common < write.chain.size() && common < other.chain.size() &&
+           write.chain[common] == other.chain[common])
+      ++common;
+    size_t targetDepth = depthOf(write.target);
+    if (targetDepth >= common || write.indices.size() != other.indices.size())
+      return true;
+    std::vector<const VarDecl *> vars = relevantVars(write.chain, targetDepth, common);
+    for (size_t d = 0; d < write.indices.size(); ++d)
+      if (provablyDisjoint(write.indices[d], other.indices[d], targetDepth, vars))
+        return true;
+    for (const VarDecl *var : vars) {
+      std::optional<size_t> d = pinningDimension(write, var, targetDepth);
+      if (d && write.indices[*d] == other.indices[*d])
+        continue;
+      const std::string name = quoted(write.target->name);
+      if (other.isWrite)
+        diagnostics_.error(other.range, "race: this element of " + name +
+                                            " may also be written by another iteration over " +
+                                            quoted(var->name));
+      else
+        diagnostics_.error(other.range, "read-write race: this element of " + name +
+                                            " may be written by another iteration over " +
+                                            quoted(var->name));
+      diagnostics_.note(write.range, name + " is written here");
+      return false;
+    }
+    return true;
+  }
+
+  DiagnosticEngine &diagnostics_;
+  std::map<const VarDecl *, size_t> depth_; // the number of enclosing parfors
+  std::map<const VarDecl *, const Expr *> letValues_;
+  std::map<const VarDecl *, const Range *> rangeOf_; // parfor variables
+  std::vector<const ParforStmt *> chain_;
+  std::vector<Access> accesses_; // of the current outermost parfor nest
+};
+
+} // namespace
+
+void checkParforRaces(const KernelDecl &kernel, DiagnosticEngine &diagnostics) {
+  RaceChecker(diagnostics).checkKernel(kernel);
+}
 
 } // namespace loopc
