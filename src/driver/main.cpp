@@ -1,1 +1,13 @@
-int main() { return 0; }
+// The loopc command line: one line per subcommand, each in its own file.
+#include "driver/CheckCommand.h"
+#include "driver/Cli.h"
+#include "driver/RunCommand.h"
+
+int main(int argc, char **argv) {
+  using namespace loopc::driver;
+  CLI::App app{"loopc: a compiler for parallel loop nests (.loop files)", "loopc"};
+  configureApp(app);
+  addCheckCommand(app);
+  addRunCommand(app);
+  return runApp(app, argc, argv);
+}

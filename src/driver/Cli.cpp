@@ -1,0 +1,32 @@
+// Top-level error handling of the loopc command line (see Cli.h).
+#include "driver/Cli.h"
+
+#include "driver/Session.h"
+
+#include <iostream>
+#include <new>
+
+namespace loopc::driver {
+
+void configureApp(CLI::App &app) {
+  app.require_subcommand(1);
+  app.failure_message([](const CLI::App *, const CLI::Error &error) {
+    return "loopc: error: " + std::string(error.what()) + " (see --help)\n";
+  });
+}
+
+int runApp(CLI::App &app, int argc, char **argv) {
+  try {
+    app.parse(argc, argv);
+    return 0;
+  } catch (const CLI::ParseError &error) {
+    return app.exit(error);
+  } catch (const std::bad_alloc &) {
+    printError("out of memory");
+  } catch (const std::exception &error) {
+    printError(std::string("internal error: ") + error.what());
+  }
+  return 1;
+}
+
+} // namespace loopc::driver

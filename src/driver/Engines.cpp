@@ -1,0 +1,68 @@
+// The engine registry (see Engines.h).
+#include "driver/Engines.h"
+
+#include "interp/Interpreter.h"
+
+#include <algorithm>
+
+namespace loopc::driver {
+
+namespace {
+
+template <typename EngineType> Expected<std::unique_ptr<Engine>> createPlain() {
+  return std::make_unique<EngineType>();
+}
+
+// Best first. A factory that needs hardware returns an error saying what is
+// missing, so the default falls through to the next engine.
+constexpr EngineEntry kEngines[] = {
+    {"interp", "the reference interpreter (slow, checks every access)", createPlain<Interpreter>},
+};
+
+constexpr const char *kKnownDevices[] = {"gpu", "cpu", "interp"};
+
+std::string registeredList() {
+  std::string names;
+  for (const EngineEntry &entry : kEngines)
+    names += (names.empty() ? "" : ", ") + std::string(entry.device);
+  return names;
+}
+
+} // namespace
+
+std::span<const EngineEntry> registeredEngines() { return kEngines; }
+
+std::span<const char *const> knownDevices() { return kKnownDevices; }
+
+Expected<std::unique_ptr<Engine>> createEngine(const std::string &device) {
+  for (const EngineEntry &entry : kEngines) {
+    if (device != entry.device)
+      continue;
+    auto engine = entry.create();
+    if (!engine)
+      return makeError("device '" + device + "' is not available: " + engine.error().message);
+    return engine;
+  }
+  bool known = std::ranges::any_of(kKnownDevices, [&](const char *name) { return device == name; });
+  if (known)
+    return makeError("device '" + device + "' is not available: this build of loopc has no " +
+                     device + " engine (available: " + registeredList() + ")");
+  std::string names;
+  for (const char *name : kKnownDevices)
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  return makeError("unknown device '" + device + "' (choose from " + names + ")");
+}
+
+Expected<std::unique_ptr<Engine>> createDefaultEngine() {
+  std::string reasons;
+  for (const EngineEntry &entry : kEngines) {
+    auto engine = entry.create();
+    if (engine)
+      return engine;
+    reasons +=
+        std::string(reasons.empty() ? "" : "; ") + entry.device + ": " + engine.error().message;
+  }
+  return makeError("no engine is available (" + reasons + ")");
+}
+
+} // namespace loopc::driver

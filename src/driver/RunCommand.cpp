@@ -1,0 +1,182 @@
+// `loopc run`: the whole path from a file to results. Inputs not given are
+// seeded random data, so `--check` (and any two engines) see identical
+// inputs: the reference run gets a copy of the arguments taken before the
+// kernel runs.
+#include "driver/RunCommand.h"
+
+#include "driver/Engines.h"
+#include "driver/Session.h"
+#include "engine/Compare.h"
+#include "engine/Npy.h"
+#include "engine/Summary.h"
+#include "interp/Interpreter.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+namespace loopc::driver {
+
+namespace {
+
+struct RunOptions {
+  std::string file;
+  std::string kernel;
+  std::string device;
+  ArgumentOptions arguments;
+  std::vector<std::string> outputs; // NAME=FILE.npy
+  bool check = false;
+  bool quiet = false;
+};
+
+bool isOutput(const VarDecl &param) {
+  return param.intent == Intent::Out || param.intent == Intent::InOut;
+}
+
+// Out and inout parameters by position, each with the file to write, if any.
+Expected<std::vector<std::pair<size_t, std::string>>>
+selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFiles) {
+  std::map<std::string, std::string> files;
+  for (const std::string &text : outputFiles) {
+    auto assignment = splitAssignment(text, "--out");
+    if (!assignment)
+      return std::unexpected(assignment.error());
+    auto it = std::ranges::find_if(
+        kernel.params, [&](const VarDeclPtr &param) { return param->name == assignment->first; });
+    if (it == kernel.params.end() || !isOutput(**it))
+      return makeError("'" + assignment->first + "' is not an out or inout parameter of kernel '" +
+                       kernel.name + "'");
+    if (!files.emplace(assignment->first, assignment->second).second)
+      return makeError("'" + assignment->first + "' is given twice with --out");
+  }
+  std::vector<std::pair<size_t, std::string>> outputs;
+  for (size_t position = 0; position < kernel.params.size(); ++position) {
+    const VarDecl &param = *kernel.params[position];
+    if (isOutput(param))
+      outputs.emplace_back(position, files.contains(param.name) ? files[param.name] : "");
+  }
+  return outputs;
+}
+
+// Rounding differences grow with the reduction length, which the largest
+// input bounds: a reduction reads at most that many elements of it.
+uint64_t largestInput(const KernelDecl &kernel, const KernelArgs &args) {
+  uint64_t largest = 1;
+  for (size_t position = 0; position < kernel.params.size(); ++position)
+    if (kernel.params[position]->intent != Intent::Out)
+      largest = std::max<uint64_t>(largest, args.params[position].elementCount());
+  return largest;
+}
+
+// Runs the reference interpreter on `inputs` and compares every output.
+bool checkAgainstInterpreter(Session &session, const KernelDecl &kernel, KernelArgs inputs,
+                             const KernelArgs &results,
+                             const std::vector<std::pair<size_t, std::string>> &outputs) {
+  Interpreter reference;
+  auto stats = reference.run(*session.program, kernel, inputs);
+  if (!stats) {
+    session.report(stats.error());
+    printError("--check: the reference interpreter failed");
+    return false;
+  }
+  CompareOptions options;
+  options.reductionLength = largestInput(kernel, inputs);
+  bool allMatch = true;
+  for (const auto &[position, file] : outputs) {
+    const std::string &name = kernel.params[position]->name;
+    CompareReport report =
+        compareArrays(inputs.params[position], results.params[position], options);
+    if (!report.matches) {
+      std::cout << "MISMATCH " << report.describe(name) << "\n";
+      allMatch = false;
+    }
+  }
+  if (allMatch)
+    std::cout << "PASS: " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s")
+              << " match the interpreter\n";
+  return allMatch;
+}
+
+int runKernel(const RunOptions &options) {
+  auto session = openSession(options.file);
+  if (!session)
+    return 1;
+  auto kernel = selectKernel(*session->program, options.kernel);
+  if (!kernel) {
+    session->report(kernel.error());
+    return 1;
+  }
+  auto outputs = selectOutputs(**kernel, options.outputs);
+  auto request = options.arguments.toRequest();
+  if (!outputs || !request) {
+    session->report(outputs ? request.error() : outputs.error());
+    return 1;
+  }
+  auto args = bindKernelArguments(**kernel, *request);
+  if (!args) {
+    session->report(args.error());
+    return 1;
+  }
+  auto engine = options.device.empty() ? createDefaultEngine() : createEngine(options.device);
+  if (!engine) {
+    session->report(engine.error());
+    return 1;
+  }
+
+  std::optional<KernelArgs> inputs;
+  if (options.check)
+    inputs = *args;
+  auto stats = (*engine)->run(*session->program, **kernel, *args);
+  if (!stats) {
+    session->report(stats.error());
+    return 1;
+  }
+
+  if (!options.quiet) {
+    for (const auto &[position, file] : *outputs)
+      std::cout << summarizeArray((*kernel)->params[position]->name, args->params[position])
+                << "\n";
+    std::cout << "kernel '" << (*kernel)->name << "' ran on " << (*engine)->name() << " in "
+              << std::fixed << std::setprecision(3) << stats->seconds * 1e3 << " ms\n";
+    std::cout.unsetf(std::ios::fixed);
+  }
+  for (const auto &[position, file] : *outputs) {
+    if (file.empty())
+      continue;
+    if (auto written = writeNpy(file, args->params[position]); !written) {
+      session->report(written.error());
+      return 1;
+    }
+  }
+  if (options.check &&
+      !checkAgainstInterpreter(*session, **kernel, std::move(*inputs), *args, *outputs))
+    return 1;
+  return 0;
+}
+
+} // namespace
+
+void addRunCommand(CLI::App &app) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App *command = app.add_subcommand("run", "Run a kernel and summarize its outputs");
+  command->add_option("FILE", options->file, "The .loop file")->required();
+  command->add_option("--kernel", options->kernel,
+                      "The kernel to run (default: the last kernel of FILE)");
+  command->add_option("--device", options->device,
+                      "interp, cpu or gpu (default: the best one available)");
+  options->arguments.addTo(*command);
+  command->add_option("--out", options->outputs, "Write an output array to a .npy file")
+      ->type_name("NAME=FILE")
+      ->expected(1);
+  command->add_flag("--check", options->check,
+                    "Compare every output with the reference interpreter's (exit 1 if any differ)");
+  command->add_flag("--quiet", options->quiet, "Print no summaries or timing");
+  command->callback([options] {
+    if (int exitCode = runKernel(*options))
+      throw CLI::RuntimeError(exitCode);
+  });
+}
+
+} // namespace loopc::driver

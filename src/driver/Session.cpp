@@ -1,0 +1,89 @@
+// The shared front half of the subcommands (see Session.h).
+#include "driver/Session.h"
+
+#include "engine/Npy.h"
+#include "frontend/Loader.h"
+#include "sema/Sema.h"
+
+#include <iostream>
+
+namespace loopc::driver {
+
+void Session::report(const Error &error) {
+  diagnostics.error(error.range, error.message);
+  std::cerr << diagnostics.format(diagnostics.diagnostics().back());
+}
+
+void printError(const std::string &message) { std::cerr << "loopc: error: " << message << "\n"; }
+
+std::unique_ptr<Session> openSession(const std::string &path) {
+  auto session = std::make_unique<Session>();
+  session->program = loadProgram(path, session->sources, session->diagnostics);
+  if (session->program && !checkProgram(*session->program, session->diagnostics))
+    session->program.reset();
+  session->diagnostics.print(std::cerr);
+  if (!session->program || session->diagnostics.hasErrors())
+    return nullptr;
+  return session;
+}
+
+Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name) {
+  if (name.empty()) {
+    const Module &main = *program.modules.front();
+    if (main.kernels.empty())
+      return makeError("the program has no kernel to run");
+    return main.kernels.back().get();
+  }
+  if (const KernelDecl *kernel = program.findKernel(name))
+    return kernel;
+  std::string available;
+  for (const auto &module : program.modules)
+    for (const auto &kernel : module->kernels)
+      available += (available.empty() ? "" : ", ") + kernel->name;
+  return makeError("no kernel named '" + name +
+                   "' (available: " + (available.empty() ? "none" : available) + ")");
+}
+
+Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,
+                                                              const std::string &option) {
+  size_t equals = text.find('=');
+  if (equals == std::string::npos || equals == 0 || equals + 1 == text.size())
+    return makeError(option + " expects NAME=VALUE, got '" + text + "'");
+  return std::pair{text.substr(0, equals), text.substr(equals + 1)};
+}
+
+void ArgumentOptions::addTo(CLI::App &command) {
+  command.add_option("--set", sets, "Value of a size or scalar parameter (N=1024, alpha=0.5)")
+      ->type_name("NAME=VALUE")
+      ->expected(1);
+  command.add_option("--in", inputs, "Input array from a .npy file (default: seeded random data)")
+      ->type_name("NAME=FILE")
+      ->expected(1);
+  command.add_option("--seed", seed, "Seed of the random inputs")->capture_default_str();
+}
+
+Expected<ArgumentRequest> ArgumentOptions::toRequest() const {
+  ArgumentRequest request;
+  request.seed = seed;
+  for (const std::string &set : sets) {
+    auto assignment = splitAssignment(set, "--set");
+    if (!assignment)
+      return std::unexpected(assignment.error());
+    if (!request.values.emplace(assignment->first, assignment->second).second)
+      return makeError("'" + assignment->first + "' is set twice");
+  }
+  for (const std::string &input : inputs) {
+    auto assignment = splitAssignment(input, "--in");
+    if (!assignment)
+      return std::unexpected(assignment.error());
+    auto array = readNpy(assignment->second);
+    if (!array)
+      return std::unexpected(array.error());
+    if (request.arrays.contains(assignment->first))
+      return makeError("'" + assignment->first + "' is given twice with --in");
+    request.arrays.emplace(assignment->first, std::move(*array));
+  }
+  return request;
+}
+
+} // namespace loopc::driver

@@ -1,0 +1,59 @@
+// What every subcommand that runs a program shares: loading and checking the
+// program with the one DiagnosticEngine (diagnostics go to stderr), picking
+// the kernel, turning --set/--in/--seed into an ArgumentRequest, and printing
+// errors, source-located ones with the file, line, column and caret.
+#pragma once
+
+#include "engine/Bindings.h"
+#include "frontend/Ast.h"
+#include "support/Diagnostics.h"
+#include "support/Error.h"
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loopc::driver {
+
+// A loaded and checked program. Not movable: the diagnostics engine refers
+// to the sources.
+struct Session {
+  SourceManager sources;
+  DiagnosticEngine diagnostics{sources};
+  std::unique_ptr<Program> program;
+
+  // Prints `error` to stderr: with its source line when it has a range,
+  // otherwise as one `loopc: error: ...` line.
+  void report(const Error &error);
+};
+
+// Loads and checks `path`, printing every diagnostic to stderr. Returns null
+// when the program has errors.
+std::unique_ptr<Session> openSession(const std::string &path);
+
+// The kernel named `name`, or the last kernel of the main file when `name`
+// is empty. An unknown name is an error listing the kernels there are.
+Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name);
+
+// Prints `loopc: error: <message>` to stderr.
+void printError(const std::string &message);
+
+// The options that describe a kernel's inputs (`--set`, `--in`, `--seed`),
+// shared by the subcommands that run kernels.
+struct ArgumentOptions {
+  std::vector<std::string> sets;   // NAME=VALUE
+  std::vector<std::string> inputs; // NAME=FILE.npy
+  uint64_t seed = 0;
+
+  void addTo(CLI::App &command);
+  // Reads the .npy files and splits the NAME=VALUE pairs.
+  Expected<ArgumentRequest> toRequest() const;
+};
+
+// Splits "NAME=VALUE"; `option` names the flag in the error message.
+Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,
+                                                              const std::string &option);
+
+} // namespace loopc::driver
