@@ -243,6 +243,11 @@ private:
       diagnostics_.error(range, quoted(name) + " is a kernel, not a variable");
     else if (findFn(name))
       diagnostics_.error(range, quoted(name) + " is a function, not a variable");
+    else if (checkingSignature_)
+      diagnostics_.error(range, "unknown size " + quoted(name) +
+                                    ": declare it as a whole extent "
+                                    "of some parameter, e.g. f32[" +
+                                    name + "]");
     else
       diagnostics_.error(range, "unknown name " + quoted(name));
   }
@@ -279,9 +284,11 @@ private:
         }
     kernelScopes_[&kernel] = scope;
     scopes_.assign(1, scope);
+    checkingSignature_ = true;
     for (const auto &param : kernel.params)
       for (const auto &extent : param->type.dims)
         checkExtent(*extent);
+    checkingSignature_ = false;
     scopes_.clear();
   }
 
@@ -702,9 +709,9 @@ private:
     if (first.isExact() && second.isExact() && !(first == second))
       diagnostics_.error(arg.range, "shape mismatch: dimension " + std::to_string(dimension + 1) +
                                         " of " + quoted(arg.as<NameExpr>()->name) + " is " +
-                                        first.str() + " elsewhere in this call but " +
-                                        second.str() + " here (both are size " +
-                                        quoted(name->name) + ")");
+                                        quoted(second.str()) + ", but the callee's size " +
+                                        quoted(name->name) + " is already bound to " +
+                                        quoted(first.str()) + " by an earlier argument");
   }
 
   static std::string typeSpelling(const TypeSpec &type) {
@@ -820,23 +827,29 @@ private:
   }
 
   Ty checkCall(CallExpr &call) {
-    std::vector<Ty> args;
-    for (auto &arg : call.args)
-      args.push_back(checkExpr(*arg));
-    if (std::optional<BuiltinSignature> builtin = findBuiltin(call.callee))
-      return checkBuiltinCall(call, *builtin, args);
-    FnDecl *fn = findFn(call.callee);
-    if (!fn) {
+    std::optional<BuiltinSignature> builtin = findBuiltin(call.callee);
+    FnDecl *fn = builtin ? nullptr : findFn(call.callee);
+    if (!builtin && !fn) {
       if (findKernel(call.callee))
         diagnostics_.error(call.range, quoted(call.callee) +
                                            " is a kernel; kernels are called as statements, "
                                            "not in expressions");
       else
         diagnostics_.error(call.range, "unknown function " + quoted(call.callee));
-      for (size_t i = 0; i < args.size(); ++i)
-        settle(*call.args[i], args[i]);
+      // Arrays are fine here: the call was probably meant to be a kernel call.
+      for (auto &arg : call.args) {
+        if (lookupResolvesArray(*arg))
+          resolveArrayArgument(*arg);
+        else
+          settle(*arg, checkExpr(*arg));
+      }
       return Ty::poison();
     }
+    std::vector<Ty> args;
+    for (auto &arg : call.args)
+      args.push_back(checkExpr(*arg));
+    if (builtin)
+      return checkBuiltinCall(call, *builtin, args);
     call.fn = fn;
     recordFnCall(*fn, call.range);
     if (args.size() != fn->params.size()) {
@@ -952,10 +965,14 @@ private:
     case BinaryOp::Le:
     case BinaryOp::Gt:
     case BinaryOp::Ge: {
-      Ty type = unify(*binary.lhs, lhs, *binary.rhs, rhs, spelling);
       bool ordering = binary.op != BinaryOp::Eq && binary.op != BinaryOp::Ne;
-      if (ordering && type.is(ScalarType::Bool))
+      if (ordering && (lhs.is(ScalarType::Bool) || rhs.is(ScalarType::Bool))) {
         diagnostics_.error(binary.range, quoted(spelling) + " needs numeric operands, got 'bool'");
+        settle(*binary.lhs, lhs);
+        settle(*binary.rhs, rhs);
+        return known(binary, ScalarType::Bool);
+      }
+      Ty type = unify(*binary.lhs, lhs, *binary.rhs, rhs, spelling);
       if (type.isFlexible())
         settleBoth(binary, type);
       return known(binary, ScalarType::Bool);
@@ -967,13 +984,13 @@ private:
     case BinaryOp::Rem:
       break;
     }
-    Ty type = unify(*binary.lhs, lhs, *binary.rhs, rhs, spelling);
-    if (type.isPoison())
-      return type;
-    if (type.is(ScalarType::Bool)) {
+    if (lhs.is(ScalarType::Bool) || rhs.is(ScalarType::Bool)) {
       diagnostics_.error(binary.range, quoted(spelling) + " needs numeric operands, got 'bool'");
       return Ty::poison();
     }
+    Ty type = unify(*binary.lhs, lhs, *binary.rhs, rhs, spelling);
+    if (type.isPoison())
+      return type;
     if (binary.op == BinaryOp::Rem &&
         (type.kind == Ty::Kind::FloatLiteral || (type.isKnown() && isFloat(type.scalar)))) {
       diagnostics_.error(binary.range, "'%' needs integer operands, got " + describe(type));
@@ -1037,6 +1054,12 @@ private:
       return known(redomap, result);
     }
     std::string what = std::string("redomap(") + reduceOpSpelling(op) + ")";
+    if (neutral.isKnown() && body.isKnown() && neutral.scalar != body.scalar) {
+      diagnostics_.error(redomap.range, "the neutral element (" + describe(neutral) +
+                                            ") and the body (" + describe(body) + ") of '" + what +
+                                            "' must have one type");
+      return Ty::poison();
+    }
     Ty type = unify(*redomap.neutral, neutral, *redomap.body, body, what.c_str());
     if (type.isPoison())
       return type;
@@ -1236,6 +1259,7 @@ private:
   KernelDecl *currentKernel_ = nullptr;
   FnDecl *currentFn_ = nullptr;
   int parforDepth_ = 0;
+  bool checkingSignature_ = false; // checking the extents of kernel parameters
   std::map<FnDecl *, std::vector<std::pair<FnDecl *, SourceRange>>> fnCalls_;
   std::map<KernelDecl *, std::vector<std::pair<KernelDecl *, SourceRange>>> kernelCalls_;
 };
