@@ -1,0 +1,133 @@
+// Host compilation and JIT loading (see CpuJit.h).
+#include "codegen/CpuJit.h"
+
+#include "codegen/CpuTarget.h"
+#include "codegen/CpuThreadPool.h"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include <mutex>
+
+namespace loopc::codegen {
+namespace {
+
+std::string describe(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+void initializeNativeTarget() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+Expected<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder() {
+  initializeNativeTarget();
+  auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return makeError("cannot target the host CPU: " + describe(builder.takeError()));
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return std::move(*builder);
+}
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder passes(&machine, tuning);
+  passes.registerModuleAnalyses(modules);
+  passes.registerCGSCCAnalyses(sccs);
+  passes.registerFunctionAnalyses(functions);
+  passes.registerLoopAnalyses(loops);
+  passes.crossRegisterProxies(loops, functions, sccs, modules);
+  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+}
+
+// The module of `function`, set up for (and optionally optimized on) the host.
+Expected<std::unique_ptr<llvm::Module>>
+hostModule(const ir::Function &function, llvm::LLVMContext &context,
+           llvm::orc::JITTargetMachineBuilder &machineBuilder, bool optimize) {
+  auto module = emitCpuModule(function, context);
+  if (!module)
+    return std::unexpected(module.error());
+  auto machine = machineBuilder.createTargetMachine();
+  if (!machine)
+    return makeError("cannot create the host target machine: " + describe(machine.takeError()));
+  (*module)->setDataLayout((*machine)->createDataLayout());
+  (*module)->setTargetTriple((*machine)->getTargetTriple().str());
+  if (optimize)
+    optimizeModule(**module, **machine);
+  return module;
+}
+
+} // namespace
+
+CpuProgram::~CpuProgram() = default;
+
+Expected<std::unique_ptr<CpuProgram>> CpuProgram::compile(const ir::Function &function) {
+  auto machineBuilder = hostMachineBuilder();
+  if (!machineBuilder)
+    return std::unexpected(machineBuilder.error());
+  auto context = std::make_unique<llvm::LLVMContext>();
+  auto module = hostModule(function, *context, *machineBuilder, /*optimize=*/true);
+  if (!module)
+    return std::unexpected(module.error());
+
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*machineBuilder).create();
+  if (!jit)
+    return makeError("cannot start the CPU JIT: " + describe(jit.takeError()));
+  llvm::orc::JITDylib &library = (*jit)->getMainJITDylib();
+  // libm (tanh) and libc (calloc, free) come from this process; the thread
+  // pool entry is defined explicitly, as executables do not export symbols.
+  auto processSymbols = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      (*jit)->getDataLayout().getGlobalPrefix());
+  if (!processSymbols)
+    return makeError("cannot expose process symbols to the JIT: " +
+                     describe(processSymbols.takeError()));
+  library.addGenerator(std::move(*processSymbols));
+  llvm::orc::SymbolMap runtime;
+  runtime[(*jit)->mangleAndIntern("loopc_cpu_parallel_for")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&loopc_cpu_parallel_for), llvm::JITSymbolFlags::Exported};
+  if (auto error = library.define(llvm::orc::absoluteSymbols(std::move(runtime))))
+    return makeError("cannot define the CPU runtime for the JIT: " + describe(std::move(error)));
+
+  if (auto error =
+          (*jit)->addIRModule(llvm::orc::ThreadSafeModule(std::move(*module), std::move(context))))
+    return makeError("cannot load the CPU module: " + describe(std::move(error)));
+  auto entry = (*jit)->lookup(kCpuEntryName);
+  if (!entry)
+    return makeError("cannot link the CPU module: " + describe(entry.takeError()));
+
+  std::unique_ptr<CpuProgram> program(new CpuProgram());
+  program->entry_ = entry->toPtr<void (*)(void **, void *)>();
+  program->jit_ = std::move(*jit);
+  return program;
+}
+
+Expected<std::string> cpuLlvmText(const ir::Function &function, bool optimize) {
+  auto machineBuilder = hostMachineBuilder();
+  if (!machineBuilder)
+    return std::unexpected(machineBuilder.error());
+  llvm::LLVMContext context;
+  auto module = hostModule(function, context, *machineBuilder, optimize);
+  if (!module)
+    return std::unexpected(module.error());
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  (*module)->print(stream, nullptr);
+  return text;
+}
+
+} // namespace loopc::codegen

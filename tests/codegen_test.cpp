@@ -1,0 +1,265 @@
+// The CPU code generator on hand-built Loop IR, run through the JIT: C
+// semantics of the arithmetic, row-major addressing, loops, kernels spread
+// over the thread pool, and barriers (loop fission with shared memory and
+// per-thread values live across a barrier).
+#include "codegen/CpuJit.h"
+#include "codegen/CpuThreadPool.h"
+#include "ir/IR.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+using loopc::Builtin;
+using loopc::ScalarType;
+using namespace loopc::ir;
+
+namespace {
+
+Expr i64(int64_t value) { return makeI64(value); }
+Expr i32(int64_t value) { return makeInt(ScalarType::I32, value); }
+Expr f64(double value) { return std::make_shared<FloatImm>(ScalarType::F64, value); }
+Expr var(const std::string &name, ScalarType type = ScalarType::I64) { return makeVar(type, name); }
+Expr bin(BinaryOpKind op, Expr lhs, Expr rhs) {
+  return makeBinary(op, std::move(lhs), std::move(rhs));
+}
+Expr cast(ScalarType type, Expr value) { return std::make_shared<Cast>(type, std::move(value)); }
+Expr call(ScalarType type, Builtin builtin, std::vector<Expr> args) {
+  return std::make_shared<Call>(type, builtin, std::move(args));
+}
+Expr load(const Buffer &buffer, std::vector<Expr> indices) {
+  return std::make_shared<Load>(buffer, std::move(indices));
+}
+Stmt store(const Buffer &buffer, std::vector<Expr> indices, Expr value) {
+  return std::make_shared<Store>(buffer, std::move(indices), std::move(value));
+}
+Stmt loop(const std::string &name, Expr min, Expr extent, Stmt body,
+          ForKind kind = ForKind::Serial) {
+  return std::make_shared<For>(name, std::move(min), std::move(extent), kind, 0, std::move(body));
+}
+Stmt let(const std::string &name, Expr value, Stmt body) {
+  return std::make_shared<LetStmt>(name, std::move(value), std::move(body));
+}
+Buffer buffer(const std::string &name, ScalarType element, std::vector<Expr> shape,
+              MemorySpace memory = MemorySpace::Global) {
+  auto info = std::make_shared<BufferInfo>();
+  info->name = name;
+  info->element = element;
+  info->shape = std::move(shape);
+  info->memory = memory;
+  return info;
+}
+
+// Compiles `function` and runs it on the given buffers and i64 scalars.
+void compileAndRun(const Function &function, std::vector<void *> buffers,
+                   std::vector<int64_t> scalars) {
+  auto program = loopc::codegen::CpuProgram::compile(function);
+  REQUIRE_MESSAGE(program.has_value(), (program ? "" : program.error().message));
+  (*program)->run(buffers.data(), scalars.data());
+}
+
+} // namespace
+
+TEST_CASE("integer division and casts follow C semantics") {
+  Buffer out = buffer("out", ScalarType::I64, {i64(12)});
+  Expr a = var("a", ScalarType::I32), b = var("b", ScalarType::I32);
+  Expr x = var("x", ScalarType::F64);
+  std::vector<Expr> values = {
+      cast(ScalarType::I64, bin(BinaryOpKind::Div, a, b)),             // -7 / 2 = -3
+      cast(ScalarType::I64, bin(BinaryOpKind::Rem, a, b)),             // -7 % 2 = -1
+      cast(ScalarType::I64, cast(ScalarType::I32, x)),                 // i32(-2.75) = -2
+      cast(ScalarType::I64, cast(ScalarType::Bool, x)),                // bool(-2.75) = 1
+      cast(ScalarType::I64, bin(BinaryOpKind::Min, a, b)),             // -7
+      cast(ScalarType::I64, call(ScalarType::I32, Builtin::Abs, {a})), // 7
+      cast(ScalarType::I64, call(ScalarType::F64, Builtin::Floor, {x})),
+      cast(ScalarType::I64, bin(BinaryOpKind::Mul, call(ScalarType::F64, Builtin::Tanh, {x}),
+                                f64(1000))), // tanh(-2.75) * 1000 = -991.8...
+      std::make_shared<Select>(bin(BinaryOpKind::Lt, a, b), i64(10), i64(20)),
+      // A Select must not evaluate its untaken side (a division by zero).
+      std::make_shared<Select>(bin(BinaryOpKind::Ne, b, i32(0)), i64(42),
+                               cast(ScalarType::I64, bin(BinaryOpKind::Div, b, i32(0)))),
+      cast(ScalarType::I64, bin(BinaryOpKind::Ne, f64(NAN), f64(NAN))), // NaN != NaN
+      cast(ScalarType::I64, call(ScalarType::F64, Builtin::Pow, {f64(2), f64(10)})),
+  };
+  std::vector<Stmt> stores;
+  for (size_t i = 0; i < values.size(); ++i)
+    stores.push_back(store(out, {i64(int64_t(i))}, values[i]));
+  Function function;
+  function.name = "arith";
+  function.buffers = {out};
+  function.scalars = {{"a", ScalarType::I32}, {"b", ScalarType::I32}, {"x", ScalarType::F64}};
+  function.body = makeBlock(std::move(stores));
+
+  std::vector<int64_t> results(12, -1);
+  std::vector<int64_t> scalars(3, 0);
+  int32_t a32 = -7, b32 = 2;
+  double xValue = -2.75;
+  std::memcpy(&scalars[0], &a32, 4);
+  std::memcpy(&scalars[1], &b32, 4);
+  std::memcpy(&scalars[2], &xValue, 8);
+  compileAndRun(function, {results.data()}, scalars);
+  CHECK(results[0] == -3);
+  CHECK(results[1] == -1);
+  CHECK(results[2] == -2);
+  CHECK(results[3] == 1);
+  CHECK(results[4] == -7);
+  CHECK(results[5] == 7);
+  CHECK(results[6] == -3);
+  CHECK(results[7] == int64_t(std::tanh(-2.75) * 1000));
+  CHECK(results[8] == 10);
+  CHECK(results[9] == 42);
+  CHECK(results[10] == 1);
+  CHECK(results[11] == 1024);
+}
+
+TEST_CASE("serial loops address arrays in row-major order, bool arrays as bytes") {
+  Buffer grid = buffer("grid", ScalarType::I32, {var("M"), var("N")});
+  Buffer odd = buffer("odd", ScalarType::Bool, {var("M"), var("N")});
+  Buffer total = buffer("total", ScalarType::F64, {});
+  Expr i = var("i"), j = var("j");
+  Expr value = cast(ScalarType::I32, bin(BinaryOpKind::Add, bin(BinaryOpKind::Mul, i, i64(10)), j));
+  Stmt body = makeBlock({
+      store(grid, {i, j}, value),
+      store(odd, {i, j}, bin(BinaryOpKind::Eq, bin(BinaryOpKind::Rem, j, i64(2)), i64(1))),
+      store(total, {}, bin(BinaryOpKind::Add, load(total, {}), cast(ScalarType::F64, value))),
+  });
+  Function function;
+  function.name = "fill";
+  function.buffers = {grid, odd, total};
+  function.scalars = {{"M", ScalarType::I64}, {"N", ScalarType::I64}};
+  function.body = loop("i", i64(0), var("M"), loop("j", i64(0), var("N"), body));
+
+  const int64_t rows = 3, columns = 5;
+  std::vector<int32_t> gridData(rows * columns, -1);
+  std::vector<uint8_t> oddData(rows * columns, 7);
+  double sum = 0;
+  compileAndRun(function, {gridData.data(), oddData.data(), &sum}, {rows, columns});
+  double expected = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < columns; ++c) {
+      CHECK(gridData[r * columns + c] == r * 10 + c);
+      CHECK(oddData[r * columns + c] == (c % 2 == 1 ? 1 : 0));
+      expected += double(r * 10 + c);
+    }
+  CHECK(sum == expected);
+}
+
+TEST_CASE("a kernel with many blocks runs on the thread pool") {
+  Buffer input = buffer("input", ScalarType::F32, {var("N")});
+  Buffer output = buffer("output", ScalarType::F32, {var("N")});
+  Expr index = bin(BinaryOpKind::Add, bin(BinaryOpKind::Mul, var("b"), i64(64)), var("t"));
+  Expr blocks = bin(BinaryOpKind::Div, bin(BinaryOpKind::Add, var("N"), i64(63)), i64(64));
+  Stmt guarded =
+      std::make_shared<IfThenElse>(bin(BinaryOpKind::Lt, var("idx"), var("N")),
+                                   store(output, {var("idx")},
+                                         bin(BinaryOpKind::Mul, load(input, {var("idx")}),
+                                             std::make_shared<FloatImm>(ScalarType::F32, 2.0))));
+  KernelFunc kernel;
+  kernel.name = "twice";
+  kernel.buffers = {input, output};
+  kernel.scalars = {{"N", ScalarType::I64}};
+  kernel.body = loop("b", i64(0), blocks,
+                     loop("t", i64(0), i64(64), let("idx", index, guarded), ForKind::GpuThread),
+                     ForKind::GpuBlock);
+  Function function;
+  function.name = "twice";
+  function.buffers = {input, output};
+  function.scalars = {{"N", ScalarType::I64}};
+  function.kernels.push_back(kernel);
+  function.body =
+      std::make_shared<Launch>("twice", std::vector<Expr>{blocks, i64(1), i64(1)},
+                               std::vector<Expr>{i64(64), i64(1), i64(1)},
+                               std::vector<Buffer>{input, output}, std::vector<Expr>{var("N")});
+  const int64_t n = 100003;
+  std::vector<float> in(n), out(n, -1);
+  for (int64_t k = 0; k < n; ++k)
+    in[k] = float(k % 1000) - 3.5f;
+  compileAndRun(function, {in.data(), out.data()}, {n});
+  for (int64_t k = 0; k < n; ++k)
+    REQUIRE(out[k] == in[k] * 2);
+  CHECK(loopc::codegen::cpuWorkerCount() >= 1);
+}
+
+TEST_CASE("barriers split thread loops; values live across them stay per thread") {
+  // Per block of T threads: reverse the block's elements through a shared
+  // tile, adding the thread's own value (a let live across the barrier), then
+  // a serial loop with barriers accumulating neighbours into a register
+  // buffer that is also live across them.
+  const int64_t threads = 8;
+  Buffer input = buffer("input", ScalarType::F64, {var("N")});
+  Buffer output = buffer("output", ScalarType::F64, {var("N")});
+  Buffer tile = buffer("tile", ScalarType::F64, {i64(threads)}, MemorySpace::Shared);
+  Buffer accumulator = buffer("acc", ScalarType::F64, {i64(1)}, MemorySpace::Register);
+  Expr t = var("t"), own = var("own", ScalarType::F64);
+  Expr global = bin(BinaryOpKind::Add, bin(BinaryOpKind::Mul, var("b"), i64(threads)), t);
+  Expr mirrored = bin(BinaryOpKind::Sub, i64(threads - 1), t);
+  Expr neighbour = bin(BinaryOpKind::Rem, bin(BinaryOpKind::Add, t, var("k")), i64(threads));
+  Stmt rounds =
+      loop("k", i64(0), i64(3),
+           makeBlock({
+               store(tile, {t}, bin(BinaryOpKind::Mul, own, cast(ScalarType::F64, var("k")))),
+               std::make_shared<Barrier>(),
+               store(accumulator, {i64(0)},
+                     bin(BinaryOpKind::Add, load(accumulator, {i64(0)}), load(tile, {neighbour}))),
+               std::make_shared<Barrier>(),
+           }));
+  Stmt threadBody = let(
+      "own", load(input, {global}),
+      makeBlock({
+          store(tile, {t}, own),
+          std::make_shared<Barrier>(),
+          store(output, {global}, bin(BinaryOpKind::Add, load(tile, {mirrored}), own)),
+          std::make_shared<Barrier>(),
+          std::make_shared<Allocate>(
+              accumulator, makeBlock({rounds, store(output, {global},
+                                                    bin(BinaryOpKind::Add, load(output, {global}),
+                                                        load(accumulator, {i64(0)})))})),
+      }));
+  Expr blocks = bin(BinaryOpKind::Div, var("N"), i64(threads));
+  KernelFunc kernel;
+  kernel.name = "mirror";
+  kernel.buffers = {input, output};
+  kernel.scalars = {{"N", ScalarType::I64}};
+  kernel.body = loop("b", i64(0), blocks,
+                     std::make_shared<Allocate>(
+                         tile, loop("t", i64(0), i64(threads), threadBody, ForKind::GpuThread)),
+                     ForKind::GpuBlock);
+  Function function;
+  function.name = "mirror";
+  function.buffers = {input, output};
+  function.scalars = {{"N", ScalarType::I64}};
+  function.kernels.push_back(kernel);
+  function.body =
+      std::make_shared<Launch>("mirror", std::vector<Expr>{blocks, i64(1), i64(1)},
+                               std::vector<Expr>{i64(threads), i64(1), i64(1)},
+                               std::vector<Buffer>{input, output}, std::vector<Expr>{var("N")});
+
+  const int64_t n = threads * 50;
+  std::vector<double> in(n), out(n, -1);
+  for (int64_t k = 0; k < n; ++k)
+    in[k] = double(k * 7 % 13) + 0.25;
+  compileAndRun(function, {in.data(), out.data()}, {n});
+  for (int64_t block = 0; block < n / threads; ++block)
+    for (int64_t lane = 0; lane < threads; ++lane) {
+      int64_t k = block * threads + lane;
+      double expected = in[block * threads + threads - 1 - lane] + in[k];
+      for (int64_t round = 0; round < 3; ++round)
+        expected += in[block * threads + (lane + round) % threads] * double(round);
+      REQUIRE(out[k] == expected);
+    }
+}
+
+TEST_CASE("an unlowered Reduce is reported, not compiled") {
+  Buffer out = buffer("out", ScalarType::F32, {});
+  Function function;
+  function.name = "bad";
+  function.buffers = {out};
+  function.body = std::make_shared<Reduce>(
+      out, std::vector<Expr>{}, ReduceOperator{}, std::make_shared<FloatImm>(ScalarType::F32, 0.0),
+      std::vector<Reduce::Loop>{}, nullptr, std::make_shared<FloatImm>(ScalarType::F32, 1.0));
+  auto program = loopc::codegen::CpuProgram::compile(function);
+  REQUIRE_FALSE(program.has_value());
+  CHECK(program.error().message.find("Reduce") != std::string::npos);
+}
