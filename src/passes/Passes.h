@@ -1,0 +1,22 @@
+// The passes of the middle end, one per file, each an IR-to-IR function on a
+// whole Function. Pipeline.cpp lists them in order; tests call them alone.
+#pragma once
+
+#include "ir/IR.h"
+
+namespace loopc::passes {
+
+// Constant folding, algebraic identities, trivial and dead lets (simplify.cpp).
+ir::Function simplify(ir::Function function);
+
+// Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
+ir::Function mapToGpu(ir::Function function);
+
+// Reduce nodes to serial accumulations or block tree reductions
+// (lower_reductions.cpp).
+ir::Function lowerReductions(ir::Function function);
+
+// Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
+ir::Function extractKernels(ir::Function function);
+
+} // namespace loopc::passes

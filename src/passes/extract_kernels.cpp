@@ -1,0 +1,168 @@
+// extract_kernels: splits device code from host code. Each outermost GpuBlock
+// loop nest becomes a KernelFunc; in its place the host code gets a Launch
+// whose grid and block extents are the extents of the GpuBlock and GpuThread
+// loops (expressions of the sizes, evaluated on the host). The kernel's
+// parameters are what the nest uses from outside it: global buffers, and
+// scalars (free variables, and register cells of the host code such as a
+// kernel-level `var`, passed by value). Serial loops, lets and allocations of
+// global temporaries around the nests stay in the host body.
+// Last in the pipeline: code generation reads kernels and launches from here.
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+
+#include <map>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// What a GPU nest uses from outside itself, in order of first use.
+class OutsideUses : public IRVisitor {
+public:
+  std::vector<Buffer> buffers;
+  std::vector<ScalarParam> scalars;
+  std::set<const BufferInfo *> stored;
+
+  // Extents of the first GpuBlock / GpuThread loop of each dimension.
+  Expr grid[3], block[3];
+
+protected:
+  void visitVar(const Var &node) override {
+    if (bound_.contains(node.name) || seenScalars_.contains(node.name))
+      return;
+    seenScalars_.insert(node.name);
+    scalars.push_back({node.name, node.type});
+  }
+  void visitLoad(const Load &node) override {
+    use(node.buffer);
+    IRVisitor::visitLoad(node);
+  }
+  void visitStore(const Store &node) override {
+    use(node.buffer);
+    stored.insert(node.buffer.get());
+    IRVisitor::visitStore(node);
+  }
+  void visitAllocate(const Allocate &node) override {
+    for (const Expr &extent : node.buffer->shape)
+      visit(extent);
+    allocated_.insert(node.buffer.get());
+    visit(node.body);
+  }
+  void visitFor(const For &node) override {
+    visit(node.min);
+    visit(node.extent);
+    Expr *slot = node.forKind == ForKind::GpuBlock    ? &grid[node.gpuDim]
+                 : node.forKind == ForKind::GpuThread ? &block[node.gpuDim]
+                                                      : nullptr;
+    if (slot && !*slot)
+      *slot = node.extent;
+    bound_.insert(node.var);
+    visit(node.body);
+  }
+  void visitLetStmt(const LetStmt &node) override {
+    visit(node.value);
+    bound_.insert(node.var);
+    visit(node.body);
+  }
+
+private:
+  void use(const Buffer &buffer) {
+    if (allocated_.contains(buffer.get()) || seenBuffers_.contains(buffer.get()))
+      return;
+    seenBuffers_.insert(buffer.get());
+    buffers.push_back(buffer);
+  }
+  std::set<std::string> bound_, seenScalars_;
+  std::set<const BufferInfo *> allocated_, seenBuffers_;
+};
+
+// Reads of host register cells inside a kernel become reads of a scalar
+// parameter of the same name.
+class CellsToScalars : public IRMutator {
+public:
+  explicit CellsToScalars(const std::set<const BufferInfo *> &cells) : cells_(cells) {}
+
+protected:
+  Expr visitLoad(const Load &node, const Expr &self) override {
+    if (!cells_.contains(node.buffer.get()))
+      return IRMutator::visitLoad(node, self);
+    return makeVar(node.buffer->element, node.buffer->name);
+  }
+
+private:
+  const std::set<const BufferInfo *> &cells_;
+};
+
+class KernelExtractor : public IRMutator {
+public:
+  explicit KernelExtractor(Function &function) : function_(function) {}
+
+protected:
+  Stmt visitFor(const For &node, const Stmt &self) override {
+    if (node.forKind != ForKind::GpuBlock)
+      return IRMutator::visitFor(node, self);
+    OutsideUses uses;
+    uses.visit(self);
+    KernelFunc kernel;
+    kernel.name = function_.name + "_kernel" + std::to_string(function_.kernels.size());
+    kernel.source = node.source;
+    kernel.scalars = uses.scalars;
+    std::vector<Expr> scalarArgs;
+    for (const ScalarParam &scalar : uses.scalars)
+      scalarArgs.push_back(makeVar(scalar.type, scalar.name));
+    std::set<const BufferInfo *> cells;
+    std::vector<Buffer> bufferArgs;
+    for (const Buffer &buffer : uses.buffers) {
+      if (buffer->memory == MemorySpace::Register && buffer->shape.empty() &&
+          !uses.stored.contains(buffer.get())) {
+        cells.insert(buffer.get());
+        kernel.scalars.push_back({buffer->name, buffer->element});
+        scalarArgs.push_back(std::make_shared<Load>(buffer, std::vector<Expr>{}));
+        continue;
+      }
+      kernel.buffers.push_back(buffer);
+      bufferArgs.push_back(buffer);
+    }
+    kernel.body = CellsToScalars(cells).mutate(self);
+    std::vector<Expr> grid, block;
+    int64_t threads = 1;
+    for (int d = 0; d < 3; ++d) {
+      grid.push_back(toI64(uses.grid[d]));
+      block.push_back(toI64(uses.block[d]));
+      const auto *imm = block.back()->as<IntImm>();
+      threads = imm && threads ? threads * imm->value : 0;
+    }
+    kernel.maxThreadsPerBlock = static_cast<int>(threads);
+    function_.kernels.push_back(std::move(kernel));
+    return std::make_shared<Launch>(function_.kernels.back().name, std::move(grid),
+                                    std::move(block), std::move(bufferArgs), std::move(scalarArgs),
+                                    node.source);
+  }
+
+private:
+  static Expr toI64(const Expr &extent) {
+    if (!extent)
+      return makeI64(1);
+    if (const auto *imm = extent->as<IntImm>())
+      return makeI64(imm->value);
+    if (extent->type == ScalarType::I64)
+      return extent;
+    return std::make_shared<Cast>(ScalarType::I64, extent);
+  }
+
+  Function &function_;
+};
+
+} // namespace
+
+Function extractKernels(Function function) {
+  function.body = KernelExtractor(function).mutate(function.body);
+  return function;
+}
+
+} // namespace loopc::passes

@@ -1,0 +1,212 @@
+// simplify: constant folding, algebraic identities (x + 0, x * 1, ...),
+// branches on constant conditions, and lets that are trivial (bound to a
+// constant or another variable: substituted) or dead (removed). The lowering
+// and the GPU mapping write index arithmetic naively (`0 + i.block * 256 +
+// i.thread`, `(N - 0 + 255) / 256`); this keeps what `explain` prints and
+// what code generation sees close to what a person would write.
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+const IntImm *asInt(const Expr &expr) { return expr->as<IntImm>(); }
+
+bool isIntValue(const Expr &expr, int64_t value) {
+  const IntImm *imm = asInt(expr);
+  return imm && imm->value == value;
+}
+
+bool isFloatValue(const Expr &expr, double value) {
+  const auto *imm = expr->as<FloatImm>();
+  return imm && imm->value == value;
+}
+
+// Wraps an integer result to the width of its type, as the machine would.
+Expr makeWrapped(ScalarType type, int64_t value) {
+  if (type == ScalarType::I32)
+    value = static_cast<int32_t>(static_cast<uint32_t>(value));
+  return makeInt(type, value);
+}
+
+std::optional<Expr> foldInts(BinaryOpKind op, ScalarType type, int64_t a, int64_t b) {
+  auto wrapped = [&](int64_t value) { return makeWrapped(type, value); };
+  auto truth = [](bool value) -> Expr { return std::make_shared<BoolImm>(value); };
+  // Wrapping arithmetic through unsigned values: no undefined overflow here.
+  auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  switch (op) {
+  case BinaryOpKind::Add:
+    return wrapped(static_cast<int64_t>(ua + ub));
+  case BinaryOpKind::Sub:
+    return wrapped(static_cast<int64_t>(ua - ub));
+  case BinaryOpKind::Mul:
+    return wrapped(static_cast<int64_t>(ua * ub));
+  case BinaryOpKind::Div:
+    if (b == 0 || (b == -1 && a == INT64_MIN))
+      return std::nullopt; // left for run time, which reports it
+    return wrapped(a / b);
+  case BinaryOpKind::Rem:
+    if (b == 0 || b == -1)
+      return std::nullopt;
+    return wrapped(a % b);
+  case BinaryOpKind::Min:
+    return wrapped(std::min(a, b));
+  case BinaryOpKind::Max:
+    return wrapped(std::max(a, b));
+  case BinaryOpKind::Lt:
+    return truth(a < b);
+  case BinaryOpKind::Le:
+    return truth(a <= b);
+  case BinaryOpKind::Gt:
+    return truth(a > b);
+  case BinaryOpKind::Ge:
+    return truth(a >= b);
+  case BinaryOpKind::Eq:
+    return truth(a == b);
+  case BinaryOpKind::Ne:
+    return truth(a != b);
+  default:
+    return std::nullopt;
+  }
+}
+
+class Simplifier : public IRMutator {
+protected:
+  Expr visitBinary(const Binary &node, const Expr &self) override {
+    Expr folded = IRMutator::visitBinary(node, self);
+    const auto *binary = folded->as<Binary>();
+    if (!binary)
+      return folded;
+    const Expr &lhs = binary->lhs, &rhs = binary->rhs;
+    ScalarType type = lhs->type;
+    if (asInt(lhs) && asInt(rhs))
+      if (auto value = foldInts(binary->op, type, asInt(lhs)->value, asInt(rhs)->value))
+        return *value;
+    bool isInt = isInteger(type);
+    auto isZero = [&](const Expr &e) { return isInt ? isIntValue(e, 0) : isFloatValue(e, 0.0); };
+    auto isOne = [&](const Expr &e) { return isInt ? isIntValue(e, 1) : isFloatValue(e, 1.0); };
+    switch (binary->op) {
+    case BinaryOpKind::Add:
+      // x + 0.0 is not x for x = -0.0; only integers drop a zero on the right.
+      if (isInt && isZero(rhs))
+        return lhs;
+      if (isZero(lhs) && isInt)
+        return rhs;
+      break;
+    case BinaryOpKind::Sub:
+      if (isInt && isZero(rhs))
+        return lhs;
+      break;
+    case BinaryOpKind::Mul:
+      if (isOne(rhs))
+        return lhs;
+      if (isOne(lhs))
+        return rhs;
+      if (isInt && (isZero(lhs) || isZero(rhs)))
+        return makeInt(type, 0);
+      break;
+    case BinaryOpKind::Div:
+      if (isOne(rhs))
+        return lhs;
+      break;
+    case BinaryOpKind::And:
+    case BinaryOpKind::Or: {
+      bool isAnd = binary->op == BinaryOpKind::And;
+      for (const Expr *side : {&lhs, &rhs})
+        if (const auto *imm = (*side)->as<BoolImm>()) {
+          const Expr &other = side == &lhs ? rhs : lhs;
+          // true && x = x, false && x = false (and dually for ||); both sides
+          // of an IR And are evaluated, so dropping one is safe.
+          if (imm->value == isAnd)
+            return other;
+          return *side;
+        }
+      break;
+    }
+    default:
+      break;
+    }
+    return folded;
+  }
+
+  Expr visitUnary(const Unary &node, const Expr &self) override {
+    Expr result = IRMutator::visitUnary(node, self);
+    const auto *unary = result->as<Unary>();
+    if (!unary)
+      return result;
+    if (const auto *imm = unary->operand->as<BoolImm>(); imm && unary->op == UnaryOpKind::Not)
+      return std::make_shared<BoolImm>(!imm->value);
+    if (const auto *imm = asInt(unary->operand); imm && unary->op == UnaryOpKind::Neg)
+      return makeWrapped(imm->type, static_cast<int64_t>(0 - static_cast<uint64_t>(imm->value)));
+    return result;
+  }
+
+  Expr visitCast(const Cast &node, const Expr &self) override {
+    Expr result = IRMutator::visitCast(node, self);
+    const auto *cast = result->as<Cast>();
+    if (!cast)
+      return result;
+    if (cast->operand->type == cast->type)
+      return cast->operand;
+    if (const auto *imm = asInt(cast->operand); imm && isInteger(cast->type))
+      return makeWrapped(cast->type, imm->value);
+    return result;
+  }
+
+  Expr visitSelect(const Select &node, const Expr &self) override {
+    Expr result = IRMutator::visitSelect(node, self);
+    const auto *select = result->as<Select>();
+    if (!select)
+      return result;
+    if (const auto *imm = select->cond->as<BoolImm>())
+      return imm->value ? select->thenValue : select->elseValue;
+    return result;
+  }
+
+  Stmt visitIfThenElse(const IfThenElse &node, const Stmt &self) override {
+    Stmt result = IRMutator::visitIfThenElse(node, self);
+    const auto *branch = result->as<IfThenElse>();
+    if (!branch)
+      return result;
+    if (const auto *imm = branch->cond->as<BoolImm>()) {
+      if (imm->value)
+        return branch->thenCase;
+      return branch->elseCase ? branch->elseCase : makeBlock({});
+    }
+    return result;
+  }
+
+  Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override {
+    Expr value = mutate(node.value);
+    if (value->as<IntImm>() || value->as<FloatImm>() || value->as<BoolImm>() || value->as<Var>())
+      return mutate(substitute(node.body, {{node.var, value}}));
+    Stmt body = mutate(node.body);
+    if (!freeVars(body).contains(node.var))
+      return body; // dead: values have no side effects
+    if (value == node.value && body == node.body)
+      return self;
+    return std::make_shared<LetStmt>(node.var, value, body);
+  }
+};
+
+} // namespace
+
+Function simplify(Function function) {
+  Simplifier simplifier;
+  function.body = simplifier.mutate(function.body);
+  for (KernelFunc &kernel : function.kernels)
+    kernel.body = simplifier.mutate(kernel.body);
+  return function;
+}
+
+} // namespace loopc::passes
