@@ -1,0 +1,361 @@
+// A stand-in for libcuda.so.1 with one simulated device, for testing the
+// runtime's driver paths on machines without a GPU: the tests point
+// LOOPC_CUDA_DRIVER at it and choose, through loopcStub* functions, which
+// call fails with which error.
+//
+// Buffers live in host memory. A module "compiles" when its PTX text does not
+// contain "syntax error"; its kernels are the names after ".entry". Launching
+// the kernel named "stub_fill_u32" runs it for real (its parameters are
+// (u32 *out, u32 value, u32 count)), so parameter passing can be checked.
+// Built as a second library with LOOPC_STUB_WITHOUT_LAUNCH, it lacks
+// cuLaunchKernel, like a driver too old for the runtime.
+#include <cuda.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+struct CUctx_st {};
+struct CUmod_st {
+  std::string ptx;
+  std::vector<CUfunc_st *> functions;
+};
+struct CUfunc_st {
+  std::string name;
+};
+struct CUevent_st {
+  uint64_t tick = 0;
+};
+
+namespace {
+
+struct StubState {
+  std::map<std::string, CUresult> failures; // by unversioned entry point name
+  int deviceCount = 1;
+  CUctx_st primaryContext;
+  CUcontext current = nullptr;
+  uint64_t clock = 0; // advanced by each launch, read by events
+  unsigned lastLaunch[7] = {};
+};
+
+StubState &state() {
+  static StubState instance;
+  return instance;
+}
+
+CUresult injected(const char *entryPoint) {
+  auto found = state().failures.find(entryPoint);
+  return found == state().failures.end() ? CUDA_SUCCESS : found->second;
+}
+
+void copyLog(void *buffer, size_t capacity, const std::string &text) {
+  if (!buffer || capacity == 0)
+    return;
+  size_t length = std::min(capacity - 1, text.size());
+  std::memcpy(buffer, text.data(), length);
+  static_cast<char *>(buffer)[length] = '\0';
+}
+
+} // namespace
+
+#define LOOPC_STUB_ENTRY(name)                                                                     \
+  if (CUresult failure = injected(name); failure != CUDA_SUCCESS)                                  \
+  return failure
+
+extern "C" {
+
+// ---------------------------------------------------------- test controls ---
+__attribute__((visibility("default"))) void loopcStubFail(const char *entryPoint, int result) {
+  state().failures[entryPoint] = static_cast<CUresult>(result);
+}
+__attribute__((visibility("default"))) void loopcStubReset() {
+  state().failures.clear();
+  state().deviceCount = 1;
+}
+__attribute__((visibility("default"))) void loopcStubSetDeviceCount(int count) {
+  state().deviceCount = count;
+}
+// grid x, y, z, block x, y, z, dynamic shared bytes of the last launch.
+__attribute__((visibility("default"))) const unsigned *loopcStubLastLaunch() {
+  return state().lastLaunch;
+}
+
+} // extern "C"
+
+// ------------------------------------------------------ the driver's calls ---
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+  switch (error) {
+  case CUDA_SUCCESS:
+    *pStr = "CUDA_SUCCESS";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_VALUE:
+    *pStr = "CUDA_ERROR_INVALID_VALUE";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    *pStr = "CUDA_ERROR_OUT_OF_MEMORY";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NO_DEVICE:
+    *pStr = "CUDA_ERROR_NO_DEVICE";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+    *pStr = "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_PTX:
+    *pStr = "CUDA_ERROR_INVALID_PTX";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_NOT_FOUND:
+    *pStr = "CUDA_ERROR_NOT_FOUND";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+    *pStr = "CUDA_ERROR_ILLEGAL_ADDRESS";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    *pStr = "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    return CUDA_SUCCESS;
+  default:
+    *pStr = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+  switch (error) {
+  case CUDA_ERROR_NO_DEVICE:
+    *pStr = "no CUDA-capable device is detected";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_INVALID_PTX:
+    *pStr = "a PTX JIT compilation failed";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+    *pStr = "an illegal memory access was encountered";
+    return CUDA_SUCCESS;
+  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    *pStr = "too many resources requested for launch";
+    return CUDA_SUCCESS;
+  default:
+    *pStr = "stub error";
+    return CUDA_SUCCESS;
+  }
+}
+
+CUresult CUDAAPI cuInit(unsigned int) {
+  LOOPC_STUB_ENTRY("cuInit");
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int *version) {
+  *version = CUDA_VERSION;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int *count) {
+  *count = state().deviceCount;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetName(char *name, int length, CUdevice) {
+  copyLog(name, static_cast<size_t>(length), "loopc stub GPU");
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice) {
+  switch (attribute) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *value = 9;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *value = 0;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *value = 132;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *value = 1024;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+    *value = 48 * 1024;
+    return CUDA_SUCCESS;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+    *value = 32;
+    return CUDA_SUCCESS;
+  default:
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice) {
+  *bytes = size_t{80} << 30;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
+  LOOPC_STUB_ENTRY("cuDevicePrimaryCtxRetain");
+  *context = &state().primaryContext;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
+  state().current = context;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext *context) {
+  *context = state().current;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize() {
+  LOOPC_STUB_ENTRY("cuCtxSynchronize");
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr *address, size_t bytes) {
+  LOOPC_STUB_ENTRY("cuMemAlloc");
+  *address = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
+  return *address ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr address) {
+  std::free(reinterpret_cast<void *>(address));
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr destination, const void *source, size_t bytes) {
+  LOOPC_STUB_ENTRY("cuMemcpyHtoD");
+  std::memcpy(reinterpret_cast<void *>(destination), source, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void *destination, CUdeviceptr source, size_t bytes) {
+  LOOPC_STUB_ENTRY("cuMemcpyDtoH");
+  std::memcpy(destination, reinterpret_cast<const void *>(source), bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr destination, CUdeviceptr source, size_t bytes) {
+  std::memmove(reinterpret_cast<void *>(destination), reinterpret_cast<const void *>(source),
+               bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr destination, unsigned char value, size_t bytes) {
+  std::memset(reinterpret_cast<void *>(destination), value, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count,
+                                    CUjit_option *options, void **values) {
+  std::string ptx = static_cast<const char *>(image);
+  bool failed = ptx.find("syntax error") != std::string::npos;
+  void *infoLog = nullptr, *errorLog = nullptr;
+  size_t infoBytes = 0, errorBytes = 0;
+  for (unsigned i = 0; i < count; ++i) {
+    auto value = reinterpret_cast<uintptr_t>(values[i]);
+    switch (options[i]) {
+    case CU_JIT_INFO_LOG_BUFFER:
+      infoLog = values[i];
+      break;
+    case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES:
+      infoBytes = value;
+      break;
+    case CU_JIT_ERROR_LOG_BUFFER:
+      errorLog = values[i];
+      break;
+    case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES:
+      errorBytes = value;
+      break;
+    default:
+      break;
+    }
+  }
+  if (failed) {
+    copyLog(errorLog, errorBytes, "ptxas application ptx input, line 3; error   : syntax error");
+    return CUDA_ERROR_INVALID_PTX;
+  }
+  copyLog(infoLog, infoBytes, "ptxas info    : Used 8 registers");
+  *module = new CUmod_st{std::move(ptx), {}};
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  for (CUfunction function : module->functions)
+    delete function;
+  delete module;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
+  if (module->ptx.find(std::string(".entry ") + name) == std::string::npos)
+    return CUDA_ERROR_NOT_FOUND;
+  module->functions.push_back(new CUfunc_st{name});
+  *function = module->functions.back();
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction) {
+  *value = attribute == CU_FUNC_ATTRIBUTE_NUM_REGS                ? 8
+           : attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
+                                                                  : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+  LOOPC_STUB_ENTRY("cuFuncSetAttribute");
+  return CUDA_SUCCESS;
+}
+
+#ifndef LOOPC_STUB_WITHOUT_LAUNCH
+CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX, unsigned int gridY,
+                                unsigned int gridZ, unsigned int blockX, unsigned int blockY,
+                                unsigned int blockZ, unsigned int sharedBytes, CUstream,
+                                void **params, void **) {
+  LOOPC_STUB_ENTRY("cuLaunchKernel");
+  const unsigned launch[7] = {gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes};
+  std::memcpy(state().lastLaunch, launch, sizeof launch);
+  if (function->name == "stub_fill_u32") {
+    auto *out = reinterpret_cast<uint32_t *>(*static_cast<CUdeviceptr *>(params[0]));
+    uint32_t value = *static_cast<uint32_t *>(params[1]);
+    uint32_t count = *static_cast<uint32_t *>(params[2]);
+    for (uint32_t i = 0; i < count; ++i)
+      out[i] = value;
+  }
+  state().clock += 3;
+  return CUDA_SUCCESS;
+}
+#endif
+
+CUresult CUDAAPI cuEventCreate(CUevent *event, unsigned int) {
+  *event = new CUevent_st;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventDestroy(CUevent event) {
+  delete event;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+  event->tick = state().clock;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuEventSynchronize(CUevent) {
+  LOOPC_STUB_ENTRY("cuEventSynchronize");
+  return CUDA_SUCCESS;
+}
+
+// Each launch takes 1.5 ms of stub time.
+CUresult CUDAAPI cuEventElapsedTime(float *milliseconds, CUevent start, CUevent end) {
+  *milliseconds = static_cast<float>(end->tick - start->tick) * 0.5f;
+  return CUDA_SUCCESS;
+}

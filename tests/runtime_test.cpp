@@ -1,0 +1,377 @@
+// The runtime (runtime/): the cpu device, and the cuda device's driver paths
+// against a stand-in libcuda (runtime/tests/CudaDriverStub.cpp) that fails
+// chosen calls, so every message is checked on machines without a GPU.
+#include "loopc/runtime.h"
+#include "loopc/runtime.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cuda.h>
+#include <doctest/doctest.h>
+#include <optional>
+#include <string>
+#include <vector>
+
+using namespace loopc::runtime;
+
+namespace {
+
+// Sets an environment variable for one test and restores it afterwards.
+class ScopedEnvironment {
+public:
+  ScopedEnvironment(const char *name, const std::string &value) : name(name) {
+    if (const char *old = std::getenv(name))
+      previous = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (previous)
+      setenv(name, previous->c_str(), 1);
+    else
+      unsetenv(name);
+  }
+
+private:
+  const char *name;
+  std::optional<std::string> previous;
+};
+
+// The stub driver, loaded by the runtime through LOOPC_CUDA_DRIVER; the test
+// reaches the same loaded copy to choose failures.
+class StubDriver {
+public:
+  explicit StubDriver(const char *path = LOOPC_CUDA_STUB) : environment("LOOPC_CUDA_DRIVER", path) {
+    library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE_MESSAGE(library, dlerror());
+    fail = reinterpret_cast<void (*)(const char *, int)>(dlsym(library, "loopcStubFail"));
+    setDeviceCount = reinterpret_cast<void (*)(int)>(dlsym(library, "loopcStubSetDeviceCount"));
+    lastLaunch = reinterpret_cast<const unsigned *(*)()>(dlsym(library, "loopcStubLastLaunch"));
+    auto reset = reinterpret_cast<void (*)()>(dlsym(library, "loopcStubReset"));
+    REQUIRE((fail && setDeviceCount && lastLaunch && reset));
+    reset();
+  }
+  ~StubDriver() { dlclose(library); }
+
+  void (*fail)(const char *entryPoint, int result) = nullptr;
+  void (*setDeviceCount)(int count) = nullptr;
+  const unsigned *(*lastLaunch)() = nullptr;
+
+private:
+  ScopedEnvironment environment;
+  void *library = nullptr;
+};
+
+const char *kStubPtx = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                       ".visible .entry stub_fill_u32(.param .u64 out, .param .u32 value, "
+                       ".param .u32 count) { ret; }\n"
+                       ".visible .entry matmul() { ret; }\n";
+
+Runtime openStub() {
+  auto runtime = Runtime::open(DeviceKind::Cuda);
+  REQUIRE_MESSAGE(runtime, runtime.error().message);
+  return std::move(*runtime);
+}
+
+loopc_launch_config matmulLaunch() {
+  loopc_launch_config config{};
+  config.grid[0] = 4;
+  config.grid[1] = 2;
+  config.grid[2] = 1;
+  config.block[0] = 16;
+  config.block[1] = 16;
+  config.block[2] = 1;
+  config.kernel_name = "matmul";
+  config.source_location = "samples/matmul.loop:3:5";
+  return config;
+}
+
+} // namespace
+
+TEST_CASE("the cpu device copies, sets and times host buffers") {
+  auto runtime = Runtime::open(DeviceKind::Cpu);
+  REQUIRE(runtime);
+  auto info = runtime->info();
+  REQUIRE(info);
+  CHECK(info->kind == LOOPC_DEVICE_CPU);
+  CHECK(info->multiprocessor_count >= 1);
+  CHECK(info->total_memory_bytes > 0);
+  CHECK(std::string(info->name).size() > 0);
+
+  std::vector<float> input = {1, 2, 3, 4, 5};
+  auto first = runtime->allocate(input.size() * sizeof(float));
+  auto second = runtime->allocate(input.size() * sizeof(float));
+  REQUIRE((first && second));
+  CHECK(first->address() % 64 == 0);
+  REQUIRE(first->upload(std::span<const float>(input)));
+  REQUIRE(loopc_copy_on_device(runtime->handle(), second->address(), first->address(),
+                               2 * sizeof(float)) == LOOPC_SUCCESS);
+  std::vector<float> output(input.size(), -1);
+  REQUIRE(second->download(std::span<float>(output)).has_value());
+  CHECK(output[0] == 1);
+  CHECK(output[1] == 2);
+  REQUIRE(first->fill(0));
+  REQUIRE(first->download(std::span<float>(output)).has_value());
+  CHECK(output == std::vector<float>(input.size(), 0.0f));
+
+  auto start = runtime->createEvent();
+  auto end = runtime->createEvent();
+  REQUIRE((start && end));
+  REQUIRE(start->record());
+  REQUIRE(end->record());
+  auto elapsed = end->elapsedSince(*start);
+  REQUIRE(elapsed);
+  CHECK(*elapsed >= 0.0f);
+  CHECK(*elapsed < 1000.0f);
+}
+
+TEST_CASE("the cpu device refuses PTX and other ordinals with a reason") {
+  auto runtime = Runtime::open(DeviceKind::Cpu);
+  REQUIRE(runtime);
+  auto module = runtime->loadPtx(kStubPtx, "saxpy");
+  REQUIRE_FALSE(module);
+  CHECK(module.error().status == LOOPC_ERROR_UNSUPPORTED);
+  CHECK(module.error().message.find("loading PTX module 'saxpy'") != std::string::npos);
+
+  auto second = Runtime::open(DeviceKind::Cpu, 1);
+  REQUIRE_FALSE(second);
+  CHECK(second.error().status == LOOPC_ERROR_NO_DEVICE);
+}
+
+TEST_CASE("opening cuda without a driver says which library is missing and why") {
+  ScopedEnvironment environment("LOOPC_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
+  loopc_runtime *runtime = reinterpret_cast<loopc_runtime *>(1);
+  CHECK(loopc_runtime_open(LOOPC_DEVICE_CUDA, 0, &runtime) == LOOPC_ERROR_NO_DRIVER);
+  CHECK(runtime == nullptr);
+  std::string message = loopc_runtime_last_error(nullptr);
+  CHECK(message.starts_with("no CUDA driver (/nonexistent/libcuda.so.1 not found: "));
+  CHECK(message.find("No such file") != std::string::npos);
+
+  // The cpu device still works in the same process.
+  CHECK(Runtime::open(DeviceKind::Cpu).has_value());
+}
+
+TEST_CASE("without LOOPC_CUDA_DRIVER the runtime opens libcuda.so.1") {
+  ScopedEnvironment environment("LOOPC_CUDA_DRIVER", "");
+  void *system = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  auto runtime = Runtime::open(DeviceKind::Cuda);
+  if (system) { // a machine with a driver: it opens or reports no device
+    dlclose(system);
+    CHECK((runtime || runtime.error().status == LOOPC_ERROR_NO_DEVICE));
+  } else {
+    REQUIRE_FALSE(runtime);
+    CHECK(runtime.error().status == LOOPC_ERROR_NO_DRIVER);
+    CHECK(runtime.error().message.starts_with("no CUDA driver (libcuda.so.1 not found: "));
+  }
+}
+
+TEST_CASE("a driver without an entry point the runtime needs is named as too old") {
+  StubDriver stub(LOOPC_CUDA_STUB_WITHOUT_LAUNCH);
+  auto runtime = Runtime::open(DeviceKind::Cuda);
+  REQUIRE_FALSE(runtime);
+  CHECK(runtime.error().status == LOOPC_ERROR_NO_DRIVER);
+  CHECK(runtime.error().message.find("lacks the entry points cuLaunchKernel (") !=
+        std::string::npos);
+}
+
+TEST_CASE("cuInit failures: no device, and a driver error named with its code") {
+  StubDriver stub;
+  stub.fail("cuInit", CUDA_ERROR_NO_DEVICE);
+  auto noDevice = Runtime::open(DeviceKind::Cuda);
+  REQUIRE_FALSE(noDevice);
+  CHECK(noDevice.error().status == LOOPC_ERROR_NO_DEVICE);
+  CHECK(noDevice.error().message ==
+        "no CUDA device (cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is "
+        "detected))");
+
+  stub.fail("cuInit", CUDA_ERROR_SYSTEM_DRIVER_MISMATCH);
+  auto oldDriver = Runtime::open(DeviceKind::Cuda);
+  REQUIRE_FALSE(oldDriver);
+  CHECK(oldDriver.error().status == LOOPC_ERROR_DRIVER);
+  CHECK(oldDriver.error().message.find(": cuInit failed: CUDA_ERROR_SYSTEM_DRIVER_MISMATCH") !=
+        std::string::npos);
+}
+
+TEST_CASE("a missing device ordinal and an empty machine are told apart") {
+  StubDriver stub;
+  auto third = Runtime::open(DeviceKind::Cuda, 3);
+  REQUIRE_FALSE(third);
+  CHECK(third.error().status == LOOPC_ERROR_NO_DEVICE);
+  CHECK(third.error().message == "no CUDA device 3 (the driver sees 1 device)");
+
+  stub.setDeviceCount(0);
+  auto none = Runtime::open(DeviceKind::Cuda);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message.starts_with("no CUDA device (the driver "));
+}
+
+TEST_CASE("device information comes from the driver") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  auto info = runtime.info();
+  REQUIRE(info);
+  CHECK(info->kind == LOOPC_DEVICE_CUDA);
+  CHECK(std::string(info->name) == "loopc stub GPU");
+  CHECK(info->compute_capability_major == 9);
+  CHECK(info->compute_capability_minor == 0);
+  CHECK(info->multiprocessor_count == 132);
+  CHECK(info->total_memory_bytes == size_t{80} << 30);
+  CHECK(info->warp_size == 32);
+  CHECK(info->driver_version == CUDA_VERSION);
+}
+
+TEST_CASE("a module the JIT rejects reports the JIT's error log") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  auto module = runtime.loadPtx(".version 8.0\n// syntax error here\n", "matmul");
+  REQUIRE_FALSE(module);
+  CHECK(module.error().status == LOOPC_ERROR_DRIVER);
+  CHECK(module.error().message ==
+        "loading module 'matmul': cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX (a PTX JIT "
+        "compilation failed)\nJIT error log:\nptxas application ptx input, line 3; error   : "
+        "syntax error");
+}
+
+TEST_CASE("a loaded module gives its JIT log, functions and their attributes") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  auto module = runtime.loadPtx(kStubPtx, "fill");
+  REQUIRE_MESSAGE(module, module.error().message);
+  CHECK(module->jitLog() == "ptxas info    : Used 8 registers");
+  auto function = module->function("stub_fill_u32");
+  REQUIRE(function);
+  auto again = module->function("stub_fill_u32");
+  REQUIRE(again);
+  CHECK(again->handle() == function->handle());
+  auto attributes = function->info();
+  REQUIRE(attributes);
+  CHECK(attributes->registers_per_thread == 8);
+
+  auto missing = module->function("nope");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().message ==
+        "looking up kernel 'nope' in module 'fill': cuModuleGetFunction failed: "
+        "CUDA_ERROR_NOT_FOUND (stub error)");
+}
+
+TEST_CASE("a timed launch passes parameters and geometry and reports the kernel time") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  auto module = runtime.loadPtx(kStubPtx, "fill");
+  REQUIRE(module);
+  auto fill = module->function("stub_fill_u32");
+  REQUIRE(fill);
+  auto buffer = runtime.allocate(8 * sizeof(uint32_t));
+  REQUIRE(buffer);
+  REQUIRE(buffer->fill(0));
+
+  loopc_device_ptr out = buffer->address();
+  uint32_t value = 0xC0FFEE;
+  uint32_t count = 5;
+  auto params = kernelParams(out, value, count);
+  LaunchConfig config;
+  config.grid = {3, 2, 1};
+  config.block = {128, 1, 1};
+  config.dynamicSharedBytes = 256;
+  auto elapsed = runtime.launchTimed(*fill, config, params);
+  REQUIRE_MESSAGE(elapsed, elapsed.error().message);
+  CHECK(*elapsed == doctest::Approx(1.5));
+  const unsigned *launch = stub.lastLaunch();
+  CHECK(std::vector<unsigned>(launch, launch + 7) ==
+        std::vector<unsigned>{3, 2, 1, 128, 1, 1, 256});
+
+  std::vector<uint32_t> result(8);
+  REQUIRE(buffer->download(std::span<uint32_t>(result)).has_value());
+  CHECK(result == std::vector<uint32_t>{value, value, value, value, value, 0, 0, 0});
+  CHECK(runtime.synchronize().has_value());
+}
+
+TEST_CASE("a failed launch names the kernel, its source location and geometry") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  auto module = runtime.loadPtx(kStubPtx, "matmul");
+  REQUIRE(module);
+  auto matmul = module->function("matmul");
+  REQUIRE(matmul);
+  stub.fail("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+  loopc_launch_config config = matmulLaunch();
+  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+        LOOPC_ERROR_DRIVER);
+  CHECK(std::string(loopc_runtime_last_error(runtime.handle())) ==
+        "launching kernel 'matmul' at samples/matmul.loop:3:5 (grid 4x2x1, block 16x16x1, 0 "
+        "bytes of dynamic shared memory): cuLaunchKernel failed: "
+        "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch)");
+
+  config.block[2] = 0;
+  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+        LOOPC_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(loopc_runtime_last_error(runtime.handle()))
+            .starts_with("launching kernel 'matmul' at samples/matmul.loop:3:5: every grid"));
+}
+
+TEST_CASE("a kernel's asynchronous failure is blamed on it by later calls") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  auto module = runtime.loadPtx(kStubPtx, "matmul");
+  REQUIRE(module);
+  auto matmul = module->function("matmul");
+  REQUIRE(matmul);
+  auto buffer = runtime.allocate(16);
+  REQUIRE(buffer);
+  loopc_launch_config config = matmulLaunch();
+  REQUIRE(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+          LOOPC_SUCCESS);
+
+  stub.fail("cuMemcpyDtoH", CUDA_ERROR_ILLEGAL_ADDRESS);
+  char bytes[16];
+  auto copied = buffer->copyToHost(bytes, sizeof bytes);
+  REQUIRE_FALSE(copied);
+  CHECK(copied.error().message ==
+        "copying 16 bytes to the host: cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS (an "
+        "illegal memory access was encountered) (raised by the earlier launch of kernel "
+        "'matmul' at samples/matmul.loop:3:5)");
+
+  stub.fail("cuCtxSynchronize", CUDA_ERROR_ILLEGAL_ADDRESS);
+  auto synchronized = runtime.synchronize();
+  REQUIRE_FALSE(synchronized);
+  CHECK(synchronized.error().message ==
+        "synchronizing after kernel 'matmul' at samples/matmul.loop:3:5: cuCtxSynchronize "
+        "failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)");
+}
+
+TEST_CASE("more than 48 KiB of dynamic shared memory is opted into per function") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  auto module = runtime.loadPtx(kStubPtx, "matmul");
+  REQUIRE(module);
+  auto matmul = module->function("matmul");
+  REQUIRE(matmul);
+  stub.fail("cuFuncSetAttribute", CUDA_ERROR_INVALID_VALUE);
+  loopc_launch_config config = matmulLaunch();
+  config.dynamic_shared_bytes = 48 * 1024;
+  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+        LOOPC_SUCCESS);
+  config.dynamic_shared_bytes = 64 * 1024;
+  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+        LOOPC_ERROR_DRIVER);
+  CHECK(std::string(loopc_runtime_last_error(runtime.handle()))
+            .ends_with("cuFuncSetAttribute failed: CUDA_ERROR_INVALID_VALUE (stub error)"));
+}
+
+TEST_CASE("allocation failures and NULL arguments are values, not crashes") {
+  StubDriver stub;
+  Runtime runtime = openStub();
+  stub.fail("cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY);
+  auto buffer = runtime.allocate(1 << 20);
+  REQUIRE_FALSE(buffer);
+  CHECK(buffer.error().status == LOOPC_ERROR_OUT_OF_MEMORY);
+  CHECK(buffer.error().message.starts_with("allocating 1048576 bytes: cuMemAlloc failed: "
+                                           "CUDA_ERROR_OUT_OF_MEMORY"));
+
+  loopc_device_ptr address = 0;
+  CHECK(loopc_buffer_alloc(nullptr, 16, &address) == LOOPC_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(loopc_runtime_last_error(nullptr)) ==
+        "loopc_buffer_alloc: the runtime is NULL");
+  CHECK(loopc_copy_to_host(runtime.handle(), nullptr, 0x1000, 4) == LOOPC_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(loopc_status_name(LOOPC_ERROR_NO_DRIVER)) == "LOOPC_ERROR_NO_DRIVER");
+}
