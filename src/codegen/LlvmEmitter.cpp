@@ -246,8 +246,11 @@ llvm::Value *LlvmEmitter::emitCast(llvm::Value *value, ScalarType from, ScalarTy
     return isFloat(to) ? builder_.CreateUIToFP(value, target) : builder_.CreateZExt(value, target);
   if (isFloat(from) && isFloat(to))
     return builder_.CreateFPCast(value, target);
+  // Saturating, NaN to 0: the interpreter's semantics, where C leaves
+  // out-of-range conversions undefined.
   if (isFloat(from))
-    return builder_.CreateFPToSI(value, target);
+    return builder_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {target, value->getType()},
+                                    {value});
   if (isFloat(to))
     return builder_.CreateSIToFP(value, target);
   return builder_.CreateSExtOrTrunc(value, target);

@@ -1,6 +1,7 @@
 // The engine registry (see Engines.h).
 #include "driver/Engines.h"
 
+#include "codegen/CpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@ template <typename EngineType> Expected<std::unique_ptr<Engine>> createPlain() {
 // Best first. A factory that needs hardware returns an error saying what is
 // missing, so the default falls through to the next engine.
 constexpr EngineEntry kEngines[] = {
+    {"cpu", "native code for this CPU (LLVM JIT, all cores)", createPlain<codegen::CpuEngine>},
     {"interp", "the reference interpreter (slow, checks every access)", createPlain<Interpreter>},
 };
 

@@ -1,6 +1,7 @@
 // The loopc command line: one line per subcommand, each in its own file.
 #include "driver/CheckCommand.h"
 #include "driver/Cli.h"
+#include "driver/CompileCommand.h"
 #include "driver/RunCommand.h"
 
 int main(int argc, char **argv) {
@@ -9,5 +10,6 @@ int main(int argc, char **argv) {
   configureApp(app);
   addCheckCommand(app);
   addRunCommand(app);
+  addCompileCommand(app);
   return runApp(app, argc, argv);
 }

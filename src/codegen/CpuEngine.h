@@ -1,0 +1,32 @@
+// The CPU engine: a kernel is lowered, run through the pass pipeline,
+// compiled to native code for the host (CpuJit.h) and run on every core.
+// Compiled programs are cached per kernel for the engine's lifetime, so
+// repeated runs (benchmarks, differential tests at several sizes) compile once.
+#pragma once
+
+#include "engine/Engine.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace loopc::codegen {
+
+class CpuProgram;
+
+class CpuEngine final : public Engine {
+public:
+  CpuEngine();
+  ~CpuEngine() override;
+  std::string name() const override { return "cpu"; }
+  Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
+                         KernelArgs &args) override;
+
+private:
+  struct Compiled;
+  Expected<const Compiled *> compiled(const Program &program, const KernelDecl &kernel);
+
+  std::map<const KernelDecl *, std::unique_ptr<Compiled>> cache_;
+};
+
+} // namespace loopc::codegen
