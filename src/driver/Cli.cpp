@@ -20,7 +20,10 @@ int runApp(CLI::App &app, int argc, char **argv) {
     app.parse(argc, argv);
     return 0;
   } catch (const CLI::ParseError &error) {
-    return app.exit(error);
+    // --help exits with 0 and a failed subcommand with its own status
+    // (RuntimeError); every usage error exits with 2, as is customary.
+    int exitCode = app.exit(error);
+    return exitCode == 0 || error.get_name() == "RuntimeError" ? exitCode : 2;
   } catch (const std::bad_alloc &) {
     printError("out of memory");
   } catch (const std::exception &error) {

@@ -95,7 +95,7 @@ bool checkAgainstInterpreter(Session &session, const KernelDecl &kernel, KernelA
   }
   if (allMatch)
     std::cout << "PASS: " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s")
-              << " match the interpreter\n";
+              << (outputs.size() == 1 ? " matches" : " match") << " the interpreter\n";
   return allMatch;
 }
 
@@ -169,7 +169,7 @@ void addRunCommand(CLI::App &app) {
   options->arguments.addTo(*command);
   command->add_option("--out", options->outputs, "Write an output array to a .npy file")
       ->type_name("NAME=FILE")
-      ->expected(1);
+      ->allow_extra_args(false);
   command->add_flag("--check", options->check,
                     "Compare every output with the reference interpreter's (exit 1 if any differ)");
   command->add_flag("--quiet", options->quiet, "Print no summaries or timing");

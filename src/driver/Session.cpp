@@ -55,10 +55,10 @@ Expected<std::pair<std::string, std::string>> splitAssignment(const std::string 
 void ArgumentOptions::addTo(CLI::App &command) {
   command.add_option("--set", sets, "Value of a size or scalar parameter (N=1024, alpha=0.5)")
       ->type_name("NAME=VALUE")
-      ->expected(1);
+      ->allow_extra_args(false);
   command.add_option("--in", inputs, "Input array from a .npy file (default: seeded random data)")
       ->type_name("NAME=FILE")
-      ->expected(1);
+      ->allow_extra_args(false);
   command.add_option("--seed", seed, "Seed of the random inputs")->capture_default_str();
 }
 

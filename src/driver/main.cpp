@@ -2,6 +2,7 @@
 #include "driver/CheckCommand.h"
 #include "driver/Cli.h"
 #include "driver/CompileCommand.h"
+#include "driver/ExplainCommand.h"
 #include "driver/RunCommand.h"
 
 int main(int argc, char **argv) {
@@ -10,6 +11,7 @@ int main(int argc, char **argv) {
   configureApp(app);
   addCheckCommand(app);
   addRunCommand(app);
+  addExplainCommand(app);
   addCompileCommand(app);
   return runApp(app, argc, argv);
 }

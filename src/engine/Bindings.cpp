@@ -396,7 +396,7 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       return makeError("'" + param.name + "' needs a " + scalarTypeName(param.type.element) +
                            " array of rank " + std::to_string(param.type.rank()) + ", but a " +
                            typeText(array.type, array.shape) + " array was given",
-                       param.range);
+                       param.type.range);
     for (size_t d = 0; d < param.type.rank(); ++d) {
       auto *name = param.type.dims[d]->as<NameExpr>();
       if (!name || !isSize(name->name))

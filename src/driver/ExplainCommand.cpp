@@ -1,0 +1,70 @@
+// `loopc explain`: lowers the chosen kernel and runs the pass pipeline,
+// printing the IR after each pass (`--after` keeps only the passes of that
+// name). Exit status 1 when the program does not check or PASS is unknown.
+#include "driver/ExplainCommand.h"
+
+#include "driver/Session.h"
+#include "ir/IRPrinter.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+
+#include <iostream>
+#include <memory>
+
+namespace loopc::driver {
+
+namespace {
+
+struct ExplainOptions {
+  std::string file;
+  std::string kernel;
+  std::string after;
+};
+
+int runExplain(const ExplainOptions &options) {
+  auto session = openSession(options.file);
+  if (!session)
+    return 1;
+  Expected<const KernelDecl *> kernel = selectKernel(*session->program, options.kernel);
+  if (!kernel) {
+    session->report(kernel.error());
+    return 1;
+  }
+  bool printed = false;
+  std::vector<std::string> passNames;
+  passes::PipelineOptions pipeline;
+  pipeline.afterPass = [&](const std::string &pass, const ir::Function &function) {
+    passNames.push_back(pass);
+    if (!options.after.empty() && pass != options.after)
+      return;
+    std::cout << (printed ? "\n" : "") << "// after " << pass << "\n" << ir::toString(function);
+    printed = true;
+  };
+  passes::runPipeline(ir::lowerKernel(*session->program, **kernel), pipeline);
+  if (!printed) {
+    std::string known;
+    for (const std::string &name : passNames)
+      known += (known.empty() ? "" : ", ") + name;
+    printError("no pass named '" + options.after + "'; the passes are: " + known);
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+void addExplainCommand(CLI::App &app) {
+  auto options = std::make_shared<ExplainOptions>();
+  CLI::App *command =
+      app.add_subcommand("explain", "Print a kernel's Loop IR after each compiler pass");
+  command->add_option("FILE", options->file, "The .loop file")->required();
+  command->add_option("--kernel", options->kernel,
+                      "The kernel to explain (default: the last kernel of the file)");
+  command->add_option("--after", options->after, "Print the IR only after this pass");
+  command->callback([options] {
+    if (int exitCode = runExplain(*options))
+      throw CLI::RuntimeError(exitCode);
+  });
+}
+
+} // namespace loopc::driver
