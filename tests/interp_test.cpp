@@ -7,9 +7,9 @@
 
 #include <doctest/doctest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <ctime>
 #include <limits>
 
 using namespace loopc;
@@ -427,11 +427,12 @@ kernel matmul(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
   args.params = {array(ScalarType::F32, {n, n}, a), array(ScalarType::F32, {n, n}, b),
                  zeros(ScalarType::F32, {n, n})};
   args.sizes = {{"M", n}, {"N", n}, {"K", n}};
-  auto start = std::chrono::steady_clock::now();
+  // Processor time, not wall time, so a loaded machine does not fail the test.
+  std::clock_t start = std::clock();
   runOk(*loaded, "matmul", args);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  MESSAGE("257^3 matmul in the interpreter: " << seconds << " s");
-  CHECK(seconds < 3.0);
+  double seconds = double(std::clock() - start) / CLOCKS_PER_SEC;
+  MESSAGE("257^3 matmul in the interpreter: " << seconds << " s of processor time");
+  CHECK(seconds < 2.0);
   const float *c = args.params[2].data<float>();
   for (int64_t i : {int64_t(0), int64_t(100), n - 1})
     for (int64_t j : {int64_t(0), int64_t(37), n - 1}) {

@@ -36,23 +36,61 @@ public:
     for (const VarDeclPtr &size : kernel.sizes)
       add(*size);
     addFromStmt(*kernel.body);
+    buildTable();
   }
   explicit FrameLayout(const FnDecl &fn) {
     for (const VarDeclPtr &param : fn.params)
       add(*param);
     addFromStmt(*fn.body);
+    buildTable();
   }
 
+  // Open addressing with linear probing in a table at most half full: a
+  // lookup is a multiply and usually one comparison.
   uint32_t slotOf(const VarDecl *decl) const {
-    auto found = slots_.find(decl);
-    assert(found != slots_.end() && "a variable the layout pre-pass did not see");
-    return found->second;
+    for (size_t i = hash(decl);; i = (i + 1) & mask_) {
+      const Entry &entry = table_[i];
+      if (entry.decl == decl)
+        return entry.slot;
+      assert(entry.decl && "a variable the layout pre-pass did not see");
+    }
   }
-  uint32_t slotCount() const { return static_cast<uint32_t>(slots_.size()); }
+  uint32_t slotCount() const { return slotCount_; }
 
 private:
+  struct Entry {
+    const VarDecl *decl = nullptr;
+    uint32_t slot = 0;
+  };
+
+  size_t hash(const VarDecl *decl) const {
+    // Fibonacci hashing: the top bits of the product mix every pointer bit.
+    return static_cast<size_t>((reinterpret_cast<uint64_t>(decl) * 0x9E3779B97F4A7C15ull) >>
+                               shift_);
+  }
+
+  // Fills the table once every variable is numbered.
+  void buildTable() {
+    size_t capacity = 8;
+    shift_ = 61;
+    while (capacity < 2 * decls_.size()) {
+      capacity *= 2;
+      --shift_;
+    }
+    mask_ = capacity - 1;
+    table_.assign(capacity, Entry{});
+    for (uint32_t slot = 0; slot < decls_.size(); ++slot) {
+      size_t i = hash(decls_[slot]);
+      while (table_[i].decl)
+        i = (i + 1) & mask_;
+      table_[i] = Entry{decls_[slot], slot};
+    }
+    slotCount_ = static_cast<uint32_t>(decls_.size());
+    decls_.clear();
+  }
+
   void add(const VarDecl &decl) {
-    slots_.emplace(&decl, static_cast<uint32_t>(slots_.size()));
+    decls_.push_back(&decl);
     for (const ExprPtr &dim : decl.type.dims)
       addFromExpr(*dim);
   }
@@ -163,7 +201,11 @@ private:
     }
   }
 
-  std::unordered_map<const VarDecl *, uint32_t> slots_;
+  std::vector<const VarDecl *> decls_; // in slot order, until buildTable
+  std::vector<Entry> table_;
+  size_t mask_ = 0;
+  unsigned shift_ = 61; // 64 - log2(table size)
+  uint32_t slotCount_ = 0;
 };
 
 struct Slot {
@@ -189,24 +231,43 @@ struct BoundArgument {
   SourceRange range;          // where a mismatch is reported
 };
 
+// Plain switches rather than visitScalarType: these run for every array
+// access, and the compiler inlines them more readily.
 Value loadElement(const HostArray &array, size_t offset) {
-  return interp::visitScalarType(array.type, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>)
-      return interp::makeValue(array.data<uint8_t>()[offset] != 0);
-    else
-      return interp::makeValue(array.data<T>()[offset]);
-  });
+  switch (array.type) {
+  case ScalarType::I32:
+    return interp::makeValue(array.data<int32_t>()[offset]);
+  case ScalarType::I64:
+    return interp::makeValue(array.data<int64_t>()[offset]);
+  case ScalarType::F32:
+    return interp::makeValue(array.data<float>()[offset]);
+  case ScalarType::F64:
+    return interp::makeValue(array.data<double>()[offset]);
+  case ScalarType::Bool:
+    return interp::makeValue(array.data<uint8_t>()[offset] != 0);
+  }
+  std::unreachable();
 }
 
 void storeElement(HostArray &array, size_t offset, const Value &value) {
-  interp::visitScalarType(array.type, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>)
-      array.data<uint8_t>()[offset] = value.boolean ? 1 : 0;
-    else
-      array.data<T>()[offset] = interp::valueAs<T>(value);
-  });
+  switch (array.type) {
+  case ScalarType::I32:
+    array.data<int32_t>()[offset] = value.i32;
+    return;
+  case ScalarType::I64:
+    array.data<int64_t>()[offset] = value.i64;
+    return;
+  case ScalarType::F32:
+    array.data<float>()[offset] = value.f32;
+    return;
+  case ScalarType::F64:
+    array.data<double>()[offset] = value.f64;
+    return;
+  case ScalarType::Bool:
+    array.data<uint8_t>()[offset] = value.boolean ? 1 : 0;
+    return;
+  }
+  std::unreachable();
 }
 
 BinaryOp compoundOperator(AssignOp op) {

@@ -1,7 +1,5 @@
-// Scalar operations of the interpreter (see Value.h). Integer arithmetic goes
-// through the unsigned type of the same width, where overflow is defined to
-// wrap, so the signed results are two's complement without undefined
-// behaviour.
+// The colder scalar operations of the interpreter (see Value.h): unary
+// operators, conversions and math builtins.
 #include "interp/Value.h"
 
 #include <algorithm>
@@ -13,105 +11,9 @@ namespace loopc::interp {
 
 namespace {
 
-template <typename T> using Unsigned = std::make_unsigned_t<T>;
-
-template <typename T>
-constexpr bool isIntegerType = std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
-template <typename T>
-constexpr bool isFloatType = std::is_same_v<T, float> || std::is_same_v<T, double>;
-
-template <typename T> T wrappingNegate(T a) {
-  return static_cast<T>(Unsigned<T>(0) - Unsigned<T>(a));
-}
-
-template <typename T> Expected<Value> integerBinary(BinaryOp op, T a, T b, SourceRange range) {
-  using U = Unsigned<T>;
-  switch (op) {
-  case BinaryOp::Add:
-    return makeValue(static_cast<T>(U(a) + U(b)));
-  case BinaryOp::Sub:
-    return makeValue(static_cast<T>(U(a) - U(b)));
-  case BinaryOp::Mul:
-    return makeValue(static_cast<T>(U(a) * U(b)));
-  case BinaryOp::Div:
-    if (b == 0)
-      return makeError("integer division by zero", range);
-    if (b == -1) // the only overflowing case, MIN / -1, wraps to MIN
-      return makeValue(wrappingNegate(a));
-    return makeValue(static_cast<T>(a / b));
-  case BinaryOp::Rem:
-    if (b == 0)
-      return makeError("integer modulo by zero", range);
-    if (b == -1)
-      return makeValue(T(0));
-    return makeValue(static_cast<T>(a % b));
-  case BinaryOp::Lt:
-    return makeValue(a < b);
-  case BinaryOp::Le:
-    return makeValue(a <= b);
-  case BinaryOp::Gt:
-    return makeValue(a > b);
-  case BinaryOp::Ge:
-    return makeValue(a >= b);
-  case BinaryOp::Eq:
-    return makeValue(a == b);
-  case BinaryOp::Ne:
-    return makeValue(a != b);
-  case BinaryOp::And:
-  case BinaryOp::Or:
-    break;
-  }
-  return makeError(std::string("operator ") + binaryOpSpelling(op) + " does not apply to integers",
-                   range);
-}
-
-template <typename T> Expected<Value> floatBinary(BinaryOp op, T a, T b, SourceRange range) {
-  switch (op) {
-  case BinaryOp::Add:
-    return makeValue(T(a + b));
-  case BinaryOp::Sub:
-    return makeValue(T(a - b));
-  case BinaryOp::Mul:
-    return makeValue(T(a * b));
-  case BinaryOp::Div:
-    return makeValue(T(a / b));
-  case BinaryOp::Rem:
-    return makeValue(T(std::fmod(a, b)));
-  case BinaryOp::Lt:
-    return makeValue(a < b);
-  case BinaryOp::Le:
-    return makeValue(a <= b);
-  case BinaryOp::Gt:
-    return makeValue(a > b);
-  case BinaryOp::Ge:
-    return makeValue(a >= b);
-  case BinaryOp::Eq:
-    return makeValue(a == b);
-  case BinaryOp::Ne:
-    return makeValue(a != b);
-  case BinaryOp::And:
-  case BinaryOp::Or:
-    break;
-  }
-  return makeError(std::string("operator ") + binaryOpSpelling(op) + " does not apply to floats",
-                   range);
-}
-
-Expected<Value> boolBinary(BinaryOp op, bool a, bool b, SourceRange range) {
-  switch (op) {
-  case BinaryOp::Eq:
-    return makeValue(a == b);
-  case BinaryOp::Ne:
-    return makeValue(a != b);
-  case BinaryOp::And:
-    return makeValue(a && b);
-  case BinaryOp::Or:
-    return makeValue(a || b);
-  default:
-    return makeError(std::string("operator ") + binaryOpSpelling(op) + " does not apply to bool",
-                     range);
-  }
-}
+using detail::isFloatType;
+using detail::isIntegerType;
+using detail::wrappingNegate;
 
 // Truncation toward zero that saturates instead of overflowing; NaN gives 0.
 template <typename I, typename F> I saturatingFloatToInteger(F x) {
@@ -192,45 +94,6 @@ static_assert(std::is_same_v<decltype(std::fma(1.0f, 1.0f, 1.0f)), float>);
 
 } // namespace
 
-Value zeroValue(ScalarType type) {
-  return visitScalarType(type, [](auto zero) { return makeValue(zero); });
-}
-
-int64_t integerValue(const Value &value) {
-  return value.type == ScalarType::I32 ? value.i32 : value.i64;
-}
-
-Value integerOfType(ScalarType type, int64_t v) {
-  return type == ScalarType::I32 ? makeValue(static_cast<int32_t>(v)) : makeValue(v);
-}
-
-Value integerLiteral(ScalarType type, uint64_t literal) {
-  return visitScalarType(type, [&](auto tag) {
-    using T = decltype(tag);
-    return makeValue(static_cast<T>(literal));
-  });
-}
-
-Value floatLiteral(ScalarType type, double literal) {
-  return type == ScalarType::F32 ? makeValue(static_cast<float>(literal)) : makeValue(literal);
-}
-
-Expected<Value> applyBinary(BinaryOp op, const Value &lhs, const Value &rhs, SourceRange range) {
-  switch (lhs.type) {
-  case ScalarType::I32:
-    return integerBinary(op, lhs.i32, rhs.i32, range);
-  case ScalarType::I64:
-    return integerBinary(op, lhs.i64, rhs.i64, range);
-  case ScalarType::F32:
-    return floatBinary(op, lhs.f32, rhs.f32, range);
-  case ScalarType::F64:
-    return floatBinary(op, lhs.f64, rhs.f64, range);
-  case ScalarType::Bool:
-    return boolBinary(op, lhs.boolean, rhs.boolean, range);
-  }
-  std::unreachable();
-}
-
 Value applyUnary(UnaryOp op, const Value &operand) {
   if (op == UnaryOp::Not)
     return makeValue(!operand.boolean);
@@ -263,27 +126,6 @@ Value applyBuiltin(Builtin builtin, std::span<const Value> args) {
     else // Sema admits no builtin on bool
       return args[0];
   });
-}
-
-Value combineReduction(ReduceOp::Kind op, const Value &accumulator, const Value &value) {
-  const Value args[2] = {accumulator, value};
-  switch (op) {
-  case ReduceOp::Kind::Add:
-    return *applyBinary(BinaryOp::Add, accumulator, value, {});
-  case ReduceOp::Kind::Mul:
-    return *applyBinary(BinaryOp::Mul, accumulator, value, {});
-  case ReduceOp::Kind::Min:
-    return applyBuiltin(Builtin::Min, args);
-  case ReduceOp::Kind::Max:
-    return applyBuiltin(Builtin::Max, args);
-  case ReduceOp::Kind::And:
-    return makeValue(accumulator.boolean && value.boolean);
-  case ReduceOp::Kind::Or:
-    return makeValue(accumulator.boolean || value.boolean);
-  case ReduceOp::Kind::User: // folded by the tree walk, which calls the fn
-    break;
-  }
-  std::unreachable();
 }
 
 } // namespace loopc::interp

@@ -8,8 +8,10 @@
 #include "frontend/Ast.h"
 #include "support/Error.h"
 
+#include <cmath>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -90,26 +92,159 @@ template <typename Visitor> decltype(auto) visitScalarType(ScalarType type, Visi
   std::unreachable();
 }
 
+namespace detail {
+
+template <typename T> using Unsigned = std::make_unsigned_t<T>;
+
+template <typename T>
+constexpr bool isIntegerType = std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
+template <typename T>
+constexpr bool isFloatType = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+template <typename T> T wrappingNegate(T a) {
+  return static_cast<T>(Unsigned<T>(0) - Unsigned<T>(a));
+}
+
+template <typename T> Expected<Value> integerBinary(BinaryOp op, T a, T b, SourceRange range) {
+  using U = Unsigned<T>;
+  switch (op) {
+  case BinaryOp::Add:
+    return makeValue(static_cast<T>(U(a) + U(b)));
+  case BinaryOp::Sub:
+    return makeValue(static_cast<T>(U(a) - U(b)));
+  case BinaryOp::Mul:
+    return makeValue(static_cast<T>(U(a) * U(b)));
+  case BinaryOp::Div:
+    if (b == 0)
+      return makeError("integer division by zero", range);
+    if (b == -1) // the only overflowing case, MIN / -1, wraps to MIN
+      return makeValue(wrappingNegate(a));
+    return makeValue(static_cast<T>(a / b));
+  case BinaryOp::Rem:
+    if (b == 0)
+      return makeError("integer modulo by zero", range);
+    if (b == -1)
+      return makeValue(T(0));
+    return makeValue(static_cast<T>(a % b));
+  case BinaryOp::Lt:
+    return makeValue(a < b);
+  case BinaryOp::Le:
+    return makeValue(a <= b);
+  case BinaryOp::Gt:
+    return makeValue(a > b);
+  case BinaryOp::Ge:
+    return makeValue(a >= b);
+  case BinaryOp::Eq:
+    return makeValue(a == b);
+  case BinaryOp::Ne:
+    return makeValue(a != b);
+  case BinaryOp::And:
+  case BinaryOp::Or:
+    break;
+  }
+  return makeError(std::string("operator ") + binaryOpSpelling(op) + " does not apply to integers",
+                   range);
+}
+
+template <typename T> Expected<Value> floatBinary(BinaryOp op, T a, T b, SourceRange range) {
+  switch (op) {
+  case BinaryOp::Add:
+    return makeValue(T(a + b));
+  case BinaryOp::Sub:
+    return makeValue(T(a - b));
+  case BinaryOp::Mul:
+    return makeValue(T(a * b));
+  case BinaryOp::Div:
+    return makeValue(T(a / b));
+  case BinaryOp::Rem:
+    return makeValue(T(std::fmod(a, b)));
+  case BinaryOp::Lt:
+    return makeValue(a < b);
+  case BinaryOp::Le:
+    return makeValue(a <= b);
+  case BinaryOp::Gt:
+    return makeValue(a > b);
+  case BinaryOp::Ge:
+    return makeValue(a >= b);
+  case BinaryOp::Eq:
+    return makeValue(a == b);
+  case BinaryOp::Ne:
+    return makeValue(a != b);
+  case BinaryOp::And:
+  case BinaryOp::Or:
+    break;
+  }
+  return makeError(std::string("operator ") + binaryOpSpelling(op) + " does not apply to floats",
+                   range);
+}
+
+inline Expected<Value> boolBinary(BinaryOp op, bool a, bool b, SourceRange range) {
+  switch (op) {
+  case BinaryOp::Eq:
+    return makeValue(a == b);
+  case BinaryOp::Ne:
+    return makeValue(a != b);
+  case BinaryOp::And:
+    return makeValue(a && b);
+  case BinaryOp::Or:
+    return makeValue(a || b);
+  default:
+    return makeError(std::string("operator ") + binaryOpSpelling(op) + " does not apply to bool",
+                     range);
+  }
+}
+
+} // namespace detail
+
 // The zero of a type (false for bool).
-Value zeroValue(ScalarType type);
+inline Value zeroValue(ScalarType type) {
+  return visitScalarType(type, [](auto zero) { return makeValue(zero); });
+}
 
 // An integer (i32 or i64) value widened to 64 bits.
-int64_t integerValue(const Value &value);
+inline int64_t integerValue(const Value &value) {
+  return value.type == ScalarType::I32 ? value.i32 : value.i64;
+}
 
 // The integer `v` as a value of integer type `type` (i32 wraps).
-Value integerOfType(ScalarType type, int64_t v);
+inline Value integerOfType(ScalarType type, int64_t v) {
+  return type == ScalarType::I32 ? makeValue(static_cast<int32_t>(v)) : makeValue(v);
+}
 
 // An integer literal as a value of the type Sema gave it (any integer or
 // float type; i32 wraps).
-Value integerLiteral(ScalarType type, uint64_t literal);
+inline Value integerLiteral(ScalarType type, uint64_t literal) {
+  return visitScalarType(type, [&](auto tag) {
+    using T = decltype(tag);
+    return makeValue(static_cast<T>(literal));
+  });
+}
 
 // A float literal as a value of type f32 or f64.
-Value floatLiteral(ScalarType type, double literal);
+inline Value floatLiteral(ScalarType type, double literal) {
+  return type == ScalarType::F32 ? makeValue(static_cast<float>(literal)) : makeValue(literal);
+}
 
 // `lhs op rhs` for operands of one type; && and || here do not short-circuit
 // (the tree walk does). Integer division or modulo by zero is an error at
-// `range`.
-Expected<Value> applyBinary(BinaryOp op, const Value &lhs, const Value &rhs, SourceRange range);
+// `range`. Inline, with the helpers above, because it is the innermost step
+// of every loop the interpreter runs.
+inline Expected<Value> applyBinary(BinaryOp op, const Value &lhs, const Value &rhs,
+                                   SourceRange range) {
+  switch (lhs.type) {
+  case ScalarType::I32:
+    return detail::integerBinary(op, lhs.i32, rhs.i32, range);
+  case ScalarType::I64:
+    return detail::integerBinary(op, lhs.i64, rhs.i64, range);
+  case ScalarType::F32:
+    return detail::floatBinary(op, lhs.f32, rhs.f32, range);
+  case ScalarType::F64:
+    return detail::floatBinary(op, lhs.f64, rhs.f64, range);
+  case ScalarType::Bool:
+    return detail::boolBinary(op, lhs.boolean, rhs.boolean, range);
+  }
+  std::unreachable();
+}
 
 Value applyUnary(UnaryOp op, const Value &operand);
 
@@ -119,7 +254,47 @@ Value convertValue(const Value &value, ScalarType target);
 // A math builtin applied to arguments of one type (the types Sema checked).
 Value applyBuiltin(Builtin builtin, std::span<const Value> args);
 
-// One step of a redomap fold with a built-in operator (not Kind::User).
-Value combineReduction(ReduceOp::Kind op, const Value &accumulator, const Value &value);
+// One step of a redomap fold with a built-in operator (not Kind::User); min
+// and max agree with the builtins.
+inline Value combineReduction(ReduceOp::Kind op, const Value &accumulator, const Value &value) {
+  if (op == ReduceOp::Kind::And)
+    return makeValue(accumulator.boolean && value.boolean);
+  if (op == ReduceOp::Kind::Or)
+    return makeValue(accumulator.boolean || value.boolean);
+  return visitScalarType(accumulator.type, [&](auto tag) {
+    using T = decltype(tag);
+    T a = valueAs<T>(accumulator), b = valueAs<T>(value);
+    if constexpr (detail::isIntegerType<T>) {
+      using U = detail::Unsigned<T>;
+      switch (op) {
+      case ReduceOp::Kind::Add:
+        return makeValue(static_cast<T>(U(a) + U(b)));
+      case ReduceOp::Kind::Mul:
+        return makeValue(static_cast<T>(U(a) * U(b)));
+      case ReduceOp::Kind::Min:
+        return makeValue(b < a ? b : a);
+      case ReduceOp::Kind::Max:
+        return makeValue(a < b ? b : a);
+      default:
+        std::unreachable();
+      }
+    } else if constexpr (detail::isFloatType<T>) {
+      switch (op) {
+      case ReduceOp::Kind::Add:
+        return makeValue(T(a + b));
+      case ReduceOp::Kind::Mul:
+        return makeValue(T(a * b));
+      case ReduceOp::Kind::Min:
+        return makeValue(std::fmin(a, b));
+      case ReduceOp::Kind::Max:
+        return makeValue(std::fmax(a, b));
+      default:
+        std::unreachable();
+      }
+    } else { // Sema admits only && and || on bool
+      return accumulator;
+    }
+  });
+}
 
 } // namespace loopc::interp
