@@ -186,7 +186,18 @@ protected:
     return result;
   }
 
+  // A Reduce reads its value after valueSetup, outside the lets there: their
+  // uses are not all in their bodies, so they are left in place.
+  Stmt visitReduce(const Reduce &node, const Stmt &self) override {
+    ++insideValueSetup_;
+    Stmt result = IRMutator::visitReduce(node, self);
+    --insideValueSetup_;
+    return result;
+  }
+
   Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override {
+    if (insideValueSetup_ > 0)
+      return IRMutator::visitLetStmt(node, self);
     Expr value = mutate(node.value);
     if (value->as<IntImm>() || value->as<FloatImm>() || value->as<BoolImm>() || value->as<Var>())
       return mutate(substitute(node.body, {{node.var, value}}));
@@ -197,6 +208,9 @@ protected:
       return self;
     return std::make_shared<LetStmt>(node.var, value, body);
   }
+
+private:
+  int insideValueSetup_ = 0;
 };
 
 } // namespace
