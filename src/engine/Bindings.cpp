@@ -407,7 +407,7 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
         return makeError("size " + name->name + " is " + std::to_string(bound->second.value) +
                              " from " + bound->second.origin + " but " +
                              std::to_string(array.shape[d]) + " from " + dimensionOrigin(param, d),
-                         param.range);
+                         param.type.dims[d]->range);
     }
   }
   std::vector<std::string> missingSizes;
