@@ -1,0 +1,60 @@
+// See Differential.h.
+#include "Differential.h"
+
+namespace loopc::test {
+
+namespace {
+
+std::string describeRequest(const KernelDecl &kernel, const ArgumentRequest &request) {
+  std::string text = kernel.name + "(";
+  bool first = true;
+  for (const auto &[name, value] : request.values) {
+    text += (first ? "" : " ") + name + "=" + value;
+    first = false;
+  }
+  return text + ", seed " + std::to_string(request.seed) + ")";
+}
+
+} // namespace
+
+DifferentialOutcome runDifferential(const Program &program, const KernelDecl &kernel,
+                                    const ArgumentRequest &request,
+                                    std::span<Engine *const> engines,
+                                    const CompareOptions &options) {
+  DifferentialOutcome outcome;
+  std::string where = describeRequest(kernel, request);
+  Expected<KernelArgs> inputs = bindKernelArguments(kernel, request);
+  if (!inputs) {
+    outcome.skipped = true;
+    outcome.report = where + ": inputs not bindable: " + inputs.error().message;
+    return outcome;
+  }
+  KernelArgs reference = *inputs;
+  if (auto ran = engines[0]->run(program, kernel, reference); !ran) {
+    outcome.skipped = true;
+    outcome.report = where + ": " + engines[0]->name() + " failed: " + ran.error().message;
+    return outcome;
+  }
+  for (Engine *engine : engines.subspan(1)) {
+    KernelArgs args = *inputs;
+    if (auto ran = engine->run(program, kernel, args); !ran) {
+      outcome.agree = false;
+      outcome.report += where + ": " + engine->name() + " failed where " + engines[0]->name() +
+                        " ran: " + ran.error().message + "\n";
+      continue;
+    }
+    for (size_t i = 0; i < kernel.params.size(); ++i) {
+      if (kernel.params[i]->intent != Intent::Out && kernel.params[i]->intent != Intent::InOut)
+        continue;
+      CompareReport compared = compareArrays(reference.params[i], args.params[i], options);
+      if (compared.matches)
+        continue;
+      outcome.agree = false;
+      outcome.report += where + ": " + engine->name() + " vs " + engines[0]->name() + ": " +
+                        compared.describe(kernel.params[i]->name) + "\n";
+    }
+  }
+  return outcome;
+}
+
+} // namespace loopc::test

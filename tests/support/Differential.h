@@ -1,0 +1,30 @@
+// The one differential-testing helper: runs a kernel on several engines with
+// identical seeded inputs and compares every output parameter against the
+// first engine (the reference), reporting the first mismatch precisely.
+#pragma once
+
+#include "engine/Bindings.h"
+#include "engine/Compare.h"
+#include "engine/Engine.h"
+
+#include <span>
+#include <string>
+
+namespace loopc::test {
+
+struct DifferentialOutcome {
+  // The reference could not run these inputs (a binding or run-time error
+  // such as an empty convolution output); nothing was compared.
+  bool skipped = false;
+  bool agree = true;
+  std::string report; // why it was skipped, or every disagreement, one per line
+};
+
+// `engines[0]` is the reference. The inputs come from bindKernelArguments on
+// `request`, copied to every engine.
+DifferentialOutcome runDifferential(const Program &program, const KernelDecl &kernel,
+                                    const ArgumentRequest &request,
+                                    std::span<Engine *const> engines,
+                                    const CompareOptions &options = {});
+
+} // namespace loopc::test
