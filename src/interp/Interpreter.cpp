@@ -753,6 +753,9 @@ Expected<Value> Executor::eval(const Expr &expr) {
 }
 
 Expected<int64_t> Executor::evalInteger(const Expr &expr) {
+  // Indices and bounds are mostly plain variables: read those directly.
+  if (const auto *name = expr.as<NameExpr>(); name && !name->decl->isScalarOutput())
+    return interp::integerValue(slot(name->decl).scalar);
   Expected<Value> value = eval(expr);
   if (!value)
     return propagate(value.error());
