@@ -642,3 +642,64 @@ kernel k(x: in f64[N], positive: out bool[N], count: out i32) {
   CHECK(positive[3] == 1);
   CHECK(scalarOf<int32_t>(args.params[2]) == 2);
 }
+
+TEST_CASE("reductions accumulate in the declared precision") {
+  auto loaded = load(R"(
+assoc fn larger(a: i64, b: i64) -> i64 {
+  if a > b { return a; }
+  return b;
+}
+kernel k(x: in f32[N], y: in f64[N], n: in i64[N], single: out f32, wide: out f64, top: out i64) {
+  single = redomap(+, 0.0, i in 0..N) x[i];
+  wide = redomap(+, 0.0, i in 0..N) y[i];
+  top = redomap(larger, -1000, i in 0..N) n[i] * (i % 3 - 1);
+})");
+  const int64_t n = 1000;
+  std::vector<double> x(n, 0.1), ns(n);
+  for (int64_t i = 0; i < n; ++i)
+    ns[i] = double(i);
+  KernelArgs args;
+  args.params = {array(ScalarType::F32, {n}, x),  array(ScalarType::F64, {n}, x),
+                 array(ScalarType::I64, {n}, ns), zeros(ScalarType::F32, {}),
+                 zeros(ScalarType::F64, {}),      zeros(ScalarType::I64, {})};
+  runOk(*loaded, "k", args);
+  float single = 0;
+  double wide = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    single += 0.1f;
+    wide += 0.1;
+  }
+  CHECK(scalarOf<float>(args.params[3]) == single);
+  CHECK(scalarOf<double>(args.params[4]) == wide);
+  CHECK(double(single) != wide);
+  CHECK(scalarOf<int64_t>(args.params[5]) == 998); // i = 998 has i % 3 == 2
+}
+
+TEST_CASE("errors inside fns and called kernels point into their bodies") {
+  auto loaded = load("fn pick(v: f32, d: i32) -> f32 {\n"
+                     "  return v / f32(10 / d);\n"
+                     "}\n"
+                     "kernel inner(X: inout f32[L]) {\n"
+                     "  X[L] = 1.0;\n"
+                     "}\n"
+                     "kernel viaFn(A: inout f32[N], d: i32) {\n"
+                     "  parfor i in 0..N { A[i] = pick(A[i], d); }\n"
+                     "}\n"
+                     "kernel viaKernel(A: inout f32[N]) {\n"
+                     "  var local: f32[2];\n"
+                     "  inner(local);\n"
+                     "}\n");
+  KernelArgs args;
+  args.params = {zeros(ScalarType::F32, {3}), scalar(ScalarType::I32, int32_t(0))};
+  Expected<RunStats> division = runKernel(*loaded, "viaFn", args);
+  REQUIRE_FALSE(division.has_value());
+  CHECK(division.error().message == "integer division by zero");
+  CHECK(division.error().range.begin.line == 2);
+  CHECK(division.error().range.begin.col == 18);
+
+  args.params.pop_back();
+  Expected<RunStats> bounds = runKernel(*loaded, "viaKernel", args);
+  REQUIRE_FALSE(bounds.has_value());
+  CHECK(bounds.error().message == "index 2 out of range for dimension 0 of 'X' (extent 2)");
+  CHECK(bounds.error().range.begin.line == 5);
+}
