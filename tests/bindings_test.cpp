@@ -1,0 +1,226 @@
+// Binding kernel arguments: size inference from arrays and --set values,
+// extents that are expressions, mismatches, missing values, the memory limit
+// and the determinism of the seeded random inputs.
+#include "TestSupport.h"
+
+#include "engine/Bindings.h"
+
+#include <doctest/doctest.h>
+
+using namespace loopc;
+
+namespace {
+
+const char *kProgram = R"(
+kernel matmul(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+kernel shrink(steps: i64, x: in f64[N], y: out f64[N - 2 * steps], total: out i64) {
+  parfor i in 0..N - 2 * steps { y[i] = x[i + steps]; }
+  total = 0;
+}
+kernel params(n: i32, f: f32, flag: bool, r: out f32) {
+  r = flag ? f : f32(n);
+}
+kernel flags(b: in bool[N], n: inout i32[N]) {
+  parfor i in 0..N { n[i] = b[i] ? 1 : 0; }
+}
+)";
+
+struct Fixture {
+  std::unique_ptr<test::LoadedProgram> loaded = test::loadText(kProgram);
+  const KernelDecl &kernel(const char *name) {
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    KernelDecl *found = loaded->program->findKernel(name);
+    REQUIRE(found);
+    return *found;
+  }
+};
+
+std::string errorOf(const Expected<KernelArgs> &args) {
+  REQUIRE_FALSE(args.has_value());
+  return args.error().message;
+}
+
+} // namespace
+
+TEST_CASE_FIXTURE(Fixture, "sizes come from --set values and the arrays given") {
+  ArgumentRequest request;
+  request.arrays["A"] = HostArray(ScalarType::F32, {3, 5});
+  request.values["N"] = "7";
+  auto args = bindKernelArguments(kernel("matmul"), request);
+  REQUIRE(args.has_value());
+  CHECK(args->sizes == std::map<std::string, int64_t>{{"K", 5}, {"M", 3}, {"N", 7}});
+  CHECK(args->params[1].shape == std::vector<int64_t>{5, 7});
+  CHECK(args->params[2].shape == std::vector<int64_t>{3, 7});
+  // The array given is passed as is; out arrays start zeroed.
+  CHECK(args->params[0].bytes == request.arrays["A"].bytes);
+  for (size_t i = 0; i < args->params[2].elementCount(); ++i)
+    CHECK(args->params[2].getAsDouble(i) == 0);
+}
+
+TEST_CASE_FIXTURE(Fixture, "extents that are expressions of sizes and parameters are evaluated") {
+  ArgumentRequest request;
+  request.values = {{"steps", "2"}, {"N", "10"}};
+  auto args = bindKernelArguments(kernel("shrink"), request);
+  REQUIRE(args.has_value());
+  CHECK(args->params[0].data<int64_t>()[0] == 2);
+  CHECK(args->params[2].shape == std::vector<int64_t>{6});
+  CHECK(args->params[3].rank() == 0);
+  CHECK(args->params[3].type == ScalarType::I64);
+
+  request.values["steps"] = "6";
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)) ==
+        "'y' would have a negative extent (-2)");
+
+  request.values["steps"] = "1";
+  request.arrays["y"] = HostArray(ScalarType::F64, {8});
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)).find("out parameter") !=
+        std::string::npos);
+  request.arrays.erase("y");
+  request.values.erase("N");
+  request.arrays["x"] = HostArray(ScalarType::F64, {4});
+  auto inferred = bindKernelArguments(kernel("shrink"), request);
+  REQUIRE(inferred.has_value());
+  CHECK(inferred->params[2].shape == std::vector<int64_t>{2});
+}
+
+TEST_CASE_FIXTURE(Fixture, "mismatched arrays are errors naming the parameter and size") {
+  ArgumentRequest request;
+  request.arrays["A"] = HostArray(ScalarType::F32, {3, 5});
+  request.arrays["B"] = HostArray(ScalarType::F32, {4, 2});
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)) ==
+        "size K is 5 from 'A' (dimension 1) but 4 from 'B' (dimension 0)");
+
+  request.arrays["B"] = HostArray(ScalarType::F64, {5, 2});
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)) ==
+        "'B' needs a f32 array of rank 2, but a f64[5][2] array was given");
+  request.arrays["B"] = HostArray(ScalarType::F32, {5});
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)).find("rank 2") !=
+        std::string::npos);
+
+  request.arrays.erase("B");
+  request.values["M"] = "4";
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)) ==
+        "size M is 4 from --set M=4 but 3 from 'A' (dimension 0)");
+
+  ArgumentRequest shapes;
+  shapes.values = {{"steps", "1"}};
+  shapes.arrays["x"] = HostArray(ScalarType::F64, {2});
+  // N=2 and steps=1 give an empty y, which is allowed.
+  auto empty = bindKernelArguments(kernel("shrink"), shapes);
+  REQUIRE(empty.has_value());
+  CHECK(empty->params[2].elementCount() == 0);
+}
+
+TEST_CASE_FIXTURE(Fixture, "missing sizes and values are errors saying what to set") {
+  ArgumentRequest request;
+  request.values["K"] = "3";
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)) ==
+        "cannot infer sizes M, N of kernel 'matmul' from the arrays given: set them with "
+        "--set M=... --set N=...");
+  ArgumentRequest none;
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), none)) ==
+        "kernel 'shrink' needs a value for steps: give it with --set steps=...");
+}
+
+TEST_CASE_FIXTURE(Fixture, "values are parsed by their declared type") {
+  ArgumentRequest request;
+  request.values = {{"n", "1"}, {"f", "0.5"}, {"flag", "true"}};
+  auto args = bindKernelArguments(kernel("params"), request);
+  REQUIRE(args.has_value());
+  CHECK(args->params[0].getAsInt(0) == 1);
+  CHECK(args->params[1].getAsDouble(0) == 0.5);
+  CHECK(args->params[2].getAsInt(0) == 1);
+  auto errorFor = [&](const std::string &name, const std::string &value) {
+    ArgumentRequest changed = request;
+    changed.values[name] = value;
+    return errorOf(bindKernelArguments(kernel("params"), changed));
+  };
+  CHECK(errorFor("n", "abc") == "invalid value 'abc' for 'n' (a i32)");
+  CHECK(errorFor("n", "1.5") == "invalid value '1.5' for 'n' (a i32)");
+  CHECK(errorFor("n", "3000000000") == "value 3000000000 for 'n' is out of range for i32");
+  CHECK(errorFor("n", "99999999999999999999") ==
+        "value 99999999999999999999 for 'n' is out of range for i32");
+  CHECK(errorFor("f", "1e39") == "value 1e39 for 'f' is out of range for f32");
+  CHECK(errorFor("f", "0.5x") == "invalid value '0.5x' for 'f' (a f32)");
+  CHECK(errorFor("flag", "yes") == "invalid value 'yes' for 'flag' (a bool)");
+
+  request.values = {{"steps", "1"}};
+  request.values["steps"] = "1";
+  request.values["N"] = "-3";
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)) ==
+        "invalid value '-3' for size N (a non-negative integer)");
+  request.values["N"] = "4";
+  request.values["bogus"] = "1";
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)) ==
+        "kernel 'shrink' has no parameter or size named 'bogus' (it has steps, x, y, total, N)");
+  request.values.erase("bogus");
+  request.values["x"] = "1";
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)).find("is an array") !=
+        std::string::npos);
+  request.values.erase("x");
+  request.values["total"] = "1";
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)).find("cannot be set") !=
+        std::string::npos);
+}
+
+TEST_CASE_FIXTURE(Fixture,
+                  "arrays larger than the memory available are refused before allocation") {
+  ArgumentRequest request;
+  request.values = {{"M", "100000"}, {"N", "100000"}, {"K", "100000"}};
+  request.memoryLimitBytes = 23'000'000'000;
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)) ==
+        "arrays need 120 GB but the machine has 23 GB available");
+  request.values = {{"M", "4000000000"}, {"N", "4000000000"}, {"K", "4000000000"}};
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)).find("more bytes than") !=
+        std::string::npos);
+  ArgumentRequest machine; // the real MemAvailable
+  machine.values = {{"M", "1000000"}, {"N", "1000000"}, {"K", "1000000"}};
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), machine)).find("arrays need 12 TB") == 0);
+  CHECK(formatByteCount(0) == "0 B");
+  CHECK(formatByteCount(1'200'000'000'000) == "1.2 TB");
+  CHECK(formatByteCount(999) == "999 B");
+}
+
+TEST_CASE_FIXTURE(Fixture, "random inputs are deterministic, in range and differ by seed") {
+  ArgumentRequest request;
+  request.values = {{"M", "16"}, {"N", "16"}, {"K", "16"}};
+  request.seed = 42;
+  auto first = bindKernelArguments(kernel("matmul"), request);
+  auto second = bindKernelArguments(kernel("matmul"), request);
+  REQUIRE(first.has_value());
+  REQUIRE(second.has_value());
+  CHECK(first->params[0].bytes == second->params[0].bytes);
+  CHECK(first->params[0].bytes != first->params[1].bytes); // per-parameter streams
+  double low = 1, high = -1;
+  for (size_t i = 0; i < first->params[0].elementCount(); ++i) {
+    low = std::min(low, first->params[0].getAsDouble(i));
+    high = std::max(high, first->params[0].getAsDouble(i));
+  }
+  CHECK(low >= -1);
+  CHECK(low < -0.8);
+  CHECK(high < 1);
+  CHECK(high > 0.8);
+  request.seed = 43;
+  auto other = bindKernelArguments(kernel("matmul"), request);
+  REQUIRE(other.has_value());
+  CHECK(other->params[0].bytes != first->params[0].bytes);
+
+  ArgumentRequest ints;
+  ints.values = {{"N", "1000"}};
+  auto flags = bindKernelArguments(kernel("flags"), ints);
+  REQUIRE(flags.has_value());
+  int64_t trueCount = 0, largest = 0, smallest = 16;
+  for (size_t i = 0; i < 1000; ++i) {
+    trueCount += flags->params[0].getAsInt(i);
+    largest = std::max(largest, flags->params[1].getAsInt(i));
+    smallest = std::min(smallest, flags->params[1].getAsInt(i));
+  }
+  CHECK(trueCount > 400);
+  CHECK(trueCount < 600);
+  CHECK(smallest == 0);
+  CHECK(largest == 15);
+}

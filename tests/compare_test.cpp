@@ -1,0 +1,105 @@
+// Comparing engine results: exact integers, tolerant floats, NaN, shapes.
+#include "TestSupport.h"
+
+#include "engine/Compare.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace loopc;
+
+namespace {
+
+HostArray filled(ScalarType type, std::vector<int64_t> shape, double value) {
+  HostArray array(type, std::move(shape));
+  for (size_t i = 0; i < array.elementCount(); ++i)
+    array.setFromDouble(i, value);
+  return array;
+}
+
+} // namespace
+
+TEST_CASE("integers and bools must match exactly") {
+  HostArray expected = filled(ScalarType::I32, {2, 3}, 7);
+  HostArray actual = expected;
+  CHECK(compareArrays(expected, actual).matches);
+  actual.data<int32_t>()[4] = 8;
+  actual.data<int32_t>()[5] = 9;
+  CompareReport report = compareArrays(expected, actual);
+  CHECK_FALSE(report.matches);
+  CHECK(report.mismatchCount == 2);
+  CHECK(report.firstIndex == std::vector<int64_t>{1, 1});
+  CHECK(report.describe("C") == "C[1][1]: expected 7, got 8 (2 elements differ)");
+
+  HostArray flags = filled(ScalarType::Bool, {4}, 1);
+  HostArray other = flags;
+  other.data<uint8_t>()[3] = 0;
+  CHECK(compareArrays(flags, other).describe("b") == "b[3]: expected 1, got 0 (1 element differ)");
+}
+
+TEST_CASE("floats match within a tolerance that depends on the type and reduction length") {
+  HostArray expected = filled(ScalarType::F32, {4}, 1000);
+  HostArray close = expected;
+  close.data<float>()[2] = std::nextafter(1000.0f, 2000.0f);
+  CHECK(compareArrays(expected, close).matches);
+  HostArray far = expected;
+  far.data<float>()[2] = 1000.5f;
+  CHECK_FALSE(compareArrays(expected, far).matches);
+  // A long reduction earns a looser tolerance.
+  HostArray looser = expected;
+  looser.data<float>()[2] = 1000.0f * (1 + 2e-4f);
+  CHECK_FALSE(compareArrays(expected, looser).matches);
+  CHECK(compareArrays(expected, looser, {.reductionLength = 1 << 20}).matches);
+
+  // f64 is held to its own epsilon: a difference fine for f32 is not here.
+  HostArray doubles = filled(ScalarType::F64, {2}, 1.0);
+  HostArray nearDoubles = doubles;
+  nearDoubles.data<double>()[1] = 1.0 + 1e-7;
+  CHECK_FALSE(compareArrays(doubles, nearDoubles).matches);
+  nearDoubles.data<double>()[1] = 1.0 + 1e-15;
+  CHECK(compareArrays(doubles, nearDoubles).matches);
+  CHECK(defaultRelativeTolerance(ScalarType::F64, 1) <
+        defaultRelativeTolerance(ScalarType::F32, 1));
+}
+
+TEST_CASE("results near zero are compared against the array's magnitude") {
+  HostArray expected = filled(ScalarType::F32, {3}, 100);
+  expected.data<float>()[1] = 1e-6f; // a sum that cancelled
+  HostArray actual = expected;
+  actual.data<float>()[1] = 2e-6f;
+  CHECK(compareArrays(expected, actual).matches);
+  actual.data<float>()[1] = 0.5f;
+  CHECK_FALSE(compareArrays(expected, actual).matches);
+}
+
+TEST_CASE("NaN matches NaN; infinities must match exactly") {
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  double inf = std::numeric_limits<double>::infinity();
+  HostArray expected = filled(ScalarType::F64, {3}, nan);
+  expected.setFromDouble(1, inf);
+  expected.setFromDouble(2, 1);
+  HostArray actual = expected;
+  CHECK(compareArrays(expected, actual).matches);
+  actual.setFromDouble(1, -inf);
+  CHECK_FALSE(compareArrays(expected, actual).matches);
+  actual.setFromDouble(1, inf);
+  actual.setFromDouble(0, 1);
+  CompareReport report = compareArrays(expected, actual);
+  CHECK(report.mismatchCount == 1);
+  CHECK(report.firstIndex == std::vector<int64_t>{0});
+  actual.setFromDouble(0, nan);
+  actual.setFromDouble(2, nan);
+  CHECK_FALSE(compareArrays(expected, actual).matches);
+}
+
+TEST_CASE("different types or shapes are reported as such") {
+  CompareReport report =
+      compareArrays(filled(ScalarType::F32, {2, 3}, 0), filled(ScalarType::F32, {3, 2}, 0));
+  CHECK_FALSE(report.matches);
+  CHECK(report.describe("C") == "C: expected f32[2][3], got f32[3][2]");
+  CHECK_FALSE(
+      compareArrays(filled(ScalarType::F32, {}, 0), filled(ScalarType::F64, {}, 0)).matches);
+  CHECK(compareArrays(filled(ScalarType::F32, {}, 2), filled(ScalarType::F32, {}, 2)).matches);
+}
