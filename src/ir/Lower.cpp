@@ -412,7 +412,8 @@ private:
       lo = once(name + ".min", lo);
       result.loopVar = name;
       result.min = lo;
-      result.extent = makeBinary(BinaryOpKind::Sub, hi, lo);
+      const auto *zero = lo->as<IntImm>();
+      result.extent = zero && zero->value == 0 ? hi : makeBinary(BinaryOpKind::Sub, hi, lo);
       return result;
     }
     Expr step = once(name + ".step", lowerExpr(*range.step, out));

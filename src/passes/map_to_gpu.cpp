@@ -43,6 +43,12 @@ protected:
   }
 };
 
+// `min + offset`, without the addition when min is zero (the common case).
+Expr offsetFrom(const Expr &min, Expr offset) {
+  const auto *zero = min->as<IntImm>();
+  return zero && zero->value == 0 ? offset : makeBinary(BinaryOpKind::Add, min, std::move(offset));
+}
+
 class GpuMapper : public IRMutator {
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -93,7 +99,7 @@ private:
     Expr guard;
     for (const For *loop : mapped) {
       Expr inRange = makeBinary(BinaryOpKind::Lt, makeVar(loop->min->type, loop->var),
-                                makeBinary(BinaryOpKind::Add, loop->min, loop->extent));
+                                offsetFrom(loop->min, loop->extent));
       guard = guard ? makeBinary(BinaryOpKind::And, guard, inRange) : inRange;
     }
     body = std::make_shared<IfThenElse>(guard, body);
@@ -106,8 +112,7 @@ private:
           makeBinary(BinaryOpKind::Add,
                      makeBinary(BinaryOpKind::Mul, makeVar(type, loop->var + ".block"), size),
                      makeVar(type, loop->var + ".thread"));
-      body = std::make_shared<LetStmt>(loop->var, makeBinary(BinaryOpKind::Add, loop->min, offset),
-                                       body);
+      body = std::make_shared<LetStmt>(loop->var, offsetFrom(loop->min, offset), body);
     }
     for (size_t d = 0; d < mapped.size(); ++d) {
       const For *loop = mapped[d];
