@@ -214,11 +214,34 @@ struct Slot {
   std::unique_ptr<HostArray> ownedArray; // the storage of a local array
 };
 
-struct Frame {
-  explicit Frame(const FrameLayout &layout) : layout(layout), slots(layout.slotCount()) {}
+// Slot vectors of finished frames, kept for reuse: a fn called in an inner
+// loop would otherwise allocate a frame per call.
+using SlotPool = std::vector<std::vector<Slot>>;
+
+// The variables of one invocation. Its slots start value-initialized (no
+// array, zero scalars), whether freshly allocated or taken from the pool.
+class Frame {
+public:
+  Frame(SlotPool &pool, const FrameLayout &layout) : layout(layout), pool_(pool) {
+    if (!pool.empty()) {
+      slots = std::move(pool.back());
+      pool.pop_back();
+    }
+    slots.resize(layout.slotCount());
+  }
+  ~Frame() {
+    slots.clear();
+    pool_.push_back(std::move(slots));
+  }
+  Frame(const Frame &) = delete;
+  Frame &operator=(const Frame &) = delete;
+
   const FrameLayout &layout;
   std::vector<Slot> slots;
   Value returnValue;
+
+private:
+  SlotPool &pool_;
 };
 
 // Whether a statement finished normally or executed `return`.
@@ -350,6 +373,7 @@ private:
                                  const std::vector<ExprPtr> &indices, SourceRange range);
 
   Frame *frame_ = nullptr;
+  SlotPool slotPool_;
   std::unordered_map<const void *, std::unique_ptr<FrameLayout>> layouts_;
 };
 
@@ -383,7 +407,7 @@ Status Executor::runKernel(const KernelDecl &kernel, KernelArgs &args) {
     else
       arguments[i].scalar = loadElement(given, 0);
   }
-  Frame frame(layoutOf(kernel));
+  Frame frame(slotPool_, layoutOf(kernel));
   FrameScope scope(*this, frame);
   if (Status bound = bindKernelParameters(kernel, arguments, &args.sizes); !bound)
     return bound;
@@ -639,7 +663,7 @@ Status Executor::execKernelCall(const CallStmt &call) {
   }
 
   {
-    Frame frame(layoutOf(callee));
+    Frame frame(slotPool_, layoutOf(callee));
     FrameScope scope(*this, frame);
     if (Status bound = bindKernelParameters(callee, arguments, nullptr); !bound)
       return bound;
@@ -777,14 +801,20 @@ Expected<Value> Executor::evalBinary(const BinaryExpr &binary) {
 }
 
 Expected<Value> Executor::evalCall(const CallExpr &call) {
-  // Builtins take at most three arguments; fns are not limited.
-  std::vector<Value> arguments;
-  arguments.reserve(call.args.size());
-  for (const ExprPtr &arg : call.args) {
-    Expected<Value> value = eval(*arg);
+  // Builtins and most fns take a few arguments: keep those off the heap.
+  constexpr size_t kInlineArguments = 4;
+  Value inlineArguments[kInlineArguments];
+  std::vector<Value> heapArguments;
+  if (call.args.size() > kInlineArguments)
+    heapArguments.resize(call.args.size());
+  std::span<Value> arguments = heapArguments.empty()
+                                   ? std::span<Value>(inlineArguments, call.args.size())
+                                   : std::span<Value>(heapArguments);
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    Expected<Value> value = eval(*call.args[i]);
     if (!value)
       return value;
-    arguments.push_back(*value);
+    arguments[i] = *value;
   }
   if (call.isBuiltin)
     return interp::applyBuiltin(call.builtin, arguments);
@@ -792,7 +822,7 @@ Expected<Value> Executor::evalCall(const CallExpr &call) {
 }
 
 Expected<Value> Executor::callFn(const FnDecl &fn, std::span<const Value> arguments) {
-  Frame frame(layoutOf(fn));
+  Frame frame(slotPool_, layoutOf(fn));
   for (size_t i = 0; i < fn.params.size(); ++i)
     frame.slots[frame.layout.slotOf(fn.params[i].get())].scalar = arguments[i];
   FrameScope scope(*this, frame);

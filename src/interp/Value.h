@@ -2,7 +2,8 @@
 // declared type: i32 arithmetic wraps in 32 bits and f32 arithmetic rounds to
 // float after every operation, as compiled code does. Keeping every operator
 // here, away from the tree walk, makes the semantic choices easy to audit
-// (they are listed in Interpreter.h).
+// (they are listed in Interpreter.h). The operators every loop iteration uses
+// (binary arithmetic, reductions) are inline; the rest are in Value.cpp.
 #pragma once
 
 #include "frontend/Ast.h"
@@ -94,6 +95,9 @@ template <typename Visitor> decltype(auto) visitScalarType(ScalarType type, Visi
 
 namespace detail {
 
+// Integer arithmetic goes through the unsigned type of the same width, where
+// overflow wraps by definition, so signed results are two's complement
+// without undefined behaviour.
 template <typename T> using Unsigned = std::make_unsigned_t<T>;
 
 template <typename T>
