@@ -21,7 +21,8 @@ namespace {
 
 std::vector<std::string> goldenNames() {
   std::vector<std::string> names;
-  for (const auto &entry : std::filesystem::directory_iterator(test::sourcePath("tests/diagnostics")))
+  for (const auto &entry :
+       std::filesystem::directory_iterator(test::sourcePath("tests/diagnostics")))
     if (entry.is_regular_file() && entry.path().extension() == ".loop")
       names.push_back(entry.path().stem().string());
   std::sort(names.begin(), names.end());

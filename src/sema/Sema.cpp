@@ -296,10 +296,8 @@ private:
     Ty type = checkExpr(extent);
     if (type.isPoison())
       return;
-    if (type.isKnown() && !isInteger(type.scalar)) {
-      diagnostics_.error(extent.range, "an array extent must be an integer, got " + describe(type));
+    if (type.isKnown() && isInteger(type.scalar))
       return;
-    }
     if (!coerce(extent, type, ScalarType::I64))
       diagnostics_.error(extent.range, "an array extent must be an integer, got " + describe(type));
   }

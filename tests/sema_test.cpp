@@ -1,0 +1,288 @@
+// The semantic checker on valid programs: the types and declarations it
+// records in the AST (literal typing from context, sizes, loop variables,
+// callees), and the parfor race check accepting the legal patterns. Its
+// error messages are covered by the goldens of diagnostics_test.cpp.
+#include "TestSupport.h"
+
+#include <doctest/doctest.h>
+
+using namespace loopc;
+
+namespace {
+
+std::unique_ptr<test::LoadedProgram> checked(const std::string &text) {
+  auto loaded = test::loadText(text);
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  CHECK(loaded->diagnostics.empty());
+  return loaded;
+}
+
+const KernelDecl &kernel(const test::LoadedProgram &loaded, const std::string &name) {
+  const KernelDecl *found = loaded.program->findKernel(name);
+  REQUIRE(found);
+  return *found;
+}
+
+const Stmt &stmt(const KernelDecl &kernel, size_t index) {
+  REQUIRE(index < kernel.body->stmts.size());
+  return *kernel.body->stmts[index];
+}
+
+const DeclStmt &declAt(const KernelDecl &kernel, size_t index) {
+  const auto *decl = stmt(kernel, index).as<DeclStmt>();
+  REQUIRE(decl);
+  return *decl;
+}
+
+const AssignStmt &assignAt(const KernelDecl &kernel, size_t index) {
+  const auto *assign = stmt(kernel, index).as<AssignStmt>();
+  REQUIRE(assign);
+  return *assign;
+}
+
+std::vector<std::string> sizeNames(const KernelDecl &kernel) {
+  std::vector<std::string> names;
+  for (const auto &size : kernel.sizes) {
+    CHECK(size->kind == VarDecl::Kind::Size);
+    CHECK(size->type.element == ScalarType::I64);
+    names.push_back(size->name);
+  }
+  return names;
+}
+
+} // namespace
+
+TEST_CASE("literals take the type their context needs") {
+  auto loaded = checked(R"(
+kernel k(A: inout f32[N], n: i32, d: out f64) {
+  let a = 2;
+  let b = 2.5;
+  let c: f32 = 1;
+  let e = A[0] * 0.5;
+  let f = -1 + 2 * 3;
+  let g = n + 1;
+  d = 1;
+  let h = 1 < 2.5;
+}
+)");
+  const KernelDecl &k = kernel(*loaded, "k");
+  CHECK(declAt(k, 0).var->type.element == ScalarType::I64);
+  CHECK(declAt(k, 0).init->type == ScalarType::I64);
+  CHECK(declAt(k, 1).var->type.element == ScalarType::F64);
+  CHECK(declAt(k, 2).var->type.element == ScalarType::F32);
+  CHECK(declAt(k, 2).init->type == ScalarType::F32);
+
+  const DeclStmt &product = declAt(k, 3);
+  CHECK(product.var->type.element == ScalarType::F32);
+  const auto *multiply = product.init->as<BinaryExpr>();
+  REQUIRE(multiply);
+  CHECK(multiply->rhs->type == ScalarType::F32);
+  const auto *element = multiply->lhs->as<IndexExpr>();
+  REQUIRE(element);
+  CHECK(element->indices[0]->type == ScalarType::I64);
+
+  const DeclStmt &folded = declAt(k, 4);
+  CHECK(folded.var->type.element == ScalarType::I64);
+  const auto *sum = folded.init->as<BinaryExpr>();
+  REQUIRE(sum);
+  CHECK(sum->lhs->type == ScalarType::I64);
+  CHECK(sum->rhs->as<BinaryExpr>()->lhs->type == ScalarType::I64);
+
+  CHECK(declAt(k, 5).var->type.element == ScalarType::I32);
+  CHECK(declAt(k, 5).init->as<BinaryExpr>()->rhs->type == ScalarType::I32);
+  CHECK(assignAt(k, 6).value->type == ScalarType::F64);
+
+  const DeclStmt &comparison = declAt(k, 7);
+  CHECK(comparison.var->type.element == ScalarType::Bool);
+  CHECK(comparison.init->as<BinaryExpr>()->lhs->type == ScalarType::F64);
+}
+
+TEST_CASE("sizes are declared by bare extents, in order of first appearance") {
+  auto loaded = checked(R"(
+kernel k(x: in f32[N], A: in f32[M][K], steps: i32, B: in f32[K][N], C: out f32[M][N], D: out f32[N-2], E: out f32[steps]) {
+}
+)");
+  const KernelDecl &k = kernel(*loaded, "k");
+  CHECK(sizeNames(k) == std::vector<std::string>{"N", "M", "K"});
+  const auto *extent = k.params[5]->type.dims[0]->as<BinaryExpr>();
+  REQUIRE(extent);
+  const auto *size = extent->lhs->as<NameExpr>();
+  REQUIRE(size);
+  CHECK(size->decl == k.sizes[0].get());
+  CHECK(extent->type == ScalarType::I64);
+  // An integer scalar parameter used as an extent is that parameter, not a size.
+  const auto *byParam = k.params[6]->type.dims[0]->as<NameExpr>();
+  REQUIRE(byParam);
+  CHECK(byParam->decl == k.params[2].get());
+}
+
+TEST_CASE("loop variables have the type of their bounds") {
+  auto loaded = checked(R"(
+kernel k(steps: i32, A: inout f32[N]) {
+  for t in 0..steps { }
+  for u in 0..10 by 2 { }
+  parfor i in 0..N { A[i] = A[i] + 1.0; }
+}
+)");
+  const KernelDecl &k = kernel(*loaded, "k");
+  const auto *timeLoop = stmt(k, 0).as<ForStmt>();
+  REQUIRE(timeLoop);
+  CHECK(timeLoop->range.var->type.element == ScalarType::I32);
+  CHECK(timeLoop->range.lo->type == ScalarType::I32);
+  const auto *literalLoop = stmt(k, 1).as<ForStmt>();
+  REQUIRE(literalLoop);
+  CHECK(literalLoop->range.var->type.element == ScalarType::I64);
+  CHECK(literalLoop->range.step->type == ScalarType::I64);
+  const auto *parfor = stmt(k, 2).as<ParforStmt>();
+  REQUIRE(parfor);
+  CHECK(parfor->ranges[0].var->type.element == ScalarType::I64);
+  CHECK(parfor->ranges[0].var->kind == VarDecl::Kind::LoopVar);
+}
+
+TEST_CASE("names, callees and redomap operators are resolved") {
+  auto loaded = checked(R"(
+assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }
+fn half(x: f32) -> f32 { return x / 2.0; }
+
+kernel norm(x: in f32[N], r: out f32) {
+  r = redomap(absmax, 0.0, i in 0..N) half(x[i]);
+}
+
+kernel twice(x: in f32[N], r: out f32, s: out f32) {
+  norm(x, r);
+  s = sqrt(r);
+}
+)");
+  const KernelDecl &norm = kernel(*loaded, "norm");
+  const AssignStmt &reduce = assignAt(norm, 0);
+  CHECK(reduce.decl == norm.params[1].get());
+  const auto *redomap = reduce.value->as<RedomapExpr>();
+  REQUIRE(redomap);
+  CHECK(redomap->op.userFn == loaded->program->findFn("absmax"));
+  CHECK(redomap->type == ScalarType::F32);
+  CHECK(redomap->neutral->type == ScalarType::F32);
+  const auto *call = redomap->body->as<CallExpr>();
+  REQUIRE(call);
+  CHECK_FALSE(call->isBuiltin);
+  CHECK(call->fn == loaded->program->findFn("half"));
+  const auto *element = call->args[0]->as<IndexExpr>();
+  REQUIRE(element);
+  CHECK(element->decl == norm.params[0].get());
+  const auto *index = element->indices[0]->as<NameExpr>();
+  REQUIRE(index);
+  CHECK(index->decl == redomap->ranges[0].var.get());
+
+  const KernelDecl &twice = kernel(*loaded, "twice");
+  const auto *kernelCall = stmt(twice, 0).as<CallStmt>();
+  REQUIRE(kernelCall);
+  CHECK(kernelCall->kernel == &norm);
+  CHECK(kernelCall->args[0]->as<NameExpr>()->decl == twice.params[0].get());
+  const auto *root = assignAt(twice, 1).value->as<CallExpr>();
+  REQUIRE(root);
+  CHECK(root->isBuiltin);
+  CHECK(root->builtin == Builtin::Sqrt);
+  CHECK(root->type == ScalarType::F32);
+}
+
+TEST_CASE("kernel calls unify the callee's sizes with the caller's shapes") {
+  checked(R"(
+kernel gemm(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+kernel square(A: in f32[N][N], C: out f32[N][N]) { gemm(A, A, C); }
+kernel chain(A: in f32[P][Q], B: in f32[Q][R], T: out f32[P][R]) { gemm(A, B, T); }
+)");
+  auto mismatch = test::loadText(R"(
+kernel gemm(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) { }
+kernel bad(A: in f32[P][Q], B: in f32[P][R], T: out f32[P][R]) { gemm(A, B, T); }
+)");
+  CHECK(mismatch->program == nullptr);
+  CHECK(mismatch->diagnostics.find("shape mismatch: dimension 1 of 'B'") != std::string::npos);
+}
+
+TEST_CASE("the race check accepts the legal parfor patterns") {
+  checked(R"(
+kernel matmul(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+kernel transpose(A: in f32[N][M], B: out f32[M][N]) {
+  parfor i in 0..N, j in 0..M { B[j][i] = A[i][j]; }
+}
+kernel jacobi2d(steps: i32, A: inout f64[N][N], B: inout f64[N][N]) {
+  for t in 0..steps {
+    parfor i in 1..N-1, j in 1..N-1 {
+      B[i][j] = 0.2 * (A[i][j] + A[i][j-1] + A[i][j+1] + A[i-1][j] + A[i+1][j]);
+    }
+    parfor i in 1..N-1, j in 1..N-1 { A[i][j] = B[i][j]; }
+  }
+}
+kernel stencil(A: in f32[N], B: out f32[N-2]) {
+  parfor i in 0..N-2 { B[i] = (A[i] + A[i+1] + A[i+2]) / 3.0; }
+}
+kernel reverse(A: in f32[N], B: out f32[N]) {
+  parfor i in 0..N { B[N - 1 - i] = A[i]; }
+}
+kernel private_arrays(A: in f32[N][M], B: out f32[N][M]) {
+  parfor i in 0..N {
+    var row: f32[M];
+    var total: f32;
+    for j in 0..M { row[j] = A[i][j]; total += row[j]; }
+    let last = M - 1;
+    parfor j in 0..M { B[i][last - j] = row[j] / total; }
+  }
+}
+kernel triangular(A: in f32[N][N], L: out f32[N][N]) {
+  parfor i in 0..N, j in 0..i+1 { L[i][j] = A[i][j]; }
+}
+kernel row_prefix(A: inout f32[N][M]) {
+  parfor i in 0..N { for j in 1..M { A[i][j] += A[i][j-1]; } }
+}
+kernel gauss(A: inout f32[N][N], m: inout f32[N]) {
+  for k in 0..N-1 {
+    parfor i in k+1..N { m[i] = A[i][k] / A[k][k]; }
+    parfor i in k+1..N, j in k..N { A[i][j] -= m[i] * A[k][j]; }
+  }
+}
+kernel halves(A: inout f32[N][2]) {
+  parfor i in 0..N { A[i][0] = A[i][1]; }
+}
+)");
+}
+
+TEST_CASE("the race check reports the elimination step of DESIGN.md") {
+  auto loaded = test::loadText(R"(
+kernel gauss(A: inout f32[N][N]) {
+  for k in 0..N-1 {
+    parfor i in k+1..N, j in k..N {
+      A[i][j] -= A[i][k] / A[k][k] * A[k][j];
+    }
+  }
+}
+)");
+  CHECK(loaded->program == nullptr);
+  // Only A[i][k] races: row k (A[k][k], A[k][j]) is never written.
+  CHECK(loaded->diagnostics.find("test.loop:5:18: error: read-write race: this element of 'A' "
+                                 "may be written by another iteration over 'j'") !=
+        std::string::npos);
+  CHECK(loaded->diagnostics.find("5:28: error") == std::string::npos);
+  CHECK(loaded->diagnostics.find("5:38: error") == std::string::npos);
+}
+
+TEST_CASE("redomap loop variables are not parfor variables") {
+  auto loaded = test::loadText(R"(
+kernel k(A: in f32[N][M], B: out f32[N]) {
+  parfor i in 0..N { B[i] = redomap(+, 0.0, j in 0..M) A[i][j]; }
+}
+kernel bad(A: in f32[N][M], B: out f32[M]) {
+  parfor i in 0..N { B[0] = redomap(+, 0.0, j in 0..M) A[i][j]; }
+}
+)");
+  CHECK(loaded->diagnostics.find("test.loop:3") == std::string::npos);
+  CHECK(loaded->diagnostics.find("test.loop:6:22: error: race: the write to 'B' does not depend "
+                                 "on parfor variable 'i'") != std::string::npos);
+}
