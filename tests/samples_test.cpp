@@ -156,12 +156,15 @@ KernelRun runKernel(const LoadedProgram &loaded, const std::string &kernelName,
   request.arrays = std::move(arrays);
   request.seed = seed;
   Expected<KernelArgs> bound = bindKernelArguments(*run.kernel, request);
-  REQUIRE_MESSAGE(bound.has_value(), kernelName << ": " << bound.error().message);
+  // The messages are built only on failure: error() is not there on success.
+  if (!bound)
+    FAIL(kernelName << ": " << bound.error().message);
   run.before = *bound;
   run.after = std::move(*bound);
   Interpreter interpreter;
   Expected<RunStats> stats = interpreter.run(*loaded.program, *run.kernel, run.after);
-  REQUIRE_MESSAGE(stats.has_value(), kernelName << " failed: " << stats.error().message);
+  if (!stats)
+    FAIL(kernelName << " failed: " << stats.error().message);
   return run;
 }
 
