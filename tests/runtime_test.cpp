@@ -63,7 +63,7 @@ private:
 };
 
 const char *kStubPtx = ".version 8.0\n.target sm_90\n.address_size 64\n"
-                       ".visible .entry stub_fill_u32(.param .u64 out, .param .u32 value, "
+                       ".visible .entry loopc_fill_u32(.param .u64 out, .param .u32 value, "
                        ".param .u32 count) { ret; }\n"
                        ".visible .entry matmul() { ret; }\n";
 
@@ -238,9 +238,9 @@ TEST_CASE("a loaded module gives its JIT log, functions and their attributes") {
   auto module = runtime.loadPtx(kStubPtx, "fill");
   REQUIRE_MESSAGE(module, module.error().message);
   CHECK(module->jitLog() == "ptxas info    : Used 8 registers");
-  auto function = module->function("stub_fill_u32");
+  auto function = module->function("loopc_fill_u32");
   REQUIRE(function);
-  auto again = module->function("stub_fill_u32");
+  auto again = module->function("loopc_fill_u32");
   REQUIRE(again);
   CHECK(again->handle() == function->handle());
   auto attributes = function->info();
@@ -259,7 +259,7 @@ TEST_CASE("a timed launch passes parameters and geometry and reports the kernel 
   Runtime runtime = openStub();
   auto module = runtime.loadPtx(kStubPtx, "fill");
   REQUIRE(module);
-  auto fill = module->function("stub_fill_u32");
+  auto fill = module->function("loopc_fill_u32");
   REQUIRE(fill);
   auto buffer = runtime.allocate(8 * sizeof(uint32_t));
   REQUIRE(buffer);

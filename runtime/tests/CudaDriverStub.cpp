@@ -5,7 +5,7 @@
 //
 // Buffers live in host memory. A module "compiles" when its PTX text does not
 // contain "syntax error"; its kernels are the names after ".entry". Launching
-// the kernel named "stub_fill_u32" runs it for real (its parameters are
+// the kernel named "loopc_fill_u32" runs it for real (its parameters are
 // (u32 *out, u32 value, u32 count)), so parameter passing can be checked.
 // Built as a second library with LOOPC_STUB_WITHOUT_LAUNCH, it lacks
 // cuLaunchKernel, like a driver too old for the runtime.
@@ -320,9 +320,11 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX, unsigne
                                 unsigned int blockZ, unsigned int sharedBytes, CUstream,
                                 void **params, void **) {
   LOOPC_STUB_ENTRY("cuLaunchKernel");
+  if (uint64_t{blockX} * blockY * blockZ > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
   const unsigned launch[7] = {gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes};
   std::memcpy(state().lastLaunch, launch, sizeof launch);
-  if (function->name == "stub_fill_u32") {
+  if (function->name == "loopc_fill_u32") {
     auto *out = reinterpret_cast<uint32_t *>(*static_cast<CUdeviceptr *>(params[0]));
     uint32_t value = *static_cast<uint32_t *>(params[1]);
     uint32_t count = *static_cast<uint32_t *>(params[2]);
