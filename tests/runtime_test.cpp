@@ -117,6 +117,9 @@ TEST_CASE("the cpu device copies, sets and times host buffers") {
   auto start = runtime->createEvent();
   auto end = runtime->createEvent();
   REQUIRE((start && end));
+  auto unrecorded = end->elapsedSince(*start);
+  REQUIRE_FALSE(unrecorded);
+  CHECK(unrecorded.error().status == LOOPC_ERROR_INVALID_ARGUMENT);
   REQUIRE(start->record());
   REQUIRE(end->record());
   auto elapsed = end->elapsedSince(*start);

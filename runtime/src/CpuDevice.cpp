@@ -111,11 +111,16 @@ public:
   Outcome createEvent(loopc_event &) override { return {}; }
   Outcome destroyEvent(loopc_event &) override { return {}; }
   Outcome recordEvent(loopc_event &event) override {
-    event.recorded = std::chrono::steady_clock::now();
+    event.recordedAt = std::chrono::steady_clock::now();
+    event.recorded = true;
     return {};
   }
   OutcomeOr<float> elapsedMs(loopc_event &start, loopc_event &end) override {
-    return std::chrono::duration<float, std::milli>(end.recorded - start.recorded).count();
+    if (!start.recorded || !end.recorded)
+      return fail(
+          LOOPC_ERROR_INVALID_ARGUMENT,
+          "timing a region: both events must be recorded before their elapsed time is read");
+    return std::chrono::duration<float, std::milli>(end.recordedAt - start.recordedAt).count();
   }
 
 private:

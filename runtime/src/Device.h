@@ -43,8 +43,9 @@ struct loopc_module {
 };
 
 struct loopc_event {
-  void *handle = nullptr;                         // CUevent
-  std::chrono::steady_clock::time_point recorded; // the cpu device's clock
+  void *handle = nullptr;                           // CUevent
+  std::chrono::steady_clock::time_point recordedAt; // the cpu device's clock
+  bool recorded = false;
 };
 
 namespace loopc::runtime {
