@@ -581,6 +581,21 @@ TEST_CASE("samples/gauss.loop: Gaussian elimination without pivoting") {
     // Errors of earlier pivots propagate through later ones: a looser bound.
     checkClose(run.output("A"), expectationOf(a), "A", 1e-4);
     checkClose(run.output("L"), expectationOf(l), "L", 1e-4);
+
+    // Independently of the algorithm: L times the upper triangle of A is the
+    // input matrix.
+    Expectation product;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0, magnitude = 0;
+        for (int64_t k = 0; k <= std::min(i, j); ++k) {
+          double term = at(run.output("L"), {i, k}) * at(run.output("A"), {k, j});
+          sum += term;
+          magnitude += std::abs(term);
+        }
+        product.add(sum, magnitude);
+      }
+    checkClose(matrix, product, "L * U", 1e-4);
   }
 }
 
