@@ -286,3 +286,47 @@ kernel bad(A: in f32[N][M], B: out f32[M]) {
   CHECK(loaded->diagnostics.find("test.loop:6:22: error: race: the write to 'B' does not depend "
                                  "on parfor variable 'i'") != std::string::npos);
 }
+
+TEST_CASE("every flexible operand takes the type fixed by a later one") {
+  auto loaded = checked(R"(
+kernel k(x: f32, n: i32, r: out f32) {
+  r = fma(2.0, 3, x);
+  for i in 0..10 by n { }
+  r = x + (n > 0 ? 1 : 2.5);
+}
+)");
+  const KernelDecl &k = kernel(*loaded, "k");
+  const auto *call = assignAt(k, 0).value->as<CallExpr>();
+  REQUIRE(call);
+  CHECK(call->type == ScalarType::F32);
+  for (const auto &arg : call->args)
+    CHECK(arg->type == ScalarType::F32);
+  const auto *loop = stmt(k, 1).as<ForStmt>();
+  REQUIRE(loop);
+  CHECK(loop->range.var->type.element == ScalarType::I32);
+  CHECK(loop->range.lo->type == ScalarType::I32);
+  CHECK(loop->range.hi->type == ScalarType::I32);
+  const BinaryExpr *sum = assignAt(k, 2).value->as<BinaryExpr>();
+  REQUIRE(sum);
+  const auto *conditional = sum->rhs->as<ConditionalExpr>();
+  REQUIRE(conditional);
+  CHECK(conditional->type == ScalarType::F32);
+  CHECK(conditional->thenExpr->type == ScalarType::F32);
+  CHECK(conditional->elseExpr->type == ScalarType::F32);
+  CHECK(conditional->cond->as<BinaryExpr>()->rhs->type == ScalarType::I32);
+}
+
+TEST_CASE("a user function's arguments keep their own types inside a range bound") {
+  auto loaded = checked(R"(
+fn count(x: f32) -> i64 { return i64(x); }
+kernel k(A: out f32[N]) {
+  for i in 0..count(2.0) { }
+}
+)");
+  const auto *loop = stmt(kernel(*loaded, "k"), 0).as<ForStmt>();
+  REQUIRE(loop);
+  const auto *call = loop->range.hi->as<CallExpr>();
+  REQUIRE(call);
+  CHECK(call->type == ScalarType::I64);
+  CHECK(call->args[0]->type == ScalarType::F32);
+}

@@ -510,9 +510,9 @@ private:
   void checkRange(Range &range) {
     Ty lo = checkExpr(*range.lo);
     Ty hi = checkExpr(*range.hi);
+    Ty step = range.step ? checkExpr(*range.step) : Ty::known(ScalarType::I64);
     Ty type = unify(*range.lo, lo, *range.hi, hi, "..");
     if (range.step) {
-      Ty step = checkExpr(*range.step);
       type = unify(*range.lo, type, *range.step, step, "by");
       if (const auto *literal = range.step->as<IntLitExpr>(); literal && literal->value == 0)
         diagnostics_.error(range.step->range, "the step of a range must be positive");
@@ -529,17 +529,15 @@ private:
       poisoned_.insert(range.var.get());
     } else {
       varType = type.isKnown() ? type.scalar : ScalarType::I64;
-      finalizeRange(range, varType);
+      if (lo.isFlexible())
+        finalize(*range.lo, varType);
+      if (hi.isFlexible())
+        finalize(*range.hi, varType);
+      if (range.step && step.isFlexible())
+        finalize(*range.step, varType);
     }
     range.var->type.element = varType;
     declare(*range.var);
-  }
-
-  void finalizeRange(Range &range, ScalarType type) {
-    finalize(*range.lo, type);
-    finalize(*range.hi, type);
-    if (range.step)
-      finalize(*range.step, type);
   }
 
   void checkFor(ForStmt &loop) {
@@ -802,9 +800,8 @@ private:
 
   Ty checkIndexExpr(IndexExpr &index) {
     VarDecl *var = lookup(index.array);
-    bool ok = true;
     for (auto &subscript : index.indices)
-      ok = !checkIndex(*subscript).isPoison() && ok;
+      checkIndex(*subscript);
     if (!var) {
       reportUnknownName(index.array, index.range);
       return Ty::poison();
@@ -895,6 +892,10 @@ private:
       type = unify(*call.args[0], type, *call.args[i], args[i], call.callee.c_str());
     if (type.isPoison())
       return type;
+    if (type.isKnown())
+      for (size_t i = 0; i < args.size(); ++i)
+        if (args[i].isFlexible())
+          finalize(*call.args[i], type.scalar);
     if (type.is(ScalarType::Bool) ||
         (signature.floatOnly && type.isKnown() && !isFloat(type.scalar))) {
       diagnostics_.error(
@@ -1177,8 +1178,10 @@ private:
       return;
     }
     case Expr::Kind::Call:
-      for (auto &arg : expr.as<CallExpr>()->args)
-        finalize(*arg, type);
+      // Only a builtin call can be flexible: its arguments have its type.
+      if (expr.as<CallExpr>()->isBuiltin)
+        for (auto &arg : expr.as<CallExpr>()->args)
+          finalize(*arg, type);
       return;
     case Expr::Kind::Redomap: {
       auto *redomap = expr.as<RedomapExpr>();
