@@ -40,6 +40,8 @@ public:
       : driver(std::move(driver)), ordinal(ordinal) {}
 
   ~CudaDevice() override {
+    if (context)
+      makeCurrent(); // the timing events belong to it; nothing to report on failure
     if (timingStart)
       driver->cuEventDestroy(timingStart);
     if (timingEnd)
