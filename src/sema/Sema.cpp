@@ -628,6 +628,29 @@ private:
       }
       checkKernelArgument(*callee, *callee->params[i], arg, bindings);
     }
+    reportAliasedArguments(call, *callee);
+  }
+
+  // The race check and every engine assume that the arrays a kernel writes
+  // are distinct from its other arrays, so a call may not alias them.
+  void reportAliasedArguments(const CallStmt &call, const KernelDecl &callee) {
+    std::map<const VarDecl *, size_t> firstUse;
+    for (size_t i = 0; i < call.args.size() && i < callee.params.size(); ++i) {
+      const auto *name = call.args[i]->as<NameExpr>();
+      const VarDecl &param = *callee.params[i];
+      if (!name || !name->decl || !(param.isArray() || param.isScalarOutput()))
+        continue;
+      auto [it, inserted] = firstUse.try_emplace(name->decl, i);
+      if (inserted)
+        continue;
+      const VarDecl &other = *callee.params[it->second];
+      if (param.intent == Intent::In && other.intent == Intent::In)
+        continue;
+      diagnostics_.error(name->range, quoted(name->name) + " is passed to both " +
+                                          quoted(other.name) + " and " + quoted(param.name) +
+                                          " of " + quoted(callee.name) +
+                                          ", but a kernel's written arguments may not alias");
+    }
   }
 
   bool lookupResolvesArray(Expr &arg) {
