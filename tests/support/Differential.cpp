@@ -1,6 +1,8 @@
 // See Differential.h.
 #include "Differential.h"
 
+#include <algorithm>
+
 namespace loopc::test {
 
 namespace {
@@ -15,12 +17,19 @@ std::string describeRequest(const KernelDecl &kernel, const ArgumentRequest &req
   return text + ", seed " + std::to_string(request.seed) + ")";
 }
 
+uint64_t largestInput(const KernelDecl &kernel, const KernelArgs &args) {
+  uint64_t largest = 1;
+  for (size_t i = 0; i < kernel.params.size(); ++i)
+    if (kernel.params[i]->intent != Intent::Out)
+      largest = std::max<uint64_t>(largest, args.params[i].elementCount());
+  return largest;
+}
+
 } // namespace
 
 DifferentialOutcome runDifferential(const Program &program, const KernelDecl &kernel,
                                     const ArgumentRequest &request,
-                                    std::span<Engine *const> engines,
-                                    const CompareOptions &options) {
+                                    std::span<Engine *const> engines) {
   DifferentialOutcome outcome;
   std::string where = describeRequest(kernel, request);
   Expected<KernelArgs> inputs = bindKernelArguments(kernel, request);
@@ -29,6 +38,8 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
     outcome.report = where + ": inputs not bindable: " + inputs.error().message;
     return outcome;
   }
+  CompareOptions options;
+  options.reductionLength = largestInput(kernel, *inputs);
   KernelArgs reference = *inputs;
   if (auto ran = engines[0]->run(program, kernel, reference); !ran) {
     outcome.skipped = true;

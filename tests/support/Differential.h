@@ -21,10 +21,11 @@ struct DifferentialOutcome {
 };
 
 // `engines[0]` is the reference. The inputs come from bindKernelArguments on
-// `request`, copied to every engine.
+// `request`, copied to every engine. Floats are compared with the tolerance
+// of a reduction as long as the largest input, as `loopc run --check` does: no
+// reduction can read more elements than that.
 DifferentialOutcome runDifferential(const Program &program, const KernelDecl &kernel,
                                     const ArgumentRequest &request,
-                                    std::span<Engine *const> engines,
-                                    const CompareOptions &options = {});
+                                    std::span<Engine *const> engines);
 
 } // namespace loopc::test
