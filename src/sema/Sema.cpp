@@ -147,24 +147,31 @@ public:
         checkFnSignature(*fn);
     }
     // Bodies in source order, so that errors come out in reading order.
+    forEachInSourceOrder([&](FnDecl &fn) { checkFnBody(fn); },
+                         [&](KernelDecl &kernel) { checkKernel(kernel); });
+    reportRecursion();
+    return !diagnostics_.hasErrors();
+  }
+
+private:
+  // Visits the functions and kernels of every module, module by module, in
+  // the order they appear in the file.
+  template <typename OnFn, typename OnKernel>
+  void forEachInSourceOrder(OnFn onFn, OnKernel onKernel) {
+    auto before = [](SourceRange a, SourceRange b) {
+      return std::tie(a.begin.line, a.begin.col) < std::tie(b.begin.line, b.begin.col);
+    };
     for (const auto &module : program_.modules) {
       auto fn = module->fns.begin();
       auto kernel = module->kernels.begin();
       while (fn != module->fns.end() || kernel != module->kernels.end()) {
         if (kernel == module->kernels.end() ||
             (fn != module->fns.end() && before((*fn)->range, (*kernel)->range)))
-          checkFnBody(**fn++);
+          onFn(**fn++);
         else
-          checkKernel(**kernel++);
+          onKernel(**kernel++);
       }
     }
-    reportRecursion();
-    return !diagnostics_.hasErrors();
-  }
-
-private:
-  static bool before(SourceRange a, SourceRange b) {
-    return std::tie(a.begin.line, a.begin.col) < std::tie(b.begin.line, b.begin.col);
   }
 
   void checkKernel(KernelDecl &kernel) {
@@ -178,7 +185,7 @@ private:
   // ------------------------------------------------------------ globals ---
 
   void collectGlobalNames() {
-    auto define = [&](const std::string &name, SourceRange range, const char *what) {
+    auto define = [&](const std::string &name, SourceRange range) {
       if (findBuiltin(name)) {
         diagnostics_.error(range, quoted(name) + " is the name of a builtin function");
         return false;
@@ -190,17 +197,18 @@ private:
         diagnostics_.note(it->second, quoted(name) + " is first defined here");
         return false;
       }
-      (void)what;
       return true;
     };
-    for (const auto &module : program_.modules) {
-      for (const auto &kernel : module->kernels)
-        if (define(kernel->name, kernel->nameRange, "kernel"))
-          kernels_[kernel->name] = kernel.get();
-      for (const auto &fn : module->fns)
-        if (define(fn->name, fn->nameRange, "function"))
-          fns_[fn->name] = fn.get();
-    }
+    // In source order, so the first definition is the one kept.
+    forEachInSourceOrder(
+        [&](FnDecl &fn) {
+          if (define(fn.name, fn.nameRange))
+            fns_[fn.name] = &fn;
+        },
+        [&](KernelDecl &kernel) {
+          if (define(kernel.name, kernel.nameRange))
+            kernels_[kernel.name] = &kernel;
+        });
   }
 
   KernelDecl *findKernel(const std::string &name) const {
