@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace loopc::driver {
 
@@ -29,6 +30,7 @@ struct RunOptions {
   std::vector<std::string> outputs; // NAME=FILE.npy
   bool check = false;
   bool quiet = false;
+  int repeat = 1; // timed runs from the same inputs; the median is reported
 };
 
 bool isOutput(const VarDecl &param) {
@@ -99,6 +101,25 @@ bool checkAgainstInterpreter(Session &session, const KernelDecl &kernel, KernelA
   return allMatch;
 }
 
+// Runs the kernel `repeat` times, each from `inputs` when more than once so
+// that inout parameters start alike, and returns the median time. `args`
+// holds the last run's results.
+Expected<double> timeRuns(Engine &engine, const Program &program, const KernelDecl &kernel,
+                          KernelArgs &args, const std::optional<KernelArgs> &inputs, int repeat) {
+  std::vector<double> seconds;
+  for (int run = 0; run < repeat; ++run) {
+    if (run > 0)
+      args = *inputs;
+    auto stats = engine.run(program, kernel, args);
+    if (!stats)
+      return std::unexpected(stats.error());
+    seconds.push_back(stats->seconds);
+  }
+  std::ranges::sort(seconds);
+  size_t middle = seconds.size() / 2;
+  return seconds.size() % 2 ? seconds[middle] : (seconds[middle - 1] + seconds[middle]) / 2;
+}
+
 int runKernel(const RunOptions &options) {
   auto session = openSession(options.file);
   if (!session)
@@ -126,11 +147,11 @@ int runKernel(const RunOptions &options) {
   }
 
   std::optional<KernelArgs> inputs;
-  if (options.check)
+  if (options.check || options.repeat > 1)
     inputs = *args;
-  auto stats = (*engine)->run(*session->program, **kernel, *args);
-  if (!stats) {
-    session->report(stats.error());
+  auto seconds = timeRuns(**engine, *session->program, **kernel, *args, inputs, options.repeat);
+  if (!seconds) {
+    session->report(seconds.error());
     return 1;
   }
 
@@ -139,7 +160,10 @@ int runKernel(const RunOptions &options) {
       std::cout << summarizeArray((*kernel)->params[position]->name, args->params[position])
                 << "\n";
     std::cout << "kernel '" << (*kernel)->name << "' ran on " << (*engine)->name() << " in "
-              << std::fixed << std::setprecision(3) << stats->seconds * 1e3 << " ms\n";
+              << std::fixed << std::setprecision(3) << *seconds * 1e3 << " ms";
+    if (options.repeat > 1)
+      std::cout << " (median of " << options.repeat << " runs)";
+    std::cout << "\n";
     std::cout.unsetf(std::ios::fixed);
   }
   for (const auto &[position, file] : *outputs) {
@@ -173,6 +197,11 @@ void addRunCommand(CLI::App &app) {
   command->add_flag("--check", options->check,
                     "Compare every output with the reference interpreter's (exit 1 if any differ)");
   command->add_flag("--quiet", options->quiet, "Print no summaries or timing");
+  command
+      ->add_option("--repeat", options->repeat,
+                   "Run the kernel N times from the same inputs and report the median time")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
   command->callback([options] {
     if (int exitCode = runKernel(*options))
       throw CLI::RuntimeError(exitCode);
