@@ -330,3 +330,29 @@ kernel k(A: out f32[N]) {
   CHECK(call->type == ScalarType::I64);
   CHECK(call->args[0]->type == ScalarType::F32);
 }
+
+TEST_CASE("the race check accepts strided writes and red-black sweeps") {
+  checked(R"(
+kernel interleave(A: in f32[N], B: out f32[2*N]) {
+  parfor i in 0..N { B[2*i] = A[i]; B[2*i + 1] = -A[i]; }
+}
+kernel red_black(A: inout f32[N]) {
+  parfor i in 0..(N-1)/2 { A[2*i + 1] = (A[2*i] + A[2*i + 2]) / 2.0; }
+}
+kernel lu_step(A: inout f32[N][N]) {
+  for k in 0..N-1 {
+    parfor i in k+1..N { A[i][k] = A[i][k] / A[k][k]; }
+    parfor i in k+1..N, j in k+1..N { A[i][j] -= A[i][k] * A[k][j]; }
+  }
+}
+)");
+}
+
+TEST_CASE("the race check does not equate different non-affine indices") {
+  auto loaded = test::loadText(R"(
+kernel k(A: inout f32[N]) {
+  parfor i in 0..N/2 { A[i + N/2] = A[i + N*N]; }
+}
+)");
+  CHECK(loaded->diagnostics.find("read-write race: this element of 'A'") != std::string::npos);
+}

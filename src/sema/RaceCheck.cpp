@@ -13,27 +13,30 @@
 // variables) varies with the iteration.
 //
 // A dimension `d` of a write *pins* the parfor variable v when its index is
-// `±v + (invariant terms)`. A write is injective when every relevant parfor
-// variable is pinned by some dimension (a dimension pins at most one
-// variable, so the pins are distinct): two different iterations differ in
-// some v, hence in the dimension v pins. A read (or a second write) of the
-// same array is free of races with a write W when
+// `c*v + (invariant terms)` with c != 0. A write is injective when every
+// relevant parfor variable is pinned by some dimension (a dimension pins at
+// most one variable, so the pins are distinct): two different iterations
+// differ in some v, hence in the dimension v pins. A read (or a second write)
+// of the same array is free of races with a write W when
 //   (a) for every relevant parfor variable, the read's index in the dimension
-//       that pins it in W is the same affine form as W's (each iteration only
-//       touches the elements it writes itself, in those dimensions), or
-//   (b) in some dimension the two index sets are provably disjoint: either the
-//       read's index is invariant and lies outside the range W's pinning
-//       variable sweeps (row k read while rows k+1.. are written), or both
-//       indices are invariant and differ by a non-zero constant.
+//       that pins it in W is exactly W's affine index there (each iteration
+//       only touches, in those dimensions, the elements it writes itself), or
+//   (b) in some dimension the two index sets are provably disjoint: both
+//       indices are invariant and differ by a non-zero constant; or W's index
+//       is `c*v + r` and the read's `c*v + r + k` with c not dividing k
+//       (red-black sweeps); or the read's index is invariant and outside the
+//       values W's index takes while v sweeps its range (row k read while
+//       rows k+1.. are written).
 // Variables and arrays declared inside the parfor body are private to an
 // iteration and never race. Writes to scalars declared outside the parfor
 // (scalar outputs, outer `var`s) are always races: use redomap.
 //
 // Limits (it is sound for what it accepts, and incomplete): indices that are
 // not affine (`i / 2`, `i * i`, indirect `A[idx[i]]`) are never proven
-// injective or disjoint; strides other than one (`B[2*i]`) are rejected
-// although injective; ranges are only used when their bounds are invariant;
-// a read guarded by a condition is treated as unconditional.
+// injective, equal or disjoint; relations between two parfor variables
+// (`A[i][j] = A[j][i]` over `j < i`) are not used; ranges are only used when
+// their bounds are invariant; a read guarded by a condition is treated as
+// unconditional.
 #include "sema/RaceCheck.h"
 
 #include "sema/AffineForm.h"
@@ -247,7 +250,7 @@ private:
 
   bool pins(const AffineForm &form, const VarDecl *var, size_t targetDepth) const {
     int64_t coefficient = form.coefficient(var);
-    return (coefficient == 1 || coefficient == -1) && isInvariant(form, targetDepth, var);
+    return coefficient != 0 && isInvariant(form, targetDepth, var);
   }
 
   std::optional<size_t> pinningDimension(const Access &write, const VarDecl *var,
@@ -266,38 +269,46 @@ private:
   // of a write in dimension d, whatever the iterations (rule (b) above).
   bool provablyDisjoint(const AffineForm &write, const AffineForm &other, size_t targetDepth,
                         const std::vector<const VarDecl *> &vars) const {
-    if (!other.isExact() || !isInvariant(other, targetDepth))
+    if (!write.isExact() || !other.isExact())
       return false;
-    if (write.isExact() && isInvariant(write, targetDepth)) {
+    if (isInvariant(write, targetDepth) && isInvariant(other, targetDepth)) {
       AffineForm difference = write.plus(other, -1);
       return isConstant(difference) && difference.constant != 0;
     }
     for (const VarDecl *var : vars) {
-      if (!pins(write, var, targetDepth) || !write.isExact())
+      if (!pins(write, var, targetDepth))
         continue;
-      const Range *range = rangeOf_.at(var);
-      AffineForm lo = AffineForm::of(*range->lo, letValue());
-      AffineForm hi = AffineForm::of(*range->hi, letValue());
-      if (!lo.isExact() || !hi.isExact() || !isInvariant(lo, targetDepth) ||
-          !isInvariant(hi, targetDepth))
-        continue;
-      int64_t sign = write.coefficient(var);
-      AffineForm rest = write;
-      rest.coefficients.erase(var);
-      // The values the write's index takes: [low, high].
-      AffineForm low = rest.plus(sign > 0 ? lo : hi, sign);
-      AffineForm high = rest.plus(sign > 0 ? hi : lo, sign);
-      if (sign > 0)
-        high.constant -= 1;
-      else
-        low.constant += 1;
-      AffineForm belowLow = other.plus(low, -1);
-      AffineForm aboveHigh = other.plus(high, -1);
-      if ((isConstant(belowLow) && belowLow.constant < 0) ||
-          (isConstant(aboveHigh) && aboveHigh.constant > 0))
+      int64_t scale = write.coefficient(var);
+      // c*v + r against c*v' + r + k: equal only when c divides k.
+      AffineForm difference = other.plus(write, -1);
+      if (isConstant(difference) && difference.constant % scale != 0)
+        return true;
+      if (isInvariant(other, targetDepth) && outsideSweep(write, var, other, targetDepth))
         return true;
     }
     return false;
+  }
+
+  // True when the invariant index `other` lies outside every value the
+  // write's index `c*var + rest` takes while `var` sweeps its range.
+  bool outsideSweep(const AffineForm &write, const VarDecl *var, const AffineForm &other,
+                    size_t targetDepth) const {
+    const Range *range = rangeOf_.at(var);
+    AffineForm lo = AffineForm::of(*range->lo, letValue());
+    AffineForm last = AffineForm::of(*range->hi, letValue());
+    last.constant -= 1;
+    if (!lo.isExact() || !last.isExact() || !isInvariant(lo, targetDepth) ||
+        !isInvariant(last, targetDepth))
+      return false;
+    int64_t scale = write.coefficient(var);
+    AffineForm rest = write;
+    rest.coefficients.erase(var);
+    AffineForm low = rest.plus(scale > 0 ? lo : last, scale);
+    AffineForm high = rest.plus(scale > 0 ? last : lo, scale);
+    AffineForm belowLow = other.plus(low, -1);
+    AffineForm aboveHigh = other.plus(high, -1);
+    return (isConstant(belowLow) && belowLow.constant < 0) ||
+           (isConstant(aboveHigh) && aboveHigh.constant > 0);
   }
 
   void analyzeNest() {
@@ -374,7 +385,9 @@ private:
         return true;
     for (const VarDecl *var : vars) {
       std::optional<size_t> d = pinningDimension(write, var, targetDepth);
-      if (d && write.indices[*d] == other.indices[*d])
+      // Exact forms only: two non-affine parts over the same variables may
+      // still differ (`N*N` and `N/2`).
+      if (d && write.indices[*d].isExact() && write.indices[*d] == other.indices[*d])
         continue;
       const std::string name = quoted(write.target->name);
       if (other.isWrite)
