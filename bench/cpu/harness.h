@@ -1,0 +1,68 @@
+/* Shared by the C baselines of bench/cpu/run.sh: seeded inputs in [-1, 1)
+ * like loopc's (not the same values: only shapes and layout must match), size
+ * arguments, and the median time of several runs measured with
+ * omp_get_wtime. Each baseline restores its inout arrays before every run,
+ * outside the timed region, as `loopc run --repeat` does. */
+#pragma once
+
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static inline float *bench_alloc(size_t count) {
+  float *data = malloc(count * sizeof(float));
+  if (!data) {
+    fprintf(stderr, "out of memory allocating %zu floats\n", count);
+    exit(1);
+  }
+  return data;
+}
+
+/* Uniform in [-1, 1) from a 64-bit LCG; touches every page before timing. */
+static inline void bench_fill(float *data, size_t count, uint64_t seed) {
+  uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (size_t i = 0; i < count; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    data[i] = (float)((double)(state >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+  }
+}
+
+static inline long bench_arg(int argc, char **argv, int index) {
+  if (index >= argc) {
+    fprintf(stderr, "usage: %s SIZES... REPS\n", argv[0]);
+    exit(2);
+  }
+  return strtol(argv[index], NULL, 10);
+}
+
+static int bench_compare_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Runs reset() then, timed, run(), `reps` times; prints the median in ms and
+ * `checksum()` (so the compiler cannot drop the work). */
+static inline void bench_report(int reps, void (*reset)(void), void (*run)(void),
+                                double (*checksum)(void)) {
+  double *ms = malloc((size_t)reps * sizeof(double));
+  for (int rep = 0; rep < reps; ++rep) {
+    reset();
+    double start = omp_get_wtime();
+    run();
+    ms[rep] = (omp_get_wtime() - start) * 1e3;
+  }
+  qsort(ms, (size_t)reps, sizeof(double), bench_compare_doubles);
+  double median = reps % 2 ? ms[reps / 2] : (ms[reps / 2 - 1] + ms[reps / 2]) / 2;
+  printf("%.3f ms (median of %d runs), checksum %g\n", median, reps, checksum());
+  free(ms);
+}
+
+static inline double bench_sum(const float *data, size_t count) {
+  double sum = 0;
+  for (size_t i = 0; i < count; ++i)
+    sum += data[i];
+  return sum;
+}
+
+static inline void bench_nothing(void) {}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# CPU JIT vs plain C: times each representative sample with `loopc run
+# --device cpu --repeat REPS` (the median kernel time, compilation and input
+# generation excluded) and the same kernel written as plain C in
+# bench/cpu/<name>.c (gcc -O3 -march=native -fopenmp, parallel over the outer
+# loop, median of REPS runs timed with omp_get_wtime), one after the other,
+# and prints a markdown table. Ratio = C ms / loopc ms: above 1 means loopc is
+# faster. Builds only the C baselines (in a temporary directory).
+#
+# Usage: bench/cpu/run.sh [LOOPC] (default build/loopc); REPS=5 by default.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+loopc=${1:-$root/build/loopc}
+reps=${REPS:-5}
+cc=${CC:-gcc}
+cflags=(-O3 -march=native -fopenmp)
+
+if [[ ! -x $loopc ]]; then
+  echo "run.sh: no loopc binary at $loopc (pass its path)" >&2
+  exit 2
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# name | sample | loopc --set values | C arguments (before REPS) | sizes shown
+cases=(
+  "matmul|matmul.loop|M=1024 N=1024 K=1024|1024 1024 1024|M = N = K = 1024"
+  "mv|mv.loop|M=4096 N=4096|4096 4096|M = N = 4096"
+  "dot|dot.loop|N=16777216|16777216|N = 2^24"
+  "transpose|transpose.loop|M=4096 N=4096|4096 4096|M = N = 4096"
+  "conv2d_5x5|conv2d_5x5.loop|H=2048 W=2048|2048 2048|H = W = 2048"
+  "jacobi2d|jacobi2d.loop|N=4096 steps=10|4096 10|N = 4096, 10 steps"
+  "softmax|softmax.loop|R=4096 C=1024|4096 1024|R = 4096, C = 1024"
+  "sqdist|sqdist.loop|M=2048 N=2048 K=64|2048 2048 64|M = N = 2048, K = 64"
+  "nbody|nbody.loop|N=8192 dt=0.01 softening=0.1|8192|N = 8192"
+)
+
+cpu_model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)
+echo "Device: ${cpu_model:-unknown CPU}, $(nproc) cores (nproc); $(free -g | awk '/^Mem:/ {print $2}') GiB memory"
+echo "Date: $(date -u +%Y-%m-%d) · commit: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- src || echo ' (src modified)')"
+echo "Compiler: $($cc --version | head -n1), ${cflags[*]}; $reps runs per kernel, median"
+echo "Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| kernel | sizes | loopc ms | C ms | C / loopc |"
+echo "| --- | --- | ---: | ---: | ---: |"
+
+for entry in "${cases[@]}"; do
+  IFS='|' read -r name sample values c_args sizes <<<"$entry"
+  set_args=()
+  for value in $values; do set_args+=(--set "$value"); done
+
+  loopc_ms=failed
+  if output=$("$loopc" run "$root/samples/$sample" --device cpu --repeat "$reps" "${set_args[@]}" 2>&1); then
+    loopc_ms=$(sed -n "s/.* ran on cpu in \([0-9.]*\) ms.*/\1/p" <<<"$output")
+  else
+    echo "run.sh: loopc failed on $sample: $output" >&2
+  fi
+
+  c_ms=failed
+  if "$cc" "${cflags[@]}" -o "$work/$name" "$root/bench/cpu/$name.c" -lm; then
+    # shellcheck disable=SC2086 # c_args is a list of sizes
+    c_ms=$("$work/$name" $c_args "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p')
+  fi
+
+  ratio=-
+  if [[ $loopc_ms =~ ^[0-9.]+$ && $c_ms =~ ^[0-9.]+$ ]]; then
+    ratio=$(awk -v c="$c_ms" -v l="$loopc_ms" 'BEGIN { if (l > 0) printf "%.2f", c / l; else print "-" }')
+  fi
+  echo "| $name | $sizes | $loopc_ms | $c_ms | $ratio |"
+done
+
+echo
+echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
