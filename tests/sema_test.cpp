@@ -194,6 +194,8 @@ kernel gemm(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
 }
 kernel square(A: in f32[N][N], C: out f32[N][N]) { gemm(A, A, C); }
 kernel chain(A: in f32[P][Q], B: in f32[Q][R], T: out f32[P][R]) { gemm(A, B, T); }
+kernel valid(In: in f32[H][W], F: in f32[K][K], O: out f32[H - K + 1][W - K + 1]) { }
+kernel caller(X: in f32[R][C], G: in f32[S][S], Y: out f32[R + 1 - S][C - S + 1]) { valid(X, G, Y); }
 )");
   auto mismatch = test::loadText(R"(
 kernel gemm(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) { }

@@ -1,7 +1,9 @@
 // Builds affine forms of integer expressions (see AffineForm.h).
 #include "sema/AffineForm.h"
 
+#include <algorithm>
 #include <optional>
+#include <vector>
 
 namespace loopc {
 namespace {
@@ -166,7 +168,12 @@ std::string AffineForm::str() const {
     else
       text += (magnitude == 1 ? "" : std::to_string(magnitude) + "*") + atom;
   };
-  for (const auto &[var, coefficient] : coefficients)
+  // Positive terms first, each group by name, so the text is stable.
+  std::vector<std::pair<const VarDecl *, int64_t>> terms(coefficients.begin(), coefficients.end());
+  std::stable_sort(terms.begin(), terms.end(), [](const auto &a, const auto &b) {
+    return std::pair(a.second < 0, a.first->name) < std::pair(b.second < 0, b.first->name);
+  });
+  for (const auto &[var, coefficient] : terms)
     appendTerm(coefficient, var->name);
   if (constant != 0 || text.empty())
     appendTerm(constant, "");

@@ -636,6 +636,8 @@ private:
       }
       checkKernelArgument(*callee, *callee->params[i], arg, bindings);
     }
+    for (const SizeBindings::Composite &composite : bindings.composites)
+      checkCompositeExtent(*callee, composite, bindings);
     reportAliasedArguments(call, *callee);
   }
 
@@ -673,8 +675,19 @@ private:
     name->type = name->decl->type.element;
   }
 
-  // For each size of the callee, the caller's extent it was bound to first.
-  using SizeBindings = std::map<const VarDecl *, const Expr *>;
+  // What a kernel call learns about shapes: for each size of the callee, the
+  // caller's extent it was bound to first, and the callee extents that are
+  // expressions (`H - K + 1`), compared once every size is bound.
+  struct SizeBindings {
+    std::map<const VarDecl *, const Expr *> sizes;
+    struct Composite {
+      const Expr *calleeExtent;
+      const Expr *callerExtent;
+      const NameExpr *arg;
+      size_t dimension;
+    };
+    std::vector<Composite> composites;
+  };
 
   void checkKernelArgument(const KernelDecl &callee, const VarDecl &param, Expr &arg,
                            SizeBindings &bindings) {
@@ -726,9 +739,11 @@ private:
   void bindSize(const Expr &calleeExtent, const Expr &callerExtent, SizeBindings &bindings,
                 const Expr &arg, size_t dimension) {
     const auto *name = calleeExtent.as<NameExpr>();
-    if (!name || !name->decl || name->decl->kind != VarDecl::Kind::Size)
+    if (!name || !name->decl || name->decl->kind != VarDecl::Kind::Size) {
+      bindings.composites.push_back({&calleeExtent, &callerExtent, arg.as<NameExpr>(), dimension});
       return;
-    auto [it, inserted] = bindings.try_emplace(name->decl, &callerExtent);
+    }
+    auto [it, inserted] = bindings.sizes.try_emplace(name->decl, &callerExtent);
     if (inserted)
       return;
     AffineForm first = AffineForm::of(*it->second);
@@ -739,6 +754,37 @@ private:
                                         quoted(second.str()) + ", but the callee's size " +
                                         quoted(name->name) + " is already bound to " +
                                         quoted(first.str()) + " by an earlier argument");
+  }
+
+  // Compares a callee extent that is an expression of its sizes with the
+  // caller's extent, once the sizes are replaced by what they are bound to.
+  // Undecidable cases (unbound sizes, scalar parameters, non-affine
+  // extents) are left to the run-time check.
+  void checkCompositeExtent(const KernelDecl &callee, const SizeBindings::Composite &composite,
+                            const SizeBindings &bindings) {
+    AffineForm calleeForm = AffineForm::of(*composite.calleeExtent);
+    AffineForm callerForm = AffineForm::of(*composite.callerExtent);
+    if (!calleeForm.isExact() || !callerForm.isExact())
+      return;
+    AffineForm expected;
+    expected.constant = calleeForm.constant;
+    for (const auto &[var, coefficient] : calleeForm.coefficients) {
+      auto bound = bindings.sizes.find(var);
+      if (bound == bindings.sizes.end())
+        return;
+      AffineForm boundForm = AffineForm::of(*bound->second);
+      if (!boundForm.isExact())
+        return;
+      expected = expected.plus(boundForm, coefficient);
+    }
+    if (expected == callerForm)
+      return;
+    diagnostics_.error(composite.arg->range,
+                       "shape mismatch: dimension " + std::to_string(composite.dimension + 1) +
+                           " of " + quoted(composite.arg->name) + " is " +
+                           quoted(callerForm.str()) + ", but " + quoted(callee.name) + " needs " +
+                           quoted(calleeForm.str()) + ", which is " + quoted(expected.str()) +
+                           " here");
   }
 
   static std::string typeSpelling(const TypeSpec &type) {
