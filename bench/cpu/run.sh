@@ -8,6 +8,8 @@
 # faster. Builds only the C baselines (in a temporary directory).
 #
 # Usage: bench/cpu/run.sh [LOOPC] (default build/loopc); REPS=5 by default.
+# LOOPC_COMMIT names the commit LOOPC was built from when it is not this
+# checkout's HEAD (e.g. a clean export built apart from a busy work tree).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -38,7 +40,14 @@ cases=(
 
 cpu_model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)
 echo "Device: ${cpu_model:-unknown CPU}, $(nproc) cores (nproc); $(free -g | awk '/^Mem:/ {print $2}') GiB memory"
-echo "Date: $(date -u +%Y-%m-%d) · commit: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- src || echo ' (src modified)')"
+if [[ -n ${LOOPC_COMMIT:-} ]]; then
+  commit=$LOOPC_COMMIT
+elif commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null); then
+  git -C "$root" diff --quiet HEAD -- src || commit+=" (src modified)"
+else
+  commit=unknown
+fi
+echo "Date: $(date -u +%Y-%m-%d) · commit: $commit"
 echo "Compiler: $($cc --version | head -n1), ${cflags[*]}; $reps runs per kernel, median"
 echo "Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
