@@ -257,7 +257,69 @@ private:
                                     "of some parameter, e.g. f32[" +
                                     name + "]");
     else
-      diagnostics_.error(range, "unknown name " + quoted(name));
+      diagnostics_.error(range, "unknown name " + quoted(name) + suggestion(name, visibleNames()));
+  }
+
+  std::vector<std::string> visibleNames() const {
+    std::vector<std::string> names;
+    for (const auto &scope : scopes_)
+      for (const auto &[name, var] : scope)
+        names.push_back(name);
+    return names;
+  }
+
+  std::vector<std::string> kernelNames() const {
+    std::vector<std::string> names;
+    for (const auto &[name, kernel] : kernels_)
+      names.push_back(name);
+    return names;
+  }
+
+  std::vector<std::string> functionNames() const {
+    std::vector<std::string> names;
+    for (const auto &[name, fn] : fns_)
+      names.push_back(name);
+    for (int builtin = 0; builtin <= static_cast<int>(Builtin::Fma); ++builtin)
+      names.push_back(builtinName(static_cast<Builtin>(builtin)));
+    return names;
+  }
+
+  // "; did you mean 'x'?" for the closest candidate within a small edit
+  // distance of a misspelt name, or nothing.
+  static std::string suggestion(const std::string &name, std::vector<std::string> candidates) {
+    std::sort(candidates.begin(), candidates.end());
+    // Short names are too close to everything to guess from.
+    size_t limit = name.size() / 3;
+    if (limit == 0)
+      return "";
+    const std::string *best = nullptr;
+    size_t bestDistance = limit + 1;
+    for (const std::string &candidate : candidates) {
+      size_t distance = editDistance(name, candidate);
+      if (distance < bestDistance) {
+        best = &candidate;
+        bestDistance = distance;
+      }
+    }
+    return best ? "; did you mean " + quoted(*best) + "?" : "";
+  }
+
+  // Edits (insertions, deletions, substitutions and swaps of neighbours)
+  // that turn a into b.
+  static size_t editDistance(const std::string &a, const std::string &b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i)
+      d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j)
+      d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i)
+      for (size_t j = 1; j <= b.size(); ++j) {
+        d[i][j] =
+            std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    return d[a.size()][b.size()];
   }
 
   // --------------------------------------------------------- signatures ---
@@ -476,11 +538,13 @@ private:
                                                    quoted(var->name) + " is " +
                                                    quoted(scalarTypeName(target)));
     }
-    if (!coerce(*assign.value, value, target))
+    if (!coerce(*assign.value, value, target)) {
       diagnostics_.error(assign.value->range, "cannot assign " + describe(value) + " to " +
                                                   quoted(var->name) + " of type " +
                                                   quoted(scalarTypeName(target)) +
                                                   conversionHint(target, value));
+      diagnostics_.note(var->range, quoted(var->name) + " is declared here");
+    }
   }
 
   void reportImmutable(const VarDecl &var, SourceRange range) {
@@ -608,7 +672,8 @@ private:
         diagnostics_.error(call.range,
                            quoted(call.callee) + " is a function; use its result in an expression");
       else
-        diagnostics_.error(call.range, "unknown kernel " + quoted(call.callee));
+        diagnostics_.error(call.range, "unknown kernel " + quoted(call.callee) +
+                                           suggestion(call.callee, kernelNames()));
       for (auto &arg : call.args)
         if (!arg->as<NameExpr>())
           settle(*arg, checkExpr(*arg));
@@ -907,7 +972,8 @@ private:
                                            " is a kernel; kernels are called as statements, "
                                            "not in expressions");
       else
-        diagnostics_.error(call.range, "unknown function " + quoted(call.callee));
+        diagnostics_.error(call.range, "unknown function " + quoted(call.callee) +
+                                           suggestion(call.callee, functionNames()));
       // Arrays are fine here: the call was probably meant to be a kernel call.
       for (auto &arg : call.args) {
         if (lookupResolvesArray(*arg))
