@@ -285,6 +285,8 @@ llvm::Value *LlvmEmitter::emitCall(const ir::Call &call) {
   std::vector<llvm::Value *> args;
   for (const ir::Expr &arg : call.args)
     args.push_back(emitExpr(*arg));
+  if (target_.usesLibraryMath(call.builtin))
+    return target_.emitLibraryMath(*this, call.builtin, call.type, args);
   auto unary = [&](llvm::Intrinsic::ID id) {
     return builder_.CreateUnaryIntrinsic(id, args.at(0));
   };

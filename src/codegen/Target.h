@@ -34,6 +34,11 @@ public:
 
   virtual void emitBarrier(LlvmEmitter &emitter) = 0;
 
+  // Whether `builtin` is emitted with emitLibraryMath instead of an LLVM
+  // intrinsic: tanh has none, and NVPTX cannot select exp, log, sin, cos or
+  // pow, so the GPU calls libdevice for those.
+  virtual bool usesLibraryMath(Builtin builtin) const { return builtin == Builtin::Tanh; }
+
   // A builtin without an LLVM intrinsic (tanh): a libm or libdevice call.
   virtual llvm::Value *emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
                                        const std::vector<llvm::Value *> &args) = 0;

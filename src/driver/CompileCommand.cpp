@@ -1,9 +1,11 @@
-// `loopc compile`: lowers the chosen kernel, runs the pass pipeline and emits
-// the CPU module as LLVM IR to stdout or to the -o file. Exit status 1 when
-// the program does not check or code generation fails.
+// `loopc compile` (see CompileCommand.h). Exit status 1 when the program does
+// not check, code generation fails or ptxas rejects the PTX.
 #include "driver/CompileCommand.h"
 
 #include "codegen/CpuJit.h"
+#include "codegen/ModuleFile.h"
+#include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
 #include "driver/Session.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -20,9 +22,52 @@ struct CompileOptions {
   std::string file;
   std::string kernel;
   std::string emit = "llvm";
+  std::string target; // empty: cpu for llvm, gpu for ptx and module
+  std::string gpu = codegen::kDefaultGpu;
   std::string output;
   bool noOptimize = false;
+  bool verbose = false;
 };
+
+// Assembles `ptx` with ptxas and prints one line per kernel to stderr.
+bool reportPtxas(const std::string &ptx, const std::string &gpu) {
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  if (!ptxas) {
+    std::cerr << "loopc: note: ptxas not found (set LOOPC_PTXAS); no register report\n";
+    return true;
+  }
+  auto reports = codegen::runPtxas(*ptxas, ptx, gpu);
+  if (!reports) {
+    printError(reports.error().message);
+    return false;
+  }
+  for (const codegen::PtxasKernelReport &report : *reports)
+    std::cerr << "ptxas " << gpu << ": " << report.name << ": " << report.registers
+              << " registers, " << report.spillStoreBytes << " bytes spill stores, "
+              << report.spillLoadBytes << " bytes spill loads, " << report.stackBytes
+              << " bytes stack, " << report.sharedBytes << " bytes shared\n";
+  return true;
+}
+
+Expected<std::string> generate(const CompileOptions &options, const ir::Function &function,
+                               const SourceManager &sources, bool &ptxasOk) {
+  bool gpu = options.target == "gpu" || (options.target.empty() && options.emit != "llvm");
+  if (!gpu && options.emit != "llvm")
+    return makeError("--emit " + options.emit + " needs --target gpu");
+  if (!gpu)
+    return codegen::cpuLlvmText(function, !options.noOptimize);
+  if (options.emit == "llvm")
+    return codegen::nvptxLlvmText(function, options.gpu, !options.noOptimize);
+  auto ptx = codegen::compileToPtx(function, options.gpu);
+  if (!ptx)
+    return ptx;
+  if (options.verbose)
+    ptxasOk = reportPtxas(*ptx, options.gpu);
+  if (options.emit == "ptx")
+    return ptx;
+  return codegen::serializeModule(
+      codegen::describeModule(function, options.gpu, std::move(*ptx), sources));
+}
 
 int runCompile(const CompileOptions &options) {
   auto session = openSession(options.file);
@@ -34,14 +79,15 @@ int runCompile(const CompileOptions &options) {
     return 1;
   }
   ir::Function function = passes::runPipeline(ir::lowerKernel(*session->program, **kernel));
-  Expected<std::string> text = codegen::cpuLlvmText(function, !options.noOptimize);
+  bool ptxasOk = true;
+  Expected<std::string> text = generate(options, function, session->sources, ptxasOk);
   if (!text) {
     session->report(text.error());
     return 1;
   }
   if (options.output.empty() || options.output == "-") {
     std::cout << *text;
-    return 0;
+    return ptxasOk ? 0 : 1;
   }
   std::ofstream out(options.output);
   out << *text;
@@ -49,7 +95,7 @@ int runCompile(const CompileOptions &options) {
     printError("cannot write '" + options.output + "'");
     return 1;
   }
-  return 0;
+  return ptxasOk ? 0 : 1;
 }
 
 } // namespace
@@ -60,10 +106,19 @@ void addCompileCommand(CLI::App &app) {
   command->add_option("FILE", options->file, "The .loop file")->required();
   command->add_option("--kernel", options->kernel,
                       "The kernel to compile (default: the last kernel of the file)");
-  command->add_option("--emit", options->emit, "What to emit: llvm (the CPU module)")
-      ->check(CLI::IsMember({"llvm"}));
+  command
+      ->add_option("--emit", options->emit,
+                   "What to emit: llvm (LLVM IR), ptx, or module (manifest and PTX as JSON)")
+      ->check(CLI::IsMember({"llvm", "ptx", "module"}));
+  command
+      ->add_option("--target", options->target,
+                   "cpu or gpu (default: cpu for --emit llvm, gpu for ptx and module)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
+  command->add_option("--gpu", options->gpu, "The GPU architecture (default: sm_80)");
   command->add_option("-o,--output", options->output, "Output file (default: stdout)");
   command->add_flag("--no-opt", options->noOptimize, "Emit the LLVM IR before optimization");
+  command->add_flag("--verbose", options->verbose,
+                    "Run ptxas -v on the PTX and report registers, spills and shared memory");
   command->callback([options] {
     if (int exitCode = runCompile(*options))
       throw CLI::RuntimeError(exitCode);
