@@ -663,9 +663,18 @@ private:
   // results by naming a mutable scalar.
   void checkCallStmt(CallStmt &call) {
     KernelDecl *callee = findKernel(call.callee);
-    if (currentFn_)
+    auto skipArguments = [&] {
+      for (auto &arg : call.args)
+        if (!arg->as<NameExpr>())
+          settle(*arg, checkExpr(*arg));
+    };
+    if (currentFn_ && callee) {
+      // Matching the arguments would only add errors about a call that
+      // cannot stay.
       diagnostics_.error(call.range, "kernel calls are not allowed in a function");
-    else if (parforDepth_ > 0)
+      return skipArguments();
+    }
+    if (parforDepth_ > 0)
       diagnostics_.error(call.range, "a kernel cannot be called inside a 'parfor'");
     if (!callee) {
       if (findFn(call.callee))
@@ -674,10 +683,7 @@ private:
       else
         diagnostics_.error(call.range, "unknown kernel " + quoted(call.callee) +
                                            suggestion(call.callee, kernelNames()));
-      for (auto &arg : call.args)
-        if (!arg->as<NameExpr>())
-          settle(*arg, checkExpr(*arg));
-      return;
+      return skipArguments();
     }
     call.kernel = callee;
     if (currentKernel_)
