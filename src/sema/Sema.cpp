@@ -114,11 +114,15 @@ std::optional<BuiltinSignature> findBuiltin(std::string_view name) {
   return std::nullopt;
 }
 
-bool fitsIn(uint64_t value, ScalarType type) {
+// Whether the literal `value`, negated when it is the operand of a unary
+// minus, is representable in `type` (`-2147483648` is an i32, `2147483648`
+// is not).
+bool fitsIn(uint64_t value, bool negated, ScalarType type) {
+  uint64_t extra = negated ? 1 : 0;
   if (type == ScalarType::I32)
-    return value <= uint64_t(INT32_MAX) + 1; // + 1: the magnitude of INT32_MIN
+    return value <= uint64_t(INT32_MAX) + extra;
   if (type == ScalarType::I64)
-    return value <= uint64_t(INT64_MAX) + 1;
+    return value <= uint64_t(INT64_MAX) + extra;
   return true;
 }
 
@@ -1302,18 +1306,21 @@ private:
   // Pushes a type into a flexible expression: every node of a flexible tree
   // takes the same type (comparisons and casts settled their operands
   // already, so they are never part of one).
-  void finalize(Expr &expr, ScalarType type) {
+  void finalize(Expr &expr, ScalarType type, bool negated = false) {
     expr.type = type;
     switch (expr.kind) {
     case Expr::Kind::IntLit: {
       uint64_t value = expr.as<IntLitExpr>()->value;
-      if (!fitsIn(value, type))
-        diagnostics_.error(expr.range, "integer literal " + std::to_string(value) +
-                                           " does not fit in " + quoted(scalarTypeName(type)));
+      if (!fitsIn(value, negated, type))
+        diagnostics_.error(expr.range, "integer literal " + std::string(negated ? "-" : "") +
+                                           std::to_string(value) + " does not fit in " +
+                                           quoted(scalarTypeName(type)));
       return;
     }
-    case Expr::Kind::Unary:
-      return finalize(*expr.as<UnaryExpr>()->operand, type);
+    case Expr::Kind::Unary: {
+      auto *unary = expr.as<UnaryExpr>();
+      return finalize(*unary->operand, type, unary->op == UnaryOp::Neg && !negated);
+    }
     case Expr::Kind::Binary: {
       auto *binary = expr.as<BinaryExpr>();
       finalize(*binary->lhs, type);
