@@ -358,3 +358,10 @@ kernel k(A: inout f32[N]) {
 )");
   CHECK(loaded->diagnostics.find("read-write race: this element of 'A'") != std::string::npos);
 }
+
+TEST_CASE("integer literals must fit their type, counting a leading minus") {
+  checked("kernel k(A: out i32[N]) { A[0] = -2147483648; A[1] = 2147483647; }");
+  auto tooLarge = test::loadText("kernel k(A: out i32[N]) { A[0] = 2147483648; }");
+  CHECK(tooLarge->diagnostics.find("integer literal 2147483648 does not fit in 'i32'") !=
+        std::string::npos);
+}
