@@ -35,8 +35,9 @@
 // not affine (`i / 2`, `i * i`, indirect `A[idx[i]]`) are never proven
 // injective, equal or disjoint; relations between two parfor variables
 // (`A[i][j] = A[j][i]` over `j < i`) are not used; ranges are only used when
-// their bounds are invariant; a read guarded by a condition is treated as
-// unconditional.
+// their bounds are invariant; conditions are ignored, so a guarded write
+// (`if i == 0 { B[0] = x; }`) must be injective on its own and a guarded
+// read counts as unconditional.
 #include "sema/RaceCheck.h"
 
 #include "sema/AffineForm.h"
