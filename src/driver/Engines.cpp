@@ -2,6 +2,7 @@
 #include "driver/Engines.h"
 
 #include "codegen/CpuEngine.h"
+#include "codegen/GpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <algorithm>
@@ -17,6 +18,7 @@ template <typename EngineType> Expected<std::unique_ptr<Engine>> createPlain() {
 // Best first. A factory that needs hardware returns an error saying what is
 // missing, so the default falls through to the next engine.
 constexpr EngineEntry kEngines[] = {
+    {"gpu", "NVIDIA GPU (PTX from LLVM, run through the CUDA driver)", codegen::GpuEngine::create},
     {"cpu", "native code for this CPU (LLVM JIT, all cores)", createPlain<codegen::CpuEngine>},
     {"interp", "the reference interpreter (slow, checks every access)", createPlain<Interpreter>},
 };

@@ -1,0 +1,733 @@
+// The GPU engine (see GpuEngine.h).
+//
+// The host program is interpreted here rather than JIT-compiled for the CPU.
+// After extract_kernels it is tiny (serial loops, scalar lets, allocations of
+// global temporaries, launches, and loads and stores of the rank-0 cells
+// through which top-level reductions pass their results), and every step of
+// it is a driver call that costs microseconds, so compiling it would buy
+// nothing and would tie the GPU path to the CPU JIT and a callback ABI into
+// the runtime. Interpreting keeps launches, geometry checks and error messages
+// in one readable place.
+#include "codegen/GpuEngine.h"
+
+#include "codegen/NvptxTarget.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+
+#include <loopc/runtime.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace loopc::codegen {
+
+using namespace loopc::ir;
+
+struct GpuEngine::State {
+  runtime::Runtime runtime;
+};
+
+struct GpuEngine::Compiled {
+  const Program *program;
+  ir::Function function;
+  runtime::Module module;
+  std::map<std::string, runtime::Function> kernels; // by KernelFunc::name
+  std::map<std::string, const KernelFunc *> kernelInfo;
+};
+
+namespace {
+
+Error runtimeError(const runtime::RuntimeError &error, SourceRange range = {}) {
+  return Error{error.message, range};
+}
+
+// A scalar of the host program: integers (and bools) in `integer`, floats in
+// `real`, kept in the precision of `type`.
+struct HostScalar {
+  ScalarType type = ScalarType::I64;
+  int64_t integer = 0;
+  double real = 0;
+
+  static HostScalar ofInteger(ScalarType type, int64_t value) {
+    HostScalar scalar{type};
+    if (type == ScalarType::I32)
+      value = static_cast<int32_t>(value);
+    if (type == ScalarType::Bool)
+      value = value != 0;
+    if (isFloat(type))
+      return ofReal(type, static_cast<double>(value));
+    scalar.integer = value;
+    return scalar;
+  }
+  static HostScalar ofReal(ScalarType type, double value) {
+    HostScalar scalar{type};
+    scalar.real = type == ScalarType::F32 ? static_cast<double>(static_cast<float>(value)) : value;
+    return scalar;
+  }
+  double asReal() const { return isFloat(type) ? real : static_cast<double>(integer); }
+
+  // In its memory representation (bool as one byte).
+  void store(unsigned char *bytes) const {
+    switch (type) {
+    case ScalarType::I32: {
+      int32_t value = static_cast<int32_t>(integer);
+      std::memcpy(bytes, &value, sizeof value);
+      return;
+    }
+    case ScalarType::I64:
+      std::memcpy(bytes, &integer, sizeof integer);
+      return;
+    case ScalarType::F32: {
+      float value = static_cast<float>(real);
+      std::memcpy(bytes, &value, sizeof value);
+      return;
+    }
+    case ScalarType::F64:
+      std::memcpy(bytes, &real, sizeof real);
+      return;
+    case ScalarType::Bool:
+      bytes[0] = integer != 0;
+      return;
+    }
+  }
+  static HostScalar load(ScalarType type, const unsigned char *bytes) {
+    switch (type) {
+    case ScalarType::I32: {
+      int32_t value;
+      std::memcpy(&value, bytes, sizeof value);
+      return ofInteger(type, value);
+    }
+    case ScalarType::I64: {
+      int64_t value;
+      std::memcpy(&value, bytes, sizeof value);
+      return ofInteger(type, value);
+    }
+    case ScalarType::F32: {
+      float value;
+      std::memcpy(&value, bytes, sizeof value);
+      return ofReal(type, value);
+    }
+    case ScalarType::F64: {
+      double value;
+      std::memcpy(&value, bytes, sizeof value);
+      return ofReal(type, value);
+    }
+    case ScalarType::Bool:
+      return ofInteger(type, bytes[0] != 0);
+    }
+    return {};
+  }
+};
+
+HostScalar convert(const HostScalar &value, ScalarType to) {
+  if (value.type == to)
+    return value;
+  if (to == ScalarType::Bool)
+    return HostScalar::ofInteger(to, isFloat(value.type) ? value.real != 0 : value.integer != 0);
+  if (isFloat(to))
+    return HostScalar::ofReal(to, value.asReal());
+  if (!isFloat(value.type))
+    return HostScalar::ofInteger(to, value.integer);
+  // Saturating, NaN to 0, as the code generators convert.
+  double real = value.real;
+  if (std::isnan(real))
+    return HostScalar::ofInteger(to, 0);
+  double low = to == ScalarType::I32 ? std::numeric_limits<int32_t>::min()
+                                     : static_cast<double>(std::numeric_limits<int64_t>::min());
+  double high = to == ScalarType::I32 ? std::numeric_limits<int32_t>::max()
+                                      : static_cast<double>(std::numeric_limits<int64_t>::max());
+  if (real <= low)
+    return HostScalar::ofInteger(to, to == ScalarType::I32 ? std::numeric_limits<int32_t>::min()
+                                                           : std::numeric_limits<int64_t>::min());
+  if (real >= high)
+    return HostScalar::ofInteger(to, to == ScalarType::I32 ? std::numeric_limits<int32_t>::max()
+                                                           : std::numeric_limits<int64_t>::max());
+  return HostScalar::ofInteger(to, static_cast<int64_t>(real));
+}
+
+// Runs the host body of a Function against device buffers.
+class HostProgram {
+public:
+  HostProgram(const runtime::Runtime &runtime,
+              const std::map<std::string, runtime::Function> &kernels,
+              const std::map<std::string, const KernelFunc *> &kernelInfo)
+      : runtime_(runtime), kernels_(kernels), kernelInfo_(kernelInfo) {}
+
+  void bindVar(const std::string &name, HostScalar value) { vars_[name] = value; }
+  void bindBuffer(const BufferInfo *buffer, loopc_device_ptr address) {
+    buffers_[buffer] = address;
+  }
+
+  Status run(const StmtNode &stmt) {
+    switch (stmt.kind) {
+    case StmtNode::Kind::Block:
+      for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+        if (auto status = run(*child); !status)
+          return status;
+      return {};
+    case StmtNode::Kind::LetStmt: {
+      auto &let = *stmt.as<LetStmt>();
+      auto value = eval(*let.value);
+      if (!value)
+        return std::unexpected(value.error());
+      auto saved = vars_.find(let.var) == vars_.end() ? std::nullopt
+                                                      : std::optional<HostScalar>(vars_[let.var]);
+      vars_[let.var] = *value;
+      Status status = run(*let.body);
+      restore(let.var, saved);
+      return status;
+    }
+    case StmtNode::Kind::For:
+      return runFor(*stmt.as<ir::For>());
+    case StmtNode::Kind::IfThenElse: {
+      auto &branch = *stmt.as<IfThenElse>();
+      auto cond = eval(*branch.cond);
+      if (!cond)
+        return std::unexpected(cond.error());
+      if (cond->integer)
+        return run(*branch.thenCase);
+      return branch.elseCase ? run(*branch.elseCase) : Status{};
+    }
+    case StmtNode::Kind::Store:
+      return runStore(*stmt.as<ir::Store>());
+    case StmtNode::Kind::Allocate:
+      return runAllocate(*stmt.as<ir::Allocate>());
+    case StmtNode::Kind::Launch:
+      return runLaunch(*stmt.as<ir::Launch>());
+    case StmtNode::Kind::Barrier:
+      return makeError("GPU engine: a barrier in host code");
+    case StmtNode::Kind::Reduce:
+      return makeError("GPU engine: a Reduce was not lowered by the pass pipeline",
+                       stmt.as<ir::Reduce>()->source);
+    }
+    return {};
+  }
+
+private:
+  void restore(const std::string &name, const std::optional<HostScalar> &saved) {
+    if (saved)
+      vars_[name] = *saved;
+    else
+      vars_.erase(name);
+  }
+
+  Status runFor(const ir::For &loop) {
+    auto min = eval(*loop.min);
+    if (!min)
+      return std::unexpected(min.error());
+    auto extent = eval(*loop.extent);
+    if (!extent)
+      return std::unexpected(extent.error());
+    if (loop.forKind == ForKind::GpuBlock || loop.forKind == ForKind::GpuThread)
+      return makeError("GPU engine: a GPU loop outside a kernel", loop.source);
+    auto saved = vars_.find(loop.var) == vars_.end() ? std::nullopt
+                                                     : std::optional<HostScalar>(vars_[loop.var]);
+    Status status;
+    for (int64_t i = 0; i < extent->integer && status; ++i) {
+      vars_[loop.var] = HostScalar::ofInteger(min->type, min->integer + i);
+      status = run(*loop.body);
+    }
+    restore(loop.var, saved);
+    return status;
+  }
+
+  Expected<std::vector<int64_t>> evalAll(const std::vector<ir::Expr> &exprs) {
+    std::vector<int64_t> values;
+    for (const ir::Expr &expr : exprs) {
+      auto value = eval(*expr);
+      if (!value)
+        return std::unexpected(value.error());
+      values.push_back(convert(*value, ScalarType::I64).integer);
+    }
+    return values;
+  }
+
+  // The device address of buffer[indices], bounds-checked.
+  Expected<loopc_device_ptr> elementAddress(const BufferInfo &buffer,
+                                            const std::vector<ir::Expr> &indices, SourceRange use) {
+    auto found = buffers_.find(&buffer);
+    if (found == buffers_.end())
+      return makeError("GPU engine: buffer '" + buffer.name + "' is not allocated here", use);
+    auto shape = evalAll(buffer.shape);
+    if (!shape)
+      return std::unexpected(shape.error());
+    auto index = evalAll(indices);
+    if (!index)
+      return std::unexpected(index.error());
+    int64_t offset = 0;
+    for (size_t dim = 0; dim < index->size(); ++dim) {
+      if ((*index)[dim] < 0 || (*index)[dim] >= (*shape)[dim])
+        return makeError("index " + std::to_string((*index)[dim]) + " out of bounds for '" +
+                             buffer.name + "'",
+                         use);
+      offset = offset * (*shape)[dim] + (*index)[dim];
+    }
+    return found->second + static_cast<loopc_device_ptr>(offset * scalarSize(buffer.element));
+  }
+
+  Status runStore(const ir::Store &store) {
+    auto value = eval(*store.value);
+    if (!value)
+      return std::unexpected(value.error());
+    auto address = elementAddress(*store.buffer, store.indices, store.source);
+    if (!address)
+      return std::unexpected(address.error());
+    unsigned char bytes[8] = {};
+    convert(*value, store.buffer->element).store(bytes);
+    if (loopc_copy_to_device(runtime_.handle(), *address, bytes,
+                             scalarSize(store.buffer->element)) != LOOPC_SUCCESS)
+      return makeError(loopc_runtime_last_error(runtime_.handle()), store.source);
+    return {};
+  }
+
+  Status runAllocate(const ir::Allocate &allocate) {
+    const BufferInfo &buffer = *allocate.buffer;
+    if (buffer.memory != MemorySpace::Global)
+      return makeError("GPU engine: a " + std::string(memorySpaceName(buffer.memory)) +
+                           " buffer in host code",
+                       buffer.declared);
+    auto shape = evalAll(buffer.shape);
+    if (!shape)
+      return std::unexpected(shape.error());
+    size_t count = 1;
+    for (int64_t extent : *shape)
+      count *= static_cast<size_t>(std::max<int64_t>(extent, 0));
+    auto storage = runtime_.allocate(count * scalarSize(buffer.element));
+    if (!storage)
+      return std::unexpected(runtimeError(storage.error(), buffer.declared));
+    if (storage->size() > 0)
+      if (auto cleared = storage->fill(0); !cleared)
+        return std::unexpected(runtimeError(cleared.error(), buffer.declared));
+    buffers_[&buffer] = storage->address();
+    Status status = run(*allocate.body);
+    buffers_.erase(&buffer);
+    return status;
+  }
+
+  Status runLaunch(const ir::Launch &launch) {
+    auto function = kernels_.find(launch.kernel);
+    auto info = kernelInfo_.find(launch.kernel);
+    if (function == kernels_.end() || info == kernelInfo_.end())
+      return makeError("GPU engine: launch of unknown kernel '" + launch.kernel + "'",
+                       launch.source);
+    auto grid = evalAll(launch.grid);
+    if (!grid)
+      return std::unexpected(grid.error());
+    auto block = evalAll(launch.block);
+    if (!block)
+      return std::unexpected(block.error());
+    runtime::LaunchConfig config;
+    config.kernelName = launch.kernel;
+    static constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
+    for (int axis = 0; axis < 3; ++axis) {
+      int64_t blocks = axis < static_cast<int>(grid->size()) ? (*grid)[axis] : 1;
+      int64_t threads = axis < static_cast<int>(block->size()) ? (*block)[axis] : 1;
+      if (blocks <= 0 || threads <= 0)
+        return {}; // an empty iteration space launches nothing
+      if (blocks > kGridLimits[axis] || threads > 1024)
+        return makeError("kernel '" + launch.kernel + "' needs a grid of " +
+                             std::to_string(blocks) + " blocks of " + std::to_string(threads) +
+                             " threads along axis " + "xyz"[axis] + ", beyond the GPU's limits",
+                         launch.source);
+      config.grid[axis] = static_cast<uint32_t>(blocks);
+      config.block[axis] = static_cast<uint32_t>(threads);
+    }
+    const KernelFunc &kernel = *info->second;
+    // One 8-byte slot per parameter, each holding the value in its PTX type.
+    std::vector<uint64_t> slots(launch.buffers.size() + launch.scalars.size(), 0);
+    for (size_t i = 0; i < launch.buffers.size(); ++i) {
+      auto found = buffers_.find(launch.buffers[i].get());
+      if (found == buffers_.end())
+        return makeError("GPU engine: buffer '" + launch.buffers[i]->name +
+                             "' is not allocated here",
+                         launch.source);
+      slots[i] = found->second;
+    }
+    for (size_t i = 0; i < launch.scalars.size(); ++i) {
+      auto value = eval(*launch.scalars[i]);
+      if (!value)
+        return std::unexpected(value.error());
+      ScalarType type = i < kernel.scalars.size() ? kernel.scalars[i].type : value->type;
+      convert(*value, type)
+          .store(reinterpret_cast<unsigned char *>(&slots[launch.buffers.size() + i]));
+    }
+    std::vector<void *> params;
+    for (uint64_t &slot : slots)
+      params.push_back(&slot);
+    if (auto launched = runtime_.launch(function->second, config, params); !launched)
+      return std::unexpected(runtimeError(launched.error(), launch.source));
+    return {};
+  }
+
+  Expected<HostScalar> eval(const ExprNode &expr) {
+    switch (expr.kind) {
+    case ExprNode::Kind::IntImm:
+      return HostScalar::ofInteger(expr.type, expr.as<IntImm>()->value);
+    case ExprNode::Kind::FloatImm:
+      return HostScalar::ofReal(expr.type, expr.as<FloatImm>()->value);
+    case ExprNode::Kind::BoolImm:
+      return HostScalar::ofInteger(ScalarType::Bool, expr.as<BoolImm>()->value);
+    case ExprNode::Kind::Var: {
+      auto found = vars_.find(expr.as<Var>()->name);
+      if (found == vars_.end())
+        return makeError("GPU engine: variable '" + expr.as<Var>()->name + "' is not bound");
+      return found->second;
+    }
+    case ExprNode::Kind::Load: {
+      auto &load = *expr.as<ir::Load>();
+      auto address = elementAddress(*load.buffer, load.indices, load.source);
+      if (!address)
+        return std::unexpected(address.error());
+      unsigned char bytes[8] = {};
+      if (loopc_copy_to_host(runtime_.handle(), bytes, *address,
+                             scalarSize(load.buffer->element)) != LOOPC_SUCCESS)
+        return makeError(loopc_runtime_last_error(runtime_.handle()), load.source);
+      return HostScalar::load(load.buffer->element, bytes);
+    }
+    case ExprNode::Kind::Unary: {
+      auto &unary = *expr.as<Unary>();
+      auto operand = eval(*unary.operand);
+      if (!operand)
+        return operand;
+      if (unary.op == UnaryOpKind::Not)
+        return HostScalar::ofInteger(ScalarType::Bool, !operand->integer);
+      if (isFloat(expr.type))
+        return HostScalar::ofReal(expr.type, -operand->real);
+      return HostScalar::ofInteger(
+          expr.type, static_cast<int64_t>(0ULL - static_cast<uint64_t>(operand->integer)));
+    }
+    case ExprNode::Kind::Binary:
+      return evalBinary(*expr.as<Binary>());
+    case ExprNode::Kind::Select: {
+      auto &select = *expr.as<ir::Select>();
+      auto cond = eval(*select.cond);
+      if (!cond)
+        return cond;
+      return eval(cond->integer ? *select.thenValue : *select.elseValue);
+    }
+    case ExprNode::Kind::Cast: {
+      auto operand = eval(*expr.as<Cast>()->operand);
+      if (!operand)
+        return operand;
+      return convert(*operand, expr.type);
+    }
+    case ExprNode::Kind::Call:
+      return evalCall(*expr.as<ir::Call>());
+    }
+    return makeError("GPU engine: unknown expression in host code");
+  }
+
+  Expected<HostScalar> evalBinary(const Binary &binary) {
+    auto lhs = eval(*binary.lhs);
+    if (!lhs)
+      return lhs;
+    auto rhs = eval(*binary.rhs);
+    if (!rhs)
+      return rhs;
+    ScalarType type = binary.lhs->type;
+    auto compare = [&](auto less, auto equal) {
+      switch (binary.op) {
+      case BinaryOpKind::Lt:
+        return less(*lhs, *rhs);
+      case BinaryOpKind::Le:
+        return less(*lhs, *rhs) || equal(*lhs, *rhs);
+      case BinaryOpKind::Gt:
+        return less(*rhs, *lhs);
+      case BinaryOpKind::Ge:
+        return less(*rhs, *lhs) || equal(*lhs, *rhs);
+      case BinaryOpKind::Eq:
+        return equal(*lhs, *rhs);
+      default:
+        return !equal(*lhs, *rhs);
+      }
+    };
+    if (isComparison(binary.op)) {
+      bool result = isFloat(type)
+                        ? compare([](auto &a, auto &b) { return a.real < b.real; },
+                                  [](auto &a, auto &b) { return a.real == b.real; })
+                        : compare([](auto &a, auto &b) { return a.integer < b.integer; },
+                                  [](auto &a, auto &b) { return a.integer == b.integer; });
+      return HostScalar::ofInteger(ScalarType::Bool, result);
+    }
+    if (isFloat(type)) {
+      double a = lhs->real, b = rhs->real;
+      switch (binary.op) {
+      case BinaryOpKind::Add:
+        return HostScalar::ofReal(type, a + b);
+      case BinaryOpKind::Sub:
+        return HostScalar::ofReal(type, a - b);
+      case BinaryOpKind::Mul:
+        return HostScalar::ofReal(type, a * b);
+      case BinaryOpKind::Div:
+        return HostScalar::ofReal(type, a / b);
+      case BinaryOpKind::Rem:
+        return HostScalar::ofReal(type, std::fmod(a, b));
+      case BinaryOpKind::Min:
+        return HostScalar::ofReal(type, std::fmin(a, b));
+      case BinaryOpKind::Max:
+        return HostScalar::ofReal(type, std::fmax(a, b));
+      default:
+        break;
+      }
+      return makeError("GPU engine: a logical operator on floats in host code");
+    }
+    // Integers wrap as in the generated code (two's complement).
+    auto a = static_cast<uint64_t>(lhs->integer), b = static_cast<uint64_t>(rhs->integer);
+    switch (binary.op) {
+    case BinaryOpKind::Add:
+      return HostScalar::ofInteger(type, static_cast<int64_t>(a + b));
+    case BinaryOpKind::Sub:
+      return HostScalar::ofInteger(type, static_cast<int64_t>(a - b));
+    case BinaryOpKind::Mul:
+      return HostScalar::ofInteger(type, static_cast<int64_t>(a * b));
+    case BinaryOpKind::Div:
+    case BinaryOpKind::Rem:
+      if (rhs->integer == 0)
+        return makeError("integer division by zero in host code");
+      if (rhs->integer == -1) // avoids INT64_MIN / -1
+        return HostScalar::ofInteger(
+            type, binary.op == BinaryOpKind::Div ? static_cast<int64_t>(0ULL - a) : 0);
+      return HostScalar::ofInteger(type, binary.op == BinaryOpKind::Div
+                                             ? lhs->integer / rhs->integer
+                                             : lhs->integer % rhs->integer);
+    case BinaryOpKind::Min:
+      return HostScalar::ofInteger(type, std::min(lhs->integer, rhs->integer));
+    case BinaryOpKind::Max:
+      return HostScalar::ofInteger(type, std::max(lhs->integer, rhs->integer));
+    case BinaryOpKind::And:
+      return HostScalar::ofInteger(type, lhs->integer && rhs->integer);
+    case BinaryOpKind::Or:
+      return HostScalar::ofInteger(type, lhs->integer || rhs->integer);
+    default:
+      break;
+    }
+    return makeError("GPU engine: unknown operator in host code");
+  }
+
+  Expected<HostScalar> evalCall(const ir::Call &call) {
+    std::vector<HostScalar> args;
+    for (const ir::Expr &arg : call.args) {
+      auto value = eval(*arg);
+      if (!value)
+        return value;
+      args.push_back(*value);
+    }
+    ScalarType type = call.type;
+    if (!isFloat(type)) {
+      switch (call.builtin) {
+      case Builtin::Abs:
+        return HostScalar::ofInteger(
+            type, args[0].integer < 0
+                      ? static_cast<int64_t>(0ULL - static_cast<uint64_t>(args[0].integer))
+                      : args[0].integer);
+      case Builtin::Min:
+        return HostScalar::ofInteger(type, std::min(args[0].integer, args[1].integer));
+      case Builtin::Max:
+        return HostScalar::ofInteger(type, std::max(args[0].integer, args[1].integer));
+      default:
+        return makeError(std::string("GPU engine: ") + builtinName(call.builtin) +
+                         " of an integer in host code");
+      }
+    }
+    double x = args[0].real;
+    double y = args.size() > 1 ? args[1].real : 0;
+    double result = 0;
+    switch (call.builtin) {
+    case Builtin::Sqrt:
+      result = std::sqrt(x);
+      break;
+    case Builtin::Exp:
+      result = std::exp(x);
+      break;
+    case Builtin::Log:
+      result = std::log(x);
+      break;
+    case Builtin::Sin:
+      result = std::sin(x);
+      break;
+    case Builtin::Cos:
+      result = std::cos(x);
+      break;
+    case Builtin::Tanh:
+      result = std::tanh(x);
+      break;
+    case Builtin::Abs:
+      result = std::fabs(x);
+      break;
+    case Builtin::Min:
+      result = std::fmin(x, y);
+      break;
+    case Builtin::Max:
+      result = std::fmax(x, y);
+      break;
+    case Builtin::Pow:
+      result = std::pow(x, y);
+      break;
+    case Builtin::Floor:
+      result = std::floor(x);
+      break;
+    case Builtin::Ceil:
+      result = std::ceil(x);
+      break;
+    case Builtin::Fma:
+      result = std::fma(x, y, args[2].real);
+      break;
+    }
+    return HostScalar::ofReal(type, result);
+  }
+
+  const runtime::Runtime &runtime_;
+  const std::map<std::string, runtime::Function> &kernels_;
+  const std::map<std::string, const KernelFunc *> &kernelInfo_;
+  std::unordered_map<std::string, HostScalar> vars_;
+  std::unordered_map<const BufferInfo *, loopc_device_ptr> buffers_;
+};
+
+// The newest architecture LLVM 19 generates for that the device runs.
+std::string gpuFor(const loopc_device_info &info) {
+  int capability = info.compute_capability_major * 10 + info.compute_capability_minor;
+  for (int known : {90, 89, 87, 86, 80, 75})
+    if (capability >= known)
+      return "sm_" + std::to_string(known);
+  return "sm_" + std::to_string(capability);
+}
+
+} // namespace
+
+GpuEngine::GpuEngine(std::unique_ptr<State> state) : state_(std::move(state)) {
+  auto info = state_->runtime.info();
+  gpu_ = info ? gpuFor(*info) : kDefaultGpu;
+}
+
+GpuEngine::~GpuEngine() {
+  // Modules are unloaded before the runtime closes.
+  cache_.clear();
+}
+
+Expected<std::unique_ptr<Engine>> GpuEngine::create() {
+  auto runtime = runtime::Runtime::open(runtime::DeviceKind::Cuda);
+  if (!runtime)
+    return makeError(runtime.error().message);
+  return std::unique_ptr<Engine>(
+      new GpuEngine(std::make_unique<State>(State{std::move(*runtime)})));
+}
+
+Expected<const GpuEngine::Compiled *> GpuEngine::compiled(const Program &program,
+                                                          const KernelDecl &kernel) {
+  auto found = cache_.find(&kernel);
+  if (found != cache_.end() && found->second->program == &program)
+    return found->second.get();
+  auto entry = std::make_unique<Compiled>();
+  entry->program = &program;
+  entry->function = passes::runPipeline(ir::lowerKernel(program, kernel));
+  if (!entry->function.kernels.empty()) {
+    auto ptx = compileToPtx(entry->function, gpu_);
+    if (!ptx)
+      return std::unexpected(ptx.error());
+    auto module = state_->runtime.loadPtx(*ptx, entry->function.name);
+    if (!module)
+      return std::unexpected(runtimeError(module.error(), kernel.range));
+    entry->module = std::move(*module);
+  }
+  for (const KernelFunc &device : entry->function.kernels) {
+    auto function = entry->module.function(device.name);
+    if (!function)
+      return std::unexpected(runtimeError(function.error(), device.source));
+    entry->kernels[device.name] = *function;
+    entry->kernelInfo[device.name] = &device;
+  }
+  const Compiled *result = entry.get();
+  cache_[&kernel] = std::move(entry);
+  return result;
+}
+
+Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kernel,
+                                  KernelArgs &args) {
+  auto compiledProgram = compiled(program, kernel);
+  if (!compiledProgram)
+    return std::unexpected(compiledProgram.error());
+  const Compiled &code = **compiledProgram;
+  const ir::Function &function = code.function;
+  if (args.params.size() != kernel.params.size())
+    return makeError("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
+                         " arguments, got " + std::to_string(args.params.size()),
+                     kernel.range);
+  auto paramIndex = [&](const std::string &name) -> int {
+    for (size_t i = 0; i < kernel.params.size(); ++i)
+      if (kernel.params[i]->name == name)
+        return static_cast<int>(i);
+    return -1;
+  };
+  const runtime::Runtime &runtime = state_->runtime;
+  HostProgram host(runtime, code.kernels, code.kernelInfo);
+
+  std::vector<runtime::DeviceBuffer> deviceBuffers;
+  std::vector<std::pair<int, size_t>> outputs; // argument, device buffer
+  for (const ir::Buffer &buffer : function.buffers) {
+    int index = paramIndex(buffer->name);
+    if (index < 0)
+      return makeError("GPU engine: no argument for buffer '" + buffer->name + "'",
+                       buffer->declared);
+    HostArray &array = args.params[index];
+    auto storage = runtime.allocate(array.bytes.size());
+    if (!storage)
+      return std::unexpected(runtimeError(storage.error(), buffer->declared));
+    // `out` parameters start zeroed, whatever the caller left in them.
+    bool isOut = kernel.params[index]->intent == Intent::Out;
+    if (isOut)
+      std::fill(array.bytes.begin(), array.bytes.end(), 0);
+    if (!array.bytes.empty())
+      if (auto copied = storage->copyFromHost(array.bytes.data(), array.bytes.size()); !copied)
+        return std::unexpected(runtimeError(copied.error(), buffer->declared));
+    host.bindBuffer(buffer.get(), storage->address());
+    if (buffer->isWritten || isOut)
+      outputs.emplace_back(index, deviceBuffers.size());
+    deviceBuffers.push_back(std::move(*storage));
+  }
+  for (const ir::ScalarParam &scalar : function.scalars) {
+    int index = paramIndex(scalar.name);
+    if (index >= 0) {
+      const HostArray &value = args.params[index];
+      unsigned char bytes[8] = {};
+      std::memcpy(bytes, value.bytes.data(), std::min(value.bytes.size(), sizeof bytes));
+      host.bindVar(scalar.name, HostScalar::load(scalar.type, bytes));
+      continue;
+    }
+    auto size = args.sizes.find(scalar.name);
+    if (size == args.sizes.end())
+      return makeError("GPU engine: no value for '" + scalar.name + "'", kernel.range);
+    host.bindVar(scalar.name, HostScalar::ofInteger(scalar.type, size->second));
+  }
+
+  auto start = runtime.createEvent();
+  auto stop = runtime.createEvent();
+  if (!start || !stop)
+    return std::unexpected(runtimeError(!start ? start.error() : stop.error(), kernel.range));
+  if (auto recorded = start->record(); !recorded)
+    return std::unexpected(runtimeError(recorded.error(), kernel.range));
+  if (auto status = host.run(*function.body); !status)
+    return std::unexpected(status.error());
+  if (auto recorded = stop->record(); !recorded)
+    return std::unexpected(runtimeError(recorded.error(), kernel.range));
+  if (auto synchronized = runtime.synchronize(); !synchronized)
+    return std::unexpected(runtimeError(synchronized.error(), kernel.range));
+  auto milliseconds = stop->elapsedSince(*start);
+  if (!milliseconds)
+    return std::unexpected(runtimeError(milliseconds.error(), kernel.range));
+
+  for (auto [index, buffer] : outputs) {
+    HostArray &array = args.params[index];
+    if (array.bytes.empty())
+      continue;
+    if (auto copied = deviceBuffers[buffer].copyToHost(array.bytes.data(), array.bytes.size());
+        !copied)
+      return std::unexpected(runtimeError(copied.error(), kernel.range));
+  }
+  RunStats stats;
+  stats.seconds = *milliseconds / 1000.0;
+  return stats;
+}
+
+} // namespace loopc::codegen

@@ -1,0 +1,45 @@
+// The GPU engine: a kernel is lowered, run through the pass pipeline and its
+// device kernels compiled to PTX (NvptxTarget.h), which the runtime loads
+// through the CUDA driver; PTX modules are cached per kernel for the engine's
+// lifetime. A run copies the inputs to the device, runs the host program
+// (launches, temporaries, top-level reduction cells), and copies the outputs
+// back. RunStats::seconds is the GPU time between CUDA events recorded around
+// the host program: the kernels and the small copies between them, not the
+// input and output transfers.
+#pragma once
+
+#include "engine/Engine.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace loopc::codegen {
+
+class GpuEngine final : public Engine {
+public:
+  // Opens the first CUDA device; the error is the runtime's message ("no
+  // CUDA driver ...") where there is none.
+  static Expected<std::unique_ptr<Engine>> create();
+  ~GpuEngine() override;
+
+  std::string name() const override { return "gpu"; }
+  Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
+                         KernelArgs &args) override;
+
+  // The architecture PTX is generated for: the device's, capped at the newest
+  // LLVM 19 knows (the driver JIT-compiles PTX for newer GPUs).
+  const std::string &gpu() const { return gpu_; }
+
+private:
+  struct State;
+  struct Compiled;
+  explicit GpuEngine(std::unique_ptr<State> state);
+  Expected<const Compiled *> compiled(const Program &program, const KernelDecl &kernel);
+
+  std::unique_ptr<State> state_;
+  std::string gpu_;
+  std::map<const KernelDecl *, std::unique_ptr<Compiled>> cache_;
+};
+
+} // namespace loopc::codegen
