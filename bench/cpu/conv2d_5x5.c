@@ -27,6 +27,9 @@ int main(int argc, char **argv) {
   I = bench_alloc((size_t)(H * W)), O = bench_alloc((size_t)((H - 4) * (W - 4)));
   bench_fill(I, (size_t)(H * W), 1), bench_fill(&F[0][0], 25, 2);
   bench_fill(O, (size_t)((H - 4) * (W - 4)), 3);
+  bench_dump("in", "I", I, 2, (long[]){H, W});
+  bench_dump("in", "F", &F[0][0], 2, (long[]){5, 5});
   bench_report(reps, bench_nothing, run, checksum);
+  bench_dump("out", "O", O, 2, (long[]){H - 4, W - 4});
   return 0;
 }

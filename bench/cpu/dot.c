@@ -20,6 +20,9 @@ int main(int argc, char **argv) {
   int reps = (int)bench_arg(argc, argv, 2);
   x = bench_alloc((size_t)N), y = bench_alloc((size_t)N);
   bench_fill(x, (size_t)N, 1), bench_fill(y, (size_t)N, 2);
+  bench_dump("in", "x", x, 1, (long[]){N});
+  bench_dump("in", "y", y, 1, (long[]){N});
   bench_report(reps, bench_nothing, run, checksum);
+  bench_dump("out", "r", &r, 0, NULL);
   return 0;
 }

@@ -2,13 +2,16 @@
  * like loopc's (not the same values: only shapes and layout must match), size
  * arguments, and the median time of several runs measured with
  * omp_get_wtime. Each baseline restores its inout arrays before every run,
- * outside the timed region, as `loopc run --repeat` does. */
+ * outside the timed region, as `loopc run --repeat` does. With BENCH_DUMP_DIR
+ * set, a baseline also writes its inputs and outputs as .npy files, so that
+ * bench/cpu/check.sh can run loopc on the same inputs and compare. */
 #pragma once
 
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static inline float *bench_alloc(size_t count) {
   float *data = malloc(count * sizeof(float));
@@ -66,3 +69,47 @@ static inline double bench_sum(const float *data, size_t count) {
 }
 
 static inline void bench_nothing(void) {}
+
+/* Writes DIR/KIND/NAME.npy (NumPy format 1.0, little-endian f32, C order) when
+ * BENCH_DUMP_DIR=DIR is set; KIND is "in" or "out" and NAME the parameter's
+ * name in the sample. */
+static inline void bench_dump(const char *kind, const char *name, const float *data, int rank,
+                              const long *shape) {
+  const char *dir = getenv("BENCH_DUMP_DIR");
+  if (!dir)
+    return;
+  char path[4096], dims[256] = "", header[512];
+  snprintf(path, sizeof path, "%s/%s/%s.npy", dir, kind, name);
+  size_t count = 1;
+  for (int d = 0; d < rank; ++d) {
+    size_t used = strlen(dims);
+    snprintf(dims + used, sizeof dims - used, rank == 1 ? "%ld," : d ? ", %ld" : "%ld", shape[d]);
+    count *= (size_t)shape[d];
+  }
+  int length = snprintf(header, sizeof header,
+                        "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+  /* Magic, version and length take 10 bytes; the header ends in a newline
+   * and pads the whole preamble to a multiple of 64. */
+  int padded = (10 + length + 1 + 63) / 64 * 64 - 10;
+  memset(header + length, ' ', (size_t)(padded - length - 1));
+  header[padded - 1] = '\n';
+  FILE *file = fopen(path, "wb");
+  if (!file) {
+    fprintf(stderr, "cannot write %s\n", path);
+    exit(1);
+  }
+  unsigned char preamble[10] = {0x93,
+                                'N',
+                                'U',
+                                'M',
+                                'P',
+                                'Y',
+                                1,
+                                0,
+                                (unsigned char)(padded & 0xff),
+                                (unsigned char)(padded >> 8)};
+  fwrite(preamble, 1, sizeof preamble, file);
+  fwrite(header, 1, (size_t)padded, file);
+  fwrite(data, sizeof(float), count, file);
+  fclose(file);
+}

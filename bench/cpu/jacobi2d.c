@@ -35,6 +35,10 @@ int main(int argc, char **argv) {
   size_t count = (size_t)(N * N);
   A = bench_alloc(count), B = bench_alloc(count), A0 = bench_alloc(count), B0 = bench_alloc(count);
   bench_fill(A0, count, 1), bench_fill(B0, count, 2);
+  bench_dump("in", "A", A0, 2, (long[]){N, N});
+  bench_dump("in", "B", B0, 2, (long[]){N, N});
   bench_report(reps, reset, run, checksum);
+  bench_dump("out", "A", A, 2, (long[]){N, N});
+  bench_dump("out", "B", B, 2, (long[]){N, N});
   return 0;
 }

@@ -25,6 +25,9 @@ int main(int argc, char **argv) {
   C = bench_alloc((size_t)(M * N));
   bench_fill(A, (size_t)(M * K), 1), bench_fill(B, (size_t)(K * N), 2),
       bench_fill(C, (size_t)(M * N), 3);
+  bench_dump("in", "A", A, 2, (long[]){M, K});
+  bench_dump("in", "B", B, 2, (long[]){K, N});
   bench_report(reps, bench_nothing, run, checksum);
+  bench_dump("out", "C", C, 2, (long[]){M, N});
   return 0;
 }

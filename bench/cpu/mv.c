@@ -22,6 +22,9 @@ int main(int argc, char **argv) {
   int reps = (int)bench_arg(argc, argv, 3);
   A = bench_alloc((size_t)(M * N)), x = bench_alloc((size_t)N), y = bench_alloc((size_t)M);
   bench_fill(A, (size_t)(M * N), 1), bench_fill(x, (size_t)N, 2), bench_fill(y, (size_t)M, 3);
+  bench_dump("in", "A", A, 2, (long[]){M, N});
+  bench_dump("in", "x", x, 1, (long[]){N});
   bench_report(reps, bench_nothing, run, checksum);
+  bench_dump("out", "y", y, 1, (long[]){M});
   return 0;
 }

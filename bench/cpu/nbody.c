@@ -54,6 +54,11 @@ int main(int argc, char **argv) {
   pos0 = bench_alloc((size_t)(N * 3)), vel0 = bench_alloc((size_t)(N * 3));
   bench_fill(mass, (size_t)N, 1), bench_fill(pos0, (size_t)(N * 3), 2),
       bench_fill(vel0, (size_t)(N * 3), 3);
+  bench_dump("in", "mass", mass, 1, (long[]){N});
+  bench_dump("in", "pos", pos0, 2, (long[]){N, 3});
+  bench_dump("in", "vel", vel0, 2, (long[]){N, 3});
   bench_report(reps, reset, run, checksum);
+  bench_dump("out", "pos", pos, 2, (long[]){N, 3});
+  bench_dump("out", "vel", vel, 2, (long[]){N, 3});
   return 0;
 }

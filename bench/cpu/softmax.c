@@ -31,6 +31,8 @@ int main(int argc, char **argv) {
   int reps = (int)bench_arg(argc, argv, 3);
   X = bench_alloc((size_t)(R * C)), Y = bench_alloc((size_t)(R * C));
   bench_fill(X, (size_t)(R * C), 1), bench_fill(Y, (size_t)(R * C), 2);
+  bench_dump("in", "X", X, 2, (long[]){R, C});
   bench_report(reps, bench_nothing, run, checksum);
+  bench_dump("out", "Y", Y, 2, (long[]){R, C});
   return 0;
 }

@@ -27,6 +27,9 @@ int main(int argc, char **argv) {
   D = bench_alloc((size_t)(M * N));
   bench_fill(X, (size_t)(M * K), 1), bench_fill(Y, (size_t)(N * K), 2),
       bench_fill(D, (size_t)(M * N), 3);
+  bench_dump("in", "X", X, 2, (long[]){M, K});
+  bench_dump("in", "Y", Y, 2, (long[]){N, K});
   bench_report(reps, bench_nothing, run, checksum);
+  bench_dump("out", "D", D, 2, (long[]){M, N});
   return 0;
 }

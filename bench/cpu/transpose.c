@@ -19,6 +19,8 @@ int main(int argc, char **argv) {
   int reps = (int)bench_arg(argc, argv, 3);
   A = bench_alloc((size_t)(M * N)), B = bench_alloc((size_t)(M * N));
   bench_fill(A, (size_t)(M * N), 1), bench_fill(B, (size_t)(M * N), 2);
+  bench_dump("in", "A", A, 2, (long[]){M, N});
   bench_report(reps, bench_nothing, run, checksum);
+  bench_dump("out", "B", B, 2, (long[]){N, M});
   return 0;
 }

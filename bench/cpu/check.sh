@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Checks that the C baselines of run.sh compute what the samples compute: each
+# baseline runs once at small odd sizes with BENCH_DUMP_DIR set, writing its
+# inputs and outputs as .npy files; loopc then runs the sample on the CPU JIT
+# with those inputs (--in), and every output must match within a float
+# tolerance (the two may order a reduction's additions differently).
+#
+# Usage: bench/cpu/check.sh [LOOPC] (default build/loopc). Exit 1 on a mismatch.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+loopc=${1:-$root/build/loopc}
+if [[ ! -x $loopc ]]; then
+  echo "check.sh: no loopc binary at $loopc (pass its path)" >&2
+  exit 2
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# name | sample | C arguments (sizes) | loopc --set values for scalar parameters
+cases=(
+  "matmul|matmul.loop|37 29 41|"
+  "mv|mv.loop|53 37|"
+  "dot|dot.loop|1001|"
+  "transpose|transpose.loop|37 29|"
+  "conv2d_5x5|conv2d_5x5.loop|37 29|"
+  "jacobi2d|jacobi2d.loop|37 3|steps=3"
+  "softmax|softmax.loop|7 37|"
+  "sqdist|sqdist.loop|37 29 11|"
+  "nbody|nbody.loop|67|dt=0.01 softening=0.1"
+)
+
+# Max |expected - actual| / (1 + |expected|) over two .npy files of f32.
+compare() {
+  python3 - "$1" "$2" <<'PY'
+import ast, struct, sys
+
+def load(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    header_length = struct.unpack_from("<H", data, 8)[0]
+    header = ast.literal_eval(data[10:10 + header_length].decode("latin1"))
+    assert header["descr"] == "<f4" and not header["fortran_order"], header
+    count = 1
+    for extent in header["shape"]:
+        count *= extent
+    return header["shape"], struct.unpack_from("<%df" % count, data, 10 + header_length)
+
+expected_shape, expected = load(sys.argv[1])
+actual_shape, actual = load(sys.argv[2])
+if expected_shape != actual_shape:
+    sys.exit("shape %s vs %s" % (expected_shape, actual_shape))
+print(max((abs(e - a) / (1 + abs(e)) for e, a in zip(expected, actual)), default=0.0))
+PY
+}
+
+status=0
+for entry in "${cases[@]}"; do
+  IFS='|' read -r name sample c_args values <<<"$entry"
+  dir=$work/$name
+  mkdir -p "$dir/in" "$dir/out" "$dir/loopc"
+  gcc -O3 -march=native -fopenmp -o "$dir/baseline" "$root/bench/cpu/$name.c" -lm
+  # shellcheck disable=SC2086 # c_args is a list of sizes
+  BENCH_DUMP_DIR=$dir "$dir/baseline" $c_args 1 >/dev/null
+  args=()
+  for value in $values; do args+=(--set "$value"); done
+  for file in "$dir"/in/*.npy; do args+=(--in "$(basename "$file" .npy)=$file"); done
+  for file in "$dir"/out/*.npy; do args+=(--out "$(basename "$file" .npy)=$dir/loopc/$(basename "$file")"); done
+  if ! "$loopc" run "$root/samples/$sample" --device cpu --quiet "${args[@]}"; then
+    echo "$name: loopc failed"
+    status=1
+    continue
+  fi
+  for file in "$dir"/out/*.npy; do
+    output=$(basename "$file" .npy)
+    error=$(compare "$file" "$dir/loopc/$output.npy")
+    if awk -v e="$error" 'BEGIN { exit !(e <= 1e-4) }'; then
+      echo "$name.$output: matches (largest relative difference $error)"
+    else
+      echo "$name.$output: MISMATCH (largest relative difference $error)"
+      status=1
+    fi
+  done
+done
+exit $status
