@@ -194,7 +194,7 @@ Expected<std::unique_ptr<llvm::TargetMachine>> nvptxMachine(const std::string &g
   if (!target)
     return makeError("no NVPTX target in this LLVM: " + problem);
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
-      target->createMCSubtargetInfo(kNvptxTriple, gpu, ""));
+      target->createMCSubtargetInfo(kNvptxTriple, "", ""));
   if (!subtarget || !subtarget->isCPUStringValid(gpu))
     return makeError("unknown GPU '" + gpu + "' (LLVM 19 knows sm_50 to sm_90a; e.g. sm_80)");
   // PTX ISA 8.0 covers sm_90 and is read by every ptxas and driver since CUDA 12.0.

@@ -1,0 +1,260 @@
+// The GPU path without a GPU: PTX for every sample and stdlib kernel assembled
+// by ptxas with no spills, module files, the CLI's messages where there is no
+// driver, and the GPU engine's host program on the stand-in driver. Runs on a
+// real device (differential against the interpreter) only where one opens.
+#include "TestSupport.h"
+
+#include "codegen/GpuEngine.h"
+#include "codegen/ModuleFile.h"
+#include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
+#include "engine/Bindings.h"
+#include "interp/Interpreter.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+
+#include "Differential.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
+
+using namespace loopc;
+
+namespace {
+
+std::vector<std::string> loopFiles() {
+  std::vector<std::string> files;
+  for (const char *folder : {"samples", "stdlib"})
+    for (const auto &entry : std::filesystem::directory_iterator(test::sourcePath(folder)))
+      if (entry.path().extension() == ".loop")
+        files.push_back(entry.path().string());
+  std::ranges::sort(files);
+  return files;
+}
+
+ir::Function pipeline(const Program &program, const KernelDecl &kernel) {
+  return passes::runPipeline(ir::lowerKernel(program, kernel));
+}
+
+// The stand-in libcuda built next to the test executables (tests/CMakeLists.txt).
+std::string stubDriverPath() {
+  std::error_code error;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  auto stub = self.parent_path() / "libloopc_cuda_stub.so";
+  return !error && std::filesystem::exists(stub) ? stub.string() : "";
+}
+
+// Sets an environment variable for the scope of one test.
+class ScopedEnvironment {
+public:
+  ScopedEnvironment(const char *name, const std::string &value) : name_(name) {
+    if (const char *old = std::getenv(name))
+      saved_ = old;
+    setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnvironment() {
+    if (saved_)
+      setenv(name_, saved_->c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+private:
+  const char *name_;
+  std::optional<std::string> saved_;
+};
+
+} // namespace
+
+TEST_CASE("every sample and stdlib kernel assembles for sm_80 and sm_90 without spills") {
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  int kernels = 0;
+  for (const std::string &file : loopFiles()) {
+    auto loaded = test::loadFile(file);
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    for (const auto &kernel : loaded->program->modules.front()->kernels) {
+      ir::Function function = pipeline(*loaded->program, *kernel);
+      for (const char *gpu : {"sm_80", "sm_90"}) {
+        CAPTURE(file);
+        CAPTURE(kernel->name);
+        CAPTURE(gpu);
+        auto ptx = codegen::compileToPtx(function, gpu);
+        REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+        CHECK(ptx->find(".target " + std::string(gpu)) != std::string::npos);
+        for (const ir::KernelFunc &device : function.kernels) {
+          CHECK(ptx->find(".entry " + device.name) != std::string::npos);
+          if (device.maxThreadsPerBlock > 0)
+            CHECK(ptx->find(".maxntid " + std::to_string(device.maxThreadsPerBlock)) !=
+                  std::string::npos);
+        }
+        if (!ptxas)
+          continue;
+        auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
+        REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
+        CHECK(reports->size() == function.kernels.size());
+        for (const codegen::PtxasKernelReport &report : *reports) {
+          CAPTURE(report.name);
+          CHECK(report.registers > 0);
+          CHECK(report.spillStoreBytes == 0);
+          CHECK(report.spillLoadBytes == 0);
+        }
+      }
+      ++kernels;
+    }
+  }
+  CHECK(kernels > 20);
+  if (!ptxas)
+    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
+}
+
+TEST_CASE("math without NVPTX instructions comes from libdevice, inlined") {
+  auto loaded = test::loadText(R"(
+kernel activate(x: in f32[N], y: out f32[N]) {
+  parfor i in 0..N { y[i] = tanh(x[i]) + exp(x[i]) * sin(x[i]); }
+})");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  ir::Function function =
+      pipeline(*loaded->program, *loaded->program->modules.front()->kernels.front());
+  auto unoptimized = codegen::nvptxLlvmText(function, "sm_80", false);
+  REQUIRE(unoptimized);
+  CHECK(unoptimized->find("@__nv_tanhf") != std::string::npos);
+  CHECK(unoptimized->find("@__nv_expf") != std::string::npos);
+  CHECK(unoptimized->find("ptx_kernel") != std::string::npos);
+  CHECK(unoptimized->find("llvm.nvvm.read.ptx.sreg.ctaid.x") != std::string::npos);
+  auto ptx = codegen::compileToPtx(function, "sm_80");
+  REQUIRE(ptx);
+  CHECK(ptx->find("call") == std::string::npos); // every libdevice function inlined
+  CHECK(ptx->find("__nv_") == std::string::npos);
+  CHECK(!codegen::compileToPtx(function, "sm_1000"));
+}
+
+TEST_CASE("a loop whose extent is the launch geometry is no loop on the GPU") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  ir::Function function = pipeline(*loaded->program, *loaded->program->findKernel("matmul"));
+  // Two block and two thread dimensions, all matching the launch.
+  CHECK(codegen::launchGeometryLoops(function).size() == 4);
+}
+
+TEST_CASE("module files round-trip and reject what they are not") {
+  auto loaded = test::loadFile(test::sourcePath("samples/sum_max.loop"));
+  REQUIRE(loaded->program);
+  ir::Function function = pipeline(*loaded->program, *loaded->program->findKernel("sum_and_max"));
+  auto ptx = codegen::compileToPtx(function, "sm_80");
+  REQUIRE(ptx);
+  codegen::ModuleFile module = codegen::describeModule(function, "sm_80", *ptx, loaded->sources);
+  REQUIRE(module.kernels.size() == 4);
+  CHECK(module.kernels[0].launches.size() == 1);
+  CHECK(module.kernels[0].launches[0].block == std::vector<std::string>{"256", "1", "1"});
+  CHECK(module.kernels[0].source.find("sum_max.loop:") != std::string::npos);
+  CHECK(module.parameters.front().shape == std::vector<std::string>{"N"});
+  CHECK(module.hostProgram.find("launch sum_and_max_kernel0") != std::string::npos);
+
+  auto parsed = codegen::parseModule(codegen::serializeModule(module));
+  REQUIRE_MESSAGE(parsed, (parsed ? "" : parsed.error().message));
+  CHECK(*parsed == module);
+
+  CHECK(!codegen::parseModule("not json"));
+  CHECK(!codegen::parseModule(R"({"format": "something else"})"));
+  auto newer = codegen::parseModule(R"({"format": "loopc-module", "version": 99})");
+  REQUIRE(!newer);
+  CHECK(newer.error().message.find("version 99") != std::string::npos);
+}
+
+TEST_CASE("loopc compile emits PTX, NVPTX LLVM IR and module files") {
+  auto ptx = test::runLoopc("compile samples/dot.loop --emit ptx --gpu sm_90");
+  CHECK(ptx.exitCode == 0);
+  CHECK(ptx.output.find(".target sm_90") != std::string::npos);
+  auto llvm = test::runLoopc("compile samples/dot.loop --emit llvm --target gpu");
+  CHECK(llvm.exitCode == 0);
+  CHECK(llvm.output.find("nvptx64-nvidia-cuda") != std::string::npos);
+  auto module = test::runLoopc("compile samples/dot.loop --emit module");
+  CHECK(module.exitCode == 0);
+  CHECK(codegen::parseModule(module.output));
+  auto cpuPtx = test::runLoopc("compile samples/dot.loop --emit ptx --target cpu");
+  CHECK(cpuPtx.exitCode == 1);
+  CHECK(cpuPtx.output.find("needs --target gpu") != std::string::npos);
+  auto badGpu = test::runLoopc("compile samples/dot.loop --emit ptx --gpu sm_7");
+  CHECK(badGpu.exitCode == 1);
+  CHECK(badGpu.output.find("unknown GPU 'sm_7'") != std::string::npos);
+  if (!codegen::findPtxas()) {
+    MESSAGE("skipped compile --verbose: ptxas not found");
+    return;
+  }
+  auto verbose = test::runLoopc("compile samples/matmul.loop --emit ptx --verbose -o /dev/null");
+  CHECK(verbose.exitCode == 0);
+  CHECK(verbose.output.find("ptxas sm_80: matmul_kernel0: ") != std::string::npos);
+  CHECK(verbose.output.find(" 0 bytes spill stores") != std::string::npos);
+}
+
+TEST_CASE("loopc run --device gpu without a driver says so") {
+  ScopedEnvironment noDriver("LOOPC_CUDA_DRIVER", "/nonexistent/libcuda.so.1");
+  auto result = test::runLoopc("run samples/dot.loop --set N=8 --device gpu");
+  CHECK(result.exitCode == 1);
+  CHECK(result.output.find("device 'gpu' is not available: no CUDA driver") != std::string::npos);
+  // The default device falls through to the CPU.
+  auto fallback = test::runLoopc("run samples/dot.loop --set N=8");
+  CHECK(fallback.exitCode == 0);
+  CHECK(fallback.output.find("ran on cpu") != std::string::npos);
+}
+
+TEST_CASE("the GPU engine's host program moves reduction cells through the device") {
+  std::string stub = stubDriverPath();
+  if (stub.empty()) {
+    MESSAGE("skipped: the stand-in driver libloopc_cuda_stub.so is not built");
+    return;
+  }
+  // The stand-in driver keeps buffers in host memory and runs no kernel, so
+  // what reaches the outputs is the host program's own work: the neutral
+  // elements it stores into the reduction cells and copies to the results.
+  ScopedEnvironment driver("LOOPC_CUDA_DRIVER", stub);
+  auto engine = codegen::GpuEngine::create();
+  REQUIRE_MESSAGE(engine, (engine ? "" : engine.error().message));
+  auto loaded = test::loadFile(test::sourcePath("samples/sum_max.loop"));
+  REQUIRE(loaded->program);
+  const KernelDecl &kernel = *loaded->program->findKernel("sum_and_max");
+  ArgumentRequest request;
+  request.values["N"] = "1000";
+  auto args = bindKernelArguments(kernel, request);
+  REQUIRE(args);
+  args->params[1].data<float>()[0] = 123.0f; // `out`: zeroed before the run
+  auto stats = (*engine)->run(*loaded->program, kernel, *args);
+  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+  CHECK(args->params[1].data<float>()[0] == 0.0f);
+  CHECK(args->params[2].data<float>()[0] == -std::numeric_limits<float>::infinity());
+  CHECK(stats->seconds >= 0);
+  // Zero-sized grids launch nothing and are no error.
+  request.values["N"] = "0";
+  auto empty = bindKernelArguments(kernel, request);
+  REQUIRE(empty);
+  CHECK((*engine)->run(*loaded->program, kernel, *empty));
+}
+
+TEST_CASE("on a real GPU every sample agrees with the interpreter") {
+  auto engine = codegen::GpuEngine::create();
+  if (!engine) {
+    MESSAGE("skipped: no GPU here (" << engine.error().message << ")");
+    return;
+  }
+  Interpreter interpreter;
+  Engine *engines[] = {&interpreter, engine->get()};
+  for (const char *name : {"dot", "matmul", "sum_max", "softmax", "transpose"}) {
+    auto loaded = test::loadFile(test::sourcePath("samples/" + std::string(name) + ".loop"));
+    REQUIRE(loaded->program);
+    for (const auto &kernel : loaded->program->modules.front()->kernels) {
+      ArgumentRequest request;
+      for (const auto &param : kernel->params)
+        if (!param->isArray() && !param->isMutable())
+          request.values[param->name] = "3";
+      for (const char *size : {"N", "M", "K", "rows", "cols"})
+        request.values.try_emplace(size, "67");
+      CAPTURE(kernel->name);
+      auto outcome = test::runDifferential(*loaded->program, *kernel, request, engines);
+      CHECK_MESSAGE(outcome.agree, outcome.report);
+    }
+  }
+}
