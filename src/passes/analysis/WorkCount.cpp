@@ -1,0 +1,320 @@
+// Counting flops and bytes of a lowered kernel (see WorkCount.h).
+#include "passes/analysis/WorkCount.h"
+
+#include <functional>
+#include <optional>
+#include <set>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+
+namespace {
+
+class Counter {
+public:
+  explicit Counter(std::map<std::string, int64_t> values) : values_(std::move(values)) {}
+
+  WorkCount result;
+
+  void count(const StmtNode &stmt, double trips) {
+    switch (stmt.kind) {
+    case StmtNode::Kind::For: {
+      auto &loop = *stmt.as<ir::For>();
+      std::optional<int64_t> min = evaluate(*loop.min);
+      std::optional<int64_t> extent = evaluate(*loop.extent);
+      if (!min || !extent) {
+        result.approximate = true;
+        return;
+      }
+      if (*extent <= 0)
+        return;
+      withValue(loop.var, *min + *extent / 2, [&] { count(*loop.body, trips * *extent); });
+      return;
+    }
+    case StmtNode::Kind::IfThenElse: {
+      auto &branch = *stmt.as<IfThenElse>();
+      result.flops += trips * flops(*branch.cond);
+      count(*branch.thenCase, trips);
+      if (branch.elseCase)
+        count(*branch.elseCase, trips);
+      return;
+    }
+    case StmtNode::Kind::LetStmt: {
+      auto &let = *stmt.as<LetStmt>();
+      result.flops += trips * flops(*let.value);
+      std::optional<int64_t> value = evaluate(*let.value);
+      if (value)
+        withValue(let.var, *value, [&] { count(*let.body, trips); });
+      else
+        count(*let.body, trips);
+      return;
+    }
+    case StmtNode::Kind::Store: {
+      auto &store = *stmt.as<ir::Store>();
+      result.flops += trips * flops(*store.value);
+      return;
+    }
+    case StmtNode::Kind::Allocate:
+      count(*stmt.as<ir::Allocate>()->body, trips);
+      return;
+    case StmtNode::Kind::Block:
+      for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+        count(*child, trips);
+      return;
+    case StmtNode::Kind::Reduce:
+      countReduce(*stmt.as<ir::Reduce>(), trips, 0);
+      return;
+    default:
+      return;
+    }
+  }
+
+private:
+  void countReduce(const ir::Reduce &reduce, double trips, size_t depth) {
+    if (depth < reduce.loops.size()) {
+      const ir::Reduce::Loop &loop = reduce.loops[depth];
+      std::optional<int64_t> min = evaluate(*loop.min);
+      std::optional<int64_t> extent = evaluate(*loop.extent);
+      if (!min || !extent) {
+        result.approximate = true;
+        return;
+      }
+      if (*extent > 0)
+        withValue(loop.var, *min + *extent / 2,
+                  [&] { countReduce(reduce, trips * *extent, depth + 1); });
+      return;
+    }
+    if (reduce.valueSetup)
+      count(*reduce.valueSetup, trips);
+    double combine = 0;
+    if (reduce.op.kind == ReduceOperator::Kind::User)
+      combine = reduce.op.combine ? flops(*reduce.op.combine) : 0;
+    else if (isFloat(reduce.accumulator->element))
+      combine = 1;
+    result.flops += trips * (flops(*reduce.value) + combine);
+  }
+
+  void withValue(const std::string &name, int64_t value, const std::function<void()> &body) {
+    auto found = values_.find(name);
+    std::optional<int64_t> saved =
+        found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+    values_[name] = value;
+    body();
+    if (saved)
+      values_[name] = *saved;
+    else
+      values_.erase(name);
+  }
+
+  static double flops(const ExprNode &expr) {
+    switch (expr.kind) {
+    case ExprNode::Kind::Load: {
+      double total = 0;
+      for (const ir::Expr &index : expr.as<ir::Load>()->indices)
+        total += flops(*index);
+      return total;
+    }
+    case ExprNode::Kind::Unary:
+      return flops(*expr.as<Unary>()->operand);
+    case ExprNode::Kind::Binary: {
+      auto &binary = *expr.as<Binary>();
+      bool counted = isFloat(binary.lhs->type) && !isComparison(binary.op) &&
+                     binary.op != BinaryOpKind::And && binary.op != BinaryOpKind::Or;
+      return (counted ? 1 : 0) + flops(*binary.lhs) + flops(*binary.rhs);
+    }
+    case ExprNode::Kind::Select: {
+      auto &select = *expr.as<ir::Select>();
+      return flops(*select.cond) + flops(*select.thenValue) + flops(*select.elseValue);
+    }
+    case ExprNode::Kind::Cast:
+      return flops(*expr.as<Cast>()->operand);
+    case ExprNode::Kind::Call: {
+      auto &call = *expr.as<ir::Call>();
+      double total = isFloat(call.type) ? (call.builtin == Builtin::Fma ? 2 : 1) : 0;
+      for (const ir::Expr &arg : call.args)
+        total += flops(*arg);
+      return total;
+    }
+    default:
+      return 0;
+    }
+  }
+
+  std::optional<int64_t> evaluate(const ExprNode &expr) const {
+    switch (expr.kind) {
+    case ExprNode::Kind::IntImm:
+      return expr.as<IntImm>()->value;
+    case ExprNode::Kind::BoolImm:
+      return expr.as<BoolImm>()->value;
+    case ExprNode::Kind::Var: {
+      auto found = values_.find(expr.as<Var>()->name);
+      return found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+    }
+    case ExprNode::Kind::Cast:
+      return isFloat(expr.type) ? std::nullopt : evaluate(*expr.as<Cast>()->operand);
+    case ExprNode::Kind::Select: {
+      auto &select = *expr.as<ir::Select>();
+      auto cond = evaluate(*select.cond);
+      if (!cond)
+        return std::nullopt;
+      return evaluate(*cond ? *select.thenValue : *select.elseValue);
+    }
+    case ExprNode::Kind::Unary: {
+      auto operand = evaluate(*expr.as<Unary>()->operand);
+      if (!operand)
+        return std::nullopt;
+      return expr.as<Unary>()->op == UnaryOpKind::Not ? !*operand : -*operand;
+    }
+    case ExprNode::Kind::Binary: {
+      auto &binary = *expr.as<Binary>();
+      if (isFloat(binary.lhs->type))
+        return std::nullopt;
+      auto lhs = evaluate(*binary.lhs), rhs = evaluate(*binary.rhs);
+      if (!lhs || !rhs)
+        return std::nullopt;
+      int64_t a = *lhs, b = *rhs;
+      switch (binary.op) {
+      case BinaryOpKind::Add:
+        return a + b;
+      case BinaryOpKind::Sub:
+        return a - b;
+      case BinaryOpKind::Mul:
+        return a * b;
+      case BinaryOpKind::Div:
+        return b == 0 ? std::nullopt : std::optional<int64_t>(a / b);
+      case BinaryOpKind::Rem:
+        return b == 0 ? std::nullopt : std::optional<int64_t>(a % b);
+      case BinaryOpKind::Min:
+        return std::min(a, b);
+      case BinaryOpKind::Max:
+        return std::max(a, b);
+      case BinaryOpKind::Lt:
+        return a < b;
+      case BinaryOpKind::Le:
+        return a <= b;
+      case BinaryOpKind::Gt:
+        return a > b;
+      case BinaryOpKind::Ge:
+        return a >= b;
+      case BinaryOpKind::Eq:
+        return a == b;
+      case BinaryOpKind::Ne:
+        return a != b;
+      case BinaryOpKind::And:
+        return a && b;
+      case BinaryOpKind::Or:
+        return a || b;
+      }
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+
+  std::map<std::string, int64_t> values_;
+};
+
+// Buffers some expression in `stmt` loads from.
+void collectReads(const ExprNode &expr, std::set<const BufferInfo *> &reads);
+
+void collectReads(const StmtNode &stmt, std::set<const BufferInfo *> &reads) {
+  switch (stmt.kind) {
+  case StmtNode::Kind::For: {
+    auto &loop = *stmt.as<ir::For>();
+    collectReads(*loop.extent, reads);
+    collectReads(*loop.body, reads);
+    return;
+  }
+  case StmtNode::Kind::IfThenElse: {
+    auto &branch = *stmt.as<IfThenElse>();
+    collectReads(*branch.cond, reads);
+    collectReads(*branch.thenCase, reads);
+    if (branch.elseCase)
+      collectReads(*branch.elseCase, reads);
+    return;
+  }
+  case StmtNode::Kind::LetStmt:
+    collectReads(*stmt.as<LetStmt>()->value, reads);
+    collectReads(*stmt.as<LetStmt>()->body, reads);
+    return;
+  case StmtNode::Kind::Store:
+    collectReads(*stmt.as<ir::Store>()->value, reads);
+    for (const ir::Expr &index : stmt.as<ir::Store>()->indices)
+      collectReads(*index, reads);
+    return;
+  case StmtNode::Kind::Allocate:
+    collectReads(*stmt.as<ir::Allocate>()->body, reads);
+    return;
+  case StmtNode::Kind::Block:
+    for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+      collectReads(*child, reads);
+    return;
+  case StmtNode::Kind::Reduce: {
+    auto &reduce = *stmt.as<ir::Reduce>();
+    collectReads(*reduce.value, reads);
+    if (reduce.valueSetup)
+      collectReads(*reduce.valueSetup, reads);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+void collectReads(const ExprNode &expr, std::set<const BufferInfo *> &reads) {
+  switch (expr.kind) {
+  case ExprNode::Kind::Load:
+    reads.insert(expr.as<ir::Load>()->buffer.get());
+    for (const ir::Expr &index : expr.as<ir::Load>()->indices)
+      collectReads(*index, reads);
+    return;
+  case ExprNode::Kind::Unary:
+    return collectReads(*expr.as<Unary>()->operand, reads);
+  case ExprNode::Kind::Binary:
+    collectReads(*expr.as<Binary>()->lhs, reads);
+    return collectReads(*expr.as<Binary>()->rhs, reads);
+  case ExprNode::Kind::Select:
+    collectReads(*expr.as<ir::Select>()->cond, reads);
+    collectReads(*expr.as<ir::Select>()->thenValue, reads);
+    return collectReads(*expr.as<ir::Select>()->elseValue, reads);
+  case ExprNode::Kind::Cast:
+    return collectReads(*expr.as<Cast>()->operand, reads);
+  case ExprNode::Kind::Call:
+    for (const ir::Expr &arg : expr.as<ir::Call>()->args)
+      collectReads(*arg, reads);
+    return;
+  default:
+    return;
+  }
+}
+
+} // namespace
+
+WorkCount countWork(const ir::Function &function, const std::map<std::string, int64_t> &values) {
+  Counter counter(values);
+  if (function.body)
+    counter.count(*function.body, 1);
+  std::set<const BufferInfo *> reads;
+  if (function.body)
+    collectReads(*function.body, reads);
+  for (const ir::Buffer &buffer : function.buffers) {
+    double elements = 1;
+    for (const ir::Expr &extent : buffer->shape) {
+      auto found = extent->as<Var>() ? values.find(extent->as<Var>()->name) : values.end();
+      if (auto *imm = extent->as<IntImm>())
+        elements *= static_cast<double>(imm->value);
+      else if (found != values.end())
+        elements *= static_cast<double>(found->second);
+      else
+        counter.result.approximate = true;
+    }
+    double bytes = elements * static_cast<double>(scalarSize(buffer->element));
+    counter.result.bytes +=
+        (reads.contains(buffer.get()) ? bytes : 0) + (buffer->isWritten ? bytes : 0);
+  }
+  return counter.result;
+}
+
+} // namespace loopc::passes
