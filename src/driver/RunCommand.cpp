@@ -101,25 +101,6 @@ bool checkAgainstInterpreter(Session &session, const KernelDecl &kernel, KernelA
   return allMatch;
 }
 
-// Runs the kernel `repeat` times, each from `inputs` when more than once so
-// that inout parameters start alike, and returns the median time. `args`
-// holds the last run's results.
-Expected<double> timeRuns(Engine &engine, const Program &program, const KernelDecl &kernel,
-                          KernelArgs &args, const std::optional<KernelArgs> &inputs, int repeat) {
-  std::vector<double> seconds;
-  for (int run = 0; run < repeat; ++run) {
-    if (run > 0)
-      args = *inputs;
-    auto stats = engine.run(program, kernel, args);
-    if (!stats)
-      return std::unexpected(stats.error());
-    seconds.push_back(stats->seconds);
-  }
-  std::ranges::sort(seconds);
-  size_t middle = seconds.size() / 2;
-  return seconds.size() % 2 ? seconds[middle] : (seconds[middle - 1] + seconds[middle]) / 2;
-}
-
 int runKernel(const RunOptions &options) {
   auto session = openSession(options.file);
   if (!session)
@@ -149,18 +130,19 @@ int runKernel(const RunOptions &options) {
   std::optional<KernelArgs> inputs;
   if (options.check || options.repeat > 1)
     inputs = *args;
-  auto seconds = timeRuns(**engine, *session->program, **kernel, *args, inputs, options.repeat);
-  if (!seconds) {
-    session->report(seconds.error());
+  auto times = timeRuns(**engine, *session->program, **kernel, *args, inputs, options.repeat);
+  if (!times) {
+    session->report(times.error());
     return 1;
   }
+  double seconds = medianOf(*times);
 
   if (!options.quiet) {
     for (const auto &[position, file] : *outputs)
       std::cout << summarizeArray((*kernel)->params[position]->name, args->params[position])
                 << "\n";
     std::cout << "kernel '" << (*kernel)->name << "' ran on " << (*engine)->name() << " in "
-              << std::fixed << std::setprecision(3) << *seconds * 1e3 << " ms";
+              << std::fixed << std::setprecision(3) << seconds * 1e3 << " ms";
     if (options.repeat > 1)
       std::cout << " (median of " << options.repeat << " runs)";
     std::cout << "\n";
@@ -181,6 +163,30 @@ int runKernel(const RunOptions &options) {
 }
 
 } // namespace
+
+Expected<std::vector<double>> timeRuns(Engine &engine, const Program &program,
+                                       const KernelDecl &kernel, KernelArgs &args,
+                                       const std::optional<KernelArgs> &inputs, int repeat) {
+  std::vector<double> seconds;
+  for (int run = 0; run < repeat; ++run) {
+    if (run > 0)
+      args = *inputs;
+    auto stats = engine.run(program, kernel, args);
+    if (!stats)
+      return std::unexpected(stats.error());
+    seconds.push_back(stats->seconds);
+  }
+  std::ranges::sort(seconds);
+  return seconds;
+}
+
+double medianOf(const std::vector<double> &sortedSeconds) {
+  if (sortedSeconds.empty())
+    return 0;
+  size_t middle = sortedSeconds.size() / 2;
+  return sortedSeconds.size() % 2 ? sortedSeconds[middle]
+                                  : (sortedSeconds[middle - 1] + sortedSeconds[middle]) / 2;
+}
 
 void addRunCommand(CLI::App &app) {
   auto options = std::make_shared<RunOptions>();

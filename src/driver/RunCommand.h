@@ -3,10 +3,25 @@
 // with the reference interpreter's.
 #pragma once
 
+#include "engine/Engine.h"
+
 #include <CLI/CLI.hpp>
+
+#include <optional>
+#include <vector>
 
 namespace loopc::driver {
 
 void addRunCommand(CLI::App &app);
+
+// Runs the kernel `repeat` times, each from `inputs` when more than once so
+// that inout parameters start alike, and returns every run's time in seconds,
+// sorted. `args` holds the last run's results. Shared with `loopc bench`.
+Expected<std::vector<double>> timeRuns(Engine &engine, const Program &program,
+                                       const KernelDecl &kernel, KernelArgs &args,
+                                       const std::optional<KernelArgs> &inputs, int repeat);
+
+// The median of sorted times.
+double medianOf(const std::vector<double> &sortedSeconds);
 
 } // namespace loopc::driver

@@ -1,4 +1,5 @@
 // The loopc command line: one line per subcommand, each in its own file.
+#include "driver/BenchCommand.h"
 #include "driver/CheckCommand.h"
 #include "driver/Cli.h"
 #include "driver/CompileCommand.h"
@@ -13,5 +14,6 @@ int main(int argc, char **argv) {
   addRunCommand(app);
   addExplainCommand(app);
   addCompileCommand(app);
+  addBenchCommand(app);
   return runApp(app, argc, argv);
 }
