@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs every kernel of every sample on the GPU with --check (the reference
+# interpreter compares every output) at moderate sizes, chosen odd so that the
+# bounds guards of rounded-up grids are exercised, and prints a pass/fail table
+# (kernel, sizes, result, GPU time). Then runs the runtime smoke tool when it
+# was carried. Exits non-zero if anything fails.
+#
+# Meant for the GPU machine, with the static binary built here by
+# scripts/build-static.sh (see docs/gpu.md):
+#   scripts/gpu_check.sh [LOOPC] [SMOKE]
+# LOOPC defaults to build-static/loopc, SMOKE to build-static/loopc-runtime-smoke.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+loopc=${1:-build-static/loopc}
+smoke=${2:-build-static/loopc-runtime-smoke}
+if [ ! -x "$loopc" ]; then
+  echo "error: $loopc not found; build it with scripts/build-static.sh and carry it" >&2
+  exit 2
+fi
+
+# Sizes and scalars per sample; each kernel gets the names its declaration uses.
+declare -A sizes=(
+  [cnn_conv]="Ic=8 Oc=16 H=67 W=61 K=3"
+  [conv2d_11x11]="H=301 W=257"
+  [conv2d_5x5]="H=301 W=257"
+  [dot]="N=1000003"
+  [gauss]="N=129"
+  [gaussian_blur]="H=301 W=257"
+  [jacobi1d]="N=100003 steps=10"
+  [jacobi2d]="N=301 steps=5"
+  [laplace]="H=301 W=257"
+  [matmul]="M=257 N=263 K=129"
+  [mv]="M=1001 N=999"
+  [mv_transposed]="M=1001 N=999"
+  [nbody]="N=1001 dt=0.01 softening=0.1"
+  [reverse]="N=1000003"
+  [softmax]="R=257 C=1001"
+  [sqdist]="M=257 N=263 K=64"
+  [sum_max]="N=1000003 threshold=0.5"
+  [transpose]="M=1001 N=999"
+)
+
+# The text of kernel $2's declaration in file $1, up to its opening brace.
+declaration() {
+  awk -v name="$2" '
+    $0 ~ "^kernel " name "\\(" { inside = 1 }
+    inside { print; if ($0 ~ /\{/) exit }' "$1"
+}
+
+failures=0
+printf '%-38s %-36s %-6s %s\n' "kernel" "sizes" "result" "time"
+for file in samples/*.loop; do
+  sample=$(basename "$file" .loop)
+  for kernel in $(sed -n 's/^kernel \([A-Za-z_0-9]*\).*/\1/p' "$file"); do
+    header=$(declaration "$file" "$kernel")
+    sets=()
+    shown=""
+    for pair in ${sizes[$sample]:-}; do
+      if grep -qw "${pair%%=*}" <<<"$header"; then
+        sets+=(--set "$pair")
+        shown+="$pair "
+      fi
+    done
+    output=$("$loopc" run "$file" --kernel "$kernel" --device gpu --check "${sets[@]}" 2>&1)
+    status=$?
+    time=$(sed -n "s/.*ran on gpu in \([0-9.]* ms\).*/\1/p" <<<"$output")
+    if [ $status -eq 0 ] && grep -q '^PASS' <<<"$output"; then
+      result=PASS
+    else
+      result=FAIL
+      failures=$((failures + 1))
+    fi
+    printf '%-38s %-36s %-6s %s\n' "$sample:$kernel" "$shown" "$result" "${time:--}"
+    if [ $result = FAIL ]; then
+      sed 's/^/    /' <<<"$output" | tail -8
+    fi
+  done
+done
+
+if [ -x "$smoke" ]; then
+  echo
+  echo "runtime smoke tool ($smoke):"
+  if ! "$smoke"; then
+    failures=$((failures + 1))
+  fi
+fi
+
+echo
+if [ $failures -ne 0 ]; then
+  echo "FAILED: $failures check(s)"
+  exit 1
+fi
+echo "all GPU checks passed"
