@@ -8,12 +8,12 @@
 # Meant for the GPU machine, with the static binary built here by
 # scripts/build-static.sh (see docs/gpu.md):
 #   scripts/gpu_check.sh [LOOPC] [SMOKE]
-# LOOPC defaults to build-static/loopc, SMOKE to build-static/loopc-runtime-smoke.
+# LOOPC defaults to build-static/loopc, SMOKE to build-static/runtime/loopc-runtime-smoke.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 loopc=${1:-build-static/loopc}
-smoke=${2:-build-static/loopc-runtime-smoke}
+smoke=${2:-build-static/runtime/loopc-runtime-smoke}
 if [ ! -x "$loopc" ]; then
   echo "error: $loopc not found; build it with scripts/build-static.sh and carry it" >&2
   exit 2
