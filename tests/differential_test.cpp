@@ -15,10 +15,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <initializer_list>
+#include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 using namespace loopc;
 
@@ -49,46 +52,100 @@ bool kernelHasName(const KernelDecl &kernel, const std::string &name) {
   return std::ranges::any_of(kernel.params, named) || std::ranges::any_of(kernel.sizes, named);
 }
 
-// Runs every kernel of `file` (not those it imports) at every assignment. One
-// assignment serves all kernels of a file: each takes the names it has. An
-// assignment the interpreter cannot run (an empty convolution output) is
-// skipped, but every kernel must be compared at least once.
-void checkFile(const std::string &file, std::initializer_list<const char *> assignments) {
-  auto loaded = test::loadFile(test::sourcePath(file));
-  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-  const auto &kernels = loaded->program->modules.front()->kernels;
+// Runs every kernel of `kernels` at every assignment. One assignment serves
+// all kernels: each takes the names it has. An assignment the interpreter
+// cannot run for a kernel (an empty convolution output) is skipped for it, but
+// every kernel must be compared at least once and every assignment must run
+// some kernel, so a size meant to test an edge cannot be skipped unnoticed.
+void checkKernels(const Program &program, const std::vector<std::unique_ptr<KernelDecl>> &kernels,
+                  const std::string &where, std::initializer_list<const char *> assignments) {
   Interpreter interpreter;
   // One engine for all assignments: it compiles each kernel once.
   codegen::CpuEngine cpu;
   Engine *engines[] = {&interpreter, &cpu};
   std::map<std::string, int> comparedByKernel;
   std::map<std::string, std::string> lastSkip;
-  for (const char *assignment : assignments) {
+  for (const std::string assignment : assignments) {
     CAPTURE(assignment);
     std::map<std::string, std::string> values = parseAssignment(assignment);
     for (const auto &[name, value] : values)
       CHECK_MESSAGE(std::ranges::any_of(
                         kernels, [&](const auto &kernel) { return kernelHasName(*kernel, name); }),
-                    "no kernel of " << file << " has a size or parameter named " << name);
+                    "no kernel of " << where << " has a size or parameter named " << name);
+    int comparedHere = 0;
     for (const auto &kernel : kernels) {
       ArgumentRequest request;
       request.seed = 42;
       for (const auto &[name, value] : values)
         if (kernelHasName(*kernel, name))
           request.values[name] = value;
-      test::DifferentialOutcome outcome =
-          test::runDifferential(*loaded->program, *kernel, request, engines);
+      test::DifferentialOutcome outcome = test::runDifferential(program, *kernel, request, engines);
       if (outcome.skipped) {
         lastSkip[kernel->name] = outcome.report;
         continue;
       }
       ++comparedByKernel[kernel->name];
+      ++comparedHere;
       CHECK_MESSAGE(outcome.agree, outcome.report);
     }
+    CHECK_MESSAGE(comparedHere > 0, "no kernel of " << where << " ran at " << assignment);
   }
   for (const auto &kernel : kernels)
     CHECK_MESSAGE(comparedByKernel[kernel->name] > 0,
                   kernel->name << " was never compared; last skip: " << lastSkip[kernel->name]);
+}
+
+// Every kernel of `file` (not those it imports).
+void checkFile(const std::string &file, std::initializer_list<const char *> assignments) {
+  auto loaded = test::loadFile(test::sourcePath(file));
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  checkKernels(*loaded->program, loaded->program->modules.front()->kernels, file, assignments);
+}
+
+// Every kernel of a program written in the test.
+void checkSource(const std::string &source, std::initializer_list<const char *> assignments) {
+  auto loaded = test::loadText(source);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  checkKernels(*loaded->program, loaded->program->modules.front()->kernels, "the program",
+               assignments);
+}
+
+// Runs `kernelName` of `source` on the interpreter and the CPU JIT; they must
+// agree. Returns the reference's value of every parameter by name, so the
+// test can also assert what the result is.
+std::map<std::string, HostArray>
+runAgreeing(const std::string &source, const std::string &kernelName, ArgumentRequest request) {
+  auto loaded = test::loadText(source);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl *kernel = nullptr;
+  for (const auto &candidate : loaded->program->modules.front()->kernels)
+    if (candidate->name == kernelName)
+      kernel = candidate.get();
+  REQUIRE(kernel);
+  Interpreter interpreter;
+  codegen::CpuEngine cpu;
+  Engine *engines[] = {&interpreter, &cpu};
+  test::DifferentialOutcome outcome =
+      test::runDifferential(*loaded->program, *kernel, request, engines);
+  REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+  CHECK_MESSAGE(outcome.agree, outcome.report);
+  std::map<std::string, HostArray> byName;
+  for (size_t i = 0; i < kernel->params.size(); ++i)
+    byName[kernel->params[i]->name] = outcome.reference.params[i];
+  return byName;
+}
+
+HostArray i32Vector(std::initializer_list<int32_t> values) {
+  HostArray array(ScalarType::I32, {static_cast<int64_t>(values.size())});
+  std::ranges::copy(values, array.data<int32_t>());
+  return array;
+}
+
+std::vector<int64_t> integers(const HostArray &array) {
+  std::vector<int64_t> values;
+  for (size_t i = 0; i < array.elementCount(); ++i)
+    values.push_back(array.getAsInt(i));
+  return values;
 }
 
 } // namespace
@@ -98,46 +155,56 @@ void checkFile(const std::string &file, std::initializer_list<const char *> assi
   [[maybe_unused]] static const bool DOCTEST_ANONYMOUS(covered_) = cover(file);                    \
   TEST_CASE(file) { checkFile(file, {__VA_ARGS__}); }
 
-DIFFERENTIAL_CASE("samples/cnn_conv.loop", "Ic=1 Oc=1 H=1 W=1 K=1", "Ic=2 Oc=3 H=7 W=9 K=3",
-                  "Ic=3 Oc=2 H=33 W=17 K=5", "Ic=4 Oc=5 H=20 W=33 K=3", "Ic=1 Oc=2 H=5 W=6 K=7")
-DIFFERENTIAL_CASE("samples/conv2d_11x11.loop", "H=11 W=11", "H=12 W=40", "H=33 W=33", "H=100 W=61")
-DIFFERENTIAL_CASE("samples/conv2d_5x5.loop", "H=1 W=1", "H=5 W=5", "H=7 W=7", "H=33 W=33",
-                  "H=100 W=100", "H=7 W=33", "H=33 W=9")
-DIFFERENTIAL_CASE("samples/dot.loop", "N=1", "N=7", "N=33", "N=100", "N=10007")
-DIFFERENTIAL_CASE("samples/gauss.loop", "N=1", "N=7", "N=33", "N=100")
-DIFFERENTIAL_CASE("samples/gaussian_blur.loop", "H=1 W=1", "H=5 W=5", "H=7 W=7", "H=33 W=33",
-                  "H=100 W=100", "H=7 W=33", "H=33 W=9")
-DIFFERENTIAL_CASE("samples/jacobi1d.loop", "N=1 steps=2", "N=7 steps=2", "N=33 steps=3",
-                  "N=100 steps=2", "N=10007 steps=3")
-DIFFERENTIAL_CASE("samples/jacobi2d.loop", "N=1 steps=2", "N=7 steps=2", "N=33 steps=3",
-                  "N=100 steps=2")
-DIFFERENTIAL_CASE("samples/laplace.loop", "H=1 W=1", "H=7 W=7", "H=33 W=33", "H=100 W=100",
-                  "H=7 W=33", "H=33 W=7")
-DIFFERENTIAL_CASE("samples/matmul.loop", "M=1 N=1 K=1", "M=7 N=7 K=7", "M=33 N=33 K=33",
-                  "M=100 N=100 K=100", "M=7 N=33 K=5", "M=33 N=5 K=7", "M=65 N=17 K=129")
-DIFFERENTIAL_CASE("samples/mv.loop", "M=1 N=1", "M=7 N=7", "M=33 N=33", "M=100 N=100", "M=7 N=33",
-                  "M=33 N=7", "M=1000 N=77")
-DIFFERENTIAL_CASE("samples/mv_transposed.loop", "M=1 N=1", "M=7 N=7", "M=33 N=33", "M=100 N=100",
-                  "M=7 N=33", "M=33 N=7", "M=1000 N=77")
-DIFFERENTIAL_CASE("samples/nbody.loop", "N=1 dt=0.01 softening=0.1", "N=7 dt=0.01 softening=0.1",
-                  "N=33 dt=0.01 softening=0.1", "N=100 dt=0.01 softening=0.1",
-                  "N=301 dt=0.5 softening=0.05")
-DIFFERENTIAL_CASE("samples/reverse.loop", "N=1", "N=7", "N=33", "N=100", "N=10007")
-DIFFERENTIAL_CASE("samples/softmax.loop", "R=1 C=1", "R=7 C=7", "R=33 C=33", "R=100 C=100",
-                  "R=7 C=33", "R=33 C=7", "R=3 C=1000")
-DIFFERENTIAL_CASE("samples/sqdist.loop", "M=1 N=1 K=1", "M=7 N=7 K=7", "M=33 N=33 K=33",
-                  "M=100 N=100 K=100", "M=7 N=33 K=5", "M=33 N=5 K=7")
-DIFFERENTIAL_CASE("samples/sum_max.loop", "N=1 threshold=0.5", "N=7 threshold=0.5",
-                  "N=33 threshold=0", "N=100 threshold=0.5", "N=10007 threshold=-0.25")
-DIFFERENTIAL_CASE("samples/transpose.loop", "M=1 N=1", "M=7 N=7", "M=33 N=33", "M=100 N=100",
-                  "M=7 N=33", "M=33 N=7", "M=130 N=67")
+DIFFERENTIAL_CASE("samples/cnn_conv.loop", "Ic=0 Oc=2 H=5 W=5 K=3", "Ic=2 Oc=0 H=5 W=5 K=3",
+                  "Ic=1 Oc=1 H=1 W=1 K=1", "Ic=2 Oc=3 H=7 W=9 K=3", "Ic=3 Oc=2 H=33 W=17 K=5",
+                  "Ic=4 Oc=5 H=20 W=33 K=3", "Ic=1 Oc=2 H=5 W=6 K=7")
+DIFFERENTIAL_CASE("samples/conv2d_11x11.loop", "H=10 W=10", "H=11 W=11", "H=11 W=257", "H=12 W=40",
+                  "H=33 W=33", "H=100 W=61")
+DIFFERENTIAL_CASE("samples/conv2d_5x5.loop", "H=4 W=4", "H=5 W=257", "H=5 W=5", "H=7 W=7",
+                  "H=33 W=33", "H=100 W=100", "H=7 W=33", "H=33 W=9")
+DIFFERENTIAL_CASE("samples/dot.loop", "N=0", "N=1", "N=7", "N=33", "N=100", "N=257", "N=10007")
+DIFFERENTIAL_CASE("samples/gauss.loop", "N=0", "N=1", "N=7", "N=33", "N=100")
+DIFFERENTIAL_CASE("samples/gaussian_blur.loop", "H=4 W=4", "H=5 W=257", "H=5 W=5", "H=7 W=7",
+                  "H=33 W=33", "H=100 W=100", "H=7 W=33", "H=33 W=9")
+DIFFERENTIAL_CASE("samples/jacobi1d.loop", "N=0 steps=2", "N=1 steps=2", "N=257 steps=0",
+                  "N=257 steps=2", "N=7 steps=2", "N=33 steps=3", "N=100 steps=2",
+                  "N=10007 steps=3")
+DIFFERENTIAL_CASE("samples/jacobi2d.loop", "N=0 steps=2", "N=1 steps=2", "N=2 steps=3",
+                  "N=7 steps=2", "N=33 steps=3", "N=100 steps=2")
+DIFFERENTIAL_CASE("samples/laplace.loop", "H=0 W=0", "H=0 W=5", "H=1 W=1", "H=3 W=257", "H=257 W=3",
+                  "H=7 W=7", "H=33 W=33", "H=100 W=100", "H=7 W=33", "H=33 W=7")
+DIFFERENTIAL_CASE("samples/matmul.loop", "M=0 N=3 K=4", "M=3 N=0 K=4", "M=3 N=4 K=0", "M=0 N=0 K=0",
+                  "M=1 N=1 K=1", "M=257 N=3 K=2", "M=3 N=257 K=2", "M=1 N=257 K=257", "M=7 N=7 K=7",
+                  "M=33 N=33 K=33", "M=100 N=100 K=100", "M=7 N=33 K=5", "M=33 N=5 K=7",
+                  "M=65 N=17 K=129")
+DIFFERENTIAL_CASE("samples/mv.loop", "M=0 N=5", "M=5 N=0", "M=1 N=1", "M=257 N=257", "M=7 N=7",
+                  "M=33 N=33", "M=100 N=100", "M=7 N=33", "M=33 N=7", "M=1000 N=77")
+DIFFERENTIAL_CASE("samples/mv_transposed.loop", "M=0 N=5", "M=5 N=0", "M=1 N=1", "M=257 N=257",
+                  "M=7 N=7", "M=33 N=33", "M=100 N=100", "M=7 N=33", "M=33 N=7", "M=1000 N=77")
+DIFFERENTIAL_CASE("samples/nbody.loop", "N=0 dt=0.01 softening=0.1", "N=1 dt=0.01 softening=0.1",
+                  "N=7 dt=0.01 softening=0.1", "N=33 dt=0.01 softening=0.1",
+                  "N=100 dt=0.01 softening=0.1", "N=301 dt=0.5 softening=0.05")
+DIFFERENTIAL_CASE("samples/reverse.loop", "N=0", "N=1", "N=257", "N=7", "N=33", "N=100", "N=10007")
+DIFFERENTIAL_CASE("samples/softmax.loop", "R=0 C=3", "R=3 C=0", "R=1 C=1", "R=257 C=3", "R=2 C=257",
+                  "R=7 C=7", "R=33 C=33", "R=100 C=100", "R=7 C=33", "R=33 C=7", "R=3 C=1000")
+DIFFERENTIAL_CASE("samples/sqdist.loop", "M=0 N=3 K=2", "M=3 N=2 K=0", "M=1 N=1 K=1",
+                  "M=257 N=3 K=2", "M=7 N=7 K=7", "M=33 N=33 K=33", "M=100 N=100 K=100",
+                  "M=7 N=33 K=5", "M=33 N=5 K=7")
+DIFFERENTIAL_CASE("samples/sum_max.loop", "N=0 threshold=0.5", "N=1 threshold=0.5",
+                  "N=257 threshold=0.5", "N=7 threshold=0.5", "N=33 threshold=0",
+                  "N=100 threshold=0.5", "N=10007 threshold=-0.25")
+DIFFERENTIAL_CASE("samples/transpose.loop", "M=0 N=4", "M=4 N=0", "M=1 N=1", "M=257 N=257",
+                  "M=1 N=257", "M=257 N=1", "M=7 N=7", "M=33 N=33", "M=100 N=100", "M=7 N=33",
+                  "M=33 N=7", "M=130 N=67")
 DIFFERENTIAL_CASE("stdlib/conv.loop", "H=1 W=1 K=1", "H=7 W=7 K=3", "H=33 W=33 K=5",
                   "H=100 W=100 K=3", "H=7 W=33 K=5", "H=33 W=9 K=7")
-DIFFERENTIAL_CASE("stdlib/linalg.loop", "M=1 N=1 K=1 alpha=1.5", "M=7 N=7 K=7 alpha=1.5",
-                  "M=33 N=33 K=33 alpha=-0.5", "M=100 N=100 K=100 alpha=2",
+DIFFERENTIAL_CASE("stdlib/linalg.loop", "M=0 N=0 K=0 alpha=1.5", "M=3 N=4 K=0 alpha=1.5",
+                  "M=1 N=1 K=1 alpha=1.5", "M=257 N=3 K=2 alpha=0.5", "M=3 N=257 K=2 alpha=0.5",
+                  "M=7 N=7 K=7 alpha=1.5", "M=33 N=33 K=33 alpha=-0.5", "M=100 N=100 K=100 alpha=2",
                   "M=7 N=33 K=5 alpha=1.5", "M=33 N=5 K=7 alpha=1.5")
-DIFFERENTIAL_CASE("stdlib/reduce.loop", "N=1", "N=7", "N=33", "N=100", "N=10007")
-DIFFERENTIAL_CASE("stdlib/stencil.loop", "N=1 H=1 W=1 D=1 steps=2", "N=7 H=7 W=7 D=7 steps=2",
+DIFFERENTIAL_CASE("stdlib/reduce.loop", "N=0", "N=1", "N=257", "N=7", "N=33", "N=100", "N=10007")
+DIFFERENTIAL_CASE("stdlib/stencil.loop", "N=0 H=0 W=0 D=0 steps=2", "N=1 H=1 W=1 D=1 steps=2",
+                  "N=257 H=3 W=257 D=3 steps=1", "N=7 H=7 W=7 D=7 steps=2",
                   "N=33 H=33 W=33 D=33 steps=3", "N=100 H=100 W=100 D=20 steps=2",
                   "N=33 H=7 W=33 D=5 steps=1")
 
@@ -151,4 +218,211 @@ TEST_CASE("every sample and stdlib file has a differential case") {
     CHECK_MESSAGE(coveredFiles().contains(file), file << " has no DIFFERENTIAL_CASE");
   for (const std::string &file : coveredFiles())
     CHECK_MESSAGE(onDisk.contains(file), file << " has a case but no file");
+}
+
+// Programs written here rather than taken from samples: each stresses one
+// thing the lowering to loops and the CPU code generator must get right, at
+// empty, one-element, small and 257 (a multiple of no block size) extents.
+
+TEST_CASE("triangular nests: inner bounds depend on outer parfor variables") {
+  checkSource(R"(
+kernel lower_prefix(A: in f32[N][N], L: out f32[N][N]) {
+  parfor i in 0..N, j in 0..i + 1 {
+    L[i][j] = redomap(+, 0.0, k in j..i + 1) A[i][k];
+  }
+}
+kernel upper_band(A: in f32[N][N], U: out f32[N][N]) {
+  parfor i in 0..N {
+    parfor j in i..min(N, i + 5) {
+      U[i][j] = redomap(max, -inf, k in i..j + 1, l in k..j + 1) A[k][l];
+    }
+  }
+}
+)",
+              {"N=0", "N=1", "N=2", "N=7", "N=33", "N=257"});
+}
+
+TEST_CASE("steps in parfor, for and redomap ranges") {
+  checkSource(R"(
+kernel strided(x: in f32[N], y: out f32[N], s: out f32, t: out f32) {
+  parfor i in 1..N by 3 {
+    y[i] = x[i] * 2.0;
+  }
+  var acc: f32;
+  for i in 2..N by 3 {
+    acc += x[i];
+  }
+  s = acc;
+  t = redomap(+, 0.0, i in 0..N by 3, j in i..N by 7) x[i] * x[j];
+}
+kernel strided2d(A: in f32[M][N], B: out f32[M][N]) {
+  parfor i in 1..M by 2, j in i % 3..N by 3 {
+    B[i][j] = A[i][j] + 1.0;
+  }
+}
+)",
+              {"N=0 M=0", "N=1 M=1", "N=2 M=3", "N=7 M=5", "N=33 M=31", "N=257 M=257"});
+}
+
+TEST_CASE("index arithmetic running backwards and around") {
+  checkSource(R"(
+kernel rotate_back(x: in f32[N], y: out f32[N]) {
+  parfor i in 0..N {
+    y[N - 1 - i] = x[i] - x[(N - 1 - i + N - 1) % N];
+  }
+}
+kernel suffix(x: in f32[N], y: out f32[N]) {
+  var acc: f32;
+  for k in 0..N {
+    acc += x[N - 1 - k];
+    y[N - 1 - k] = acc;
+  }
+}
+kernel flip2d(A: in f32[M][N], B: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    B[M - 1 - i][N - 1 - j] = A[i][j] - A[M - 1 - i][j];
+  }
+}
+)",
+              {"N=0 M=0", "N=1 M=1", "N=7 M=3", "N=257 M=9", "N=5 M=257"});
+}
+
+TEST_CASE("a parfor inside a sequential for inside a parfor") {
+  checkSource(R"(
+kernel accumulate(A: in f32[M][N], B: out f32[M][N], steps: i32) {
+  parfor i in 0..M {
+    for t in 0..steps {
+      parfor j in 0..N {
+        B[i][j] = B[i][j] + A[i][j] * f32(t + 1);
+      }
+    }
+  }
+}
+)",
+              {"M=0 N=4 steps=2", "M=3 N=0 steps=2", "M=1 N=1 steps=0", "M=1 N=1 steps=3",
+               "M=7 N=33 steps=2", "M=257 N=5 steps=3", "M=3 N=257 steps=2"});
+}
+
+TEST_CASE("a kernel calling kernels") {
+  checkSource(R"(
+kernel scale(x: in f32[N], y: out f32[N], a: f32) {
+  parfor i in 0..N { y[i] = a * x[i]; }
+}
+kernel add(x: in f32[N], y: inout f32[N]) {
+  parfor i in 0..N { y[i] += x[i]; }
+}
+kernel scale_add(x: in f32[N], y: out f32[N], tmp: out f32[N], r: out f32) {
+  scale(x, tmp, 3.0);
+  add(tmp, y);
+  add(x, y);
+  r = redomap(+, 0.0, i in 0..N) y[i];
+}
+)",
+              {"N=0 a=2", "N=1 a=2", "N=7 a=-1", "N=257 a=0.5"});
+}
+
+TEST_CASE("local arrays are private to a parfor iteration") {
+  checkSource(R"(
+kernel reversed_prefix_sums(A: in f32[M][N], B: out f32[M][N]) {
+  parfor i in 0..M {
+    var row: f32[N];
+    for j in 0..N { row[j] = A[i][N - 1 - j]; }
+    for j in 1..N { row[j] += row[j - 1]; }
+    parfor j in 0..N { B[i][j] = row[j]; }
+  }
+}
+)",
+              {"M=0 N=3", "M=3 N=0", "M=1 N=1", "M=7 N=33", "M=257 N=9", "M=2 N=257"});
+}
+
+TEST_CASE("user assoc fn reductions on integers and floats") {
+  checkSource(R"(
+assoc fn larger(a: i32, b: i32) -> i32 { return a > b ? a : b; }
+assoc fn times(a: i64, b: i64) -> i64 { return a * b; }
+assoc fn larger_magnitude(a: f64, b: f64) -> f64 { return max(abs(a), abs(b)); }
+assoc fn sum32(a: f32, b: f32) -> f32 { return a + b; }
+kernel reductions(x: in i32[N], y: in f64[N], z: in f32[N], a: out i32, p: out i64, f: out f64,
+                  g: out f32, n: out i32) {
+  a = redomap(larger, -2147483648, i in 0..N) x[i] - 7;
+  p = redomap(times, 1, i in 0..N by 7) i64(x[i] % 3 + 1);
+  f = redomap(larger_magnitude, 0.0, i in 0..N, j in i..N by 5) y[i] * y[j];
+  g = redomap(sum32, 0.0, i in 0..N) z[i];
+  n = redomap(+, 0, i in 0..N, j in 0..i) (x[i] > x[j] ? 1 : 0);
+}
+)",
+              {"N=0", "N=1", "N=7", "N=33", "N=257"});
+}
+
+TEST_CASE("i32 arithmetic wraps and division truncates toward zero") {
+  const char *source = R"(
+kernel integers(x: in i32[N], s: out i32, w: out i32[N], q: out i32[N], r: out i32[N],
+                d: out i64[N]) {
+  s = redomap(+, 0, i in 0..N) x[i] * 268435456;
+  parfor i in 0..N {
+    w[i] = (x[i] - 8) * 2147483647;
+    q[i] = (x[i] - 8) / 3;
+    r[i] = (x[i] - 8) % 3;
+    d[i] = (i64(x[i]) - 8) / -3 + (i64(x[i]) - 8) % -3 * 100;
+  }
+}
+)";
+  ArgumentRequest request;
+  request.arrays["x"] = i32Vector({0, 1, 7, 8, 9, 15});
+  auto result = runAgreeing(source, "integers", request);
+  CHECK(integers(result["s"]) == std::vector<int64_t>{-2147483648});
+  CHECK(integers(result["w"]) ==
+        std::vector<int64_t>{8, -2147483641, -2147483647, 0, 2147483647, 2147483641});
+  CHECK(integers(result["q"]) == std::vector<int64_t>{-2, -2, 0, 0, 0, 2});
+  CHECK(integers(result["r"]) == std::vector<int64_t>{-2, -1, -1, 0, 1, 1});
+  CHECK(integers(result["d"]) == std::vector<int64_t>{-198, -98, -100, 0, 100, 98});
+}
+
+TEST_CASE("reductions over empty ranges give the neutral element") {
+  const char *source = R"(
+assoc fn larger(a: f32, b: f32) -> f32 { return a > b ? a : b; }
+kernel extremes(x: in f32[N], lo: out f32, hi: out f32, user: out f32, ilo: out i32,
+                ihi: out i64, all: out bool, any: out bool, product: out f64) {
+  lo = redomap(min, inf, i in 0..N) x[i];
+  hi = redomap(max, -inf, i in 0..N) x[i];
+  user = redomap(larger, -inf, i in 0..N) x[i];
+  ilo = redomap(min, 2147483647, i in 0..N) i32(x[i] * 100.0);
+  ihi = redomap(max, -9223372036854775807, i in 0..N) i64(x[i] * 100.0);
+  all = redomap(&&, true, i in 0..N) x[i] > 0.0;
+  any = redomap(||, false, i in 0..N) x[i] > 0.0;
+  product = redomap(*, 1.0, i in 0..N) f64(x[i]);
+}
+kernel per_element(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N], lo: out f32[M]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+  parfor i in 0..M {
+    lo[i] = redomap(min, inf, k in i..K) A[i][k];
+  }
+}
+)";
+  ArgumentRequest empty;
+  empty.values["N"] = "0";
+  auto extremes = runAgreeing(source, "extremes", empty);
+  double infinity = std::numeric_limits<double>::infinity();
+  CHECK(extremes["lo"].getAsDouble(0) == infinity);
+  CHECK(extremes["hi"].getAsDouble(0) == -infinity);
+  CHECK(extremes["user"].getAsDouble(0) == -infinity);
+  CHECK(extremes["ilo"].getAsInt(0) == 2147483647);
+  CHECK(extremes["ihi"].getAsInt(0) == -9223372036854775807);
+  CHECK(extremes["all"].getAsInt(0) == 1);
+  CHECK(extremes["any"].getAsInt(0) == 0);
+  CHECK(extremes["product"].getAsDouble(0) == 1.0);
+
+  ArgumentRequest noDepth;
+  noDepth.values = {{"M", "5"}, {"N", "3"}, {"K", "0"}};
+  noDepth.seed = 7;
+  auto perElement = runAgreeing(source, "per_element", noDepth);
+  CHECK(perElement["C"].elementCount() == 15);
+  for (size_t i = 0; i < perElement["C"].elementCount(); ++i)
+    CHECK(perElement["C"].getAsDouble(i) == 0.0);
+  for (size_t i = 0; i < 5; ++i)
+    CHECK(perElement["lo"].getAsDouble(i) == infinity);
+
+  // Rows i >= K reduce over an empty range, the others do not.
+  checkSource(source, {"N=0 M=0 K=0", "N=1 M=1 K=1", "N=7 M=9 K=4", "N=257 M=257 K=3"});
 }

@@ -719,12 +719,22 @@ private:
 
     std::vector<Reduce::Loop> loops;
     StmtEmitter valueOut;
+    // The value setup runs inside all the loops, so a stepped variable's let
+    // there is out of scope in the bounds of the ranges after it (`i in 0..N
+    // by 3, j in i..N`): those bounds use its defining expression instead.
+    std::vector<std::pair<const VarDecl *, Expr>> steppedVars; // with the let's variable
     for (const Range &range : redomap.ranges) {
       NormalizedRange normalized = normalizeRange(range, loops.empty() ? out : valueOut, false);
       loops.push_back({normalized.loopVar, normalized.min, normalized.extent});
-      if (normalized.stepLet)
+      if (normalized.stepLet) {
         valueOut.let(normalized.stepLet->first, normalized.stepLet->second);
+        Expr &binding = bindings_[range.var.get()].value;
+        steppedVars.emplace_back(range.var.get(), binding);
+        binding = normalized.stepLet->second;
+      }
     }
+    for (const auto &[var, letVariable] : steppedVars)
+      bindings_[var].value = letVariable;
     ++perIterationDepth_;
     Expr value = lowerExpr(*redomap.body, valueOut);
     --perIterationDepth_;

@@ -40,7 +40,8 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
   }
   CompareOptions options;
   options.reductionLength = largestInput(kernel, *inputs);
-  KernelArgs reference = *inputs;
+  KernelArgs &reference = outcome.reference;
+  reference = *inputs;
   if (auto ran = engines[0]->run(program, kernel, reference); !ran) {
     outcome.skipped = true;
     outcome.report = where + ": " + engines[0]->name() + " failed: " + ran.error().message;

@@ -18,6 +18,9 @@ struct DifferentialOutcome {
   bool skipped = false;
   bool agree = true;
   std::string report; // why it was skipped, or every disagreement, one per line
+  // The arguments after the reference ran, so a test can also assert exact
+  // values (the neutral element of an empty reduction, wrapped integers).
+  KernelArgs reference;
 };
 
 // `engines[0]` is the reference. The inputs come from bindKernelArguments on
