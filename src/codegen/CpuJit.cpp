@@ -3,12 +3,12 @@
 
 #include "codegen/CpuTarget.h"
 #include "codegen/CpuThreadPool.h"
+#include "codegen/Optimize.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -38,23 +38,6 @@ Expected<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder() {
   return std::move(*builder);
 }
 
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  llvm::PassBuilder passes(&machine, tuning);
-  passes.registerModuleAnalyses(modules);
-  passes.registerCGSCCAnalyses(sccs);
-  passes.registerFunctionAnalyses(functions);
-  passes.registerLoopAnalyses(loops);
-  passes.crossRegisterProxies(loops, functions, sccs, modules);
-  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
-}
-
 // The module of `function`, set up for (and optionally optimized on) the host.
 Expected<std::unique_ptr<llvm::Module>>
 hostModule(const ir::Function &function, llvm::LLVMContext &context,
@@ -68,7 +51,7 @@ hostModule(const ir::Function &function, llvm::LLVMContext &context,
   (*module)->setDataLayout((*machine)->createDataLayout());
   (*module)->setTargetTriple((*machine)->getTargetTriple().str());
   if (optimize)
-    optimizeModule(**module, **machine);
+    optimizeModule(**module, **machine, {.vectorize = true});
   return module;
 }
 

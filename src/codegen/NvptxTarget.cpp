@@ -3,6 +3,7 @@
 #include "codegen/NvptxTarget.h"
 
 #include "codegen/LlvmEmitter.h"
+#include "codegen/Optimize.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -11,7 +12,6 @@
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -287,22 +287,6 @@ Status linkLibdevice(llvm::Module &module) {
   return {};
 }
 
-void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  // The NVPTX machine adds NVVMReflect to the pipeline, which folds
-  // libdevice's __nvvm_reflect("__CUDA_FTZ") from the module flag.
-  llvm::PassBuilder passes(&machine);
-  passes.registerModuleAnalyses(modules);
-  passes.registerCGSCCAnalyses(sccs);
-  passes.registerFunctionAnalyses(functions);
-  passes.registerLoopAnalyses(loops);
-  passes.crossRegisterProxies(loops, functions, sccs, modules);
-  passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
-}
-
 Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function,
                                                     llvm::LLVMContext &context,
                                                     llvm::TargetMachine &machine, bool optimized) {
@@ -326,7 +310,9 @@ Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function
     return module;
   if (auto linked = linkLibdevice(*module); !linked)
     return std::unexpected(linked.error());
-  optimize(*module, machine);
+  // The NVPTX machine adds NVVMReflect to the pipeline, which folds
+  // libdevice's __nvvm_reflect("__CUDA_FTZ") from the module flag.
+  optimizeModule(*module, machine);
   return module;
 }
 
