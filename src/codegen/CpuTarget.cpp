@@ -301,16 +301,9 @@ void CpuTarget::release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm
 // BarrierFission), so a barrier outside a thread nest orders nothing.
 void CpuTarget::emitBarrier(LlvmEmitter &) {}
 
-llvm::Value *CpuTarget::emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
-                                        const std::vector<llvm::Value *> &args) {
-  llvm::Type *valueType = emitter.valueType(type);
-  std::string name = builtinName(builtin);
-  if (type == ScalarType::F32)
-    name += "f";
-  std::vector<llvm::Type *> parameterTypes(args.size(), valueType);
-  llvm::FunctionCallee function = emitter.module().getOrInsertFunction(
-      name, llvm::FunctionType::get(valueType, parameterTypes, false));
-  return emitter.builder().CreateCall(function, args);
+// libm's names: tanh, tanhf.
+std::string CpuTarget::libraryMathName(Builtin builtin, ScalarType type) const {
+  return std::string(builtinName(builtin)) + (type == ScalarType::F32 ? "f" : "");
 }
 
 void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {

@@ -32,8 +32,7 @@ public:
                         llvm::Value *elementCount) override;
   void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) override;
   void emitBarrier(LlvmEmitter &emitter) override;
-  llvm::Value *emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
-                               const std::vector<llvm::Value *> &args) override;
+  std::string libraryMathName(Builtin builtin, ScalarType type) const override;
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
 
 private:

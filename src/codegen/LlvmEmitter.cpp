@@ -286,7 +286,7 @@ llvm::Value *LlvmEmitter::emitCall(const ir::Call &call) {
   for (const ir::Expr &arg : call.args)
     args.push_back(emitExpr(*arg));
   if (target_.usesLibraryMath(call.builtin))
-    return target_.emitLibraryMath(*this, call.builtin, call.type, args);
+    return emitLibraryCall(target_.libraryMathName(call.builtin, call.type), call.type, args);
   auto unary = [&](llvm::Intrinsic::ID id) {
     return builder_.CreateUnaryIntrinsic(id, args.at(0));
   };
@@ -321,9 +321,18 @@ llvm::Value *LlvmEmitter::emitCall(const ir::Call &call) {
   case Builtin::Max:
     return emitMinMax(false, args.at(0), args.at(1), call.args.at(0)->type);
   case Builtin::Tanh:
-    return target_.emitLibraryMath(*this, call.builtin, call.type, args);
+    return emitLibraryCall(target_.libraryMathName(call.builtin, call.type), call.type, args);
   }
   return nullptr;
+}
+
+llvm::Value *LlvmEmitter::emitLibraryCall(const std::string &name, ScalarType type,
+                                          const std::vector<llvm::Value *> &args) {
+  llvm::Type *mathType = valueType(type);
+  std::vector<llvm::Type *> parameterTypes(args.size(), mathType);
+  llvm::FunctionCallee function =
+      module_.getOrInsertFunction(name, llvm::FunctionType::get(mathType, parameterTypes, false));
+  return builder_.CreateCall(function, args);
 }
 
 // ------------------------------------------------------------ statements ---

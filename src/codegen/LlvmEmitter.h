@@ -73,6 +73,9 @@ private:
   llvm::Value *emitBinary(const ir::Binary &binary);
   llvm::Value *emitSelect(const ir::Select &select);
   llvm::Value *emitCall(const ir::Call &call);
+  // A call of the math function `name` whose parameters and result are `type`.
+  llvm::Value *emitLibraryCall(const std::string &name, ScalarType type,
+                               const std::vector<llvm::Value *> &args);
   llvm::Value *emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *rhs, ScalarType type);
   void emitFor(const ir::For &loop);
   void emitIf(const ir::IfThenElse &branch);

@@ -475,16 +475,9 @@ bool NvptxTarget::usesLibraryMath(Builtin builtin) const {
   }
 }
 
-llvm::Value *NvptxTarget::emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
-                                          const std::vector<llvm::Value *> &args) {
-  llvm::Type *valueType = emitter.valueType(type);
-  std::string name = std::string("__nv_") + builtinName(builtin);
-  if (type == ScalarType::F32)
-    name += "f";
-  std::vector<llvm::Type *> parameterTypes(args.size(), valueType);
-  llvm::FunctionCallee function = emitter.module().getOrInsertFunction(
-      name, llvm::FunctionType::get(valueType, parameterTypes, false));
-  return emitter.builder().CreateCall(function, args);
+// libdevice's names: __nv_tanh, __nv_tanhf.
+std::string NvptxTarget::libraryMathName(Builtin builtin, ScalarType type) const {
+  return std::string("__nv_") + builtinName(builtin) + (type == ScalarType::F32 ? "f" : "");
 }
 
 void NvptxTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {

@@ -9,6 +9,8 @@
 
 #include "ir/IR.h"
 
+#include <string>
+
 namespace llvm {
 class Value;
 } // namespace llvm
@@ -34,14 +36,14 @@ public:
 
   virtual void emitBarrier(LlvmEmitter &emitter) = 0;
 
-  // Whether `builtin` is emitted with emitLibraryMath instead of an LLVM
+  // Whether `builtin` is emitted as a call to libraryMathName instead of an LLVM
   // intrinsic: tanh has none, and NVPTX cannot select exp, log, sin, cos or
   // pow, so the GPU calls libdevice for those.
   virtual bool usesLibraryMath(Builtin builtin) const { return builtin == Builtin::Tanh; }
 
-  // A builtin without an LLVM intrinsic (tanh): a libm or libdevice call.
-  virtual llvm::Value *emitLibraryMath(LlvmEmitter &emitter, Builtin builtin, ScalarType type,
-                                       const std::vector<llvm::Value *> &args) = 0;
+  // The function the emitter calls for a builtin without an LLVM intrinsic
+  // (tanh): a libm or libdevice name, taking and returning `type`.
+  virtual std::string libraryMathName(Builtin builtin, ScalarType type) const = 0;
 
   // A kernel launch in host code.
   virtual void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) = 0;
