@@ -426,3 +426,31 @@ kernel per_element(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N], lo: out f
   // Rows i >= K reduce over an empty range, the others do not.
   checkSource(source, {"N=0 M=0 K=0", "N=1 M=1 K=1", "N=7 M=9 K=4", "N=257 M=257 K=3"});
 }
+
+// Regression: the lowering computed the trip count of a stepped i32 range in
+// i32, where `hi - lo + step - 1` overflowed and the CPU JIT ran no iteration.
+TEST_CASE("stepped i32 ranges spanning more than half of i32") {
+  const char *source = R"(
+kernel wide_steps(x: in i32[N], n: i32, c: out i32, e: out i32, y: out i32[N]) {
+  var count: i32;
+  for i in n - 2147483647..2147483647 by 1073741824 {
+    count += 1;
+  }
+  c = count;
+  e = redomap(+, 0, i in -2147483647..n by 1073741824, j in i..i + 5 by 2) i % 7 + x[0];
+  parfor i in 0..N {
+    y[i] = redomap(+, 0, k in x[i] * 0 - 2147483647..2147483647 by 536870912) k / 536870912 + x[i];
+  }
+}
+)";
+  ArgumentRequest request;
+  request.arrays["x"] = i32Vector({1, 2, 3});
+  request.values["n"] = "0";
+  auto result = runAgreeing(source, "wide_steps", request);
+  CHECK(result["c"].getAsInt(0) == 4);
+  // i = -2147483647 and -1073741823 (i % 7 = -1 and 0), three j each.
+  CHECK(result["e"].getAsInt(0) == 3);
+  // k / 536870912 over the eight k is -3 -2 -1 0 0 1 2 3.
+  CHECK(integers(result["y"]) == std::vector<int64_t>{8, 16, 24});
+  checkSource(source, {"N=1 n=0", "N=7 n=5", "N=257 n=-3"});
+}

@@ -418,15 +418,23 @@ private:
     }
     Expr step = once(name + ".step", lowerExpr(*range.step, out));
     lo = once(name + ".min", lo);
-    Expr span = makeBinary(BinaryOpKind::Sub, hi, lo);
-    Expr rounded =
-        makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, span, step), makeInt(type, 1));
+    // The trip count and the iteration's value are computed in i64: in i32,
+    // `hi - lo + step - 1` overflows for ranges spanning more than half the
+    // type (`-2147483647..2147483647 by 1073741824` has four iterations).
+    ScalarType wide = ScalarType::I64;
+    auto widen = [&](Expr value) {
+      return type == wide ? value : std::make_shared<Cast>(wide, std::move(value));
+    };
+    Expr wideStep = widen(step), wideLo = widen(lo);
+    Expr span = makeBinary(BinaryOpKind::Sub, widen(hi), wideLo);
+    Expr rounded = makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, span, wideStep),
+                              makeInt(wide, 1));
     result.loopVar = claimName(name + ".t");
-    result.min = makeInt(type, 0);
-    result.extent = makeBinary(BinaryOpKind::Div, rounded, step);
-    result.stepLet = {
-        name, makeBinary(BinaryOpKind::Add, lo,
-                         makeBinary(BinaryOpKind::Mul, step, makeVar(type, result.loopVar)))};
+    result.min = makeInt(wide, 0);
+    result.extent = makeBinary(BinaryOpKind::Div, rounded, wideStep);
+    Expr value = makeBinary(BinaryOpKind::Add, wideLo,
+                            makeBinary(BinaryOpKind::Mul, wideStep, makeVar(wide, result.loopVar)));
+    result.stepLet = {name, type == wide ? value : std::make_shared<Cast>(type, value)};
     return result;
   }
 
