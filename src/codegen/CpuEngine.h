@@ -4,9 +4,9 @@
 // repeated runs (benchmarks, differential tests at several sizes) compile once.
 #pragma once
 
+#include "codegen/EngineArguments.h"
 #include "engine/Engine.h"
 
-#include <map>
 #include <memory>
 #include <string>
 
@@ -24,9 +24,7 @@ public:
 
 private:
   struct Compiled;
-  Expected<const Compiled *> compiled(const Program &program, const KernelDecl &kernel);
-
-  std::map<const KernelDecl *, std::unique_ptr<Compiled>> cache_;
+  CompiledKernelCache<Compiled> cache_;
 };
 
 } // namespace loopc::codegen

@@ -30,7 +30,6 @@ struct GpuEngine::State {
 };
 
 struct GpuEngine::Compiled {
-  const Program *program;
   ir::Function function;
   runtime::Module module;
   std::map<std::string, runtime::Function> kernels; // by KernelFunc::name
@@ -614,92 +613,60 @@ Expected<std::unique_ptr<Engine>> GpuEngine::create() {
       new GpuEngine(std::make_unique<State>(State{std::move(*runtime)})));
 }
 
-Expected<const GpuEngine::Compiled *> GpuEngine::compiled(const Program &program,
-                                                          const KernelDecl &kernel) {
-  auto found = cache_.find(&kernel);
-  if (found != cache_.end() && found->second->program == &program)
-    return found->second.get();
-  auto entry = std::make_unique<Compiled>();
-  entry->program = &program;
-  entry->function = passes::runPipeline(ir::lowerKernel(program, kernel));
-  if (!entry->function.kernels.empty()) {
-    auto ptx = compileToPtx(entry->function, gpu_);
+Status GpuEngine::load(Compiled &entry, const KernelDecl &kernel) {
+  if (!entry.function.kernels.empty()) {
+    auto ptx = compileToPtx(entry.function, gpu_);
     if (!ptx)
       return std::unexpected(ptx.error());
-    auto module = state_->runtime.loadPtx(*ptx, entry->function.name);
+    auto module = state_->runtime.loadPtx(*ptx, entry.function.name);
     if (!module)
       return std::unexpected(runtimeError(module.error(), kernel.range));
-    entry->module = std::move(*module);
+    entry.module = std::move(*module);
   }
-  for (const KernelFunc &device : entry->function.kernels) {
-    auto function = entry->module.function(device.name);
+  for (const KernelFunc &device : entry.function.kernels) {
+    auto function = entry.module.function(device.name);
     if (!function)
       return std::unexpected(runtimeError(function.error(), device.source));
-    entry->kernels[device.name] = *function;
-    entry->kernelInfo[device.name] = &device;
+    entry.kernels[device.name] = *function;
+    entry.kernelInfo[device.name] = &device;
   }
-  const Compiled *result = entry.get();
-  cache_[&kernel] = std::move(entry);
-  return result;
+  return {};
 }
 
 Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kernel,
                                   KernelArgs &args) {
-  auto compiledProgram = compiled(program, kernel);
-  if (!compiledProgram)
-    return std::unexpected(compiledProgram.error());
-  const Compiled &code = **compiledProgram;
+  auto compiled = cache_.get(program, kernel, [&](Compiled &entry) { return load(entry, kernel); });
+  if (!compiled)
+    return std::unexpected(compiled.error());
+  const Compiled &code = **compiled;
   const ir::Function &function = code.function;
-  if (args.params.size() != kernel.params.size())
-    return makeError("kernel '" + kernel.name + "' takes " + std::to_string(kernel.params.size()) +
-                         " arguments, got " + std::to_string(args.params.size()),
-                     kernel.range);
-  auto paramIndex = [&](const std::string &name) -> int {
-    for (size_t i = 0; i < kernel.params.size(); ++i)
-      if (kernel.params[i]->name == name)
-        return static_cast<int>(i);
-    return -1;
-  };
+  auto bound = bindFunctionArguments(kernel, function, args, "GPU");
+  if (!bound)
+    return std::unexpected(bound.error());
   const runtime::Runtime &runtime = state_->runtime;
   HostProgram host(runtime, code.kernels, code.kernelInfo);
 
   std::vector<runtime::DeviceBuffer> deviceBuffers;
-  std::vector<std::pair<int, size_t>> outputs; // argument, device buffer
-  for (const ir::Buffer &buffer : function.buffers) {
-    int index = paramIndex(buffer->name);
-    if (index < 0)
-      return makeError("GPU engine: no argument for buffer '" + buffer->name + "'",
-                       buffer->declared);
-    HostArray &array = args.params[index];
+  std::vector<std::pair<size_t, size_t>> outputs; // argument, device buffer
+  for (size_t i = 0; i < function.buffers.size(); ++i) {
+    const ir::Buffer &buffer = function.buffers[i];
+    size_t param = bound->bufferParams[i];
+    HostArray &array = args.params[param];
     auto storage = runtime.allocate(array.bytes.size());
     if (!storage)
       return std::unexpected(runtimeError(storage.error(), buffer->declared));
-    // `out` parameters start zeroed, whatever the caller left in them.
-    bool isOut = kernel.params[index]->intent == Intent::Out;
-    if (isOut)
-      std::fill(array.bytes.begin(), array.bytes.end(), 0);
     if (!array.bytes.empty())
       if (auto copied = storage->copyFromHost(array.bytes.data(), array.bytes.size()); !copied)
         return std::unexpected(runtimeError(copied.error(), buffer->declared));
     host.bindBuffer(buffer.get(), storage->address());
-    if (buffer->isWritten || isOut)
-      outputs.emplace_back(index, deviceBuffers.size());
+    if (buffer->isWritten || kernel.params[param]->intent == Intent::Out)
+      outputs.emplace_back(param, deviceBuffers.size());
     deviceBuffers.push_back(std::move(*storage));
   }
-  for (const ir::ScalarParam &scalar : function.scalars) {
-    int index = paramIndex(scalar.name);
-    if (index >= 0) {
-      const HostArray &value = args.params[index];
-      unsigned char bytes[8] = {};
-      std::memcpy(bytes, value.bytes.data(), std::min(value.bytes.size(), sizeof bytes));
-      host.bindVar(scalar.name, HostScalar::load(scalar.type, bytes));
-      continue;
-    }
-    auto size = args.sizes.find(scalar.name);
-    if (size == args.sizes.end())
-      return makeError("GPU engine: no value for '" + scalar.name + "'", kernel.range);
-    host.bindVar(scalar.name, HostScalar::ofInteger(scalar.type, size->second));
-  }
+  for (size_t i = 0; i < function.scalars.size(); ++i)
+    host.bindVar(function.scalars[i].name,
+                 HostScalar::load(function.scalars[i].type,
+                                  reinterpret_cast<const unsigned char *>(&bound->scalarSlots[i])));
 
   auto start = runtime.createEvent();
   auto stop = runtime.createEvent();

@@ -8,9 +8,9 @@
 // input and output transfers.
 #pragma once
 
+#include "codegen/EngineArguments.h"
 #include "engine/Engine.h"
 
-#include <map>
 #include <memory>
 #include <string>
 
@@ -35,11 +35,12 @@ private:
   struct State;
   struct Compiled;
   explicit GpuEngine(std::unique_ptr<State> state);
-  Expected<const Compiled *> compiled(const Program &program, const KernelDecl &kernel);
+  // Loads the PTX of `compiled.function`'s kernels.
+  Status load(Compiled &compiled, const KernelDecl &kernel);
 
   std::unique_ptr<State> state_;
   std::string gpu_;
-  std::map<const KernelDecl *, std::unique_ptr<Compiled>> cache_;
+  CompiledKernelCache<Compiled> cache_;
 };
 
 } // namespace loopc::codegen

@@ -1,0 +1,69 @@
+// What the compiling engines (CpuEngine, GpuEngine) share around a run: the
+// per-kernel cache of compiled code, and binding a call's KernelArgs to the
+// buffers and scalars of the lowered Function by the names the lowering gives
+// them (the kernel's parameters and sizes), with `out` parameters zeroed.
+#pragma once
+
+#include "engine/Engine.h"
+#include "ir/IR.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace loopc::codegen {
+
+// A call's arguments in the lowered Function's order.
+struct FunctionArguments {
+  // bufferParams[i]: the position in KernelArgs::params of Function::buffers[i].
+  std::vector<size_t> bufferParams;
+  // One 8-byte slot per Function::scalars[i], holding the value in its own
+  // type (bool as one byte), as the generated code reads it.
+  std::vector<uint64_t> scalarSlots;
+};
+
+// Checks the argument count, zeroes `out` parameters (whatever the caller left
+// in them) and maps `function`'s buffers and scalars to `args`. `engine`
+// names the engine in internal errors.
+Expected<FunctionArguments> bindFunctionArguments(const KernelDecl &kernel,
+                                                  const ir::Function &function, KernelArgs &args,
+                                                  const std::string &engine);
+
+// Compiled code per kernel for an engine's lifetime, so repeated runs
+// (benchmarks, differential tests at several sizes) compile once. `Compiled`
+// has an `ir::Function function` member: the kernel after the pass pipeline,
+// which the build callback compiles in place.
+template <typename Compiled> class CompiledKernelCache {
+public:
+  using Build = std::function<Status(Compiled &)>;
+
+  Expected<const Compiled *> get(const Program &program, const KernelDecl &kernel,
+                                 const Build &build) {
+    auto found = entries_.find(&kernel);
+    if (found != entries_.end() && found->second.program == &program)
+      return found->second.compiled.get();
+    auto compiled = std::make_unique<Compiled>();
+    compiled->function = passes::runPipeline(ir::lowerKernel(program, kernel));
+    if (auto built = build(*compiled); !built)
+      return std::unexpected(built.error());
+    Entry &entry = entries_[&kernel];
+    entry = Entry{&program, std::move(compiled)};
+    return entry.compiled.get();
+  }
+
+  void clear() { entries_.clear(); }
+
+private:
+  struct Entry {
+    const Program *program = nullptr; // a kernel pointer may be reused by another program
+    std::unique_ptr<Compiled> compiled;
+  };
+  std::map<const KernelDecl *, Entry> entries_;
+};
+
+} // namespace loopc::codegen
