@@ -57,7 +57,8 @@ void compileAndRun(const Function &function, std::vector<void *> buffers,
                    std::vector<int64_t> scalars) {
   auto program = loopc::codegen::CpuProgram::compile(function);
   REQUIRE_MESSAGE(program.has_value(), (program ? "" : program.error().message));
-  (*program)->run(buffers.data(), scalars.data());
+  auto ran = (*program)->run(buffers.data(), scalars.data());
+  REQUIRE_MESSAGE(ran.has_value(), (ran ? "" : ran.error().message));
 }
 
 } // namespace

@@ -36,7 +36,9 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
     buffers.push_back(args.params[param].bytes.data());
 
   auto start = std::chrono::steady_clock::now();
-  (*compiled)->code->run(buffers.data(), bound->scalarSlots.data());
+  Status ran = (*compiled)->code->run(buffers.data(), bound->scalarSlots.data());
+  if (!ran)
+    return std::unexpected(ran.error());
   RunStats stats;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;

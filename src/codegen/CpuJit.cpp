@@ -14,6 +14,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <atomic>
 #include <mutex>
 
 namespace loopc::codegen {
@@ -41,8 +42,9 @@ Expected<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder() {
 // The module of `function`, set up for (and optionally optimized on) the host.
 Expected<std::unique_ptr<llvm::Module>>
 hostModule(const ir::Function &function, llvm::LLVMContext &context,
-           llvm::orc::JITTargetMachineBuilder &machineBuilder, bool optimize) {
-  auto module = emitCpuModule(function, context);
+           llvm::orc::JITTargetMachineBuilder &machineBuilder, bool optimize,
+           DeviceErrorSites *sites = nullptr) {
+  auto module = emitCpuModule(function, context, sites);
   if (!module)
     return std::unexpected(module.error());
   auto machine = machineBuilder.createTargetMachine();
@@ -64,7 +66,8 @@ Expected<std::unique_ptr<CpuProgram>> CpuProgram::compile(const ir::Function &fu
   if (!machineBuilder)
     return std::unexpected(machineBuilder.error());
   auto context = std::make_unique<llvm::LLVMContext>();
-  auto module = hostModule(function, *context, *machineBuilder, /*optimize=*/true);
+  DeviceErrorSites sites;
+  auto module = hostModule(function, *context, *machineBuilder, /*optimize=*/true, &sites);
   if (!module)
     return std::unexpected(module.error());
 
@@ -93,10 +96,25 @@ Expected<std::unique_ptr<CpuProgram>> CpuProgram::compile(const ir::Function &fu
   if (!entry)
     return makeError("cannot link the CPU module: " + describe(entry.takeError()));
 
+  auto errorWord = (*jit)->lookup(kDeviceErrorName);
+  if (!errorWord)
+    return makeError("cannot link the CPU module: " + describe(errorWord.takeError()));
+
   std::unique_ptr<CpuProgram> program(new CpuProgram());
   program->entry_ = entry->toPtr<void (*)(void **, void *)>();
+  program->errorWord_ = errorWord->toPtr<uint32_t *>();
+  program->errorSites_ = std::move(sites);
   program->jit_ = std::move(*jit);
   return program;
+}
+
+Status CpuProgram::run(void **buffers, void *scalars) const {
+  // The generated code writes the word atomically, possibly from pool
+  // threads; the pool has joined them all when the entry returns.
+  std::atomic_ref<uint32_t> errorWord(*errorWord_);
+  errorWord.store(0, std::memory_order_relaxed);
+  entry_(buffers, scalars);
+  return deviceErrorStatus(errorWord.load(std::memory_order_acquire), errorSites_);
 }
 
 Expected<std::string> cpuLlvmText(const ir::Function &function, bool optimize) {

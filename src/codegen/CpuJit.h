@@ -3,6 +3,7 @@
 // loops vectorize for the machine it runs on), then loaded with ORC LLJIT.
 #pragma once
 
+#include "codegen/DeviceErrors.h"
 #include "ir/IR.h"
 #include "support/Error.h"
 
@@ -22,13 +23,17 @@ public:
   ~CpuProgram();
 
   // buffers[i] is Function::buffers[i]; scalars holds one 8-byte slot per
-  // Function::scalars[i] (see CpuTarget.h).
-  void run(void **buffers, void *scalars) const { entry_(buffers, scalars); }
+  // Function::scalars[i] (see CpuTarget.h). The error is the first device
+  // error of the run (DeviceErrors.h), such as an integer division by zero;
+  // the outputs are then unspecified. One run at a time per program.
+  Status run(void **buffers, void *scalars) const;
 
 private:
   CpuProgram() = default;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   void (*entry_)(void **, void *) = nullptr;
+  uint32_t *errorWord_ = nullptr;
+  DeviceErrorSites errorSites_;
 };
 
 // The LLVM IR of `function` for the host, optimized or as emitted.

@@ -457,19 +457,28 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
 
 } // namespace
 
-Expected<std::unique_ptr<llvm::Module>> emitCpuModule(const ir::Function &function,
-                                                      llvm::LLVMContext &context) {
+Expected<std::unique_ptr<llvm::Module>>
+emitCpuModule(const ir::Function &function, llvm::LLVMContext &context, DeviceErrorSites *sites) {
   auto module = std::make_unique<llvm::Module>(function.name, context);
   CpuTarget target;
   LlvmEmitter emitter(*module, target);
   for (const KernelFunc &kernel : function.kernels)
     llvm::Function::Create(workerType(context), llvm::Function::ExternalLinkage,
                            workerName(kernel.name), *module);
+  auto *i32 = llvm::Type::getInt32Ty(context);
+  auto *errorWord = new llvm::GlobalVariable(*module, i32, /*isConstant=*/false,
+                                             llvm::GlobalValue::ExternalLinkage,
+                                             llvm::ConstantInt::get(i32, 0), kDeviceErrorName);
+  emitter.setDeviceErrorWord(errorWord, function.source);
   emitEntry(emitter, function);
-  for (const KernelFunc &kernel : function.kernels)
+  for (const KernelFunc &kernel : function.kernels) {
+    emitter.setDeviceErrorWord(errorWord, kernel.source);
     emitKernel(emitter, kernel);
+  }
   if (auto status = emitter.status(); !status)
     return std::unexpected(status.error());
+  if (sites)
+    *sites = emitter.deviceErrorSites();
   std::string problems;
   llvm::raw_string_ostream problemStream(problems);
   if (llvm::verifyModule(*module, &problemStream))

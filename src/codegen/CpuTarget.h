@@ -9,8 +9,11 @@
 // barriers is split at each barrier into consecutive thread loops, values
 // live across a barrier kept in per-thread arrays. Shared buffers are per-block
 // stack storage, Register buffers allocas, Global temporaries heap memory.
+// The device error word (DeviceErrors.h) is the module's global i32
+// `loopc_device_error`.
 #pragma once
 
+#include "codegen/DeviceErrors.h"
 #include "codegen/Target.h"
 #include "ir/IR.h"
 #include "support/Error.h"
@@ -40,8 +43,10 @@ private:
   std::map<llvm::Value *, llvm::Value *> savedStacks_;
 };
 
-// The unoptimized module of `function` (see the file comment).
+// The unoptimized module of `function` (see the file comment), whose
+// device error sites (DeviceErrors.h) go to `sites` when given.
 Expected<std::unique_ptr<llvm::Module>> emitCpuModule(const ir::Function &function,
-                                                      llvm::LLVMContext &context);
+                                                      llvm::LLVMContext &context,
+                                                      DeviceErrorSites *sites = nullptr);
 
 } // namespace loopc::codegen

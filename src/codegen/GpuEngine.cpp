@@ -34,6 +34,7 @@ struct GpuEngine::Compiled {
   runtime::Module module;
   std::map<std::string, runtime::Function> kernels; // by KernelFunc::name
   std::map<std::string, const KernelFunc *> kernelInfo;
+  DeviceErrorSites errorSites;
 };
 
 namespace {
@@ -158,6 +159,8 @@ public:
   void bindBuffer(const BufferInfo *buffer, loopc_device_ptr address) {
     buffers_[buffer] = address;
   }
+  // The device error word every launch passes last (DeviceErrors.h).
+  void bindErrorWord(loopc_device_ptr address) { errorWord_ = address; }
 
   Status run(const StmtNode &stmt) {
     switch (stmt.kind) {
@@ -335,7 +338,8 @@ private:
     }
     const KernelFunc &kernel = *info->second;
     // One 8-byte slot per parameter, each holding the value in its PTX type.
-    std::vector<uint64_t> slots(launch.buffers.size() + launch.scalars.size(), 0);
+    std::vector<uint64_t> slots(launch.buffers.size() + launch.scalars.size() + 1, 0);
+    slots.back() = errorWord_;
     for (size_t i = 0; i < launch.buffers.size(); ++i) {
       auto found = buffers_.find(launch.buffers[i].get());
       if (found == buffers_.end())
@@ -582,6 +586,7 @@ private:
   const std::map<std::string, const KernelFunc *> &kernelInfo_;
   std::unordered_map<std::string, HostScalar> vars_;
   std::unordered_map<const BufferInfo *, loopc_device_ptr> buffers_;
+  loopc_device_ptr errorWord_ = 0;
 };
 
 // The newest architecture LLVM 19 generates for that the device runs.
@@ -615,7 +620,7 @@ Expected<std::unique_ptr<Engine>> GpuEngine::create() {
 
 Status GpuEngine::load(Compiled &entry, const KernelDecl &kernel) {
   if (!entry.function.kernels.empty()) {
-    auto ptx = compileToPtx(entry.function, gpu_);
+    auto ptx = compileToPtx(entry.function, gpu_, &entry.errorSites);
     if (!ptx)
       return std::unexpected(ptx.error());
     auto module = state_->runtime.loadPtx(*ptx, entry.function.name);
@@ -663,6 +668,12 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
       outputs.emplace_back(param, deviceBuffers.size());
     deviceBuffers.push_back(std::move(*storage));
   }
+  auto errorWord = runtime.allocate(sizeof(uint32_t));
+  if (!errorWord)
+    return std::unexpected(runtimeError(errorWord.error(), kernel.range));
+  if (auto cleared = errorWord->fill(0); !cleared)
+    return std::unexpected(runtimeError(cleared.error(), kernel.range));
+  host.bindErrorWord(errorWord->address());
   for (size_t i = 0; i < function.scalars.size(); ++i)
     host.bindVar(function.scalars[i].name,
                  HostScalar::load(function.scalars[i].type,
@@ -683,6 +694,11 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
   auto milliseconds = stop->elapsedSince(*start);
   if (!milliseconds)
     return std::unexpected(runtimeError(milliseconds.error(), kernel.range));
+  uint32_t errorSite = 0;
+  if (auto copied = errorWord->copyToHost(&errorSite, sizeof errorSite); !copied)
+    return std::unexpected(runtimeError(copied.error(), kernel.range));
+  if (auto status = deviceErrorStatus(errorSite, code.errorSites); !status)
+    return std::unexpected(status.error());
 
   for (auto [index, buffer] : outputs) {
     HostArray &array = args.params[index];

@@ -2,6 +2,7 @@
 #include "codegen/LlvmEmitter.h"
 
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
 
 namespace loopc::codegen {
 
@@ -75,6 +76,31 @@ Status LlvmEmitter::status() const {
   if (error_)
     return std::unexpected(*error_);
   return {};
+}
+
+void LlvmEmitter::setDeviceErrorWord(llvm::Value *word, SourceRange range) {
+  errorWord_ = word;
+  errorRange_ = range;
+}
+
+void LlvmEmitter::emitDeviceErrorIf(llvm::Value *failed, std::string message) {
+  if (!errorWord_) {
+    fail("code generation: no device error word for '" + message + "'", errorRange_);
+    return;
+  }
+  errorSites_.push_back({std::move(message), errorRange_});
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  auto *report = llvm::BasicBlock::Create(context(), "device_error", function);
+  auto *resume = llvm::BasicBlock::Create(context(), "device_ok", function);
+  builder_.CreateCondBr(failed, report, resume,
+                        llvm::MDBuilder(context()).createBranchWeights(1, 1 << 20));
+  builder_.SetInsertPoint(report);
+  builder_.CreateAtomicCmpXchg(errorWord_, builder_.getInt32(0),
+                               builder_.getInt32(static_cast<uint32_t>(errorSites_.size())),
+                               llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic,
+                               llvm::AtomicOrdering::Monotonic);
+  builder_.CreateBr(resume);
+  builder_.SetInsertPoint(resume);
 }
 
 // ------------------------------------------------------------ addressing ---
@@ -170,6 +196,23 @@ llvm::Value *LlvmEmitter::emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *
                                         rhs);
 }
 
+llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs) {
+  auto *constant = llvm::dyn_cast<llvm::ConstantInt>(rhs);
+  if (constant && !constant->isZero() && !constant->isMinusOne())
+    return isDivision ? builder_.CreateSDiv(lhs, rhs) : builder_.CreateSRem(lhs, rhs);
+  llvm::Type *type = rhs->getType();
+  llvm::Value *isZero = builder_.CreateICmpEQ(rhs, llvm::ConstantInt::get(type, 0));
+  emitDeviceErrorIf(isZero, "integer division by zero");
+  llvm::Value *isMinusOne = builder_.CreateICmpEQ(rhs, llvm::ConstantInt::getSigned(type, -1));
+  llvm::Value *divisor = builder_.CreateSelect(builder_.CreateOr(isZero, isMinusOne),
+                                               llvm::ConstantInt::get(type, 1), rhs);
+  if (isDivision)
+    return builder_.CreateSelect(isMinusOne, builder_.CreateNeg(lhs),
+                                 builder_.CreateSDiv(lhs, divisor));
+  return builder_.CreateSelect(isMinusOne, llvm::ConstantInt::get(type, 0),
+                               builder_.CreateSRem(lhs, divisor));
+}
+
 llvm::Value *LlvmEmitter::emitBinary(const Binary &binary) {
   llvm::Value *lhs = emitExpr(*binary.lhs);
   llvm::Value *rhs = emitExpr(*binary.rhs);
@@ -184,9 +227,9 @@ llvm::Value *LlvmEmitter::emitBinary(const Binary &binary) {
     return isFp ? builder_.CreateFMul(lhs, rhs) : builder_.CreateMul(lhs, rhs);
   // C semantics: integer division and remainder truncate toward zero.
   case BinaryOpKind::Div:
-    return isFp ? builder_.CreateFDiv(lhs, rhs) : builder_.CreateSDiv(lhs, rhs);
+    return isFp ? builder_.CreateFDiv(lhs, rhs) : emitIntegerDivision(true, lhs, rhs);
   case BinaryOpKind::Rem:
-    return isFp ? builder_.CreateFRem(lhs, rhs) : builder_.CreateSRem(lhs, rhs);
+    return isFp ? builder_.CreateFRem(lhs, rhs) : emitIntegerDivision(false, lhs, rhs);
   case BinaryOpKind::Min:
     return emitMinMax(true, lhs, rhs, operandType);
   case BinaryOpKind::Max:
@@ -436,8 +479,12 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
   }
   case StmtNode::Kind::Store: {
     auto &store = *stmt.as<ir::Store>();
+    SourceRange enclosing = errorRange_;
+    if (store.source.valid())
+      errorRange_ = store.source;
     llvm::Value *value = toMemory(emitExpr(*store.value), store.buffer->element);
     builder_.CreateStore(value, elementAddress(*store.buffer, store.indices, store.source));
+    errorRange_ = enclosing;
     return;
   }
   case StmtNode::Kind::Allocate:

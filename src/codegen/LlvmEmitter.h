@@ -10,6 +10,7 @@
 // internal errors of the passes; the first is kept and reported by status().
 #pragma once
 
+#include "codegen/DeviceErrors.h"
 #include "codegen/Target.h"
 #include "ir/IR.h"
 #include "support/Error.h"
@@ -65,6 +66,15 @@ public:
   llvm::AllocaInst *createEntryAlloca(llvm::Type *type, llvm::Value *count,
                                       const std::string &name);
 
+  // The device-side error channel (DeviceErrors.h): `word` points to the
+  // status word in the function being emitted; `range` is reported for
+  // failures outside any assignment.
+  void setDeviceErrorWord(llvm::Value *word, SourceRange range);
+  // When `failed` holds at run time, records a new site with `message` (at the
+  // current assignment) in the status word.
+  void emitDeviceErrorIf(llvm::Value *failed, std::string message);
+  const DeviceErrorSites &deviceErrorSites() const { return errorSites_; }
+
   // Records an internal error (the first one wins).
   void fail(std::string message, SourceRange range = {});
   Status status() const;
@@ -76,6 +86,9 @@ private:
   // A call of the math function `name` whose parameters and result are `type`.
   llvm::Value *emitLibraryCall(const std::string &name, ScalarType type,
                                const std::vector<llvm::Value *> &args);
+  // Never traps: a zero divisor is a device error (the result is then
+  // unused), a divisor of -1 wraps (INT_MIN / -1 is INT_MIN, the remainder 0).
+  llvm::Value *emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs);
   llvm::Value *emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *rhs, ScalarType type);
   void emitFor(const ir::For &loop);
   void emitIf(const ir::IfThenElse &branch);
@@ -87,6 +100,9 @@ private:
   std::unordered_map<std::string, llvm::Value *> vars_;
   std::unordered_map<const ir::BufferInfo *, llvm::Value *> buffers_;
   std::optional<Error> error_;
+  llvm::Value *errorWord_ = nullptr;
+  SourceRange errorRange_; // the assignment being emitted, else the function
+  DeviceErrorSites errorSites_;
 };
 
 // Restores the variable and buffer bindings made through it when destroyed,

@@ -1,6 +1,7 @@
 // Building, writing and reading module files (see ModuleFile.h).
 #include "codegen/ModuleFile.h"
 
+#include "codegen/DeviceErrors.h"
 #include "ir/IRPrinter.h"
 
 #include <nlohmann/json.hpp>
@@ -115,6 +116,11 @@ ModuleFile describeModule(const ir::Function &function, const std::string &gpu, 
       described.parameters.push_back(describeBuffer(*buffer));
     for (const ir::ScalarParam &scalar : kernel.scalars)
       described.parameters.push_back(describeScalar(scalar));
+    // The device error word (DeviceErrors.h): a zeroed u32 the host reads back.
+    described.parameters.push_back({.name = kDeviceErrorName,
+                                    .type = scalarTypeName(ScalarType::I32),
+                                    .isBuffer = true,
+                                    .isWritten = true});
     for (const ir::Launch *launch : launches) {
       if (launch->kernel != kernel.name)
         continue;

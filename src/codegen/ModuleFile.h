@@ -34,8 +34,9 @@ struct ModuleLaunch {
 
 struct ModuleKernel {
   std::string name = {};
-  std::vector<ModuleParameter> parameters = {}; // buffers, then scalars: the PTX order
-  std::vector<ModuleLaunch> launches = {};      // every launch of it in the host program
+  // Buffers, scalars, then the device error word: the PTX order.
+  std::vector<ModuleParameter> parameters = {};
+  std::vector<ModuleLaunch> launches = {}; // every launch of it in the host program
   int maxThreadsPerBlock = 0;
   int minBlocksPerSM = 0;
   std::string source = {}; // "file:line:col" of its parfor, empty when unknown

@@ -222,6 +222,7 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
   std::vector<llvm::Type *> params(kernel.buffers.size(), builder.getPtrTy());
   for (const ScalarParam &scalar : kernel.scalars)
     params.push_back(emitter.memoryType(scalar.type));
+  params.push_back(builder.getPtrTy()); // the device error word
   auto *function =
       llvm::Function::Create(llvm::FunctionType::get(builder.getVoidTy(), params, false),
                              llvm::Function::ExternalLinkage, kernel.name, emitter.module());
@@ -248,6 +249,10 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
     arg->setName(kernel.scalars[i].name);
     scope.var(kernel.scalars[i].name, emitter.fromMemory(arg, kernel.scalars[i].type));
   }
+  llvm::Argument *errorWord = function->getArg(function->arg_size() - 1);
+  errorWord->setName(kDeviceErrorName);
+  errorWord->addAttr(llvm::Attribute::NoAlias);
+  emitter.setDeviceErrorWord(errorWord, kernel.source);
   emitter.emitStmt(*kernel.body);
   builder.CreateRetVoid();
 }
@@ -289,7 +294,8 @@ Status linkLibdevice(llvm::Module &module) {
 
 Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function,
                                                     llvm::LLVMContext &context,
-                                                    llvm::TargetMachine &machine, bool optimized) {
+                                                    llvm::TargetMachine &machine, bool optimized,
+                                                    DeviceErrorSites *sites = nullptr) {
   auto module = std::make_unique<llvm::Module>(function.name, context);
   module->setTargetTriple(kNvptxTriple);
   module->setDataLayout(machine.createDataLayout());
@@ -301,6 +307,8 @@ Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function
     emitKernel(emitter, kernel);
   if (auto status = emitter.status(); !status)
     return std::unexpected(status.error());
+  if (sites)
+    *sites = emitter.deviceErrorSites();
   std::string problems;
   llvm::raw_string_ostream problemStream(problems);
   if (llvm::verifyModule(*module, &problemStream))
@@ -505,12 +513,13 @@ Expected<std::string> nvptxLlvmText(const ir::Function &function, const std::str
   return text;
 }
 
-Expected<std::string> compileToPtx(const ir::Function &function, const std::string &gpu) {
+Expected<std::string> compileToPtx(const ir::Function &function, const std::string &gpu,
+                                   DeviceErrorSites *sites) {
   auto machine = nvptxMachine(gpu);
   if (!machine)
     return std::unexpected(machine.error());
   llvm::LLVMContext context;
-  auto module = buildModule(function, context, **machine, true);
+  auto module = buildModule(function, context, **machine, true, sites);
   if (!module)
     return std::unexpected(module.error());
   llvm::SmallString<0> ptx;

@@ -3,9 +3,10 @@
 // NVPTX backend. Host code is not compiled here: GpuEngine interprets it.
 //
 // Each KernelFunc becomes a `ptx_kernel` function `kernel.name(buffers...,
-// scalars...)`: buffers are global pointers (noalias; readonly when the
+// scalars..., error)`: buffers are global pointers (noalias; readonly when the
 // kernel never writes them, so loads may use the non-coherent cache), scalars
-// are passed by value in their memory type (bool as i8). The GPU loops that
+// are passed by value in their memory type (bool as i8), and `error` points to
+// the device error word (a u32, DeviceErrors.h). The GPU loops that
 // match the launch geometry are not loops at all: the variable is the block or
 // thread index, behind a bounds guard; others are strided loops. Shared buffers
 // are addrspace(3) globals of static size, zeroed by the block on entry;
@@ -13,6 +14,7 @@
 // libdevice, linked in with only the functions the module needs.
 #pragma once
 
+#include "codegen/DeviceErrors.h"
 #include "codegen/Target.h"
 #include "ir/IR.h"
 #include "support/Error.h"
@@ -61,10 +63,12 @@ Expected<std::unique_ptr<llvm::Module>> emitNvptxModule(const ir::Function &func
                                                         llvm::LLVMContext &context,
                                                         const std::string &gpu, bool optimize);
 
-// The module's LLVM IR as text, and its PTX.
+// The module's LLVM IR as text, and its PTX, whose device error sites go to
+// `sites` when given.
 Expected<std::string> nvptxLlvmText(const ir::Function &function, const std::string &gpu,
                                     bool optimize);
-Expected<std::string> compileToPtx(const ir::Function &function, const std::string &gpu);
+Expected<std::string> compileToPtx(const ir::Function &function, const std::string &gpu,
+                                   DeviceErrorSites *sites = nullptr);
 
 // Where libdevice is read from: $LOOPC_LIBDEVICE, else libdevice.10.bc next to
 // the running executable (carried to a GPU machine without the toolkit), else
