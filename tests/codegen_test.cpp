@@ -1,18 +1,28 @@
 // The CPU code generator on hand-built Loop IR, run through the JIT: C
 // semantics of the arithmetic, row-major addressing, loops, kernels spread
 // over the thread pool, and barriers (loop fission with shared memory and
-// per-thread values live across a barrier).
+// per-thread values live across a barrier); integer division that never
+// traps, reporting zero divisors through the device error channel.
+#include "codegen/CpuEngine.h"
 #include "codegen/CpuJit.h"
 #include "codegen/CpuThreadPool.h"
 #include "ir/IR.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+
+#include "TestSupport.h"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 using loopc::Builtin;
+using loopc::HostArray;
+using loopc::KernelArgs;
+using loopc::KernelDecl;
 using loopc::ScalarType;
 using namespace loopc::ir;
 
@@ -263,4 +273,77 @@ TEST_CASE("an unlowered Reduce is reported, not compiled") {
   auto program = loopc::codegen::CpuProgram::compile(function);
   REQUIRE_FALSE(program.has_value());
   CHECK(program.error().message.find("Reduce") != std::string::npos);
+}
+
+namespace {
+
+// A kernel dividing x by d element by element, through the CPU engine.
+constexpr const char *kDivisionProgram = "kernel divide(x: in i32[N], d: in i32[N],\n"
+                                         "              q: out i32[N], r: out i32[N]) {\n"
+                                         "  parfor i in 0..N {\n"
+                                         "    q[i] = x[i] / d[i];\n"
+                                         "    r[i] = x[i] % d[i];\n"
+                                         "  }\n"
+                                         "}\n";
+
+KernelArgs divisionArgs(const std::vector<int32_t> &x, const std::vector<int32_t> &d) {
+  auto n = static_cast<int64_t>(x.size());
+  KernelArgs args;
+  args.sizes["N"] = n;
+  for (const auto *values : {&x, &d, &x, &x}) {
+    HostArray array(ScalarType::I32, {n});
+    std::memcpy(array.bytes.data(), values->data(), values->size() * sizeof(int32_t));
+    args.params.push_back(std::move(array));
+  }
+  return args;
+}
+
+} // namespace
+
+TEST_CASE("CPU integer division never traps: zero divisors are reported, MIN / -1 wraps") {
+  auto loaded = loopc::test::loadText(kDivisionProgram);
+  REQUIRE(loaded->program);
+  const KernelDecl &kernel = *loaded->program->findKernel("divide");
+  loopc::codegen::CpuEngine engine;
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+
+  // INT_MIN / -1 is INT_MIN and its remainder 0, as the interpreter defines.
+  KernelArgs wrapping = divisionArgs({kMin, 7, -7}, {-1, -1, 2});
+  auto ran = engine.run(*loaded->program, kernel, wrapping);
+  REQUIRE_MESSAGE(ran.has_value(), (ran ? "" : ran.error().message));
+  CHECK(wrapping.params[2].getAsInt(0) == kMin);
+  CHECK(wrapping.params[3].getAsInt(0) == 0);
+  CHECK(wrapping.params[2].getAsInt(1) == -7);
+  CHECK(wrapping.params[3].getAsInt(1) == 0);
+  CHECK(wrapping.params[2].getAsInt(2) == -3);
+  CHECK(wrapping.params[3].getAsInt(2) == -1);
+
+  // A zero divisor is an error at the assignment that divides, not a crash.
+  KernelArgs zero = divisionArgs({1, 2, 3}, {1, 0, 1});
+  auto failed = engine.run(*loaded->program, kernel, zero);
+  REQUIRE_FALSE(failed.has_value());
+  CHECK(failed.error().message == "integer division by zero");
+  CHECK(failed.error().range.begin.line == 4);
+
+  // The status word starts clear on every run.
+  KernelArgs again = divisionArgs({9, 8}, {3, 4});
+  auto recovered = engine.run(*loaded->program, kernel, again);
+  REQUIRE_MESSAGE(recovered.has_value(), (recovered ? "" : recovered.error().message));
+  CHECK(again.params[2].getAsInt(0) == 3);
+  CHECK(again.params[2].getAsInt(1) == 2);
+}
+
+TEST_CASE("a division by a constant divisor other than 0 and -1 is not guarded") {
+  auto loaded = loopc::test::loadText("kernel halve(x: in i32[N], q: out i32[N]) {\n"
+                                      "  parfor i in 0..N {\n"
+                                      "    q[i] = x[i] / 2;\n"
+                                      "  }\n"
+                                      "}\n");
+  REQUIRE(loaded->program);
+  Function function = loopc::passes::runPipeline(
+      lowerKernel(*loaded->program, *loaded->program->findKernel("halve")));
+  auto text = loopc::codegen::cpuLlvmText(function, /*optimize=*/false);
+  REQUIRE(text.has_value());
+  CHECK(text->find("cmpxchg") == std::string::npos);
+  CHECK(text->find("sdiv") != std::string::npos);
 }

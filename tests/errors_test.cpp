@@ -1,0 +1,52 @@
+// Run-time errors of generated code at the CLI: `loopc run --device cpu` on a
+// program that divides by zero prints the interpreter's message with the
+// source line and exits 1, instead of dying of SIGFPE.
+#include "TestSupport.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using loopc::test::runLoopc;
+
+namespace {
+
+// A .loop file in a fresh temporary directory, removed with it.
+struct TempProgram {
+  std::filesystem::path directory =
+      std::filesystem::temp_directory_path() /
+      ("loopc_errors_test_" + std::to_string(reinterpret_cast<uintptr_t>(this)));
+  std::string path = (directory / "program.loop").string();
+  explicit TempProgram(const std::string &text) {
+    std::filesystem::create_directories(directory);
+    std::ofstream(path) << text;
+  }
+  ~TempProgram() { std::filesystem::remove_all(directory); }
+};
+
+constexpr const char *kDivide = "kernel divide(x: in i32[N], d: i32, q: out i32[N]) {\n"
+                                "  parfor i in 0..N {\n"
+                                "    q[i] = x[i] / d;\n"
+                                "  }\n"
+                                "}\n";
+
+} // namespace
+
+TEST_CASE("run --device cpu reports an integer division by zero and exits 1") {
+  TempProgram program(kDivide);
+  auto result = runLoopc("run " + program.path + " --set N=5 --set d=0 --device cpu");
+  CHECK(result.exitCode == 1);
+  CHECK(result.output.find("program.loop:3:5: error: integer division by zero") !=
+        std::string::npos);
+  CHECK(result.output.find("q[i] = x[i] / d;") != std::string::npos);
+}
+
+TEST_CASE("run --device cpu divides by a nonzero input as before") {
+  TempProgram program(kDivide);
+  auto result = runLoopc("run " + program.path + " --set N=5 --set d=-1 --device cpu --check");
+  CHECK(result.exitCode == 0);
+  CHECK(result.output.find("PASS: 1 output matches the interpreter") != std::string::npos);
+}
