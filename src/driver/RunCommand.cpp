@@ -9,7 +9,8 @@
 #include "engine/Compare.h"
 #include "engine/Npy.h"
 #include "engine/Summary.h"
-#include "interp/Interpreter.h"
+#include "ir/Lower.h"
+#include "passes/analysis/WorkCount.h"
 
 #include <algorithm>
 #include <iomanip>
@@ -23,10 +24,7 @@ namespace loopc::driver {
 namespace {
 
 struct RunOptions {
-  std::string file;
-  std::string kernel;
-  std::string device;
-  ArgumentOptions arguments;
+  RunTargetOptions target;
   std::vector<std::string> outputs; // NAME=FILE.npy
   bool check = false;
   bool quiet = false;
@@ -72,15 +70,41 @@ uint64_t largestInput(const KernelDecl &kernel, const KernelArgs &args) {
   return largest;
 }
 
-// Runs the reference interpreter on `inputs` and compares every output.
-bool checkAgainstInterpreter(Session &session, const KernelDecl &kernel, KernelArgs inputs,
-                             const KernelArgs &results,
-                             const std::vector<std::pair<size_t, std::string>> &outputs) {
-  Interpreter reference;
-  auto stats = reference.run(*session.program, kernel, inputs);
+// The interpreter is the oracle, but it runs about 4e7 operations a second:
+// beyond this much work (flops plus elements moved) it would take minutes, so
+// the CPU JIT, itself tested against the interpreter on every sample, checks
+// instead, unless it is the engine under test.
+constexpr double kInterpreterWorkLimit = 5e8;
+
+// The engine that checks `run`'s results: the interpreter, or the CPU JIT
+// for work too large for the interpreter.
+Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run,
+                                                  const KernelArgs &inputs) {
+  passes::WorkCount work = passes::countWork(ir::lowerKernel(*run.session->program, *run.kernel),
+                                             integerValues(*run.kernel, inputs));
+  double operations = work.flops + work.bytes / 4;
+  if (operations <= kInterpreterWorkLimit || run.engine->name() == "cpu")
+    return createEngine("interp");
+  return createEngine("cpu");
+}
+
+// Runs the reference engine on `inputs` and compares every output.
+bool checkOutputs(PreparedRun &run, KernelArgs inputs,
+                  const std::vector<std::pair<size_t, std::string>> &outputs) {
+  Session &session = *run.session;
+  const KernelDecl &kernel = *run.kernel;
+  auto reference = selectReference(run, inputs);
+  if (!reference) {
+    session.report(reference.error());
+    return false;
+  }
+  std::string referenceName = (*reference)->name() == "interp"
+                                  ? "the interpreter"
+                                  : "the " + (*reference)->name() + " engine";
+  auto stats = (*reference)->run(*session.program, kernel, inputs);
   if (!stats) {
     session.report(stats.error());
-    printError("--check: the reference interpreter failed");
+    printError("--check: " + referenceName + " failed");
     return false;
   }
   CompareOptions options;
@@ -89,7 +113,7 @@ bool checkAgainstInterpreter(Session &session, const KernelDecl &kernel, KernelA
   for (const auto &[position, file] : outputs) {
     const std::string &name = kernel.params[position]->name;
     CompareReport report =
-        compareArrays(inputs.params[position], results.params[position], options);
+        compareArrays(inputs.params[position], run.args.params[position], options);
     if (!report.matches) {
       std::cout << "MISMATCH " << report.describe(name) << "\n";
       allMatch = false;
@@ -97,51 +121,37 @@ bool checkAgainstInterpreter(Session &session, const KernelDecl &kernel, KernelA
   }
   if (allMatch)
     std::cout << "PASS: " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s")
-              << (outputs.size() == 1 ? " matches" : " match") << " the interpreter\n";
+              << (outputs.size() == 1 ? " matches " : " match ") << referenceName << "\n";
   return allMatch;
 }
 
 int runKernel(const RunOptions &options) {
-  auto session = openSession(options.file);
-  if (!session)
+  std::optional<PreparedRun> run = prepareRun(options.target);
+  if (!run)
     return 1;
-  auto kernel = selectKernel(*session->program, options.kernel);
-  if (!kernel) {
-    session->report(kernel.error());
-    return 1;
-  }
-  auto outputs = selectOutputs(**kernel, options.outputs);
-  auto request = options.arguments.toRequest();
-  if (!outputs || !request) {
-    session->report(outputs ? request.error() : outputs.error());
-    return 1;
-  }
-  auto args = bindKernelArguments(**kernel, *request);
-  if (!args) {
-    session->report(args.error());
-    return 1;
-  }
-  auto engine = options.device.empty() ? createDefaultEngine() : createEngine(options.device);
-  if (!engine) {
-    session->report(engine.error());
+  Session &session = *run->session;
+  const KernelDecl &kernel = *run->kernel;
+  KernelArgs &args = run->args;
+  auto outputs = selectOutputs(kernel, options.outputs);
+  if (!outputs) {
+    session.report(outputs.error());
     return 1;
   }
 
   std::optional<KernelArgs> inputs;
   if (options.check || options.repeat > 1)
-    inputs = *args;
-  auto times = timeRuns(**engine, *session->program, **kernel, *args, inputs, options.repeat);
+    inputs = args;
+  auto times = timeRuns(*run->engine, *session.program, kernel, args, inputs, options.repeat);
   if (!times) {
-    session->report(times.error());
+    session.report(times.error());
     return 1;
   }
   double seconds = medianOf(*times);
 
   if (!options.quiet) {
     for (const auto &[position, file] : *outputs)
-      std::cout << summarizeArray((*kernel)->params[position]->name, args->params[position])
-                << "\n";
-    std::cout << "kernel '" << (*kernel)->name << "' ran on " << (*engine)->name() << " in "
+      std::cout << summarizeArray(kernel.params[position]->name, args.params[position]) << "\n";
+    std::cout << "kernel '" << kernel.name << "' ran on " << run->engine->name() << " in "
               << std::fixed << std::setprecision(3) << seconds * 1e3 << " ms";
     if (options.repeat > 1)
       std::cout << " (median of " << options.repeat << " runs)";
@@ -151,13 +161,12 @@ int runKernel(const RunOptions &options) {
   for (const auto &[position, file] : *outputs) {
     if (file.empty())
       continue;
-    if (auto written = writeNpy(file, args->params[position]); !written) {
-      session->report(written.error());
+    if (auto written = writeNpy(file, args.params[position]); !written) {
+      session.report(written.error());
       return 1;
     }
   }
-  if (options.check &&
-      !checkAgainstInterpreter(*session, **kernel, std::move(*inputs), *args, *outputs))
+  if (options.check && !checkOutputs(*run, std::move(*inputs), *outputs))
     return 1;
   return 0;
 }
@@ -191,17 +200,14 @@ double medianOf(const std::vector<double> &sortedSeconds) {
 void addRunCommand(CLI::App &app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App *command = app.add_subcommand("run", "Run a kernel and summarize its outputs");
-  command->add_option("FILE", options->file, "The .loop file")->required();
-  command->add_option("--kernel", options->kernel,
-                      "The kernel to run (default: the last kernel of FILE)");
-  command->add_option("--device", options->device,
-                      "interp, cpu or gpu (default: the best one available)");
-  options->arguments.addTo(*command);
+  options->target.addTo(*command, "run");
   command->add_option("--out", options->outputs, "Write an output array to a .npy file")
       ->type_name("NAME=FILE")
       ->allow_extra_args(false);
-  command->add_flag("--check", options->check,
-                    "Compare every output with the reference interpreter's (exit 1 if any differ)");
+  command->add_flag(
+      "--check", options->check,
+      "Compare every output with the reference interpreter's, or the CPU JIT's for work too "
+      "large for the interpreter (exit 1 if any differ)");
   command->add_flag("--quiet", options->quiet, "Print no summaries or timing");
   command
       ->add_option("--repeat", options->repeat,

@@ -1,6 +1,7 @@
 // `loopc run FILE`: binds a kernel's arguments, runs it on a device, prints a
 // summary of every output and the time taken; `--check` compares the outputs
-// with the reference interpreter's.
+// with the reference interpreter's (the CPU JIT's when the work is too large
+// for the interpreter).
 #pragma once
 
 #include "engine/Engine.h"

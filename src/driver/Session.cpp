@@ -1,6 +1,7 @@
 // The shared front half of the subcommands (see Session.h).
 #include "driver/Session.h"
 
+#include "driver/Engines.h"
 #include "engine/Npy.h"
 #include "frontend/Loader.h"
 #include "sema/Sema.h"
@@ -84,6 +85,46 @@ Expected<ArgumentRequest> ArgumentOptions::toRequest() const {
     request.arrays.emplace(assignment->first, std::move(*array));
   }
   return request;
+}
+
+void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
+  command.add_option("FILE", file, "The .loop file")->required();
+  command.add_option("--kernel", kernel,
+                     "The kernel to " + verb + " (default: the last kernel of FILE)");
+  command.add_option("--device", device, "interp, cpu or gpu (default: the best one available)");
+  arguments.addTo(command);
+}
+
+std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
+  PreparedRun run;
+  run.session = openSession(options.file);
+  if (!run.session)
+    return std::nullopt;
+  Session &session = *run.session;
+  auto kernel = selectKernel(*session.program, options.kernel);
+  if (!kernel) {
+    session.report(kernel.error());
+    return std::nullopt;
+  }
+  run.kernel = *kernel;
+  auto request = options.arguments.toRequest();
+  if (!request) {
+    session.report(request.error());
+    return std::nullopt;
+  }
+  auto args = bindKernelArguments(*run.kernel, *request);
+  if (!args) {
+    session.report(args.error());
+    return std::nullopt;
+  }
+  run.args = std::move(*args);
+  auto engine = options.device.empty() ? createDefaultEngine() : createEngine(options.device);
+  if (!engine) {
+    session.report(engine.error());
+    return std::nullopt;
+  }
+  run.engine = std::move(*engine);
+  return run;
 }
 
 } // namespace loopc::driver

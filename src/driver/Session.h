@@ -5,6 +5,7 @@
 #pragma once
 
 #include "engine/Bindings.h"
+#include "engine/Engine.h"
 #include "frontend/Ast.h"
 #include "support/Diagnostics.h"
 #include "support/Error.h"
@@ -12,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,32 @@ struct ArgumentOptions {
   // Reads the .npy files and splits the NAME=VALUE pairs.
   Expected<ArgumentRequest> toRequest() const;
 };
+
+// What names a kernel run on the command line: the file, the kernel, the
+// device and the inputs. Shared by `run` and `bench`.
+struct RunTargetOptions {
+  std::string file;
+  std::string kernel;
+  std::string device;
+  ArgumentOptions arguments;
+
+  // Adds FILE, --kernel, --device and the argument options; `verb` says what
+  // the subcommand does with the kernel ("run", "time").
+  void addTo(CLI::App &command, const std::string &verb);
+};
+
+// A kernel ready to run: its checked program, its bound arguments and the
+// engine of the chosen device.
+struct PreparedRun {
+  std::unique_ptr<Session> session;
+  const KernelDecl *kernel = nullptr;
+  KernelArgs args;
+  std::unique_ptr<Engine> engine;
+};
+
+// Loads and checks the program, picks the kernel, binds its arguments and
+// creates the engine, reporting the first failure (and returning nothing).
+std::optional<PreparedRun> prepareRun(const RunTargetOptions &options);
 
 // Splits "NAME=VALUE"; `option` names the flag in the error message.
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,

@@ -483,4 +483,14 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
   return args;
 }
 
+std::map<std::string, int64_t> integerValues(const KernelDecl &kernel, const KernelArgs &args) {
+  std::map<std::string, int64_t> values = args.sizes;
+  for (size_t i = 0; i < kernel.params.size(); ++i) {
+    const HostArray &value = args.params[i];
+    if (value.rank() == 0 && isInteger(value.type))
+      values[kernel.params[i]->name] = value.getAsInt(0);
+  }
+  return values;
+}
+
 } // namespace loopc

@@ -35,6 +35,10 @@ struct ArgumentRequest {
 // would silently give meaningless results.
 Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request);
 
+// The sizes and integer scalar arguments of bound arguments, by name: what
+// extents and trip counts are computed from.
+std::map<std::string, int64_t> integerValues(const KernelDecl &kernel, const KernelArgs &args);
+
 // "1.2 TB", "23 GB", "512 B": decimal units, two significant digits.
 std::string formatByteCount(uint64_t bytes);
 
