@@ -22,9 +22,7 @@ struct HostArray {
   size_t elementCount() const;
   size_t rank() const { return shape.size(); }
   template <typename T> T *data() { return reinterpret_cast<T *>(bytes.data()); }
-  template <typename T> const T *data() const {
-    return reinterpret_cast<const T *>(bytes.data());
-  }
+  template <typename T> const T *data() const { return reinterpret_cast<const T *>(bytes.data()); }
   // Element i (flat index) converted to double / int64, whatever the type.
   double getAsDouble(size_t i) const;
   int64_t getAsInt(size_t i) const;

@@ -36,14 +36,14 @@ size_t scalarSize(ScalarType type) {
 }
 
 const char *binaryOpSpelling(BinaryOp op) {
-  static const char *const spellings[] = {"+", "-", "*", "/", "%", "<", "<=",
-                                          ">", ">=", "==", "!=", "&&", "||"};
+  static const char *const spellings[] = {
+      "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
   return spellings[static_cast<int>(op)];
 }
 
 const char *builtinName(Builtin builtin) {
-  static const char *const names[] = {"sqrt", "exp", "log",   "sin",  "cos", "tanh", "abs",
-                                      "min",  "max", "pow",   "floor", "ceil", "fma"};
+  static const char *const names[] = {"sqrt", "exp", "log", "sin",   "cos",  "tanh", "abs",
+                                      "min",  "max", "pow", "floor", "ceil", "fma"};
   return names[static_cast<int>(builtin)];
 }
 

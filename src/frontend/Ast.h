@@ -46,7 +46,7 @@ struct VarDecl {
   enum class Kind : uint8_t { Param, Size, Let, Var, LoopVar };
   Kind kind;
   std::string name;
-  TypeSpec type; // scalar or array; sizes and loop variables are scalars
+  TypeSpec type;                // scalar or array; sizes and loop variables are scalars
   Intent intent = Intent::None; // parameters only
   SourceRange range;
   // Set by Sema: true for a scalar `out`/`inout` parameter, which behaves as a
@@ -66,16 +66,24 @@ using VarDeclPtr = std::unique_ptr<VarDecl>;
 // ---------------------------------------------------------- expressions ---
 
 enum class UnaryOp : uint8_t { Neg, Not };
-enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, Rem,
-  Lt, Le, Gt, Ge, Eq, Ne,
-  And, Or
-};
+enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 const char *binaryOpSpelling(BinaryOp op);
 
 // Math builtins; min/max/abs apply to integers and floats, the rest to floats.
 enum class Builtin : uint8_t {
-  Sqrt, Exp, Log, Sin, Cos, Tanh, Abs, Min, Max, Pow, Floor, Ceil, Fma
+  Sqrt,
+  Exp,
+  Log,
+  Sin,
+  Cos,
+  Tanh,
+  Abs,
+  Min,
+  Max,
+  Pow,
+  Floor,
+  Ceil,
+  Fma
 };
 const char *builtinName(Builtin builtin);
 
@@ -83,8 +91,17 @@ struct FnDecl;
 
 struct Expr {
   enum class Kind : uint8_t {
-    IntLit, FloatLit, BoolLit, Name, Index, Call, Cast, Unary, Binary,
-    Conditional, Redomap
+    IntLit,
+    FloatLit,
+    BoolLit,
+    Name,
+    Index,
+    Call,
+    Cast,
+    Unary,
+    Binary,
+    Conditional,
+    Redomap
   };
   const Kind kind;
   SourceRange range;
@@ -186,7 +203,7 @@ struct Range {
 struct ReduceOp {
   enum class Kind : uint8_t { Add, Mul, Min, Max, And, Or, User };
   Kind kind = Kind::Add;
-  std::string userName; // the function's name, for Kind::User
+  std::string userName;     // the function's name, for Kind::User
   FnDecl *userFn = nullptr; // set by Sema, for Kind::User
   SourceRange range;
 };
@@ -320,7 +337,7 @@ struct FnDecl {
 };
 
 struct ImportDecl {
-  std::string target; // `linalg` or "./path.loop"
+  std::string target;  // `linalg` or "./path.loop"
   bool isPath = false; // true for the string form
   SourceRange range;
 };

@@ -52,7 +52,16 @@ using Buffer = std::shared_ptr<BufferInfo>;
 
 struct ExprNode {
   enum class Kind : uint8_t {
-    IntImm, FloatImm, BoolImm, Var, Load, Unary, Binary, Select, Cast, Call
+    IntImm,
+    FloatImm,
+    BoolImm,
+    Var,
+    Load,
+    Unary,
+    Binary,
+    Select,
+    Cast,
+    Call
   };
   const Kind kind;
   const ScalarType type;
@@ -112,10 +121,22 @@ struct Unary : ExprNode {
 };
 
 enum class BinaryOpKind : uint8_t {
-  Add, Sub, Mul, Div, Rem, Min, Max,
-  Lt, Le, Gt, Ge, Eq, Ne,
-  And, Or // on bool; both sides evaluated (lowering keeps short-circuit semantics
-          // by turning `a && b` with side conditions into Select where needed)
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Rem,
+  Min,
+  Max,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  Eq,
+  Ne,
+  And,
+  Or // on bool; both sides evaluated (lowering keeps short-circuit semantics
+     // by turning `a && b` with side conditions into Select where needed)
 };
 const char *binaryOpName(BinaryOpKind op);
 bool isComparison(BinaryOpKind op);
@@ -169,7 +190,15 @@ const char *forKindName(ForKind kind);
 
 struct StmtNode {
   enum class Kind : uint8_t {
-    For, IfThenElse, LetStmt, Store, Allocate, Barrier, Block, Reduce, Launch
+    For,
+    IfThenElse,
+    LetStmt,
+    Store,
+    Allocate,
+    Barrier,
+    Block,
+    Reduce,
+    Launch
   };
   const Kind kind;
   explicit StmtNode(Kind kind) : kind(kind) {}

@@ -21,8 +21,8 @@ std::string sourcePath(const std::string &relative) {
 std::string loopcBinary() { return LOOPC_BINARY; }
 
 CommandResult runLoopc(const std::string &arguments) {
-  std::string command =
-      "cd '" + std::string(LOOPC_SOURCE_DIR) + "' && '" + loopcBinary() + "' " + arguments + " 2>&1";
+  std::string command = "cd '" + std::string(LOOPC_SOURCE_DIR) + "' && '" + loopcBinary() + "' " +
+                        arguments + " 2>&1";
   CommandResult result;
   FILE *pipe = popen(command.c_str(), "r");
   REQUIRE_MESSAGE(pipe != nullptr, "cannot run: " << command);
