@@ -30,28 +30,37 @@ int runExplain(const ExplainOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  bool printed = false;
-  std::vector<std::string> passNames;
-  passes::PipelineOptions pipeline;
-  pipeline.afterPass = [&](const std::string &pass, const ir::Function &function) {
-    passNames.push_back(pass);
-    if (!options.after.empty() && pass != options.after)
-      return;
-    std::cout << (printed ? "\n" : "") << "// after " << pass << "\n" << ir::toString(function);
-    printed = true;
-  };
-  passes::runPipeline(ir::lowerKernel(*session->program, **kernel), pipeline);
-  if (!printed) {
-    std::string known;
-    for (const std::string &name : passNames)
-      known += (known.empty() ? "" : ", ") + name;
-    printError("no pass named '" + options.after + "'; the passes are: " + known);
+  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after);
+      !explained) {
+    printError(explained.error().message);
     return 1;
   }
   return 0;
 }
 
 } // namespace
+
+Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
+                     const std::string &afterPass) {
+  bool printed = false;
+  std::vector<std::string> passNames;
+  passes::PipelineOptions pipeline;
+  pipeline.afterPass = [&](const std::string &pass, const ir::Function &function) {
+    passNames.push_back(pass);
+    if (!afterPass.empty() && pass != afterPass)
+      return;
+    out << (printed ? "\n" : "") << "// after " << pass << "\n" << ir::toString(function);
+    printed = true;
+  };
+  passes::runPipeline(ir::lowerKernel(program, kernel), pipeline);
+  if (!printed) {
+    std::string known;
+    for (const std::string &name : passNames)
+      known += (known.empty() ? "" : ", ") + name;
+    return makeError("no pass named '" + afterPass + "'; the passes are: " + known);
+  }
+  return {};
+}
 
 void addExplainCommand(CLI::App &app) {
   auto options = std::make_shared<ExplainOptions>();

@@ -3,10 +3,22 @@
 // mapping decision (loop kinds, memory spaces, barriers, launches) is visible.
 #pragma once
 
+#include "frontend/Ast.h"
+#include "support/Error.h"
+
 #include <CLI/CLI.hpp>
+
+#include <ostream>
+#include <string>
 
 namespace loopc::driver {
 
 void addExplainCommand(CLI::App &app);
+
+// Writes the kernel's IR after each pass (only after the passes named
+// `afterPass` when it is not empty) to `out`. An unknown pass is an error
+// listing the passes. Shared with the REPL's :explain.
+Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
+                     const std::string &afterPass);
 
 } // namespace loopc::driver

@@ -149,14 +149,7 @@ int runKernel(const RunOptions &options) {
   double seconds = medianOf(*times);
 
   if (!options.quiet) {
-    for (const auto &[position, file] : *outputs)
-      std::cout << summarizeArray(kernel.params[position]->name, args.params[position]) << "\n";
-    std::cout << "kernel '" << kernel.name << "' ran on " << run->engine->name() << " in "
-              << std::fixed << std::setprecision(3) << seconds * 1e3 << " ms";
-    if (options.repeat > 1)
-      std::cout << " (median of " << options.repeat << " runs)";
-    std::cout << "\n";
-    std::cout.unsetf(std::ios::fixed);
+    printRunReport(std::cout, kernel, args, run->engine->name(), seconds, options.repeat);
   }
   for (const auto &[position, file] : *outputs) {
     if (file.empty())
@@ -195,6 +188,19 @@ double medianOf(const std::vector<double> &sortedSeconds) {
   size_t middle = sortedSeconds.size() / 2;
   return sortedSeconds.size() % 2 ? sortedSeconds[middle]
                                   : (sortedSeconds[middle - 1] + sortedSeconds[middle]) / 2;
+}
+
+void printRunReport(std::ostream &out, const KernelDecl &kernel, const KernelArgs &args,
+                    const std::string &device, double seconds, int repeat) {
+  for (size_t position = 0; position < kernel.params.size(); ++position)
+    if (isOutput(*kernel.params[position]))
+      out << summarizeArray(kernel.params[position]->name, args.params[position]) << "\n";
+  out << "kernel '" << kernel.name << "' ran on " << device << " in " << std::fixed
+      << std::setprecision(3) << seconds * 1e3 << " ms";
+  if (repeat > 1)
+    out << " (median of " << repeat << " runs)";
+  out << "\n";
+  out.unsetf(std::ios::fixed);
 }
 
 void addRunCommand(CLI::App &app) {

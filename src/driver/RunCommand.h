@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 
 #include <optional>
+#include <ostream>
+#include <string>
 #include <vector>
 
 namespace loopc::driver {
@@ -24,5 +26,11 @@ Expected<std::vector<double>> timeRuns(Engine &engine, const Program &program,
 
 // The median of sorted times.
 double medianOf(const std::vector<double> &sortedSeconds);
+
+// What `loopc run` prints after a run: a summary of every out and inout
+// parameter, then the device and the time (the median when `repeat` > 1).
+// Shared with the REPL's :run.
+void printRunReport(std::ostream &out, const KernelDecl &kernel, const KernelArgs &args,
+                    const std::string &device, double seconds, int repeat);
 
 } // namespace loopc::driver

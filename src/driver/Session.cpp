@@ -95,35 +95,41 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
   arguments.addTo(command);
 }
 
+Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
+                                     const std::string &device, const ArgumentOptions &arguments) {
+  KernelRun run;
+  auto selected = selectKernel(program, kernel);
+  if (!selected)
+    return std::unexpected(selected.error());
+  run.kernel = *selected;
+  auto request = arguments.toRequest();
+  if (!request)
+    return std::unexpected(request.error());
+  auto args = bindKernelArguments(*run.kernel, *request);
+  if (!args)
+    return std::unexpected(args.error());
+  run.args = std::move(*args);
+  auto engine = device.empty() ? createDefaultEngine() : createEngine(device);
+  if (!engine)
+    return std::unexpected(engine.error());
+  run.engine = std::move(*engine);
+  return run;
+}
+
 std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   PreparedRun run;
   run.session = openSession(options.file);
   if (!run.session)
     return std::nullopt;
-  Session &session = *run.session;
-  auto kernel = selectKernel(*session.program, options.kernel);
-  if (!kernel) {
-    session.report(kernel.error());
+  auto prepared =
+      prepareKernelRun(*run.session->program, options.kernel, options.device, options.arguments);
+  if (!prepared) {
+    run.session->report(prepared.error());
     return std::nullopt;
   }
-  run.kernel = *kernel;
-  auto request = options.arguments.toRequest();
-  if (!request) {
-    session.report(request.error());
-    return std::nullopt;
-  }
-  auto args = bindKernelArguments(*run.kernel, *request);
-  if (!args) {
-    session.report(args.error());
-    return std::nullopt;
-  }
-  run.args = std::move(*args);
-  auto engine = options.device.empty() ? createDefaultEngine() : createEngine(options.device);
-  if (!engine) {
-    session.report(engine.error());
-    return std::nullopt;
-  }
-  run.engine = std::move(*engine);
+  run.kernel = prepared->kernel;
+  run.args = std::move(prepared->args);
+  run.engine = std::move(prepared->engine);
   return run;
 }
 

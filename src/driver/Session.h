@@ -80,6 +80,17 @@ struct PreparedRun {
 // creates the engine, reporting the first failure (and returning nothing).
 std::optional<PreparedRun> prepareRun(const RunTargetOptions &options);
 
+// What prepareRun does once the program is loaded: the kernel named `kernel`
+// (see selectKernel), its bound arguments and the engine of `device` (empty:
+// the best one available). The REPL, which keeps its program, calls it alone.
+struct KernelRun {
+  const KernelDecl *kernel = nullptr;
+  KernelArgs args;
+  std::unique_ptr<Engine> engine;
+};
+Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
+                                     const std::string &device, const ArgumentOptions &arguments);
+
 // Splits "NAME=VALUE"; `option` names the flag in the error message.
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,
                                                               const std::string &option);

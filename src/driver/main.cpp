@@ -4,6 +4,7 @@
 #include "driver/Cli.h"
 #include "driver/CompileCommand.h"
 #include "driver/ExplainCommand.h"
+#include "driver/ReplCommand.h"
 #include "driver/RunCommand.h"
 
 int main(int argc, char **argv) {
@@ -15,5 +16,6 @@ int main(int argc, char **argv) {
   addExplainCommand(app);
   addCompileCommand(app);
   addBenchCommand(app);
+  addReplCommand(app);
   return runApp(app, argc, argv);
 }

@@ -1,0 +1,585 @@
+// The REPL session (see Repl.h). The definitions are kept as text and the
+// session's program is that text put together, imports first (the grammar
+// wants them there), each definition starting on a line of its own at the
+// column it had where it was typed. A diagnostic is then moved back to the
+// input its definition came from by a line offset alone.
+#include "driver/Repl.h"
+
+#include "codegen/CpuJit.h"
+#include "codegen/NvptxTarget.h"
+#include "driver/Engines.h"
+#include "driver/ExplainCommand.h"
+#include "driver/RunCommand.h"
+#include "frontend/Loader.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+#include "sema/Sema.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace loopc::driver {
+
+namespace {
+
+// The top-level structure of program text, found without parsing: enough to
+// tell whether a definition is complete and to split definitions apart
+// before they can be parsed (a fn may use one defined earlier).
+struct TextScan {
+  std::vector<std::pair<size_t, size_t>> spans; // [begin, end) of each definition
+  int depth = 0;                                // brackets open at the end
+  bool inBlockComment = false;                  // a /* comment open at the end
+  char lastSignificant = 0;                     // outside comments and spaces
+};
+
+TextScan scanText(const std::string &text) {
+  TextScan scan;
+  constexpr size_t kNone = std::string::npos;
+  size_t begin = kNone; // where the definition being scanned starts
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    char next = i + 1 < text.size() ? text[i + 1] : 0;
+    if (scan.inBlockComment) {
+      if (c == '*' && next == '/') {
+        scan.inBlockComment = false;
+        ++i;
+      }
+      continue;
+    }
+    if (c == '/' && next == '/') {
+      i = std::min(text.find('\n', i), text.size());
+      continue;
+    }
+    if (c == '/' && next == '*') {
+      scan.inBlockComment = true;
+      ++i;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(c)))
+      continue;
+    if (begin == kNone)
+      begin = i;
+    scan.lastSignificant = c;
+    if (c == '"') { // a string ends at its quote or, unterminated, at the line's end
+      size_t close = text.find_first_of("\"\n", i + 1);
+      i = close == std::string::npos ? text.size() : text[close] == '"' ? close : close - 1;
+      continue;
+    }
+    if (c == '(' || c == '[' || c == '{')
+      ++scan.depth;
+    else if (c == ')' || c == ']' || c == '}')
+      --scan.depth;
+    if (scan.depth <= 0 && (c == '}' || c == ';')) {
+      scan.spans.emplace_back(begin, i + 1);
+      begin = kNone;
+      scan.depth = 0;
+    }
+  }
+  if (begin != kNone) {
+    size_t end = text.find_last_not_of(" \t\r\n") + 1;
+    scan.spans.emplace_back(begin, std::max(end, begin + 1));
+  }
+  return scan;
+}
+
+// Whether typed text is a whole definition: brackets closed and the last
+// thing a `}` or the `;` of an import.
+bool isComplete(const TextScan &scan) {
+  return scan.depth <= 0 && !scan.inBlockComment &&
+         (scan.lastSignificant == 0 || scan.lastSignificant == '}' || scan.lastSignificant == ';');
+}
+
+bool isWordCharacter(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The words a definition starts with, up to the first other character:
+// "assoc fn max" or "kernel saxpy".
+std::vector<std::string> leadingWords(const std::string &text) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < text.size() && words.size() < 3) {
+    if (std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+    } else if (text.compare(i, 2, "//") == 0) {
+      i = std::min(text.find('\n', i), text.size());
+    } else if (text.compare(i, 2, "/*") == 0) {
+      i = std::min(text.find("*/", i + 2), text.size()) + 2;
+    } else if (isWordCharacter(text[i])) {
+      size_t end = i;
+      while (end < text.size() && isWordCharacter(text[end]))
+        ++end;
+      words.push_back(text.substr(i, end - i));
+      i = end;
+    } else {
+      break;
+    }
+  }
+  return words;
+}
+
+void nameDefinition(ReplDefinition &definition) {
+  std::vector<std::string> words = leadingWords(definition.text);
+  auto word = [&](size_t index) { return index < words.size() ? words[index] : ""; };
+  using Kind = ReplDefinition::Kind;
+  if (word(0) == "import") {
+    definition.kind = Kind::Import;
+    definition.name = definition.text;
+  } else if (word(0) == "kernel") {
+    definition.kind = Kind::Kernel;
+    definition.name = word(1);
+  } else if (word(0) == "fn") {
+    definition.kind = Kind::Fn;
+    definition.name = word(1);
+  } else if (word(0) == "assoc" && word(1) == "fn") {
+    definition.kind = Kind::Fn;
+    definition.name = word(2);
+  }
+}
+
+std::vector<ReplDefinition> splitDefinitions(std::shared_ptr<const std::string> text,
+                                             const std::string &origin) {
+  std::vector<ReplDefinition> definitions;
+  for (auto [begin, end] : scanText(*text).spans) {
+    ReplDefinition definition;
+    definition.text = text->substr(begin, end - begin);
+    definition.origin = origin;
+    definition.originText = text;
+    definition.originLine =
+        1 + static_cast<uint32_t>(std::count(text->begin(), text->begin() + begin, '\n'));
+    size_t lineStart = text->rfind('\n', begin == 0 ? 0 : begin - 1);
+    lineStart = begin == 0 || lineStart == std::string::npos ? 0 : lineStart + 1;
+    definition.originColumn = static_cast<uint32_t>(begin - lineStart + 1);
+    nameDefinition(definition);
+    definitions.push_back(std::move(definition));
+  }
+  return definitions;
+}
+
+uint32_t lineCount(const std::string &text) {
+  return 1 + static_cast<uint32_t>(std::ranges::count(text, '\n'));
+}
+
+std::string kindName(ReplDefinition::Kind kind) {
+  return kind == ReplDefinition::Kind::Kernel ? "kernel" : "fn";
+}
+
+std::string trim(const std::string &text) {
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos)
+    return "";
+  return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+// The definitions put together into the session's program text, and the
+// line each starts on.
+struct ProgramText {
+  std::string text;
+  std::vector<uint32_t> lines;
+};
+
+ProgramText assemble(const std::vector<ReplDefinition> &definitions) {
+  ProgramText program;
+  uint32_t line = 1;
+  for (const ReplDefinition &definition : definitions) {
+    program.lines.push_back(line);
+    program.text += std::string(definition.originColumn - 1, ' ') + definition.text + "\n";
+    line += lineCount(definition.text);
+  }
+  return program;
+}
+
+// Renders a diagnostic of the session's program as if reported in the input
+// its definition came from; diagnostics elsewhere (imported modules, no
+// place) are rendered as they are.
+std::string formatDiagnostic(const Diagnostic &diagnostic, const Session &session,
+                             const std::vector<ReplDefinition> &definitions,
+                             const std::vector<uint32_t> &lines, uint32_t mainFile) {
+  const SourceRange &range = diagnostic.range;
+  if (!range.valid() || range.begin.file != mainFile)
+    return session.diagnostics.format(diagnostic);
+  auto after = std::ranges::upper_bound(lines, range.begin.line);
+  if (after == lines.begin())
+    return session.diagnostics.format(diagnostic);
+  size_t index = after - lines.begin() - 1;
+  const ReplDefinition &definition = definitions[index];
+  uint32_t first = lines[index];
+  uint32_t last = first + lineCount(definition.text) - 1;
+
+  SourceManager shown;
+  uint32_t file = shown.addFile(definition.origin, *definition.originText);
+  auto move = [&](SourceLoc loc) {
+    loc.file = file;
+    loc.line = loc.line - first + definition.originLine;
+    return loc;
+  };
+  Diagnostic moved = diagnostic;
+  moved.range.begin = move(range.begin);
+  bool endInside = range.end.valid() && range.end.file == mainFile && range.end.line >= first &&
+                   range.end.line <= last;
+  moved.range.end = endInside ? move(range.end) : moved.range.begin;
+  return DiagnosticEngine(shown).format(moved);
+}
+
+// Parses a command's arguments as the command line's are parsed (CLI11),
+// printing --help and usage errors; false when the command should not run.
+bool parseArguments(CLI::App &parser, const std::string &arguments, std::ostream &out,
+                    std::ostream &err) {
+  try {
+    parser.parse(arguments, false);
+    return true;
+  } catch (const CLI::CallForHelp &) {
+    out << parser.help();
+  } catch (const CLI::ParseError &error) {
+    err << "loopc: error: " << parser.get_name() << ": " << error.what() << "\n";
+  }
+  return false;
+}
+
+constexpr const char *kHelp =
+    R"(Type kernel, fn, assoc fn and import definitions to add them to the session;
+a definition continues over lines while its brackets are open. Defining a
+kernel or fn again replaces it. Commands (KERNEL defaults to the last one
+defined; each takes --help):
+  :run [KERNEL] [--set N=V]... [--in A=F.npy]... [--seed S] [--device D]
+                          run a kernel and summarize its outputs
+  :time [KERNEL] [...] [--repeat N]
+                          the median time of N runs (after one warm-up run)
+  :explain [KERNEL] [--after PASS]
+                          the Loop IR after each pass (or after PASS)
+  :ptx [KERNEL] [--gpu ARCH]
+                          the PTX the kernel compiles to
+  :llvm [KERNEL] [--target cpu|gpu] [--gpu ARCH] [--no-opt]
+                          the LLVM IR the kernel compiles to
+  :device [interp|cpu|gpu]
+                          the device runs use (default: the best available)
+  :load FILE              add the definitions of a .loop file
+  :list                   the definitions so far
+  :reset                  forget every definition
+  :help                   this text
+  :quit                   leave (so does Ctrl-D)
+)";
+
+} // namespace
+
+std::optional<std::string> StreamLineSource::readLine(const std::string &prompt) {
+  if (prompts_)
+    *prompts_ << prompt << std::flush;
+  std::string line;
+  if (!std::getline(in_, line))
+    return std::nullopt;
+  return line;
+}
+
+Repl::Repl(std::ostream &out, std::ostream &err) : out_(out), err_(err) {}
+
+Repl::~Repl() = default;
+
+std::string Repl::prompt() const { return pending_.empty() ? "loop> " : "...> "; }
+
+void Repl::run(LineSource &source) {
+  while (std::optional<std::string> line = source.readLine(prompt()))
+    if (!handleLine(*line))
+      return;
+  finishInput();
+}
+
+bool Repl::handleLine(const std::string &line) {
+  std::string trimmed = trim(line);
+  if (pending_.empty()) {
+    if (trimmed.empty())
+      return true;
+    if (trimmed.front() == ':')
+      return handleCommand(trimmed);
+  }
+  // A blank line ends text whose brackets are closed but which lacks its
+  // final `}` or `;`, so that a typo cannot keep the prompt waiting.
+  if (trimmed.empty()) {
+    TextScan scan = scanText(pending_);
+    if (scan.depth > 0 || scan.inBlockComment) {
+      pending_ += "\n";
+      return true;
+    }
+  } else {
+    pending_ += line + "\n";
+    if (!isComplete(scanText(pending_)))
+      return true;
+  }
+  std::string text = std::move(pending_);
+  pending_.clear();
+  addDefinitions(std::move(text), "<input>");
+  return true;
+}
+
+void Repl::finishInput() {
+  if (pending_.empty())
+    return;
+  std::string text = std::move(pending_);
+  pending_.clear();
+  addDefinitions(std::move(text), "<input>");
+}
+
+bool Repl::addDefinitions(std::string text, const std::string &origin) {
+  using Kind = ReplDefinition::Kind;
+  std::vector<ReplDefinition> added =
+      splitDefinitions(std::make_shared<const std::string>(std::move(text)), origin);
+  if (added.empty())
+    return true;
+  auto definedBefore = [&](const ReplDefinition &definition) {
+    return std::ranges::any_of(definitions_, [&](const ReplDefinition &old) {
+      return old.kind == definition.kind && old.name == definition.name;
+    });
+  };
+
+  // Imports first, as the grammar wants; a kernel or fn of a name defined
+  // before replaces the old one; an import made before is not repeated.
+  std::vector<ReplDefinition> candidate;
+  for (const ReplDefinition &old : definitions_) {
+    bool replaced = old.kind != Kind::Import && std::ranges::any_of(added, [&](const auto &next) {
+                      return next.kind == old.kind && next.name == old.name;
+                    });
+    if (!replaced)
+      candidate.push_back(old);
+  }
+  std::vector<std::string> messages;
+  for (const ReplDefinition &definition : added) {
+    if (definition.kind == Kind::Import && definedBefore(definition))
+      continue;
+    if (definition.kind == Kind::Import)
+      messages.push_back(trim(definition.text));
+    else if (definition.kind != Kind::Unknown)
+      messages.push_back((definedBefore(definition) ? "replaced " : "defined ") +
+                         kindName(definition.kind) + " '" + definition.name + "'");
+    candidate.push_back(definition);
+  }
+  std::ranges::stable_partition(
+      candidate, [](const auto &definition) { return definition.kind == Kind::Import; });
+
+  ProgramText program = assemble(candidate);
+  auto session = std::make_unique<Session>();
+  uint32_t mainFile = static_cast<uint32_t>(session->sources.fileCount());
+  session->program = loadProgramFromText("<session>", std::move(program.text), session->sources,
+                                         session->diagnostics);
+  if (session->program && !checkProgram(*session->program, session->diagnostics))
+    session->program.reset();
+  for (const Diagnostic &diagnostic : session->diagnostics.diagnostics())
+    err_ << formatDiagnostic(diagnostic, *session, candidate, program.lines, mainFile);
+  if (!session->program || session->diagnostics.hasErrors())
+    return false;
+
+  definitions_ = std::move(candidate);
+  definitionLines_ = std::move(program.lines);
+  session_ = std::move(session);
+  mainFile_ = mainFile;
+  for (const std::string &message : messages)
+    out_ << message << "\n";
+  return true;
+}
+
+bool Repl::loadFile(const std::string &path) {
+  std::ifstream in(path);
+  if (!in) {
+    err_ << "loopc: error: cannot read '" << path << "'\n";
+    return false;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return addDefinitions(text.str(), path);
+}
+
+bool Repl::handleCommand(const std::string &line) {
+  size_t split = line.find_first_of(" \t");
+  std::string command = line.substr(0, split);
+  std::string arguments = split == std::string::npos ? "" : trim(line.substr(split));
+  if (command == ":quit" || command == ":q" || command == ":exit")
+    return false;
+  if (command == ":run" || command == ":time")
+    runCommand(arguments, command == ":time");
+  else if (command == ":explain")
+    explainCommand(arguments);
+  else if (command == ":ptx" || command == ":llvm")
+    codeCommand(arguments, command == ":ptx");
+  else if (command == ":device")
+    deviceCommand(arguments);
+  else if (command == ":load" && !arguments.empty())
+    loadFile(arguments);
+  else if (command == ":load")
+    err_ << "loopc: error: :load needs a FILE\n";
+  else if (command == ":list")
+    listCommand();
+  else if (command == ":reset") {
+    definitions_.clear();
+    definitionLines_.clear();
+    session_.reset();
+    out_ << "every definition forgotten\n";
+  } else if (command == ":help")
+    printHelp();
+  else
+    err_ << "loopc: error: unknown command '" << command << "' (:help lists the commands)\n";
+  return true;
+}
+
+const Program *Repl::program() {
+  if (session_)
+    return session_->program.get();
+  err_ << "loopc: error: nothing is defined yet: type a kernel or :load a file\n";
+  return nullptr;
+}
+
+Expected<const KernelDecl *> Repl::kernelNamed(const std::string &name) {
+  const Program *program = this->program();
+  if (!program)
+    return makeError("no program");
+  return selectKernel(*program, name);
+}
+
+void Repl::report(const Error &error) const {
+  Diagnostic diagnostic{Severity::Error, error.range, error.message};
+  if (session_)
+    err_ << formatDiagnostic(diagnostic, *session_, definitions_, definitionLines_, mainFile_);
+  else
+    err_ << "loopc: error: " << error.message << "\n";
+}
+
+void Repl::runCommand(const std::string &arguments, bool timing) {
+  std::string kernelName;
+  std::string device = device_;
+  ArgumentOptions argumentOptions;
+  int repeat = timing ? 10 : 1;
+  CLI::App parser{timing ? "Time a kernel: the median of N runs from the same inputs"
+                         : "Run a kernel and summarize its outputs",
+                  timing ? ":time" : ":run"};
+  parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
+  parser.add_option("--device", device, "interp, cpu or gpu (default: the session's, :device)");
+  argumentOptions.addTo(parser);
+  if (timing)
+    parser.add_option("--repeat", repeat, "Timed runs (default: 10)")
+        ->type_name("N")
+        ->check(CLI::Range(1, 1000000));
+  if (!parseArguments(parser, arguments, out_, err_))
+    return;
+  const Program *program = this->program();
+  if (!program)
+    return;
+  auto run = prepareKernelRun(*program, kernelName, device, argumentOptions);
+  if (!run) {
+    report(run.error());
+    return;
+  }
+  std::optional<KernelArgs> inputs;
+  if (timing) {
+    inputs = run->args;
+    // The first run compiles the kernel: it is not timed.
+    if (auto warmUp = run->engine->run(*program, *run->kernel, run->args); !warmUp) {
+      report(warmUp.error());
+      return;
+    }
+    run->args = *inputs;
+  }
+  auto times = timeRuns(*run->engine, *program, *run->kernel, run->args, inputs, repeat);
+  if (!times) {
+    report(times.error());
+    return;
+  }
+  if (!timing) {
+    printRunReport(out_, *run->kernel, run->args, run->engine->name(), medianOf(*times), 1);
+    return;
+  }
+  out_ << "kernel '" << run->kernel->name << "' on " << run->engine->name() << ": median "
+       << std::fixed << std::setprecision(3) << medianOf(*times) * 1e3 << " ms, min "
+       << times->front() * 1e3 << " ms, max " << times->back() * 1e3 << " ms over " << repeat
+       << " run" << (repeat == 1 ? "" : "s") << "\n";
+  out_.unsetf(std::ios::fixed);
+}
+
+void Repl::explainCommand(const std::string &arguments) {
+  std::string kernelName;
+  std::string after;
+  CLI::App parser{"Print a kernel's Loop IR after each compiler pass", ":explain"};
+  parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
+  parser.add_option("--after", after, "Print the IR only after this pass");
+  if (!parseArguments(parser, arguments, out_, err_))
+    return;
+  auto kernel = kernelNamed(kernelName);
+  if (!kernel) {
+    if (session_)
+      report(kernel.error());
+    return;
+  }
+  if (auto explained = explainKernel(out_, *session_->program, **kernel, after); !explained)
+    report(explained.error());
+}
+
+void Repl::codeCommand(const std::string &arguments, bool ptx) {
+  std::string kernelName;
+  std::string target = ptx ? "gpu" : "cpu";
+  std::string gpu = codegen::kDefaultGpu;
+  bool noOptimize = false;
+  CLI::App parser{ptx ? "Print the PTX a kernel compiles to"
+                      : "Print the LLVM IR a kernel compiles to",
+                  ptx ? ":ptx" : ":llvm"};
+  parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
+  parser.add_option("--gpu", gpu, "The GPU architecture (default: sm_80)");
+  if (!ptx) {
+    parser.add_option("--target", target, "cpu or gpu (default: cpu)")
+        ->check(CLI::IsMember({"cpu", "gpu"}));
+    parser.add_flag("--no-opt", noOptimize, "The LLVM IR before optimization");
+  }
+  if (!parseArguments(parser, arguments, out_, err_))
+    return;
+  auto kernel = kernelNamed(kernelName);
+  if (!kernel) {
+    if (session_)
+      report(kernel.error());
+    return;
+  }
+  ir::Function function = passes::runPipeline(ir::lowerKernel(*session_->program, **kernel));
+  Expected<std::string> text = ptx ? codegen::compileToPtx(function, gpu)
+                               : target == "gpu"
+                                   ? codegen::nvptxLlvmText(function, gpu, !noOptimize)
+                                   : codegen::cpuLlvmText(function, !noOptimize);
+  if (!text) {
+    report(text.error());
+    return;
+  }
+  out_ << *text;
+}
+
+void Repl::deviceCommand(const std::string &arguments) {
+  if (arguments.empty()) {
+    out_ << "device: " << (device_.empty() ? "the best available" : device_) << "\n";
+    return;
+  }
+  // Creating the engine now reports a device this machine lacks at once.
+  auto engine = createEngine(arguments);
+  if (!engine) {
+    report(engine.error());
+    return;
+  }
+  device_ = arguments;
+  out_ << "runs use " << device_ << "\n";
+}
+
+void Repl::listCommand() const {
+  if (definitions_.empty()) {
+    out_ << "nothing is defined\n";
+    return;
+  }
+  for (const ReplDefinition &definition : definitions_) {
+    // The header, up to the body, on one line.
+    std::string header = definition.text.substr(0, definition.text.find('{'));
+    std::string line;
+    std::istringstream words(header);
+    for (std::string word; words >> word;)
+      line += (line.empty() ? "" : " ") + word;
+    out_ << line << "\n";
+  }
+}
+
+void Repl::printHelp() const { out_ << kHelp; }
+
+} // namespace loopc::driver

@@ -1,0 +1,107 @@
+// The session behind `loopc repl`, apart from the terminal so tests can drive
+// it line by line. Definitions typed at the prompt (kernel, fn, assoc fn,
+// import) accumulate into one program, checked as a whole each time one is
+// added: a definition that does not check is dropped with its diagnostics,
+// which point into the lines typed (or the file loaded), and the earlier ones
+// stay. A definition continues over several lines while its brackets are
+// open. Lines starting with ':' are commands (:run, :time, :explain, :ptx,
+// :llvm, :device, :load, :list, :reset, :help, :quit).
+#pragma once
+
+#include "driver/Session.h"
+
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loopc::driver {
+
+// Where the REPL's lines come from: a terminal with line editing, or a plain
+// stream (a script piped in, a test).
+class LineSource {
+public:
+  virtual ~LineSource() = default;
+  // The next line without its newline, or nothing at the end of the input.
+  // Only interactive sources show `prompt`.
+  virtual std::optional<std::string> readLine(const std::string &prompt) = 0;
+};
+
+// Lines read from a stream; prompts are written to `prompts` when given (a
+// terminal without line editing), else not at all (a script).
+class StreamLineSource : public LineSource {
+public:
+  explicit StreamLineSource(std::istream &in, std::ostream *prompts = nullptr)
+      : in_(in), prompts_(prompts) {}
+  std::optional<std::string> readLine(const std::string &prompt) override;
+
+private:
+  std::istream &in_;
+  std::ostream *prompts_;
+};
+
+// One top-level definition of the session, remembered with where it was
+// typed or loaded from so that diagnostics can quote it there.
+struct ReplDefinition {
+  enum class Kind { Import, Kernel, Fn, Unknown };
+  Kind kind = Kind::Unknown;
+  std::string name; // the kernel or fn name; the import's text for an import
+  std::string text;
+  std::string origin;                            // "<input>" or the file loaded
+  std::shared_ptr<const std::string> originText; // the whole input it came from
+  uint32_t originLine = 1;                       // where `text` starts in it
+  uint32_t originColumn = 1;
+};
+
+class Repl {
+public:
+  // Results and messages go to `out`, diagnostics and errors to `err`.
+  Repl(std::ostream &out, std::ostream &err);
+  ~Repl();
+
+  // Handles one line; returns false once the session should end (:quit).
+  bool handleLine(const std::string &line);
+  // Reports a definition left unfinished at the end of the input.
+  void finishInput();
+  // "loop> ", or "...> " while a definition continues.
+  std::string prompt() const;
+  // Reads and handles lines until :quit or the end of the input.
+  void run(LineSource &source);
+
+  // The device runs use when a command names none; empty means the best
+  // one available.
+  void setDefaultDevice(std::string device) { device_ = std::move(device); }
+  // Adds every definition of a file, as :load does; false when it fails.
+  bool loadFile(const std::string &path);
+
+private:
+  bool addDefinitions(std::string text, const std::string &origin);
+  bool handleCommand(const std::string &line);
+  void runCommand(const std::string &arguments, bool timing);
+  void explainCommand(const std::string &arguments);
+  void codeCommand(const std::string &arguments, bool ptx);
+  void deviceCommand(const std::string &arguments);
+  void listCommand() const;
+  void printHelp() const;
+
+  // The program of the definitions so far, or null (after an error) when
+  // there is none.
+  const Program *program();
+  Expected<const KernelDecl *> kernelNamed(const std::string &name);
+  // Prints an error, quoting its source where it has one.
+  void report(const Error &error) const;
+
+  std::ostream &out_;
+  std::ostream &err_;
+  std::vector<ReplDefinition> definitions_;
+  // Where each definition starts in the session's program text, by index.
+  std::vector<uint32_t> definitionLines_;
+  // The checked program of `definitions_`; null while there are none.
+  std::unique_ptr<Session> session_;
+  uint32_t mainFile_ = 0;
+  std::string pending_; // a definition continued over several lines
+  std::string device_;
+};
+
+} // namespace loopc::driver

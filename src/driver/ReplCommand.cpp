@@ -1,0 +1,94 @@
+// `loopc repl` (see ReplCommand.h): picks where lines come from and hands
+// them to the session. libedit is optional (LOOPC_HAVE_LIBEDIT): the static
+// build, which must not need libraries beyond libc, leaves it out.
+#include "driver/ReplCommand.h"
+
+#include "driver/Repl.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+#if LOOPC_HAVE_LIBEDIT
+#include <editline/readline.h>
+#endif
+
+namespace loopc::driver {
+
+namespace {
+
+struct ReplOptions {
+  std::string file;
+  std::string device;
+};
+
+#if LOOPC_HAVE_LIBEDIT
+// Lines from the terminal through libedit, each one kept in the history,
+// which is read from and written back to ~/.loopc_history.
+class EditLineSource : public LineSource {
+public:
+  EditLineSource() {
+    if (const char *home = std::getenv("HOME"))
+      historyPath_ = std::string(home) + "/.loopc_history";
+    using_history();
+    if (!historyPath_.empty())
+      read_history(historyPath_.c_str());
+  }
+
+  std::optional<std::string> readLine(const std::string &prompt) override {
+    char *text = readline(prompt.c_str());
+    if (!text)
+      return std::nullopt;
+    std::string line = text;
+    std::free(text);
+    if (line.find_first_not_of(" \t") != std::string::npos) {
+      add_history(line.c_str());
+      if (!historyPath_.empty())
+        write_history(historyPath_.c_str());
+    }
+    return line;
+  }
+
+private:
+  std::string historyPath_;
+};
+#endif
+
+int runRepl(const ReplOptions &options) {
+  Repl repl(std::cout, std::cerr);
+  repl.setDefaultDevice(options.device);
+  if (!options.file.empty())
+    repl.loadFile(options.file);
+  if (!isatty(STDIN_FILENO)) {
+    StreamLineSource script(std::cin);
+    repl.run(script);
+    return 0;
+  }
+  std::cout << "loopc repl: type a kernel, :help for the commands, :quit or Ctrl-D to leave\n";
+#if LOOPC_HAVE_LIBEDIT
+  EditLineSource terminal;
+#else
+  StreamLineSource terminal(std::cin, &std::cout);
+#endif
+  repl.run(terminal);
+  std::cout << "\n";
+  return 0;
+}
+
+} // namespace
+
+void addReplCommand(CLI::App &app) {
+  auto options = std::make_shared<ReplOptions>();
+  CLI::App *command = app.add_subcommand(
+      "repl", "An interactive session: define kernels, run, time and explain them");
+  command->add_option("FILE", options->file, "A .loop file whose definitions to start with");
+  command->add_option("--device", options->device,
+                      "interp, cpu or gpu (default: the best one available)");
+  command->callback([options] {
+    if (int exitCode = runRepl(*options))
+      throw CLI::RuntimeError(exitCode);
+  });
+}
+
+} // namespace loopc::driver
