@@ -1,0 +1,153 @@
+// The REPL session driven line by line (definitions over several lines,
+// replacement, errors pointing into the typed input, every command), and
+// `loopc repl` reading a script piped into it.
+#include "TestSupport.h"
+
+#include "driver/Repl.h"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using loopc::driver::Repl;
+using loopc::test::runLoopc;
+
+namespace {
+
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
+// A Repl with its output and errors captured; `type` feeds it lines and
+// returns what they printed.
+struct Session {
+  std::ostringstream out;
+  std::ostringstream err;
+  Repl repl{out, err};
+  bool open = true;
+
+  Session() { repl.setDefaultDevice("interp"); }
+
+  // What the lines printed, output then errors; both are cleared.
+  std::string type(const std::vector<std::string> &lines) {
+    for (const std::string &line : lines)
+      open = repl.handleLine(line) && open;
+    std::string printed = out.str() + err.str();
+    out.str("");
+    err.str("");
+    return printed;
+  }
+  std::string type(const std::string &line) { return type(std::vector<std::string>{line}); }
+};
+
+const std::vector<std::string> kIota = {
+    "kernel iota(y: out i64[N]) {", "  parfor i in 0..N {", "    y[i] = i;", "  }", "}",
+};
+
+} // namespace
+
+TEST_CASE("a kernel typed over several lines is defined once its braces close, then runs") {
+  Session session;
+  CHECK(session.repl.prompt() == "loop> ");
+  CHECK(session.type(std::vector<std::string>(kIota.begin(), kIota.end() - 1)) == "");
+  CHECK(session.repl.prompt() == "...> ");
+  CHECK(session.type(kIota.back()) == "defined kernel 'iota'\n");
+  CHECK(session.repl.prompt() == "loop> ");
+
+  std::string run = session.type(":run iota --set N=10");
+  CHECK(contains(run, "y: i64[10] sum=45"));
+  CHECK(contains(run, "kernel 'iota' ran on interp in "));
+  // The kernel defaults to the last one defined.
+  CHECK(contains(session.type(":run --set N=4"), "y: i64[4] sum=6"));
+  CHECK(contains(session.type(":time iota --set N=10 --repeat 3"),
+                 "kernel 'iota' on interp: median "));
+}
+
+TEST_CASE("a definition that does not check is dropped with a caret into the typed lines") {
+  Session session;
+  session.type(kIota);
+  std::string error = session.type({
+      "kernel bad(y: out i64[N]) {",
+      "  parfor i in 0..N {",
+      "    y[i] = 1.5;",
+      "  }",
+      "}",
+  });
+  CHECK(contains(error, "<input>:3:"));
+  CHECK(contains(error, "    y[i] = 1.5;\n"));
+  CHECK(contains(error, "^"));
+  CHECK_FALSE(contains(error, "defined"));
+  // The session goes on with the earlier definitions and without the bad one.
+  CHECK(session.type(":list") == "kernel iota(y: out i64[N])\n");
+  CHECK(contains(session.type(":run bad --set N=2"), "no kernel named 'bad'"));
+  CHECK(contains(session.type(":run iota --set N=3"), "sum=3"));
+}
+
+TEST_CASE("a fn is checked with the kernels using it, and defining a name again replaces it") {
+  Session session;
+  CHECK(session.type("fn twice(v: i64) -> i64 { return 2 * v; }") == "defined fn 'twice'\n");
+  session.type(kIota);
+  CHECK(session.type({
+            "kernel iota(y: out i64[N]) {",
+            "  parfor i in 0..N { y[i] = twice(i); }",
+            "}",
+        }) == "replaced kernel 'iota'\n");
+  CHECK(contains(session.type(":run iota --set N=10"), "sum=90"));
+  // A fn whose new type breaks its caller is refused; the old one stays.
+  std::string error = session.type("fn twice(v: f32) -> f32 { return 2.0 * v; }");
+  CHECK(contains(error, "error"));
+  CHECK_FALSE(contains(error, "replaced"));
+  CHECK(contains(session.type(":run iota --set N=10"), "sum=90"));
+  CHECK(session.type(":list") == "fn twice(v: i64) -> i64\nkernel iota(y: out i64[N])\n");
+}
+
+TEST_CASE(":explain, :llvm, :device, :load, :reset, :help and unknown commands") {
+  Session session;
+  CHECK(contains(session.type(":run"), "nothing is defined yet"));
+  session.type(kIota);
+  std::string explained = session.type(":explain iota");
+  CHECK(contains(explained, "// after "));
+  CHECK(contains(explained, "gpu_block"));
+  CHECK(contains(session.type(":explain iota --after nosuchpass"), "no pass named 'nosuchpass'"));
+  CHECK(contains(session.type(":llvm iota"), "define "));
+  CHECK(contains(session.type(":device"), "device: interp"));
+  CHECK(contains(session.type(":device tpu"), "error"));
+  CHECK(contains(session.type(":device cpu"), "runs use cpu"));
+  CHECK(contains(session.type(":run iota --set N=10"), "ran on cpu"));
+  CHECK(contains(session.type(":run iota --sett N=1"), "error: :run"));
+  CHECK(contains(session.type(":help"), ":explain"));
+  CHECK(contains(session.type(":frobnicate"), "unknown command ':frobnicate'"));
+
+  std::filesystem::path file = std::filesystem::temp_directory_path() / "loopc_repl_test.loop";
+  std::ofstream(file) << "// two kernels\n\nkernel ones(y: out i64[N]) {\n"
+                         "  parfor i in 0..N { y[i] = true; }\n}\n";
+  std::string loadError = session.type(":load " + file.string());
+  CHECK(contains(loadError, file.string() + ":4:"));
+  std::ofstream(file) << "kernel ones(y: out i64[N]) {\n  parfor i in 0..N { y[i] = 1; }\n}\n";
+  CHECK(session.type(":load " + file.string()) == "defined kernel 'ones'\n");
+  std::filesystem::remove(file);
+  CHECK(session.type(":list") == "kernel iota(y: out i64[N])\nkernel ones(y: out i64[N])\n");
+
+  CHECK(session.type(":reset") == "every definition forgotten\n");
+  CHECK(session.type(":list") == "nothing is defined\n");
+  CHECK(session.open);
+  session.type(":quit");
+  CHECK_FALSE(session.open);
+}
+
+TEST_CASE("loopc repl reads a script piped into it") {
+  std::filesystem::path script = std::filesystem::temp_directory_path() / "loopc_repl_script.txt";
+  std::ofstream(script) << "kernel iota(y: out i64[N]) {\n  parfor i in 0..N {\n    y[i] = i;\n"
+                           "  }\n}\n:run iota --set N=10\nkernel oops() { x = 1; }\n:list\n";
+  auto result = runLoopc("repl --device interp < " + script.string());
+  std::filesystem::remove(script);
+  CHECK(result.exitCode == 0);
+  CHECK(contains(result.output, "y: i64[10] sum=45"));
+  CHECK(contains(result.output, "<input>:1:"));
+  CHECK(contains(result.output, "kernel iota(y: out i64[N])"));
+  CHECK_FALSE(contains(result.output, "loop> "));
+}
