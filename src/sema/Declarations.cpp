@@ -1,0 +1,273 @@
+// What is declared and where: the one namespace of kernels and functions,
+// the block scopes of a body and the lookup of names in them (with a
+// "did you mean" for a misspelt one), the signatures of kernels and
+// functions (parameters, intents and the symbolic sizes a kernel's array
+// types introduce), and the call graph's cycles. These are the facts the
+// statement and expression checks look things up in, kept apart from the
+// checks themselves.
+#include "sema/Checker.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace loopc::sema {
+namespace {
+
+// Edits (insertions, deletions, substitutions and swaps of neighbours)
+// that turn a into b.
+size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      d[i][j] =
+          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+template <typename Map> std::vector<std::string> keysOf(const Map &map) {
+  std::vector<std::string> keys;
+  for (const auto &[key, value] : map)
+    keys.push_back(key);
+  return keys;
+}
+
+// Reports every call that closes a cycle in `calls`, with the cycle's path.
+template <typename Decl>
+void reportCycles(DiagnosticEngine &diagnostics, const std::vector<Decl *> &roots,
+                  const std::map<Decl *, std::vector<std::pair<Decl *, SourceRange>>> &calls,
+                  const char *what) {
+  enum class State { Unvisited, OnStack, Done };
+  std::map<Decl *, State> state;
+  std::vector<Decl *> stack;
+  std::function<void(Decl *)> visit = [&](Decl *decl) {
+    state[decl] = State::OnStack;
+    stack.push_back(decl);
+    auto it = calls.find(decl);
+    if (it != calls.end()) {
+      for (const auto &[callee, range] : it->second) {
+        State calleeState = state[callee];
+        if (calleeState == State::OnStack) {
+          std::string path;
+          auto start = std::find(stack.begin(), stack.end(), callee);
+          for (auto member = start; member != stack.end(); ++member)
+            path += quoted((*member)->name) + " -> ";
+          path += quoted(callee->name);
+          diagnostics.error(range, "recursion is not allowed: " + path + "; " + what +
+                                       " may not call themselves");
+        } else if (calleeState == State::Unvisited) {
+          visit(callee);
+        }
+      }
+    }
+    stack.pop_back();
+    state[decl] = State::Done;
+  };
+  for (Decl *root : roots)
+    if (state[root] == State::Unvisited)
+      visit(root);
+}
+
+} // namespace
+
+std::string suggestion(const std::string &name, std::vector<std::string> candidates) {
+  std::sort(candidates.begin(), candidates.end());
+  // Short names are too close to everything to guess from.
+  size_t limit = name.size() / 3;
+  if (limit == 0)
+    return "";
+  const std::string *best = nullptr;
+  size_t bestDistance = limit + 1;
+  for (const std::string &candidate : candidates) {
+    size_t distance = editDistance(name, candidate);
+    if (distance < bestDistance) {
+      best = &candidate;
+      bestDistance = distance;
+    }
+  }
+  return best ? "; did you mean " + quoted(*best) + "?" : "";
+}
+
+// ------------------------------------------------------------------ globals ---
+
+void Checker::collectGlobalNames() {
+  auto define = [&](const std::string &name, SourceRange range) {
+    if (findBuiltin(name)) {
+      diagnostics_.error(range, quoted(name) + " is the name of a builtin function");
+      return false;
+    }
+    auto [it, inserted] = globalRanges_.try_emplace(name, range);
+    if (!inserted) {
+      diagnostics_.error(range, "duplicate definition of " + quoted(name) +
+                                    ": kernels and functions share one namespace");
+      diagnostics_.note(it->second, quoted(name) + " is first defined here");
+      return false;
+    }
+    return true;
+  };
+  // In source order, so the first definition is the one kept.
+  forEachInSourceOrder(
+      [&](FnDecl &fn) {
+        if (define(fn.name, fn.nameRange))
+          fns_[fn.name] = &fn;
+      },
+      [&](KernelDecl &kernel) {
+        if (define(kernel.name, kernel.nameRange))
+          kernels_[kernel.name] = &kernel;
+      });
+}
+
+KernelDecl *Checker::findKernel(const std::string &name) const {
+  auto it = kernels_.find(name);
+  return it == kernels_.end() ? nullptr : it->second;
+}
+
+FnDecl *Checker::findFn(const std::string &name) const {
+  auto it = fns_.find(name);
+  return it == fns_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> Checker::kernelNames() const { return keysOf(kernels_); }
+
+std::vector<std::string> Checker::functionNames() const {
+  std::vector<std::string> names = keysOf(fns_);
+  for (int builtin = 0; builtin <= static_cast<int>(Builtin::Fma); ++builtin)
+    names.push_back(builtinName(static_cast<Builtin>(builtin)));
+  return names;
+}
+
+// ------------------------------------------------------------------- scopes ---
+
+VarDecl *Checker::lookup(const std::string &name) const {
+  for (auto scope = scopes_.rbegin(); scope != scopes_.rend(); ++scope) {
+    auto it = scope->find(name);
+    if (it != scope->end())
+      return it->second;
+  }
+  return nullptr;
+}
+
+// Names may not be shadowed inside a kernel or function: a nested loop
+// reusing `i` is almost always a mistake, and it keeps every later stage
+// free of shadowing rules.
+void Checker::declare(VarDecl &var) {
+  if (VarDecl *previous = lookup(var.name)) {
+    diagnostics_.error(var.range, quoted(var.name) + " is already declared");
+    diagnostics_.note(previous->range, "previous declaration of " + quoted(var.name) + " is here");
+  }
+  scopes_.back()[var.name] = &var;
+}
+
+void Checker::reportUnknownName(const std::string &name, SourceRange range) {
+  if (findKernel(name))
+    diagnostics_.error(range, quoted(name) + " is a kernel, not a variable");
+  else if (findFn(name))
+    diagnostics_.error(range, quoted(name) + " is a function, not a variable");
+  else if (checkingSignature_)
+    diagnostics_.error(range, "unknown size " + quoted(name) +
+                                  ": declare it as a whole extent "
+                                  "of some parameter, e.g. f32[" +
+                                  name + "]");
+  else
+    diagnostics_.error(range, "unknown name " + quoted(name) + suggestion(name, visibleNames()));
+}
+
+std::vector<std::string> Checker::visibleNames() const {
+  std::vector<std::string> names;
+  for (const Scope &scope : scopes_)
+    for (const auto &[name, var] : scope)
+      names.push_back(name);
+  return names;
+}
+
+// --------------------------------------------------------------- signatures ---
+
+// Adds a parameter to its signature's scope; a repeated name is an error.
+void Checker::declareParameter(Scope &scope, VarDecl &param) {
+  auto [it, inserted] = scope.try_emplace(param.name, &param);
+  if (!inserted) {
+    diagnostics_.error(param.range, "duplicate parameter " + quoted(param.name));
+    diagnostics_.note(it->second->range,
+                      "previous declaration of " + quoted(param.name) + " is here");
+  }
+}
+
+// Declares the sizes of a kernel (bare-name extents of its parameter types
+// that are not parameters, in order of first appearance) and checks the
+// parameters. The kernel's scope (parameters and sizes) is kept for the
+// body.
+void Checker::declareKernelSignature(KernelDecl &kernel) {
+  Scope scope;
+  for (const auto &param : kernel.params) {
+    declareParameter(scope, *param);
+    if (param->isArray() && param->intent == Intent::None)
+      diagnostics_.error(param->range, "array parameter " + quoted(param->name) +
+                                           " needs an intent: 'in', 'out' or 'inout'");
+  }
+  for (const auto &param : kernel.params)
+    for (const auto &extent : param->type.dims)
+      if (auto *name = extent->as<NameExpr>(); name && !scope.contains(name->name)) {
+        auto size = std::make_unique<VarDecl>();
+        size->kind = VarDecl::Kind::Size;
+        size->name = name->name;
+        size->type.element = ScalarType::I64;
+        size->range = name->range;
+        scope[name->name] = size.get();
+        kernel.sizes.push_back(std::move(size));
+      }
+  kernelScopes_[&kernel] = scope;
+  scopes_.assign(1, scope);
+  checkingSignature_ = true;
+  for (const auto &param : kernel.params)
+    for (const auto &extent : param->type.dims)
+      checkExtent(*extent);
+  checkingSignature_ = false;
+  scopes_.clear();
+}
+
+void Checker::checkFnSignature(FnDecl &fn) {
+  Scope scope;
+  for (const auto &param : fn.params) {
+    declareParameter(scope, *param);
+    if (param->isArray())
+      diagnostics_.error(param->range, "function parameter " + quoted(param->name) +
+                                           " must be a scalar; use a kernel to work on arrays");
+    else if (param->intent == Intent::Out || param->intent == Intent::InOut)
+      diagnostics_.error(param->range, "function parameter " + quoted(param->name) +
+                                           " cannot be '" + intentName(param->intent) +
+                                           "': functions return their result");
+  }
+  if (fn.associative) {
+    bool shapeOk = fn.params.size() == 2;
+    for (const auto &param : fn.params)
+      shapeOk = shapeOk && !param->isArray() && param->type.element == fn.result;
+    if (!shapeOk)
+      diagnostics_.error(fn.nameRange, "assoc fn " + quoted(fn.name) +
+                                           " must take two parameters of its result type " +
+                                           quoted(scalarTypeName(fn.result)));
+  }
+  fnScopes_[&fn] = scope;
+}
+
+// ---------------------------------------------------------------- recursion ---
+
+void Checker::reportRecursion() {
+  std::vector<FnDecl *> fns;
+  std::vector<KernelDecl *> kernels;
+  for (const auto &module : program_.modules) {
+    for (const auto &fn : module->fns)
+      fns.push_back(fn.get());
+    for (const auto &kernel : module->kernels)
+      kernels.push_back(kernel.get());
+  }
+  reportCycles(diagnostics_, fns, fnCalls_, "functions");
+  reportCycles(diagnostics_, kernels, kernelCalls_, "kernels");
+}
+
+} // namespace loopc::sema

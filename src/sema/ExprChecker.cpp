@@ -1,0 +1,524 @@
+// The typing of expressions: names and array elements, calls of functions
+// and builtins, casts, operators, conditionals and redomap. There are no
+// implicit conversions, so every operator asks for one type on both sides.
+// Literals are the exception: a tree made only of literals stays flexible
+// (Ty) until its context gives it a type, which is then pushed down to every
+// literal of the tree (unify, coerce, settle, finalize below), checking that
+// each integer literal fits.
+#include "sema/Checker.h"
+
+namespace loopc::sema {
+namespace {
+
+const char *reduceOpSpelling(const ReduceOp &op) {
+  switch (op.kind) {
+  case ReduceOp::Kind::Add:
+    return "+";
+  case ReduceOp::Kind::Mul:
+    return "*";
+  case ReduceOp::Kind::Min:
+    return "min";
+  case ReduceOp::Kind::Max:
+    return "max";
+  case ReduceOp::Kind::And:
+    return "&&";
+  case ReduceOp::Kind::Or:
+    return "||";
+  case ReduceOp::Kind::User:
+    break;
+  }
+  return op.userName.c_str();
+}
+
+// Whether the literal `value`, negated when it is the operand of a unary
+// minus, is representable in `type` (`-2147483648` is an i32, `2147483648`
+// is not).
+bool fitsIn(uint64_t value, bool negated, ScalarType type) {
+  uint64_t extra = negated ? 1 : 0;
+  if (type == ScalarType::I32)
+    return value <= uint64_t(INT32_MAX) + extra;
+  if (type == ScalarType::I64)
+    return value <= uint64_t(INT64_MAX) + extra;
+  return true;
+}
+
+} // namespace
+
+std::optional<BuiltinSignature> findBuiltin(std::string_view name) {
+  static const BuiltinSignature signatures[] = {
+      {Builtin::Sqrt, 1, true}, {Builtin::Exp, 1, true},   {Builtin::Log, 1, true},
+      {Builtin::Sin, 1, true},  {Builtin::Cos, 1, true},   {Builtin::Tanh, 1, true},
+      {Builtin::Abs, 1, false}, {Builtin::Min, 2, false},  {Builtin::Max, 2, false},
+      {Builtin::Pow, 2, true},  {Builtin::Floor, 1, true}, {Builtin::Ceil, 1, true},
+      {Builtin::Fma, 3, true}};
+  for (const BuiltinSignature &signature : signatures)
+    if (name == builtinName(signature.builtin))
+      return signature;
+  return std::nullopt;
+}
+
+Ty Checker::checkExpr(Expr &expr) {
+  switch (expr.kind) {
+  case Expr::Kind::IntLit:
+    return Ty::intLiteral();
+  case Expr::Kind::FloatLit:
+    return Ty::floatLiteral();
+  case Expr::Kind::BoolLit:
+    return known(expr, ScalarType::Bool);
+  case Expr::Kind::Name:
+    return checkName(*expr.as<NameExpr>());
+  case Expr::Kind::Index:
+    return checkIndexExpr(*expr.as<IndexExpr>());
+  case Expr::Kind::Call:
+    return checkCall(*expr.as<CallExpr>());
+  case Expr::Kind::Cast:
+    return checkCast(*expr.as<CastExpr>());
+  case Expr::Kind::Unary:
+    return checkUnary(*expr.as<UnaryExpr>());
+  case Expr::Kind::Binary:
+    return checkBinary(*expr.as<BinaryExpr>());
+  case Expr::Kind::Conditional:
+    return checkConditional(*expr.as<ConditionalExpr>());
+  case Expr::Kind::Redomap:
+    return checkRedomap(*expr.as<RedomapExpr>());
+  }
+  return Ty::poison();
+}
+
+Ty Checker::checkIndex(Expr &index) {
+  Ty type = checkExpr(index);
+  if (type.isPoison())
+    return type;
+  if (type.cannotBeInteger()) {
+    diagnostics_.error(index.range, "an array index must be an integer, got " + describe(type));
+    return Ty::poison();
+  }
+  return Ty::known(settle(index, type));
+}
+
+Ty Checker::known(Expr &expr, ScalarType type) {
+  expr.type = type;
+  return Ty::known(type);
+}
+
+Ty Checker::checkName(NameExpr &name) {
+  VarDecl *var = lookup(name.name);
+  if (!var) {
+    reportUnknownName(name.name, name.range);
+    return Ty::poison();
+  }
+  name.decl = var;
+  name.type = var->type.element;
+  if (var->isArray()) {
+    diagnostics_.error(name.range,
+                       "array " + quoted(name.name) + " cannot be used as a value; index it");
+    return Ty::poison();
+  }
+  if (poisoned_.contains(var))
+    return Ty::poison();
+  return Ty::known(var->type.element);
+}
+
+Ty Checker::checkIndexExpr(IndexExpr &index) {
+  VarDecl *var = lookup(index.array);
+  for (auto &subscript : index.indices)
+    checkIndex(*subscript);
+  if (!var) {
+    reportUnknownName(index.array, index.range);
+    return Ty::poison();
+  }
+  index.decl = var;
+  index.type = var->type.element;
+  if (!var->isArray()) {
+    diagnostics_.error(index.range, quoted(var->name) + " is not an array");
+    return Ty::poison();
+  }
+  if (index.indices.size() != var->type.rank()) {
+    reportRankMismatch(*var, index.indices.size(), index.range);
+    return Ty::poison();
+  }
+  if (poisoned_.contains(var))
+    return Ty::poison();
+  return Ty::known(var->type.element);
+}
+
+Ty Checker::checkCall(CallExpr &call) {
+  std::optional<BuiltinSignature> builtin = findBuiltin(call.callee);
+  FnDecl *fn = builtin ? nullptr : findFn(call.callee);
+  if (!builtin && !fn) {
+    if (findKernel(call.callee))
+      diagnostics_.error(call.range, quoted(call.callee) +
+                                         " is a kernel; kernels are called as statements, "
+                                         "not in expressions");
+    else
+      diagnostics_.error(call.range, "unknown function " + quoted(call.callee) +
+                                         suggestion(call.callee, functionNames()));
+    // Arrays are fine here: the call was probably meant to be a kernel call.
+    for (auto &arg : call.args)
+      checkUnmatchedArgument(*arg);
+    return Ty::poison();
+  }
+  std::vector<Ty> args;
+  for (auto &arg : call.args)
+    args.push_back(checkExpr(*arg));
+  if (builtin)
+    return checkBuiltinCall(call, *builtin, args);
+  call.fn = fn;
+  recordFnCall(*fn, call.range);
+  if (args.size() != fn->params.size()) {
+    diagnostics_.error(call.range, "function " + quoted(fn->name) +
+                                       argumentCountMismatch(fn->params.size(), args.size()));
+    diagnostics_.note(fn->nameRange, quoted(fn->name) + " is declared here");
+    for (size_t i = 0; i < args.size(); ++i)
+      settle(*call.args[i], args[i]);
+    return known(call, fn->result);
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    ScalarType wanted = fn->params[i]->type.element;
+    if (!coerce(*call.args[i], args[i], wanted))
+      diagnostics_.error(call.args[i]->range,
+                         "argument " + std::to_string(i + 1) + " of " + quoted(fn->name) +
+                             " must be " + quoted(scalarTypeName(wanted)) + ", got " +
+                             describe(args[i]) + conversionHint(wanted, args[i]));
+  }
+  return known(call, fn->result);
+}
+
+void Checker::checkUnmatchedArgument(Expr &arg) {
+  auto *name = arg.as<NameExpr>();
+  VarDecl *var = name ? lookup(name->name) : nullptr;
+  if (var && var->isArray()) {
+    name->decl = var;
+    name->type = var->type.element;
+    return;
+  }
+  settle(arg, checkExpr(arg));
+}
+
+void Checker::recordFnCall(FnDecl &callee, SourceRange range) {
+  if (currentFn_)
+    fnCalls_[currentFn_].push_back({&callee, range});
+}
+
+Ty Checker::checkBuiltinCall(CallExpr &call, const BuiltinSignature &signature,
+                             const std::vector<Ty> &args) {
+  call.isBuiltin = true;
+  call.builtin = signature.builtin;
+  std::string name = quoted(call.callee);
+  if (args.size() != signature.arity) {
+    diagnostics_.error(call.range,
+                       "builtin " + name + argumentCountMismatch(signature.arity, args.size()));
+    for (size_t i = 0; i < args.size(); ++i)
+      settle(*call.args[i], args[i]);
+    return Ty::poison();
+  }
+  Ty type = args[0];
+  for (size_t i = 1; i < args.size(); ++i)
+    type = unify(*call.args[0], type, *call.args[i], args[i], call.callee.c_str());
+  if (type.isPoison())
+    return type;
+  if (type.isKnown())
+    for (size_t i = 0; i < args.size(); ++i)
+      if (args[i].isFlexible())
+        finalize(*call.args[i], type.scalar);
+  if (type.is(ScalarType::Bool) ||
+      (signature.floatOnly && type.isKnown() && !isFloat(type.scalar))) {
+    diagnostics_.error(
+        call.range, "builtin " + name + " needs " + (signature.floatOnly ? "float" : "numeric") +
+                        " arguments, got " + describe(type) +
+                        (type.is(ScalarType::Bool) ? "" : "; convert explicitly, e.g. f64(...)"));
+    return Ty::poison();
+  }
+  if (signature.floatOnly && type.kind == Ty::Kind::IntLiteral)
+    type = Ty::floatLiteral();
+  if (type.isKnown())
+    call.type = type.scalar;
+  return type;
+}
+
+Ty Checker::checkCast(CastExpr &cast) {
+  Ty operand = checkExpr(*cast.operand);
+  if (operand.isFlexible()) {
+    bool fitsTarget = cast.target != ScalarType::Bool &&
+                      (operand.kind == Ty::Kind::IntLiteral || isFloat(cast.target));
+    if (fitsTarget)
+      finalize(*cast.operand, cast.target);
+    else
+      settle(*cast.operand, operand);
+  }
+  return known(cast, cast.target);
+}
+
+Ty Checker::checkUnary(UnaryExpr &unary) {
+  Ty operand = checkExpr(*unary.operand);
+  if (unary.op == UnaryOp::Not) {
+    if (!coerce(*unary.operand, operand, ScalarType::Bool))
+      diagnostics_.error(unary.range, "'!' needs a 'bool' operand, got " + describe(operand));
+    return known(unary, ScalarType::Bool);
+  }
+  if (operand.isPoison())
+    return operand;
+  if (!operand.isNumeric()) {
+    diagnostics_.error(unary.range, "'-' needs a numeric operand, got " + describe(operand));
+    return Ty::poison();
+  }
+  if (operand.isKnown())
+    unary.type = operand.scalar;
+  return operand;
+}
+
+Ty Checker::checkBinary(BinaryExpr &binary) {
+  const char *spelling = binaryOpSpelling(binary.op);
+  Ty lhs = checkExpr(*binary.lhs);
+  Ty rhs = checkExpr(*binary.rhs);
+  switch (binary.op) {
+  case BinaryOp::And:
+  case BinaryOp::Or: {
+    bool lhsOk = coerce(*binary.lhs, lhs, ScalarType::Bool);
+    bool rhsOk = coerce(*binary.rhs, rhs, ScalarType::Bool);
+    if (!lhsOk || !rhsOk)
+      diagnostics_.error(binary.range, quoted(spelling) + " needs 'bool' operands, got " +
+                                           describe(lhsOk ? rhs : lhs));
+    return known(binary, ScalarType::Bool);
+  }
+  case BinaryOp::Eq:
+  case BinaryOp::Ne:
+  case BinaryOp::Lt:
+  case BinaryOp::Le:
+  case BinaryOp::Gt:
+  case BinaryOp::Ge: {
+    bool ordering = binary.op != BinaryOp::Eq && binary.op != BinaryOp::Ne;
+    if (ordering && (lhs.is(ScalarType::Bool) || rhs.is(ScalarType::Bool))) {
+      diagnostics_.error(binary.range, quoted(spelling) + " needs numeric operands, got 'bool'");
+      settle(*binary.lhs, lhs);
+      settle(*binary.rhs, rhs);
+      return known(binary, ScalarType::Bool);
+    }
+    // Two literals compared have no context to take a type from: they
+    // default as a whole, so `1 < 2.5` compares two f64.
+    Ty type = unify(*binary.lhs, lhs, *binary.rhs, rhs, spelling);
+    if (type.isFlexible()) {
+      ScalarType scalar = settle(*binary.lhs, type);
+      finalize(*binary.rhs, scalar);
+    }
+    return known(binary, ScalarType::Bool);
+  }
+  case BinaryOp::Add:
+  case BinaryOp::Sub:
+  case BinaryOp::Mul:
+  case BinaryOp::Div:
+  case BinaryOp::Rem:
+    break;
+  }
+  if (lhs.is(ScalarType::Bool) || rhs.is(ScalarType::Bool)) {
+    diagnostics_.error(binary.range, quoted(spelling) + " needs numeric operands, got 'bool'");
+    return Ty::poison();
+  }
+  Ty type = unify(*binary.lhs, lhs, *binary.rhs, rhs, spelling);
+  if (type.isPoison())
+    return type;
+  // Neither side is 'bool' here, so a type that cannot be an integer is a float.
+  if (binary.op == BinaryOp::Rem && type.cannotBeInteger()) {
+    diagnostics_.error(binary.range, "'%' needs integer operands, got " + describe(type));
+    return Ty::poison();
+  }
+  if (type.isKnown())
+    binary.type = type.scalar;
+  return type;
+}
+
+Ty Checker::checkConditional(ConditionalExpr &conditional) {
+  expectBool(*conditional.cond, "the condition of '?:'");
+  Ty thenType = checkExpr(*conditional.thenExpr);
+  Ty elseType = checkExpr(*conditional.elseExpr);
+  Ty type = unify(*conditional.thenExpr, thenType, *conditional.elseExpr, elseType, "?:");
+  if (type.isKnown())
+    conditional.type = type.scalar;
+  return type;
+}
+
+Ty Checker::checkRedomap(RedomapExpr &redomap) {
+  Ty neutral = checkExpr(*redomap.neutral);
+  pushScope();
+  for (Range &range : redomap.ranges)
+    checkRange(range);
+  Ty body = checkExpr(*redomap.body);
+  popScope();
+  ReduceOp &op = redomap.op;
+  if (op.kind == ReduceOp::Kind::User) {
+    FnDecl *fn = findFn(op.userName);
+    if (!fn) {
+      diagnostics_.error(op.range, "unknown redomap operator " + quoted(op.userName) +
+                                       "; use +, *, min, max, &&, || or an 'assoc fn'");
+      settle(*redomap.neutral, neutral);
+      settle(*redomap.body, body);
+      return Ty::poison();
+    }
+    op.userFn = fn;
+    recordFnCall(*fn, op.range);
+    if (!fn->associative) {
+      diagnostics_.error(op.range, "function " + quoted(fn->name) +
+                                       " is not declared 'assoc', so it cannot be a "
+                                       "redomap operator");
+      diagnostics_.note(fn->nameRange, quoted(fn->name) + " is declared here");
+    }
+    ScalarType result = fn->result;
+    if (!coerce(*redomap.neutral, neutral, result))
+      diagnostics_.error(redomap.neutral->range,
+                         "the neutral element of 'redomap(" + fn->name + ")' must be " +
+                             quoted(scalarTypeName(result)) + ", got " + describe(neutral));
+    if (!coerce(*redomap.body, body, result))
+      diagnostics_.error(redomap.body->range, "the body of 'redomap(" + fn->name + ")' must be " +
+                                                  quoted(scalarTypeName(result)) + ", got " +
+                                                  describe(body) + conversionHint(result, body));
+    return known(redomap, result);
+  }
+  std::string what = std::string("redomap(") + reduceOpSpelling(op) + ")";
+  if (neutral.isKnown() && body.isKnown() && neutral.scalar != body.scalar) {
+    diagnostics_.error(redomap.range, "the neutral element (" + describe(neutral) +
+                                          ") and the body (" + describe(body) + ") of '" + what +
+                                          "' must have one type");
+    return Ty::poison();
+  }
+  Ty type = unify(*redomap.neutral, neutral, *redomap.body, body, what.c_str());
+  if (type.isPoison())
+    return type;
+  bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
+  if (logical) {
+    if (!coerce(*redomap.neutral, type, ScalarType::Bool)) {
+      diagnostics_.error(redomap.range,
+                         "'" + what + "' combines 'bool' values, got " + describe(type));
+      return Ty::poison();
+    }
+    return known(redomap, ScalarType::Bool);
+  }
+  if (type.is(ScalarType::Bool)) {
+    diagnostics_.error(redomap.range, "'" + what + "' needs numeric values, got 'bool'");
+    return Ty::poison();
+  }
+  if (type.isKnown())
+    redomap.type = type.scalar;
+  return type;
+}
+
+// ----------------------------------------------------------- literal typing ---
+
+// The common type of two operands. A flexible side takes the other side's
+// type; two flexible sides stay flexible (float if either is).
+Ty Checker::unify(Expr &lhsExpr, Ty lhs, Expr &rhsExpr, Ty rhs, const char *what) {
+  if (lhs.isPoison() || rhs.isPoison())
+    return Ty::poison();
+  if (lhs.isKnown() && rhs.isKnown()) {
+    if (lhs.scalar == rhs.scalar)
+      return lhs;
+    diagnostics_.error(
+        rhsExpr.range.valid() ? SourceRange{lhsExpr.range.begin, rhsExpr.range.end} : lhsExpr.range,
+        "type mismatch: " + describe(lhs) + " and " + describe(rhs) + " in " + quoted(what) +
+            "; convert explicitly, e.g. " + scalarTypeName(lhs.scalar) + "(...)");
+    return Ty::poison();
+  }
+  if (lhs.isKnown() || rhs.isKnown()) {
+    Ty fixed = lhs.isKnown() ? lhs : rhs;
+    Ty flexible = lhs.isKnown() ? rhs : lhs;
+    Expr &flexibleExpr = lhs.isKnown() ? rhsExpr : lhsExpr;
+    if (!coerce(flexibleExpr, flexible, fixed.scalar)) {
+      diagnostics_.error(flexibleExpr.range, describe(flexible) + " cannot have type " +
+                                                 describe(fixed) + " (in " + quoted(what) + ")");
+      return Ty::poison();
+    }
+    return fixed;
+  }
+  if (lhs.kind == Ty::Kind::FloatLiteral || rhs.kind == Ty::Kind::FloatLiteral)
+    return Ty::floatLiteral();
+  return Ty::intLiteral();
+}
+
+// Gives `expr` (of type `type`) the type `wanted` if it can have it.
+// Returns false on a mismatch, which the caller reports; poison never
+// mismatches, so errors do not cascade.
+bool Checker::coerce(Expr &expr, Ty type, ScalarType wanted) {
+  switch (type.kind) {
+  case Ty::Kind::Poison:
+    return true;
+  case Ty::Kind::Known:
+    return type.scalar == wanted;
+  case Ty::Kind::IntLiteral:
+    if (wanted == ScalarType::Bool)
+      return false;
+    finalize(expr, wanted);
+    return true;
+  case Ty::Kind::FloatLiteral:
+    if (!isFloat(wanted))
+      return false;
+    finalize(expr, wanted);
+    return true;
+  }
+  return false;
+}
+
+// Types an expression that has no context: flexible literals default to
+// i64 or f64. Returns the resulting type.
+ScalarType Checker::settle(Expr &expr, Ty type) {
+  if (type.kind == Ty::Kind::IntLiteral) {
+    finalize(expr, ScalarType::I64);
+    return ScalarType::I64;
+  }
+  if (type.kind == Ty::Kind::FloatLiteral) {
+    finalize(expr, ScalarType::F64);
+    return ScalarType::F64;
+  }
+  return type.isKnown() ? type.scalar : ScalarType::I64;
+}
+
+// Pushes a type into a flexible expression: every node of a flexible tree
+// takes the same type (comparisons and casts settled their operands
+// already, so they are never part of one).
+void Checker::finalize(Expr &expr, ScalarType type, bool negated) {
+  expr.type = type;
+  switch (expr.kind) {
+  case Expr::Kind::IntLit: {
+    uint64_t value = expr.as<IntLitExpr>()->value;
+    if (!fitsIn(value, negated, type))
+      diagnostics_.error(expr.range, "integer literal " + std::string(negated ? "-" : "") +
+                                         std::to_string(value) + " does not fit in " +
+                                         quoted(scalarTypeName(type)));
+    return;
+  }
+  case Expr::Kind::Unary: {
+    auto *unary = expr.as<UnaryExpr>();
+    return finalize(*unary->operand, type, unary->op == UnaryOp::Neg && !negated);
+  }
+  case Expr::Kind::Binary: {
+    auto *binary = expr.as<BinaryExpr>();
+    finalize(*binary->lhs, type);
+    finalize(*binary->rhs, type);
+    return;
+  }
+  case Expr::Kind::Conditional: {
+    auto *conditional = expr.as<ConditionalExpr>();
+    finalize(*conditional->thenExpr, type);
+    finalize(*conditional->elseExpr, type);
+    return;
+  }
+  case Expr::Kind::Call:
+    // Only a builtin call can be flexible: its arguments have its type.
+    if (expr.as<CallExpr>()->isBuiltin)
+      for (auto &arg : expr.as<CallExpr>()->args)
+        finalize(*arg, type);
+    return;
+  case Expr::Kind::Redomap: {
+    auto *redomap = expr.as<RedomapExpr>();
+    finalize(*redomap->neutral, type);
+    finalize(*redomap->body, type);
+    return;
+  }
+  case Expr::Kind::FloatLit:
+  case Expr::Kind::BoolLit:
+  case Expr::Kind::Name:
+  case Expr::Kind::Index:
+  case Expr::Kind::Cast:
+    return;
+  }
+}
+
+} // namespace loopc::sema

@@ -1,0 +1,294 @@
+// The checks of bodies and statements: block scopes, local declarations
+// (with or without a type), assignments (targets, ranks, mutability,
+// compound operators), ranges of for, parfor and redomap, conditions and
+// returns, and that a function always returns. Statements give expressions
+// their context; how an expression is typed is ExprChecker.cpp's concern,
+// and a kernel call, the one statement that looks into another signature,
+// is KernelCallChecker.cpp's.
+#include "sema/Checker.h"
+
+#include "sema/RaceCheck.h"
+
+namespace loopc::sema {
+namespace {
+
+// True when executing `stmt` always ends in a `return`.
+bool alwaysReturns(const Stmt &stmt) {
+  if (stmt.as<ReturnStmt>())
+    return true;
+  if (const auto *block = stmt.as<BlockStmt>())
+    return !block->stmts.empty() && alwaysReturns(*block->stmts.back());
+  if (const auto *ifStmt = stmt.as<IfStmt>())
+    return ifStmt->elseBody && alwaysReturns(*ifStmt->thenBody) && alwaysReturns(*ifStmt->elseBody);
+  return false;
+}
+
+} // namespace
+
+std::string immutableReason(const VarDecl &var, bool advice) {
+  switch (var.kind) {
+  case VarDecl::Kind::Param:
+    // Every array parameter but an 'in' one is writable.
+    if (var.isArray())
+      return "it is an 'in' parameter";
+    return advice ? "it is a value parameter; declare it 'out' or 'inout' to return a result"
+                  : "it is a value parameter";
+  case VarDecl::Kind::Size:
+    return advice ? "it is a size, bound from the arrays passed" : "it is a size";
+  case VarDecl::Kind::Let:
+    return advice ? "it is a 'let' variable; declare it with 'var' to change it"
+                  : "it is a 'let' variable";
+  case VarDecl::Kind::LoopVar:
+    return "it is a loop variable";
+  case VarDecl::Kind::Var:
+    break;
+  }
+  return "it is immutable";
+}
+
+void Checker::checkKernel(KernelDecl &kernel) {
+  unsigned errorsBefore = diagnostics_.errorCount();
+  currentKernel_ = &kernel;
+  currentFn_ = nullptr;
+  parforDepth_ = 0;
+  scopes_.assign(1, kernelScopes_[&kernel]);
+  checkBlock(*kernel.body);
+  scopes_.clear();
+  currentKernel_ = nullptr;
+  // The race check needs every name resolved and every index typed.
+  if (diagnostics_.errorCount() == errorsBefore)
+    checkParforRaces(kernel, diagnostics_);
+}
+
+void Checker::checkFnBody(FnDecl &fn) {
+  currentKernel_ = nullptr;
+  currentFn_ = &fn;
+  parforDepth_ = 0;
+  scopes_.assign(1, fnScopes_[&fn]);
+  checkBlock(*fn.body);
+  scopes_.clear();
+  if (!alwaysReturns(*fn.body))
+    diagnostics_.error(fn.nameRange,
+                       "function " + quoted(fn.name) + " may end without returning a value");
+  currentFn_ = nullptr;
+}
+
+void Checker::checkBlock(BlockStmt &block) {
+  pushScope();
+  for (auto &stmt : block.stmts)
+    checkStmt(*stmt);
+  popScope();
+}
+
+void Checker::checkStmt(Stmt &stmt) {
+  switch (stmt.kind) {
+  case Stmt::Kind::Block:
+    return checkBlock(*stmt.as<BlockStmt>());
+  case Stmt::Kind::Decl:
+    return checkDecl(*stmt.as<DeclStmt>());
+  case Stmt::Kind::Assign:
+    return checkAssign(*stmt.as<AssignStmt>());
+  case Stmt::Kind::For:
+    return checkFor(*stmt.as<ForStmt>());
+  case Stmt::Kind::Parfor:
+    return checkParfor(*stmt.as<ParforStmt>());
+  case Stmt::Kind::If:
+    return checkIf(*stmt.as<IfStmt>());
+  case Stmt::Kind::Return:
+    return checkReturn(*stmt.as<ReturnStmt>());
+  case Stmt::Kind::Call:
+    return checkCallStmt(*stmt.as<CallStmt>());
+  }
+}
+
+void Checker::checkDecl(DeclStmt &decl) {
+  VarDecl &var = *decl.var;
+  const char *keyword = var.kind == VarDecl::Kind::Let ? "let" : "var";
+  if (var.isArray()) {
+    if (var.kind == VarDecl::Kind::Let)
+      diagnostics_.error(var.range, "a local array must be declared with 'var', not 'let'");
+    else if (currentFn_)
+      diagnostics_.error(var.range,
+                         "local arrays are not allowed in a function; use them in a kernel");
+    for (const auto &extent : var.type.dims)
+      checkExtent(*extent);
+    if (decl.init) {
+      diagnostics_.error(decl.init->range, "a local array cannot have an initializer; it "
+                                           "starts zeroed");
+      checkExpr(*decl.init);
+    }
+  } else if (decl.hasExplicitType) {
+    if (decl.init) {
+      Ty type = checkExpr(*decl.init);
+      if (!coerce(*decl.init, type, var.type.element))
+        diagnostics_.error(decl.init->range, "cannot initialize " + quoted(var.name) + " of type " +
+                                                 quoted(scalarTypeName(var.type.element)) +
+                                                 " with " + describe(type) +
+                                                 conversionHint(var.type.element, type));
+    }
+  } else if (decl.init) {
+    Ty type = checkExpr(*decl.init);
+    if (type.isPoison())
+      poisoned_.insert(&var);
+    var.type.element = settle(*decl.init, type);
+  } else {
+    diagnostics_.error(var.range, "'" + std::string(keyword) + " " + var.name +
+                                      "' needs a type or an initial value");
+    poisoned_.insert(&var);
+  }
+  declare(var);
+}
+
+void Checker::checkExtent(Expr &extent) {
+  Ty type = checkExpr(extent);
+  if (type.isPoison())
+    return;
+  if (type.isKnown() && isInteger(type.scalar))
+    return;
+  if (!coerce(extent, type, ScalarType::I64))
+    diagnostics_.error(extent.range, "an array extent must be an integer, got " + describe(type));
+}
+
+void Checker::checkAssign(AssignStmt &assign) {
+  VarDecl *var = lookup(assign.target);
+  for (auto &index : assign.indices)
+    checkIndex(*index);
+  Ty value = checkExpr(*assign.value);
+  if (!var) {
+    reportUnknownName(assign.target, assign.targetRange);
+    settle(*assign.value, value);
+    return;
+  }
+  assign.decl = var;
+  if (var->isArray() && assign.indices.empty()) {
+    diagnostics_.error(assign.targetRange,
+                       "cannot assign to the whole array " + quoted(var->name) + "; index it");
+    settle(*assign.value, value);
+    return;
+  }
+  if (!var->isArray() && !assign.indices.empty()) {
+    diagnostics_.error(assign.targetRange, quoted(var->name) + " is not an array");
+    settle(*assign.value, value);
+    return;
+  }
+  if (var->isArray() && assign.indices.size() != var->type.rank())
+    reportRankMismatch(*var, assign.indices.size(), assign.targetRange);
+  if (!var->isMutable())
+    reportImmutable(*var, assign.targetRange);
+  if (poisoned_.contains(var)) {
+    settle(*assign.value, value);
+    return;
+  }
+  ScalarType target = var->type.element;
+  if (assign.op != AssignOp::Assign) {
+    if (target == ScalarType::Bool)
+      diagnostics_.error(assign.targetRange, "compound assignment needs a numeric target, but " +
+                                                 quoted(var->name) + " is 'bool'");
+    else if (assign.op == AssignOp::Rem && !isInteger(target))
+      diagnostics_.error(assign.targetRange, "'%=' needs an integer target, but " +
+                                                 quoted(var->name) + " is " +
+                                                 quoted(scalarTypeName(target)));
+  }
+  if (!coerce(*assign.value, value, target)) {
+    diagnostics_.error(assign.value->range, "cannot assign " + describe(value) + " to " +
+                                                quoted(var->name) + " of type " +
+                                                quoted(scalarTypeName(target)) +
+                                                conversionHint(target, value));
+    diagnostics_.note(var->range, quoted(var->name) + " is declared here");
+  }
+}
+
+void Checker::reportImmutable(const VarDecl &var, SourceRange range) {
+  diagnostics_.error(range, "cannot assign to " + quoted(var.name) + ": " +
+                                immutableReason(var, /*advice=*/true));
+  diagnostics_.note(var.range, quoted(var.name) + " is declared here");
+}
+
+void Checker::reportRankMismatch(const VarDecl &var, size_t indexCount, SourceRange range) {
+  diagnostics_.error(range, quoted(var.name) + " has rank " + std::to_string(var.type.rank()) +
+                                " but is indexed with " + std::to_string(indexCount) +
+                                (indexCount == 1 ? " index" : " indices"));
+}
+
+// Checks a range and declares its variable in the current scope.
+void Checker::checkRange(Range &range) {
+  Ty lo = checkExpr(*range.lo);
+  Ty hi = checkExpr(*range.hi);
+  Ty step = range.step ? checkExpr(*range.step) : Ty::known(ScalarType::I64);
+  Ty type = unify(*range.lo, lo, *range.hi, hi, "..");
+  if (range.step) {
+    type = unify(*range.lo, type, *range.step, step, "by");
+    const auto *negated = range.step->as<UnaryExpr>();
+    const auto *literal = range.step->as<IntLitExpr>();
+    if ((literal && literal->value == 0) ||
+        (negated && negated->op == UnaryOp::Neg && negated->operand->as<IntLitExpr>()))
+      diagnostics_.error(range.step->range, "the step of a range must be positive");
+  }
+  ScalarType varType = ScalarType::I64;
+  if (type.isPoison()) {
+    poisoned_.insert(range.var.get());
+  } else if (type.cannotBeInteger()) {
+    diagnostics_.error(range.range,
+                       "the bounds of a range must be integers, got " + describe(type));
+    poisoned_.insert(range.var.get());
+  } else {
+    varType = type.isKnown() ? type.scalar : ScalarType::I64;
+    if (lo.isFlexible())
+      finalize(*range.lo, varType);
+    if (hi.isFlexible())
+      finalize(*range.hi, varType);
+    if (range.step && step.isFlexible())
+      finalize(*range.step, varType);
+  }
+  range.var->type.element = varType;
+  declare(*range.var);
+}
+
+void Checker::checkFor(ForStmt &loop) {
+  pushScope();
+  checkRange(loop.range);
+  checkBlock(*loop.body);
+  popScope();
+}
+
+void Checker::checkParfor(ParforStmt &parfor) {
+  if (currentFn_)
+    diagnostics_.error(parfor.range, "'parfor' is not allowed in a function");
+  pushScope();
+  for (Range &range : parfor.ranges)
+    checkRange(range);
+  ++parforDepth_;
+  checkBlock(*parfor.body);
+  --parforDepth_;
+  popScope();
+}
+
+void Checker::checkIf(IfStmt &ifStmt) {
+  expectBool(*ifStmt.cond, "the condition of 'if'");
+  checkBlock(*ifStmt.thenBody);
+  if (ifStmt.elseBody)
+    checkStmt(*ifStmt.elseBody);
+}
+
+void Checker::expectBool(Expr &expr, const std::string &what) {
+  Ty type = checkExpr(expr);
+  if (!coerce(expr, type, ScalarType::Bool))
+    diagnostics_.error(expr.range, what + " must be 'bool', got " + describe(type));
+}
+
+void Checker::checkReturn(ReturnStmt &ret) {
+  Ty type = checkExpr(*ret.value);
+  if (!currentFn_) {
+    diagnostics_.error(ret.range, "'return' is only allowed in a function; kernels return "
+                                  "results through 'out' parameters");
+    settle(*ret.value, type);
+    return;
+  }
+  if (!coerce(*ret.value, type, currentFn_->result))
+    diagnostics_.error(ret.value->range, "function " + quoted(currentFn_->name) + " returns " +
+                                             quoted(scalarTypeName(currentFn_->result)) + ", not " +
+                                             describe(type) +
+                                             conversionHint(currentFn_->result, type));
+}
+
+} // namespace loopc::sema
