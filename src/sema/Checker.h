@@ -155,7 +155,9 @@ private:
   // ExprChecker.cpp: expressions and literal typing.
   Ty checkExpr(Expr &expr);
   Ty checkIndex(Expr &index);
+  // Records a known type on `expr` and returns it.
   Ty known(Expr &expr, ScalarType type);
+  Ty withType(Expr &expr, Ty type);
   Ty checkName(NameExpr &name);
   Ty checkIndexExpr(IndexExpr &index);
   Ty checkCall(CallExpr &call);

@@ -101,6 +101,13 @@ Ty Checker::known(Expr &expr, ScalarType type) {
   return Ty::known(type);
 }
 
+// A flexible type is recorded later, when the tree is finalized.
+Ty Checker::withType(Expr &expr, Ty type) {
+  if (type.isKnown())
+    expr.type = type.scalar;
+  return type;
+}
+
 Ty Checker::checkName(NameExpr &name) {
   VarDecl *var = lookup(name.name);
   if (!var) {
@@ -231,9 +238,7 @@ Ty Checker::checkBuiltinCall(CallExpr &call, const BuiltinSignature &signature,
   }
   if (signature.floatOnly && type.kind == Ty::Kind::IntLiteral)
     type = Ty::floatLiteral();
-  if (type.isKnown())
-    call.type = type.scalar;
-  return type;
+  return withType(call, type);
 }
 
 Ty Checker::checkCast(CastExpr &cast) {
@@ -262,9 +267,7 @@ Ty Checker::checkUnary(UnaryExpr &unary) {
     diagnostics_.error(unary.range, "'-' needs a numeric operand, got " + describe(operand));
     return Ty::poison();
   }
-  if (operand.isKnown())
-    unary.type = operand.scalar;
-  return operand;
+  return withType(unary, operand);
 }
 
 Ty Checker::checkBinary(BinaryExpr &binary) {
@@ -322,9 +325,7 @@ Ty Checker::checkBinary(BinaryExpr &binary) {
     diagnostics_.error(binary.range, "'%' needs integer operands, got " + describe(type));
     return Ty::poison();
   }
-  if (type.isKnown())
-    binary.type = type.scalar;
-  return type;
+  return withType(binary, type);
 }
 
 Ty Checker::checkConditional(ConditionalExpr &conditional) {
@@ -332,9 +333,7 @@ Ty Checker::checkConditional(ConditionalExpr &conditional) {
   Ty thenType = checkExpr(*conditional.thenExpr);
   Ty elseType = checkExpr(*conditional.elseExpr);
   Ty type = unify(*conditional.thenExpr, thenType, *conditional.elseExpr, elseType, "?:");
-  if (type.isKnown())
-    conditional.type = type.scalar;
-  return type;
+  return withType(conditional, type);
 }
 
 Ty Checker::checkRedomap(RedomapExpr &redomap) {
@@ -396,9 +395,7 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
     diagnostics_.error(redomap.range, "'" + what + "' needs numeric values, got 'bool'");
     return Ty::poison();
   }
-  if (type.isKnown())
-    redomap.type = type.scalar;
-  return type;
+  return withType(redomap, type);
 }
 
 // ----------------------------------------------------------- literal typing ---
