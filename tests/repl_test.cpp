@@ -114,6 +114,7 @@ TEST_CASE(":explain, :llvm, :device, :load, :reset, :help and unknown commands")
   CHECK(contains(explained, "gpu_block"));
   CHECK(contains(session.type(":explain iota --after nosuchpass"), "no pass named 'nosuchpass'"));
   CHECK(contains(session.type(":llvm iota"), "define "));
+  CHECK(contains(session.type(":ptx iota"), ".entry iota"));
   CHECK(contains(session.type(":device"), "device: interp"));
   CHECK(contains(session.type(":device tpu"), "error"));
   CHECK(contains(session.type(":device cpu"), "runs use cpu"));

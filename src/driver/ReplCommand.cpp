@@ -24,6 +24,8 @@ struct ReplOptions {
 };
 
 #if LOOPC_HAVE_LIBEDIT
+constexpr int kHistoryLines = 1000;
+
 // Lines from the terminal through libedit, each one kept in the history,
 // which is read from and written back to ~/.loopc_history.
 class EditLineSource : public LineSource {
@@ -32,6 +34,7 @@ public:
     if (const char *home = std::getenv("HOME"))
       historyPath_ = std::string(home) + "/.loopc_history";
     using_history();
+    stifle_history(kHistoryLines);
     if (!historyPath_.empty())
       read_history(historyPath_.c_str());
   }
