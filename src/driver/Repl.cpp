@@ -21,7 +21,7 @@
 #include <cctype>
 #include <fstream>
 #include <iomanip>
-#include <iostream>
+#include <ostream>
 #include <sstream>
 
 namespace loopc::driver {
