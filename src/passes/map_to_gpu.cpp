@@ -2,17 +2,26 @@
 // loop not inside another) becomes a grid of blocks of threads: up to three of
 // its loops are strip-mined into a GpuBlock loop over blocks and a GpuThread
 // loop over the threads of a block, `v = min + v.block * size + v.thread`,
-// with a guard `if (v < min + extent)` for the last, partial block. The
-// innermost loop goes to x, so consecutive threads touch consecutive elements
-// of row-major arrays (coalescing). Loops that cannot be mapped (their bounds
-// depend on another loop of the nest, or they are short constant loops) run
-// serially inside each thread, as do parfors nested in the body.
+// with a guard `if (v < min + extent)` for the last, partial block. Loops that
+// cannot be mapped (their bounds depend on another loop of the nest, or they
+// are short constant loops) run serially inside each thread, as do parfors
+// nested in the body.
+//
+// The x dimension is chosen for coalescing: consecutive threads of a warp
+// differ in their x index, so x goes to the loop along which the most global
+// loads and stores of the nest are contiguous (the affine access analysis,
+// each access in the body counted once), the innermost loop on a tie, which is
+// what a row-major nest written in the natural order gets. The other mapped
+// loops take y and z, innermost first. `loopc explain` shows the choice as the
+// loop kinds (`gpu_thread.x for j.thread`).
 // Later passes (tiling, staging) refine this mapping; this one is always legal.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
+#include "passes/analysis/AccessAnalysis.h"
 
 #include <algorithm>
+#include <functional>
 
 namespace loopc::passes {
 
@@ -54,11 +63,11 @@ protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::Parallel)
       return IRMutator::visitFor(node, self);
-    return mapNest(node);
+    return mapNest(node, self);
   }
 
 private:
-  Stmt mapNest(const For &top) {
+  Stmt mapNest(const For &top, const Stmt &nest) {
     // The perfectly nested chain of parallel loops, outermost first.
     std::vector<const For *> chain{&top};
     while (const auto *inner = chain.back()->body->as<For>()) {
@@ -76,15 +85,28 @@ private:
       const auto *extent = loop->extent->as<IntImm>();
       return extent && extent->value < kShortLoop;
     };
-    // Innermost first, up to three; short loops only when nothing else maps.
-    std::vector<const For *> mapped;
+    // Candidates innermost first; short loops only when nothing else maps.
+    std::vector<const For *> candidates;
     for (bool allowShort : {false, true}) {
-      for (size_t i = chain.size(); i-- > 0 && mapped.size() < 3;)
+      for (size_t i = chain.size(); i-- > 0;)
         if (hoistable(chain[i]) && (allowShort || !isShort(chain[i])))
-          mapped.push_back(chain[i]);
-      if (!mapped.empty())
+          candidates.push_back(chain[i]);
+      if (!candidates.empty())
         break;
     }
+    // x for the candidate with the most contiguous global accesses (the
+    // first, innermost, on a tie), then the others in order, up to three.
+    std::vector<BufferAccess> accesses = collectAccesses(nest);
+    auto contiguousAccesses = [&](const For *loop) {
+      return std::ranges::count_if(accesses, [&](const BufferAccess &access) {
+        return access.buffer->memory == MemorySpace::Global &&
+               strideAlong(access, loop->var).kind == Stride::Kind::Contiguous;
+      });
+    };
+    auto x = std::ranges::max_element(candidates, std::less<>(), contiguousAccesses);
+    std::rotate(candidates.begin(), x, x + 1);
+    std::vector<const For *> mapped(candidates.begin(),
+                                    candidates.begin() + std::min<size_t>(candidates.size(), 3));
     // Serial loops for the unmapped members of the chain, in their order,
     // around the body (whose own parfors run serially in the thread).
     Stmt body = SerializeParallel().mutate(chain.back()->body);

@@ -24,10 +24,10 @@ const IntImm *constantOf(const Expr &rest) { return rest ? rest->as<IntImm>() : 
 // `a + scale * b` on remainders, folding constants so that a purely
 // constant remainder stays one IntImm.
 Expr addRest(const Expr &a, const Expr &b, int64_t scale) {
-  if (!b || scale == 0)
+  const IntImm *constantB = constantOf(b);
+  if (!b || scale == 0 || (constantB && constantB->value == 0))
     return a;
   const IntImm *constantA = constantOf(a);
-  const IntImm *constantB = constantOf(b);
   if (constantB && (!a || constantA)) {
     int64_t sum = (constantA ? constantA->value : 0) + scale * constantB->value;
     return sum == 0 ? nullptr : makeI64(sum);

@@ -1,0 +1,210 @@
+// The analyses the middle-end passes share (src/passes/analysis), checked on
+// lowered samples and small programs: affine forms of indices, reuse and
+// strides along each loop, and the coalescing-aware choice map_to_gpu makes
+// from them.
+#include "TestSupport.h"
+
+#include "ir/IRPrinter.h"
+#include "ir/Lower.h"
+#include "passes/Passes.h"
+#include "passes/analysis/AccessAnalysis.h"
+
+#include <doctest/doctest.h>
+
+namespace loopc::passes {
+
+namespace {
+
+ir::Function lowered(const std::string &text, const std::string &name) {
+  auto loaded = test::loadText(text);
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  const KernelDecl *kernel = loaded->program->findKernel(name);
+  REQUIRE(kernel);
+  return ir::lowerKernel(*loaded->program, *kernel);
+}
+
+ir::Function loweredSample(const std::string &file, const std::string &name) {
+  return lowered(test::readFile(test::sourcePath("samples/" + file)), name);
+}
+
+// The only access of `buffer` of the given direction in `accesses`.
+const BufferAccess &only(const std::vector<BufferAccess> &accesses, const std::string &buffer,
+                         bool isStore) {
+  const BufferAccess *found = nullptr;
+  for (const BufferAccess &access : accesses) {
+    if (access.buffer->name != buffer || access.isStore != isStore)
+      continue;
+    REQUIRE_MESSAGE(!found, "more than one access of " << buffer);
+    found = &access;
+  }
+  REQUIRE_MESSAGE(found, "no access of " << buffer);
+  return *found;
+}
+
+std::string restOf(const AffineIndex &index) { return index.rest ? ir::toString(index.rest) : "0"; }
+
+} // namespace
+
+TEST_CASE("matmul: A is reused along j and contiguous along k, B contiguous along j") {
+  ir::Function matmul = loweredSample("matmul.loop", "matmul");
+  std::vector<BufferAccess> accesses = collectAccesses(matmul.body);
+  const BufferAccess &a = only(accesses, "A", false);
+  const BufferAccess &b = only(accesses, "B", false);
+  const BufferAccess &c = only(accesses, "C", true);
+
+  CHECK(a.enclosingLoops == std::vector<std::string>{"i", "j", "k"});
+  CHECK(a.indices[0].coefficient("i") == 1);
+  CHECK(a.indices[1].coefficient("k") == 1);
+  CHECK_FALSE(a.indices[0].dependsOn("j"));
+
+  CHECK(strideAlong(a, "j").kind == Stride::Kind::Zero);
+  CHECK(strideAlong(a, "k").kind == Stride::Kind::Contiguous);
+  CHECK(strideAlong(a, "i").kind == Stride::Kind::Symbolic);
+  CHECK(strideAlong(a, "i").str() == "K");
+
+  CHECK(strideAlong(b, "j").kind == Stride::Kind::Contiguous);
+  CHECK(strideAlong(b, "k").str() == "N");
+  CHECK(strideAlong(b, "i").kind == Stride::Kind::Zero);
+
+  CHECK(strideAlong(c, "j").kind == Stride::Kind::Contiguous);
+  CHECK(strideAlong(c, "k").kind == Stride::Kind::Zero);
+  CHECK(strideAlong(c, "i").str() == "N");
+}
+
+TEST_CASE("transpose: the read is strided along j, the write along i") {
+  ir::Function transpose = loweredSample("transpose.loop", "transpose");
+  std::vector<BufferAccess> accesses = collectAccesses(transpose.body);
+  // A: f32[M][N] read as A[j][i]; B: f32[N][M] written as B[i][j].
+  const BufferAccess &a = only(accesses, "A", false);
+  const BufferAccess &b = only(accesses, "B", true);
+  CHECK(strideAlong(a, "j").str() == "N");
+  CHECK(strideAlong(a, "i").kind == Stride::Kind::Contiguous);
+  CHECK(strideAlong(b, "j").kind == Stride::Kind::Contiguous);
+  CHECK(strideAlong(b, "i").str() == "M");
+}
+
+TEST_CASE("reverse: a negative unit stride and a remainder of the sizes") {
+  ir::Function reverse = loweredSample("reverse.loop", "reverse");
+  std::vector<BufferAccess> accesses = collectAccesses(reverse.body);
+  const BufferAccess &x = only(accesses, "x", false);
+  CHECK(x.indices[0].coefficient("i") == -1);
+  CHECK(restOf(x.indices[0]) == "N - 1");
+  Stride stride = strideAlong(x, "i");
+  CHECK(stride.kind == Stride::Kind::Constant);
+  CHECK(stride.constant == -1);
+}
+
+TEST_CASE("lets binding affine values are looked through") {
+  // A stepped range lowers to `for i.t` and `let i = 1 + 2 * i.t`.
+  ir::Function evens = lowered(R"(
+kernel evens(x: inout f32[N][N]) {
+  for i in 1..N by 2 { for j in 0..N { x[j][i] = 0.0; } }
+}
+)",
+                               "evens");
+  std::vector<BufferAccess> stepped = collectAccesses(evens.body);
+  const BufferAccess &x = only(stepped, "x", true);
+  CHECK(x.indices[1].coefficient("i.t") == 2);
+  CHECK(restOf(x.indices[1]) == "1");
+  CHECK(strideAlong(x, "i.t").constant == 2);
+  CHECK(strideAlong(x, "i.t").kind == Stride::Kind::Constant);
+  CHECK(strideAlong(x, "j").str() == "N");
+
+  // map_to_gpu's `let i = i.block * 8 + i.thread` (matmul maps i to y).
+  ir::Function mapped = mapToGpu(loweredSample("matmul.loop", "matmul"));
+  std::vector<BufferAccess> accesses = collectAccesses(mapped.body);
+  const BufferAccess &a = only(accesses, "A", false);
+  CHECK(a.indices[0].coefficient("i.thread") == 1);
+  CHECK(a.indices[0].coefficient("i.block") == 8);
+  CHECK(strideAlong(a, "i.thread").str() == "K");
+  const BufferAccess &b = only(accesses, "B", false);
+  CHECK(strideAlong(b, "j.thread").kind == Stride::Kind::Contiguous);
+  CHECK(strideAlong(b, "j.block").constant == 32);
+}
+
+TEST_CASE("constant extents give constant strides; what is not affine is unknown") {
+  ir::Function function = lowered(R"(
+kernel k(x: in f32[N], y: out f32[N], idx: in i32[N], t: out f32[N][4][8], n: i64) {
+  parfor i in 0..N {
+    var local: f32[4][8];
+    for r in 0..4 { local[r][2 * r + 1] = x[n]; }
+    t[i][1][3] = local[1][1];
+    y[i] = x[i / 2 * 2] + x[idx[i]];
+  }
+}
+)",
+                                  "k");
+  std::vector<BufferAccess> accesses = collectAccesses(function.body);
+  const BufferAccess &local = only(accesses, "local", true);
+  CHECK(strideAlong(local, "r").constant == 10); // 1 row of 8 plus 2 columns
+  CHECK(strideAlong(local, "i").kind == Stride::Kind::Zero);
+  const BufferAccess &t = only(accesses, "t", true);
+  CHECK(strideAlong(t, "i").constant == 32);
+
+  int loadsOfX = 0;
+  for (const BufferAccess &access : accesses) {
+    if (access.buffer->name != "x" || access.isStore)
+      continue;
+    ++loadsOfX;
+    std::string index = restOf(access.indices[0]);
+    if (access.enclosingLoops.size() == 2) { // x[n] inside `for r`: reused
+      CHECK(strideAlong(access, "i").kind == Stride::Kind::Zero);
+      CHECK(strideAlong(access, "r").kind == Stride::Kind::Zero);
+      CHECK(index == "n");
+    } else { // x[i / 2 * 2] and x[idx[i]]
+      CHECK_FALSE(access.indices[0].isAffine());
+      CHECK(access.indices[0].dependsOn("i"));
+      CHECK(strideAlong(access, "i").kind == Stride::Kind::Unknown);
+      CHECK(strideAlong(access, "i").str() == "unknown");
+    }
+  }
+  CHECK(loadsOfX == 3);
+  // idx[i] itself is an affine, contiguous access.
+  CHECK(strideAlong(only(accesses, "idx", false), "i").kind == Stride::Kind::Contiguous);
+}
+
+// ------------------------------------------------- coalescing in map_to_gpu ---
+
+TEST_CASE("map_to_gpu gives x to the loop along which the accesses are contiguous") {
+  // Written column-first: the outer loop j indexes the contiguous dimension.
+  std::string printed = ir::toString(mapToGpu(lowered(R"(
+kernel copy(A: in f32[M][N], B: out f32[M][N]) {
+  parfor j in 0..N, i in 0..M { B[i][j] = A[i][j]; }
+}
+)",
+                                                      "copy")));
+  INFO(printed);
+  CHECK(printed.contains("gpu_block.x for j.block in [0, max((N + 32 - 1) / 32, 0)) {"));
+  CHECK(printed.contains("gpu_block.y for i.block in [0, max((M + 8 - 1) / 8, 0)) {"));
+  CHECK(printed.contains("gpu_thread.x for j.thread in [0, 32) {"));
+  CHECK(printed.contains("gpu_thread.y for i.thread in [0, 8) {"));
+  CHECK(printed.contains("let j = j.block * 32 + j.thread"));
+  CHECK(printed.contains("if (j < N && i < M) {"));
+}
+
+TEST_CASE("map_to_gpu counts every access once, and keeps the innermost loop on a tie") {
+  // Along j: A[k][j], once although the k loop runs it K times; along i:
+  // B[j][i] and C[j][i]. i wins although it is the outer loop.
+  std::string printed = ir::toString(mapToGpu(lowered(R"(
+kernel k(A: in f32[K][N], B: in f32[N][N], C: out f32[N][N]) {
+  parfor i in 0..N, j in 0..N {
+    var s: f32 = 0.0;
+    for k in 0..K { s += A[k][j]; }
+    C[j][i] = s + B[j][i];
+  }
+}
+)",
+                                                      "k")));
+  INFO(printed);
+  CHECK(printed.contains("gpu_thread.x for i.thread in [0, 32) {"));
+  CHECK(printed.contains("gpu_thread.y for j.thread in [0, 8) {"));
+
+  // transpose: one contiguous access along each loop, so j (innermost) keeps x.
+  std::string transpose = ir::toString(mapToGpu(loweredSample("transpose.loop", "transpose")));
+  INFO(transpose);
+  CHECK(transpose.contains("gpu_thread.x for j.thread in [0, 32) {"));
+  CHECK(transpose.contains("gpu_thread.y for i.thread in [0, 8) {"));
+}
+
+} // namespace loopc::passes
