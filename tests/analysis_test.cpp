@@ -4,10 +4,13 @@
 // from them.
 #include "TestSupport.h"
 
+#include "codegen/CpuEngine.h"
+#include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Passes.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "support/Differential.h"
 
 #include <doctest/doctest.h>
 
@@ -40,6 +43,25 @@ const BufferAccess &only(const std::vector<BufferAccess> &accesses, const std::s
   }
   REQUIRE_MESSAGE(found, "no access of " << buffer);
   return *found;
+}
+
+// The CPU JIT runs the mapped IR (blocks and threads as loops), so it agrees
+// with the interpreter only when the mapping covers every iteration once.
+void checkAgainstInterpreter(const std::string &text, const std::string &name,
+                             std::map<std::string, std::string> sizes) {
+  auto loaded = test::loadText(text);
+  REQUIRE(loaded->program);
+  const KernelDecl *kernel = loaded->program->findKernel(name);
+  REQUIRE(kernel);
+  Interpreter interpreter;
+  codegen::CpuEngine cpu;
+  Engine *engines[] = {&interpreter, &cpu};
+  ArgumentRequest request;
+  request.values = std::move(sizes);
+  test::DifferentialOutcome outcome =
+      test::runDifferential(*loaded->program, *kernel, request, engines);
+  REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+  CHECK_MESSAGE(outcome.agree, outcome.report);
 }
 
 std::string restOf(const AffineIndex &index) { return index.rest ? ir::toString(index.rest) : "0"; }
@@ -181,6 +203,26 @@ kernel copy(A: in f32[M][N], B: out f32[M][N]) {
   CHECK(printed.contains("gpu_thread.y for i.thread in [0, 8) {"));
   CHECK(printed.contains("let j = j.block * 32 + j.thread"));
   CHECK(printed.contains("if (j < N && i < M) {"));
+}
+
+TEST_CASE("map_to_gpu: in a 3-D nest x is chosen first, y and z follow innermost first") {
+  const char *planes = R"(
+kernel planes(src: in f32[C][H][W], dst: out f32[C][H][W]) {
+  parfor x in 0..W, c in 0..C, y in 0..H { dst[c][y][x] = 2.0 * src[c][y][x]; }
+}
+)";
+  std::string printed = ir::toString(mapToGpu(lowered(planes, "planes")));
+  INFO(printed);
+  CHECK(printed.contains("gpu_thread.x for x.thread in [0, 32) {"));
+  CHECK(printed.contains("gpu_thread.y for y.thread in [0, 4) {"));
+  CHECK(printed.contains("gpu_thread.z for c.thread in [0, 2) {"));
+  checkAgainstInterpreter(planes, "planes", {{"C", "3"}, {"H", "7"}, {"W", "45"}});
+  checkAgainstInterpreter(R"(
+kernel copy(A: in f32[M][N], B: out f32[M][N]) {
+  parfor j in 0..N, i in 0..M { B[i][j] = A[i][j]; }
+}
+)",
+                          "copy", {{"M", "37"}, {"N", "33"}});
 }
 
 TEST_CASE("map_to_gpu counts every access once, and keeps the innermost loop on a tie") {
