@@ -117,6 +117,21 @@ TEST_CASE("reverse: a negative unit stride and a remainder of the sizes") {
   CHECK(stride.constant == -1);
 }
 
+TEST_CASE("remainders fold their constants") {
+  ir::Function function = lowered(R"(
+kernel k(x: in f32[N], y: out f32[N]) {
+  parfor i in 0..N { y[i] = x[2 * (i + 3) - N] + x[i + N - 4]; }
+}
+)",
+                                  "k");
+  std::vector<std::string> rests;
+  for (const BufferAccess &access : collectAccesses(function.body))
+    if (access.buffer->name == "x")
+      rests.push_back(std::to_string(access.indices[0].coefficient("i")) + " " +
+                      restOf(access.indices[0]));
+  CHECK(rests == std::vector<std::string>{"2 6 - N", "1 N - 4"});
+}
+
 TEST_CASE("lets binding affine values are looked through") {
   // A stepped range lowers to `for i.t` and `let i = 1 + 2 * i.t`.
   ir::Function evens = lowered(R"(

@@ -34,6 +34,11 @@ Expr addRest(const Expr &a, const Expr &b, int64_t scale) {
   }
   if (constantA && constantA->value == 0)
     return addRest(nullptr, b, scale);
+  if (constantB) { // `a + k` or `a - k`
+    int64_t value = scale * constantB->value;
+    return makeBinary(value < 0 ? BinaryOpKind::Sub : BinaryOpKind::Add, a,
+                      makeI64(value < 0 ? -value : value));
+  }
   Expr scaled = scale == 1 || scale == -1 ? b : makeBinary(BinaryOpKind::Mul, makeI64(scale), b);
   if (!a)
     return scale == -1 ? std::make_shared<Unary>(UnaryOpKind::Neg, scaled) : scaled;
