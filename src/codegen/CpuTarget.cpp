@@ -4,7 +4,6 @@
 
 #include "codegen/LlvmEmitter.h"
 
-#include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
 namespace loopc::codegen {
@@ -475,14 +474,8 @@ emitCpuModule(const ir::Function &function, llvm::LLVMContext &context, DeviceEr
     emitter.setDeviceErrorWord(errorWord, kernel.source);
     emitKernel(emitter, kernel);
   }
-  if (auto status = emitter.status(); !status)
-    return std::unexpected(status.error());
-  if (sites)
-    *sites = emitter.deviceErrorSites();
-  std::string problems;
-  llvm::raw_string_ostream problemStream(problems);
-  if (llvm::verifyModule(*module, &problemStream))
-    return makeError("CPU code generation produced invalid LLVM IR: " + problems, function.source);
+  if (auto finished = emitter.finish("CPU code generation", function.source, sites); !finished)
+    return std::unexpected(finished.error());
   return module;
 }
 

@@ -3,6 +3,7 @@
 
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Verifier.h>
 
 namespace loopc::codegen {
 
@@ -75,6 +76,19 @@ void LlvmEmitter::fail(std::string message, SourceRange range) {
 Status LlvmEmitter::status() const {
   if (error_)
     return std::unexpected(*error_);
+  return {};
+}
+
+Status LlvmEmitter::finish(const std::string &what, SourceRange range,
+                           DeviceErrorSites *sites) const {
+  if (auto emitted = status(); !emitted)
+    return emitted;
+  if (sites)
+    *sites = errorSites_;
+  std::string problems;
+  llvm::raw_string_ostream problemStream(problems);
+  if (llvm::verifyModule(module_, &problemStream))
+    return makeError(what + " produced invalid LLVM IR: " + problems, range);
   return {};
 }
 

@@ -78,6 +78,10 @@ public:
   // Records an internal error (the first one wins).
   void fail(std::string message, SourceRange range = {});
   Status status() const;
+  // Ends the emission of the module: the first internal error if any, else
+  // the module verified by LLVM (`what` names the code generator in the
+  // message); the device-error sites go to `sites` when given.
+  Status finish(const std::string &what, SourceRange range, DeviceErrorSites *sites) const;
 
 private:
   llvm::Value *emitBinary(const ir::Binary &binary);

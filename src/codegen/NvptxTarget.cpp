@@ -8,7 +8,6 @@
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
-#include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -305,15 +304,8 @@ Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function
   LlvmEmitter emitter(*module, target);
   for (const KernelFunc &kernel : function.kernels)
     emitKernel(emitter, kernel);
-  if (auto status = emitter.status(); !status)
-    return std::unexpected(status.error());
-  if (sites)
-    *sites = emitter.deviceErrorSites();
-  std::string problems;
-  llvm::raw_string_ostream problemStream(problems);
-  if (llvm::verifyModule(*module, &problemStream))
-    return makeError("NVPTX code generation produced invalid LLVM IR: " + problems,
-                     function.source);
+  if (auto finished = emitter.finish("NVPTX code generation", function.source, sites); !finished)
+    return std::unexpected(finished.error());
   if (!optimized)
     return module;
   if (auto linked = linkLibdevice(*module); !linked)
