@@ -44,6 +44,16 @@ Expr combine(const ReduceOperator &op, Expr lhs, Expr rhs) {
   return lhs;
 }
 
+// How many of the positions first, first + stride, ... lie below extent:
+// ceil((extent - first) / stride), as the trip count of a thread that strides
+// over a range shared with the other threads.
+Expr stridedTripCount(Expr first, Expr extent, Expr stride) {
+  return makeBinary(BinaryOpKind::Div,
+                    makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, extent, stride),
+                               makeBinary(BinaryOpKind::Add, first, makeI64(1))),
+                    stride);
+}
+
 Expr load(const Buffer &buffer, std::vector<Expr> indices = {}) {
   return std::make_shared<Load>(buffer, std::move(indices));
 }
@@ -154,12 +164,7 @@ private:
         makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, block, threads), thread);
     Expr stride = makeBinary(BinaryOpKind::Mul, grid, threads);
     std::string stepVar = prefix + ".step";
-    // Iterations of this thread: ceil((extent - first) / stride).
-    Expr steps =
-        makeBinary(BinaryOpKind::Div,
-                   makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, extent, stride),
-                              makeBinary(BinaryOpKind::Add, first, makeI64(1))),
-                   stride);
+    Expr steps = stridedTripCount(first, extent, stride);
     Expr position =
         makeBinary(BinaryOpKind::Add, first,
                    makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), stride));
@@ -193,11 +198,7 @@ private:
     Buffer part2 = makeBuffer(prefix2 + ".part", element, {}, MemorySpace::Register);
     Buffer tile2 = makeBuffer(prefix2 + ".tile", element, {threads}, MemorySpace::Shared);
     std::string stepVar2 = prefix2 + ".step";
-    Expr steps2 =
-        makeBinary(BinaryOpKind::Div,
-                   makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, grid, threads),
-                              makeBinary(BinaryOpKind::Add, thread2, makeI64(1))),
-                   threads);
+    Expr steps2 = stridedTripCount(thread2, grid, threads);
     Expr partialIndex =
         makeBinary(BinaryOpKind::Add, thread2,
                    makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar2), threads));
