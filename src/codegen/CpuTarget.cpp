@@ -2,6 +2,7 @@
 // CpuTarget.h).
 #include "codegen/CpuTarget.h"
 
+#include "codegen/CpuThreadNest.h"
 #include "codegen/LlvmEmitter.h"
 
 #include <llvm/Support/raw_ostream.h>
@@ -20,234 +21,21 @@ llvm::FunctionType *workerType(llvm::LLVMContext &context) {
   return llvm::FunctionType::get(llvm::Type::getVoidTy(context), {ptr, ptr, i64, i64}, false);
 }
 
-// Runs a GpuThread nest whose body contains barriers as a sequence of thread
-// loops, one per barrier-free region (loop fission). Control flow around
-// barriers is block-uniform, so it runs once per block, outside the thread
-// loops, reading per-thread values from thread 0.
-class BarrierFission {
-public:
-  BarrierFission(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest)
-      : emitter_(emitter), builder_(emitter.builder()) {
-    threadCount_ = builder_.getInt64(1);
-    for (const ir::For *loop : nest) {
-      ThreadLoop thread{loop->var, loop->min->type, emitter.emitExpr(*loop->min),
-                        emitter.emitExpr(*loop->extent)};
-      threadCount_ = builder_.CreateMul(
-          threadCount_, emitter.emitCast(thread.extent, thread.type, ScalarType::I64));
-      loops_.push_back(thread);
-    }
-  }
-
-  void split(const ir::StmtNode &stmt) {
-    if (!containsBarrier(stmt)) {
-      forEachThread([&](llvm::Value *) { emitter_.emitStmt(stmt); });
-      return;
-    }
-    switch (stmt.kind) {
-    case StmtNode::Kind::Barrier:
-      return; // the boundary between two thread loops
-    case StmtNode::Kind::Block: {
-      std::vector<ir::Stmt> region;
-      auto flush = [&] {
-        if (!region.empty())
-          split(ir::Block(region));
-        region.clear();
-      };
-      for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts) {
-        if (!containsBarrier(*child)) {
-          region.push_back(child);
-          continue;
-        }
-        flush();
-        split(*child);
-      }
-      flush();
-      return;
-    }
-    case StmtNode::Kind::For: {
-      auto &loop = *stmt.as<ir::For>();
-      if (loop.forKind == ForKind::GpuThread || loop.forKind == ForKind::GpuBlock) {
-        emitter_.fail("CPU code generation: a barrier inside a nested GPU loop", loop.source);
-        return;
-      }
-      llvm::Value *min, *extent;
-      {
-        ScopedBindings uniform(emitter_);
-        bindThreadZero(uniform);
-        min = emitter_.emitExpr(*loop.min);
-        extent = emitter_.emitExpr(*loop.extent);
-      }
-      emitter_.emitCountedLoop(loop.var, min, extent, [&](llvm::Value *var) {
-        ScopedBindings scope(emitter_);
-        scope.var(loop.var, var);
-        split(*loop.body);
-      });
-      return;
-    }
-    case StmtNode::Kind::IfThenElse: {
-      auto &branch = *stmt.as<IfThenElse>();
-      llvm::Value *cond;
-      {
-        ScopedBindings uniform(emitter_);
-        bindThreadZero(uniform);
-        cond = emitter_.emitExpr(*branch.cond);
-      }
-      llvm::Function *function = builder_.GetInsertBlock()->getParent();
-      auto *thenBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.then", function);
-      auto *elseBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.else", function);
-      auto *join = llvm::BasicBlock::Create(emitter_.context(), "uniform.end", function);
-      builder_.CreateCondBr(cond, thenBlock, elseBlock);
-      builder_.SetInsertPoint(thenBlock);
-      split(*branch.thenCase);
-      builder_.CreateBr(join);
-      builder_.SetInsertPoint(elseBlock);
-      if (branch.elseCase)
-        split(*branch.elseCase);
-      builder_.CreateBr(join);
-      builder_.SetInsertPoint(join);
-      return;
-    }
-    case StmtNode::Kind::LetStmt: {
-      auto &let = *stmt.as<LetStmt>();
-      llvm::Type *slotType = emitter_.memoryType(let.value->type);
-      llvm::Value *slots = builder_.CreateAlloca(slotType, threadCount_, let.var + ".per_thread");
-      forEachThread([&](llvm::Value *thread) {
-        llvm::Value *value = emitter_.toMemory(emitter_.emitExpr(*let.value), let.value->type);
-        builder_.CreateStore(value, builder_.CreateInBoundsGEP(slotType, slots, thread));
-      });
-      perThreadValues_.push_back({let.var, let.value->type, slots});
-      split(*let.body);
-      perThreadValues_.pop_back();
-      return;
-    }
-    case StmtNode::Kind::Allocate: {
-      auto &allocate = *stmt.as<ir::Allocate>();
-      const BufferInfo &buffer = *allocate.buffer;
-      llvm::Value *count;
-      {
-        ScopedBindings uniform(emitter_);
-        bindThreadZero(uniform);
-        count = emitter_.elementCount(buffer);
-      }
-      if (buffer.memory != MemorySpace::Register) {
-        // Shared (and Global) storage is one per block, as on the GPU.
-        llvm::Value *storage = emitter_.target().allocate(emitter_, buffer, count);
-        {
-          ScopedBindings scope(emitter_);
-          scope.buffer(&buffer, storage);
-          split(*allocate.body);
-        }
-        emitter_.target().release(emitter_, buffer, storage);
-        return;
-      }
-      llvm::Type *elementType = emitter_.memoryType(buffer.element);
-      llvm::Value *total = builder_.CreateMul(count, threadCount_);
-      llvm::Value *storage = builder_.CreateAlloca(elementType, total, buffer.name + ".per_thread");
-      builder_.CreateMemSet(
-          storage, builder_.getInt8(0),
-          builder_.CreateMul(total, builder_.getInt64(scalarSize(buffer.element))),
-          llvm::MaybeAlign(scalarSize(buffer.element)));
-      perThreadBuffers_.push_back({&buffer, storage, count});
-      split(*allocate.body);
-      perThreadBuffers_.pop_back();
-      return;
-    }
-    default:
-      emitter_.fail("CPU code generation: unexpected statement around a barrier");
-      return;
-    }
-  }
-
-private:
-  struct ThreadLoop {
-    std::string var;
-    ScalarType type;
-    llvm::Value *min, *extent;
-  };
-  struct PerThreadValue {
-    std::string var;
-    ScalarType type;
-    llvm::Value *slots;
-  };
-  struct PerThreadBuffer {
-    const BufferInfo *buffer;
-    llvm::Value *storage;
-    llvm::Value *elementCount;
-  };
-
-  // Emits one thread loop nest around `body`, with the per-thread values and
-  // buffers of the current thread bound; `body` gets the linear thread index.
-  void forEachThread(const std::function<void(llvm::Value *)> &body) {
-    ScopedBindings scope(emitter_);
-    emitNest(0, builder_.getInt64(0), scope, body);
-  }
-
-  void emitNest(size_t depth, llvm::Value *outerIndex, ScopedBindings &scope,
-                const std::function<void(llvm::Value *)> &body) {
-    if (depth == loops_.size()) {
-      for (const PerThreadValue &value : perThreadValues_) {
-        llvm::Type *slotType = emitter_.memoryType(value.type);
-        llvm::Value *slot = builder_.CreateInBoundsGEP(slotType, value.slots, outerIndex);
-        scope.var(value.var, emitter_.fromMemory(builder_.CreateLoad(slotType, slot), value.type));
-      }
-      for (const PerThreadBuffer &buffer : perThreadBuffers_)
-        scope.buffer(buffer.buffer, builder_.CreateInBoundsGEP(
-                                        emitter_.memoryType(buffer.buffer->element), buffer.storage,
-                                        builder_.CreateMul(outerIndex, buffer.elementCount)));
-      body(outerIndex);
-      return;
-    }
-    const ThreadLoop &loop = loops_[depth];
-    emitter_.emitCountedLoop(loop.var, loop.min, loop.extent, [&](llvm::Value *var) {
-      ScopedBindings inner(emitter_);
-      inner.var(loop.var, var);
-      llvm::Value *offset =
-          emitter_.emitCast(builder_.CreateSub(var, loop.min), loop.type, ScalarType::I64);
-      llvm::Value *extent = emitter_.emitCast(loop.extent, loop.type, ScalarType::I64);
-      llvm::Value *index = builder_.CreateAdd(builder_.CreateMul(outerIndex, extent), offset);
-      emitNest(depth + 1, index, inner, body);
-    });
-  }
-
-  // Uniform control flow reads per-thread values of thread 0 (all agree).
-  void bindThreadZero(ScopedBindings &scope) {
-    for (const ThreadLoop &loop : loops_)
-      scope.var(loop.var, loop.min);
-    for (const PerThreadValue &value : perThreadValues_)
-      scope.var(value.var,
-                emitter_.fromMemory(
-                    builder_.CreateLoad(emitter_.memoryType(value.type), value.slots), value.type));
-    for (const PerThreadBuffer &buffer : perThreadBuffers_)
-      scope.buffer(buffer.buffer, buffer.storage);
-  }
-
-  LlvmEmitter &emitter_;
-  llvm::IRBuilder<> &builder_;
-  llvm::Value *threadCount_;
-  std::vector<ThreadLoop> loops_;
-  std::vector<PerThreadValue> perThreadValues_;
-  std::vector<PerThreadBuffer> perThreadBuffers_;
-};
-
 } // namespace
 
 void CpuTarget::emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) {
-  if (loop.forKind == ForKind::GpuThread && containsBarrier(*loop.body)) {
+  if (loop.forKind == ForKind::GpuThread) {
     std::vector<const ir::For *> nest{&loop};
     while (auto *inner = nest.back()->body->as<ir::For>()) {
       if (inner->forKind != ForKind::GpuThread)
         break;
       nest.push_back(inner);
     }
-    llvm::IRBuilder<> &builder = emitter.builder();
-    // The per-thread arrays live as long as this nest (run once per block).
-    llvm::Value *stack = builder.CreateStackSave();
-    BarrierFission(emitter, nest).split(*nest.back()->body);
-    builder.CreateStackRestore(stack);
+    emitCpuThreadNest(emitter, nest);
     return;
   }
   // Blocks not distributed by the worker (nested grids, code before
-  // extract_kernels) and barrier-free thread nests run as plain loops.
+  // extract_kernels) run as plain loops.
   emitter.emitCountedLoop(loop.var, emitter.emitExpr(*loop.min), emitter.emitExpr(*loop.extent),
                           [&](llvm::Value *var) {
                             ScopedBindings scope(emitter);

@@ -5,10 +5,10 @@
 //  - per kernel, a worker `loopc.kernel.<name>(ptr buffers, ptr scalars,
 //    i64 blockBegin, i64 blockEnd)` running a range of the linearized
 //    GpuBlock grid; a Launch hands it to the thread pool (CpuThreadPool.h).
-// Within a block, GpuThread loops are plain loops; a thread nest with
-// barriers is split at each barrier into consecutive thread loops, values
-// live across a barrier kept in per-thread arrays. Shared buffers are per-block
-// stack storage, Register buffers allocas, Global temporaries heap memory.
+// Within a block, the GpuThread nest runs as loops over the threads, split at
+// barriers and moved inside sequential loops (CpuThreadNest.h). Shared
+// buffers are per-block stack storage, Register buffers allocas, Global
+// temporaries heap memory.
 // The device error word (DeviceErrors.h) is the module's global i32
 // `loopc_device_error`.
 #pragma once

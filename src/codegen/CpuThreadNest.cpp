@@ -1,0 +1,524 @@
+// Threads of a block on one CPU core: loop fission at barriers and thread
+// loops moved inside sequential loops (see CpuThreadNest.h).
+#include "codegen/CpuThreadNest.h"
+
+#include "codegen/LlvmEmitter.h"
+#include "ir/IRVisitor.h"
+#include "passes/analysis/AccessAnalysis.h"
+
+#include <llvm/IR/Intrinsics.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
+
+namespace loopc::codegen {
+
+using namespace loopc::ir;
+
+namespace {
+
+// No load, no call, nothing that can fault: recomputing it wherever it is
+// needed costs a few instructions and cannot fail where the original would
+// not have run.
+bool isCheap(const ExprNode &expr) {
+  switch (expr.kind) {
+  case ExprNode::Kind::Load:
+  case ExprNode::Kind::Call:
+    return false;
+  case ExprNode::Kind::Unary:
+    return isCheap(*expr.as<Unary>()->operand);
+  case ExprNode::Kind::Cast:
+    return isCheap(*expr.as<Cast>()->operand);
+  case ExprNode::Kind::Binary: {
+    auto &binary = *expr.as<Binary>();
+    return !mayFault(binary) && isCheap(*binary.lhs) && isCheap(*binary.rhs);
+  }
+  case ExprNode::Kind::Select: {
+    auto &select = *expr.as<ir::Select>();
+    return isCheap(*select.cond) && isCheap(*select.thenValue) && isCheap(*select.elseValue);
+  }
+  default:
+    return true;
+  }
+}
+
+// Whether an expression mentions one of the names whose value differs
+// between the threads of a block.
+class MentionsVarying : public IRVisitor {
+public:
+  explicit MentionsVarying(const std::multiset<std::string> &varying) : varying_(varying) {}
+  bool found = false;
+
+protected:
+  void visitVar(const Var &node) override { found = found || varying_.contains(node.name); }
+
+private:
+  const std::multiset<std::string> &varying_;
+};
+
+// Whether running `loopVar`'s loop outside the thread loop would turn an
+// access that streams along the loop into a gather across threads (a row
+// walked by each thread: the vector lanes would be rows apart).
+bool gathersAcrossThreads(const std::vector<passes::BufferAccess> &accesses,
+                          const std::string &loopVar, const std::string &threadVar) {
+  using Kind = passes::Stride::Kind;
+  for (const passes::BufferAccess &access : accesses) {
+    if (std::ranges::find(access.enclosingLoops, loopVar) == access.enclosingLoops.end())
+      continue;
+    if (passes::strideAlong(access, loopVar).kind != Kind::Contiguous)
+      continue;
+    // A register buffer has one copy per thread, a whole buffer apart.
+    if (access.buffer->memory == MemorySpace::Register)
+      return true;
+    Kind acrossThreads = passes::strideAlong(access, threadVar).kind;
+    if (acrossThreads != Kind::Zero && acrossThreads != Kind::Contiguous)
+      return true;
+  }
+  return false;
+}
+
+// The sequential loops that run with the thread loop inside them, outermost
+// first: a loop left inside its thread keeps the loops inside it there too.
+void chooseInterchangedLoops(const StmtNode &stmt,
+                             const std::vector<passes::BufferAccess> &accesses,
+                             const std::string &threadVar, std::set<const For *> &chosen) {
+  auto recurse = [&](const ir::Stmt &child) {
+    if (child)
+      chooseInterchangedLoops(*child, accesses, threadVar, chosen);
+  };
+  switch (stmt.kind) {
+  case StmtNode::Kind::For: {
+    auto &loop = *stmt.as<For>();
+    bool sequential = loop.forKind == ForKind::Serial || loop.forKind == ForKind::Unrolled;
+    if (sequential && !containsBarrier(*loop.body)) {
+      if (gathersAcrossThreads(accesses, loop.var, threadVar))
+        return;
+      chosen.insert(&loop);
+    }
+    recurse(loop.body);
+    return;
+  }
+  case StmtNode::Kind::IfThenElse:
+    recurse(stmt.as<IfThenElse>()->thenCase);
+    recurse(stmt.as<IfThenElse>()->elseCase);
+    return;
+  case StmtNode::Kind::LetStmt:
+    recurse(stmt.as<LetStmt>()->body);
+    return;
+  case StmtNode::Kind::Allocate:
+    recurse(stmt.as<ir::Allocate>()->body);
+    return;
+  case StmtNode::Kind::Block:
+    for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+      recurse(child);
+    return;
+  default:
+    return;
+  }
+}
+
+// Emits one thread nest: statements that need no splitting run inside one
+// thread loop; barriers, chosen loops and the statements around them are
+// taken apart (see the file comment of CpuThreadNest.h).
+class ThreadNestScheduler {
+public:
+  ThreadNestScheduler(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest)
+      : emitter_(emitter), builder_(emitter.builder()) {
+    threadCount_ = builder_.getInt64(1);
+    for (const ir::For *loop : nest) {
+      ThreadLoop thread{loop->var, loop->min->type, emitter.emitExpr(*loop->min),
+                        emitter.emitExpr(*loop->extent)};
+      threadCount_ = builder_.CreateMul(
+          threadCount_, emitter.emitCast(thread.extent, thread.type, ScalarType::I64));
+      loops_.push_back(thread);
+      varying_.insert(loop->var);
+    }
+    // Consecutive threads of the innermost loop become vector lanes.
+    const ir::StmtNode &body = *nest.back()->body;
+    auto accesses = passes::collectAccesses(ir::Stmt(ir::Stmt(), nest.front()));
+    chooseInterchangedLoops(body, accesses, nest.back()->var, interchanged_);
+    markSplit(body);
+  }
+
+  void emit(const ir::StmtNode &body) { split(body); }
+
+private:
+  // A per-thread quantity: emits its value for the thread whose linear index
+  // is given, with that thread's loop variables and earlier values bound.
+  using PerThread = std::function<llvm::Value *(llvm::Value *thread)>;
+
+  struct ThreadLoop {
+    std::string var;
+    ScalarType type;
+    llvm::Value *min, *extent;
+  };
+  struct PerThreadValue {
+    std::string var;
+    PerThread value;
+  };
+  struct PerThreadBuffer {
+    const BufferInfo *buffer;
+    llvm::Value *storage;
+    llvm::Value *elementCount;
+  };
+
+  // Records the statements that cannot run inside one thread loop: those
+  // holding a barrier or a chosen loop.
+  bool markSplit(const StmtNode &stmt) {
+    bool needed = false;
+    auto visit = [&](const ir::Stmt &child) {
+      if (child && markSplit(*child))
+        needed = true;
+    };
+    switch (stmt.kind) {
+    case StmtNode::Kind::Barrier:
+      needed = true;
+      break;
+    case StmtNode::Kind::For:
+      needed = interchanged_.contains(stmt.as<For>());
+      visit(stmt.as<For>()->body);
+      break;
+    case StmtNode::Kind::IfThenElse:
+      visit(stmt.as<IfThenElse>()->thenCase);
+      visit(stmt.as<IfThenElse>()->elseCase);
+      break;
+    case StmtNode::Kind::LetStmt:
+      visit(stmt.as<LetStmt>()->body);
+      break;
+    case StmtNode::Kind::Allocate:
+      visit(stmt.as<ir::Allocate>()->body);
+      break;
+    case StmtNode::Kind::Block:
+      for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+        visit(child);
+      break;
+    default:
+      break;
+    }
+    if (needed)
+      split_.insert(&stmt);
+    return needed;
+  }
+
+  void split(const StmtNode &stmt) {
+    if (!split_.contains(&stmt)) {
+      forEachThread([&](llvm::Value *) { emitter_.emitStmt(stmt); });
+      return;
+    }
+    switch (stmt.kind) {
+    case StmtNode::Kind::Barrier:
+      return; // the boundary between two thread loops
+    case StmtNode::Kind::Block: {
+      std::vector<ir::Stmt> region;
+      auto flush = [&] {
+        if (!region.empty())
+          split(ir::Block(region));
+        region.clear();
+      };
+      for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts) {
+        if (!split_.contains(child.get())) {
+          region.push_back(child);
+          continue;
+        }
+        flush();
+        split(*child);
+      }
+      flush();
+      return;
+    }
+    case StmtNode::Kind::For:
+      splitLoop(*stmt.as<For>());
+      return;
+    case StmtNode::Kind::IfThenElse:
+      splitBranch(*stmt.as<IfThenElse>());
+      return;
+    case StmtNode::Kind::LetStmt:
+      splitLet(*stmt.as<LetStmt>());
+      return;
+    case StmtNode::Kind::Allocate:
+      splitAllocate(*stmt.as<ir::Allocate>());
+      return;
+    default:
+      emitter_.fail("CPU code generation: unexpected statement around a barrier");
+      return;
+    }
+  }
+
+  // The same value in every thread, and safe to evaluate once for the block.
+  bool isUniform(const ir::Expr &expr) const {
+    if (mayFault(*expr))
+      return false;
+    MentionsVarying mentions(varying_);
+    mentions.visit(expr);
+    return !mentions.found;
+  }
+
+  void splitLoop(const For &loop) {
+    if (loop.forKind == ForKind::GpuThread || loop.forKind == ForKind::GpuBlock) {
+      emitter_.fail("CPU code generation: a barrier inside a nested GPU loop", loop.source);
+      return;
+    }
+    // Around a barrier the bounds are block-uniform (read from thread 0);
+    // uniform bounds need no per-thread trip counts either.
+    if (containsBarrier(*loop.body) || (isUniform(loop.min) && isUniform(loop.extent))) {
+      llvm::Value *min, *extent;
+      {
+        ScopedBindings uniform(emitter_);
+        bindThreadZero(uniform);
+        min = emitter_.emitExpr(*loop.min);
+        extent = emitter_.emitExpr(*loop.extent);
+      }
+      emitter_.emitCountedLoop(loop.var, min, extent, [&](llvm::Value *var) {
+        llvm::Value *stack = builder_.CreateStackSave();
+        {
+          ScopedBindings scope(emitter_);
+          scope.var(loop.var, var);
+          split(*loop.body);
+        }
+        builder_.CreateStackRestore(stack);
+      });
+      return;
+    }
+    interchangeLoop(loop);
+  }
+
+  // `for k: for thread: body` where each thread's own iterations are
+  // min(thread) + k for k below its trip count: the iterations every active
+  // thread runs first, then the remaining ones guarded per thread.
+  void interchangeLoop(const For &loop) {
+    llvm::Type *type = emitter_.valueType(loop.min->type);
+    PerThread minOf = perThread(*loop.min);
+    PerThread tripsOf = perThread(*loop.extent);
+    auto *zero = llvm::ConstantInt::get(type, 0);
+    llvm::Value *fewestSlot =
+        emitter_.createEntryAlloca(type, builder_.getInt64(1), "trips.fewest");
+    llvm::Value *mostSlot = emitter_.createEntryAlloca(type, builder_.getInt64(1), "trips.most");
+    builder_.CreateStore(
+        llvm::ConstantInt::get(type, llvm::APInt::getSignedMaxValue(type->getIntegerBitWidth())),
+        fewestSlot);
+    builder_.CreateStore(zero, mostSlot);
+    forEachThread([&](llvm::Value *thread) {
+      llvm::Value *trips =
+          builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, tripsOf(thread), zero);
+      builder_.CreateStore(builder_.CreateBinaryIntrinsic(
+                               llvm::Intrinsic::smin, builder_.CreateLoad(type, fewestSlot), trips),
+                           fewestSlot);
+      builder_.CreateStore(builder_.CreateBinaryIntrinsic(
+                               llvm::Intrinsic::smax, builder_.CreateLoad(type, mostSlot), trips),
+                           mostSlot);
+    });
+    llvm::Value *most = builder_.CreateLoad(type, mostSlot, "trips.most");
+    llvm::Value *fewest =
+        builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, builder_.CreateLoad(type, fewestSlot),
+                                       most, nullptr, "trips.fewest");
+
+    varying_.insert(loop.var);
+    auto runIterations = [&](llvm::Value *first, llvm::Value *count, bool guarded) {
+      emitter_.emitCountedLoop(loop.var, first, count, [&](llvm::Value *iteration) {
+        llvm::Value *stack = builder_.CreateStackSave();
+        values_.push_back({loop.var, [this, minOf, iteration](llvm::Value *thread) {
+                             return builder_.CreateAdd(minOf(thread), iteration);
+                           }});
+        if (guarded)
+          masks_.push_back([this, tripsOf, iteration](llvm::Value *thread) {
+            return builder_.CreateICmpSLT(iteration, tripsOf(thread));
+          });
+        split(*loop.body);
+        if (guarded)
+          masks_.pop_back();
+        values_.pop_back();
+        builder_.CreateStackRestore(stack);
+      });
+    };
+    runIterations(zero, fewest, /*guarded=*/false);
+    runIterations(fewest, builder_.CreateSub(most, fewest), /*guarded=*/true);
+    varying_.erase(varying_.find(loop.var));
+  }
+
+  void splitBranch(const IfThenElse &branch) {
+    if (containsBarrier(branch) || isUniform(branch.cond)) {
+      llvm::Value *cond;
+      {
+        ScopedBindings uniform(emitter_);
+        bindThreadZero(uniform);
+        cond = emitter_.emitExpr(*branch.cond);
+      }
+      llvm::Function *function = builder_.GetInsertBlock()->getParent();
+      auto *thenBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.then", function);
+      auto *elseBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.else", function);
+      auto *join = llvm::BasicBlock::Create(emitter_.context(), "uniform.end", function);
+      builder_.CreateCondBr(cond, thenBlock, elseBlock);
+      builder_.SetInsertPoint(thenBlock);
+      split(*branch.thenCase);
+      builder_.CreateBr(join);
+      builder_.SetInsertPoint(elseBlock);
+      if (branch.elseCase)
+        split(*branch.elseCase);
+      builder_.CreateBr(join);
+      builder_.SetInsertPoint(join);
+      return;
+    }
+    // Threads disagree: each side runs for the threads that take it.
+    PerThread cond = perThread(*branch.cond);
+    masks_.push_back(cond);
+    split(*branch.thenCase);
+    masks_.pop_back();
+    if (branch.elseCase) {
+      masks_.push_back(
+          [this, cond](llvm::Value *thread) { return builder_.CreateNot(cond(thread)); });
+      split(*branch.elseCase);
+      masks_.pop_back();
+    }
+  }
+
+  void splitLet(const LetStmt &let) {
+    if (isUniform(let.value)) {
+      ScopedBindings scope(emitter_);
+      scope.var(let.var, emitter_.emitExpr(*let.value));
+      split(*let.body);
+      return;
+    }
+    values_.push_back({let.var, perThread(*let.value)});
+    varying_.insert(let.var);
+    split(*let.body);
+    varying_.erase(varying_.find(let.var));
+    values_.pop_back();
+  }
+
+  void splitAllocate(const ir::Allocate &allocate) {
+    const BufferInfo &buffer = *allocate.buffer;
+    llvm::Value *count;
+    {
+      ScopedBindings uniform(emitter_);
+      bindThreadZero(uniform);
+      count = emitter_.elementCount(buffer);
+    }
+    if (buffer.memory != MemorySpace::Register) {
+      // Shared (and Global) storage is one per block, as on the GPU.
+      llvm::Value *storage = emitter_.target().allocate(emitter_, buffer, count);
+      {
+        ScopedBindings scope(emitter_);
+        scope.buffer(&buffer, storage);
+        split(*allocate.body);
+      }
+      emitter_.target().release(emitter_, buffer, storage);
+      return;
+    }
+    llvm::Type *elementType = emitter_.memoryType(buffer.element);
+    llvm::Value *total = builder_.CreateMul(count, threadCount_);
+    llvm::Value *storage = builder_.CreateAlloca(elementType, total, buffer.name + ".per_thread");
+    builder_.CreateMemSet(storage, builder_.getInt8(0),
+                          builder_.CreateMul(total, builder_.getInt64(scalarSize(buffer.element))),
+                          llvm::MaybeAlign(scalarSize(buffer.element)));
+    buffers_.push_back({&buffer, storage, count});
+    split(*allocate.body);
+    buffers_.pop_back();
+  }
+
+  // `expr` per thread: recomputed where cheap, else evaluated once per
+  // active thread into a per-thread array.
+  PerThread perThread(const ExprNode &expr) {
+    if (isCheap(expr))
+      return [this, &expr](llvm::Value *) { return emitter_.emitExpr(expr); };
+    llvm::Type *slotType = emitter_.memoryType(expr.type);
+    llvm::Value *slots = builder_.CreateAlloca(slotType, threadCount_, "per_thread");
+    forEachThread([&](llvm::Value *thread) {
+      llvm::Value *value = emitter_.toMemory(emitter_.emitExpr(expr), expr.type);
+      builder_.CreateStore(value, builder_.CreateInBoundsGEP(slotType, slots, thread));
+    });
+    return [this, slotType, slots, type = expr.type](llvm::Value *thread) {
+      llvm::Value *slot = builder_.CreateInBoundsGEP(slotType, slots, thread);
+      return emitter_.fromMemory(builder_.CreateLoad(slotType, slot), type);
+    };
+  }
+
+  // Emits one thread loop nest around `body`, with the current thread's
+  // values and buffers bound, for the threads all masks admit; `body` gets
+  // the linear thread index.
+  void forEachThread(const std::function<void(llvm::Value *)> &body) {
+    ScopedBindings scope(emitter_);
+    emitNest(0, builder_.getInt64(0), scope, body);
+  }
+
+  void emitNest(size_t depth, llvm::Value *outerIndex, ScopedBindings &scope,
+                const std::function<void(llvm::Value *)> &body) {
+    if (depth == loops_.size()) {
+      emitThread(outerIndex, scope, body);
+      return;
+    }
+    const ThreadLoop &loop = loops_[depth];
+    emitter_.emitCountedLoop(loop.var, loop.min, loop.extent, [&](llvm::Value *var) {
+      ScopedBindings inner(emitter_);
+      inner.var(loop.var, var);
+      llvm::Value *offset =
+          emitter_.emitCast(builder_.CreateSub(var, loop.min), loop.type, ScalarType::I64);
+      llvm::Value *extent = emitter_.emitCast(loop.extent, loop.type, ScalarType::I64);
+      llvm::Value *index = builder_.CreateAdd(builder_.CreateMul(outerIndex, extent), offset);
+      emitNest(depth + 1, index, inner, body);
+    });
+  }
+
+  void emitThread(llvm::Value *thread, ScopedBindings &scope,
+                  const std::function<void(llvm::Value *)> &body) {
+    for (const PerThreadValue &value : values_)
+      scope.var(value.var, value.value(thread));
+    for (const PerThreadBuffer &buffer : buffers_)
+      scope.buffer(buffer.buffer, builder_.CreateInBoundsGEP(
+                                      emitter_.memoryType(buffer.buffer->element), buffer.storage,
+                                      builder_.CreateMul(thread, buffer.elementCount)));
+    if (masks_.empty()) {
+      body(thread);
+      return;
+    }
+    llvm::Value *active = nullptr;
+    for (const PerThread &mask : masks_) {
+      llvm::Value *admitted = mask(thread);
+      active = active ? builder_.CreateAnd(active, admitted) : admitted;
+    }
+    llvm::Function *function = builder_.GetInsertBlock()->getParent();
+    auto *run = llvm::BasicBlock::Create(emitter_.context(), "thread.active", function);
+    auto *next = llvm::BasicBlock::Create(emitter_.context(), "thread.next", function);
+    builder_.CreateCondBr(active, run, next);
+    builder_.SetInsertPoint(run);
+    body(thread);
+    builder_.CreateBr(next);
+    builder_.SetInsertPoint(next);
+  }
+
+  // Uniform control flow reads per-thread values of thread 0 (all agree).
+  void bindThreadZero(ScopedBindings &scope) {
+    for (const ThreadLoop &loop : loops_)
+      scope.var(loop.var, loop.min);
+    for (const PerThreadValue &value : values_)
+      scope.var(value.var, value.value(builder_.getInt64(0)));
+    for (const PerThreadBuffer &buffer : buffers_)
+      scope.buffer(buffer.buffer, buffer.storage);
+  }
+
+  LlvmEmitter &emitter_;
+  llvm::IRBuilder<> &builder_;
+  llvm::Value *threadCount_;
+  std::vector<ThreadLoop> loops_;
+  std::set<const For *> interchanged_;
+  std::set<const StmtNode *> split_;
+  // Names bound inside the nest whose value differs between threads.
+  std::multiset<std::string> varying_;
+  std::vector<PerThreadValue> values_;
+  std::vector<PerThreadBuffer> buffers_;
+  // Conditions a thread must meet to run the code being emitted.
+  std::vector<PerThread> masks_;
+};
+
+} // namespace
+
+void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  // The per-thread arrays live as long as this nest (run once per block).
+  llvm::Value *stack = builder.CreateStackSave();
+  ThreadNestScheduler(emitter, nest).emit(*nest.back()->body);
+  builder.CreateStackRestore(stack);
+}
+
+} // namespace loopc::codegen
