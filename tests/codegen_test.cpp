@@ -2,7 +2,8 @@
 // semantics of the arithmetic, row-major addressing, loops, kernels spread
 // over the thread pool, and barriers (loop fission with shared memory and
 // per-thread values live across a barrier); integer division that never
-// traps, reporting zero divisors through the device error channel.
+// traps, reporting zero divisors through the device error channel; threads
+// as vector lanes inside per-thread loops.
 #include "codegen/CpuEngine.h"
 #include "codegen/CpuJit.h"
 #include "codegen/CpuThreadPool.h"
@@ -346,4 +347,15 @@ TEST_CASE("a division by a constant divisor other than 0 and -1 is not guarded")
   REQUIRE(text.has_value());
   CHECK(text->find("cmpxchg") == std::string::npos);
   CHECK(text->find("sdiv") != std::string::npos);
+}
+
+TEST_CASE("the CPU runs consecutive threads as vector lanes inside a per-thread loop") {
+  // matmul's threads each run `for k` over a row of A and a column of B;
+  // with the thread loop moved inside `for k`, consecutive threads read
+  // consecutive elements of B's row and LLVM vectorizes across them.
+  // Left inside each thread, the column walk of B does not vectorize.
+  auto compiled = loopc::test::runLoopc(
+      "compile " + loopc::test::sourcePath("samples/matmul.loop") + " --emit llvm --target cpu");
+  REQUIRE(compiled.exitCode == 0);
+  CHECK(compiled.output.find("fmul <") != std::string::npos);
 }

@@ -242,6 +242,40 @@ kernel upper_band(A: in f32[N][N], U: out f32[N][N]) {
               {"N=0", "N=1", "N=2", "N=7", "N=33", "N=257"});
 }
 
+TEST_CASE("per-thread loops: loaded and divided bounds, divergent branches, nested loops") {
+  // On the CPU each sequential loop below runs outside its thread loop
+  // (CpuThreadNest.h): trip counts differ per thread, come from memory or a
+  // division, and sit in both sides of a branch the threads disagree on.
+  checkSource(R"(
+kernel branches(x: in f32[N], idx: in i32[N], y: out f32[N]) {
+  parfor i in 0..N {
+    let n = i64(idx[i] % 7);
+    if (i % 3 == 0) {
+      var s: f32;
+      for k in 0..n {
+        s += x[(i + k) % N];
+      }
+      y[i] = s;
+    } else {
+      var p: f32 = 1.0;
+      for k in 0..N / (i + 1) % 5 {
+        for l in k..4 {
+          p *= 0.5 + x[(i + l) % N];
+        }
+      }
+      y[i] = p;
+    }
+  }
+}
+kernel columns(A: in f32[M][N], s: out f32[N]) {
+  parfor j in 0..N {
+    s[j] = redomap(+, 0.0, i in j % 3..M) A[i][j] * A[i][(j + 1) % N];
+  }
+}
+)",
+              {"N=0 M=0", "N=1 M=1", "N=7 M=3", "N=33 M=40", "N=257 M=5"});
+}
+
 TEST_CASE("steps in parfor, for and redomap ranges") {
   checkSource(R"(
 kernel strided(x: in f32[N], y: out f32[N], s: out f32, t: out f32) {
