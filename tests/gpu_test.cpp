@@ -19,6 +19,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
 #include <filesystem>
 #include <limits>
 
@@ -66,6 +68,61 @@ public:
 private:
   const char *name_;
   std::optional<std::string> saved_;
+};
+
+// The stand-in driver's test controls (runtime/tests/CudaDriverStub.cpp),
+// reached through the copy the runtime loaded.
+class StubDriver {
+public:
+  explicit StubDriver(const std::string &path)
+      : library_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    REQUIRE_MESSAGE(library_, dlerror());
+    reset = symbol<void (*)()>("loopcStubReset");
+    fail = symbol<void (*)(const char *, int)>("loopcStubFail");
+    launchCount = symbol<int (*)()>("loopcStubLaunchCount");
+    launchKernel = symbol<const char *(*)(int)>("loopcStubLaunchKernel");
+    parameterCount = symbol<int (*)(int)>("loopcStubLaunchParameterCount");
+    parameterBytes =
+        symbol<const unsigned char *(*)(int, int, size_t *)>("loopcStubLaunchParameter");
+    setErrorWordOnNextLaunch = symbol<void (*)(uint32_t)>("loopcStubSetErrorWordOnNextLaunch");
+    reset();
+  }
+  StubDriver(const StubDriver &) = delete;
+  StubDriver &operator=(const StubDriver &) = delete;
+  ~StubDriver() {
+    reset();
+    dlclose(library_);
+  }
+
+  // Parameter `index` of launch `launch` as the kernel's PTX declares it.
+  std::vector<unsigned char> parameter(int launch, int index) const {
+    size_t size = 0;
+    const unsigned char *bytes = parameterBytes(launch, index, &size);
+    return {bytes, bytes + size};
+  }
+  template <typename T> T value(int launch, int index) const {
+    std::vector<unsigned char> bytes = parameter(launch, index);
+    REQUIRE(bytes.size() == sizeof(T));
+    T result;
+    std::memcpy(&result, bytes.data(), sizeof result);
+    return result;
+  }
+
+  void (*reset)();
+  void (*fail)(const char *entryPoint, int result);
+  int (*launchCount)();
+  const char *(*launchKernel)(int launch);
+  int (*parameterCount)(int launch);
+  const unsigned char *(*parameterBytes)(int launch, int index, size_t *size);
+  void (*setErrorWordOnNextLaunch)(uint32_t value);
+
+private:
+  template <typename F> F symbol(const char *name) {
+    void *address = dlsym(library_, name);
+    REQUIRE_MESSAGE(address != nullptr, name);
+    return reinterpret_cast<F>(address);
+  }
+  void *library_;
 };
 
 } // namespace
@@ -257,4 +314,81 @@ TEST_CASE("on a real GPU every sample agrees with the interpreter") {
       CHECK_MESSAGE(outcome.agree, outcome.report);
     }
   }
+}
+
+TEST_CASE("the GPU engine passes each kernel parameter as the kernel's PTX declares it") {
+  std::string stub = stubDriverPath();
+  if (stub.empty()) {
+    MESSAGE("skipped: the stand-in driver libloopc_cuda_stub.so is not built");
+    return;
+  }
+  ScopedEnvironment driver("LOOPC_CUDA_DRIVER", stub);
+  auto engine = codegen::GpuEngine::create();
+  REQUIRE_MESSAGE(engine, (engine ? "" : engine.error().message));
+  StubDriver controls(stub);
+  // Every scalar type as a parameter, bool arrays, a kernel-level variable
+  // (a host-side cell, passed by value) and a host loop around the parfor.
+  auto loaded = test::loadText(R"(
+kernel abi(x: in f32[N], flags: in bool[N], y: out f32[N], marks: out bool[N],
+           alpha: f32, k: i32, on: bool, big: i64, wide: f64) {
+  var s: f32 = alpha;
+  s = s * 2.0;
+  for t in 0..k {
+    parfor i in 0..N {
+      y[i] = flags[i] && on ? x[i] * s + f32(t) : f32(big) + f32(wide);
+      marks[i] = !flags[i];
+    }
+  }
+})");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+  ArgumentRequest request;
+  request.values = {{"N", "10"},    {"alpha", "1.5"}, {"k", "2"},
+                    {"on", "true"}, {"big", "-7"},    {"wide", "0.25"}};
+  auto args = bindKernelArguments(kernel, request);
+  REQUIRE(args);
+  auto stats = (*engine)->run(*loaded->program, kernel, *args);
+  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+
+  ir::Function function = pipeline(*loaded->program, kernel);
+  REQUIRE(function.kernels.size() == 1);
+  const ir::KernelFunc &device = function.kernels.front();
+  REQUIRE(controls.launchCount() == 2); // one launch per step of the host loop
+  int errorWord = static_cast<int>(device.buffers.size() + device.scalars.size());
+  std::set<uint64_t> addresses;
+  for (int launch = 0; launch < 2; ++launch) {
+    CAPTURE(launch);
+    CHECK(std::string(controls.launchKernel(launch)) == device.name);
+    REQUIRE(controls.parameterCount(launch) == errorWord + 1);
+    for (int i = 0; i < static_cast<int>(device.buffers.size()); ++i) {
+      auto address = controls.value<uint64_t>(launch, i);
+      CHECK(address != 0);
+      addresses.insert(address);
+    }
+    for (int i = 0; i < static_cast<int>(device.scalars.size()); ++i) {
+      const ir::ScalarParam &scalar = device.scalars[i];
+      int index = static_cast<int>(device.buffers.size()) + i;
+      CAPTURE(scalar.name);
+      CHECK(controls.parameter(launch, index).size() == scalarSize(scalar.type));
+      if (scalar.name == "N")
+        CHECK(controls.value<int64_t>(launch, index) == 10);
+      else if (scalar.name == "on")
+        CHECK(controls.value<uint8_t>(launch, index) == 1);
+      else if (scalar.name == "t")
+        CHECK(controls.value<int32_t>(launch, index) == launch);
+      else if (scalar.name == "big")
+        CHECK(controls.value<int64_t>(launch, index) == -7);
+      else if (scalar.name == "wide")
+        CHECK(controls.value<double>(launch, index) == 0.25);
+      else if (scalar.name == "s")
+        CHECK(controls.value<float>(launch, index) == 3.0f);
+      else
+        FAIL("unexpected kernel parameter " << scalar.name);
+    }
+    addresses.insert(controls.value<uint64_t>(launch, errorWord));
+  }
+  // Four arrays and the error word, each in its own allocation, the same in
+  // both launches.
+  CHECK(addresses.size() == device.buffers.size() + 1);
+  CHECK(device.buffers.size() == 4);
 }

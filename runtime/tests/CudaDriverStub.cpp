@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct CUctx_st {};
@@ -25,6 +27,7 @@ struct CUmod_st {
 };
 struct CUfunc_st {
   std::string name;
+  std::vector<size_t> parameterSizes; // bytes, in the order of the PTX's .param list
 };
 struct CUevent_st {
   uint64_t tick = 0;
@@ -39,6 +42,11 @@ struct StubState {
   CUcontext current = nullptr;
   uint64_t clock = 0; // advanced by each launch, read by events
   unsigned lastLaunch[7] = {};
+  // The name and parameter bytes of every launch since the last reset.
+  std::vector<std::pair<std::string, std::vector<std::vector<unsigned char>>>> launches;
+  // Written to the u32 that the next launch's last parameter points to (the
+  // device error word of loopc's kernels), then cleared; 0 writes nothing.
+  uint32_t errorWordOnNextLaunch = 0;
 };
 
 StubState &state() {
@@ -49,6 +57,41 @@ StubState &state() {
 CUresult injected(const char *entryPoint) {
   auto found = state().failures.find(entryPoint);
   return found == state().failures.end() ? CUDA_SUCCESS : found->second;
+}
+
+// The size of one `.param` declaration of a PTX entry: `.param .u32 name`,
+// `.param .align 8 .b8 name[16]`.
+size_t parameterSize(const std::string &declaration) {
+  if (size_t bracket = declaration.find('['); bracket != std::string::npos)
+    return std::strtoul(declaration.c_str() + bracket + 1, nullptr, 10);
+  std::istringstream words(declaration);
+  std::string word;
+  while (words >> word) {
+    if (word == ".param")
+      continue;
+    if (word == ".align") {
+      words >> word;
+      continue;
+    }
+    // The type: .u8, .s32, .f64, .b16, ...
+    return std::strtoul(word.c_str() + 2, nullptr, 10) / 8;
+  }
+  return 0;
+}
+
+// The parameter sizes of the entry `name` in `ptx`.
+std::vector<size_t> parameterSizes(const std::string &ptx, const std::string &name) {
+  std::vector<size_t> sizes;
+  size_t open = ptx.find(".entry " + name + "(");
+  size_t close = open == std::string::npos ? open : ptx.find(')', open);
+  if (close == std::string::npos)
+    return sizes;
+  std::string list = ptx.substr(open, close - open);
+  for (size_t at = list.find(".param"); at != std::string::npos; at = list.find(".param", at + 1)) {
+    size_t end = list.find_first_of(",\n", at);
+    sizes.push_back(parameterSize(list.substr(at, end == std::string::npos ? end : end - at)));
+  }
+  return sizes;
 }
 
 void copyLog(void *buffer, size_t capacity, const std::string &text) {
@@ -74,6 +117,8 @@ __attribute__((visibility("default"))) void loopcStubFail(const char *entryPoint
 __attribute__((visibility("default"))) void loopcStubReset() {
   state().failures.clear();
   state().deviceCount = 1;
+  state().launches.clear();
+  state().errorWordOnNextLaunch = 0;
 }
 __attribute__((visibility("default"))) void loopcStubSetDeviceCount(int count) {
   state().deviceCount = count;
@@ -81,6 +126,27 @@ __attribute__((visibility("default"))) void loopcStubSetDeviceCount(int count) {
 // grid x, y, z, block x, y, z, dynamic shared bytes of the last launch.
 __attribute__((visibility("default"))) const unsigned *loopcStubLastLaunch() {
   return state().lastLaunch;
+}
+// Launches recorded since the last reset.
+__attribute__((visibility("default"))) int loopcStubLaunchCount() {
+  return static_cast<int>(state().launches.size());
+}
+__attribute__((visibility("default"))) const char *loopcStubLaunchKernel(int launch) {
+  return state().launches.at(static_cast<size_t>(launch)).first.c_str();
+}
+__attribute__((visibility("default"))) int loopcStubLaunchParameterCount(int launch) {
+  return static_cast<int>(state().launches.at(static_cast<size_t>(launch)).second.size());
+}
+// The bytes of parameter `index` of launch `launch`; their count in *bytes.
+__attribute__((visibility("default"))) const unsigned char *
+loopcStubLaunchParameter(int launch, int index, size_t *bytes) {
+  const auto &value =
+      state().launches.at(static_cast<size_t>(launch)).second.at(static_cast<size_t>(index));
+  *bytes = value.size();
+  return value.data();
+}
+__attribute__((visibility("default"))) void loopcStubSetErrorWordOnNextLaunch(uint32_t value) {
+  state().errorWordOnNextLaunch = value;
 }
 
 } // extern "C"
@@ -297,7 +363,7 @@ CUresult CUDAAPI cuModuleUnload(CUmodule module) {
 CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
   if (module->ptx.find(std::string(".entry ") + name) == std::string::npos)
     return CUDA_ERROR_NOT_FOUND;
-  module->functions.push_back(new CUfunc_st{name});
+  module->functions.push_back(new CUfunc_st{name, parameterSizes(module->ptx, name)});
   *function = module->functions.back();
   return CUDA_SUCCESS;
 }
@@ -324,6 +390,17 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX, unsigne
     return CUDA_ERROR_INVALID_VALUE;
   const unsigned launch[7] = {gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes};
   std::memcpy(state().lastLaunch, launch, sizeof launch);
+  std::vector<std::vector<unsigned char>> values;
+  for (size_t i = 0; i < function->parameterSizes.size(); ++i) {
+    const auto *bytes = static_cast<const unsigned char *>(params[i]);
+    values.emplace_back(bytes, bytes + function->parameterSizes[i]);
+  }
+  if (uint32_t word = std::exchange(state().errorWordOnNextLaunch, 0); word && !values.empty()) {
+    CUdeviceptr errorWord = 0;
+    std::memcpy(&errorWord, values.back().data(), sizeof errorWord);
+    std::memcpy(reinterpret_cast<void *>(errorWord), &word, sizeof word);
+  }
+  state().launches.emplace_back(function->name, std::move(values));
   if (function->name == "loopc_fill_u32") {
     auto *out = reinterpret_cast<uint32_t *>(*static_cast<CUdeviceptr *>(params[0]));
     uint32_t value = *static_cast<uint32_t *>(params[1]);

@@ -284,12 +284,13 @@ private:
     return {};
   }
 
+  // Global temporaries, and the Register cells of kernel-level variables
+  // (`var s = alpha;` read by a later parfor as a scalar parameter), live in
+  // device memory, where the host program's loads and stores reach them.
   Status runAllocate(const ir::Allocate &allocate) {
     const BufferInfo &buffer = *allocate.buffer;
-    if (buffer.memory != MemorySpace::Global)
-      return makeError("GPU engine: a " + std::string(memorySpaceName(buffer.memory)) +
-                           " buffer in host code",
-                       buffer.declared);
+    if (buffer.memory == MemorySpace::Shared)
+      return makeError("GPU engine: a shared buffer in host code", buffer.declared);
     auto shape = evalAll(buffer.shape);
     if (!shape)
       return std::unexpected(shape.error());
