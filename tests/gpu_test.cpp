@@ -392,3 +392,44 @@ kernel abi(x: in f32[N], flags: in bool[N], y: out f32[N], marks: out bool[N],
   CHECK(addresses.size() == device.buffers.size() + 1);
   CHECK(device.buffers.size() == 4);
 }
+
+TEST_CASE("the GPU engine reports a device error and a kernel's failure at the parfor") {
+  std::string stub = stubDriverPath();
+  if (stub.empty()) {
+    MESSAGE("skipped: the stand-in driver libloopc_cuda_stub.so is not built");
+    return;
+  }
+  ScopedEnvironment driver("LOOPC_CUDA_DRIVER", stub);
+  auto engine = codegen::GpuEngine::create();
+  REQUIRE_MESSAGE(engine, (engine ? "" : engine.error().message));
+  StubDriver controls(stub);
+  auto loaded = test::loadText(R"(kernel divide(x: in i32[N], y: out i32[N], d: i32) {
+  parfor i in 0..N {
+    y[i] = x[i] / d;
+  }
+})");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+  ArgumentRequest request;
+  request.values = {{"N", "10"}, {"d", "0"}};
+  auto args = bindKernelArguments(kernel, request);
+  REQUIRE(args);
+
+  // The kernel would find d == 0 and record the division's site (id 1).
+  controls.setErrorWordOnNextLaunch(1);
+  auto divided = (*engine)->run(*loaded->program, kernel, *args);
+  REQUIRE(!divided);
+  CHECK(divided.error().message == "integer division by zero");
+  CHECK(divided.error().range.begin.line == 3);
+  REQUIRE(controls.launchCount() == 1);
+
+  // A fault the driver reports at the wait after the launch.
+  constexpr int kIllegalAddress = 700; // CUDA_ERROR_ILLEGAL_ADDRESS
+  controls.fail("cuCtxSynchronize", kIllegalAddress);
+  auto faulted = (*engine)->run(*loaded->program, kernel, *args);
+  REQUIRE(!faulted);
+  CHECK(faulted.error().message.find("cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS") !=
+        std::string::npos);
+  CHECK(faulted.error().message.find("divide_kernel0") != std::string::npos);
+  CHECK(faulted.error().range.begin.line == 2); // the parfor
+}

@@ -16,6 +16,7 @@
 
 #include <loopc/runtime.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -161,6 +162,9 @@ public:
   }
   // The device error word every launch passes last (DeviceErrors.h).
   void bindErrorWord(loopc_device_ptr address) { errorWord_ = address; }
+  // The parfor of the latest launch: where a kernel's asynchronous failure,
+  // found by a later wait, most likely comes from.
+  SourceRange lastLaunch() const { return lastLaunch_; }
 
   Status run(const StmtNode &stmt) {
     switch (stmt.kind) {
@@ -323,21 +327,35 @@ private:
       return std::unexpected(block.error());
     runtime::LaunchConfig config;
     config.kernelName = launch.kernel;
+    // CUDA's limits for every GPU since compute capability 3.0.
     static constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
+    static constexpr int64_t kBlockLimits[3] = {1024, 1024, 64};
+    static constexpr int64_t kThreadsPerBlock = 1024;
+    int64_t blockThreads = 1;
     for (int axis = 0; axis < 3; ++axis) {
       int64_t blocks = axis < static_cast<int>(grid->size()) ? (*grid)[axis] : 1;
       int64_t threads = axis < static_cast<int>(block->size()) ? (*block)[axis] : 1;
       if (blocks <= 0 || threads <= 0)
         return {}; // an empty iteration space launches nothing
-      if (blocks > kGridLimits[axis] || threads > 1024)
+      if (blocks > kGridLimits[axis] || threads > kBlockLimits[axis])
         return makeError("kernel '" + launch.kernel + "' needs a grid of " +
                              std::to_string(blocks) + " blocks of " + std::to_string(threads) +
                              " threads along axis " + "xyz"[axis] + ", beyond the GPU's limits",
                          launch.source);
       config.grid[axis] = static_cast<uint32_t>(blocks);
       config.block[axis] = static_cast<uint32_t>(threads);
+      blockThreads *= threads;
     }
     const KernelFunc &kernel = *info->second;
+    // The PTX's .maxntid (when the kernel has one) bounds the block too.
+    int64_t threadLimit = kernel.maxThreadsPerBlock > 0
+                              ? std::min<int64_t>(kernel.maxThreadsPerBlock, kThreadsPerBlock)
+                              : kThreadsPerBlock;
+    if (blockThreads > threadLimit)
+      return makeError("kernel '" + launch.kernel + "' needs blocks of " +
+                           std::to_string(blockThreads) + " threads, more than its limit of " +
+                           std::to_string(threadLimit),
+                       launch.source);
     // One 8-byte slot per parameter, each holding the value in its PTX type.
     std::vector<uint64_t> slots(launch.buffers.size() + launch.scalars.size() + 1, 0);
     slots.back() = errorWord_;
@@ -362,6 +380,7 @@ private:
       params.push_back(&slot);
     if (auto launched = runtime_.launch(function->second, config, params); !launched)
       return std::unexpected(runtimeError(launched.error(), launch.source));
+    lastLaunch_ = launch.source;
     return {};
   }
 
@@ -588,6 +607,7 @@ private:
   std::unordered_map<std::string, HostScalar> vars_;
   std::unordered_map<const BufferInfo *, loopc_device_ptr> buffers_;
   loopc_device_ptr errorWord_ = 0;
+  SourceRange lastLaunch_;
 };
 
 // The newest architecture LLVM 19 generates for that the device runs.
@@ -688,16 +708,19 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
     return std::unexpected(runtimeError(recorded.error(), kernel.range));
   if (auto status = host.run(*function.body); !status)
     return std::unexpected(status.error());
+  // A kernel's failure surfaces at the first wait after its launch; the
+  // runtime's message names the kernel, the range points at its parfor.
+  SourceRange waited = host.lastLaunch().valid() ? host.lastLaunch() : kernel.range;
   if (auto recorded = stop->record(); !recorded)
-    return std::unexpected(runtimeError(recorded.error(), kernel.range));
+    return std::unexpected(runtimeError(recorded.error(), waited));
   if (auto synchronized = runtime.synchronize(); !synchronized)
-    return std::unexpected(runtimeError(synchronized.error(), kernel.range));
+    return std::unexpected(runtimeError(synchronized.error(), waited));
   auto milliseconds = stop->elapsedSince(*start);
   if (!milliseconds)
-    return std::unexpected(runtimeError(milliseconds.error(), kernel.range));
+    return std::unexpected(runtimeError(milliseconds.error(), waited));
   uint32_t errorSite = 0;
   if (auto copied = errorWord->copyToHost(&errorSite, sizeof errorSite); !copied)
-    return std::unexpected(runtimeError(copied.error(), kernel.range));
+    return std::unexpected(runtimeError(copied.error(), waited));
   if (auto status = deviceErrorStatus(errorSite, code.errorSites); !status)
     return std::unexpected(status.error());
 
