@@ -10,6 +10,7 @@
 #include "codegen/Ptxas.h"
 #include "engine/Bindings.h"
 #include "interp/Interpreter.h"
+#include "ir/IRVisitor.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
 
@@ -195,6 +196,36 @@ TEST_CASE("a loop whose extent is the launch geometry is no loop on the GPU") {
   ir::Function function = pipeline(*loaded->program, *loaded->program->findKernel("matmul"));
   // Two block and two thread dimensions, all matching the launch.
   CHECK(codegen::launchGeometryLoops(function).size() == 4);
+  // Also where the extents are i32 (the launch widens them to i64).
+  auto narrow = test::loadText(R"(
+kernel narrow(n: i32, m: i32, v: in i32[R], w: out i32[R][C]) {
+  parfor i in 0..n, j in 0..m { w[i][j] = v[i] + i32(C); }
+})");
+  REQUIRE_MESSAGE(narrow->program, narrow->diagnostics);
+  ir::Function narrowFunction =
+      pipeline(*narrow->program, *narrow->program->modules.front()->kernels.front());
+  CHECK(codegen::launchGeometryLoops(narrowFunction).size() == 4);
+}
+
+TEST_CASE("a barrier inside a GPU thread loop that is not the block is an error, not a hang") {
+  auto loaded = test::loadFile(test::sourcePath("samples/dot.loop"));
+  REQUIRE(loaded->program);
+  ir::Function function = pipeline(*loaded->program, *loaded->program->findKernel("dot"));
+  REQUIRE(codegen::compileToPtx(function, "sm_80"));
+  // The same kernel launched with a block other than its thread loop's
+  // extent: the thread loop becomes strided, and its barriers uneven.
+  struct WidenBlocks : ir::IRMutator {
+    ir::Stmt visitLaunch(const ir::Launch &launch, const ir::Stmt &) override {
+      std::vector<ir::Expr> block = launch.block;
+      block[0] = ir::makeI64(512);
+      return std::make_shared<ir::Launch>(launch.kernel, launch.grid, block, launch.buffers,
+                                          launch.scalars, launch.source);
+    }
+  };
+  function.body = WidenBlocks().mutate(function.body);
+  auto ptx = codegen::compileToPtx(function, "sm_80");
+  REQUIRE(!ptx);
+  CHECK(ptx.error().message.find("a barrier inside GPU thread loop") != std::string::npos);
 }
 
 TEST_CASE("module files round-trip and reject what they are not") {

@@ -163,10 +163,18 @@ private:
     for (const ir::Launch *launch : launches_) {
       const std::vector<ir::Expr> &geometry = isBlock ? launch->grid : launch->block;
       if (geometry.size() <= static_cast<size_t>(loop.gpuDim) ||
-          !sameExpr(*geometry[loop.gpuDim], *loop.extent))
+          !sameExpr(withoutWidening(*geometry[loop.gpuDim]), *loop.extent))
         return false;
     }
     return true;
+  }
+
+  // extract_kernels widens an i32 extent to the i64 of launch geometry.
+  static const ExprNode &withoutWidening(const ExprNode &extent) {
+    if (extent.kind == ExprNode::Kind::Cast && extent.type == ScalarType::I64 &&
+        extent.as<Cast>()->operand->type == ScalarType::I32)
+      return *extent.as<Cast>()->operand;
+    return extent;
   }
 
   const std::vector<const ir::Launch *> &launches_;
@@ -361,7 +369,14 @@ void NvptxTarget::emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) {
     builder.CreateBr(after);
     builder.SetInsertPoint(after);
   } else {
-    // A strided loop over the grid (block): correct for any extent.
+    // A strided loop over the grid (block): correct for any extent. Each
+    // thread of a block runs a strided thread loop its own number of times,
+    // so a barrier inside one would be reached unevenly (a hang, or
+    // undefined behaviour); the block's threads agree on block loops.
+    if (!isBlock && containsBarrier(*loop.body))
+      emitter.fail("NVPTX code generation: a barrier inside GPU thread loop '" + loop.var +
+                       "', whose extent is not the block size of every launch of its kernel",
+                   loop.source);
     llvm::Value *stride = emitter.emitCast(
         builder.CreateZExt(readSpecialRegister(emitter, isBlock, true, loop.gpuDim),
                            builder.getInt64Ty()),
