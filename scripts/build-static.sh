@@ -6,6 +6,8 @@
 # needs and fails unless that is only the C library, libm, libz and libzstd
 # (plus the dynamic loader, and libpthread/libdl/librt where glibc still
 # splits them out). libcuda is opened at run time with dlopen, never linked.
+# libdevice.10.bc ($LOOPC_LIBDEVICE, else the CUDA toolkit's) is copied next to
+# the binary, where loopc looks first on a GPU machine without the toolkit.
 #
 # Extra arguments go to the CMake configure step. JOBS sets the build's
 # parallelism (default: all cores).
@@ -31,4 +33,10 @@ if [ -n "$unexpected" ]; then
   echo "error: $binary needs libraries the GPU machine may lack:" $unexpected >&2
   exit 1
 fi
-echo "ok: $binary needs only libc, libm, libz and libzstd; copy it with samples/ and bench/"
+libdevice=${LOOPC_LIBDEVICE:-/usr/local/cuda/nvvm/libdevice/libdevice.10.bc}
+if [ ! -f "$libdevice" ]; then
+  echo "error: no libdevice at $libdevice (set LOOPC_LIBDEVICE); GPU math needs it" >&2
+  exit 1
+fi
+cp "$libdevice" build-static/libdevice.10.bc
+echo "ok: $binary needs only libc, libm, libz and libzstd; carry it with build-static/libdevice.10.bc"
