@@ -359,3 +359,27 @@ TEST_CASE("the CPU runs consecutive threads as vector lanes inside a per-thread 
   REQUIRE(compiled.exitCode == 0);
   CHECK(compiled.output.find("fmul <") != std::string::npos);
 }
+
+TEST_CASE("a redomap's float combine is reassociated, a sequential for's is not") {
+  // mv's row sums vectorize with several partial sums only because the
+  // redomap leaves the order of combination open; the same sum written as a
+  // `for` loop is sequential and must stay in order.
+  auto compile = [](const std::string &path) {
+    auto compiled = loopc::test::runLoopc("compile " + path + " --emit llvm --target cpu");
+    REQUIRE(compiled.exitCode == 0);
+    return compiled.output;
+  };
+  CHECK(compile(loopc::test::sourcePath("samples/mv.loop")).find("fadd reassoc <") !=
+        std::string::npos);
+  loopc::test::TempDir directory;
+  std::string sequential = directory.file("sequential_sum.loop", R"(
+kernel sequential_sum(x: in f32[N], s: out f32) {
+  var acc: f32;
+  for k in 0..N {
+    acc += x[k];
+  }
+  s = acc;
+}
+)");
+  CHECK(compile(sequential).find("reassoc") == std::string::npos);
+}

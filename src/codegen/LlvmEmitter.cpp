@@ -496,7 +496,13 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
     SourceRange enclosing = errorRange_;
     if (store.source.valid())
       errorRange_ = store.source;
-    llvm::Value *value = toMemory(emitExpr(*store.value), store.buffer->element);
+    llvm::Value *combined = emitExpr(*store.value);
+    // The combine of a reduction may be reassociated across iterations, which
+    // lets LLVM keep several partial results (vector lanes) for a float sum.
+    if (store.isReductionStep && llvm::isa<llvm::FPMathOperator>(combined))
+      if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(combined))
+        instruction->setHasAllowReassoc(true);
+    llvm::Value *value = toMemory(combined, store.buffer->element);
     builder_.CreateStore(value, elementAddress(*store.buffer, store.indices, store.source));
     errorRange_ = enclosing;
     return;

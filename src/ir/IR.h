@@ -244,13 +244,18 @@ struct LetStmt : StmtNode {
 
 struct Store : StmtNode {
   static constexpr Kind kKind = Kind::Store;
-  Store(Buffer buffer, std::vector<Expr> indices, Expr value, SourceRange source = {})
+  Store(Buffer buffer, std::vector<Expr> indices, Expr value, SourceRange source = {},
+        bool isReductionStep = false)
       : StmtNode(kKind), buffer(std::move(buffer)), indices(std::move(indices)),
-        value(std::move(value)), source(source) {}
+        value(std::move(value)), source(source), isReductionStep(isReductionStep) {}
   const Buffer buffer;
   const std::vector<Expr> indices;
   const Expr value;
   const SourceRange source;
+  // `cell = combine(cell, value)` of a lowered reduction, whose order of
+  // combination is unspecified: code generation may reassociate the combine
+  // across the iterations around it (several partial sums, vector lanes).
+  const bool isReductionStep;
 };
 
 // Allocates `buffer` (in its memory space) for the duration of `body`. The

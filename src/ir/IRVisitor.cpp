@@ -271,7 +271,8 @@ Stmt IRMutator::visitStore(const Store &node, const Stmt &self) {
   Expr value = mutate(node.value);
   if (!changed && value == node.value)
     return self;
-  return std::make_shared<Store>(node.buffer, std::move(indices), std::move(value), node.source);
+  return std::make_shared<Store>(node.buffer, std::move(indices), std::move(value), node.source,
+                                 node.isReductionStep);
 }
 
 Stmt IRMutator::visitAllocate(const Allocate &node, const Stmt &self) {

@@ -63,6 +63,16 @@ Stmt store(const Buffer &buffer, std::vector<Expr> indices, Expr value) {
   return std::make_shared<Store>(buffer, std::move(indices), std::move(value));
 }
 
+// `cell = combine(cell, value)`, marked free to be reassociated (see
+// ir::Store) when the combine is one operation; a user's function is a whole
+// expression, whose own evaluation order must stay as written.
+Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
+  cell->isWritten = true;
+  return std::make_shared<Store>(cell, std::vector<Expr>{},
+                                 combine(op, load(cell), std::move(value)), SourceRange{},
+                                 /*isReductionStep=*/op.kind != ReduceOperator::Kind::User);
+}
+
 Buffer makeBuffer(std::string name, ScalarType element, std::vector<Expr> shape,
                   MemorySpace memory) {
   auto buffer = std::make_shared<BufferInfo>();
@@ -105,7 +115,7 @@ private:
   // value setup around it.
   static Stmt accumulateInto(const Reduce &reduce, const Stmt &valueSetup, size_t first,
                              const Buffer &cell) {
-    Stmt step = store(cell, {}, combine(reduce.op, load(cell), reduce.value));
+    Stmt step = reductionStep(reduce.op, cell, reduce.value);
     return serialLoops(reduce, first, appendAtTail(valueSetup, step));
   }
 
@@ -203,14 +213,12 @@ private:
         makeBinary(BinaryOpKind::Add, thread2,
                    makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar2), threads));
     Stmt gather = std::make_shared<Allocate>(
-        part2,
-        makeBlock(
-            {store(part2, {}, reduce.neutral),
-             std::make_shared<For>(
-                 stepVar2, makeI64(0), steps2, ForKind::Serial, 0,
-                 store(part2, {}, combine(reduce.op, load(part2), load(partials, {partialIndex}))),
-                 reduce.source),
-             store(tile2, {thread2}, load(part2))}));
+        part2, makeBlock({store(part2, {}, reduce.neutral),
+                          std::make_shared<For>(
+                              stepVar2, makeI64(0), steps2, ForKind::Serial, 0,
+                              reductionStep(reduce.op, part2, load(partials, {partialIndex})),
+                              reduce.source),
+                          store(tile2, {thread2}, load(part2))}));
     Expr result =
         combine(reduce.op, load(reduce.accumulator, reduce.indices), load(tile2, {makeI64(0)}));
     auto firstThread2Does = [&](Stmt stmt) {
