@@ -14,23 +14,9 @@
 
 using namespace loopc;
 using loopc::test::runLoopc;
+using loopc::test::TempDir;
 
 namespace {
-
-// A file in a fresh temporary directory, removed with it.
-struct TempDir {
-  std::filesystem::path path =
-      std::filesystem::temp_directory_path() /
-      ("loopc_cli_test_" + std::to_string(reinterpret_cast<uintptr_t>(this)));
-  TempDir() { std::filesystem::create_directories(path); }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string file(const std::string &name, const std::string &contents) const {
-    std::string full = (path / name).string();
-    std::ofstream(full, std::ios::binary) << contents;
-    return full;
-  }
-  std::string at(const std::string &name) const { return (path / name).string(); }
-};
 
 bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;

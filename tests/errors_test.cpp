@@ -16,15 +16,9 @@ namespace {
 
 // A .loop file in a fresh temporary directory, removed with it.
 struct TempProgram {
-  std::filesystem::path directory =
-      std::filesystem::temp_directory_path() /
-      ("loopc_errors_test_" + std::to_string(reinterpret_cast<uintptr_t>(this)));
-  std::string path = (directory / "program.loop").string();
-  explicit TempProgram(const std::string &text) {
-    std::filesystem::create_directories(directory);
-    std::ofstream(path) << text;
-  }
-  ~TempProgram() { std::filesystem::remove_all(directory); }
+  loopc::test::TempDir directory;
+  std::string path;
+  explicit TempProgram(const std::string &text) : path(directory.file("program.loop", text)) {}
 };
 
 constexpr const char *kDivide = "kernel divide(x: in i32[N], d: i32, q: out i32[N]) {\n"

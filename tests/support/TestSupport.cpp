@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -70,5 +71,27 @@ std::string readFile(const std::string &path) {
   text << in.rdbuf();
   return text.str();
 }
+
+TempDir::TempDir() {
+  // mkdtemp: unique among the test processes ctest runs side by side.
+  std::string pattern = (std::filesystem::temp_directory_path() / "loopc_test_XXXXXX").string();
+  REQUIRE_MESSAGE(mkdtemp(pattern.data()) != nullptr, "cannot create a directory like " << pattern);
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string TempDir::file(const std::string &name, const std::string &contents) const {
+  std::string full = at(name);
+  std::ofstream out(full, std::ios::binary);
+  out << contents;
+  REQUIRE_MESSAGE(out.good(), "cannot write " << full);
+  return full;
+}
+
+std::string TempDir::at(const std::string &name) const { return (path_ / name).string(); }
 
 } // namespace loopc::test

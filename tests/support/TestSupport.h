@@ -5,6 +5,7 @@
 #include "frontend/Ast.h"
 #include "support/Diagnostics.h"
 
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -37,5 +38,22 @@ std::unique_ptr<LoadedProgram> loadText(const std::string &text);
 
 // The contents of a file; fails the current test when it cannot be read.
 std::string readFile(const std::string &path);
+
+// A fresh temporary directory, removed with everything in it when destroyed.
+class TempDir {
+public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir &) = delete;
+  TempDir &operator=(const TempDir &) = delete;
+
+  // Writes `contents` to the file `name` in the directory; returns its path.
+  std::string file(const std::string &name, const std::string &contents) const;
+  // The path of `name` in the directory (nothing is created).
+  std::string at(const std::string &name) const;
+
+private:
+  std::filesystem::path path_;
+};
 
 } // namespace loopc::test
