@@ -276,6 +276,18 @@ kernel columns(A: in f32[M][N], s: out f32[N]) {
               {"N=0 M=0", "N=1 M=1", "N=7 M=3", "N=33 M=40", "N=257 M=5"});
 }
 
+TEST_CASE("array extents the kernel body never names still address rows") {
+  // extract_kernels must pass C to the kernel: w[i][j] is at i * C + j.
+  checkSource(R"(
+kernel corner(n: i32, v: in f32[R], w: out f32[R][C]) {
+  parfor i in 0..n, j in 0..n {
+    w[i][j] = v[i] * f32(j + 1);
+  }
+}
+)",
+              {"R=7 C=9 n=5", "R=1 C=1 n=1", "R=33 C=40 n=0", "R=40 C=33 n=33"});
+}
+
 TEST_CASE("steps in parfor, for and redomap ranges") {
   checkSource(R"(
 kernel strided(x: in f32[N], y: out f32[N], s: out f32, t: out f32) {

@@ -76,6 +76,10 @@ private:
       return;
     seenBuffers_.insert(buffer.get());
     buffers.push_back(buffer);
+    // Row-major addressing needs the extents, even those the body never
+    // names (`C` in w[i][j] of a w: [R][C]).
+    for (const Expr &extent : buffer->shape)
+      visit(extent);
   }
   std::set<std::string> bound_, seenScalars_;
   std::set<const BufferInfo *> allocated_, seenBuffers_;
