@@ -276,6 +276,38 @@ kernel columns(A: in f32[M][N], s: out f32[N]) {
               {"N=0 M=0", "N=1 M=1", "N=7 M=3", "N=33 M=40", "N=257 M=5"});
 }
 
+TEST_CASE("guards on thread indices: every comparison, both signs, nested, around loops") {
+  // On the CPU a guard affine in one thread index narrows the thread loop
+  // instead of testing each thread (CpuThreadNest.h); guards on two indices
+  // at once stay per-thread tests.
+  checkSource(R"(
+kernel edges(x: in f32[N], y: out f32[N]) {
+  parfor i in 0..N {
+    if (i >= 3 && N - i > 2) {
+      if (i <= N - 3 && 1 - i < 0 && 5 - i <= 1 && N - 4 - i >= 1) {
+        y[i] = x[i] * 2.0;
+      }
+    }
+  }
+}
+kernel lower_triangle(A: in f32[M][N], B: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    if (j <= i && 1 < j) {
+      B[i][j] = A[i][j] + 1.0;
+    }
+  }
+}
+kernel prefix(n: i32, x: in f32[N], y: out f32[N]) {
+  parfor i in 0..min(n, i32(N)) {
+    if (i > 0 && 2 * i < n) {
+      y[i] = redomap(+, 0.0, k in 0..i) x[k] * x[i - k];
+    }
+  }
+}
+)",
+              {"N=0 M=0 n=0", "N=1 M=1 n=1", "N=7 M=3 n=7", "N=33 M=40 n=30", "N=257 M=5 n=300"});
+}
+
 TEST_CASE("array extents the kernel body never names still address rows") {
   // extract_kernels must pass C to the kernel: w[i][j] is at i * C + j.
   checkSource(R"(

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -79,6 +81,53 @@ bool gathersAcrossThreads(const std::vector<passes::BufferAccess> &accesses,
   return false;
 }
 
+// Loops LLVM unrolls completely: constant trip counts whose nest runs at
+// most this many bodies. Left inside their thread they become straight-line
+// code in the thread loop, which then vectorizes across threads with the
+// accumulator in a register.
+constexpr int64_t kUnrolledBodies = 64;
+
+// The number of bodies `stmt` runs when every loop in it has a constant trip
+// count, else nothing.
+std::optional<int64_t> constantBodies(const StmtNode &stmt) {
+  auto inside = [](const ir::Stmt &child) -> std::optional<int64_t> {
+    return child ? constantBodies(*child) : std::optional<int64_t>(0);
+  };
+  switch (stmt.kind) {
+  case StmtNode::Kind::For: {
+    auto &loop = *stmt.as<For>();
+    auto *trips = loop.extent->as<IntImm>();
+    std::optional<int64_t> body = inside(loop.body);
+    if (!trips || !body)
+      return std::nullopt;
+    return std::max<int64_t>(trips->value, 0) * *body;
+  }
+  case StmtNode::Kind::IfThenElse: {
+    auto thenBodies = inside(stmt.as<IfThenElse>()->thenCase);
+    auto elseBodies = inside(stmt.as<IfThenElse>()->elseCase);
+    if (!thenBodies || !elseBodies)
+      return std::nullopt;
+    return *thenBodies + *elseBodies;
+  }
+  case StmtNode::Kind::LetStmt:
+    return inside(stmt.as<LetStmt>()->body);
+  case StmtNode::Kind::Allocate:
+    return inside(stmt.as<ir::Allocate>()->body);
+  case StmtNode::Kind::Block: {
+    int64_t total = 0;
+    for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts) {
+      std::optional<int64_t> bodies = inside(child);
+      if (!bodies)
+        return std::nullopt;
+      total += *bodies;
+    }
+    return total;
+  }
+  default:
+    return 1;
+  }
+}
+
 // The sequential loops that run with the thread loop inside them, outermost
 // first: a loop left inside its thread keeps the loops inside it there too.
 void chooseInterchangedLoops(const StmtNode &stmt,
@@ -93,7 +142,9 @@ void chooseInterchangedLoops(const StmtNode &stmt,
     auto &loop = *stmt.as<For>();
     bool sequential = loop.forKind == ForKind::Serial || loop.forKind == ForKind::Unrolled;
     if (sequential && !containsBarrier(*loop.body)) {
-      if (gathersAcrossThreads(accesses, loop.var, threadVar))
+      std::optional<int64_t> unrolled = constantBodies(loop);
+      if ((unrolled && *unrolled <= kUnrolledBodies) ||
+          gathersAcrossThreads(accesses, loop.var, threadVar))
         return;
       chosen.insert(&loop);
     }
@@ -128,12 +179,16 @@ public:
       : emitter_(emitter), builder_(emitter.builder()) {
     threadCount_ = builder_.getInt64(1);
     for (const ir::For *loop : nest) {
-      ThreadLoop thread{loop->var, loop->min->type, emitter.emitExpr(*loop->min),
-                        emitter.emitExpr(*loop->extent)};
+      llvm::Value *min = emitter.emitExpr(*loop->min);
+      llvm::Value *extent = emitter.emitExpr(*loop->extent);
+      ThreadLoop thread{
+          loop->var, loop->min->type, min, extent, min, builder_.CreateAdd(min, extent)};
       threadCount_ = builder_.CreateMul(
           threadCount_, emitter.emitCast(thread.extent, thread.type, ScalarType::I64));
       loops_.push_back(thread);
       varying_.insert(loop->var);
+      affine_.bindLoop(loop->var);
+      boundInNest_.insert(loop->var);
     }
     // Consecutive threads of the innermost loop become vector lanes.
     const ir::StmtNode &body = *nest.back()->body;
@@ -153,6 +208,19 @@ private:
     std::string var;
     ScalarType type;
     llvm::Value *min, *extent;
+    // The threads the code being emitted runs for: [min, min + extent)
+    // narrowed by the guards around it (see Clip).
+    llvm::Value *begin, *end;
+  };
+  // A guard that holds exactly for the threads whose `loop` variable is
+  // below `bound` (`isUpper`) or at least `bound`, an i64 expression of
+  // names bound outside the nest: `if (x < W)` with x = x.block * 32 +
+  // x.thread narrows x.thread to below W - x.block * 32. Narrowing the thread
+  // loop instead of testing each thread leaves a loop LLVM vectorizes.
+  struct Clip {
+    size_t loop;
+    bool isUpper;
+    ir::Expr bound;
   };
   struct PerThreadValue {
     std::string var;
@@ -176,17 +244,33 @@ private:
     case StmtNode::Kind::Barrier:
       needed = true;
       break;
-    case StmtNode::Kind::For:
-      needed = interchanged_.contains(stmt.as<For>());
-      visit(stmt.as<For>()->body);
+    case StmtNode::Kind::For: {
+      auto &loop = *stmt.as<For>();
+      needed = interchanged_.contains(&loop);
+      affine_.bindLoop(loop.var);
+      boundInNest_.insert(loop.var);
+      visit(loop.body);
+      affine_.unbind(loop.var);
       break;
-    case StmtNode::Kind::IfThenElse:
-      visit(stmt.as<IfThenElse>()->thenCase);
-      visit(stmt.as<IfThenElse>()->elseCase);
+    }
+    case StmtNode::Kind::IfThenElse: {
+      auto &branch = *stmt.as<IfThenElse>();
+      if (std::optional<std::vector<Clip>> clips = clipsOf(branch)) {
+        clips_[&branch] = std::move(*clips);
+        needed = true;
+      }
+      visit(branch.thenCase);
+      visit(branch.elseCase);
       break;
-    case StmtNode::Kind::LetStmt:
-      visit(stmt.as<LetStmt>()->body);
+    }
+    case StmtNode::Kind::LetStmt: {
+      auto &let = *stmt.as<LetStmt>();
+      affine_.bindLet(let.var, let.value);
+      boundInNest_.insert(let.var);
+      visit(let.body);
+      affine_.unbind(let.var);
       break;
+    }
     case StmtNode::Kind::Allocate:
       visit(stmt.as<ir::Allocate>()->body);
       break;
@@ -200,6 +284,77 @@ private:
     if (needed)
       split_.insert(&stmt);
     return needed;
+  }
+
+  // The clips equivalent to `branch`'s condition, when it has no else and
+  // its condition is a conjunction of comparisons each affine in one thread
+  // variable with coefficient 1 or -1.
+  std::optional<std::vector<Clip>> clipsOf(const IfThenElse &branch) const {
+    if (branch.elseCase)
+      return std::nullopt;
+    std::vector<ir::Expr> conjuncts{branch.cond};
+    std::vector<Clip> clips;
+    while (!conjuncts.empty()) {
+      ir::Expr cond = conjuncts.back();
+      conjuncts.pop_back();
+      auto *binary = cond->as<Binary>();
+      if (!binary)
+        return std::nullopt;
+      if (binary->op == BinaryOpKind::And) {
+        conjuncts.push_back(binary->lhs);
+        conjuncts.push_back(binary->rhs);
+        continue;
+      }
+      std::optional<Clip> clip = clipOf(*binary);
+      if (!clip)
+        return std::nullopt;
+      clips.push_back(*clip);
+    }
+    return clips;
+  }
+
+  std::optional<Clip> clipOf(const Binary &comparison) const {
+    BinaryOpKind op = comparison.op;
+    if ((op != BinaryOpKind::Lt && op != BinaryOpKind::Le && op != BinaryOpKind::Gt &&
+         op != BinaryOpKind::Ge) ||
+        !isInteger(comparison.lhs->type))
+      return std::nullopt;
+    // lhs - rhs = coefficient * thread + rest
+    passes::AffineIndex difference =
+        affine_.analyze(makeBinary(BinaryOpKind::Sub, comparison.lhs, comparison.rhs));
+    if (!difference.isAffine() || difference.coefficients.size() != 1)
+      return std::nullopt;
+    auto [var, coefficient] = *difference.coefficients.begin();
+    auto loop = std::ranges::find(loops_, var, &ThreadLoop::var);
+    if (loop == loops_.end() || (coefficient != 1 && coefficient != -1))
+      return std::nullopt;
+    ir::Expr rest = difference.rest ? difference.rest : makeI64(0);
+    MentionsVarying mentions(boundInNest_);
+    mentions.visit(rest);
+    if (mentions.found || mayFault(*rest))
+      return std::nullopt;
+    // With t the thread variable and c = coefficient: c * t + rest op 0.
+    // c = 1: t op -rest; c = -1: t (op mirrored) rest.
+    ir::Expr pivot = coefficient == 1 ? makeBinary(BinaryOpKind::Sub, makeI64(0), rest) : rest;
+    if (coefficient == -1)
+      op = op == BinaryOpKind::Lt   ? BinaryOpKind::Gt
+           : op == BinaryOpKind::Le ? BinaryOpKind::Ge
+           : op == BinaryOpKind::Gt ? BinaryOpKind::Lt
+                                    : BinaryOpKind::Le;
+    auto plusOne = [](ir::Expr value) {
+      return makeBinary(BinaryOpKind::Add, std::move(value), makeI64(1));
+    };
+    size_t index = static_cast<size_t>(loop - loops_.begin());
+    switch (op) {
+    case BinaryOpKind::Lt: // t < pivot
+      return Clip{index, true, pivot};
+    case BinaryOpKind::Le: // t < pivot + 1
+      return Clip{index, true, plusOne(pivot)};
+    case BinaryOpKind::Gt: // t >= pivot + 1
+      return Clip{index, false, plusOne(pivot)};
+    default: // t >= pivot
+      return Clip{index, false, pivot};
+    }
   }
 
   void split(const StmtNode &stmt) {
@@ -360,6 +515,21 @@ private:
       builder_.SetInsertPoint(join);
       return;
     }
+    if (auto clips = clips_.find(&branch); clips != clips_.end()) {
+      std::vector<ThreadLoop> unclipped = loops_;
+      for (const Clip &clip : clips->second) {
+        ThreadLoop &loop = loops_[clip.loop];
+        llvm::Value *bound =
+            emitter_.emitCast(emitter_.emitExpr(*clip.bound), ScalarType::I64, loop.type);
+        if (clip.isUpper)
+          loop.end = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, loop.end, bound);
+        else
+          loop.begin = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, loop.begin, bound);
+      }
+      split(*branch.thenCase);
+      loops_ = std::move(unclipped);
+      return;
+    }
     // Threads disagree: each side runs for the threads that take it.
     PerThread cond = perThread(*branch.cond);
     masks_.push_back(cond);
@@ -449,7 +619,8 @@ private:
       return;
     }
     const ThreadLoop &loop = loops_[depth];
-    emitter_.emitCountedLoop(loop.var, loop.min, loop.extent, [&](llvm::Value *var) {
+    llvm::Value *count = builder_.CreateSub(loop.end, loop.begin);
+    emitter_.emitCountedLoop(loop.var, loop.begin, count, [&](llvm::Value *var) {
       ScopedBindings inner(emitter_);
       inner.var(loop.var, var);
       llvm::Value *offset =
@@ -502,6 +673,11 @@ private:
   llvm::Value *threadCount_;
   std::vector<ThreadLoop> loops_;
   std::set<const For *> interchanged_;
+  std::map<const IfThenElse *, std::vector<Clip>> clips_;
+  // Affine forms over the thread variables (and the loops inside), looking
+  // through lets, while marking; with the names bound inside the nest.
+  passes::AffineScope affine_;
+  std::multiset<std::string> boundInNest_;
   std::set<const StmtNode *> split_;
   // Names bound inside the nest whose value differs between threads.
   std::multiset<std::string> varying_;

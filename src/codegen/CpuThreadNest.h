@@ -12,7 +12,11 @@
 //    iterations all active threads run come first, unguarded, then the rest
 //    under a per-thread guard. A loop along which an access is contiguous but
 //    which would gather across threads (a row walked by each thread) is left
-//    inside its thread, where it is already a stream.
+//    inside its thread, where it is already a stream, and so is a small
+//    loop of constant trip count, which LLVM unrolls into the thread's body;
+//  - a guard affine in one thread index (`if (x < W)` from map_to_gpu)
+//    narrows the range of that thread loop instead of testing each thread,
+//    so the loop that remains has no condition in it and vectorizes.
 // Values that cross from one thread loop to the next (lets, register buffers,
 // the conditions of ifs that enclose split code) live in per-thread arrays,
 // or are recomputed where that is cheap and cannot fault.
