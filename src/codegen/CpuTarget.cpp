@@ -220,24 +220,41 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
     grid.push_back(loop);
     inside = loop->body.get();
   }
-  std::vector<std::pair<llvm::Value *, llvm::Value *>> minAndExtent;
-  for (const ir::For *loop : grid)
-    minAndExtent.emplace_back(emitter.emitExprAs(*loop->min, ScalarType::I64),
-                              emitter.emitExprAs(*loop->extent, ScalarType::I64));
+  // The block's position along each grid dimension is decoded from
+  // blockBegin once, then advanced like an odometer: a division per block
+  // would cost as much as a small block's work.
+  std::vector<llvm::Value *> mins, extents, positions;
+  llvm::Value *rest = blockBegin;
+  for (size_t i = grid.size(); i-- > 0;) {
+    llvm::Value *extent = emitter.emitExprAs(*grid[i]->extent, ScalarType::I64);
+    llvm::Value *position =
+        emitter.createEntryAlloca(i64, builder.getInt64(1), grid[i]->var + ".position");
+    builder.CreateStore(builder.CreateSRem(rest, extent), position);
+    rest = builder.CreateSDiv(rest, extent);
+    mins.insert(mins.begin(), emitter.emitExprAs(*grid[i]->min, ScalarType::I64));
+    extents.insert(extents.begin(), extent);
+    positions.insert(positions.begin(), position);
+  }
   emitter.emitCountedLoop(
-      "block", blockBegin, builder.CreateSub(blockEnd, blockBegin), [&](llvm::Value *linear) {
-        ScopedBindings blockScope(emitter);
-        llvm::Value *rest = linear;
-        for (size_t i = grid.size(); i-- > 0;) {
-          auto [min, extent] = minAndExtent[i];
-          llvm::Value *index = builder.CreateSRem(rest, extent);
-          rest = builder.CreateSDiv(rest, extent);
-          llvm::Value *var =
-              emitter.emitCast(builder.CreateAdd(min, index), ScalarType::I64, grid[i]->min->type);
-          var->setName(grid[i]->var);
-          blockScope.var(grid[i]->var, var);
+      "block", blockBegin, builder.CreateSub(blockEnd, blockBegin), [&](llvm::Value *) {
+        {
+          ScopedBindings blockScope(emitter);
+          for (size_t i = 0; i < grid.size(); ++i) {
+            llvm::Value *index = builder.CreateAdd(mins[i], builder.CreateLoad(i64, positions[i]));
+            llvm::Value *var = emitter.emitCast(index, ScalarType::I64, grid[i]->min->type);
+            var->setName(grid[i]->var);
+            blockScope.var(grid[i]->var, var);
+          }
+          emitter.emitStmt(*inside);
         }
-        emitter.emitStmt(*inside);
+        llvm::Value *carry = builder.getTrue();
+        for (size_t i = grid.size(); i-- > 0;) {
+          llvm::Value *position = builder.CreateLoad(i64, positions[i]);
+          llvm::Value *next = builder.CreateAdd(position, builder.CreateZExt(carry, i64));
+          llvm::Value *wraps = builder.CreateICmpEQ(next, extents[i]);
+          builder.CreateStore(builder.CreateSelect(wraps, builder.getInt64(0), next), positions[i]);
+          carry = wraps;
+        }
       });
   builder.CreateRetVoid();
 }

@@ -197,7 +197,10 @@ public:
     markSplit(body);
   }
 
-  void emit(const ir::StmtNode &body) { split(body); }
+  // The per-thread arrays live as long as the nest (run once per block).
+  void emit(const ir::StmtNode &body) {
+    withStackScope([&] { split(body); });
+  }
 
 private:
   // A per-thread quantity: emits its value for the thread whose linear index
@@ -426,13 +429,11 @@ private:
         extent = emitter_.emitExpr(*loop.extent);
       }
       emitter_.emitCountedLoop(loop.var, min, extent, [&](llvm::Value *var) {
-        llvm::Value *stack = builder_.CreateStackSave();
-        {
+        withStackScope([&] {
           ScopedBindings scope(emitter_);
           scope.var(loop.var, var);
           split(*loop.body);
-        }
-        builder_.CreateStackRestore(stack);
+        });
       });
       return;
     }
@@ -472,19 +473,19 @@ private:
     varying_.insert(loop.var);
     auto runIterations = [&](llvm::Value *first, llvm::Value *count, bool guarded) {
       emitter_.emitCountedLoop(loop.var, first, count, [&](llvm::Value *iteration) {
-        llvm::Value *stack = builder_.CreateStackSave();
-        values_.push_back({loop.var, [this, minOf, iteration](llvm::Value *thread) {
-                             return builder_.CreateAdd(minOf(thread), iteration);
-                           }});
-        if (guarded)
-          masks_.push_back([this, tripsOf, iteration](llvm::Value *thread) {
-            return builder_.CreateICmpSLT(iteration, tripsOf(thread));
-          });
-        split(*loop.body);
-        if (guarded)
-          masks_.pop_back();
-        values_.pop_back();
-        builder_.CreateStackRestore(stack);
+        withStackScope([&] {
+          values_.push_back({loop.var, [this, minOf, iteration](llvm::Value *thread) {
+                               return builder_.CreateAdd(minOf(thread), iteration);
+                             }});
+          if (guarded)
+            masks_.push_back([this, tripsOf, iteration](llvm::Value *thread) {
+              return builder_.CreateICmpSLT(iteration, tripsOf(thread));
+            });
+          split(*loop.body);
+          if (guarded)
+            masks_.pop_back();
+          values_.pop_back();
+        });
       });
     };
     runIterations(zero, fewest, /*guarded=*/false);
@@ -579,12 +580,25 @@ private:
     llvm::Type *elementType = emitter_.memoryType(buffer.element);
     llvm::Value *total = builder_.CreateMul(count, threadCount_);
     llvm::Value *storage = builder_.CreateAlloca(elementType, total, buffer.name + ".per_thread");
+    ++stackAllocations_;
     builder_.CreateMemSet(storage, builder_.getInt8(0),
                           builder_.CreateMul(total, builder_.getInt64(scalarSize(buffer.element))),
                           llvm::MaybeAlign(scalarSize(buffer.element)));
     buffers_.push_back({&buffer, storage, count});
     split(*allocate.body);
     buffers_.pop_back();
+  }
+
+  // Runs `body` between a stack save and restore when it allocates
+  // per-thread arrays, so that loops around it reuse the same stack.
+  void withStackScope(const std::function<void()> &body) {
+    llvm::CallInst *save = builder_.CreateStackSave();
+    size_t allocationsBefore = stackAllocations_;
+    body();
+    if (stackAllocations_ == allocationsBefore)
+      save->eraseFromParent();
+    else
+      builder_.CreateStackRestore(save);
   }
 
   // `expr` per thread: recomputed where cheap, else evaluated once per
@@ -594,6 +608,7 @@ private:
       return [this, &expr](llvm::Value *) { return emitter_.emitExpr(expr); };
     llvm::Type *slotType = emitter_.memoryType(expr.type);
     llvm::Value *slots = builder_.CreateAlloca(slotType, threadCount_, "per_thread");
+    ++stackAllocations_;
     forEachThread([&](llvm::Value *thread) {
       llvm::Value *value = emitter_.toMemory(emitter_.emitExpr(expr), expr.type);
       builder_.CreateStore(value, builder_.CreateInBoundsGEP(slotType, slots, thread));
@@ -682,6 +697,7 @@ private:
   // Names bound inside the nest whose value differs between threads.
   std::multiset<std::string> varying_;
   std::vector<PerThreadValue> values_;
+  size_t stackAllocations_ = 0; // per-thread arrays made so far
   std::vector<PerThreadBuffer> buffers_;
   // Conditions a thread must meet to run the code being emitted.
   std::vector<PerThread> masks_;
@@ -690,11 +706,7 @@ private:
 } // namespace
 
 void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest) {
-  llvm::IRBuilder<> &builder = emitter.builder();
-  // The per-thread arrays live as long as this nest (run once per block).
-  llvm::Value *stack = builder.CreateStackSave();
   ThreadNestScheduler(emitter, nest).emit(*nest.back()->body);
-  builder.CreateStackRestore(stack);
 }
 
 } // namespace loopc::codegen
