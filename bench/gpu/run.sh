@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The whole GPU benchmark in one command, made for one call of the device tool
+# (10 minutes at most): runs the peers' script (bench/anchors/gpu_anchors.py:
+# torch, cuBLAS, cuDNN, Triton on this GPU) and then `loopc bench --json` on
+# each sample at the sizes the peers use, and prints a markdown table joining
+# the two (bench/gpu/report.py). Peer and loopc run in the same run, because
+# only same-run ratios count on a shared machine.
+#
+# Usage: bench/gpu/run.sh [LOOPC]   (default build-static/loopc; docs/gpu.md)
+# Environment:
+#   OUT            also write everything (table.md, anchors.jsonl, the raw logs,
+#                  loopc.tsv) to $OUT/bench-gpu/; the device tool returns $OUT
+#   LOOPC_COMMIT   the commit LOOPC was built from (the device's copy of the
+#                  checkout has no .git); default: git HEAD here, else unknown
+#   DEVICE=gpu     loopc's --device; DEVICE=cpu with SMOKE=1 exercises the
+#                  script on a machine without a GPU
+#   SMOKE=1        the same cases at small sizes (ratios are then left out)
+#   REPS           timed runs per case (default 10; 2 with SMOKE=1)
+#   ANCHORS        the peers' script (default bench/anchors/gpu_anchors.py);
+#                  run with a time limit of ANCHORS_TIMEOUT seconds (240)
+#   ANCHORS_JSONL  use this stored peer run instead of running the script
+#   DEADLINE       seconds after the start past which no further loopc case is
+#                  started (default 540); CASE_TIMEOUT caps each case (120)
+set -uo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+loopc=${1:-$root/build-static/loopc}
+device=${DEVICE:-gpu}
+smoke=${SMOKE:-0}
+if [[ $smoke == 1 ]]; then reps=${REPS:-2}; else reps=${REPS:-10}; fi
+anchors_script=${ANCHORS:-$root/bench/anchors/gpu_anchors.py}
+anchors_timeout=${ANCHORS_TIMEOUT:-240}
+deadline=${DEADLINE:-540}
+case_timeout=${CASE_TIMEOUT:-120}
+start=$SECONDS
+
+if [[ ! -x $loopc ]]; then
+  echo "run.sh: no loopc binary at $loopc (scripts/build-static.sh builds it; pass its path)" >&2
+  exit 2
+fi
+if [[ -n ${OUT:-} ]]; then
+  results=$OUT/bench-gpu
+  mkdir -p "$results"
+else
+  results=$(mktemp -d)
+  trap 'rm -rf "$results"' EXIT
+fi
+
+# name | sample | kernel | --set values | --set values with SMOKE=1 | peer
+# The peer names a family in report.py, which finds the peer's figure for the
+# case's sizes in the anchors' output. Full sizes: the anchors' sizes (2^28 =
+# 268435456 elements, 1 GiB per f32 array; at most 3 GiB per case).
+cases=(
+  "dot|dot|dot|N=268435456|N=100003|torch_dot"
+  "sum_and_max|sum_max|sum_and_max|N=268435456|N=100003|torch_sum_amax"
+  "reverse|reverse|reverse|N=268435456|N=100003|torch_flip"
+  "transpose|transpose|transpose|M=8192 N=8192|M=301 N=257|torch_transpose"
+  "mv|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv"
+  "mv_transposed|mv_transposed|mv_transposed|M=16384 N=16384|M=301 N=257|cublas_tmv"
+  "softmax|softmax|softmax|R=8192 C=8192|R=67 C=1001|torch_softmax"
+  "jacobi2d|jacobi2d|jacobi2d|N=8192 steps=1|N=301 steps=1|torch_jacobi"
+  "matmul|matmul|matmul|M=1000 N=1000 K=1000|M=33 N=33 K=33|cublas_sgemm"
+  "matmul|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm"
+  "matmul|matmul|matmul|M=4096 N=4096 K=4096|M=97 N=97 K=97|cublas_sgemm,triton_sgemm"
+  "conv2d_5x5|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1"
+  "conv2d_11x11|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1"
+  "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64"
+  "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=5|Ic=4 Oc=4 H=35 W=35 K=5|cudnn_conv64"
+  "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=3|Ic=4 Oc=4 H=67 W=67 K=3|cudnn_conv64"
+  "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=5|Ic=4 Oc=4 H=67 W=67 K=5|cudnn_conv64"
+  "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=2048 W=2048 K=5|Ic=4 Oc=4 H=99 W=99 K=5|cudnn_conv64"
+)
+
+if [[ -n ${LOOPC_COMMIT:-} ]]; then
+  commit=$LOOPC_COMMIT
+elif commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null); then
+  git -C "$root" diff --quiet HEAD -- src runtime || commit+=" (src modified)"
+else
+  commit=unknown
+fi
+if [[ $device == gpu ]] && command -v nvidia-smi >/dev/null; then
+  device_name=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1)
+  device_name="${device_name%%,*} (driver${device_name#*,})"
+else
+  device_name="$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) cores"
+fi
+
+# 1. The peers, first, so that a slow loopc case cannot crowd them out.
+anchors_source=
+if [[ -n ${ANCHORS_JSONL:-} ]]; then
+  cp "$ANCHORS_JSONL" "$results/anchors.jsonl"
+  anchors_source="stored run $(basename "$ANCHORS_JSONL") (not this run)"
+elif [[ $device != gpu ]]; then
+  : >"$results/anchors.jsonl"
+  anchors_source="none (DEVICE=$device; set ANCHORS_JSONL to join a stored run)"
+elif [[ ! -f $anchors_script ]]; then
+  : >"$results/anchors.jsonl"
+  anchors_source="none ($anchors_script missing: copy /work/shared/anchors to bench/anchors and carry it)"
+  echo "run.sh: $anchors_script not found; the table will have no peer figures" >&2
+else
+  echo "run.sh: running $anchors_script (limit ${anchors_timeout}s)" >&2
+  anchors_start=$SECONDS
+  timeout -k 10 "$anchors_timeout" python3 "$anchors_script" >"$results/anchors.log" 2>&1
+  anchors_status=$?
+  # The script also prints a SUMMARY of Python reprs; keep the JSON lines.
+  grep '^{"' "$results/anchors.log" >"$results/anchors.jsonl"
+  anchors_source="gpu_anchors.py in this run ($((SECONDS - anchors_start)) s, exit $anchors_status)"
+  echo "run.sh: anchors: $anchors_source" >&2
+fi
+
+# 2. loopc, one case at a time; a line per case in loopc.tsv for report.py:
+# name, sample:kernel, sets, peer, status, wall seconds, loopc's JSON or error.
+tsv=$results/loopc.tsv
+: >"$tsv"
+: >"$results/loopc.log"
+for entry in "${cases[@]}"; do
+  IFS='|' read -r name sample kernel full_values smoke_values peer <<<"$entry"
+  values=$full_values
+  [[ $smoke == 1 ]] && values=$smoke_values
+  set_args=()
+  for value in $values; do set_args+=(--set "$value"); done
+
+  remaining=$((deadline - (SECONDS - start)))
+  limit=$((remaining < case_timeout ? remaining : case_timeout))
+  case_start=$SECONDS
+  if ((limit < 5)); then
+    status=skipped
+    payload="not started: past the ${deadline}s deadline"
+  else
+    command=("$loopc" bench "samples/$sample.loop" --kernel "$kernel" --device "$device"
+      --repeat "$reps" --json "${set_args[@]}")
+    echo "run.sh: ${command[*]}" >&2
+    output=$(cd "$root" && timeout -k 5 "$limit" "${command[@]}" 2>"$results/case.err")
+    code=$?
+    { echo "== ${command[*]} (exit $code)"; cat "$results/case.err"; } >>"$results/loopc.log"
+    if ((code == 0)) && [[ $output == '{'* ]]; then
+      status=ok
+      payload=$output
+    elif ((code == 124 || code == 137)); then
+      status=timeout
+      payload="stopped after ${limit}s"
+    else
+      status=failed
+      payload=$(grep -v '^[[:space:]]*$' "$results/case.err" | tail -n1)
+      payload=${payload:-exit $code}
+    fi
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$sample:$kernel" "$values" "$peer" "$status" \
+    "$((SECONDS - case_start))" "${payload//$'\t'/ }" >>"$tsv"
+done
+rm -f "$results/case.err"
+
+# 3. The table.
+python3 "$root/bench/gpu/report.py" --loopc "$tsv" --anchors "$results/anchors.jsonl" \
+  --device-name "$device_name" --commit "$commit" --date "$(date -u +%Y-%m-%d)" \
+  --anchors-source "$anchors_source" --repeat "$reps" --total-seconds "$((SECONDS - start))" |
+  tee "$results/table.md"
