@@ -128,47 +128,32 @@ std::optional<int64_t> constantBodies(const StmtNode &stmt) {
   }
 }
 
-// The sequential loops that run with the thread loop inside them, outermost
-// first: a loop left inside its thread keeps the loops inside it there too.
-void chooseInterchangedLoops(const StmtNode &stmt,
-                             const std::vector<passes::BufferAccess> &accesses,
-                             const std::string &threadVar, std::set<const For *> &chosen) {
-  auto recurse = [&](const ir::Stmt &child) {
-    if (child)
-      chooseInterchangedLoops(*child, accesses, threadVar, chosen);
-  };
-  switch (stmt.kind) {
-  case StmtNode::Kind::For: {
-    auto &loop = *stmt.as<For>();
+// Chooses the sequential loops that run with the thread loop inside them,
+// outermost first: a loop left inside its thread keeps the loops inside it
+// there too.
+class InterchangeChoice : public IRVisitor {
+public:
+  InterchangeChoice(const std::vector<passes::BufferAccess> &accesses, std::string threadVar)
+      : accesses_(accesses), threadVar_(std::move(threadVar)) {}
+  std::set<const For *> chosen;
+
+protected:
+  void visitFor(const For &loop) override {
     bool sequential = loop.forKind == ForKind::Serial || loop.forKind == ForKind::Unrolled;
     if (sequential && !containsBarrier(*loop.body)) {
       std::optional<int64_t> unrolled = constantBodies(loop);
       if ((unrolled && *unrolled <= kUnrolledBodies) ||
-          gathersAcrossThreads(accesses, loop.var, threadVar))
+          gathersAcrossThreads(accesses_, loop.var, threadVar_))
         return;
       chosen.insert(&loop);
     }
-    recurse(loop.body);
-    return;
+    visit(loop.body);
   }
-  case StmtNode::Kind::IfThenElse:
-    recurse(stmt.as<IfThenElse>()->thenCase);
-    recurse(stmt.as<IfThenElse>()->elseCase);
-    return;
-  case StmtNode::Kind::LetStmt:
-    recurse(stmt.as<LetStmt>()->body);
-    return;
-  case StmtNode::Kind::Allocate:
-    recurse(stmt.as<ir::Allocate>()->body);
-    return;
-  case StmtNode::Kind::Block:
-    for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
-      recurse(child);
-    return;
-  default:
-    return;
-  }
-}
+
+private:
+  const std::vector<passes::BufferAccess> &accesses_;
+  std::string threadVar_;
+};
 
 // Emits one thread nest: statements that need no splitting run inside one
 // thread loop; barriers, chosen loops and the statements around them are
@@ -193,7 +178,9 @@ public:
     // Consecutive threads of the innermost loop become vector lanes.
     const ir::StmtNode &body = *nest.back()->body;
     auto accesses = passes::collectAccesses(ir::Stmt(ir::Stmt(), nest.front()));
-    chooseInterchangedLoops(body, accesses, nest.back()->var, interchanged_);
+    InterchangeChoice choice(accesses, nest.back()->var);
+    choice.visit(nest.back()->body);
+    interchanged_ = std::move(choice.chosen);
     markSplit(body);
   }
 
