@@ -108,7 +108,7 @@ def cudnn_single_channel(anchors, sizes, kernel):
     row = anchors.find(kind="conv", impl="cuDNN fp32 single channel (valid)", hw=8192, k=filter_size)
     if row is None:
         return [PeerFigure(label, "-", note=f"peer not measured for {filter_size}x{filter_size}")]
-    figure = f"{row['gflops']:.0f} GFLOP/s"
+    figure = rate_text(row["gflops"], COMPUTE)
     if hw != 8192 or sizes.get("W") != 8192:
         return [PeerFigure(label, figure, note="peer at H = W = 8192")]
     out = 8192 - filter_size + 1
