@@ -7,6 +7,8 @@
 # only same-run ratios count on a shared machine.
 #
 # Usage: bench/gpu/run.sh [LOOPC]   (default build-static/loopc; docs/gpu.md)
+# Exits 1 when a loopc case failed, timed out or was skipped (the table still
+# has its row), 2 when LOOPC is missing.
 # Environment:
 #   OUT            also write everything (table.md, anchors.jsonl, the raw logs,
 #                  loopc.tsv) to $OUT/bench-gpu/; the device tool returns $OUT
@@ -38,6 +40,7 @@ if [[ ! -x $loopc ]]; then
   echo "run.sh: no loopc binary at $loopc (scripts/build-static.sh builds it; pass its path)" >&2
   exit 2
 fi
+loopc=$(realpath "$loopc")
 if [[ -n ${OUT:-} ]]; then
   results=$OUT/bench-gpu
   mkdir -p "$results"
@@ -104,7 +107,7 @@ else
   anchors_status=$?
   # The script also prints a SUMMARY of Python reprs; keep the JSON lines.
   grep '^{"' "$results/anchors.log" >"$results/anchors.jsonl"
-  anchors_source="gpu_anchors.py in this run ($((SECONDS - anchors_start)) s, exit $anchors_status)"
+  anchors_source="$(basename "$anchors_script") in this run ($((SECONDS - anchors_start)) s, exit $anchors_status)"
   echo "run.sh: anchors: $anchors_source" >&2
 fi
 
@@ -155,3 +158,6 @@ python3 "$root/bench/gpu/report.py" --loopc "$tsv" --anchors "$results/anchors.j
   --device-name "$device_name" --commit "$commit" --date "$(date -u +%Y-%m-%d)" \
   --anchors-source "$anchors_source" --repeat "$reps" --total-seconds "$((SECONDS - start))" |
   tee "$results/table.md"
+report_status=${PIPESTATUS[0]}
+((report_status == 0)) || exit "$report_status"
+! cut -f5 "$tsv" | grep -qv '^ok$'
