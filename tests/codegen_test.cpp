@@ -6,6 +6,7 @@
 // as vector lanes inside per-thread loops.
 #include "codegen/CpuEngine.h"
 #include "codegen/CpuJit.h"
+#include "codegen/CpuThreadNest.h"
 #include "codegen/CpuThreadPool.h"
 #include "ir/IR.h"
 #include "ir/Lower.h"
@@ -382,4 +383,35 @@ kernel sequential_sum(x: in f32[N], s: out f32) {
 }
 )");
   CHECK(compile(sequential).find("reassoc") == std::string::npos);
+}
+
+TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the others") {
+  // A row sweep needs independent threads, no loop in a thread and every
+  // access streaming along x (CpuThreadNest.h). Per kernel: its rows,
+  // slowest first, then the x block and thread loops; "" for block order.
+  auto sweeps = [](const std::string &sample) {
+    auto loaded = loopc::test::loadFile(loopc::test::sourcePath("samples/" + sample + ".loop"));
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
+    Function function = loopc::passes::runPipeline(lowerKernel(*loaded->program, kernel));
+    std::vector<std::string> perKernel;
+    for (const KernelFunc &compiled : function.kernels) {
+      std::string described;
+      if (auto sweep = loopc::codegen::rowSweepOf(compiled)) {
+        for (const For *row : sweep->rows)
+          described += row->var + " ";
+        described += "| " + sweep->xBlock->var + " " + sweep->xThread->var;
+      }
+      perKernel.push_back(described);
+    }
+    return perKernel;
+  };
+  using Kernels = std::vector<std::string>;
+  // The stencil, then the copy back.
+  CHECK(sweeps("jacobi2d") == Kernels{"i.block i.thread | j.block j.thread",
+                                      "i_2.block i_2.thread | j_2.block j_2.thread"});
+  CHECK(sweeps("conv2d_5x5") == Kernels{""}); // a window loop in each thread
+  CHECK(sweeps("matmul") == Kernels{""});     // for k in each thread
+  CHECK(sweeps("transpose") == Kernels{""});  // B[j][i]: strided along x
+  CHECK(sweeps("dot") == Kernels{"", ""});    // 1-D grids and barriers
 }

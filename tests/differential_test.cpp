@@ -308,6 +308,30 @@ kernel prefix(n: i32, x: in f32[N], y: out f32[N]) {
               {"N=0 M=0 n=0", "N=1 M=1 n=1", "N=7 M=3 n=7", "N=33 M=40 n=30", "N=257 M=5 n=300"});
 }
 
+TEST_CASE("loop-free kernels in 2-D and 3-D, swept by rows on the CPU") {
+  // CpuThreadNest.h's row sweeps: rows over the z and y blocks and threads,
+  // guards on y decided per row, on x narrowing the sweep, a branch the
+  // threads of a row disagree on.
+  checkSource(R"(
+kernel volume(A: in f32[D][M][N], B: out f32[D][M][N]) {
+  parfor k in 0..D, i in 0..M, j in 0..N {
+    B[k][i][j] = A[k][i][j] * 2.0 + f32(k - i);
+  }
+}
+kernel smooth(A: in f32[M][N], B: out f32[M][N]) {
+  parfor i in 1..M - 1, j in 1..N - 1 {
+    if (i % 2 == 0 && j < N - 2) {
+      B[i][j] = A[i - 1][j] + A[i + 1][j];
+    } else {
+      B[i][j] = A[i][j - 1] - A[i][j + 1];
+    }
+  }
+}
+)",
+              {"D=0 M=0 N=0", "D=1 M=1 N=1", "D=3 M=7 N=9", "D=2 M=33 N=40", "D=5 M=9 N=257",
+               "D=9 M=257 N=3"});
+}
+
 TEST_CASE("array extents the kernel body never names still address rows") {
   // extract_kernels must pass C to the kernel: w[i][j] is at i * C + j.
   checkSource(R"(

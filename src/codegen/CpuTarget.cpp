@@ -115,14 +115,22 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
     builder.CreateStore(emitter.toMemory(emitter.emitExpr(scalar), scalar.type),
                         builder.CreateConstInBoundsGEP1_64(builder.getInt64Ty(), scalars, i));
   }
-  llvm::Value *blockCount = builder.getInt64(1);
-  for (const ir::Expr &extent : launch.grid)
-    blockCount = builder.CreateMul(blockCount, emitter.emitExprAs(*extent, ScalarType::I64));
+  // The units of parallel work: blocks, or rows of a row sweep (every
+  // block and thread index but x).
+  llvm::Value *unitCount = builder.getInt64(1);
+  bool sweeps = rowSweeps_.contains(launch.kernel);
+  for (size_t dim = sweeps ? 1 : 0; dim < launch.grid.size(); ++dim) {
+    unitCount =
+        builder.CreateMul(unitCount, emitter.emitExprAs(*launch.grid[dim], ScalarType::I64));
+    if (sweeps)
+      unitCount =
+          builder.CreateMul(unitCount, emitter.emitExprAs(*launch.block[dim], ScalarType::I64));
+  }
   auto *ptr = builder.getPtrTy();
   llvm::FunctionCallee parallelFor = emitter.module().getOrInsertFunction(
       "loopc_cpu_parallel_for",
       llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty()}, false));
-  builder.CreateCall(parallelFor, {worker, buffers, scalars, blockCount});
+  builder.CreateCall(parallelFor, {worker, buffers, scalars, unitCount});
 }
 
 namespace {
@@ -162,7 +170,7 @@ void emitEntry(LlvmEmitter &emitter, const ir::Function &function) {
 // The worker unpacks its arguments and calls the body function, whose buffer
 // parameters are noalias (distinct arrays): after inlining, LLVM keeps that as
 // alias scopes, which lets it vectorize without run-time overlap checks.
-void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
+void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *sweep) {
   llvm::LLVMContext &context = emitter.context();
   llvm::IRBuilder<> &builder = emitter.builder();
   auto *ptr = builder.getPtrTy();
@@ -207,11 +215,12 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
     arg->setName(kernel.scalars[i].name);
     scope.var(kernel.scalars[i].name, arg);
   }
-  llvm::Value *blockBegin = body->getArg(static_cast<unsigned>(body->arg_size() - 2));
-  llvm::Value *blockEnd = body->getArg(static_cast<unsigned>(body->arg_size() - 1));
+  llvm::Value *unitBegin = body->getArg(static_cast<unsigned>(body->arg_size() - 2));
+  llvm::Value *unitEnd = body->getArg(static_cast<unsigned>(body->arg_size() - 1));
 
-  // The outermost GpuBlock nest is the grid: linear block b runs the nest's
-  // iteration whose innermost block variable varies fastest.
+  // The units of parallel work are the iterations of `units`, the outermost
+  // GpuBlock nest (the grid) or a row sweep's rows: linear unit u is the
+  // iteration whose innermost loop varies fastest.
   std::vector<const ir::For *> grid;
   const ir::StmtNode *inside = kernel.body.get();
   while (auto *loop = inside->as<ir::For>()) {
@@ -220,35 +229,49 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
     grid.push_back(loop);
     inside = loop->body.get();
   }
-  // The block's position along each grid dimension is decoded from
-  // blockBegin once, then advanced like an odometer: a division per block
-  // would cost as much as a small block's work.
+  const std::vector<const ir::For *> &units = sweep ? sweep->rows : grid;
+  auto emitUnit = [&] {
+    if (!sweep) {
+      emitter.emitStmt(*inside);
+      return;
+    }
+    const ir::For &xBlock = *sweep->xBlock;
+    emitter.emitCountedLoop(xBlock.var, emitter.emitExpr(*xBlock.min),
+                            emitter.emitExpr(*xBlock.extent), [&](llvm::Value *var) {
+                              ScopedBindings scope(emitter);
+                              scope.var(xBlock.var, var);
+                              emitCpuThreadNest(emitter, {sweep->xThread});
+                            });
+  };
+  // The unit's position along each loop is decoded from unitBegin once,
+  // then advanced like an odometer: a division per unit would cost as much
+  // as a small block's work.
   std::vector<llvm::Value *> mins, extents, positions;
-  llvm::Value *rest = blockBegin;
-  for (size_t i = grid.size(); i-- > 0;) {
-    llvm::Value *extent = emitter.emitExprAs(*grid[i]->extent, ScalarType::I64);
+  llvm::Value *rest = unitBegin;
+  for (size_t i = units.size(); i-- > 0;) {
+    llvm::Value *extent = emitter.emitExprAs(*units[i]->extent, ScalarType::I64);
     llvm::Value *position =
-        emitter.createEntryAlloca(i64, builder.getInt64(1), grid[i]->var + ".position");
+        emitter.createEntryAlloca(i64, builder.getInt64(1), units[i]->var + ".position");
     builder.CreateStore(builder.CreateSRem(rest, extent), position);
     rest = builder.CreateSDiv(rest, extent);
-    mins.insert(mins.begin(), emitter.emitExprAs(*grid[i]->min, ScalarType::I64));
+    mins.insert(mins.begin(), emitter.emitExprAs(*units[i]->min, ScalarType::I64));
     extents.insert(extents.begin(), extent);
     positions.insert(positions.begin(), position);
   }
   emitter.emitCountedLoop(
-      "block", blockBegin, builder.CreateSub(blockEnd, blockBegin), [&](llvm::Value *) {
+      "unit", unitBegin, builder.CreateSub(unitEnd, unitBegin), [&](llvm::Value *) {
         {
           ScopedBindings blockScope(emitter);
-          for (size_t i = 0; i < grid.size(); ++i) {
+          for (size_t i = 0; i < units.size(); ++i) {
             llvm::Value *index = builder.CreateAdd(mins[i], builder.CreateLoad(i64, positions[i]));
-            llvm::Value *var = emitter.emitCast(index, ScalarType::I64, grid[i]->min->type);
-            var->setName(grid[i]->var);
-            blockScope.var(grid[i]->var, var);
+            llvm::Value *var = emitter.emitCast(index, ScalarType::I64, units[i]->min->type);
+            var->setName(units[i]->var);
+            blockScope.var(units[i]->var, var);
           }
-          emitter.emitStmt(*inside);
+          emitUnit();
         }
         llvm::Value *carry = builder.getTrue();
-        for (size_t i = grid.size(); i-- > 0;) {
+        for (size_t i = units.size(); i-- > 0;) {
           llvm::Value *position = builder.CreateLoad(i64, positions[i]);
           llvm::Value *next = builder.CreateAdd(position, builder.CreateZExt(carry, i64));
           llvm::Value *wraps = builder.CreateICmpEQ(next, extents[i]);
@@ -264,7 +287,11 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
 Expected<std::unique_ptr<llvm::Module>>
 emitCpuModule(const ir::Function &function, llvm::LLVMContext &context, DeviceErrorSites *sites) {
   auto module = std::make_unique<llvm::Module>(function.name, context);
-  CpuTarget target;
+  std::map<std::string, RowSweep> rowSweeps;
+  for (const KernelFunc &kernel : function.kernels)
+    if (std::optional<RowSweep> sweep = rowSweepOf(kernel))
+      rowSweeps.emplace(kernel.name, *sweep);
+  CpuTarget target(rowSweeps);
   LlvmEmitter emitter(*module, target);
   for (const KernelFunc &kernel : function.kernels)
     llvm::Function::Create(workerType(context), llvm::Function::ExternalLinkage,
@@ -277,7 +304,8 @@ emitCpuModule(const ir::Function &function, llvm::LLVMContext &context, DeviceEr
   emitEntry(emitter, function);
   for (const KernelFunc &kernel : function.kernels) {
     emitter.setDeviceErrorWord(errorWord, kernel.source);
-    emitKernel(emitter, kernel);
+    auto sweep = rowSweeps.find(kernel.name);
+    emitKernel(emitter, kernel, sweep == rowSweeps.end() ? nullptr : &sweep->second);
   }
   if (auto finished = emitter.finish("CPU code generation", function.source, sites); !finished)
     return std::unexpected(finished.error());

@@ -3,8 +3,10 @@
 //    to Function::buffers[i], scalars is one 8-byte slot per
 //    Function::scalars[i] holding the value in its own type (bool as a byte);
 //  - per kernel, a worker `loopc.kernel.<name>(ptr buffers, ptr scalars,
-//    i64 blockBegin, i64 blockEnd)` running a range of the linearized
-//    GpuBlock grid; a Launch hands it to the thread pool (CpuThreadPool.h).
+//    i64 unitBegin, i64 unitEnd)` running a range of units of parallel work,
+//    the blocks of the linearized GpuBlock grid or, for a row sweep
+//    (CpuThreadNest.h), rows; a Launch hands it to the thread pool
+//    (CpuThreadPool.h).
 // Within a block, the GpuThread nest runs as loops over the threads, split at
 // barriers and moved inside sequential loops (CpuThreadNest.h). Shared
 // buffers are per-block stack storage, Register buffers allocas, Global
@@ -13,6 +15,7 @@
 // `loopc_device_error`.
 #pragma once
 
+#include "codegen/CpuThreadNest.h"
 #include "codegen/DeviceErrors.h"
 #include "codegen/Target.h"
 #include "ir/IR.h"
@@ -30,6 +33,10 @@ inline constexpr const char *kCpuEntryName = "loopc_main";
 
 class CpuTarget final : public Target {
 public:
+  // The kernels that run as row sweeps (CpuThreadNest.h), by name.
+  explicit CpuTarget(std::map<std::string, RowSweep> rowSweeps)
+      : rowSweeps_(std::move(rowSweeps)) {}
+
   void emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) override;
   llvm::Value *allocate(LlvmEmitter &emitter, const ir::BufferInfo &buffer,
                         llvm::Value *elementCount) override;
@@ -39,6 +46,7 @@ public:
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
 
 private:
+  std::map<std::string, RowSweep> rowSweeps_;
   // Stack pointers saved by allocations of run-time size, restored on release.
   std::map<llvm::Value *, llvm::Value *> savedStacks_;
 };

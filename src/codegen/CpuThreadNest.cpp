@@ -203,13 +203,15 @@ private:
     llvm::Value *begin, *end;
   };
   // A guard that holds exactly for the threads whose `loop` variable is
-  // below `bound` (`isUpper`) or at least `bound`, an i64 expression of
-  // names bound outside the nest: `if (x < W)` with x = x.block * 32 +
-  // x.thread narrows x.thread to below W - x.block * 32. Narrowing the thread
-  // loop instead of testing each thread leaves a loop LLVM vectorizes.
+  // below `bound` (Upper) or at least `bound` (Lower), an i64 expression of
+  // names bound outside the nest, or for all threads or none (Uniform:
+  // `bound` is then the condition itself): `if (x < W)` with x = x.block *
+  // 32 + x.thread narrows x.thread to below W - x.block * 32. Narrowing the
+  // thread loop instead of testing each thread leaves a loop LLVM vectorizes.
   struct Clip {
+    enum class Kind : uint8_t { Upper, Lower, Uniform };
     size_t loop;
-    bool isUpper;
+    Kind kind;
     ir::Expr bound;
   };
   struct PerThreadValue {
@@ -256,7 +258,9 @@ private:
     case StmtNode::Kind::LetStmt: {
       auto &let = *stmt.as<LetStmt>();
       affine_.bindLet(let.var, let.value);
-      boundInNest_.insert(let.var);
+      // A let of names from outside the nest is evaluated once (splitLet).
+      if (mayFault(*let.value) || mentionsNestNames(*let.value))
+        boundInNest_.insert(let.var);
       visit(let.body);
       affine_.unbind(let.var);
       break;
@@ -304,6 +308,8 @@ private:
   }
 
   std::optional<Clip> clipOf(const Binary &comparison) const {
+    if (!mentionsNestNames(comparison) && !mayFault(comparison))
+      return Clip{0, Clip::Kind::Uniform, ir::Expr(ir::Expr(), &comparison)};
     BinaryOpKind op = comparison.op;
     if ((op != BinaryOpKind::Lt && op != BinaryOpKind::Le && op != BinaryOpKind::Gt &&
          op != BinaryOpKind::Ge) ||
@@ -319,9 +325,7 @@ private:
     if (loop == loops_.end() || (coefficient != 1 && coefficient != -1))
       return std::nullopt;
     ir::Expr rest = difference.rest ? difference.rest : makeI64(0);
-    MentionsVarying mentions(boundInNest_);
-    mentions.visit(rest);
-    if (mentions.found || mayFault(*rest))
+    if (mentionsNestNames(*rest) || mayFault(*rest))
       return std::nullopt;
     // With t the thread variable and c = coefficient: c * t + rest op 0.
     // c = 1: t op -rest; c = -1: t (op mirrored) rest.
@@ -337,14 +341,20 @@ private:
     size_t index = static_cast<size_t>(loop - loops_.begin());
     switch (op) {
     case BinaryOpKind::Lt: // t < pivot
-      return Clip{index, true, pivot};
+      return Clip{index, Clip::Kind::Upper, pivot};
     case BinaryOpKind::Le: // t < pivot + 1
-      return Clip{index, true, plusOne(pivot)};
+      return Clip{index, Clip::Kind::Upper, plusOne(pivot)};
     case BinaryOpKind::Gt: // t >= pivot + 1
-      return Clip{index, false, plusOne(pivot)};
+      return Clip{index, Clip::Kind::Lower, plusOne(pivot)};
     default: // t >= pivot
-      return Clip{index, false, pivot};
+      return Clip{index, Clip::Kind::Lower, pivot};
     }
+  }
+
+  bool mentionsNestNames(const ExprNode &expr) const {
+    MentionsVarying mentions(boundInNest_);
+    mentions.visit(ir::Expr(ir::Expr(), &expr));
+    return mentions.found;
   }
 
   void split(const StmtNode &stmt) {
@@ -507,9 +517,13 @@ private:
       std::vector<ThreadLoop> unclipped = loops_;
       for (const Clip &clip : clips->second) {
         ThreadLoop &loop = loops_[clip.loop];
+        if (clip.kind == Clip::Kind::Uniform) {
+          loop.end = builder_.CreateSelect(emitter_.emitExpr(*clip.bound), loop.end, loop.begin);
+          continue;
+        }
         llvm::Value *bound =
             emitter_.emitCast(emitter_.emitExpr(*clip.bound), ScalarType::I64, loop.type);
-        if (clip.isUpper)
+        if (clip.kind == Clip::Kind::Upper)
           loop.end = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, loop.end, bound);
         else
           loop.begin = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, loop.begin, bound);
@@ -691,6 +705,69 @@ private:
 };
 
 } // namespace
+
+namespace {
+
+// Whether a statement allocates memory that the threads of a block share.
+class AllocatesShared : public IRVisitor {
+public:
+  bool found = false;
+
+protected:
+  void visitAllocate(const ir::Allocate &node) override {
+    found = found || node.buffer->memory != MemorySpace::Register;
+    IRVisitor::visitAllocate(node);
+  }
+};
+
+// Consecutive loops of `kind` from `stmt` down, outermost first.
+std::vector<const For *> loopChain(const StmtNode *stmt, ForKind kind) {
+  std::vector<const For *> chain;
+  while (auto *loop = stmt->as<For>()) {
+    if (loop->forKind != kind)
+      break;
+    chain.push_back(loop);
+    stmt = loop->body.get();
+  }
+  return chain;
+}
+
+} // namespace
+
+std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
+  std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
+  if (grid.size() < 2 || grid.back()->gpuDim != 0)
+    return std::nullopt; // a 1-D grid keeps its blocks as the unit of parallel work
+  std::vector<const For *> threads = loopChain(grid.back()->body.get(), ForKind::GpuThread);
+  if (threads.empty() || threads.back()->gpuDim != 0 || containsBarrier(*kernel.body))
+    return std::nullopt;
+  AllocatesShared shared;
+  shared.visit(kernel.body);
+  // Any loop in a thread (a convolution's window) reads rows that the
+  // block's other rows read too: the block's tile keeps them in cache.
+  if (shared.found || constantBodies(*threads.back()->body) != 1)
+    return std::nullopt;
+  for (const passes::BufferAccess &access :
+       passes::collectAccesses(ir::Stmt(ir::Stmt(), threads.front()))) {
+    passes::Stride::Kind along = passes::strideAlong(access, threads.back()->var).kind;
+    if (along != passes::Stride::Kind::Zero && along != passes::Stride::Kind::Contiguous)
+      return std::nullopt;
+  }
+  if (grid.size() + threads.size() !=
+      2 + static_cast<size_t>(
+              std::ranges::count_if(grid, [](const For *l) { return l->gpuDim > 0; }) +
+              std::ranges::count_if(threads, [](const For *l) { return l->gpuDim > 0; })))
+    return std::nullopt; // one x loop of each kind
+  RowSweep sweep{{}, grid.back(), threads.back()};
+  // Rows in memory order: along each dimension, the block index before the
+  // thread index within the block (index = block * size + thread).
+  for (int dim = 2; dim >= 1; --dim)
+    for (const std::vector<const For *> *loops : {&grid, &threads})
+      for (const For *loop : *loops)
+        if (loop->gpuDim == dim)
+          sweep.rows.push_back(loop);
+  return sweep;
+}
 
 void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest) {
   ThreadNestScheduler(emitter, nest).emit(*nest.back()->body);

@@ -24,6 +24,7 @@
 
 #include "ir/IR.h"
 
+#include <optional>
 #include <vector>
 
 namespace loopc::codegen {
@@ -33,5 +34,22 @@ class LlvmEmitter;
 // Emits `nest`, consecutive GpuThread loops each the body of the previous
 // one, for the current block.
 void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest);
+
+// A kernel the CPU runs as rows rather than block by block: its threads and
+// blocks are all independent (no barrier, no shared memory), a thread runs
+// no loop (an elementwise map, a stencil of a few explicit neighbours), and
+// every access streams along x. One row is a combination of the other block
+// and thread indices, swept along x over all x blocks: one stream where
+// block order would read pieces of blockDim.x elements from several rows at
+// once. Kernels with loops in their threads keep the block order, whose
+// tiles keep the rows a block reads in cache while its rows reuse them (a
+// convolution's window, matmul's row of B), and so do kernels with an access
+// strided along x (transpose's tiles).
+struct RowSweep {
+  std::vector<const ir::For *> rows; // the other grid and thread loops, slowest first
+  const ir::For *xBlock;
+  const ir::For *xThread;
+};
+std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel);
 
 } // namespace loopc::codegen
