@@ -43,14 +43,6 @@ ir::Function pipeline(const Program &program, const KernelDecl &kernel) {
   return passes::runPipeline(ir::lowerKernel(program, kernel));
 }
 
-// The stand-in libcuda built next to the test executables (tests/CMakeLists.txt).
-std::string stubDriverPath() {
-  std::error_code error;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", error);
-  auto stub = self.parent_path() / "libloopc_cuda_stub.so";
-  return !error && std::filesystem::exists(stub) ? stub.string() : "";
-}
-
 // Sets an environment variable for the scope of one test.
 class ScopedEnvironment {
 public:
@@ -124,6 +116,17 @@ private:
     return reinterpret_cast<F>(address);
   }
   void *library_;
+};
+
+// The GPU engine over the stand-in driver for the scope of one test.
+struct StubbedGpu {
+  explicit StubbedGpu(const std::string &stub) : driver("LOOPC_CUDA_DRIVER", stub) {
+    auto created = codegen::GpuEngine::create();
+    REQUIRE_MESSAGE(created, (created ? "" : created.error().message));
+    engine = std::move(*created);
+  }
+  ScopedEnvironment driver;
+  std::unique_ptr<Engine> engine;
 };
 
 } // namespace
@@ -291,17 +294,11 @@ TEST_CASE("loopc run --device gpu without a driver says so") {
 }
 
 TEST_CASE("the GPU engine's host program moves reduction cells through the device") {
-  std::string stub = stubDriverPath();
-  if (stub.empty()) {
-    MESSAGE("skipped: the stand-in driver libloopc_cuda_stub.so is not built");
-    return;
-  }
+  const std::string stub = LOOPC_CUDA_STUB;
   // The stand-in driver keeps buffers in host memory and runs no kernel, so
   // what reaches the outputs is the host program's own work: the neutral
   // elements it stores into the reduction cells and copies to the results.
-  ScopedEnvironment driver("LOOPC_CUDA_DRIVER", stub);
-  auto engine = codegen::GpuEngine::create();
-  REQUIRE_MESSAGE(engine, (engine ? "" : engine.error().message));
+  StubbedGpu gpu(stub);
   auto loaded = test::loadFile(test::sourcePath("samples/sum_max.loop"));
   REQUIRE(loaded->program);
   const KernelDecl &kernel = *loaded->program->findKernel("sum_and_max");
@@ -310,7 +307,7 @@ TEST_CASE("the GPU engine's host program moves reduction cells through the devic
   auto args = bindKernelArguments(kernel, request);
   REQUIRE(args);
   args->params[1].data<float>()[0] = 123.0f; // `out`: zeroed before the run
-  auto stats = (*engine)->run(*loaded->program, kernel, *args);
+  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
   REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
   CHECK(args->params[1].data<float>()[0] == 0.0f);
   CHECK(args->params[2].data<float>()[0] == -std::numeric_limits<float>::infinity());
@@ -319,7 +316,7 @@ TEST_CASE("the GPU engine's host program moves reduction cells through the devic
   request.values["N"] = "0";
   auto empty = bindKernelArguments(kernel, request);
   REQUIRE(empty);
-  CHECK((*engine)->run(*loaded->program, kernel, *empty));
+  CHECK(gpu.engine->run(*loaded->program, kernel, *empty));
 }
 
 TEST_CASE("on a real GPU every sample agrees with the interpreter") {
@@ -348,14 +345,8 @@ TEST_CASE("on a real GPU every sample agrees with the interpreter") {
 }
 
 TEST_CASE("the GPU engine passes each kernel parameter as the kernel's PTX declares it") {
-  std::string stub = stubDriverPath();
-  if (stub.empty()) {
-    MESSAGE("skipped: the stand-in driver libloopc_cuda_stub.so is not built");
-    return;
-  }
-  ScopedEnvironment driver("LOOPC_CUDA_DRIVER", stub);
-  auto engine = codegen::GpuEngine::create();
-  REQUIRE_MESSAGE(engine, (engine ? "" : engine.error().message));
+  const std::string stub = LOOPC_CUDA_STUB;
+  StubbedGpu gpu(stub);
   StubDriver controls(stub);
   // Every scalar type as a parameter, bool arrays, a kernel-level variable
   // (a host-side cell, passed by value) and a host loop around the parfor.
@@ -378,7 +369,7 @@ kernel abi(x: in f32[N], flags: in bool[N], y: out f32[N], marks: out bool[N],
                     {"on", "true"}, {"big", "-7"},    {"wide", "0.25"}};
   auto args = bindKernelArguments(kernel, request);
   REQUIRE(args);
-  auto stats = (*engine)->run(*loaded->program, kernel, *args);
+  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
   REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
 
   ir::Function function = pipeline(*loaded->program, kernel);
@@ -425,14 +416,8 @@ kernel abi(x: in f32[N], flags: in bool[N], y: out f32[N], marks: out bool[N],
 }
 
 TEST_CASE("the GPU engine reports a device error and a kernel's failure at the parfor") {
-  std::string stub = stubDriverPath();
-  if (stub.empty()) {
-    MESSAGE("skipped: the stand-in driver libloopc_cuda_stub.so is not built");
-    return;
-  }
-  ScopedEnvironment driver("LOOPC_CUDA_DRIVER", stub);
-  auto engine = codegen::GpuEngine::create();
-  REQUIRE_MESSAGE(engine, (engine ? "" : engine.error().message));
+  const std::string stub = LOOPC_CUDA_STUB;
+  StubbedGpu gpu(stub);
   StubDriver controls(stub);
   auto loaded = test::loadText(R"(kernel divide(x: in i32[N], y: out i32[N], d: i32) {
   parfor i in 0..N {
@@ -448,7 +433,7 @@ TEST_CASE("the GPU engine reports a device error and a kernel's failure at the p
 
   // The kernel would find d == 0 and record the division's site (id 1).
   controls.setErrorWordOnNextLaunch(1);
-  auto divided = (*engine)->run(*loaded->program, kernel, *args);
+  auto divided = gpu.engine->run(*loaded->program, kernel, *args);
   REQUIRE(!divided);
   CHECK(divided.error().message == "integer division by zero");
   CHECK(divided.error().range.begin.line == 3);
@@ -457,7 +442,7 @@ TEST_CASE("the GPU engine reports a device error and a kernel's failure at the p
   // A fault the driver reports at the wait after the launch.
   constexpr int kIllegalAddress = 700; // CUDA_ERROR_ILLEGAL_ADDRESS
   controls.fail("cuCtxSynchronize", kIllegalAddress);
-  auto faulted = (*engine)->run(*loaded->program, kernel, *args);
+  auto faulted = gpu.engine->run(*loaded->program, kernel, *args);
   REQUIRE(!faulted);
   CHECK(faulted.error().message.find("cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS") !=
         std::string::npos);

@@ -9,27 +9,11 @@
 
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 using namespace loopc::test;
 
 namespace {
-
-CommandResult runShell(const std::string &command) {
-  CommandResult result;
-  std::string full = "cd '" + sourcePath("") + "' && " + command + " 2>&1";
-  FILE *pipe = popen(full.c_str(), "r");
-  REQUIRE_MESSAGE(pipe != nullptr, "cannot run: " << full);
-  std::array<char, 4096> buffer;
-  while (size_t count = fread(buffer.data(), 1, buffer.size(), pipe))
-    result.output.append(buffer.data(), count);
-  int status = pclose(pipe);
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
 
 // A loopc.tsv line as run.sh writes it, for a GPU result with the given median.
 std::string okCase(const std::string &name, const std::string &kernel, const std::string &sets,

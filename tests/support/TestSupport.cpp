@@ -21,18 +21,21 @@ std::string sourcePath(const std::string &relative) {
 
 std::string loopcBinary() { return LOOPC_BINARY; }
 
-CommandResult runLoopc(const std::string &arguments) {
-  std::string command = "cd '" + std::string(LOOPC_SOURCE_DIR) + "' && '" + loopcBinary() + "' " +
-                        arguments + " 2>&1";
+CommandResult runShell(const std::string &command) {
+  std::string full = "cd '" + std::string(LOOPC_SOURCE_DIR) + "' && " + command + " 2>&1";
   CommandResult result;
-  FILE *pipe = popen(command.c_str(), "r");
-  REQUIRE_MESSAGE(pipe != nullptr, "cannot run: " << command);
+  FILE *pipe = popen(full.c_str(), "r");
+  REQUIRE_MESSAGE(pipe != nullptr, "cannot run: " << full);
   std::array<char, 4096> buffer;
   while (size_t count = fread(buffer.data(), 1, buffer.size(), pipe))
     result.output.append(buffer.data(), count);
   int status = pclose(pipe);
   result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+CommandResult runLoopc(const std::string &arguments) {
+  return runShell("'" + loopcBinary() + "' " + arguments);
 }
 
 namespace {

@@ -22,6 +22,9 @@ struct CommandResult {
   std::string output; // stdout and stderr interleaved
 };
 
+// Runs `command` through the shell from the source root, stderr with stdout.
+CommandResult runShell(const std::string &command);
+
 // Runs `loopc <arguments>` through the shell from the source root.
 CommandResult runLoopc(const std::string &arguments);
 
