@@ -3,6 +3,7 @@
 // `explain` and `compile --emit llvm`, and the errors a user can provoke.
 #include "TestSupport.h"
 
+#include "driver/RunCommand.h"
 #include "engine/Npy.h"
 
 #include <doctest/doctest.h>
@@ -253,4 +254,27 @@ TEST_CASE("the CPU JIT agrees with the interpreter on MIN / -1") {
   auto cpu = runLoopc("run " + file + " --set N=3 --set d=-1 --device cpu --check");
   CHECK(cpu.exitCode == 0);
   CHECK(contains(cpu.output, "PASS: 2 outputs match the interpreter"));
+}
+
+TEST_CASE(
+    "run --check compares with the interpreter, or the CPU JIT for large work or on request") {
+  // The automatic choice: the interpreter up to 5e8 operations, then the CPU
+  // JIT, unless the CPU JIT is what is being checked.
+  CHECK(driver::autoReferenceEngine(1e6, "gpu") == "interp");
+  CHECK(driver::autoReferenceEngine(5e8, "gpu") == "interp");
+  CHECK(driver::autoReferenceEngine(6e8, "gpu") == "cpu");
+  CHECK(driver::autoReferenceEngine(6e8, "interp") == "cpu");
+  CHECK(driver::autoReferenceEngine(6e8, "cpu") == "interp");
+
+  std::string dot = loopc::test::sourcePath("samples/dot.loop");
+  auto onRequest = runLoopc("run " + dot + " --set N=1000 --device interp --check --reference cpu");
+  CHECK(onRequest.exitCode == 0);
+  CHECK(contains(onRequest.output, "PASS: 1 output matches the cpu engine"));
+  auto itself = runLoopc("run " + dot + " --set N=1000 --device cpu --check --reference cpu");
+  CHECK(itself.exitCode == 1);
+  CHECK(contains(itself.output, "--reference cpu is the engine under test"));
+  CHECK_FALSE(contains(itself.output, "ran on")); // refused before running
+  auto unchecked = runLoopc("run " + dot + " --set N=1000 --reference cpu");
+  CHECK(unchecked.exitCode != 0);
+  CHECK(contains(unchecked.output, "--reference requires --check"));
 }

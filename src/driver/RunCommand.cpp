@@ -27,6 +27,7 @@ struct RunOptions {
   RunTargetOptions target;
   std::vector<std::string> outputs; // NAME=FILE.npy
   bool check = false;
+  std::string reference = "auto"; // auto, interp or cpu
   bool quiet = false;
   int repeat = 1; // timed runs from the same inputs; the median is reported
 };
@@ -76,24 +77,33 @@ uint64_t largestInput(const KernelDecl &kernel, const KernelArgs &args) {
 // instead, unless it is the engine under test.
 constexpr double kInterpreterWorkLimit = 5e8;
 
-// The engine that checks `run`'s results: the interpreter, or the CPU JIT
-// for work too large for the interpreter.
-Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run,
-                                                  const KernelArgs &inputs) {
-  passes::WorkCount work = passes::countWork(ir::lowerKernel(*run.session->program, *run.kernel),
-                                             integerValues(*run.kernel, inputs));
-  double operations = work.flops + work.bytes / 4;
-  if (operations <= kInterpreterWorkLimit || run.engine->name() == "cpu")
-    return createEngine("interp");
-  return createEngine("cpu");
+std::unexpected<Error> selfReference(const std::string &engine) {
+  return makeError("--reference " + engine +
+                   " is the engine under test: a check against itself cannot fail; use the "
+                   "other engine");
+}
+
+// The engine that checks `run`'s results (see RunOptions::reference).
+Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run, const KernelArgs &inputs,
+                                                  const std::string &reference) {
+  std::string name = reference;
+  if (reference == "auto") {
+    passes::WorkCount work = passes::countWork(ir::lowerKernel(*run.session->program, *run.kernel),
+                                               integerValues(*run.kernel, inputs));
+    name = autoReferenceEngine(work.flops + work.bytes / 4, run.engine->name());
+  }
+  if (name == run.engine->name())
+    return selfReference(name);
+  return createEngine(name);
 }
 
 // Runs the reference engine on `inputs` and compares every output.
 bool checkOutputs(PreparedRun &run, KernelArgs inputs,
-                  const std::vector<std::pair<size_t, std::string>> &outputs) {
+                  const std::vector<std::pair<size_t, std::string>> &outputs,
+                  const std::string &referenceChoice) {
   Session &session = *run.session;
   const KernelDecl &kernel = *run.kernel;
-  auto reference = selectReference(run, inputs);
+  auto reference = selectReference(run, inputs, referenceChoice);
   if (!reference) {
     session.report(reference.error());
     return false;
@@ -137,6 +147,10 @@ int runKernel(const RunOptions &options) {
     session.report(outputs.error());
     return 1;
   }
+  if (options.check && options.reference == run->engine->name()) {
+    session.report(selfReference(options.reference).error());
+    return 1;
+  }
 
   std::optional<KernelArgs> inputs;
   if (options.check || options.repeat > 1)
@@ -159,12 +173,16 @@ int runKernel(const RunOptions &options) {
       return 1;
     }
   }
-  if (options.check && !checkOutputs(*run, std::move(*inputs), *outputs))
+  if (options.check && !checkOutputs(*run, std::move(*inputs), *outputs, options.reference))
     return 1;
   return 0;
 }
 
 } // namespace
+
+std::string autoReferenceEngine(double operations, const std::string &engineUnderTest) {
+  return operations <= kInterpreterWorkLimit || engineUnderTest == "cpu" ? "interp" : "cpu";
+}
 
 Expected<std::vector<double>> timeRuns(Engine &engine, const Program &program,
                                        const KernelDecl &kernel, KernelArgs &args,
@@ -210,10 +228,18 @@ void addRunCommand(CLI::App &app) {
   command->add_option("--out", options->outputs, "Write an output array to a .npy file")
       ->type_name("NAME=FILE")
       ->allow_extra_args(false);
-  command->add_flag(
+  CLI::Option *check = command->add_flag(
       "--check", options->check,
       "Compare every output with the reference interpreter's, or the CPU JIT's for work too "
       "large for the interpreter (exit 1 if any differ)");
+  command
+      ->add_option(
+          "--reference", options->reference,
+          "The engine --check compares with: interp, cpu, or auto (the interpreter, or the "
+          "CPU JIT beyond 5e8 operations)")
+      ->check(CLI::IsMember({"auto", "interp", "cpu"}))
+      ->capture_default_str()
+      ->needs(check);
   command->add_flag("--quiet", options->quiet, "Print no summaries or timing");
   command
       ->add_option("--repeat", options->repeat,

@@ -1,7 +1,7 @@
 // `loopc run FILE`: binds a kernel's arguments, runs it on a device, prints a
 // summary of every output and the time taken; `--check` compares the outputs
 // with the reference interpreter's (the CPU JIT's when the work is too large
-// for the interpreter).
+// for the interpreter, or when `--reference cpu` asks for it).
 #pragma once
 
 #include "engine/Engine.h"
@@ -23,6 +23,12 @@ void addRunCommand(CLI::App &app);
 Expected<std::vector<double>> timeRuns(Engine &engine, const Program &program,
                                        const KernelDecl &kernel, KernelArgs &args,
                                        const std::optional<KernelArgs> &inputs, int repeat);
+
+// The engine `--check --reference auto` compares with: the interpreter (the
+// oracle), or the CPU JIT when `operations` (flops plus elements moved) is
+// more than the interpreter runs in reasonable time, unless the CPU JIT is
+// `engineUnderTest`.
+std::string autoReferenceEngine(double operations, const std::string &engineUnderTest);
 
 // The median of sorted times.
 double medianOf(const std::vector<double> &sortedSeconds);
