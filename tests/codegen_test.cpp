@@ -342,8 +342,8 @@ TEST_CASE("a division by a constant divisor other than 0 and -1 is not guarded")
                                       "  }\n"
                                       "}\n");
   REQUIRE(loaded->program);
-  Function function = loopc::passes::runPipeline(
-      lowerKernel(*loaded->program, *loaded->program->findKernel("halve")));
+  Function function =
+      loopc::test::compiledKernel(*loaded->program, *loaded->program->findKernel("halve"));
   auto text = loopc::codegen::cpuLlvmText(function, /*optimize=*/false);
   REQUIRE(text.has_value());
   CHECK(text->find("cmpxchg") == std::string::npos);
@@ -393,7 +393,7 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
     auto loaded = loopc::test::loadFile(loopc::test::sourcePath("samples/" + sample + ".loop"));
     REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
     const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
-    Function function = loopc::passes::runPipeline(lowerKernel(*loaded->program, kernel));
+    Function function = loopc::test::compiledKernel(*loaded->program, kernel);
     std::vector<std::string> perKernel;
     for (const KernelFunc &compiled : function.kernels) {
       std::string described;

@@ -332,6 +332,17 @@ kernel smooth(A: in f32[M][N], B: out f32[M][N]) {
                "D=9 M=257 N=3"});
 }
 
+TEST_CASE("a whole-array reduction over values that are reductions themselves") {
+  // The inner redomap runs inside the GPU threads of the outer one's tree:
+  // lower_reductions must make it a serial loop there, not a second tree.
+  checkSource(R"(
+kernel nested(x: in f32[N], r: out f32) {
+  r = redomap(+, 0.0, i in 0..N) redomap(max, -inf, k in 0..i + 1) x[(i + k) % N];
+}
+)",
+              {"N=1", "N=7", "N=257", "N=1000"});
+}
+
 TEST_CASE("array extents the kernel body never names still address rows") {
   // extract_kernels must pass C to the kernel: w[i][j] is at i * C + j.
   checkSource(R"(

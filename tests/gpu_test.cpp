@@ -39,10 +39,6 @@ std::vector<std::string> loopFiles() {
   return files;
 }
 
-ir::Function pipeline(const Program &program, const KernelDecl &kernel) {
-  return passes::runPipeline(ir::lowerKernel(program, kernel));
-}
-
 // Sets an environment variable for the scope of one test.
 class ScopedEnvironment {
 public:
@@ -138,7 +134,7 @@ TEST_CASE("every sample and stdlib kernel assembles for sm_80 and sm_90 without 
     auto loaded = test::loadFile(file);
     REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
     for (const auto &kernel : loaded->program->modules.front()->kernels) {
-      ir::Function function = pipeline(*loaded->program, *kernel);
+      ir::Function function = test::compiledKernel(*loaded->program, *kernel);
       for (const char *gpu : {"sm_80", "sm_90"}) {
         CAPTURE(file);
         CAPTURE(kernel->name);
@@ -179,7 +175,7 @@ kernel activate(x: in f32[N], y: out f32[N]) {
 })");
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   ir::Function function =
-      pipeline(*loaded->program, *loaded->program->modules.front()->kernels.front());
+      test::compiledKernel(*loaded->program, *loaded->program->modules.front()->kernels.front());
   auto unoptimized = codegen::nvptxLlvmText(function, "sm_80", false);
   REQUIRE(unoptimized);
   CHECK(unoptimized->find("@__nv_tanhf") != std::string::npos);
@@ -196,7 +192,8 @@ kernel activate(x: in f32[N], y: out f32[N]) {
 TEST_CASE("a loop whose extent is the launch geometry is no loop on the GPU") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  ir::Function function = pipeline(*loaded->program, *loaded->program->findKernel("matmul"));
+  ir::Function function =
+      test::compiledKernel(*loaded->program, *loaded->program->findKernel("matmul"));
   // Two block and two thread dimensions, all matching the launch.
   CHECK(codegen::launchGeometryLoops(function).size() == 4);
   // Also where the extents are i32 (the launch widens them to i64).
@@ -206,14 +203,15 @@ kernel narrow(n: i32, m: i32, v: in i32[R], w: out i32[R][C]) {
 })");
   REQUIRE_MESSAGE(narrow->program, narrow->diagnostics);
   ir::Function narrowFunction =
-      pipeline(*narrow->program, *narrow->program->modules.front()->kernels.front());
+      test::compiledKernel(*narrow->program, *narrow->program->modules.front()->kernels.front());
   CHECK(codegen::launchGeometryLoops(narrowFunction).size() == 4);
 }
 
 TEST_CASE("a barrier inside a GPU thread loop that is not the block is an error, not a hang") {
   auto loaded = test::loadFile(test::sourcePath("samples/dot.loop"));
   REQUIRE(loaded->program);
-  ir::Function function = pipeline(*loaded->program, *loaded->program->findKernel("dot"));
+  ir::Function function =
+      test::compiledKernel(*loaded->program, *loaded->program->findKernel("dot"));
   REQUIRE(codegen::compileToPtx(function, "sm_80"));
   // The same kernel launched with a block other than its thread loop's
   // extent: the thread loop becomes strided, and its barriers uneven.
@@ -234,7 +232,8 @@ TEST_CASE("a barrier inside a GPU thread loop that is not the block is an error,
 TEST_CASE("module files round-trip and reject what they are not") {
   auto loaded = test::loadFile(test::sourcePath("samples/sum_max.loop"));
   REQUIRE(loaded->program);
-  ir::Function function = pipeline(*loaded->program, *loaded->program->findKernel("sum_and_max"));
+  ir::Function function =
+      test::compiledKernel(*loaded->program, *loaded->program->findKernel("sum_and_max"));
   auto ptx = codegen::compileToPtx(function, "sm_80");
   REQUIRE(ptx);
   codegen::ModuleFile module = codegen::describeModule(function, "sm_80", *ptx, loaded->sources);
@@ -372,7 +371,7 @@ kernel abi(x: in f32[N], flags: in bool[N], y: out f32[N], marks: out bool[N],
   auto stats = gpu.engine->run(*loaded->program, kernel, *args);
   REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
 
-  ir::Function function = pipeline(*loaded->program, kernel);
+  ir::Function function = test::compiledKernel(*loaded->program, kernel);
   REQUIRE(function.kernels.size() == 1);
   const ir::KernelFunc &device = function.kernels.front();
   REQUIRE(controls.launchCount() == 2); // one launch per step of the host loop

@@ -71,7 +71,8 @@ std::string after(const Function &function, const std::string &pass) {
     if (name == pass)
       printed = toString(result);
   };
-  passes::runPipeline(function, options);
+  auto compiled = passes::runPipeline(function, options);
+  REQUIRE_MESSAGE(compiled, (compiled ? "" : compiled.error().message));
   return printed;
 }
 
@@ -206,6 +207,17 @@ TEST_CASE("the verifier rejects each kind of bad IR, naming the pass") {
     lowered.reductionsLowered = true;
     CHECK(contains(verifyProblem(function, lowered), "a reduce after lower_reductions"));
   }
+}
+
+TEST_CASE("the pipeline reports an invalid IR as an internal error naming the step") {
+  // A barrier outside any block: the verifier rejects the input as lowered,
+  // and the pipeline returns the error instead of stopping the process.
+  Buffer x = makeBuffer("x", {i64("N")});
+  auto compiled = passes::runPipeline(functionOver(x, std::make_shared<Barrier>()));
+  REQUIRE_FALSE(compiled);
+  CHECK(contains(compiled.error().message, "internal error"));
+  CHECK(contains(compiled.error().message, "after pass 'lower'"));
+  CHECK(contains(compiled.error().message, "barrier outside any gpu_block"));
 }
 
 // --------------------------------------------------------------- lowering ---
@@ -346,7 +358,7 @@ TEST_CASE("every sample compiles through the pipeline to kernels without a reduc
     INFO(loaded->diagnostics);
     REQUIRE(loaded->program);
     for (const auto &kernel : loaded->program->modules.front()->kernels) {
-      Function function = passes::runPipeline(lowerKernel(*loaded->program, *kernel));
+      Function function = test::compiledKernel(*loaded->program, *kernel);
       std::string printed = toString(function);
       INFO(printed);
       CHECK_FALSE(function.kernels.empty());

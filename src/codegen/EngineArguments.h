@@ -48,7 +48,10 @@ public:
     if (found != entries_.end() && found->second.program == &program)
       return found->second.compiled.get();
     auto compiled = std::make_unique<Compiled>();
-    compiled->function = passes::runPipeline(ir::lowerKernel(program, kernel));
+    Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, kernel));
+    if (!function)
+      return std::unexpected(function.error());
+    compiled->function = std::move(*function);
     if (auto built = build(*compiled); !built)
       return std::unexpected(built.error());
     Entry &entry = entries_[&kernel];

@@ -78,9 +78,14 @@ int runCompile(const CompileOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  ir::Function function = passes::runPipeline(ir::lowerKernel(*session->program, **kernel));
+  Expected<ir::Function> function =
+      passes::runPipeline(ir::lowerKernel(*session->program, **kernel));
+  if (!function) {
+    session->report(function.error());
+    return 1;
+  }
   bool ptxasOk = true;
-  Expected<std::string> text = generate(options, function, session->sources, ptxasOk);
+  Expected<std::string> text = generate(options, *function, session->sources, ptxasOk);
   if (!text) {
     session->report(text.error());
     return 1;

@@ -52,7 +52,9 @@ Status explainKernel(std::ostream &out, const Program &program, const KernelDecl
     out << (printed ? "\n" : "") << "// after " << pass << "\n" << ir::toString(function);
     printed = true;
   };
-  passes::runPipeline(ir::lowerKernel(program, kernel), pipeline);
+  // The passes up to a broken one are printed before its error.
+  if (auto function = passes::runPipeline(ir::lowerKernel(program, kernel), pipeline); !function)
+    return std::unexpected(function.error());
   if (!printed) {
     std::string known;
     for (const std::string &name : passNames)

@@ -537,11 +537,16 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
       report(kernel.error());
     return;
   }
-  ir::Function function = passes::runPipeline(ir::lowerKernel(*session_->program, **kernel));
-  Expected<std::string> text = ptx ? codegen::compileToPtx(function, gpu)
+  Expected<ir::Function> function =
+      passes::runPipeline(ir::lowerKernel(*session_->program, **kernel));
+  if (!function) {
+    report(function.error());
+    return;
+  }
+  Expected<std::string> text = ptx ? codegen::compileToPtx(*function, gpu)
                                : target == "gpu"
-                                   ? codegen::nvptxLlvmText(function, gpu, !noOptimize)
-                                   : codegen::cpuLlvmText(function, !noOptimize);
+                                   ? codegen::nvptxLlvmText(*function, gpu, !noOptimize)
+                                   : codegen::cpuLlvmText(*function, !noOptimize);
   if (!text) {
     report(text.error());
     return;

@@ -6,48 +6,67 @@
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
 
-#include <cstdlib>
-#include <iostream>
-
 namespace loopc::passes {
 
 namespace {
 
+using Pass = ir::Function (*)(ir::Function);
+
+// Runs passes one after the other on one Function, verifying and logging the
+// IR after each; after the first invalid IR the remaining passes are skipped.
 class PassRunner {
 public:
-  explicit PassRunner(const PipelineOptions &options) : options_(options) {}
+  PassRunner(ir::Function function, const PipelineOptions &options)
+      : function_(std::move(function)), options_(options) {}
 
-  // Records that `function` is the output of `pass`: verifies it and logs it.
-  ir::Function done(const std::string &pass, ir::Function function) {
-    if (pass == "lower_reductions")
+  // Runs `pass`, named `name`, on the Function.
+  void run(const std::string &name, Pass pass) {
+    if (status_) {
+      function_ = pass(std::move(function_));
+      check(name);
+    }
+  }
+
+  // Verifies the Function as the output of the step `name` and logs it.
+  void check(const std::string &name) {
+    if (name == "lower_reductions")
       verify_.reductionsLowered = true;
-    // An invalid IR is a compiler bug, not a user error: stop here, naming
-    // the pass, rather than let code generation miscompile it.
-    if (Status status = ir::verifyFunction(function, pass, verify_); !status) {
-      std::cerr << "loopc: internal error: " << status.error().message << "\n";
-      std::abort();
+    // Stop where a pass broke the IR rather than let code generation
+    // miscompile it.
+    if (Status verified = ir::verifyFunction(function_, name, verify_); !verified) {
+      status_ = makeError("internal error (a compiler bug; please report it with the program): " +
+                              verified.error().message,
+                          verified.error().range);
+      return;
     }
     if (options_.afterPass)
-      options_.afterPass(pass, function);
-    return function;
+      options_.afterPass(name, function_);
+  }
+
+  Expected<ir::Function> result() && {
+    if (!status_)
+      return std::unexpected(status_.error());
+    return std::move(function_);
   }
 
 private:
+  ir::Function function_;
   const PipelineOptions &options_;
   ir::VerifyOptions verify_;
+  Status status_;
 };
 
 } // namespace
 
-ir::Function runPipeline(ir::Function function, const PipelineOptions &options) {
-  PassRunner run(options);
-  function = run.done("lower", std::move(function));
-  function = run.done("simplify", simplify(std::move(function)));
-  function = run.done("map_to_gpu", mapToGpu(std::move(function)));
-  function = run.done("lower_reductions", lowerReductions(std::move(function)));
-  function = run.done("simplify", simplify(std::move(function)));
-  function = run.done("extract_kernels", extractKernels(std::move(function)));
-  return function;
+Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
+  PassRunner passes(std::move(function), options);
+  passes.check("lower"); // the input, as ir::lowerKernel made it
+  passes.run("simplify", simplify);
+  passes.run("map_to_gpu", mapToGpu);
+  passes.run("lower_reductions", lowerReductions);
+  passes.run("simplify", simplify);
+  passes.run("extract_kernels", extractKernels);
+  return std::move(passes).result();
 }
 
 } // namespace loopc::passes

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "support/Error.h"
 
 #include <functional>
 #include <string>
@@ -16,7 +17,9 @@ struct PipelineOptions {
   std::function<void(const std::string &pass, const ir::Function &)> afterPass;
 };
 
-// Runs every pass in order; the IR verifier checks the result of each.
-ir::Function runPipeline(ir::Function function, const PipelineOptions &options = {});
+// Runs every pass in order; the IR verifier checks the result of each. An
+// invalid IR is a compiler bug, reported as an internal error naming the
+// pass that produced it.
+Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options = {});
 
 } // namespace loopc::passes

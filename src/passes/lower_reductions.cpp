@@ -94,10 +94,13 @@ protected:
   }
 
   Stmt visitReduce(const Reduce &node, const Stmt &) override {
-    Stmt valueSetup = mutate(node.valueSetup); // nested reductions first
-    if (parallelDepth_ > 0)
-      return serialReduction(node, valueSetup);
-    return treeReduction(node, valueSetup);
+    // Nested reductions first. A tree reduction's value is computed inside
+    // its GPU threads, so the reductions nested in it are serial there.
+    bool tree = parallelDepth_ == 0;
+    parallelDepth_ += tree;
+    Stmt valueSetup = mutate(node.valueSetup);
+    parallelDepth_ -= tree;
+    return tree ? treeReduction(node, valueSetup) : serialReduction(node, valueSetup);
   }
 
 private:

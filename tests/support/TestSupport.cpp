@@ -2,6 +2,8 @@
 #include "TestSupport.h"
 
 #include "frontend/Loader.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
 #include "sema/Sema.h"
 
 #include <doctest/doctest.h>
@@ -73,6 +75,12 @@ std::string readFile(const std::string &path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+ir::Function compiledKernel(const Program &program, const KernelDecl &kernel) {
+  Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, kernel));
+  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
+  return std::move(*function);
 }
 
 TempDir::TempDir() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "frontend/Ast.h"
+#include "ir/IR.h"
 #include "support/Diagnostics.h"
 
 #include <filesystem>
@@ -38,6 +39,10 @@ struct LoadedProgram {
 
 std::unique_ptr<LoadedProgram> loadFile(const std::string &path);
 std::unique_ptr<LoadedProgram> loadText(const std::string &text);
+
+// `kernel` lowered and through the pass pipeline; fails the current test on
+// an internal error.
+ir::Function compiledKernel(const Program &program, const KernelDecl &kernel);
 
 // The contents of a file; fails the current test when it cannot be read.
 std::string readFile(const std::string &path);
