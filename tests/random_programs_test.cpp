@@ -1,0 +1,214 @@
+// Random programs, run on the interpreter and the CPU JIT: they must agree;
+// their PTX must assemble (ptxas, when installed).
+// Each program is a 2-D parfor whose body mixes what the passes and the CPU
+// code generator take apart (CpuThreadNest.h): lets, per-thread loops with
+// bounds that depend on the thread, divergent ifs around loops, guards,
+// redomaps inside the parfor and at top level, stencil-like accesses. The
+// generator keeps every index in bounds and every write race free, so any
+// disagreement is a compiler bug; the failing program is printed.
+#include "TestSupport.h"
+#include "codegen/CpuEngine.h"
+#include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
+#include "interp/Interpreter.h"
+#include "support/Differential.h"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace loopc;
+
+namespace {
+
+class ProgramGenerator {
+public:
+  explicit ProgramGenerator(uint32_t seed) : random_(seed) {}
+
+  std::string kernel() {
+    std::string body;
+    int statements = between(1, 4);
+    for (int s = 0; s < statements; ++s)
+      body += statement(2, "    ");
+    body += "    C[i][j] = " + value(2) + ";\n";
+    std::string text = "kernel generated(A: in f32[M][N], x: in f32[N], C: out f32[M][N], "
+                       "r: out f32) {\n"
+                       "  parfor i in 0..M, j in 0..N {\n" +
+                       body + "  }\n";
+    locals_.clear();
+    loopVars_.clear();
+    text += "  r = redomap(" + pick<std::string>({"+", "max", "min"}) + ", " +
+            "0.0, i in 0..M, j in " + pick<std::string>({"0..N", "i % 3..N", "0..min(N, i + 2)"}) +
+            ") " + value(1) + ";\n}\n";
+    return text;
+  }
+
+private:
+  int between(int low, int high) { return std::uniform_int_distribution<int>(low, high)(random_); }
+  bool chance(double p) { return std::bernoulli_distribution(p)(random_); }
+  template <typename T> T pick(std::vector<T> choices) {
+    return choices[static_cast<size_t>(between(0, static_cast<int>(choices.size()) - 1))];
+  }
+
+  std::string fresh(const char *prefix) { return prefix + std::to_string(counter_++); }
+
+  // An i64 row index in [0, M) and column index in [0, N).
+  std::string row() {
+    std::vector<std::string> rows{"i", "(i + 1) % M", "M - 1 - i"};
+    for (const std::string &k : loopVars_)
+      rows.push_back(k + " % M");
+    return pick(rows);
+  }
+  std::string column() {
+    std::vector<std::string> columns{"j", "(j + 2) % N", "N - 1 - j", "(i + j) % N"};
+    for (const std::string &k : loopVars_)
+      columns.push_back(k + " % N");
+    return pick(columns);
+  }
+
+  // A range of non-negative i64 values, some depending on the thread.
+  std::string range() {
+    return pick<std::string>(
+        {"0..N", "j..N", "0..i % 5", "i..M", "0..3", "1..N by 2", "j % 3..min(N, j + 4)", "0..M"});
+  }
+
+  std::string condition() {
+    return pick<std::string>({"i < M - 1", "j % 2 == 0", "A[i][j] > 0.0", "i + j < N",
+                              "j >= 2 && i > 0", "x[j] < 0.5 || i == 0", "N - j > 3"});
+  }
+
+  // An f32 expression.
+  std::string value(int depth) {
+    if (depth == 0 || chance(0.3)) {
+      std::vector<std::string> leaves{"A[" + row() + "][" + column() + "]", "x[" + column() + "]",
+                                      "f32(i)", "f32(j - i)", "0.5"};
+      for (const std::string &local : locals_)
+        leaves.push_back(local);
+      for (const std::string &k : loopVars_)
+        leaves.push_back("f32(" + k + ")");
+      return pick(leaves);
+    }
+    switch (between(0, 5)) {
+    case 0:
+      return "(" + value(depth - 1) + " + " + value(depth - 1) + ")";
+    case 1:
+      return "(" + value(depth - 1) + " * " + value(depth - 1) + ")";
+    case 2:
+      return "(" + value(depth - 1) + " - " + value(depth - 1) + ")";
+    case 3:
+      return "max(" + value(depth - 1) + ", " + value(depth - 1) + ")";
+    case 4:
+      return "sqrt(abs(" + value(depth - 1) + "))";
+    default: {
+      std::string k = fresh("k");
+      std::string op = pick<std::string>({"+", "max", "min"});
+      std::string neutral = op == "+" ? "0.0" : op == "max" ? "-inf" : "inf";
+      std::string over = range();
+      loopVars_.push_back(k);
+      std::string mapped = value(depth - 1);
+      loopVars_.pop_back();
+      // An empty range gives ±inf for max and min: keep results finite.
+      std::string reduced =
+          "redomap(" + op + ", " + neutral + ", " + k + " in " + over + ") " + mapped;
+      return op == "+" ? "(" + reduced + ")" : "max(min(" + reduced + ", 4.0), -4.0)";
+    }
+    }
+  }
+
+  std::string statement(int depth, const std::string &indent) {
+    int kind = depth == 0 ? 0 : between(0, 3);
+    if (kind == 0) {
+      std::string name = fresh("a");
+      std::string text = indent + "let " + name + ": f32 = " + value(2) + ";\n";
+      locals_.push_back(name);
+      return text;
+    }
+    if (kind == 1) { // an accumulation in a per-thread loop
+      std::string name = fresh("v"), k = fresh("k");
+      std::string text = indent + "var " + name + ": f32 = " + value(1) + ";\n";
+      std::string over = range();
+      loopVars_.push_back(k);
+      std::string update =
+          chance(0.5) ? name + " += " + value(1) : name + " = max(" + name + ", " + value(1) + ")";
+      text += indent + "for " + k + " in " + over + " {\n" + indent + "  " + update + ";\n" +
+              indent + "}\n";
+      loopVars_.pop_back();
+      locals_.push_back(name);
+      return text;
+    }
+    if (kind == 2) { // a branch the threads disagree on, with loops inside
+      std::string name = fresh("b");
+      std::string text = indent + "var " + name + ": f32 = 0.0;\n";
+      text += indent + "if (" + condition() + ") {\n";
+      text += branchBody(name, depth - 1, indent + "  ");
+      text += indent + "} else {\n" + branchBody(name, depth - 1, indent + "  ") + indent + "}\n";
+      locals_.push_back(name);
+      return text;
+    }
+    // a guard with no else
+    std::string name = fresh("g");
+    std::string text = indent + "var " + name + ": f32 = 1.0;\n";
+    text += indent + "if (" + condition() + ") {\n" + branchBody(name, depth - 1, indent + "  ") +
+            indent + "}\n";
+    locals_.push_back(name);
+    return text;
+  }
+
+  // Statements that end by assigning `target`; their own locals stay inside.
+  std::string branchBody(const std::string &target, int depth, const std::string &indent) {
+    size_t scope = locals_.size();
+    std::string text;
+    if (depth > 0 && chance(0.6))
+      text += statement(depth - 1, indent);
+    text += indent + target + " = " + value(2) + ";\n";
+    locals_.resize(scope);
+    return text;
+  }
+
+  std::mt19937 random_;
+  int counter_ = 0;
+  std::vector<std::string> locals_;   // f32 names in scope
+  std::vector<std::string> loopVars_; // i64 loop variables in scope
+};
+
+} // namespace
+
+TEST_CASE(
+    "random parfor programs agree between the interpreter and the CPU JIT; ptxas takes them") {
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  const char *sizes[][2] = {{"1", "1"}, {"3", "7"}, {"17", "33"}, {"40", "9"}};
+  // LOOPC_RANDOM_PROGRAMS=N runs N programs instead of 40, for a longer hunt.
+  const char *count = std::getenv("LOOPC_RANDOM_PROGRAMS");
+  uint32_t programs = count ? static_cast<uint32_t>(std::stoul(count)) : 40;
+  for (uint32_t seed = 1; seed <= programs; ++seed) {
+    std::string source = ProgramGenerator(seed).kernel();
+    CAPTURE(seed);
+    CAPTURE(source);
+    auto loaded = test::loadText(source);
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+    auto ptx = codegen::compileToPtx(test::compiledKernel(*loaded->program, kernel), "sm_90");
+    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+    if (ptxas) {
+      auto assembled = codegen::runPtxas(*ptxas, *ptx, "sm_90");
+      CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
+    }
+    Interpreter interpreter;
+    codegen::CpuEngine cpu;
+    Engine *engines[] = {&interpreter, &cpu};
+    for (const auto &[m, n] : sizes) {
+      ArgumentRequest request;
+      request.seed = seed;
+      request.values = {{"M", m}, {"N", n}};
+      test::DifferentialOutcome outcome =
+          test::runDifferential(*loaded->program, kernel, request, engines);
+      CAPTURE(m);
+      CAPTURE(n);
+      REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+      CHECK_MESSAGE(outcome.agree, outcome.report);
+    }
+  }
+}
