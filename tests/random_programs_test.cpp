@@ -3,7 +3,8 @@
 // Each program is a 2-D parfor whose body mixes what the passes and the CPU
 // code generator take apart (CpuThreadNest.h): lets, per-thread loops with
 // bounds that depend on the thread, divergent ifs around loops, guards,
-// redomaps inside the parfor and at top level, stencil-like accesses. The
+// redomaps inside the parfor and at top level, stencil-like accesses,
+// private arrays; and time loops around 1-D parfors on inout arrays. The
 // generator keeps every index in bounds and every write race free, so any
 // disagreement is a compiler bug; the failing program is printed.
 #include "TestSupport.h"
@@ -46,7 +47,38 @@ public:
     return text;
   }
 
+  // A time loop around 1-D parfors, each reading the other array's
+  // neighbours and writing its own elements, with a redomap per element.
+  std::string stepped() {
+    std::string text = "kernel stepped(x: inout f32[N], y: inout f32[N], steps: i32) {\n"
+                       "  for t in 0..steps {\n";
+    for (const auto &[target, source] : {std::pair{"y", "x"}, std::pair{"x", "y"}}) {
+      std::string over = pick<std::string>({"0..N", "1..N - 1", "0..N by 2", "N / 2..N"});
+      text += "    parfor i in " + over + " {\n      " + target +
+              "[i] = " + neighbours(2, target, source) + ";\n    }\n";
+    }
+    return text + "  }\n}\n";
+  }
+
 private:
+  // An f32 expression of `source`'s neighbours of i and `target[i]`.
+  std::string neighbours(int depth, const std::string &target, const std::string &source) {
+    if (depth == 0 || chance(0.3))
+      return pick<std::string>({source + "[(i + 1) % N]", source + "[(i + N - 1) % N]",
+                                source + "[i]", target + "[i]", "f32(t)", "0.25"});
+    switch (between(0, 3)) {
+    case 0:
+      return "(" + neighbours(depth - 1, target, source) + " + " +
+             neighbours(depth - 1, target, source) + ")";
+    case 1:
+      return "(0.5 * " + neighbours(depth - 1, target, source) + ")";
+    case 2:
+      return "max(" + neighbours(depth - 1, target, source) + ", -1.0)";
+    default:
+      return "(redomap(+, 0.0, k in 0..min(N, 3)) " + source + "[(i + k) % N]) / 3.0";
+    }
+  }
+
   int between(int low, int high) { return std::uniform_int_distribution<int>(low, high)(random_); }
   bool chance(double p) { return std::bernoulli_distribution(p)(random_); }
   template <typename T> T pick(std::vector<T> choices) {
@@ -119,7 +151,7 @@ private:
   }
 
   std::string statement(int depth, const std::string &indent) {
-    int kind = depth == 0 ? 0 : between(0, 3);
+    int kind = depth == 0 ? 0 : between(0, 4);
     if (kind == 0) {
       std::string name = fresh("a");
       std::string text = indent + "let " + name + ": f32 = " + value(2) + ";\n";
@@ -137,6 +169,21 @@ private:
               indent + "}\n";
       loopVars_.pop_back();
       locals_.push_back(name);
+      return text;
+    }
+    if (kind == 4) { // a private array filled in one loop and reduced in another
+      std::string array = fresh("p"), fill = fresh("k"), read = fresh("k"), sum = fresh("s");
+      std::string over = pick<std::string>({"0..4", "0..N", "j..N", "0..i % 5"});
+      loopVars_.push_back(fill);
+      std::string text = indent + "var " + array + ": f32[4];\n" + indent + "for " + fill + " in " +
+                         over + " {\n" + indent + "  " + array + "[" + fill +
+                         " % 4] = " + value(1) + ";\n" + indent + "}\n";
+      loopVars_.pop_back();
+      loopVars_.push_back(read);
+      text += indent + "let " + sum + ": f32 = redomap(+, 0.0, " + read + " in 0..4) " + array +
+              "[" + read + "] * " + value(1) + ";\n";
+      loopVars_.pop_back();
+      locals_.push_back(sum);
       return text;
     }
     if (kind == 2) { // a branch the threads disagree on, with loops inside
@@ -210,5 +257,31 @@ TEST_CASE(
       REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
       CHECK_MESSAGE(outcome.agree, outcome.report);
     }
+  }
+}
+
+TEST_CASE("random time loops around 1-D parfors agree between the interpreter and the CPU JIT") {
+  for (uint32_t seed = 1; seed <= 60; ++seed) {
+    std::string source = ProgramGenerator(seed).stepped();
+    CAPTURE(seed);
+    CAPTURE(source);
+    auto loaded = test::loadText(source);
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+    Interpreter interpreter;
+    codegen::CpuEngine cpu;
+    Engine *engines[] = {&interpreter, &cpu};
+    for (const char *n : {"1", "2", "7", "257"})
+      for (const char *steps : {"0", "1", "3"}) {
+        ArgumentRequest request;
+        request.seed = seed;
+        request.values = {{"N", n}, {"steps", steps}};
+        test::DifferentialOutcome outcome =
+            test::runDifferential(*loaded->program, kernel, request, engines);
+        CAPTURE(n);
+        CAPTURE(steps);
+        REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+        CHECK_MESSAGE(outcome.agree, outcome.report);
+      }
   }
 }
