@@ -239,15 +239,23 @@ private:
     case StmtNode::Kind::For: {
       auto &loop = *stmt.as<For>();
       needed = interchanged_.contains(&loop);
+      // A loop left inside its thread keeps everything in it there: an if
+      // in it must not become a clip, which would pull the loop out.
+      bool staysInThread = !needed && !containsBarrier(*loop.body);
+      loopsInThread_ += staysInThread;
       affine_.bindLoop(loop.var);
       boundInNest_.insert(loop.var);
       visit(loop.body);
       affine_.unbind(loop.var);
+      loopsInThread_ -= staysInThread;
       break;
     }
     case StmtNode::Kind::IfThenElse: {
       auto &branch = *stmt.as<IfThenElse>();
-      if (std::optional<std::vector<Clip>> clips = clipsOf(branch)) {
+      std::optional<std::vector<Clip>> clips;
+      if (loopsInThread_ == 0)
+        clips = clipsOf(branch);
+      if (clips) {
         clips_[&branch] = std::move(*clips);
         needed = true;
       }
@@ -694,6 +702,7 @@ private:
   // through lets, while marking; with the names bound inside the nest.
   passes::AffineScope affine_;
   std::multiset<std::string> boundInNest_;
+  int loopsInThread_ = 0; // while marking: loops around that stay inside their thread
   std::set<const StmtNode *> split_;
   // Names bound inside the nest whose value differs between threads.
   std::multiset<std::string> varying_;
