@@ -74,6 +74,7 @@ public:
     parameterBytes =
         symbol<const unsigned char *(*)(int, int, size_t *)>("loopcStubLaunchParameter");
     setErrorWordOnNextLaunch = symbol<void (*)(uint32_t)>("loopcStubSetErrorWordOnNextLaunch");
+    allocationCount = symbol<int (*)()>("loopcStubAllocationCount");
     reset();
   }
   StubDriver(const StubDriver &) = delete;
@@ -104,6 +105,7 @@ public:
   int (*parameterCount)(int launch);
   const unsigned char *(*parameterBytes)(int launch, int index, size_t *size);
   void (*setErrorWordOnNextLaunch)(uint32_t value);
+  int (*allocationCount)();
 
 private:
   template <typename F> F symbol(const char *name) {
@@ -316,6 +318,34 @@ TEST_CASE("the GPU engine's host program moves reduction cells through the devic
   auto empty = bindKernelArguments(kernel, request);
   REQUIRE(empty);
   CHECK(gpu.engine->run(*loaded->program, kernel, *empty));
+}
+
+TEST_CASE("the host program's temporaries are allocated once, not in every run") {
+  // dot's host program allocates the reduction cell and the per-block
+  // partials; a second run of the same size reuses them (cuMemAlloc in the
+  // timed region would cost tens of microseconds, cuMemFree a device wait).
+  const std::string stub = LOOPC_CUDA_STUB;
+  StubbedGpu gpu(stub);
+  StubDriver controls(stub);
+  auto loaded = test::loadFile(test::sourcePath("samples/dot.loop"));
+  REQUIRE(loaded->program);
+  const KernelDecl &kernel = *loaded->program->findKernel("dot");
+  auto runOnce = [&](const char *n) {
+    ArgumentRequest request;
+    request.values["N"] = n;
+    auto args = bindKernelArguments(kernel, request);
+    REQUIRE(args);
+    int before = controls.allocationCount();
+    auto stats = gpu.engine->run(*loaded->program, kernel, *args);
+    REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+    return controls.allocationCount() - before;
+  };
+  int first = runOnce("100000");
+  // x, y, r and the error word each run; the cell and the partials once.
+  CHECK(runOnce("100000") == first - 2);
+  CHECK(runOnce("100000") == first - 2);
+  // Another size: the partials no longer fit and are allocated anew.
+  CHECK(runOnce("5000") == first - 1);
 }
 
 TEST_CASE("on a real GPU every sample agrees with the interpreter") {

@@ -47,6 +47,7 @@ struct StubState {
   // Written to the u32 that the next launch's last parameter points to (the
   // device error word of loopc's kernels), then cleared; 0 writes nothing.
   uint32_t errorWordOnNextLaunch = 0;
+  int allocations = 0;
 };
 
 StubState &state() {
@@ -119,6 +120,7 @@ __attribute__((visibility("default"))) void loopcStubReset() {
   state().deviceCount = 1;
   state().launches.clear();
   state().errorWordOnNextLaunch = 0;
+  state().allocations = 0;
 }
 __attribute__((visibility("default"))) void loopcStubSetDeviceCount(int count) {
   state().deviceCount = count;
@@ -144,6 +146,10 @@ loopcStubLaunchParameter(int launch, int index, size_t *bytes) {
       state().launches.at(static_cast<size_t>(launch)).second.at(static_cast<size_t>(index));
   *bytes = value.size();
   return value.data();
+}
+// cuMemAlloc calls since the last reset.
+__attribute__((visibility("default"))) int loopcStubAllocationCount() {
+  return state().allocations;
 }
 __attribute__((visibility("default"))) void loopcStubSetErrorWordOnNextLaunch(uint32_t value) {
   state().errorWordOnNextLaunch = value;
@@ -287,6 +293,7 @@ CUresult CUDAAPI cuCtxSynchronize() {
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *address, size_t bytes) {
   LOOPC_STUB_ENTRY("cuMemAlloc");
+  ++state().allocations;
   *address = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
   return *address ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }

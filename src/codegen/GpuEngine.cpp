@@ -26,8 +26,49 @@ namespace loopc::codegen {
 
 using namespace loopc::ir;
 
+namespace {
+
+// Device memory for the host program's temporaries (reduction partials,
+// kernel-level variables), kept from one run to the next: cuMemAlloc costs
+// tens of microseconds and cuMemFree waits for the device, which would put
+// both inside every timed run. A buffer is reused for a request of the same
+// size; when none fits, the idle ones (sizes of earlier runs) are freed first,
+// so the pool holds no more than one run needs.
+class DevicePool {
+public:
+  runtime::Result<runtime::DeviceBuffer *> acquire(const runtime::Runtime &runtime, size_t bytes) {
+    for (auto &entry : entries_)
+      if (!entry->inUse && entry->buffer.size() == bytes) {
+        entry->inUse = true;
+        return &entry->buffer;
+      }
+    std::erase_if(entries_, [](const auto &entry) { return !entry->inUse; });
+    auto buffer = runtime.allocate(bytes);
+    if (!buffer)
+      return std::unexpected(buffer.error());
+    entries_.push_back(std::make_unique<Entry>(Entry{std::move(*buffer), true}));
+    return &entries_.back()->buffer;
+  }
+
+  void release(const runtime::DeviceBuffer *buffer) {
+    for (auto &entry : entries_)
+      if (&entry->buffer == buffer)
+        entry->inUse = false;
+  }
+
+private:
+  struct Entry {
+    runtime::DeviceBuffer buffer;
+    bool inUse;
+  };
+  std::vector<std::unique_ptr<Entry>> entries_;
+};
+
+} // namespace
+
 struct GpuEngine::State {
   runtime::Runtime runtime;
+  DevicePool pool; // after the runtime: freed before it goes
 };
 
 struct GpuEngine::Compiled {
@@ -151,10 +192,10 @@ HostScalar convert(const HostScalar &value, ScalarType to) {
 // Runs the host body of a Function against device buffers.
 class HostProgram {
 public:
-  HostProgram(const runtime::Runtime &runtime,
+  HostProgram(const runtime::Runtime &runtime, DevicePool &pool,
               const std::map<std::string, runtime::Function> &kernels,
               const std::map<std::string, const KernelFunc *> &kernelInfo)
-      : runtime_(runtime), kernels_(kernels), kernelInfo_(kernelInfo) {}
+      : runtime_(runtime), pool_(pool), kernels_(kernels), kernelInfo_(kernelInfo) {}
 
   void bindVar(const std::string &name, HostScalar value) { vars_[name] = value; }
   void bindBuffer(const BufferInfo *buffer, loopc_device_ptr address) {
@@ -301,15 +342,23 @@ private:
     size_t count = 1;
     for (int64_t extent : *shape)
       count *= static_cast<size_t>(std::max<int64_t>(extent, 0));
-    auto storage = runtime_.allocate(count * scalarSize(buffer.element));
-    if (!storage)
-      return std::unexpected(runtimeError(storage.error(), buffer.declared));
-    if (storage->size() > 0)
-      if (auto cleared = storage->fill(0); !cleared)
+    size_t bytes = count * scalarSize(buffer.element);
+    runtime::DeviceBuffer *storage = nullptr;
+    if (bytes > 0) {
+      auto acquired = pool_.acquire(runtime_, bytes);
+      if (!acquired)
+        return std::unexpected(runtimeError(acquired.error(), buffer.declared));
+      storage = *acquired;
+      if (auto cleared = storage->fill(0); !cleared) {
+        pool_.release(storage);
         return std::unexpected(runtimeError(cleared.error(), buffer.declared));
-    buffers_[&buffer] = storage->address();
+      }
+    }
+    buffers_[&buffer] = storage ? storage->address() : 0;
     Status status = run(*allocate.body);
     buffers_.erase(&buffer);
+    if (storage)
+      pool_.release(storage);
     return status;
   }
 
@@ -602,6 +651,7 @@ private:
   }
 
   const runtime::Runtime &runtime_;
+  DevicePool &pool_;
   const std::map<std::string, runtime::Function> &kernels_;
   const std::map<std::string, const KernelFunc *> &kernelInfo_;
   std::unordered_map<std::string, HostScalar> vars_;
@@ -636,7 +686,7 @@ Expected<std::unique_ptr<Engine>> GpuEngine::create() {
   if (!runtime)
     return makeError(runtime.error().message);
   return std::unique_ptr<Engine>(
-      new GpuEngine(std::make_unique<State>(State{std::move(*runtime)})));
+      new GpuEngine(std::make_unique<State>(State{std::move(*runtime), DevicePool{}})));
 }
 
 Status GpuEngine::load(Compiled &entry, const KernelDecl &kernel) {
@@ -670,7 +720,7 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
   if (!bound)
     return std::unexpected(bound.error());
   const runtime::Runtime &runtime = state_->runtime;
-  HostProgram host(runtime, code.kernels, code.kernelInfo);
+  HostProgram host(runtime, state_->pool, code.kernels, code.kernelInfo);
 
   std::vector<runtime::DeviceBuffer> deviceBuffers;
   std::vector<std::pair<size_t, size_t>> outputs; // argument, device buffer
