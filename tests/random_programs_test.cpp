@@ -35,10 +35,15 @@ public:
     for (int s = 0; s < statements; ++s)
       body += statement(2, "    ");
     body += "    C[i][j] = " + value(2) + ";\n";
-    std::string text = "kernel generated(A: in f32[M][N], x: in f32[N], C: out f32[M][N], "
+    // Nests whose inner bounds depend on the outer index (triangles) or
+    // step, as well as plain rectangles.
+    std::string columns =
+        pick<std::string>({"0..N", "0..N", "0..min(N, i + 1)", "i % 3..N", "0..N by 2"});
+    std::string text = "assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }\n"
+                       "kernel generated(A: in f32[M][N], x: in f32[N], C: out f32[M][N], "
                        "r: out f32) {\n"
-                       "  parfor i in 0..M, j in 0..N {\n" +
-                       body + "  }\n";
+                       "  parfor i in 0..M, j in " +
+                       columns + " {\n" + body + "  }\n";
     locals_.clear();
     loopVars_.clear();
     text += "  r = redomap(" + pick<std::string>({"+", "max", "min"}) + ", " +
@@ -123,7 +128,7 @@ private:
         leaves.push_back("f32(" + k + ")");
       return pick(leaves);
     }
-    switch (between(0, 5)) {
+    switch (between(0, 7)) {
     case 0:
       return "(" + value(depth - 1) + " + " + value(depth - 1) + ")";
     case 1:
@@ -134,6 +139,15 @@ private:
       return "max(" + value(depth - 1) + ", " + value(depth - 1) + ")";
     case 4:
       return "sqrt(abs(" + value(depth - 1) + "))";
+    case 5:
+      return "f32(" + integer(depth - 1) + ")";
+    case 6: { // a user's associative function
+      std::string k = fresh("k"), over = range();
+      loopVars_.push_back(k);
+      std::string mapped = value(depth - 1);
+      loopVars_.pop_back();
+      return "redomap(absmax, 0.0, " + k + " in " + over + ") " + mapped;
+    }
     default: {
       std::string k = fresh("k");
       std::string op = pick<std::string>({"+", "max", "min"});
@@ -146,6 +160,34 @@ private:
       std::string reduced =
           "redomap(" + op + ", " + neutral + ", " + k + " in " + over + ") " + mapped;
       return op == "+" ? "(" + reduced + ")" : "max(min(" + reduced + ", 4.0), -4.0)";
+    }
+    }
+  }
+
+  // An i64 expression: C's integer division and remainder (divisors never
+  // zero), min and max, and integer reductions.
+  std::string integer(int depth) {
+    std::vector<std::string> leaves{"i", "j", "(i - j)", "3"};
+    for (const std::string &k : loopVars_)
+      leaves.push_back(k);
+    if (depth == 0 || chance(0.3))
+      return pick(leaves);
+    switch (between(0, 4)) {
+    case 0:
+      return "(" + integer(depth - 1) + " * 7 + " + integer(depth - 1) + ")";
+    case 1:
+      return "(" + integer(depth - 1) + " / (j % 3 + 1))";
+    case 2:
+      return "(" + integer(depth - 1) + " % 5)";
+    case 3:
+      return "min(" + integer(depth - 1) + ", " + integer(depth - 1) + ")";
+    default: {
+      std::string k = fresh("k"), over = range();
+      loopVars_.push_back(k);
+      std::string mapped = integer(depth - 1);
+      loopVars_.pop_back();
+      return "redomap(" + pick<std::string>({"+", "max"}) + ", 0, " + k + " in " + over + ") " +
+             mapped;
     }
     }
   }
