@@ -9,6 +9,7 @@
 // disagreement is a compiler bug; the failing program is printed.
 #include "TestSupport.h"
 #include "codegen/CpuEngine.h"
+#include "codegen/GpuEngine.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "interp/Interpreter.h"
@@ -63,6 +64,43 @@ public:
               "[i] = " + neighbours(2, target, source) + ";\n    }\n";
     }
     return text + "  }\n}\n";
+  }
+
+  // Host code around kernels: a kernel-level array and variable carried
+  // through a time loop, a whole-array reduction into the variable, parfors
+  // reading both.
+  std::string composite() {
+    std::string op = pick<std::string>({"+", "max", "min"});
+    std::string neutral = op == "+" ? "0.0" : op == "max" ? "-4.0" : "4.0";
+    std::string rowSum = pick<std::string>({"redomap(+, 0.0, j in 0..N) A[i][j] * x[j]",
+                                            "redomap(max, -4.0, j in i % 2..N) A[i][j] - x[j]",
+                                            "A[i][i % N] + x[(i + 1) % N]"});
+    std::string update = pick<std::string>(
+        {"x[j] * 0.5 + s * 0.01", "max(x[j], s) - 0.25", "x[j] + tmp[j % M] * 0.125"});
+    return "kernel composite(A: in f32[M][N], x: inout f32[N], y: out f32[M], steps: i32) {\n"
+           "  var tmp: f32[M];\n"
+           "  var s: f32 = " +
+           pick<std::string>({"0.5", "-1.0"}) +
+           ";\n"
+           "  for t in 0..steps {\n"
+           "    parfor i in 0..M {\n"
+           "      tmp[i] = " +
+           rowSum +
+           " + s;\n"
+           "    }\n"
+           "    s = redomap(" +
+           op + ", " + neutral +
+           ", i in 0..M) tmp[i] * 0.5;\n"
+           "    parfor j in 0..N {\n"
+           "      x[j] = " +
+           update +
+           ";\n"
+           "    }\n"
+           "  }\n"
+           "  parfor i in 0..M {\n"
+           "    y[i] = tmp[i] - s;\n"
+           "  }\n"
+           "}\n";
   }
 
 private:
@@ -320,6 +358,47 @@ TEST_CASE("random time loops around 1-D parfors agree between the interpreter an
         request.values = {{"N", n}, {"steps", steps}};
         test::DifferentialOutcome outcome =
             test::runDifferential(*loaded->program, kernel, request, engines);
+        CAPTURE(n);
+        CAPTURE(steps);
+        REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+        CHECK_MESSAGE(outcome.agree, outcome.report);
+      }
+  }
+}
+
+TEST_CASE("random host code around kernels agrees between the interpreter and the CPU JIT") {
+  // The GPU engine's host program over the stand-in driver, which runs no
+  // kernel: each program must run there without an error (kernel-level
+  // variables and arrays, reductions into them, host loops), though its
+  // results mean nothing.
+  setenv("LOOPC_CUDA_DRIVER", LOOPC_CUDA_STUB, 1);
+  auto gpu = codegen::GpuEngine::create();
+  unsetenv("LOOPC_CUDA_DRIVER");
+  REQUIRE_MESSAGE(gpu, (gpu ? "" : gpu.error().message));
+  for (uint32_t seed = 1; seed <= 30; ++seed) {
+    std::string source = ProgramGenerator(seed).composite();
+    CAPTURE(seed);
+    CAPTURE(source);
+    auto loaded = test::loadText(source);
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+    Interpreter interpreter;
+    codegen::CpuEngine cpu;
+    Engine *engines[] = {&interpreter, &cpu};
+    ArgumentRequest onGpu;
+    onGpu.values = {{"M", "33"}, {"N", "70"}, {"steps", "2"}};
+    auto gpuArgs = bindKernelArguments(kernel, onGpu);
+    REQUIRE(gpuArgs);
+    auto ran = (*gpu)->run(*loaded->program, kernel, *gpuArgs);
+    CHECK_MESSAGE(ran, (ran ? "" : ran.error().message));
+    for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"5", "3"}, std::pair{"33", "70"}})
+      for (const char *steps : {"0", "2"}) {
+        ArgumentRequest request;
+        request.seed = seed;
+        request.values = {{"M", m}, {"N", n}, {"steps", steps}};
+        test::DifferentialOutcome outcome =
+            test::runDifferential(*loaded->program, kernel, request, engines);
+        CAPTURE(m);
         CAPTURE(n);
         CAPTURE(steps);
         REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
