@@ -315,6 +315,21 @@ private:
   }
 
   Status runStore(const ir::Store &store) {
+    // An element copied from device memory (a reduction's cell into its
+    // result) stays on the device: no wait for the kernels, no round trip.
+    if (auto *load = store.value->as<ir::Load>();
+        load && load->buffer->element == store.buffer->element) {
+      auto source = elementAddress(*load->buffer, load->indices, load->source);
+      if (!source)
+        return std::unexpected(source.error());
+      auto destination = elementAddress(*store.buffer, store.indices, store.source);
+      if (!destination)
+        return std::unexpected(destination.error());
+      if (loopc_copy_on_device(runtime_.handle(), *destination, *source,
+                               scalarSize(store.buffer->element)) != LOOPC_SUCCESS)
+        return makeError(loopc_runtime_last_error(runtime_.handle()), store.source);
+      return {};
+    }
     auto value = eval(*store.value);
     if (!value)
       return std::unexpected(value.error());
