@@ -18,6 +18,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -301,12 +302,39 @@ private:
   std::vector<std::string> loopVars_; // i64 loop variables in scope
 };
 
+// Runs `kernel` on the interpreter and the CPU JIT with inputs from `seed` at
+// each assignment of its sizes and scalars; the two must agree every time.
+void checkAgreement(const Program &program, const KernelDecl &kernel, uint32_t seed,
+                    const std::vector<std::map<std::string, std::string>> &assignments) {
+  Interpreter interpreter;
+  codegen::CpuEngine cpu;
+  Engine *engines[] = {&interpreter, &cpu};
+  for (const auto &values : assignments) {
+    std::string assignment;
+    for (const auto &[name, value] : values)
+      assignment += name + "=" + value + " ";
+    CAPTURE(assignment);
+    ArgumentRequest request;
+    request.seed = seed;
+    request.values = values;
+    test::DifferentialOutcome outcome = test::runDifferential(program, kernel, request, engines);
+    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
+// The program's only kernel; fails the test when the generator wrote a
+// program the checker rejects.
+const KernelDecl &onlyKernel(const test::LoadedProgram &loaded) {
+  REQUIRE_MESSAGE(loaded.program, loaded.diagnostics);
+  return *loaded.program->modules.front()->kernels.front();
+}
+
 } // namespace
 
 TEST_CASE(
     "random parfor programs agree between the interpreter and the CPU JIT; ptxas takes them") {
   std::optional<std::string> ptxas = codegen::findPtxas();
-  const char *sizes[][2] = {{"1", "1"}, {"3", "7"}, {"17", "33"}, {"40", "9"}};
   // LOOPC_RANDOM_PROGRAMS=N runs N programs instead of 40, for a longer hunt.
   const char *count = std::getenv("LOOPC_RANDOM_PROGRAMS");
   uint32_t programs = count ? static_cast<uint32_t>(std::stoul(count)) : 40;
@@ -315,54 +343,32 @@ TEST_CASE(
     CAPTURE(seed);
     CAPTURE(source);
     auto loaded = test::loadText(source);
-    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+    const KernelDecl &kernel = onlyKernel(*loaded);
     auto ptx = codegen::compileToPtx(test::compiledKernel(*loaded->program, kernel), "sm_90");
     REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
     if (ptxas) {
       auto assembled = codegen::runPtxas(*ptxas, *ptx, "sm_90");
       CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
     }
-    Interpreter interpreter;
-    codegen::CpuEngine cpu;
-    Engine *engines[] = {&interpreter, &cpu};
-    for (const auto &[m, n] : sizes) {
-      ArgumentRequest request;
-      request.seed = seed;
-      request.values = {{"M", m}, {"N", n}};
-      test::DifferentialOutcome outcome =
-          test::runDifferential(*loaded->program, kernel, request, engines);
-      CAPTURE(m);
-      CAPTURE(n);
-      REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
-      CHECK_MESSAGE(outcome.agree, outcome.report);
-    }
+    checkAgreement(*loaded->program, kernel, seed,
+                   {{{"M", "1"}, {"N", "1"}},
+                    {{"M", "3"}, {"N", "7"}},
+                    {{"M", "17"}, {"N", "33"}},
+                    {{"M", "40"}, {"N", "9"}}});
   }
 }
 
 TEST_CASE("random time loops around 1-D parfors agree between the interpreter and the CPU JIT") {
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const char *n : {"1", "2", "7", "257"})
+    for (const char *steps : {"0", "1", "3"})
+      assignments.push_back({{"N", n}, {"steps", steps}});
   for (uint32_t seed = 1; seed <= 60; ++seed) {
     std::string source = ProgramGenerator(seed).stepped();
     CAPTURE(seed);
     CAPTURE(source);
     auto loaded = test::loadText(source);
-    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
-    Interpreter interpreter;
-    codegen::CpuEngine cpu;
-    Engine *engines[] = {&interpreter, &cpu};
-    for (const char *n : {"1", "2", "7", "257"})
-      for (const char *steps : {"0", "1", "3"}) {
-        ArgumentRequest request;
-        request.seed = seed;
-        request.values = {{"N", n}, {"steps", steps}};
-        test::DifferentialOutcome outcome =
-            test::runDifferential(*loaded->program, kernel, request, engines);
-        CAPTURE(n);
-        CAPTURE(steps);
-        REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
-        CHECK_MESSAGE(outcome.agree, outcome.report);
-      }
+    checkAgreement(*loaded->program, onlyKernel(*loaded), seed, assignments);
   }
 }
 
@@ -375,34 +381,22 @@ TEST_CASE("random host code around kernels agrees between the interpreter and th
   auto gpu = codegen::GpuEngine::create();
   unsetenv("LOOPC_CUDA_DRIVER");
   REQUIRE_MESSAGE(gpu, (gpu ? "" : gpu.error().message));
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"5", "3"}, std::pair{"33", "70"}})
+    for (const char *steps : {"0", "2"})
+      assignments.push_back({{"M", m}, {"N", n}, {"steps", steps}});
   for (uint32_t seed = 1; seed <= 30; ++seed) {
     std::string source = ProgramGenerator(seed).composite();
     CAPTURE(seed);
     CAPTURE(source);
     auto loaded = test::loadText(source);
-    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
-    Interpreter interpreter;
-    codegen::CpuEngine cpu;
-    Engine *engines[] = {&interpreter, &cpu};
+    const KernelDecl &kernel = onlyKernel(*loaded);
     ArgumentRequest onGpu;
     onGpu.values = {{"M", "33"}, {"N", "70"}, {"steps", "2"}};
     auto gpuArgs = bindKernelArguments(kernel, onGpu);
     REQUIRE(gpuArgs);
     auto ran = (*gpu)->run(*loaded->program, kernel, *gpuArgs);
     CHECK_MESSAGE(ran, (ran ? "" : ran.error().message));
-    for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"5", "3"}, std::pair{"33", "70"}})
-      for (const char *steps : {"0", "2"}) {
-        ArgumentRequest request;
-        request.seed = seed;
-        request.values = {{"M", m}, {"N", n}, {"steps", steps}};
-        test::DifferentialOutcome outcome =
-            test::runDifferential(*loaded->program, kernel, request, engines);
-        CAPTURE(m);
-        CAPTURE(n);
-        CAPTURE(steps);
-        REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
-        CHECK_MESSAGE(outcome.agree, outcome.report);
-      }
+    checkAgreement(*loaded->program, kernel, seed, assignments);
   }
 }
