@@ -343,6 +343,19 @@ kernel nested(x: in f32[N], r: out f32) {
               {"N=1", "N=7", "N=257", "N=1000"});
 }
 
+TEST_CASE("a loop-invariant remainder inside the guarded tail of a per-thread loop") {
+  // The inner redomap's x[k % N] runs under the per-thread guard of the
+  // outer loops' tails on the CPU; LLVM 19's vectorizer computed the
+  // remainder for the first vector lane only and crashed on the others'
+  // garbage address (CpuThreadNest.cpp, ConditionalDivision).
+  checkSource(R"(
+kernel tail_remainder(A: in f32[M][N], x: in f32[N], r: out f32) {
+  r = redomap(min, 0.0, i in 0..M, j in 0..min(N, i + 2)) redomap(max, 0.0, k in 0..N) x[k % N];
+}
+)",
+              {"M=1 N=1", "M=3 N=7", "M=40 N=9", "M=300 N=5"});
+}
+
 TEST_CASE("array extents the kernel body never names still address rows") {
   // extract_kernels must pass C to the kernel: w[i][j] is at i * C + j.
   checkSource(R"(

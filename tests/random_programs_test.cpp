@@ -232,7 +232,7 @@ private:
   }
 
   std::string statement(int depth, const std::string &indent) {
-    int kind = depth == 0 ? 0 : between(0, 4);
+    int kind = depth == 0 ? 0 : between(0, 5);
     if (kind == 0) {
       std::string name = fresh("a");
       std::string text = indent + "let " + name + ": f32 = " + value(2) + ";\n";
@@ -248,6 +248,23 @@ private:
           chance(0.5) ? name + " += " + value(1) : name + " = max(" + name + ", " + value(1) + ")";
       text += indent + "for " + k + " in " + over + " {\n" + indent + "  " + update + ";\n" +
               indent + "}\n";
+      loopVars_.pop_back();
+      locals_.push_back(name);
+      return text;
+    }
+    if (kind == 5) { // branches inside a per-thread loop, on the loop or the thread
+      std::string name = fresh("w"), k = fresh("k");
+      std::string over = range();
+      loopVars_.push_back(k);
+      std::string cond = pick<std::string>(
+          {k + " % 2 == 0", k + " < j", "i < 3", "j + " + k + " < N", "A[i][" + k + " % N] > 0.0"});
+      std::string text = indent + "var " + name + ": f32 = 0.0;\n" + indent + "for " + k + " in " +
+                         over + " {\n" + indent + "  if (" + cond + ") {\n" + indent + "    " +
+                         name + " += " + value(1) + ";\n" + indent + "  }";
+      if (chance(0.5))
+        text += " else {\n" + indent + "    " + name + " = max(" + name + ", " + value(1) + ");\n" +
+                indent + "  }";
+      text += "\n" + indent + "}\n";
       loopVars_.pop_back();
       locals_.push_back(name);
       return text;

@@ -60,6 +60,46 @@ private:
   const std::multiset<std::string> &varying_;
 };
 
+// Whether an integer division by a value other than a constant runs under a
+// condition: inside a branch, a select (whose sides run only when chosen),
+// or anywhere when `underMask` (the threads being emitted are masked).
+//
+// LLVM 19's loop vectorizer miscompiles a loop-invariant division in a block
+// it predicates: it computes the division only when the first vector lane is
+// active and uses the result for every lane (found by
+// tests/random_programs_test.cpp). Thread loops holding one are not
+// vectorized.
+class ConditionalDivision : public IRVisitor {
+public:
+  explicit ConditionalDivision(bool underMask) : conditional_(underMask) {}
+  bool found = false;
+
+protected:
+  void visitIfThenElse(const IfThenElse &node) override {
+    visit(node.cond);
+    ++conditional_;
+    visit(node.thenCase);
+    visit(node.elseCase);
+    --conditional_;
+  }
+  void visitSelect(const ir::Select &node) override {
+    visit(node.cond);
+    ++conditional_;
+    visit(node.thenValue);
+    visit(node.elseValue);
+    --conditional_;
+  }
+  void visitBinary(const Binary &node) override {
+    bool division = node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem;
+    if (conditional_ > 0 && division && isInteger(node.type) && !node.rhs->as<IntImm>())
+      found = true;
+    IRVisitor::visitBinary(node);
+  }
+
+private:
+  int conditional_;
+};
+
 // Whether running `loopVar`'s loop outside the thread loop would turn an
 // access that streams along the loop into a gather across threads (a row
 // walked by each thread: the vector lanes would be rows apart).
@@ -367,7 +407,9 @@ private:
 
   void split(const StmtNode &stmt) {
     if (!split_.contains(&stmt)) {
-      forEachThread([&](llvm::Value *) { emitter_.emitStmt(stmt); });
+      ConditionalDivision division(!masks_.empty());
+      division.visit(ir::Stmt(ir::Stmt(), &stmt));
+      forEachThread([&](llvm::Value *) { emitter_.emitStmt(stmt); }, division.found);
       return;
     }
     switch (stmt.kind) {
@@ -618,10 +660,14 @@ private:
     llvm::Type *slotType = emitter_.memoryType(expr.type);
     llvm::Value *slots = builder_.CreateAlloca(slotType, threadCount_, "per_thread");
     ++stackAllocations_;
-    forEachThread([&](llvm::Value *thread) {
-      llvm::Value *value = emitter_.toMemory(emitter_.emitExpr(expr), expr.type);
-      builder_.CreateStore(value, builder_.CreateInBoundsGEP(slotType, slots, thread));
-    });
+    ConditionalDivision division(!masks_.empty());
+    division.visit(ir::Expr(ir::Expr(), &expr));
+    forEachThread(
+        [&](llvm::Value *thread) {
+          llvm::Value *value = emitter_.toMemory(emitter_.emitExpr(expr), expr.type);
+          builder_.CreateStore(value, builder_.CreateInBoundsGEP(slotType, slots, thread));
+        },
+        division.found);
     return [this, slotType, slots, type = expr.type](llvm::Value *thread) {
       llvm::Value *slot = builder_.CreateInBoundsGEP(slotType, slots, thread);
       return emitter_.fromMemory(builder_.CreateLoad(slotType, slot), type);
@@ -630,29 +676,44 @@ private:
 
   // Emits one thread loop nest around `body`, with the current thread's
   // values and buffers bound, for the threads all masks admit; `body` gets
-  // the linear thread index.
-  void forEachThread(const std::function<void(llvm::Value *)> &body) {
+  // the linear thread index. `conditionalDivision`: see ConditionalDivision.
+  void forEachThread(const std::function<void(llvm::Value *)> &body,
+                     bool conditionalDivision = false) {
     ScopedBindings scope(emitter_);
-    emitNest(0, builder_.getInt64(0), scope, body);
+    emitNest(0, builder_.getInt64(0), scope, body, conditionalDivision);
   }
 
   void emitNest(size_t depth, llvm::Value *outerIndex, ScopedBindings &scope,
-                const std::function<void(llvm::Value *)> &body) {
+                const std::function<void(llvm::Value *)> &body, bool conditionalDivision) {
     if (depth == loops_.size()) {
       emitThread(outerIndex, scope, body);
       return;
     }
     const ThreadLoop &loop = loops_[depth];
     llvm::Value *count = builder_.CreateSub(loop.end, loop.begin);
-    emitter_.emitCountedLoop(loop.var, loop.begin, count, [&](llvm::Value *var) {
-      ScopedBindings inner(emitter_);
-      inner.var(loop.var, var);
-      llvm::Value *offset =
-          emitter_.emitCast(builder_.CreateSub(var, loop.min), loop.type, ScalarType::I64);
-      llvm::Value *extent = emitter_.emitCast(loop.extent, loop.type, ScalarType::I64);
-      llvm::Value *index = builder_.CreateAdd(builder_.CreateMul(outerIndex, extent), offset);
-      emitNest(depth + 1, index, inner, body);
-    });
+    llvm::BranchInst *backEdge =
+        emitter_.emitCountedLoop(loop.var, loop.begin, count, [&](llvm::Value *var) {
+          ScopedBindings inner(emitter_);
+          inner.var(loop.var, var);
+          llvm::Value *offset =
+              emitter_.emitCast(builder_.CreateSub(var, loop.min), loop.type, ScalarType::I64);
+          llvm::Value *extent = emitter_.emitCast(loop.extent, loop.type, ScalarType::I64);
+          llvm::Value *index = builder_.CreateAdd(builder_.CreateMul(outerIndex, extent), offset);
+          emitNest(depth + 1, index, inner, body, conditionalDivision);
+        });
+    if (conditionalDivision && depth + 1 == loops_.size())
+      disableVectorization(backEdge);
+  }
+
+  void disableVectorization(llvm::BranchInst *backEdge) {
+    llvm::LLVMContext &context = emitter_.context();
+    llvm::Metadata *disable[] = {
+        llvm::MDString::get(context, "llvm.loop.vectorize.enable"),
+        llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(context))};
+    llvm::MDNode *loop =
+        llvm::MDNode::getDistinct(context, {nullptr, llvm::MDNode::get(context, disable)});
+    loop->replaceOperandWith(0, loop);
+    backEdge->setMetadata(llvm::LLVMContext::MD_loop, loop);
   }
 
   void emitThread(llvm::Value *thread, ScopedBindings &scope,

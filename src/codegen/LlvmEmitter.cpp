@@ -394,8 +394,9 @@ llvm::Value *LlvmEmitter::emitLibraryCall(const std::string &name, ScalarType ty
 
 // ------------------------------------------------------------ statements ---
 
-void LlvmEmitter::emitCountedLoop(const std::string &name, llvm::Value *min, llvm::Value *extent,
-                                  const std::function<void(llvm::Value *)> &body) {
+llvm::BranchInst *LlvmEmitter::emitCountedLoop(const std::string &name, llvm::Value *min,
+                                               llvm::Value *extent,
+                                               const std::function<void(llvm::Value *)> &body) {
   llvm::Function *function = builder_.GetInsertBlock()->getParent();
   llvm::BasicBlock *preheader = builder_.GetInsertBlock();
   auto *header = llvm::BasicBlock::Create(context(), name + ".header", function);
@@ -412,8 +413,9 @@ void LlvmEmitter::emitCountedLoop(const std::string &name, llvm::Value *min, llv
   llvm::Value *next = builder_.CreateAdd(induction, llvm::ConstantInt::get(min->getType(), 1),
                                          name + ".next", /*HasNUW=*/false, /*HasNSW=*/true);
   induction->addIncoming(next, builder_.GetInsertBlock());
-  builder_.CreateBr(header);
+  llvm::BranchInst *backEdge = builder_.CreateBr(header);
   builder_.SetInsertPoint(exit);
+  return backEdge;
 }
 
 llvm::AllocaInst *LlvmEmitter::createEntryAlloca(llvm::Type *type, llvm::Value *count,

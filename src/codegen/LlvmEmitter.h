@@ -59,9 +59,10 @@ public:
                               SourceRange use);
 
   // A counted loop `for var in [min, min + extent)`; `body` is called with the
-  // insertion point inside the loop and the induction variable.
-  void emitCountedLoop(const std::string &name, llvm::Value *min, llvm::Value *extent,
-                       const std::function<void(llvm::Value *)> &body);
+  // insertion point inside the loop and the induction variable. Returns the
+  // back edge, where loop metadata goes.
+  llvm::BranchInst *emitCountedLoop(const std::string &name, llvm::Value *min, llvm::Value *extent,
+                                    const std::function<void(llvm::Value *)> &body);
   // A stack slot in the entry block of the current function.
   llvm::AllocaInst *createEntryAlloca(llvm::Type *type, llvm::Value *count,
                                       const std::string &name);
