@@ -4,7 +4,8 @@
 // code generator take apart (CpuThreadNest.h): lets, per-thread loops with
 // bounds that depend on the thread, divergent ifs around loops, guards,
 // redomaps inside the parfor and at top level, stencil-like accesses,
-// private arrays; and time loops around 1-D parfors on inout arrays. The
+// private arrays; 3-D nests with i32 reductions; time loops around 1-D
+// parfors on inout arrays; host code around kernels. The
 // generator keeps every index in bounds and every write race free, so any
 // disagreement is a compiler bug; the failing program is printed.
 #include "TestSupport.h"
@@ -102,6 +103,29 @@ public:
            "    y[i] = tmp[i] - s;\n"
            "  }\n"
            "}\n";
+  }
+
+  // A 3-D parfor with a per-thread loop and guards on several indices, and
+  // an integer reduction over an i32 range.
+  std::string volume() {
+    std::string loop = pick<std::string>({"0..j % 4", "0..3", "i..M", "k..D + 1"});
+    std::string read = pick<std::string>(
+        {"A[k][(i + q) % M][j]", "A[q % D][i][(j + q) % N]", "A[k][i][(N - 1 - j + q) % N]"});
+    std::string guard =
+        pick<std::string>({"j < N - 1 && k > 0", "i % 2 == 1", "k + i < j", "A[k][i][j] > 0.25"});
+    std::string neighbour = pick<std::string>(
+        {"A[(k + D - 1) % D][i][(j + 1) % N]", "f32(k * M + i) * 0.125", "A[k][M - 1 - i][j]"});
+    std::string integer =
+        pick<std::string>({"iv[p] % 7", "max(iv[p], p) / (p % 3 + 1)", "iv[(p + 1) % i32(N)] - p"});
+    return "kernel volume(A: in f32[D][M][N], n: i32, iv: in i32[N], B: out f32[D][M][N], "
+           "total: out i32) {\n"
+           "  parfor k in 0..D, i in 0..M, j in 0..N {\n"
+           "    var acc: f32 = 0.0;\n"
+           "    for q in " +
+           loop + " {\n      acc += " + read + ";\n    }\n    if (" + guard +
+           ") {\n      acc += " + neighbour + ";\n    }\n    B[k][i][j] = acc;\n  }\n" +
+           "  total = redomap(" + pick<std::string>({"+", "max", "min"}) +
+           ", 0, p in 0..min(n, i32(N))) " + integer + ";\n}\n";
   }
 
 private:
@@ -340,6 +364,13 @@ void checkAgreement(const Program &program, const KernelDecl &kernel, uint32_t s
   }
 }
 
+// How many programs a test generates: `usual`, or LOOPC_RANDOM_PROGRAMS for a
+// longer hunt.
+uint32_t programCount(uint32_t usual) {
+  const char *count = std::getenv("LOOPC_RANDOM_PROGRAMS");
+  return count ? static_cast<uint32_t>(std::stoul(count)) : usual;
+}
+
 // The program's only kernel; fails the test when the generator wrote a
 // program the checker rejects.
 const KernelDecl &onlyKernel(const test::LoadedProgram &loaded) {
@@ -352,10 +383,7 @@ const KernelDecl &onlyKernel(const test::LoadedProgram &loaded) {
 TEST_CASE(
     "random parfor programs agree between the interpreter and the CPU JIT; ptxas takes them") {
   std::optional<std::string> ptxas = codegen::findPtxas();
-  // LOOPC_RANDOM_PROGRAMS=N runs N programs instead of 40, for a longer hunt.
-  const char *count = std::getenv("LOOPC_RANDOM_PROGRAMS");
-  uint32_t programs = count ? static_cast<uint32_t>(std::stoul(count)) : 40;
-  for (uint32_t seed = 1; seed <= programs; ++seed) {
+  for (uint32_t seed = 1; seed <= programCount(40); ++seed) {
     std::string source = ProgramGenerator(seed).kernel();
     CAPTURE(seed);
     CAPTURE(source);
@@ -380,7 +408,7 @@ TEST_CASE("random time loops around 1-D parfors agree between the interpreter an
   for (const char *n : {"1", "2", "7", "257"})
     for (const char *steps : {"0", "1", "3"})
       assignments.push_back({{"N", n}, {"steps", steps}});
-  for (uint32_t seed = 1; seed <= 60; ++seed) {
+  for (uint32_t seed = 1; seed <= programCount(60); ++seed) {
     std::string source = ProgramGenerator(seed).stepped();
     CAPTURE(seed);
     CAPTURE(source);
@@ -402,7 +430,7 @@ TEST_CASE("random host code around kernels agrees between the interpreter and th
   for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"5", "3"}, std::pair{"33", "70"}})
     for (const char *steps : {"0", "2"})
       assignments.push_back({{"M", m}, {"N", n}, {"steps", steps}});
-  for (uint32_t seed = 1; seed <= 30; ++seed) {
+  for (uint32_t seed = 1; seed <= programCount(30); ++seed) {
     std::string source = ProgramGenerator(seed).composite();
     CAPTURE(seed);
     CAPTURE(source);
@@ -415,5 +443,19 @@ TEST_CASE("random host code around kernels agrees between the interpreter and th
     auto ran = (*gpu)->run(*loaded->program, kernel, *gpuArgs);
     CHECK_MESSAGE(ran, (ran ? "" : ran.error().message));
     checkAgreement(*loaded->program, kernel, seed, assignments);
+  }
+}
+
+TEST_CASE("random 3-D parfors and i32 reductions agree between the interpreter and the CPU JIT") {
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const char *d : {"1", "3"})
+    for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"5", "7"}, std::pair{"9", "40"}})
+      assignments.push_back({{"D", d}, {"M", m}, {"N", n}, {"n", "6"}});
+  for (uint32_t seed = 1; seed <= programCount(30); ++seed) {
+    std::string source = ProgramGenerator(seed).volume();
+    CAPTURE(seed);
+    CAPTURE(source);
+    auto loaded = test::loadText(source);
+    checkAgreement(*loaded->program, onlyKernel(*loaded), seed, assignments);
   }
 }
