@@ -1,5 +1,6 @@
 // Random programs, run on the interpreter and the CPU JIT: they must agree;
-// their PTX must assemble (ptxas, when installed).
+// their PTX must assemble (ptxas, when installed) and their launches pass
+// the GPU engine's checks over a stand-in driver.
 // Each program is a 2-D parfor whose body mixes what the passes and the CPU
 // code generator take apart (CpuThreadNest.h): lets, per-thread loops with
 // bounds that depend on the thread, divergent ifs around loops, guards,
@@ -364,6 +365,28 @@ void checkAgreement(const Program &program, const KernelDecl &kernel, uint32_t s
   }
 }
 
+// The GPU engine over the stand-in driver (tests/CMakeLists.txt), which
+// checks launches against the kernels' PTX but runs no kernel: a program
+// must run there without an error, though its results mean nothing.
+std::unique_ptr<Engine> stubbedGpuEngine() {
+  setenv("LOOPC_CUDA_DRIVER", LOOPC_CUDA_STUB, 1);
+  auto gpu = codegen::GpuEngine::create();
+  unsetenv("LOOPC_CUDA_DRIVER");
+  REQUIRE_MESSAGE(gpu, (gpu ? "" : gpu.error().message));
+  return std::move(*gpu);
+}
+
+// Runs `kernel` on `gpu` at `values`; the run must succeed.
+void checkRunsOn(Engine &gpu, const Program &program, const KernelDecl &kernel,
+                 const std::map<std::string, std::string> &values) {
+  ArgumentRequest request;
+  request.values = values;
+  auto args = bindKernelArguments(kernel, request);
+  REQUIRE(args);
+  auto ran = gpu.run(program, kernel, *args);
+  CHECK_MESSAGE(ran, (ran ? "" : ran.error().message));
+}
+
 // How many programs a test generates: `usual`, or LOOPC_RANDOM_PROGRAMS for a
 // longer hunt.
 uint32_t programCount(uint32_t usual) {
@@ -383,6 +406,7 @@ const KernelDecl &onlyKernel(const test::LoadedProgram &loaded) {
 TEST_CASE(
     "random parfor programs agree between the interpreter and the CPU JIT; ptxas takes them") {
   std::optional<std::string> ptxas = codegen::findPtxas();
+  std::unique_ptr<Engine> gpu = stubbedGpuEngine();
   for (uint32_t seed = 1; seed <= programCount(40); ++seed) {
     std::string source = ProgramGenerator(seed).kernel();
     CAPTURE(seed);
@@ -395,6 +419,7 @@ TEST_CASE(
       auto assembled = codegen::runPtxas(*ptxas, *ptx, "sm_90");
       CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
     }
+    checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "17"}, {"N", "33"}});
     checkAgreement(*loaded->program, kernel, seed,
                    {{{"M", "1"}, {"N", "1"}},
                     {{"M", "3"}, {"N", "7"}},
@@ -418,14 +443,9 @@ TEST_CASE("random time loops around 1-D parfors agree between the interpreter an
 }
 
 TEST_CASE("random host code around kernels agrees between the interpreter and the CPU JIT") {
-  // The GPU engine's host program over the stand-in driver, which runs no
-  // kernel: each program must run there without an error (kernel-level
-  // variables and arrays, reductions into them, host loops), though its
-  // results mean nothing.
-  setenv("LOOPC_CUDA_DRIVER", LOOPC_CUDA_STUB, 1);
-  auto gpu = codegen::GpuEngine::create();
-  unsetenv("LOOPC_CUDA_DRIVER");
-  REQUIRE_MESSAGE(gpu, (gpu ? "" : gpu.error().message));
+  // Kernel-level variables and arrays, reductions into them and host loops
+  // through the GPU engine's host program too.
+  std::unique_ptr<Engine> gpu = stubbedGpuEngine();
   std::vector<std::map<std::string, std::string>> assignments;
   for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"5", "3"}, std::pair{"33", "70"}})
     for (const char *steps : {"0", "2"})
@@ -436,12 +456,7 @@ TEST_CASE("random host code around kernels agrees between the interpreter and th
     CAPTURE(source);
     auto loaded = test::loadText(source);
     const KernelDecl &kernel = onlyKernel(*loaded);
-    ArgumentRequest onGpu;
-    onGpu.values = {{"M", "33"}, {"N", "70"}, {"steps", "2"}};
-    auto gpuArgs = bindKernelArguments(kernel, onGpu);
-    REQUIRE(gpuArgs);
-    auto ran = (*gpu)->run(*loaded->program, kernel, *gpuArgs);
-    CHECK_MESSAGE(ran, (ran ? "" : ran.error().message));
+    checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "33"}, {"N", "70"}, {"steps", "2"}});
     checkAgreement(*loaded->program, kernel, seed, assignments);
   }
 }
