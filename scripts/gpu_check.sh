@@ -7,13 +7,16 @@
 #
 # Meant for the GPU machine, with the static binary built here by
 # scripts/build-static.sh (see docs/gpu.md):
-#   scripts/gpu_check.sh [LOOPC] [SMOKE]
-# LOOPC defaults to build-static/loopc, SMOKE to build-static/runtime/loopc-runtime-smoke.
+#   scripts/gpu_check.sh [LOOPC] [SMOKE] [PROGRAMS]
+# LOOPC defaults to build-static/loopc, SMOKE to build-static/runtime/loopc-runtime-smoke,
+# PROGRAMS (a folder of generated programs, each checked on the GPU too) to
+# build-static/random-programs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 loopc=${1:-build-static/loopc}
 smoke=${2:-build-static/runtime/loopc-runtime-smoke}
+programs=${3:-build-static/random-programs}
 if [ ! -x "$loopc" ]; then
   echo "error: $loopc not found; build it with scripts/build-static.sh and carry it" >&2
   exit 2
@@ -77,6 +80,25 @@ for file in samples/*.loop; do
     fi
   done
 done
+
+# Generated programs exported by the random-program tests (see docs/gpu.md):
+# each file's first line is `// sizes: NAME=VALUE ...`.
+if [ -d "$programs" ]; then
+  passed=0
+  for file in "$programs"/*.loop; do
+    sets=()
+    for pair in $(sed -n '1s|^// sizes:||p' "$file"); do sets+=(--set "$pair"); done
+    output=$("$loopc" run "$file" --device gpu --check "${sets[@]}" 2>&1)
+    if [ $? -eq 0 ] && grep -q '^PASS' <<<"$output"; then
+      passed=$((passed + 1))
+    else
+      failures=$((failures + 1))
+      printf '%-38s %-36s %-6s\n' "random:$(basename "$file" .loop)" "${sets[*]}" FAIL
+      sed 's/^/    /' <<<"$output" | tail -8
+    fi
+  done
+  echo "generated programs from $programs: $passed passed"
+fi
 
 if [ -x "$smoke" ]; then
   echo

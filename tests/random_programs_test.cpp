@@ -20,6 +20,8 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -344,10 +346,32 @@ private:
   std::vector<std::string> loopVars_; // i64 loop variables in scope
 };
 
-// Runs `kernel` on the interpreter and the CPU JIT with inputs from `seed` at
-// each assignment of its sizes and scalars; the two must agree every time.
-void checkAgreement(const Program &program, const KernelDecl &kernel, uint32_t seed,
+// With LOOPC_EXPORT_RANDOM_PROGRAMS=DIR, each program is also written to
+// DIR/<kernel>_<seed>.loop after a `// sizes:` line (its largest
+// assignment), for scripts/gpu_check.sh to run on a real GPU against the
+// interpreter.
+void exportProgram(const std::string &name, const std::string &source,
+                   const std::map<std::string, std::string> &sizes) {
+  const char *directory = std::getenv("LOOPC_EXPORT_RANDOM_PROGRAMS");
+  if (!directory)
+    return;
+  std::filesystem::create_directories(directory);
+  std::string path = (std::filesystem::path(directory) / (name + ".loop")).string();
+  std::ofstream out(path);
+  out << "// sizes:";
+  for (const auto &[size, value] : sizes)
+    out << " " << size << "=" << value;
+  out << "\n" << source;
+  REQUIRE_MESSAGE(out.good(), "cannot write " << path);
+}
+
+// Runs `kernel` of `source` on the interpreter and the CPU JIT with inputs
+// from `seed` at each assignment of its sizes and scalars (the largest
+// last); the two must agree every time.
+void checkAgreement(const std::string &source, const Program &program, const KernelDecl &kernel,
+                    uint32_t seed,
                     const std::vector<std::map<std::string, std::string>> &assignments) {
+  exportProgram(kernel.name + "_" + std::to_string(seed), source, assignments.back());
   Interpreter interpreter;
   codegen::CpuEngine cpu;
   Engine *engines[] = {&interpreter, &cpu};
@@ -420,7 +444,7 @@ TEST_CASE(
       CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
     }
     checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "17"}, {"N", "33"}});
-    checkAgreement(*loaded->program, kernel, seed,
+    checkAgreement(source, *loaded->program, kernel, seed,
                    {{{"M", "1"}, {"N", "1"}},
                     {{"M", "3"}, {"N", "7"}},
                     {{"M", "17"}, {"N", "33"}},
@@ -438,7 +462,7 @@ TEST_CASE("random time loops around 1-D parfors agree between the interpreter an
     CAPTURE(seed);
     CAPTURE(source);
     auto loaded = test::loadText(source);
-    checkAgreement(*loaded->program, onlyKernel(*loaded), seed, assignments);
+    checkAgreement(source, *loaded->program, onlyKernel(*loaded), seed, assignments);
   }
 }
 
@@ -457,7 +481,7 @@ TEST_CASE("random host code around kernels agrees between the interpreter and th
     auto loaded = test::loadText(source);
     const KernelDecl &kernel = onlyKernel(*loaded);
     checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "33"}, {"N", "70"}, {"steps", "2"}});
-    checkAgreement(*loaded->program, kernel, seed, assignments);
+    checkAgreement(source, *loaded->program, kernel, seed, assignments);
   }
 }
 
@@ -471,6 +495,6 @@ TEST_CASE("random 3-D parfors and i32 reductions agree between the interpreter a
     CAPTURE(seed);
     CAPTURE(source);
     auto loaded = test::loadText(source);
-    checkAgreement(*loaded->program, onlyKernel(*loaded), seed, assignments);
+    checkAgreement(source, *loaded->program, onlyKernel(*loaded), seed, assignments);
   }
 }
