@@ -46,6 +46,13 @@ public:
     std::string columns =
         pick<std::string>({"0..N", "0..N", "0..min(N, i + 1)", "i % 3..N", "0..N by 2"});
     std::string text = "assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }\n"
+                       "fn blend(a: f32, b: f32, k: i64) -> f32 {\n"
+                       "  var t: f32 = a * 0.75 + b * 0.25;\n"
+                       "  for s in 0..k % 3 {\n"
+                       "    t = max(t, a - f32(s));\n"
+                       "  }\n"
+                       "  return t;\n"
+                       "}\n"
                        "kernel generated(A: in f32[M][N], x: in f32[N], C: out f32[M][N], "
                        "r: out f32) {\n"
                        "  parfor i in 0..M, j in " +
@@ -194,7 +201,7 @@ private:
         leaves.push_back("f32(" + k + ")");
       return pick(leaves);
     }
-    switch (between(0, 7)) {
+    switch (between(0, 8)) {
     case 0:
       return "(" + value(depth - 1) + " + " + value(depth - 1) + ")";
     case 1:
@@ -207,6 +214,9 @@ private:
       return "sqrt(abs(" + value(depth - 1) + "))";
     case 5:
       return "f32(" + integer(depth - 1) + ")";
+    case 7: // a user's function, with a loop of its own
+      return "blend(" + value(depth - 1) + ", " + value(depth - 1) + ", " + integer(depth - 1) +
+             ")";
     case 6: { // a user's associative function
       std::string k = fresh("k"), over = range();
       loopVars_.push_back(k);
