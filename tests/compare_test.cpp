@@ -74,6 +74,30 @@ TEST_CASE("results near zero are compared against the array's magnitude") {
   CHECK_FALSE(compareArrays(expected, actual).matches);
 }
 
+TEST_CASE("a result that cancels to near zero is compared against its terms' magnitude") {
+  // r = sum of (A[j + 2] - A[j]) over a row telescopes to about 0: the two
+  // engines' rounding leaves ~1e-7 either way, of the size of the terms.
+  HostArray expected = filled(ScalarType::F32, {}, 0.0);
+  HostArray actual = filled(ScalarType::F32, {}, -1.1920929e-07);
+  CompareOptions options;
+  options.reductionLength = 21;
+  CHECK_FALSE(compareArrays(expected, actual, options).matches);
+  options.termMagnitude = 1.0;
+  CHECK(compareArrays(expected, actual, options).matches);
+  // An error of the terms' own size is still a mismatch.
+  CHECK_FALSE(compareArrays(expected, filled(ScalarType::F32, {}, 0.5), options).matches);
+
+  auto loaded = test::loadText("kernel k(A: in f32[M][N], n: i32, r: out f32) { r = 0.0; }");
+  REQUIRE(loaded->program);
+  const KernelDecl &kernel = *loaded->program->findKernel("k");
+  KernelArgs inputs;
+  inputs.params = {filled(ScalarType::F32, {3, 7}, -2.5), filled(ScalarType::I32, {}, 1000),
+                   filled(ScalarType::F32, {}, 9.0)};
+  CompareOptions derived = compareOptionsFor(kernel, inputs);
+  CHECK(derived.reductionLength == 21); // A's elements; the out parameter does not count
+  CHECK(derived.termMagnitude == 2.5);  // float inputs only, as magnitudes
+}
+
 TEST_CASE("NaN matches NaN; infinities must match exactly") {
   double nan = std::numeric_limits<double>::quiet_NaN();
   double inf = std::numeric_limits<double>::infinity();

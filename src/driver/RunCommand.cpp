@@ -61,16 +61,6 @@ selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFi
   return outputs;
 }
 
-// Rounding differences grow with the reduction length, which the largest
-// input bounds: a reduction reads at most that many elements of it.
-uint64_t largestInput(const KernelDecl &kernel, const KernelArgs &args) {
-  uint64_t largest = 1;
-  for (size_t position = 0; position < kernel.params.size(); ++position)
-    if (kernel.params[position]->intent != Intent::Out)
-      largest = std::max<uint64_t>(largest, args.params[position].elementCount());
-  return largest;
-}
-
 // The interpreter is the oracle, but it runs about 4e7 operations a second:
 // beyond this much work (flops plus elements moved) it would take minutes, so
 // the CPU JIT, itself tested against the interpreter on every sample, checks
@@ -117,8 +107,7 @@ bool checkOutputs(PreparedRun &run, KernelArgs inputs,
     printError("--check: " + referenceName + " failed");
     return false;
   }
-  CompareOptions options;
-  options.reductionLength = largestInput(kernel, inputs);
+  CompareOptions options = compareOptionsFor(kernel, inputs);
   bool allMatch = true;
   for (const auto &[position, file] : outputs) {
     const std::string &name = kernel.params[position]->name;

@@ -36,6 +36,21 @@ bool floatsMatch(double expected, double actual, double relative, double absolut
 
 } // namespace
 
+CompareOptions compareOptionsFor(const KernelDecl &kernel, const KernelArgs &inputs) {
+  CompareOptions options;
+  for (size_t position = 0; position < kernel.params.size(); ++position) {
+    if (kernel.params[position]->intent == Intent::Out)
+      continue;
+    const HostArray &input = inputs.params[position];
+    options.reductionLength = std::max<uint64_t>(options.reductionLength, input.elementCount());
+    if (isFloat(input.type))
+      for (size_t i = 0; i < input.elementCount(); ++i)
+        if (double value = std::fabs(input.getAsDouble(i)); std::isfinite(value))
+          options.termMagnitude = std::max(options.termMagnitude, value);
+  }
+  return options;
+}
+
 double defaultRelativeTolerance(ScalarType type, uint64_t reductionLength) {
   double epsilon = type == ScalarType::F32 ? 0x1p-23 : 0x1p-52;
   // Rounding errors of a sum of n terms typically grow like sqrt(n) ulps;
@@ -69,8 +84,8 @@ CompareReport compareArrays(const HostArray &expected, const HostArray &actual,
   } else {
     // The absolute part covers results near zero produced by cancellation:
     // their error is relative to the magnitude of the terms, which the
-    // largest value of the array approximates.
-    double largest = 0;
+    // largest value of the array or of the inputs approximates.
+    double largest = options.termMagnitude;
     for (size_t i = 0; i < count; ++i) {
       double value = expected.getAsDouble(i);
       if (std::isfinite(value))

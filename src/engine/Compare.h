@@ -6,6 +6,7 @@
 // the reduction length; NaN matches NaN and infinities must match exactly.
 #pragma once
 
+#include "engine/Engine.h"
 #include "engine/HostArray.h"
 
 #include <cstdint>
@@ -18,6 +19,10 @@ struct CompareOptions {
   // The longest reduction that contributes to one element (1 when none);
   // rounding differences grow about as its square root.
   uint64_t reductionLength = 1;
+  // The magnitude of the terms the outputs are computed from (about the
+  // largest input): a result that cancels to near zero carries rounding
+  // errors of that size, not of its own.
+  double termMagnitude = 0;
   // Overrides of the derived tolerances when positive.
   double relativeTolerance = 0;
   double absoluteTolerance = 0;
@@ -38,6 +43,11 @@ struct CompareReport {
 // Compares `actual` against `expected` (the reference engine's result).
 CompareReport compareArrays(const HostArray &expected, const HostArray &actual,
                             const CompareOptions &options = {});
+
+// The options for comparing the outputs of `kernel` run on `inputs`: no
+// reduction is longer than the largest input array, and the largest finite
+// float input gives the size of the terms.
+CompareOptions compareOptionsFor(const KernelDecl &kernel, const KernelArgs &inputs);
 
 // The tolerances compareArrays uses for a float type and reduction length.
 double defaultRelativeTolerance(ScalarType type, uint64_t reductionLength);

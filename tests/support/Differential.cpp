@@ -17,14 +17,6 @@ std::string describeRequest(const KernelDecl &kernel, const ArgumentRequest &req
   return text + ", seed " + std::to_string(request.seed) + ")";
 }
 
-uint64_t largestInput(const KernelDecl &kernel, const KernelArgs &args) {
-  uint64_t largest = 1;
-  for (size_t i = 0; i < kernel.params.size(); ++i)
-    if (kernel.params[i]->intent != Intent::Out)
-      largest = std::max<uint64_t>(largest, args.params[i].elementCount());
-  return largest;
-}
-
 } // namespace
 
 DifferentialOutcome runDifferential(const Program &program, const KernelDecl &kernel,
@@ -38,8 +30,7 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
     outcome.report = where + ": inputs not bindable: " + inputs.error().message;
     return outcome;
   }
-  CompareOptions options;
-  options.reductionLength = largestInput(kernel, *inputs);
+  CompareOptions options = compareOptionsFor(kernel, *inputs);
   KernelArgs &reference = outcome.reference;
   reference = *inputs;
   if (auto ran = engines[0]->run(program, kernel, reference); !ran) {
