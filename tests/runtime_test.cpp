@@ -73,6 +73,19 @@ Runtime openStub() {
   return std::move(*runtime);
 }
 
+// The stand-in PTX loaded as module `moduleName`, and its entry `kernel`.
+struct StubKernel {
+  Module module;
+  Function function;
+};
+StubKernel loadStubKernel(const Runtime &runtime, const char *moduleName, const char *kernel) {
+  auto module = runtime.loadPtx(kStubPtx, moduleName);
+  REQUIRE_MESSAGE(module, module.error().message);
+  auto function = module->function(kernel);
+  REQUIRE_MESSAGE(function, function.error().message);
+  return {std::move(*module), *function};
+}
+
 loopc_launch_config matmulLaunch() {
   loopc_launch_config config{};
   config.grid[0] = 4;
@@ -260,10 +273,7 @@ TEST_CASE("a loaded module gives its JIT log, functions and their attributes") {
 TEST_CASE("a timed launch passes parameters and geometry and reports the kernel time") {
   StubDriver stub;
   Runtime runtime = openStub();
-  auto module = runtime.loadPtx(kStubPtx, "fill");
-  REQUIRE(module);
-  auto fill = module->function("loopc_fill_u32");
-  REQUIRE(fill);
+  StubKernel fill = loadStubKernel(runtime, "fill", "loopc_fill_u32");
   auto buffer = runtime.allocate(8 * sizeof(uint32_t));
   REQUIRE(buffer);
   REQUIRE(buffer->fill(0));
@@ -276,7 +286,7 @@ TEST_CASE("a timed launch passes parameters and geometry and reports the kernel 
   config.grid = {3, 2, 1};
   config.block = {128, 1, 1};
   config.dynamicSharedBytes = 256;
-  auto elapsed = runtime.launchTimed(*fill, config, params);
+  auto elapsed = runtime.launchTimed(fill.function, config, params);
   REQUIRE_MESSAGE(elapsed, elapsed.error().message);
   CHECK(*elapsed == doctest::Approx(1.5));
   const unsigned *launch = stub.lastLaunch();
@@ -292,13 +302,10 @@ TEST_CASE("a timed launch passes parameters and geometry and reports the kernel 
 TEST_CASE("a failed launch names the kernel, its source location and geometry") {
   StubDriver stub;
   Runtime runtime = openStub();
-  auto module = runtime.loadPtx(kStubPtx, "matmul");
-  REQUIRE(module);
-  auto matmul = module->function("matmul");
-  REQUIRE(matmul);
+  StubKernel matmul = loadStubKernel(runtime, "matmul", "matmul");
   stub.fail("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   loopc_launch_config config = matmulLaunch();
-  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+  CHECK(loopc_launch(runtime.handle(), matmul.function.handle(), &config, nullptr, nullptr) ==
         LOOPC_ERROR_DRIVER);
   CHECK(std::string(loopc_runtime_last_error(runtime.handle())) ==
         "launching kernel 'matmul' at samples/matmul.loop:3:5 (grid 4x2x1, block 16x16x1, 0 "
@@ -306,7 +313,7 @@ TEST_CASE("a failed launch names the kernel, its source location and geometry") 
         "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (too many resources requested for launch)");
 
   config.block[2] = 0;
-  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+  CHECK(loopc_launch(runtime.handle(), matmul.function.handle(), &config, nullptr, nullptr) ==
         LOOPC_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(loopc_runtime_last_error(runtime.handle()))
             .starts_with("launching kernel 'matmul' at samples/matmul.loop:3:5: every grid"));
@@ -315,14 +322,11 @@ TEST_CASE("a failed launch names the kernel, its source location and geometry") 
 TEST_CASE("a kernel's asynchronous failure is blamed on it by later calls") {
   StubDriver stub;
   Runtime runtime = openStub();
-  auto module = runtime.loadPtx(kStubPtx, "matmul");
-  REQUIRE(module);
-  auto matmul = module->function("matmul");
-  REQUIRE(matmul);
+  StubKernel matmul = loadStubKernel(runtime, "matmul", "matmul");
   auto buffer = runtime.allocate(16);
   REQUIRE(buffer);
   loopc_launch_config config = matmulLaunch();
-  REQUIRE(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+  REQUIRE(loopc_launch(runtime.handle(), matmul.function.handle(), &config, nullptr, nullptr) ==
           LOOPC_SUCCESS);
 
   stub.fail("cuMemcpyDtoH", CUDA_ERROR_ILLEGAL_ADDRESS);
@@ -345,17 +349,14 @@ TEST_CASE("a kernel's asynchronous failure is blamed on it by later calls") {
 TEST_CASE("more than 48 KiB of dynamic shared memory is opted into per function") {
   StubDriver stub;
   Runtime runtime = openStub();
-  auto module = runtime.loadPtx(kStubPtx, "matmul");
-  REQUIRE(module);
-  auto matmul = module->function("matmul");
-  REQUIRE(matmul);
+  StubKernel matmul = loadStubKernel(runtime, "matmul", "matmul");
   stub.fail("cuFuncSetAttribute", CUDA_ERROR_INVALID_VALUE);
   loopc_launch_config config = matmulLaunch();
   config.dynamic_shared_bytes = 48 * 1024;
-  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+  CHECK(loopc_launch(runtime.handle(), matmul.function.handle(), &config, nullptr, nullptr) ==
         LOOPC_SUCCESS);
   config.dynamic_shared_bytes = 64 * 1024;
-  CHECK(loopc_launch(runtime.handle(), matmul->handle(), &config, nullptr, nullptr) ==
+  CHECK(loopc_launch(runtime.handle(), matmul.function.handle(), &config, nullptr, nullptr) ==
         LOOPC_ERROR_DRIVER);
   CHECK(std::string(loopc_runtime_last_error(runtime.handle()))
             .ends_with("cuFuncSetAttribute failed: CUDA_ERROR_INVALID_VALUE (stub error)"));
