@@ -14,14 +14,11 @@
 #include <string>
 
 using namespace loopc;
+using loopc::test::contains;
 using loopc::test::runLoopc;
 using loopc::test::TempDir;
 
 namespace {
-
-bool contains(const std::string &text, const std::string &part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Whether LLVM IR text has a `define` line whose function name contains `part`.
 bool definesFunctionNaming(const std::string &module, const std::string &part) {
@@ -185,7 +182,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   auto all = runLoopc("explain samples/matmul.loop");
   CHECK(all.exitCode == 0);
   for (const char *pass :
-       {"lower", "simplify", "map_to_gpu", "lower_reductions", "extract_kernels"})
+       {"lower", "simplify", "map_to_gpu", "lower_reductions", "tile_registers", "extract_kernels"})
     CHECK(contains(all.output, std::string("// after ") + pass + "\n"));
   auto lowered = runLoopc("explain samples/matmul.loop --after lower");
   CHECK(lowered.exitCode == 0);
@@ -201,8 +198,8 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   auto unknown = runLoopc("explain samples/matmul.loop --after tile_everything");
   CHECK(unknown.exitCode == 1);
   CHECK(contains(unknown.output, "loopc: error: no pass named 'tile_everything'; the passes are: "
-                                 "lower, simplify, map_to_gpu, lower_reductions, simplify, "
-                                 "extract_kernels"));
+                                 "lower, simplify, map_to_gpu, lower_reductions, tile_registers, "
+                                 "simplify, extract_kernels"));
 }
 
 TEST_CASE("compile --emit llvm prints a module defining the kernel") {

@@ -15,6 +15,8 @@
 // Inside the IR's namespace, Expr and Stmt are the IR's, not the AST's.
 namespace loopc::ir {
 
+using loopc::test::contains;
+
 namespace {
 
 Buffer makeBuffer(const std::string &name, std::vector<Expr> shape,
@@ -74,10 +76,6 @@ std::string after(const Function &function, const std::string &pass) {
   auto compiled = passes::runPipeline(function, options);
   REQUIRE_MESSAGE(compiled, (compiled ? "" : compiled.error().message));
   return printed;
-}
-
-bool contains(const std::string &text, const std::string &part) {
-  return text.find(part) != std::string::npos;
 }
 
 const char *kMatmul = R"(

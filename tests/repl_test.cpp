@@ -14,13 +14,10 @@
 #include <vector>
 
 using loopc::driver::Repl;
+using loopc::test::contains;
 using loopc::test::runLoopc;
 
 namespace {
-
-bool contains(const std::string &text, const std::string &part) {
-  return text.find(part) != std::string::npos;
-}
 
 // A Repl with its output and errors captured; `type` feeds it lines and
 // returns what they printed.

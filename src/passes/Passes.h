@@ -16,6 +16,10 @@ ir::Function mapToGpu(ir::Function function);
 // (lower_reductions.cpp).
 ir::Function lowerReductions(ir::Function function);
 
+// Threads of a mapped nest compute a small tile of points each, the copies
+// of the body jammed so loads are shared in registers (tile_registers.cpp).
+ir::Function tileRegisters(ir::Function function);
+
 // Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
 ir::Function extractKernels(ir::Function function);
 

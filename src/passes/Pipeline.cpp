@@ -64,6 +64,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
+  passes.run("tile_registers", tileRegisters);
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

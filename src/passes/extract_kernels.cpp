@@ -21,12 +21,19 @@ using ir::Stmt;
 
 namespace {
 
+// A kernel whose threads keep this many values in registers (a register
+// tile's accumulators) asks ptxas for the occupancy kMinThreadsPerSM.
+const int64_t kManyRegisterValues = 8;
+const int64_t kMinThreadsPerSM = 512;
+
 // What a GPU nest uses from outside itself, in order of first use.
 class OutsideUses : public IRVisitor {
 public:
   std::vector<Buffer> buffers;
   std::vector<ScalarParam> scalars;
   std::set<const BufferInfo *> stored;
+  // Elements of the register buffers the kernel allocates.
+  int64_t registerValues = 0;
 
   // Extents of the first GpuBlock / GpuThread loop of each dimension.
   Expr grid[3], block[3];
@@ -51,6 +58,13 @@ protected:
     for (const Expr &extent : node.buffer->shape)
       visit(extent);
     allocated_.insert(node.buffer.get());
+    if (node.buffer->memory == MemorySpace::Register) {
+      int64_t elements = 1;
+      for (const Expr &extent : node.buffer->shape)
+        if (const auto *constant = extent->as<IntImm>())
+          elements *= constant->value;
+      registerValues += elements;
+    }
     visit(node.body);
   }
   void visitFor(const For &node) override {
@@ -142,6 +156,14 @@ protected:
       threads = imm && threads ? threads * imm->value : 0;
     }
     kernel.maxThreadsPerBlock = static_cast<int>(threads);
+    // Given only maxntid, ptxas on sm_80 budgets registers for as many blocks
+    // as fit and spilled a 16-accumulator register tile at 48 registers.
+    // Asking for 512 threads per SM (16 warps, enough to hide latency with
+    // the independent work of a tile) lets it use up to 128 registers. Other
+    // kernels keep ptxas's choice: given the room, it spent registers on a
+    // memory-bound reduction (31 -> 56) that occupancy needs more.
+    if (threads > 0 && uses.registerValues >= kManyRegisterValues)
+      kernel.minBlocksPerSM = static_cast<int>(std::max<int64_t>(1, kMinThreadsPerSM / threads));
     function_.kernels.push_back(std::move(kernel));
     return std::make_shared<Launch>(function_.kernels.back().name, std::move(grid),
                                     std::move(block), std::move(bufferArgs), std::move(scalarArgs),

@@ -77,6 +77,10 @@ std::string readFile(const std::string &path) {
   return text.str();
 }
 
+bool contains(const std::string &text, const std::string &part) {
+  return text.find(part) != std::string::npos;
+}
+
 ir::Function compiledKernel(const Program &program, const KernelDecl &kernel) {
   Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, kernel));
   REQUIRE_MESSAGE(function, (function ? "" : function.error().message));

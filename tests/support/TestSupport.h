@@ -44,6 +44,9 @@ std::unique_ptr<LoadedProgram> loadText(const std::string &text);
 // an internal error.
 ir::Function compiledKernel(const Program &program, const KernelDecl &kernel);
 
+// True when `part` occurs in `text`.
+bool contains(const std::string &text, const std::string &part);
+
 // The contents of a file; fails the current test when it cannot be read.
 std::string readFile(const std::string &path);
 

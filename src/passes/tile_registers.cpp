@@ -1,0 +1,566 @@
+// tile_registers: register tiling by thread coarsening. After map_to_gpu a
+// thread computes one point of its parfor nest. Where the body has a loop
+// whose loads are the same for neighbouring points along a mapped dimension
+// (matmul's B[k][j] for every i, A[i][k] for every j; a filter's weights for
+// every pixel), each thread now computes a small tile of points along those
+// dimensions (4, or 4 x 4) and the copies of the body are jammed into one:
+// one k loop updates every copy's accumulator, so a value loaded once feeds
+// all the copies that use it from a register, and the accumulators stay in
+// registers. Copies are independent (they were distinct iterations of a
+// parfor), so interleaving their statements is always legal; a statement is
+// copied only along the dimensions it depends on, so work common to the
+// copies (a loop's bounds, an invariant load) is done once.
+//
+// Which points a thread takes: along x, copies a block width apart (copy r at
+// r * 32 + thread), so the 32 threads of a warp still touch consecutive
+// addresses in each copy; along y and z, consecutive points (stencils then
+// reuse the loads of overlapping windows). Block loops shrink by the factor.
+//
+// Full tiles take a fast path: when map_to_gpu's guard holds for every copy
+// the jammed body runs unguarded; otherwise (the partial tiles at the edges
+// of the range) the thread runs its copies one after another, each under the
+// original guard, so any size is right and only edge blocks pay for it.
+//
+// Chosen only where it pays: a mapped dimension is coarsened when a global
+// load inside a loop of the body is invariant along it, and only in nests of
+// two or more mapped dimensions, where the grid keeps enough blocks at
+// realistic sizes (sizes are symbolic here; a 1-D nest would lose parallelism
+// R-fold). Nests with barriers or shared memory are left alone.
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+#include "passes/analysis/AccessAnalysis.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <functional>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+const int64_t kFactor = 4;           // copies along one dimension
+const int64_t kMaxCopies = 16;       // per thread, so the accumulators fit in registers
+const size_t kMaxJammedNodes = 8000; // IR nodes of the jammed body (code size)
+
+// A set of GPU dimensions (bit d for x, y, z = 0, 1, 2): the copy indices a
+// name or statement depends on.
+using DimMask = unsigned;
+const char kDimLetters[] = "xyz";
+
+// One mapped dimension of the nest, as map_to_gpu made it.
+struct MappedDim {
+  int gpuDim = 0;
+  const For *block = nullptr;
+  const For *thread = nullptr;
+  int reuse = 0;      // loads in loops of the body invariant along it
+  int64_t factor = 1; // copies along it
+};
+
+// Which copy, along the dimensions fixed so far.
+struct CopyIndex {
+  DimMask fixed = 0;
+  std::array<int64_t, 3> index{0, 0, 0};
+};
+
+// `.x1y0`: the name of a copy of something that depends on the dimensions in
+// `deps` (all fixed in `copy`).
+std::string copySuffix(DimMask deps, const CopyIndex &copy) {
+  std::string suffix;
+  for (int d = 0; d < 3; ++d)
+    if (deps & (1u << d))
+      suffix += kDimLetters[d] + std::to_string(copy.index[d]);
+  return suffix.empty() ? suffix : "." + suffix;
+}
+
+class NodeCounter : public IRVisitor {
+public:
+  size_t count = 0;
+
+protected:
+  void visitLoad(const Load &node) override {
+    ++count;
+    IRVisitor::visitLoad(node);
+  }
+  void visitBinary(const Binary &node) override {
+    ++count;
+    IRVisitor::visitBinary(node);
+  }
+  void visitCall(const Call &node) override {
+    ++count;
+    IRVisitor::visitCall(node);
+  }
+  void visitStore(const Store &node) override {
+    ++count;
+    IRVisitor::visitStore(node);
+  }
+};
+
+// Barriers and shared memory tie the threads of a block together; such a
+// nest was already organised by block (a tree reduction) and is left alone.
+class BlockCooperation : public IRVisitor {
+public:
+  bool found = false;
+
+protected:
+  void visitBarrier(const Barrier &) override { found = true; }
+  void visitAllocate(const Allocate &node) override {
+    found |= node.buffer->memory == MemorySpace::Shared;
+    IRVisitor::visitAllocate(node);
+  }
+  void visitLoad(const Load &node) override {
+    found |= node.buffer->memory == MemorySpace::Shared;
+    IRVisitor::visitLoad(node);
+  }
+  void visitStore(const Store &node) override {
+    found |= node.buffer->memory == MemorySpace::Shared;
+    IRVisitor::visitStore(node);
+  }
+};
+
+// The copies of a thread's body, jammed: each statement is emitted once per
+// copy index along the dimensions it depends on, the names it binds renamed
+// per copy (`acc.x1y2`), in the order of the original statements.
+class Jammer {
+public:
+  Jammer(const std::vector<MappedDim> &dims, const IfThenElse &guard,
+         const std::vector<const LetStmt *> &lets)
+      : dims_(dims), guard_(guard), lets_(lets) {
+    for (const MappedDim &dim : dims) {
+      if (dim.factor == 1)
+        continue;
+      coarsened_ |= 1u << dim.gpuDim;
+      // x copies are a block apart: the block index moves per copy; y and z
+      // copies are consecutive: the thread index does.
+      varDeps_[dim.gpuDim == 0 ? dim.block->var : dim.thread->var] = 1u << dim.gpuDim;
+    }
+  }
+
+  Stmt jam(const Stmt &stmt, const CopyIndex &copy) {
+    switch (stmt->kind) {
+    case StmtNode::Kind::Block: {
+      std::vector<Stmt> stmts;
+      for (const Stmt &inner : stmt->as<Block>()->stmts)
+        stmts.push_back(jam(inner, copy));
+      return makeBlock(std::move(stmts));
+    }
+    case StmtNode::Kind::LetStmt:
+      return jamLet(*stmt->as<LetStmt>(), copy);
+    case StmtNode::Kind::Allocate:
+      return jamAllocate(*stmt->as<Allocate>(), copy);
+    case StmtNode::Kind::Store:
+      return jamStore(*stmt->as<Store>(), copy);
+    case StmtNode::Kind::For:
+      return jamFor(*stmt->as<For>(), copy);
+    case StmtNode::Kind::IfThenElse:
+      if (stmt.get() == &guard_)
+        return fastPathOrCopies(copy);
+      return jamIf(*stmt->as<IfThenElse>(), copy);
+    default:
+      // Barrier (excluded by BlockCooperation); Reduce and Launch do not
+      // occur in a thread after lower_reductions and extract_kernels.
+      assert(false && "tile_registers: unexpected statement in a thread body");
+      return stmt;
+    }
+  }
+
+private:
+  // Rewrites an expression of the original body for one copy: the copy's
+  // block or thread index, its names and its buffers.
+  class CopyRewriter : public IRMutator {
+  public:
+    CopyRewriter(const Jammer &jammer, const CopyIndex &copy) : jammer_(jammer), copy_(copy) {}
+
+  protected:
+    Expr visitVar(const Var &node, const Expr &self) override {
+      for (const MappedDim &dim : jammer_.dims_) {
+        if (dim.factor == 1)
+          continue;
+        Expr factor = makeInt(node.type, dim.factor);
+        Expr index = makeInt(node.type, copy_.index[dim.gpuDim]);
+        auto scaled = [&](Expr scaledVar, Expr offset) {
+          return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, scaledVar, factor),
+                            offset);
+        };
+        if (dim.gpuDim == 0 && node.name == dim.block->var)
+          return scaled(self, index);
+        if (dim.gpuDim != 0 && node.name == dim.thread->var)
+          return scaled(self, index);
+        if (dim.gpuDim != 0 && node.name == dim.block->var)
+          return makeBinary(BinaryOpKind::Mul, self, factor);
+      }
+      auto deps = jammer_.varDeps_.find(node.name);
+      if (deps == jammer_.varDeps_.end())
+        return self;
+      assert((deps->second & ~copy_.fixed) == 0 && "a copy of a name not fixed");
+      return makeVar(node.type, node.name + copySuffix(deps->second, copy_));
+    }
+
+    Expr visitLoad(const Load &node, const Expr &self) override {
+      std::vector<Expr> indices;
+      bool changed = mutateAll(node.indices, indices);
+      Buffer buffer = jammer_.bufferFor(node.buffer, copy_);
+      if (!changed && buffer == node.buffer)
+        return self;
+      return std::make_shared<Load>(buffer, std::move(indices), node.source);
+    }
+
+  private:
+    const Jammer &jammer_;
+    const CopyIndex &copy_;
+  };
+
+  class DepsCollector : public IRVisitor {
+  public:
+    explicit DepsCollector(const Jammer &jammer) : jammer_(jammer) {}
+    DimMask deps = 0;
+
+  protected:
+    void visitVar(const Var &node) override { deps |= jammer_.depsOfName(node.name); }
+    void visitLoad(const Load &node) override {
+      deps |= jammer_.depsOfBuffer(node.buffer);
+      IRVisitor::visitLoad(node);
+    }
+
+  private:
+    const Jammer &jammer_;
+  };
+
+  DimMask depsOfName(const std::string &name) const {
+    auto found = varDeps_.find(name);
+    return found == varDeps_.end() ? 0 : found->second;
+  }
+  DimMask depsOfBuffer(const Buffer &buffer) const {
+    return copiedBuffers_.contains(buffer.get()) ? coarsened_ : 0;
+  }
+  DimMask depsOf(const std::vector<Expr> &exprs) const {
+    DepsCollector collector(*this);
+    for (const Expr &expr : exprs)
+      collector.visit(expr);
+    return collector.deps;
+  }
+
+  Buffer bufferFor(const Buffer &buffer, const CopyIndex &copy) const {
+    if (!copiedBuffers_.contains(buffer.get()))
+      return buffer;
+    return bufferCopies_.at({buffer.get(), copySuffix(coarsened_, copy)});
+  }
+
+  Expr rewrite(const Expr &expr, const CopyIndex &copy) const {
+    return CopyRewriter(*this, copy).mutate(expr);
+  }
+  std::vector<Expr> rewrite(const std::vector<Expr> &exprs, const CopyIndex &copy) const {
+    std::vector<Expr> result;
+    for (const Expr &expr : exprs)
+      result.push_back(rewrite(expr, copy));
+    return result;
+  }
+
+  // Calls `emit` for every copy index that extends `copy` along `free`.
+  void forEachCopy(DimMask free, const CopyIndex &copy,
+                   const std::function<void(const CopyIndex &)> &emit) const {
+    for (const MappedDim &dim : dims_) {
+      DimMask bit = 1u << dim.gpuDim;
+      if (!(free & bit))
+        continue;
+      for (int64_t r = 0; r < dim.factor; ++r) {
+        CopyIndex extended = copy;
+        extended.fixed |= bit;
+        extended.index[dim.gpuDim] = r;
+        forEachCopy(free & ~bit, extended, emit);
+      }
+      return;
+    }
+    emit(copy);
+  }
+
+  Stmt jamLet(const LetStmt &let, const CopyIndex &copy) {
+    DimMask deps = depsOf({let.value});
+    if (!deps)
+      return std::make_shared<LetStmt>(let.var, rewrite(let.value, copy), jam(let.body, copy));
+    varDeps_[let.var] = deps;
+    Stmt body = jam(let.body, copy);
+    std::vector<std::pair<std::string, Expr>> bindings;
+    forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      bindings.emplace_back(let.var + copySuffix(deps, each), rewrite(let.value, each));
+    });
+    for (auto binding = bindings.rbegin(); binding != bindings.rend(); ++binding)
+      body = std::make_shared<LetStmt>(binding->first, binding->second, body);
+    return body;
+  }
+
+  // A buffer allocated in the body is per thread: one per copy.
+  Stmt jamAllocate(const Allocate &allocate, const CopyIndex &copy) {
+    const Buffer &buffer = allocate.buffer;
+    copiedBuffers_.insert(buffer.get());
+    std::vector<Buffer> copies;
+    forEachCopy(coarsened_ & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      std::string suffix = copySuffix(coarsened_, each);
+      auto copied = std::make_shared<BufferInfo>(*buffer);
+      copied->name += suffix;
+      copied->shape = rewrite(buffer->shape, each);
+      bufferCopies_[{buffer.get(), suffix}] = copied;
+      copies.push_back(copied);
+    });
+    Stmt body = jam(allocate.body, copy);
+    for (auto copied = copies.rbegin(); copied != copies.rend(); ++copied)
+      body = std::make_shared<Allocate>(*copied, body);
+    return body;
+  }
+
+  Stmt jamStore(const Store &store, const CopyIndex &copy) {
+    DimMask deps = depsOf(store.indices) | depsOf({store.value}) | depsOfBuffer(store.buffer);
+    std::vector<Stmt> stores;
+    forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      stores.push_back(
+          std::make_shared<Store>(bufferFor(store.buffer, each), rewrite(store.indices, each),
+                                  rewrite(store.value, each), store.source, store.isReductionStep));
+    });
+    return makeBlock(std::move(stores));
+  }
+
+  Stmt jamFor(const For &loop, const CopyIndex &copy) {
+    DimMask deps = depsOf({loop.min, loop.extent});
+    if (!deps)
+      return std::make_shared<For>(loop.var, rewrite(loop.min, copy), rewrite(loop.extent, copy),
+                                   loop.forKind, loop.gpuDim, jam(loop.body, copy), loop.source);
+    // Bounds that differ between copies: a loop per copy.
+    varDeps_[loop.var] = deps;
+    std::vector<Stmt> loops;
+    forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      loops.push_back(std::make_shared<For>(
+          loop.var + copySuffix(deps, each), rewrite(loop.min, each), rewrite(loop.extent, each),
+          loop.forKind, loop.gpuDim, jam(loop.body, each), loop.source));
+    });
+    return makeBlock(std::move(loops));
+  }
+
+  Stmt jamIf(const IfThenElse &branch, const CopyIndex &copy) {
+    DimMask deps = depsOf({branch.cond});
+    std::vector<Stmt> branches;
+    forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      branches.push_back(
+          std::make_shared<IfThenElse>(rewrite(branch.cond, each), jam(branch.thenCase, each),
+                                       branch.elseCase ? jam(branch.elseCase, each) : nullptr));
+    });
+    return makeBlock(std::move(branches));
+  }
+
+  // map_to_gpu's guard: when it holds for every copy, the jammed body;
+  // otherwise the original body once per copy, each under the guard.
+  Stmt fastPathOrCopies(const CopyIndex &copy) {
+    std::vector<Expr> conjuncts;
+    std::function<void(const Expr &)> split = [&](const Expr &cond) {
+      const auto *both = cond->as<Binary>();
+      if (both && both->op == BinaryOpKind::And) {
+        split(both->lhs);
+        split(both->rhs);
+      } else {
+        conjuncts.push_back(cond);
+      }
+    };
+    split(guard_.cond);
+    Expr allCopiesInRange;
+    for (const Expr &conjunct : conjuncts)
+      forEachCopy(depsOf({conjunct}) & ~copy.fixed, copy, [&](const CopyIndex &each) {
+        Expr inRange = rewrite(conjunct, each);
+        allCopiesInRange =
+            allCopiesInRange ? makeBinary(BinaryOpKind::And, allCopiesInRange, inRange) : inRange;
+      });
+    return std::make_shared<IfThenElse>(allCopiesInRange, jam(guard_.thenCase, copy),
+                                        copiesOneByOne());
+  }
+
+  // The partial tile: serial loops over the copy indices around the original
+  // guarded body (and the lets it depends on).
+  Stmt copiesOneByOne() const {
+    Stmt body = std::make_shared<IfThenElse>(guard_.cond, guard_.thenCase);
+    for (auto let = lets_.rbegin(); let != lets_.rend(); ++let)
+      if (varDeps_.contains((*let)->var))
+        body = std::make_shared<LetStmt>((*let)->var, (*let)->value, body);
+    std::map<std::string, Expr> copyOf;
+    for (const MappedDim &dim : dims_) {
+      if (dim.factor == 1)
+        continue;
+      ScalarType type = dim.thread->min->type;
+      Expr factor = makeInt(type, dim.factor);
+      Expr index = makeVar(type, dim.thread->var + ".copy");
+      auto scaled = [&](const For *loop, Expr offset) {
+        Expr times = makeBinary(BinaryOpKind::Mul, makeVar(type, loop->var), factor);
+        return offset ? makeBinary(BinaryOpKind::Add, times, offset) : times;
+      };
+      if (dim.gpuDim == 0) {
+        copyOf[dim.block->var] = scaled(dim.block, index);
+      } else {
+        copyOf[dim.thread->var] = scaled(dim.thread, index);
+        copyOf[dim.block->var] = scaled(dim.block, nullptr);
+      }
+    }
+    body = substitute(body, copyOf);
+    for (const MappedDim &dim : dims_)
+      if (dim.factor > 1)
+        body = std::make_shared<For>(dim.thread->var + ".copy", makeInt(dim.thread->min->type, 0),
+                                     makeInt(dim.thread->min->type, dim.factor), ForKind::Serial, 0,
+                                     body, dim.thread->source);
+    return body;
+  }
+
+  const std::vector<MappedDim> &dims_;
+  const IfThenElse &guard_;
+  const std::vector<const LetStmt *> &lets_;
+  DimMask coarsened_ = 0;
+  std::map<std::string, DimMask> varDeps_; // names bound per copy
+  std::set<const BufferInfo *> copiedBuffers_;
+  std::map<std::pair<const BufferInfo *, std::string>, Buffer> bufferCopies_;
+};
+
+class RegisterTiler : public IRMutator {
+protected:
+  Stmt visitFor(const For &node, const Stmt &self) override {
+    if (node.forKind != ForKind::GpuBlock)
+      return IRMutator::visitFor(node, self);
+    return tileNest(self);
+  }
+
+private:
+  Stmt tileNest(const Stmt &nest) {
+    // map_to_gpu's form: block loops, thread loops, lets, `if (guard)`.
+    std::vector<const For *> blocks, threads;
+    Stmt inner = nest;
+    while (const auto *loop = inner->as<For>()) {
+      if (loop->forKind != ForKind::GpuBlock)
+        break;
+      blocks.push_back(loop);
+      inner = loop->body;
+    }
+    Stmt threadNest = inner;
+    while (const auto *loop = inner->as<For>()) {
+      if (loop->forKind != ForKind::GpuThread)
+        break;
+      threads.push_back(loop);
+      inner = loop->body;
+    }
+    if (threads.size() < 2 || threads.size() != blocks.size())
+      return nest;
+    std::vector<const LetStmt *> lets;
+    Stmt guarded = inner;
+    while (const auto *let = guarded->as<LetStmt>()) {
+      lets.push_back(let);
+      guarded = let->body;
+    }
+    const auto *guard = guarded->as<IfThenElse>();
+    if (!guard || guard->elseCase)
+      return nest;
+    BlockCooperation cooperation;
+    cooperation.visit(guarded);
+    if (cooperation.found)
+      return nest;
+
+    std::vector<MappedDim> dims;
+    std::set<std::string> indexVars;
+    for (const For *thread : threads) {
+      auto block = std::ranges::find_if(
+          blocks, [&](const For *loop) { return loop->gpuDim == thread->gpuDim; });
+      if (block == blocks.end())
+        return nest;
+      dims.push_back({thread->gpuDim, *block, thread});
+      indexVars.insert({thread->var, (*block)->var});
+    }
+    // Only the lets may read the block and thread indices; they are what
+    // the copies rewrite.
+    std::set<std::string> guardedVars = freeVars(guarded);
+    if (std::ranges::any_of(indexVars, [&](const auto &var) { return guardedVars.contains(var); }))
+      return nest;
+
+    countReuse(threadNest, dims);
+    if (!chooseFactors(guard->thenCase, dims))
+      return nest;
+
+    Jammer jammer(dims, *guard, lets);
+    Stmt body = jammer.jam(inner, CopyIndex{});
+    for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
+      body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
+                                   ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
+    for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
+      const For *loop = *block;
+      Expr extent = loop->extent;
+      auto dim = std::ranges::find_if(dims, [&](const MappedDim &d) { return d.block == loop; });
+      if (dim->factor > 1) {
+        ScalarType type = extent->type;
+        extent = makeBinary(BinaryOpKind::Div,
+                            makeBinary(BinaryOpKind::Add, extent, makeInt(type, dim->factor - 1)),
+                            makeInt(type, dim->factor));
+      }
+      body = std::make_shared<For>(loop->var, loop->min, extent, ForKind::GpuBlock, loop->gpuDim,
+                                   body, loop->source);
+    }
+    return body;
+  }
+
+  // Per mapped dimension, the global loads inside a loop of the body (they
+  // change with the loop) that do not change along the dimension: each is
+  // loaded once for all copies along it.
+  static void countReuse(const Stmt &threadNest, std::vector<MappedDim> &dims) {
+    std::set<std::string> threadVars;
+    for (const MappedDim &dim : dims)
+      threadVars.insert(dim.thread->var);
+    for (const BufferAccess &access : collectAccesses(threadNest)) {
+      if (access.isStore || access.buffer->memory != MemorySpace::Global)
+        continue;
+      bool changesInLoop = std::ranges::any_of(access.enclosingLoops, [&](const auto &loop) {
+        return !threadVars.contains(loop) && strideAlong(access, loop).kind != Stride::Kind::Zero;
+      });
+      if (!changesInLoop)
+        continue;
+      for (MappedDim &dim : dims)
+        if (strideAlong(access, dim.thread->var).kind == Stride::Kind::Zero)
+          ++dim.reuse;
+    }
+  }
+
+  // Factors for the dimensions with reuse, most reuse first (x on a tie),
+  // within the register and code-size budgets. False when none pays.
+  static bool chooseFactors(const Stmt &body, std::vector<MappedDim> &dims) {
+    std::vector<MappedDim *> byReuse;
+    for (MappedDim &dim : dims)
+      if (dim.reuse > 0)
+        byReuse.push_back(&dim);
+    std::ranges::stable_sort(byReuse, [](const MappedDim *a, const MappedDim *b) {
+      return a->reuse != b->reuse ? a->reuse > b->reuse : a->gpuDim < b->gpuDim;
+    });
+    int64_t copies = 1;
+    for (MappedDim *dim : byReuse)
+      if (copies * kFactor <= kMaxCopies) {
+        dim->factor = kFactor;
+        copies *= kFactor;
+      }
+    NodeCounter counter;
+    counter.visit(body);
+    // Over the code-size budget: halve the factors, least reuse first.
+    for (auto dim = byReuse.rbegin(); dim != byReuse.rend();) {
+      if (counter.count * static_cast<size_t>(copies) <= kMaxJammedNodes)
+        break;
+      if ((*dim)->factor == 1) {
+        ++dim;
+        continue;
+      }
+      (*dim)->factor /= 2;
+      copies /= 2;
+    }
+    return copies > 1;
+  }
+};
+
+} // namespace
+
+Function tileRegisters(Function function) {
+  function.body = RegisterTiler().mutate(function.body);
+  return function;
+}
+
+} // namespace loopc::passes

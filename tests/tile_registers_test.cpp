@@ -1,0 +1,157 @@
+// tile_registers: which nests get register tiles, what the jammed body looks
+// like, and that tiled kernels compute what the interpreter computes at sizes
+// that are multiples of the tile and sizes that leave partial tiles.
+#include "TestSupport.h"
+#include "codegen/CpuEngine.h"
+#include "interp/Interpreter.h"
+#include "ir/IRPrinter.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+#include "support/Differential.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+using namespace loopc;
+using loopc::test::contains;
+
+namespace {
+
+struct Compiled {
+  std::map<std::string, std::string> printedAfter; // pass name -> IR (the last run of it)
+  ir::Function function;
+};
+
+Compiled compile(const Program &program, const std::string &kernelName) {
+  const KernelDecl *kernel = program.findKernel(kernelName);
+  REQUIRE(kernel);
+  Compiled compiled;
+  passes::PipelineOptions options;
+  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
+    compiled.printedAfter[pass] = ir::toString(function);
+  };
+  auto function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
+  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
+  compiled.function = std::move(*function);
+  return compiled;
+}
+
+size_t occurrences(const std::string &text, const std::string &part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
+
+// Interpreter and CPU JIT agree on `kernelName` at every assignment.
+void checkAgreement(const Program &program, const std::string &kernelName,
+                    const std::vector<std::map<std::string, std::string>> &assignments) {
+  const KernelDecl *kernel = program.findKernel(kernelName);
+  REQUIRE(kernel);
+  Interpreter interpreter;
+  codegen::CpuEngine cpu;
+  Engine *engines[] = {&interpreter, &cpu};
+  for (const auto &values : assignments) {
+    ArgumentRequest request;
+    request.values = values;
+    request.seed = 7;
+    test::DifferentialOutcome outcome = test::runDifferential(program, *kernel, request, engines);
+    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
+} // namespace
+
+TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accumulators") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  Compiled matmul = compile(*loaded->program, "matmul");
+  const std::string &tiled = matmul.printedAfter.at("tile_registers");
+  // Block loops cover four times the points: x copies a block width apart
+  // (coalesced), y copies consecutive.
+  CHECK(contains(tiled, "gpu_block.x for j.block in [0, (max((N + 32 - 1) / 32, 0) + 3) / 4)"));
+  CHECK(contains(tiled, "let j.x3 = (j.block * 4 + 3) * 32 + j.thread"));
+  CHECK(contains(tiled, "let i.y3 = i.block * 4 * 8 + (i.thread * 4 + 3)"));
+  // The fast path: every copy in range, one k loop, 16 accumulators.
+  CHECK(contains(tiled, "if (j.x0 < N && j.x1 < N && j.x2 < N && j.x3 < N && i.y0 < M && "
+                        "i.y1 < M && i.y2 < M && i.y3 < M) {"));
+  CHECK(occurrences(tiled, "register f32 acc.x") == 16);
+  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y2][k] * B[k][j.x3]  (reduction step)"));
+  CHECK(occurrences(tiled, "for k in [0, K)") == 2); // the fast path and the partial tile
+  // The partial tile: the copies one by one under the original guard.
+  CHECK(contains(tiled, "for j.thread.copy in [0, 4) {"));
+  CHECK(contains(tiled, "let i = i.block * 4 * 8 + (i.thread * 4 + i.thread.copy)"));
+  CHECK(contains(tiled, "if (j < N && i < M) {"));
+  // A kernel holding a tile in registers asks ptxas for room for it.
+  REQUIRE(matmul.function.kernels.size() == 1);
+  CHECK(matmul.function.kernels[0].minBlocksPerSM == 2);
+  CHECK(matmul.function.kernels[0].maxThreadsPerBlock == 256);
+}
+
+TEST_CASE("nests without reuse in a loop, 1-D nests and block reductions keep one point a thread") {
+  for (const char *sample : {"transpose", "jacobi2d", "mv", "dot", "nbody", "softmax"}) {
+    CAPTURE(sample);
+    auto loaded = test::loadFile(test::sourcePath(std::string("samples/") + sample + ".loop"));
+    REQUIRE(loaded->program);
+    Compiled compiled = compile(*loaded->program, sample);
+    CHECK(compiled.printedAfter.at("tile_registers") ==
+          compiled.printedAfter.at("lower_reductions"));
+    for (const ir::KernelFunc &function : compiled.function.kernels)
+      CHECK(function.minBlocksPerSM == 0);
+  }
+}
+
+TEST_CASE("copies whose loops, branches, lets and private arrays depend on the copy") {
+  // A triangular loop (its bounds differ per copy), a branch on the copy's
+  // column inside the shared loop, a let of the row, a private array and a
+  // user function: every kind of statement the jam copies per dimension.
+  auto loaded = test::loadText(R"(
+fn weight(a: f32, b: f32) -> f32 {
+  let d = a - b;
+  return d * d + 1.0;
+}
+
+kernel banded(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    let row = i % 5;
+    var partial: f32[2];
+    for k in 0..K {
+      if (j % 3 == 0) {
+        partial[0] += A[i][k] * B[k][j];
+      } else {
+        partial[1] += weight(A[i][k], B[k][j]);
+      }
+    }
+    let tri = redomap(+, 0.0, k in 0..min(i + 1, K)) A[i][k] * B[k][j];
+    C[i][j] = partial[0] - partial[1] + tri * f32(row);
+  }
+}
+)");
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  Compiled banded = compile(*loaded->program, "banded");
+  const std::string &tiled = banded.printedAfter.at("tile_registers");
+  CHECK(contains(tiled, "partial.x3y3"));
+  CHECK(contains(tiled, "for k_2.y2 in [0, min(i.y2 + 1, K))")); // a loop per row copy
+  CHECK(contains(tiled, "if (j.x1 % 3 == 0) {"));                // a branch per column copy
+  checkAgreement(*loaded->program, "banded",
+                 {{{"M", "1"}, {"N", "1"}, {"K", "1"}},
+                  {{"M", "32"}, {"N", "128"}, {"K", "9"}}, // whole tiles only
+                  {{"M", "33"}, {"N", "129"}, {"K", "7"}}, // a partial tile in each dimension
+                  {{"M", "70"}, {"N", "300"}, {"K", "40"}},
+                  {{"M", "5"}, {"N", "257"}, {"K", "3"}}});
+}
+
+TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse; results agree") {
+  auto loaded = test::loadFile(test::sourcePath("samples/cnn_conv.loop"));
+  REQUIRE(loaded->program);
+  Compiled conv = compile(*loaded->program, "cnn_conv_valid");
+  const std::string &tiled = conv.printedAfter.at("tile_registers");
+  CHECK(occurrences(tiled, "register f32 acc.") == 16);
+  checkAgreement(*loaded->program, "cnn_conv_valid",
+                 {{{"Ic", "3"}, {"Oc", "5"}, {"H", "37"}, {"W", "131"}, {"K", "3"}},
+                  {{"Ic", "2"}, {"Oc", "8"}, {"H", "34"}, {"W", "130"}, {"K", "3"}}});
+}
