@@ -202,6 +202,20 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
                                  "simplify, extract_kernels"));
 }
 
+TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
+  auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
+  CHECK(cpu.exitCode == 1);
+  CHECK(contains(cpu.output, "the passes are: lower, simplify, map_to_gpu, lower_reductions, "
+                             "simplify, extract_kernels"));
+  auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
+  CHECK(gpuIr.exitCode == 0);
+  CHECK(contains(gpuIr.output, "acc.x3y3"));
+  auto cpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target cpu --no-opt");
+  CHECK(cpuIr.exitCode == 0);
+  CHECK(contains(cpuIr.output, "define"));
+  CHECK(!contains(cpuIr.output, "acc.x3y3"));
+}
+
 TEST_CASE("compile --emit llvm prints a module defining the kernel") {
   auto result = runLoopc("compile samples/matmul.loop --emit llvm");
   CHECK(result.exitCode == 0);

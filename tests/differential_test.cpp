@@ -60,9 +60,11 @@ bool kernelHasName(const KernelDecl &kernel, const std::string &name) {
 void checkKernels(const Program &program, const std::vector<std::unique_ptr<KernelDecl>> &kernels,
                   const std::string &where, std::initializer_list<const char *> assignments) {
   Interpreter interpreter;
-  // One engine for all assignments: it compiles each kernel once.
+  // One engine per pipeline for all assignments: each compiles a kernel once.
+  // The GPU pipeline's kernels (register tiles) run on the CPU JIT too.
   codegen::CpuEngine cpu;
-  Engine *engines[] = {&interpreter, &cpu};
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   std::map<std::string, int> comparedByKernel;
   std::map<std::string, std::string> lastSkip;
   for (const std::string assignment : assignments) {
@@ -124,7 +126,8 @@ runAgreeing(const std::string &source, const std::string &kernelName, ArgumentRe
   REQUIRE(kernel);
   Interpreter interpreter;
   codegen::CpuEngine cpu;
-  Engine *engines[] = {&interpreter, &cpu};
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   test::DifferentialOutcome outcome =
       test::runDifferential(*loaded->program, *kernel, request, engines);
   REQUIRE_MESSAGE(!outcome.skipped, outcome.report);

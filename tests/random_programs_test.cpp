@@ -1,5 +1,6 @@
-// Random programs, run on the interpreter and the CPU JIT: they must agree;
-// their PTX must assemble (ptxas, when installed) and their launches pass
+// Random programs, run on the interpreter and the CPU JIT (the kernels of the
+// CPU pipeline and of the GPU pipeline, register tiles included): they must
+// agree; their PTX must assemble (ptxas, when installed) and their launches pass
 // the GPU engine's checks over a stand-in driver.
 // Each program is a 2-D parfor whose body mixes what the passes and the CPU
 // code generator take apart (CpuThreadNest.h): lets, per-thread loops with
@@ -375,7 +376,8 @@ void exportProgram(const std::string &name, const std::string &source,
   REQUIRE_MESSAGE(out.good(), "cannot write " << path);
 }
 
-// Runs `kernel` of `source` on the interpreter and the CPU JIT with inputs
+// Runs `kernel` of `source` on the interpreter and the CPU JIT (both
+// pipelines) with inputs
 // from `seed` at each assignment of its sizes and scalars (the largest
 // last); the two must agree every time.
 void checkAgreement(const std::string &source, const Program &program, const KernelDecl &kernel,
@@ -384,7 +386,8 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
   exportProgram(kernel.name + "_" + std::to_string(seed), source, assignments.back());
   Interpreter interpreter;
   codegen::CpuEngine cpu;
-  Engine *engines[] = {&interpreter, &cpu};
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   for (const auto &values : assignments) {
     std::string assignment;
     for (const auto &[name, value] : values)

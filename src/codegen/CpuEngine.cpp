@@ -14,7 +14,7 @@ struct CpuEngine::Compiled {
   std::unique_ptr<CpuProgram> code;
 };
 
-CpuEngine::CpuEngine() = default;
+CpuEngine::CpuEngine(passes::PipelineTarget pipeline) : cache_(pipeline) {}
 CpuEngine::~CpuEngine() = default;
 
 Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kernel,

@@ -16,9 +16,13 @@ class CpuProgram;
 
 class CpuEngine final : public Engine {
 public:
-  CpuEngine();
+  // The CPU pipeline's kernels by default; PipelineTarget::Gpu runs the
+  // GPU's (the differential tests' check of the GPU-only passes).
+  explicit CpuEngine(passes::PipelineTarget pipeline = passes::PipelineTarget::Cpu);
   ~CpuEngine() override;
-  std::string name() const override { return "cpu"; }
+  std::string name() const override {
+    return cache_.target() == passes::PipelineTarget::Cpu ? "cpu" : "cpu (GPU kernels)";
+  }
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;
 

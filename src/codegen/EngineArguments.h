@@ -42,13 +42,17 @@ template <typename Compiled> class CompiledKernelCache {
 public:
   using Build = std::function<Status(Compiled &)>;
 
+  explicit CompiledKernelCache(passes::PipelineTarget target) : target_(target) {}
+  passes::PipelineTarget target() const { return target_; }
+
   Expected<const Compiled *> get(const Program &program, const KernelDecl &kernel,
                                  const Build &build) {
     auto found = entries_.find(&kernel);
     if (found != entries_.end() && found->second.program == &program)
       return found->second.compiled.get();
     auto compiled = std::make_unique<Compiled>();
-    Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, kernel));
+    Expected<ir::Function> function =
+        passes::runPipeline(ir::lowerKernel(program, kernel), {.target = target_, .afterPass = {}});
     if (!function)
       return std::unexpected(function.error());
     compiled->function = std::move(*function);
@@ -66,6 +70,7 @@ private:
     const Program *program = nullptr; // a kernel pointer may be reused by another program
     std::unique_ptr<Compiled> compiled;
   };
+  passes::PipelineTarget target_;
   std::map<const KernelDecl *, Entry> entries_;
 };
 

@@ -686,7 +686,8 @@ std::string gpuFor(const loopc_device_info &info) {
 
 } // namespace
 
-GpuEngine::GpuEngine(std::unique_ptr<State> state) : state_(std::move(state)) {
+GpuEngine::GpuEngine(std::unique_ptr<State> state)
+    : state_(std::move(state)), cache_(passes::PipelineTarget::Gpu) {
   auto info = state_->runtime.info();
   gpu_ = info ? gpuFor(*info) : kDefaultGpu;
 }

@@ -49,9 +49,14 @@ bool reportPtxas(const std::string &ptx, const std::string &gpu) {
   return true;
 }
 
+// --target, or its default for --emit.
+bool isGpu(const CompileOptions &options) {
+  return options.target == "gpu" || (options.target.empty() && options.emit != "llvm");
+}
+
 Expected<std::string> generate(const CompileOptions &options, const ir::Function &function,
                                const SourceManager &sources, bool &ptxasOk) {
-  bool gpu = options.target == "gpu" || (options.target.empty() && options.emit != "llvm");
+  bool gpu = isGpu(options);
   if (!gpu && options.emit != "llvm")
     return makeError("--emit " + options.emit + " needs --target gpu");
   if (!gpu)
@@ -78,8 +83,10 @@ int runCompile(const CompileOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  Expected<ir::Function> function =
-      passes::runPipeline(ir::lowerKernel(*session->program, **kernel));
+  Expected<ir::Function> function = passes::runPipeline(
+      ir::lowerKernel(*session->program, **kernel),
+      {.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu,
+       .afterPass = {}});
   if (!function) {
     session->report(function.error());
     return 1;

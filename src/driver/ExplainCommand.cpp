@@ -19,6 +19,7 @@ struct ExplainOptions {
   std::string file;
   std::string kernel;
   std::string after;
+  std::string target = "gpu";
 };
 
 int runExplain(const ExplainOptions &options) {
@@ -30,7 +31,8 @@ int runExplain(const ExplainOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after);
+  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after,
+                                     pipelineTargetNamed(options.target));
       !explained) {
     printError(explained.error().message);
     return 1;
@@ -40,11 +42,16 @@ int runExplain(const ExplainOptions &options) {
 
 } // namespace
 
+passes::PipelineTarget pipelineTargetNamed(const std::string &target) {
+  return target == "cpu" ? passes::PipelineTarget::Cpu : passes::PipelineTarget::Gpu;
+}
+
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
-                     const std::string &afterPass) {
+                     const std::string &afterPass, passes::PipelineTarget target) {
   bool printed = false;
   std::vector<std::string> passNames;
   passes::PipelineOptions pipeline;
+  pipeline.target = target;
   pipeline.afterPass = [&](const std::string &pass, const ir::Function &function) {
     passNames.push_back(pass);
     if (!afterPass.empty() && pass != afterPass)
@@ -72,6 +79,10 @@ void addExplainCommand(CLI::App &app) {
   command->add_option("--kernel", options->kernel,
                       "The kernel to explain (default: the last kernel of the file)");
   command->add_option("--after", options->after, "Print the IR only after this pass");
+  command
+      ->add_option("--target", options->target,
+                   "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
   command->callback([options] {
     if (int exitCode = runExplain(*options))
       throw CLI::RuntimeError(exitCode);

@@ -1,9 +1,11 @@
-// `loopc explain FILE [--kernel K] [--after PASS]`: prints the Loop IR of a
-// kernel after each pass of the pipeline (or only after PASS), so every
-// mapping decision (loop kinds, memory spaces, barriers, launches) is visible.
+// `loopc explain FILE [--kernel K] [--after PASS] [--target gpu|cpu]`: prints
+// the Loop IR of a kernel after each pass of the pipeline for the target (the
+// GPU's by default), or only after PASS, so every mapping decision (loop
+// kinds, memory spaces, register tiles, barriers, launches) is visible.
 #pragma once
 
 #include "frontend/Ast.h"
+#include "passes/Pipeline.h"
 #include "support/Error.h"
 
 #include <CLI/CLI.hpp>
@@ -15,10 +17,13 @@ namespace loopc::driver {
 
 void addExplainCommand(CLI::App &app);
 
-// Writes the kernel's IR after each pass (only after the passes named
-// `afterPass` when it is not empty) to `out`. An unknown pass is an error
-// listing the passes. Shared with the REPL's :explain.
+// Writes the kernel's IR after each pass of the `target`'s pipeline (only
+// after the passes named `afterPass` when it is not empty) to `out`. An
+// unknown pass is an error listing the passes. Shared with the REPL's :explain.
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
-                     const std::string &afterPass);
+                     const std::string &afterPass, passes::PipelineTarget target);
+
+// "gpu" or "cpu" (as the --target options spell them) as a pipeline target.
+passes::PipelineTarget pipelineTargetNamed(const std::string &target);
 
 } // namespace loopc::driver

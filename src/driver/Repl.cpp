@@ -499,9 +499,12 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
 void Repl::explainCommand(const std::string &arguments) {
   std::string kernelName;
   std::string after;
+  std::string target = "gpu";
   CLI::App parser{"Print a kernel's Loop IR after each compiler pass", ":explain"};
   parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
   parser.add_option("--after", after, "Print the IR only after this pass");
+  parser.add_option("--target", target, "The pipeline: gpu (the default) or cpu")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
   if (!parseArguments(parser, arguments, out_, err_))
     return;
   auto kernel = kernelNamed(kernelName);
@@ -510,7 +513,9 @@ void Repl::explainCommand(const std::string &arguments) {
       report(kernel.error());
     return;
   }
-  if (auto explained = explainKernel(out_, *session_->program, **kernel, after); !explained)
+  if (auto explained =
+          explainKernel(out_, *session_->program, **kernel, after, pipelineTargetNamed(target));
+      !explained)
     report(explained.error());
 }
 
@@ -538,7 +543,8 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
     return;
   }
   Expected<ir::Function> function =
-      passes::runPipeline(ir::lowerKernel(*session_->program, **kernel));
+      passes::runPipeline(ir::lowerKernel(*session_->program, **kernel),
+                          {.target = pipelineTargetNamed(target), .afterPass = {}});
   if (!function) {
     report(function.error());
     return;

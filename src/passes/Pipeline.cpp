@@ -64,7 +64,8 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
-  passes.run("tile_registers", tileRegisters);
+  if (options.target == PipelineTarget::Gpu)
+    passes.run("tile_registers", tileRegisters);
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

@@ -1,6 +1,7 @@
-// tile_registers: register tiling by thread coarsening. After map_to_gpu a
-// thread computes one point of its parfor nest. Where the body has a loop
-// whose loads are the same for neighbouring points along a mapped dimension
+// tile_registers: register tiling by thread coarsening (GPU pipeline only;
+// Pipeline.h says why the CPU's leaves it out). After map_to_gpu a thread
+// computes one point of its parfor nest. Where the body has a loop whose
+// loads are the same for neighbouring points along a mapped dimension
 // (matmul's B[k][j] for every i, A[i][k] for every j; a filter's weights for
 // every pixel), each thread now computes a small tile of points along those
 // dimensions (4, or 4 x 4) and the copies of the body are jammed into one:
@@ -9,23 +10,26 @@
 // registers. Copies are independent (they were distinct iterations of a
 // parfor), so interleaving their statements is always legal; a statement is
 // copied only along the dimensions it depends on, so work common to the
-// copies (a loop's bounds, an invariant load) is done once.
+// copies (a loop's bounds, a branch condition, an invariant load) is done once.
 //
 // Which points a thread takes: along x, copies a block width apart (copy r at
 // r * 32 + thread), so the 32 threads of a warp still touch consecutive
 // addresses in each copy; along y and z, consecutive points (stencils then
 // reuse the loads of overlapping windows). Block loops shrink by the factor.
 //
-// Full tiles take a fast path: when map_to_gpu's guard holds for every copy
-// the jammed body runs unguarded; otherwise (the partial tiles at the edges
-// of the range) the thread runs its copies one after another, each under the
-// original guard, so any size is right and only edge blocks pay for it.
+// Edges: a thread runs when its first copy is in range (map_to_gpu's guard
+// at copy 0); a copy past the end of the range computes on the last index in
+// it (`min(v, bound - 1)`), so every load it makes is one the program makes,
+// and does not store. Every block then runs the same straight-line tile, at
+// any size; bodies that read a global buffer they also write are left alone
+// (a clamped copy could read an element another thread has written).
 //
 // Chosen only where it pays: a mapped dimension is coarsened when a global
-// load inside a loop of the body is invariant along it, and only in nests of
-// two or more mapped dimensions, where the grid keeps enough blocks at
-// realistic sizes (sizes are symbolic here; a 1-D nest would lose parallelism
-// R-fold). Nests with barriers or shared memory are left alone.
+// load inside a loop of the body is invariant along it, loads that differ
+// across a warp weighing more than broadcasts; only in nests of two or more
+// mapped dimensions, where the grid keeps enough blocks at realistic sizes
+// (sizes are symbolic here; a 1-D nest would lose parallelism R-fold). Nests
+// with barriers or shared memory are left alone.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
@@ -35,6 +39,7 @@
 #include <array>
 #include <cassert>
 #include <functional>
+#include <optional>
 
 namespace loopc::passes {
 
@@ -47,6 +52,7 @@ namespace {
 const int64_t kFactor = 4;           // copies along one dimension
 const int64_t kMaxCopies = 16;       // per thread, so the accumulators fit in registers
 const size_t kMaxJammedNodes = 8000; // IR nodes of the jammed body (code size)
+const int kWarpWideLoad = 4;         // the reuse weight of a load that differs across a warp
 
 // A set of GPU dimensions (bit d for x, y, z = 0, 1, 2): the copy indices a
 // name or statement depends on.
@@ -58,7 +64,7 @@ struct MappedDim {
   int gpuDim = 0;
   const For *block = nullptr;
   const For *thread = nullptr;
-  int reuse = 0;      // loads in loops of the body invariant along it
+  int reuse = 0;      // loads in loops of the body invariant along it, weighted
   int64_t factor = 1; // copies along it
 };
 
@@ -67,6 +73,23 @@ struct CopyIndex {
   DimMask fixed = 0;
   std::array<int64_t, 3> index{0, 0, 0};
 };
+
+// A let of map_to_gpu's guard, `v < bound`.
+struct GuardedIndex {
+  Expr value; // of the let, from the block and thread indices
+  Expr bound;
+};
+
+// `a && b && c` as {a, b, c}.
+std::vector<Expr> conjunctsOf(const Expr &cond) {
+  const auto *both = cond->as<Binary>();
+  if (!both || both->op != BinaryOpKind::And)
+    return {cond};
+  std::vector<Expr> conjuncts = conjunctsOf(both->lhs);
+  for (Expr &conjunct : conjunctsOf(both->rhs))
+    conjuncts.push_back(std::move(conjunct));
+  return conjuncts;
+}
 
 // `.x1y0`: the name of a copy of something that depends on the dimensions in
 // `deps` (all fixed in `copy`).
@@ -129,8 +152,8 @@ protected:
 class Jammer {
 public:
   Jammer(const std::vector<MappedDim> &dims, const IfThenElse &guard,
-         const std::vector<const LetStmt *> &lets)
-      : dims_(dims), guard_(guard), lets_(lets) {
+         const std::map<std::string, GuardedIndex> &guardedIndices)
+      : dims_(dims), guard_(guard), guardedIndices_(guardedIndices) {
     for (const MappedDim &dim : dims) {
       if (dim.factor == 1)
         continue;
@@ -141,6 +164,11 @@ public:
     }
   }
 
+  // The thread's work for `inner`, the lets and guard under the thread
+  // loops.
+  Stmt tile(const Stmt &inner) { return jam(inner, CopyIndex{}); }
+
+private:
   Stmt jam(const Stmt &stmt, const CopyIndex &copy) {
     switch (stmt->kind) {
     case StmtNode::Kind::Block: {
@@ -159,7 +187,7 @@ public:
       return jamFor(*stmt->as<For>(), copy);
     case StmtNode::Kind::IfThenElse:
       if (stmt.get() == &guard_)
-        return fastPathOrCopies(copy);
+        return guardFirstCopy(copy);
       return jamIf(*stmt->as<IfThenElse>(), copy);
     default:
       // Barrier (excluded by BlockCooperation); Reduce and Launch do not
@@ -169,7 +197,6 @@ public:
     }
   }
 
-private:
   // Rewrites an expression of the original body for one copy: the copy's
   // block or thread index, its names and its buffers.
   class CopyRewriter : public IRMutator {
@@ -284,10 +311,16 @@ private:
     if (!deps)
       return std::make_shared<LetStmt>(let.var, rewrite(let.value, copy), jam(let.body, copy));
     varDeps_[let.var] = deps;
+    auto guarded = guardedIndices_.find(let.var);
     Stmt body = jam(let.body, copy);
     std::vector<std::pair<std::string, Expr>> bindings;
     forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
-      bindings.emplace_back(let.var + copySuffix(deps, each), rewrite(let.value, each));
+      Expr value = rewrite(let.value, each);
+      if (guarded != guardedIndices_.end())
+        value = makeBinary(
+            BinaryOpKind::Min, value,
+            makeBinary(BinaryOpKind::Sub, guarded->second.bound, makeInt(value->type, 1)));
+      bindings.emplace_back(let.var + copySuffix(deps, each), value);
     });
     for (auto binding = bindings.rbegin(); binding != bindings.rend(); ++binding)
       body = std::make_shared<LetStmt>(binding->first, binding->second, body);
@@ -316,10 +349,12 @@ private:
   Stmt jamStore(const Store &store, const CopyIndex &copy) {
     DimMask deps = depsOf(store.indices) | depsOf({store.value}) | depsOfBuffer(store.buffer);
     std::vector<Stmt> stores;
+    bool perCopyBuffer = copiedBuffers_.contains(store.buffer.get());
     forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
-      stores.push_back(
+      Stmt copied =
           std::make_shared<Store>(bufferFor(store.buffer, each), rewrite(store.indices, each),
-                                  rewrite(store.value, each), store.source, store.isReductionStep));
+                                  rewrite(store.value, each), store.source, store.isReductionStep);
+      stores.push_back(perCopyBuffer ? copied : storeInRange(copied, each));
     });
     return makeBlock(std::move(stores));
   }
@@ -351,68 +386,41 @@ private:
     return makeBlock(std::move(branches));
   }
 
-  // map_to_gpu's guard: when it holds for every copy, the jammed body;
-  // otherwise the original body once per copy, each under the guard.
-  Stmt fastPathOrCopies(const CopyIndex &copy) {
-    std::vector<Expr> conjuncts;
-    std::function<void(const Expr &)> split = [&](const Expr &cond) {
-      const auto *both = cond->as<Binary>();
-      if (both && both->op == BinaryOpKind::And) {
-        split(both->lhs);
-        split(both->rhs);
-      } else {
-        conjuncts.push_back(cond);
-      }
-    };
-    split(guard_.cond);
-    Expr allCopiesInRange;
-    for (const Expr &conjunct : conjuncts)
-      forEachCopy(depsOf({conjunct}) & ~copy.fixed, copy, [&](const CopyIndex &each) {
-        Expr inRange = rewrite(conjunct, each);
-        allCopiesInRange =
-            allCopiesInRange ? makeBinary(BinaryOpKind::And, allCopiesInRange, inRange) : inRange;
-      });
-    return std::make_shared<IfThenElse>(allCopiesInRange, jam(guard_.thenCase, copy),
-                                        copiesOneByOne());
+  // map_to_gpu's guard, `v < bound` for each mapped index v: the thread
+  // runs when its first copy is in range; copies past the end compute on
+  // the last index in range (so every load they make is one the program
+  // makes) and do not store.
+  Stmt guardFirstCopy(const CopyIndex &copy) {
+    Expr firstInRange;
+    for (const auto &[var, guarded] : guardedIndices_) {
+      Expr inRange = inRangeTest(var, CopyIndex{coarsened_, {0, 0, 0}});
+      firstInRange = firstInRange ? makeBinary(BinaryOpKind::And, firstInRange, inRange) : inRange;
+    }
+    return std::make_shared<IfThenElse>(firstInRange, jam(guard_.thenCase, copy));
   }
 
-  // The partial tile: serial loops over the copy indices around the original
-  // guarded body (and the lets it depends on).
-  Stmt copiesOneByOne() const {
-    Stmt body = std::make_shared<IfThenElse>(guard_.cond, guard_.thenCase);
-    for (auto let = lets_.rbegin(); let != lets_.rend(); ++let)
-      if (varDeps_.contains((*let)->var))
-        body = std::make_shared<LetStmt>((*let)->var, (*let)->value, body);
-    std::map<std::string, Expr> copyOf;
-    for (const MappedDim &dim : dims_) {
-      if (dim.factor == 1)
+  // `value < bound` for the copy of a guarded let, before clamping.
+  Expr inRangeTest(const std::string &var, const CopyIndex &copy) const {
+    const GuardedIndex &guarded = guardedIndices_.at(var);
+    return makeBinary(BinaryOpKind::Lt, rewrite(guarded.value, copy), guarded.bound);
+  }
+
+  // The global store of a copy happens when the copy's indices are in range.
+  Stmt storeInRange(Stmt store, const CopyIndex &copy) const {
+    Expr inRange;
+    for (const auto &[var, guarded] : guardedIndices_) {
+      DimMask deps = depsOfName(var);
+      if (!deps || (deps & ~copy.fixed))
         continue;
-      ScalarType type = dim.thread->min->type;
-      Expr factor = makeInt(type, dim.factor);
-      Expr index = makeVar(type, dim.thread->var + ".copy");
-      auto scaled = [&](const For *loop, Expr offset) {
-        Expr times = makeBinary(BinaryOpKind::Mul, makeVar(type, loop->var), factor);
-        return offset ? makeBinary(BinaryOpKind::Add, times, offset) : times;
-      };
-      if (dim.gpuDim == 0) {
-        copyOf[dim.block->var] = scaled(dim.block, index);
-      } else {
-        copyOf[dim.thread->var] = scaled(dim.thread, index);
-        copyOf[dim.block->var] = scaled(dim.block, nullptr);
-      }
+      Expr test = inRangeTest(var, copy);
+      inRange = inRange ? makeBinary(BinaryOpKind::And, inRange, test) : test;
     }
-    body = substitute(body, copyOf);
-    for (const MappedDim &dim : dims_)
-      if (dim.factor > 1)
-        body = std::make_shared<For>(dim.thread->var + ".copy", makeInt(dim.thread->min->type, 0),
-                                     makeInt(dim.thread->min->type, dim.factor), ForKind::Serial, 0,
-                                     body, dim.thread->source);
-    return body;
+    return inRange ? std::make_shared<IfThenElse>(inRange, store) : store;
   }
 
   const std::vector<MappedDim> &dims_;
   const IfThenElse &guard_;
-  const std::vector<const LetStmt *> &lets_;
+  const std::map<std::string, GuardedIndex> &guardedIndices_; // by let name
   DimMask coarsened_ = 0;
   std::map<std::string, DimMask> varDeps_; // names bound per copy
   std::set<const BufferInfo *> copiedBuffers_;
@@ -458,7 +466,7 @@ private:
       return nest;
     BlockCooperation cooperation;
     cooperation.visit(guarded);
-    if (cooperation.found)
+    if (cooperation.found || readsWhatItWrites(guarded))
       return nest;
 
     std::vector<MappedDim> dims;
@@ -477,12 +485,17 @@ private:
     if (std::ranges::any_of(indexVars, [&](const auto &var) { return guardedVars.contains(var); }))
       return nest;
 
+    std::optional<std::map<std::string, GuardedIndex>> guardedIndices =
+        guardedIndicesOf(guard->cond, lets, indexVars);
+    if (!guardedIndices)
+      return nest;
+
     countReuse(threadNest, dims);
     if (!chooseFactors(guard->thenCase, dims))
       return nest;
 
-    Jammer jammer(dims, *guard, lets);
-    Stmt body = jammer.jam(inner, CopyIndex{});
+    Jammer jammer(dims, *guard, *guardedIndices);
+    Stmt body = jammer.tile(inner);
     for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
       body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
                                    ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
@@ -502,13 +515,50 @@ private:
     return body;
   }
 
+  // The guard as map_to_gpu writes it, `v < bound && ...` over lets `v` of
+  // the block and thread indices (no other let) with bounds that depend on
+  // neither; nothing else can be clamped.
+  static std::optional<std::map<std::string, GuardedIndex>>
+  guardedIndicesOf(const Expr &cond, const std::vector<const LetStmt *> &lets,
+                   const std::set<std::string> &indexVars) {
+    std::set<std::string> letVars;
+    for (const LetStmt *let : lets)
+      letVars.insert(let->var);
+    std::map<std::string, GuardedIndex> guarded;
+    for (const Expr &conjunct : conjunctsOf(cond)) {
+      const auto *less = conjunct->as<Binary>();
+      const auto *var = less && less->op == BinaryOpKind::Lt ? less->lhs->as<Var>() : nullptr;
+      auto let = std::ranges::find_if(
+          lets, [&](const LetStmt *let) { return var && let->var == var->name; });
+      if (let == lets.end() || usesAnyVar((*let)->value, letVars) ||
+          usesAnyVar(less->rhs, letVars) || usesAnyVar(less->rhs, indexVars))
+        return std::nullopt;
+      guarded[var->name] = {(*let)->value, less->rhs};
+    }
+    return guarded;
+  }
+
+  // A copy past the end reads at the last index in range: harmless unless
+  // the body reads a global buffer it also writes (another iteration's
+  // element, possibly written already).
+  static bool readsWhatItWrites(const Stmt &body) {
+    std::set<const BufferInfo *> loaded, stored;
+    for (const BufferAccess &access : collectAccesses(body))
+      if (access.buffer->memory == MemorySpace::Global)
+        (access.isStore ? stored : loaded).insert(access.buffer.get());
+    return std::ranges::any_of(loaded, [&](const auto *buffer) { return stored.contains(buffer); });
+  }
+
   // Per mapped dimension, the global loads inside a loop of the body (they
   // change with the loop) that do not change along the dimension: each is
-  // loaded once for all copies along it.
+  // loaded once for all copies along it. A load that differs across the
+  // threads of a warp (along x) is a memory transaction per warp and counts
+  // kWarpWideLoad times one that is the same for the whole warp (a broadcast).
   static void countReuse(const Stmt &threadNest, std::vector<MappedDim> &dims) {
     std::set<std::string> threadVars;
     for (const MappedDim &dim : dims)
       threadVars.insert(dim.thread->var);
+    auto x = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
     for (const BufferAccess &access : collectAccesses(threadNest)) {
       if (access.isStore || access.buffer->memory != MemorySpace::Global)
         continue;
@@ -517,9 +567,11 @@ private:
       });
       if (!changesInLoop)
         continue;
+      bool warpWide =
+          x != dims.end() && strideAlong(access, x->thread->var).kind != Stride::Kind::Zero;
       for (MappedDim &dim : dims)
         if (strideAlong(access, dim.thread->var).kind == Stride::Kind::Zero)
-          ++dim.reuse;
+          dim.reuse += warpWide ? kWarpWideLoad : 1;
     }
   }
 
