@@ -14,10 +14,12 @@ namespace loopc::passes {
 // The machine the kernels are shaped for. Both code generators accept the
 // IR of either pipeline (tests run the GPU's kernels on the CPU JIT), but the
 // CPU backend runs a block's threads as vector lanes with the sequential
-// loops outside them (CpuThreadNest.h), where register tiles only add
-// accumulator traffic: with them conv2d_5x5 ran 2.5x and cnn_conv_valid 2.7x
-// slower on the CPU (matmul 1.8x faster), so the CPU pipeline leaves out
-// tile_registers.
+// loops outside them (CpuThreadNest.h), where register tiles mostly add
+// accumulator traffic: with a variant of them that ran whole tiles apart,
+// conv2d_5x5 was 2.5x and cnn_conv_valid 2.7x slower on the CPU (matmul 1.8x
+// faster), and the clamped edge copies tile_registers now makes turn
+// contiguous loads into gathers there. So the CPU pipeline leaves
+// tile_registers out; the CPU needs tiles of its own (vector registers).
 enum class PipelineTarget { Gpu, Cpu };
 
 struct PipelineOptions {
