@@ -202,6 +202,31 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
                                  "simplify, extract_kernels"));
 }
 
+TEST_CASE("--skip-pass leaves an optimization out; passes the program needs cannot be skipped") {
+  auto explained = runLoopc("explain samples/matmul.loop --skip-pass tile_registers");
+  CHECK(explained.exitCode == 0);
+  CHECK(contains(explained.output, "// after lower_reductions\n"));
+  CHECK(!contains(explained.output, "// after tile_registers\n"));
+  auto untiled =
+      runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt --skip-pass "
+               "tile_registers");
+  CHECK(untiled.exitCode == 0);
+  CHECK(contains(untiled.output, "define"));
+  CHECK(!contains(untiled.output, "acc.x3y3"));
+  auto checked = runLoopc("run samples/matmul.loop --device cpu --skip-pass tile_registers "
+                          "--set M=9 --set N=9 --set K=9 --check");
+  CHECK(checked.exitCode == 0);
+  for (const char *command : {"explain samples/matmul.loop --skip-pass map_to_gpu",
+                              "run samples/matmul.loop --device cpu --skip-pass simplify "
+                              "--set M=9 --set N=9 --set K=9"}) {
+    CAPTURE(command);
+    auto refused = runLoopc(command);
+    CHECK(refused.exitCode == 1);
+    CHECK(contains(refused.output, "loopc: error: cannot skip pass '"));
+    CHECK(contains(refused.output, "': the passes that can be skipped are tile_registers"));
+  }
+}
+
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);

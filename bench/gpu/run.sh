@@ -50,8 +50,10 @@ else
 fi
 
 # name | sample | kernel | --set values | --set values with SMOKE=1 | peer
+#   [| further loopc options]
 # The peer names a family in report.py, which finds the peer's figure for the
-# case's sizes in the anchors' output. Full sizes: the anchors' sizes (2^28 =
+# case's sizes in the anchors' output. Cases with `--skip-pass` measure what
+# an optimization brings (the same case without it, in the same run). Full sizes: the anchors' sizes (2^28 =
 # 268435456 elements, 1 GiB per f32 array; at most 3 GiB per case).
 cases=(
   "dot|dot|dot|N=268435456|N=100003|torch_dot"
@@ -64,10 +66,13 @@ cases=(
   "jacobi2d|jacobi2d|jacobi2d|N=8192 steps=1|N=301 steps=1|torch_jacobi"
   "matmul|matmul|matmul|M=1000 N=1000 K=1000|M=33 N=33 K=33|cublas_sgemm"
   "matmul|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm"
+  "matmul, no register tiles|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--skip-pass tile_registers"
   "matmul|matmul|matmul|M=4096 N=4096 K=4096|M=97 N=97 K=97|cublas_sgemm,triton_sgemm"
   "conv2d_5x5|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1"
+  "conv2d_5x5, no register tiles|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass tile_registers"
   "conv2d_11x11|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64"
+  "cnn_conv, no register tiles|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass tile_registers"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=5|Ic=4 Oc=4 H=35 W=35 K=5|cudnn_conv64"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=3|Ic=4 Oc=4 H=67 W=67 K=3|cudnn_conv64"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=5|Ic=4 Oc=4 H=67 W=67 K=5|cudnn_conv64"
@@ -117,7 +122,8 @@ tsv=$results/loopc.tsv
 : >"$tsv"
 : >"$results/loopc.log"
 for entry in "${cases[@]}"; do
-  IFS='|' read -r name sample kernel full_values smoke_values peer <<<"$entry"
+  IFS='|' read -r name sample kernel full_values smoke_values peer options <<<"$entry"
+  read -r -a option_args <<<"$options"
   values=$full_values
   [[ $smoke == 1 ]] && values=$smoke_values
   set_args=()
@@ -131,7 +137,7 @@ for entry in "${cases[@]}"; do
     payload="not started: past the ${deadline}s deadline"
   else
     command=("$loopc" bench "samples/$sample.loop" --kernel "$kernel" --device "$device"
-      --repeat "$reps" --json "${set_args[@]}")
+      --repeat "$reps" --json "${set_args[@]}" "${option_args[@]}")
     echo "run.sh: ${command[*]}" >&2
     output=$(cd "$root" && timeout -k 5 "$limit" "${command[@]}" 2>"$results/case.err")
     code=$?

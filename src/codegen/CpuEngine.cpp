@@ -14,7 +14,20 @@ struct CpuEngine::Compiled {
   std::unique_ptr<CpuProgram> code;
 };
 
-CpuEngine::CpuEngine(passes::PipelineTarget pipeline) : cache_(pipeline) {}
+namespace {
+
+passes::PipelineOptions pipelineFor(passes::PipelineTarget target,
+                                    std::set<std::string> skippedPasses) {
+  passes::PipelineOptions options;
+  options.target = target;
+  options.skippedPasses = std::move(skippedPasses);
+  return options;
+}
+
+} // namespace
+
+CpuEngine::CpuEngine(passes::PipelineTarget pipeline, std::set<std::string> skippedPasses)
+    : cache_(pipelineFor(pipeline, std::move(skippedPasses))) {}
 CpuEngine::~CpuEngine() = default;
 
 Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kernel,

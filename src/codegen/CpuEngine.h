@@ -8,6 +8,7 @@
 #include "engine/Engine.h"
 
 #include <memory>
+#include <set>
 #include <string>
 
 namespace loopc::codegen {
@@ -18,7 +19,8 @@ class CpuEngine final : public Engine {
 public:
   // The CPU pipeline's kernels by default; PipelineTarget::Gpu runs the
   // GPU's (the differential tests' check of the GPU-only passes).
-  explicit CpuEngine(passes::PipelineTarget pipeline = passes::PipelineTarget::Cpu);
+  explicit CpuEngine(passes::PipelineTarget pipeline = passes::PipelineTarget::Cpu,
+                     std::set<std::string> skippedPasses = {});
   ~CpuEngine() override;
   std::string name() const override {
     return cache_.target() == passes::PipelineTarget::Cpu ? "cpu" : "cpu (GPU kernels)";

@@ -42,8 +42,9 @@ template <typename Compiled> class CompiledKernelCache {
 public:
   using Build = std::function<Status(Compiled &)>;
 
-  explicit CompiledKernelCache(passes::PipelineTarget target) : target_(target) {}
-  passes::PipelineTarget target() const { return target_; }
+  // `pipeline` without an afterPass callback.
+  explicit CompiledKernelCache(passes::PipelineOptions pipeline) : pipeline_(std::move(pipeline)) {}
+  passes::PipelineTarget target() const { return pipeline_.target; }
 
   Expected<const Compiled *> get(const Program &program, const KernelDecl &kernel,
                                  const Build &build) {
@@ -52,7 +53,7 @@ public:
       return found->second.compiled.get();
     auto compiled = std::make_unique<Compiled>();
     Expected<ir::Function> function =
-        passes::runPipeline(ir::lowerKernel(program, kernel), {.target = target_, .afterPass = {}});
+        passes::runPipeline(ir::lowerKernel(program, kernel), pipeline_);
     if (!function)
       return std::unexpected(function.error());
     compiled->function = std::move(*function);
@@ -70,7 +71,7 @@ private:
     const Program *program = nullptr; // a kernel pointer may be reused by another program
     std::unique_ptr<Compiled> compiled;
   };
-  passes::PipelineTarget target_;
+  passes::PipelineOptions pipeline_;
   std::map<const KernelDecl *, Entry> entries_;
 };
 

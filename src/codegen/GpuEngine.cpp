@@ -686,8 +686,19 @@ std::string gpuFor(const loopc_device_info &info) {
 
 } // namespace
 
-GpuEngine::GpuEngine(std::unique_ptr<State> state)
-    : state_(std::move(state)), cache_(passes::PipelineTarget::Gpu) {
+namespace {
+
+passes::PipelineOptions gpuPipeline(std::set<std::string> skippedPasses) {
+  passes::PipelineOptions options;
+  options.target = passes::PipelineTarget::Gpu;
+  options.skippedPasses = std::move(skippedPasses);
+  return options;
+}
+
+} // namespace
+
+GpuEngine::GpuEngine(std::unique_ptr<State> state, std::set<std::string> skippedPasses)
+    : state_(std::move(state)), cache_(gpuPipeline(std::move(skippedPasses))) {
   auto info = state_->runtime.info();
   gpu_ = info ? gpuFor(*info) : kDefaultGpu;
 }
@@ -697,12 +708,12 @@ GpuEngine::~GpuEngine() {
   cache_.clear();
 }
 
-Expected<std::unique_ptr<Engine>> GpuEngine::create() {
+Expected<std::unique_ptr<Engine>> GpuEngine::create(std::set<std::string> skippedPasses) {
   auto runtime = runtime::Runtime::open(runtime::DeviceKind::Cuda);
   if (!runtime)
     return makeError(runtime.error().message);
-  return std::unique_ptr<Engine>(
-      new GpuEngine(std::make_unique<State>(State{std::move(*runtime), DevicePool{}})));
+  return std::unique_ptr<Engine>(new GpuEngine(
+      std::make_unique<State>(State{std::move(*runtime), DevicePool{}}), std::move(skippedPasses)));
 }
 
 Status GpuEngine::load(Compiled &entry, const KernelDecl &kernel) {

@@ -12,6 +12,7 @@
 #include "engine/Engine.h"
 
 #include <memory>
+#include <set>
 #include <string>
 
 namespace loopc::codegen {
@@ -20,7 +21,8 @@ class GpuEngine final : public Engine {
 public:
   // Opens the first CUDA device; the error is the runtime's message ("no
   // CUDA driver ...") where there is none.
-  static Expected<std::unique_ptr<Engine>> create();
+  // `skippedPasses`: optimizations of the GPU pipeline to leave out.
+  static Expected<std::unique_ptr<Engine>> create(std::set<std::string> skippedPasses = {});
   ~GpuEngine() override;
 
   std::string name() const override { return "gpu"; }
@@ -34,7 +36,7 @@ public:
 private:
   struct State;
   struct Compiled;
-  explicit GpuEngine(std::unique_ptr<State> state);
+  GpuEngine(std::unique_ptr<State> state, std::set<std::string> skippedPasses);
   // Loads the PTX of `compiled.function`'s kernels.
   Status load(Compiled &compiled, const KernelDecl &kernel);
 

@@ -23,6 +23,7 @@ struct CompileOptions {
   std::string kernel;
   std::string emit = "llvm";
   std::string target; // empty: cpu for llvm, gpu for ptx and module
+  std::vector<std::string> skippedPasses;
   std::string gpu = codegen::kDefaultGpu;
   std::string output;
   bool noOptimize = false;
@@ -83,10 +84,11 @@ int runCompile(const CompileOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  Expected<ir::Function> function = passes::runPipeline(
-      ir::lowerKernel(*session->program, **kernel),
-      {.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu,
-       .afterPass = {}});
+  passes::PipelineOptions pipeline;
+  pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
+  pipeline.skippedPasses = {options.skippedPasses.begin(), options.skippedPasses.end()};
+  Expected<ir::Function> function =
+      passes::runPipeline(ir::lowerKernel(*session->program, **kernel), pipeline);
   if (!function) {
     session->report(function.error());
     return 1;
@@ -127,6 +129,7 @@ void addCompileCommand(CLI::App &app) {
                    "cpu or gpu (default: cpu for --emit llvm, gpu for ptx and module)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
   command->add_option("--gpu", options->gpu, "The GPU architecture (default: sm_80)");
+  addSkipPassOption(*command, options->skippedPasses);
   command->add_option("-o,--output", options->output, "Output file (default: stdout)");
   command->add_flag("--no-opt", options->noOptimize, "Emit the LLVM IR before optimization");
   command->add_flag("--verbose", options->verbose,

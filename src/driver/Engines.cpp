@@ -11,16 +11,24 @@ namespace loopc::driver {
 
 namespace {
 
-template <typename EngineType> Expected<std::unique_ptr<Engine>> createPlain() {
-  return std::make_unique<EngineType>();
+Expected<std::unique_ptr<Engine>> createGpu(const std::set<std::string> &skippedPasses) {
+  return codegen::GpuEngine::create(skippedPasses);
+}
+
+Expected<std::unique_ptr<Engine>> createCpu(const std::set<std::string> &skippedPasses) {
+  return std::make_unique<codegen::CpuEngine>(passes::PipelineTarget::Cpu, skippedPasses);
+}
+
+Expected<std::unique_ptr<Engine>> createInterpreter(const std::set<std::string> &) {
+  return std::make_unique<Interpreter>();
 }
 
 // Best first. A factory that needs hardware returns an error saying what is
 // missing, so the default falls through to the next engine.
 constexpr EngineEntry kEngines[] = {
-    {"gpu", "NVIDIA GPU (PTX from LLVM, run through the CUDA driver)", codegen::GpuEngine::create},
-    {"cpu", "native code for this CPU (LLVM JIT, all cores)", createPlain<codegen::CpuEngine>},
-    {"interp", "the reference interpreter (slow, checks every access)", createPlain<Interpreter>},
+    {"gpu", "NVIDIA GPU (PTX from LLVM, run through the CUDA driver)", createGpu},
+    {"cpu", "native code for this CPU (LLVM JIT, all cores)", createCpu},
+    {"interp", "the reference interpreter (slow, checks every access)", createInterpreter},
 };
 
 constexpr const char *kKnownDevices[] = {"gpu", "cpu", "interp"};
@@ -38,11 +46,12 @@ std::span<const EngineEntry> registeredEngines() { return kEngines; }
 
 std::span<const char *const> knownDevices() { return kKnownDevices; }
 
-Expected<std::unique_ptr<Engine>> createEngine(const std::string &device) {
+Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
+                                               const std::set<std::string> &skippedPasses) {
   for (const EngineEntry &entry : kEngines) {
     if (device != entry.device)
       continue;
-    auto engine = entry.create();
+    auto engine = entry.create(skippedPasses);
     if (!engine)
       return makeError("device '" + device + "' is not available: " + engine.error().message);
     return engine;
@@ -57,10 +66,10 @@ Expected<std::unique_ptr<Engine>> createEngine(const std::string &device) {
   return makeError("unknown device '" + device + "' (choose from " + names + ")");
 }
 
-Expected<std::unique_ptr<Engine>> createDefaultEngine() {
+Expected<std::unique_ptr<Engine>> createDefaultEngine(const std::set<std::string> &skippedPasses) {
   std::string reasons;
   for (const EngineEntry &entry : kEngines) {
-    auto engine = entry.create();
+    auto engine = entry.create(skippedPasses);
     if (engine)
       return engine;
     reasons +=

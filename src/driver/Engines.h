@@ -7,13 +7,17 @@
 #include "engine/Engine.h"
 
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 
 namespace loopc::driver {
 
-// Creates an engine, or explains why this machine cannot have one (no GPU).
-using EngineFactory = Expected<std::unique_ptr<Engine>> (*)();
+// Creates an engine whose compiler leaves out `skippedPasses` (engines that
+// compile nothing ignore them), or explains why this machine cannot have one
+// (no GPU).
+using EngineFactory =
+    Expected<std::unique_ptr<Engine>> (*)(const std::set<std::string> &skippedPasses);
 
 struct EngineEntry {
   const char *device;
@@ -30,9 +34,11 @@ std::span<const char *const> knownDevices();
 
 // The engine for `device`: an error for an unknown name, an engine missing
 // from this build, or a device this machine lacks.
-Expected<std::unique_ptr<Engine>> createEngine(const std::string &device);
+Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
+                                               const std::set<std::string> &skippedPasses = {});
 
 // The best engine that works here (gpu, then cpu, then interp).
-Expected<std::unique_ptr<Engine>> createDefaultEngine();
+Expected<std::unique_ptr<Engine>>
+createDefaultEngine(const std::set<std::string> &skippedPasses = {});
 
 } // namespace loopc::driver

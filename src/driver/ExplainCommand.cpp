@@ -20,6 +20,7 @@ struct ExplainOptions {
   std::string kernel;
   std::string after;
   std::string target = "gpu";
+  std::vector<std::string> skippedPasses;
 };
 
 int runExplain(const ExplainOptions &options) {
@@ -31,8 +32,11 @@ int runExplain(const ExplainOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after,
-                                     pipelineTargetNamed(options.target));
+  passes::PipelineOptions pipeline;
+  pipeline.target = pipelineTargetNamed(options.target);
+  pipeline.skippedPasses = {options.skippedPasses.begin(), options.skippedPasses.end()};
+  if (auto explained =
+          explainKernel(std::cout, *session->program, **kernel, options.after, pipeline);
       !explained) {
     printError(explained.error().message);
     return 1;
@@ -47,11 +51,9 @@ passes::PipelineTarget pipelineTargetNamed(const std::string &target) {
 }
 
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
-                     const std::string &afterPass, passes::PipelineTarget target) {
+                     const std::string &afterPass, passes::PipelineOptions pipeline) {
   bool printed = false;
   std::vector<std::string> passNames;
-  passes::PipelineOptions pipeline;
-  pipeline.target = target;
   pipeline.afterPass = [&](const std::string &pass, const ir::Function &function) {
     passNames.push_back(pass);
     if (!afterPass.empty() && pass != afterPass)
@@ -83,6 +85,7 @@ void addExplainCommand(CLI::App &app) {
       ->add_option("--target", options->target,
                    "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
+  addSkipPassOption(*command, options->skippedPasses);
   command->callback([options] {
     if (int exitCode = runExplain(*options))
       throw CLI::RuntimeError(exitCode);

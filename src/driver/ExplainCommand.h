@@ -17,11 +17,12 @@ namespace loopc::driver {
 
 void addExplainCommand(CLI::App &app);
 
-// Writes the kernel's IR after each pass of the `target`'s pipeline (only
-// after the passes named `afterPass` when it is not empty) to `out`. An
-// unknown pass is an error listing the passes. Shared with the REPL's :explain.
+// Writes the kernel's IR after each pass of the `pipeline` (only after the
+// passes named `afterPass` when it is not empty; its own afterPass is
+// replaced) to `out`. An unknown pass is an error listing the passes. Shared
+// with the REPL's :explain.
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
-                     const std::string &afterPass, passes::PipelineTarget target);
+                     const std::string &afterPass, passes::PipelineOptions pipeline);
 
 // "gpu" or "cpu" (as the --target options spell them) as a pipeline target.
 passes::PipelineTarget pipelineTargetNamed(const std::string &target);

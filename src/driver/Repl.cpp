@@ -513,8 +513,9 @@ void Repl::explainCommand(const std::string &arguments) {
       report(kernel.error());
     return;
   }
-  if (auto explained =
-          explainKernel(out_, *session_->program, **kernel, after, pipelineTargetNamed(target));
+  passes::PipelineOptions pipeline;
+  pipeline.target = pipelineTargetNamed(target);
+  if (auto explained = explainKernel(out_, *session_->program, **kernel, after, pipeline);
       !explained)
     report(explained.error());
 }
@@ -542,9 +543,10 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
       report(kernel.error());
     return;
   }
+  passes::PipelineOptions pipeline;
+  pipeline.target = pipelineTargetNamed(target);
   Expected<ir::Function> function =
-      passes::runPipeline(ir::lowerKernel(*session_->program, **kernel),
-                          {.target = pipelineTargetNamed(target), .afterPass = {}});
+      passes::runPipeline(ir::lowerKernel(*session_->program, **kernel), pipeline);
   if (!function) {
     report(function.error());
     return;

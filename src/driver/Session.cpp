@@ -92,11 +92,18 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
   command.add_option("--kernel", kernel,
                      "The kernel to " + verb + " (default: the last kernel of FILE)");
   command.add_option("--device", device, "interp, cpu or gpu (default: the best one available)");
+  addSkipPassOption(command, skippedPasses);
   arguments.addTo(command);
 }
 
+void addSkipPassOption(CLI::App &command, std::vector<std::string> &skippedPasses) {
+  command.add_option("--skip-pass", skippedPasses,
+                     "Leave this optimization pass out (repeatable), to measure what it brings");
+}
+
 Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
-                                     const std::string &device, const ArgumentOptions &arguments) {
+                                     const std::string &device, const ArgumentOptions &arguments,
+                                     const std::vector<std::string> &skippedPasses) {
   KernelRun run;
   auto selected = selectKernel(program, kernel);
   if (!selected)
@@ -109,7 +116,8 @@ Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &
   if (!args)
     return std::unexpected(args.error());
   run.args = std::move(*args);
-  auto engine = device.empty() ? createDefaultEngine() : createEngine(device);
+  std::set<std::string> skipped(skippedPasses.begin(), skippedPasses.end());
+  auto engine = device.empty() ? createDefaultEngine(skipped) : createEngine(device, skipped);
   if (!engine)
     return std::unexpected(engine.error());
   run.engine = std::move(*engine);
@@ -121,8 +129,8 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   run.session = openSession(options.file);
   if (!run.session)
     return std::nullopt;
-  auto prepared =
-      prepareKernelRun(*run.session->program, options.kernel, options.device, options.arguments);
+  auto prepared = prepareKernelRun(*run.session->program, options.kernel, options.device,
+                                   options.arguments, options.skippedPasses);
   if (!prepared) {
     run.session->report(prepared.error());
     return std::nullopt;

@@ -61,9 +61,10 @@ struct RunTargetOptions {
   std::string kernel;
   std::string device;
   ArgumentOptions arguments;
+  std::vector<std::string> skippedPasses; // --skip-pass, repeatable
 
-  // Adds FILE, --kernel, --device and the argument options; `verb` says what
-  // the subcommand does with the kernel ("run", "time").
+  // Adds FILE, --kernel, --device, --skip-pass and the argument options;
+  // `verb` says what the subcommand does with the kernel ("run", "time").
   void addTo(CLI::App &command, const std::string &verb);
 };
 
@@ -89,7 +90,11 @@ struct KernelRun {
   std::unique_ptr<Engine> engine;
 };
 Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
-                                     const std::string &device, const ArgumentOptions &arguments);
+                                     const std::string &device, const ArgumentOptions &arguments,
+                                     const std::vector<std::string> &skippedPasses = {});
+
+// Adds the repeatable `--skip-pass PASS` option, filling `skippedPasses`.
+void addSkipPassOption(CLI::App &command, std::vector<std::string> &skippedPasses);
 
 // Splits "NAME=VALUE"; `option` names the flag in the error message.
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,

@@ -6,6 +6,8 @@
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
 
+#include <algorithm>
+
 namespace loopc::passes {
 
 namespace {
@@ -27,6 +29,15 @@ public:
     }
   }
 
+  // Runs `pass`, an optimization the program's meaning does not depend on,
+  // when the pipeline's target is one of `targets` and the options do not
+  // skip it.
+  void optimize(const std::string &name, Pass pass, std::set<PipelineTarget> targets) {
+    optimizations_.push_back(name);
+    if (targets.contains(options_.target) && !options_.skippedPasses.contains(name))
+      run(name, pass);
+  }
+
   // Verifies the Function as the output of the step `name` and logs it.
   void check(const std::string &name) {
     if (name == "lower_reductions")
@@ -46,6 +57,14 @@ public:
   Expected<ir::Function> result() && {
     if (!status_)
       return std::unexpected(status_.error());
+    for (const std::string &skipped : options_.skippedPasses)
+      if (std::ranges::find(optimizations_, skipped) == optimizations_.end()) {
+        std::string optional;
+        for (const std::string &name : optimizations_)
+          optional += (optional.empty() ? "" : ", ") + name;
+        return makeError("cannot skip pass '" + skipped + "': the passes that can be skipped are " +
+                         optional);
+      }
     return std::move(function_);
   }
 
@@ -54,6 +73,7 @@ private:
   const PipelineOptions &options_;
   ir::VerifyOptions verify_;
   Status status_;
+  std::vector<std::string> optimizations_; // the passes that may be skipped, any target
 };
 
 } // namespace
@@ -64,8 +84,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
-  if (options.target == PipelineTarget::Gpu)
-    passes.run("tile_registers", tileRegisters);
+  passes.optimize("tile_registers", tileRegisters, {PipelineTarget::Gpu});
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

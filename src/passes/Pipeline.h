@@ -7,6 +7,7 @@
 #include "support/Error.h"
 
 #include <functional>
+#include <set>
 #include <string>
 
 namespace loopc::passes {
@@ -24,6 +25,11 @@ enum class PipelineTarget { Gpu, Cpu };
 
 struct PipelineOptions {
   PipelineTarget target = PipelineTarget::Gpu;
+  // Optimizations to leave out (`--skip-pass`), so a benchmark can measure
+  // what each brings. Naming a pass that is not an optimization is an error
+  // listing those that are; one the target's pipeline does not run is
+  // skipped already.
+  std::set<std::string> skippedPasses;
   // Called after every pass with its name and the Function it produced
   // (`loopc explain` prints it); may be empty.
   std::function<void(const std::string &pass, const ir::Function &)> afterPass;
