@@ -179,3 +179,57 @@ TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse; results agre
                  {{{"Ic", "3"}, {"Oc", "5"}, {"H", "37"}, {"W", "131"}, {"K", "3"}},
                   {{"Ic", "2"}, {"Oc", "8"}, {"H", "34"}, {"W", "130"}, {"K", "3"}}});
 }
+
+TEST_CASE("tiles of offset ranges, guarded windows and kernels inside a time loop agree") {
+  auto loaded = test::loadText(R"(
+kernel shifted(A: in f32[M][K], B: in f32[K][N], C: inout f32[M][N]) {
+  parfor i in 1..M - 1, j in 2..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j] + A[i - 1][k];
+  }
+}
+
+kernel masked_conv(I: in f32[H][W], F: in f32[R][R], O: out f32[H][W]) {
+  parfor y in 0..H, x in 0..W {
+    var s: f32 = 0.0;
+    for u in 0..R {
+      for v in 0..R {
+        let yy = y + u - R / 2;
+        let xx = x + v - R / 2;
+        if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
+          s += I[yy][xx] * F[u][v];
+        }
+      }
+    }
+    O[y][x] = s;
+  }
+}
+
+kernel sweeps(steps: i32, W: in f32[K][N], X: inout f32[M][N], Y: out f32[M][N]) {
+  for t in 0..steps {
+    parfor i in 0..M, j in 0..N {
+      Y[i][j] = redomap(+, 0.0, k in 0..K) X[i][k % N] * W[k][j];
+    }
+    parfor i in 0..M, j in 0..N {
+      X[i][j] = Y[i][j] * 0.5;
+    }
+  }
+}
+)");
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  for (const char *kernel : {"shifted", "masked_conv", "sweeps"}) {
+    CAPTURE(kernel);
+    CHECK(contains(compile(*loaded->program, kernel).printedAfter.at("tile_registers"), ".x3"));
+  }
+  checkAgreement(*loaded->program, "shifted",
+                 {{{"M", "2"}, {"N", "3"}, {"K", "1"}},
+                  {{"M", "35"}, {"N", "133"}, {"K", "5"}},
+                  {{"M", "71"}, {"N", "40"}, {"K", "9"}}});
+  checkAgreement(*loaded->program, "masked_conv",
+                 {{{"H", "1"}, {"W", "1"}, {"R", "3"}},
+                  {{"H", "37"}, {"W", "131"}, {"R", "5"}},
+                  {{"H", "32"}, {"W", "128"}, {"R", "2"}}});
+  checkAgreement(*loaded->program, "sweeps",
+                 {{{"steps", "2"}, {"M", "33"}, {"N", "129"}, {"K", "7"}},
+                  {{"steps", "3"}, {"M", "5"}, {"N", "3"}, {"K", "4"}}});
+}
