@@ -12,6 +12,7 @@
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
+#include "passes/lowering/ReductionTrees.h"
 
 namespace loopc::passes {
 
@@ -21,67 +22,8 @@ using ir::Stmt;
 
 namespace {
 
-const int64_t kThreads = 256;    // per block, a power of two for the halving
+const int64_t kThreads = kReductionThreads;
 const int64_t kMaxBlocks = 1024; // partials combined by the second kernel
-
-Expr combine(const ReduceOperator &op, Expr lhs, Expr rhs) {
-  switch (op.kind) {
-  case ReduceOperator::Kind::Add:
-    return makeBinary(BinaryOpKind::Add, lhs, rhs);
-  case ReduceOperator::Kind::Mul:
-    return makeBinary(BinaryOpKind::Mul, lhs, rhs);
-  case ReduceOperator::Kind::Min:
-    return makeBinary(BinaryOpKind::Min, lhs, rhs);
-  case ReduceOperator::Kind::Max:
-    return makeBinary(BinaryOpKind::Max, lhs, rhs);
-  case ReduceOperator::Kind::And:
-    return makeBinary(BinaryOpKind::And, lhs, rhs);
-  case ReduceOperator::Kind::Or:
-    return makeBinary(BinaryOpKind::Or, lhs, rhs);
-  case ReduceOperator::Kind::User:
-    return substitute(op.combine, {{op.lhsVar, lhs}, {op.rhsVar, rhs}});
-  }
-  return lhs;
-}
-
-// How many of the positions first, first + stride, ... lie below extent:
-// ceil((extent - first) / stride), as the trip count of a thread that strides
-// over a range shared with the other threads.
-Expr stridedTripCount(Expr first, Expr extent, Expr stride) {
-  return makeBinary(BinaryOpKind::Div,
-                    makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, extent, stride),
-                               makeBinary(BinaryOpKind::Add, first, makeI64(1))),
-                    stride);
-}
-
-Expr load(const Buffer &buffer, std::vector<Expr> indices = {}) {
-  return std::make_shared<Load>(buffer, std::move(indices));
-}
-
-Stmt store(const Buffer &buffer, std::vector<Expr> indices, Expr value) {
-  buffer->isWritten = true;
-  return std::make_shared<Store>(buffer, std::move(indices), std::move(value));
-}
-
-// `cell = combine(cell, value)`, marked free to be reassociated (see
-// ir::Store) when the combine is one operation; a user's function is a whole
-// expression, whose own evaluation order must stay as written.
-Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
-  cell->isWritten = true;
-  return std::make_shared<Store>(cell, std::vector<Expr>{},
-                                 combine(op, load(cell), std::move(value)), SourceRange{},
-                                 /*isReductionStep=*/op.kind != ReduceOperator::Kind::User);
-}
-
-Buffer makeBuffer(std::string name, ScalarType element, std::vector<Expr> shape,
-                  MemorySpace memory) {
-  auto buffer = std::make_shared<BufferInfo>();
-  buffer->name = std::move(name);
-  buffer->element = element;
-  buffer->shape = std::move(shape);
-  buffer->memory = memory;
-  return buffer;
-}
 
 class ReductionLowerer : public IRMutator {
 protected:
@@ -131,21 +73,6 @@ private:
                            accumulateInto(reduce, valueSetup, 0, cell),
                            store(accumulator, reduce.indices, load(cell))});
     return std::make_shared<Allocate>(cell, body);
-  }
-
-  // Combines tile[0..kThreads) into tile[0] by halving; `thread` is the
-  // thread index. Each step is followed by a barrier.
-  static Stmt treeHalving(const ReduceOperator &op, const Buffer &tile, const Expr &thread) {
-    std::vector<Stmt> steps;
-    for (int64_t half = kThreads / 2; half >= 1; half /= 2) {
-      Expr partner = makeBinary(BinaryOpKind::Add, thread, makeI64(half));
-      Stmt combineStep =
-          store(tile, {thread}, combine(op, load(tile, {thread}), load(tile, {partner})));
-      steps.push_back(std::make_shared<IfThenElse>(
-          makeBinary(BinaryOpKind::Lt, thread, makeI64(half)), combineStep));
-      steps.push_back(std::make_shared<Barrier>());
-    }
-    return makeBlock(std::move(steps));
   }
 
   Stmt treeReduction(const Reduce &reduce, const Stmt &valueSetup) {

@@ -1,0 +1,40 @@
+// The pieces of a reduction shared by the passes that lower one
+// (lower_reductions, map_rows_to_blocks): the combine of an operator, the
+// serial accumulation step, a block's tree over a shared tile, and the trip
+// count of a thread striding over a range shared with the other threads.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace loopc::passes {
+
+// Threads per block of a cooperative reduction: a power of two for the halving.
+inline constexpr int64_t kReductionThreads = 256;
+
+// `lhs op rhs` for a Reduce's operator (a user operator's inlined body).
+ir::Expr combine(const ir::ReduceOperator &op, ir::Expr lhs, ir::Expr rhs);
+
+// `cell = combine(cell, value)`, marked free to be reassociated (see
+// ir::Store) when the combine is one operation; a user's function is a whole
+// expression, whose own evaluation order must stay as written.
+ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Buffer &cell, ir::Expr value);
+
+// Combines tile[0..kReductionThreads) into tile[0] by halving; `thread` is the
+// thread index (i64). Each step is followed by a barrier.
+ir::Stmt treeHalving(const ir::ReduceOperator &op, const ir::Buffer &tile, const ir::Expr &thread);
+
+// How many of the positions first, first + stride, ... lie below extent:
+// ceil((extent - first) / stride), as the trip count of a thread that strides
+// over a range shared with the other threads.
+ir::Expr stridedTripCount(ir::Expr first, ir::Expr extent, ir::Expr stride);
+
+ir::Buffer makeBuffer(std::string name, ScalarType element, std::vector<ir::Expr> shape,
+                      ir::MemorySpace memory);
+ir::Expr load(const ir::Buffer &buffer, std::vector<ir::Expr> indices = {});
+// A Store, marking the buffer written.
+ir::Stmt store(const ir::Buffer &buffer, std::vector<ir::Expr> indices, ir::Expr value);
+
+} // namespace loopc::passes
