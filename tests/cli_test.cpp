@@ -181,8 +181,8 @@ TEST_CASE("run --repeat N reports the median of N runs and rejects a bad N") {
 TEST_CASE("explain prints the IR after every pass, or after the one named") {
   auto all = runLoopc("explain samples/matmul.loop");
   CHECK(all.exitCode == 0);
-  for (const char *pass :
-       {"lower", "simplify", "map_to_gpu", "lower_reductions", "tile_registers", "extract_kernels"})
+  for (const char *pass : {"lower", "simplify", "map_rows_to_blocks", "map_to_gpu",
+                           "lower_reductions", "tile_registers", "extract_kernels"})
     CHECK(contains(all.output, std::string("// after ") + pass + "\n"));
   auto lowered = runLoopc("explain samples/matmul.loop --after lower");
   CHECK(lowered.exitCode == 0);
@@ -197,12 +197,13 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
 
   auto unknown = runLoopc("explain samples/matmul.loop --after tile_everything");
   CHECK(unknown.exitCode == 1);
-  CHECK(contains(unknown.output, "loopc: error: no pass named 'tile_everything'; the passes are: "
-                                 "lower, simplify, map_to_gpu, lower_reductions, tile_registers, "
-                                 "simplify, extract_kernels"));
+  CHECK(contains(unknown.output,
+                 "loopc: error: no pass named 'tile_everything'; the passes are: "
+                 "lower, simplify, map_rows_to_blocks, map_to_gpu, lower_reductions, "
+                 "tile_registers, simplify, extract_kernels"));
 }
 
-TEST_CASE("--skip-pass leaves an optimization out; passes the program needs cannot be skipped") {
+TEST_CASE("skipping passes: an optimization can be left out, a pass the program needs cannot") {
   auto explained = runLoopc("explain samples/matmul.loop --skip-pass tile_registers");
   CHECK(explained.exitCode == 0);
   CHECK(contains(explained.output, "// after lower_reductions\n"));
@@ -223,7 +224,8 @@ TEST_CASE("--skip-pass leaves an optimization out; passes the program needs cann
     auto refused = runLoopc(command);
     CHECK(refused.exitCode == 1);
     CHECK(contains(refused.output, "loopc: error: cannot skip pass '"));
-    CHECK(contains(refused.output, "': the passes that can be skipped are tile_registers"));
+    CHECK(contains(refused.output,
+                   "': the passes that can be skipped are map_rows_to_blocks, tile_registers"));
   }
 }
 

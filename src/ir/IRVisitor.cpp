@@ -427,6 +427,24 @@ bool usesAnyVar(const Expr &expr, const std::set<std::string> &names) {
   return false;
 }
 
+namespace {
+
+class SerializeParallel : public IRMutator {
+protected:
+  Stmt visitFor(const For &node, const Stmt &self) override {
+    Stmt result = IRMutator::visitFor(node, self);
+    const auto *loop = result->as<For>();
+    if (loop->forKind != ForKind::Parallel)
+      return result;
+    return std::make_shared<For>(loop->var, loop->min, loop->extent, ForKind::Serial, 0, loop->body,
+                                 loop->source);
+  }
+};
+
+} // namespace
+
+Stmt serializeParallelLoops(const Stmt &stmt) { return SerializeParallel().mutate(stmt); }
+
 Stmt appendAtTail(const Stmt &setup, const Stmt &tail) {
   if (!setup)
     return tail;

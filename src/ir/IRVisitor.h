@@ -92,6 +92,10 @@ std::set<std::string> freeVars(const Stmt &stmt);
 // True when `expr` reads any variable of `names`.
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 
+// `stmt` with every Parallel loop in it Serial: iterations one after another,
+// as inside one GPU thread.
+Stmt serializeParallelLoops(const Stmt &stmt);
+
 // Places `tail` where the scope of `setup` ends: LetStmts and Allocates along
 // the last statements of `setup` enclose it, so `tail` sees their bindings.
 // This is how Reduce::value is read after Reduce::valueSetup.

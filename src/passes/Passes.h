@@ -9,6 +9,10 @@ namespace loopc::passes {
 // Constant folding, algebraic identities, trivial and dead lets (simplify.cpp).
 ir::Function simplify(ir::Function function);
 
+// A 1-D parfor walking rows to a block per row, its redomaps block trees and
+// its inner parfors strided over the threads (map_rows_to_blocks.cpp).
+ir::Function mapRowsToBlocks(ir::Function function);
+
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
 ir::Function mapToGpu(ir::Function function);
 

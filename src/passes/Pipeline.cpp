@@ -82,6 +82,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   PassRunner passes(std::move(function), options);
   passes.check("lower"); // the input, as ir::lowerKernel made it
   passes.run("simplify", simplify);
+  passes.optimize("map_rows_to_blocks", mapRowsToBlocks, {PipelineTarget::Gpu});
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("tile_registers", tileRegisters, {PipelineTarget::Gpu});

@@ -38,20 +38,6 @@ const int64_t kBlockShapes[3][3] = {{256, 1, 1}, {32, 8, 1}, {32, 4, 2}};
 // A constant trip count this short wastes a block dimension.
 const int64_t kShortLoop = 16;
 
-// Every remaining Parallel loop becomes Serial: inside a thread, iterations
-// run one after another.
-class SerializeParallel : public IRMutator {
-protected:
-  Stmt visitFor(const For &node, const Stmt &self) override {
-    Stmt result = IRMutator::visitFor(node, self);
-    const auto *loop = result->as<For>();
-    if (loop->forKind != ForKind::Parallel)
-      return result;
-    return std::make_shared<For>(loop->var, loop->min, loop->extent, ForKind::Serial, 0, loop->body,
-                                 loop->source);
-  }
-};
-
 // `min + offset`, without the addition when min is zero (the common case).
 Expr offsetFrom(const Expr &min, Expr offset) {
   const auto *zero = min->as<IntImm>();
@@ -109,7 +95,7 @@ private:
                                     candidates.begin() + std::min<size_t>(candidates.size(), 3));
     // Serial loops for the unmapped members of the chain, in their order,
     // around the body (whose own parfors run serially in the thread).
-    Stmt body = SerializeParallel().mutate(chain.back()->body);
+    Stmt body = serializeParallelLoops(chain.back()->body);
     for (size_t i = chain.size(); i-- > 0;) {
       const For *loop = chain[i];
       if (std::find(mapped.begin(), mapped.end(), loop) != mapped.end())

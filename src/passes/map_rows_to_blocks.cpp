@@ -1,0 +1,284 @@
+// map_rows_to_blocks: one block per iteration of a 1-D parfor whose body
+// walks rows (GPU pipeline). map_to_gpu gives each iteration a thread; when
+// the body reduces or maps along an inner loop whose accesses are contiguous
+// along it but not along the parfor (mv's A[i][j] over j, softmax's rows),
+// the 32 threads of a warp then read from 32 rows at once, a memory
+// transaction each, and a parfor of a few thousand rows fills a few dozen
+// blocks (softmax's 8192 rows: 32 blocks for 132 SMs). Here the 256 threads
+// of a block share one iteration instead, so each of their loads reads
+// consecutive addresses:
+// - a redomap strides its outermost loop over the threads, each thread
+//   folding its share into a register, and a tree in shared memory combines
+//   the 256 partial results (the block tree of lower_reductions); every
+//   thread then holds the result;
+// - an inner parfor strides over the threads;
+// - the rest of the body is the same for every thread of the block (it
+//   depends on the row and on results every thread holds), so every thread
+//   runs it, and thread 0 alone makes its global stores.
+// Only bodies made of those pieces qualify, and only when they read no
+// global buffer they also write (thread 0's store would race with the other
+// threads' reads); map_to_gpu maps the rest.
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+#include "passes/analysis/AccessAnalysis.h"
+#include "passes/lowering/ReductionTrees.h"
+
+#include <algorithm>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// Whether a row body is made of the pieces the block can share: lets, ifs,
+// register buffers and stores, redomaps into a register cell, inner parfors
+// and serial loops that store only to registers.
+class RowBodyCheck : public IRVisitor {
+public:
+  bool shareable = true;
+  std::set<const BufferInfo *> loaded, stored; // global buffers
+
+protected:
+  void visitFor(const For &node) override {
+    if (node.forKind == ForKind::Parallel) {
+      ++parallelDepth_;
+      IRVisitor::visitFor(node);
+      --parallelDepth_;
+      return;
+    }
+    if (node.forKind != ForKind::Serial)
+      shareable = false;
+    ++serialDepth_;
+    IRVisitor::visitFor(node);
+    --serialDepth_;
+  }
+  void visitReduce(const Reduce &node) override {
+    // Only a redomap of the row itself becomes a block tree; one inside an
+    // inner loop is that loop's thread's work.
+    if (parallelDepth_ + serialDepth_ + reduceDepth_ == 0 &&
+        (node.accumulator->memory != MemorySpace::Register || !node.accumulator->shape.empty()))
+      shareable = false;
+    ++reduceDepth_;
+    IRVisitor::visitReduce(node);
+    --reduceDepth_;
+  }
+  void visitStore(const Store &node) override {
+    if (node.buffer->memory == MemorySpace::Global) {
+      stored.insert(node.buffer.get());
+      // A serial loop runs in every thread: its global stores would repeat.
+      if (serialDepth_ > 0 && parallelDepth_ == 0)
+        shareable = false;
+    }
+    IRVisitor::visitStore(node);
+  }
+  void visitLoad(const Load &node) override {
+    if (node.buffer->memory == MemorySpace::Global)
+      loaded.insert(node.buffer.get());
+    IRVisitor::visitLoad(node);
+  }
+  void visitAllocate(const Allocate &node) override {
+    if (node.buffer->memory != MemorySpace::Register)
+      shareable = false;
+    IRVisitor::visitAllocate(node);
+  }
+  void visitBarrier(const Barrier &) override { shareable = false; }
+  void visitLaunch(const Launch &) override { shareable = false; }
+
+private:
+  int parallelDepth_ = 0, serialDepth_ = 0, reduceDepth_ = 0;
+};
+
+class RowMapper : public IRMutator {
+protected:
+  Stmt visitFor(const For &node, const Stmt &self) override {
+    if (node.forKind != ForKind::Parallel)
+      return IRMutator::visitFor(node, self);
+    // A nest of one loop: a nest of several has map_to_gpu's 2-D and 3-D
+    // mappings for its inner dimensions.
+    const auto *inner = node.body->as<For>();
+    if ((inner && inner->forKind == ForKind::Parallel) || !walksRows(node, self))
+      return self;
+    return mapRow(node);
+  }
+
+private:
+  // The body qualifies and some global load inside a redomap or an inner
+  // parfor is contiguous along the loop the threads would share and not
+  // along the row: per-thread rows would read it uncoalesced.
+  static bool walksRows(const For &row, const Stmt &nest) {
+    RowBodyCheck check;
+    check.visit(row.body);
+    if (!check.shareable || std::ranges::any_of(check.loaded, [&](auto *buffer) {
+          return check.stored.contains(buffer);
+        }))
+      return false;
+    std::set<std::string> sharedLoops;
+    collectSharedLoops(row.body, sharedLoops);
+    for (const BufferAccess &access : collectAccesses(nest)) {
+      if (access.isStore || access.buffer->memory != MemorySpace::Global)
+        continue;
+      Stride::Kind alongRow = strideAlong(access, row.var).kind;
+      if (alongRow == Stride::Kind::Zero || alongRow == Stride::Kind::Contiguous)
+        continue;
+      for (const std::string &loop : access.enclosingLoops)
+        if (sharedLoops.contains(loop) &&
+            strideAlong(access, loop).kind == Stride::Kind::Contiguous)
+          return true;
+    }
+    return false;
+  }
+
+  // The loops the threads would stride over: the outermost loop of each of
+  // the row's own redomaps and each inner parfor (not those nested deeper).
+  static void collectSharedLoops(const Stmt &stmt, std::set<std::string> &loops) {
+    if (!stmt)
+      return;
+    switch (stmt->kind) {
+    case StmtNode::Kind::Block:
+      for (const Stmt &inner : stmt->as<Block>()->stmts)
+        collectSharedLoops(inner, loops);
+      return;
+    case StmtNode::Kind::LetStmt:
+      return collectSharedLoops(stmt->as<LetStmt>()->body, loops);
+    case StmtNode::Kind::Allocate:
+      return collectSharedLoops(stmt->as<Allocate>()->body, loops);
+    case StmtNode::Kind::IfThenElse:
+      collectSharedLoops(stmt->as<IfThenElse>()->thenCase, loops);
+      return collectSharedLoops(stmt->as<IfThenElse>()->elseCase, loops);
+    case StmtNode::Kind::Reduce:
+      loops.insert(stmt->as<Reduce>()->loops.front().var);
+      return;
+    case StmtNode::Kind::For:
+      if (stmt->as<For>()->forKind == ForKind::Parallel)
+        loops.insert(stmt->as<For>()->var);
+      return;
+    default:
+      return;
+    }
+  }
+
+  Stmt mapRow(const For &row) {
+    std::string blockVar = row.var + ".block";
+    thread_ = makeVar(ScalarType::I64, row.var + ".thread");
+    tiles_.clear();
+    Expr rowIndex = makeVar(ScalarType::I64, blockVar);
+    if (row.min->type != ScalarType::I64)
+      rowIndex = std::make_shared<Cast>(row.min->type, rowIndex);
+    Stmt body = std::make_shared<LetStmt>(row.var, makeBinary(BinaryOpKind::Add, row.min, rowIndex),
+                                          shareRow(row.body));
+    body = std::make_shared<For>(thread_->as<Var>()->name, makeI64(0), makeI64(kReductionThreads),
+                                 ForKind::GpuThread, 0, body, row.source);
+    for (auto tile = tiles_.rbegin(); tile != tiles_.rend(); ++tile)
+      body = std::make_shared<Allocate>(*tile, body);
+    Expr rows = row.extent->type == ScalarType::I64
+                    ? row.extent
+                    : std::make_shared<Cast>(ScalarType::I64, row.extent);
+    return std::make_shared<For>(blockVar, makeI64(0),
+                                 makeBinary(BinaryOpKind::Max, rows, makeI64(0)), ForKind::GpuBlock,
+                                 0, body, row.source);
+  }
+
+  // The row body as every thread of the block runs it.
+  Stmt shareRow(const Stmt &stmt) {
+    if (!stmt)
+      return stmt;
+    switch (stmt->kind) {
+    case StmtNode::Kind::Block: {
+      std::vector<Stmt> stmts;
+      for (const Stmt &inner : stmt->as<Block>()->stmts)
+        stmts.push_back(shareRow(inner));
+      return makeBlock(std::move(stmts));
+    }
+    case StmtNode::Kind::LetStmt: {
+      const auto &let = *stmt->as<LetStmt>();
+      return std::make_shared<LetStmt>(let.var, let.value, shareRow(let.body));
+    }
+    case StmtNode::Kind::Allocate: {
+      const auto &allocate = *stmt->as<Allocate>();
+      return std::make_shared<Allocate>(allocate.buffer, shareRow(allocate.body));
+    }
+    case StmtNode::Kind::IfThenElse: {
+      const auto &branch = *stmt->as<IfThenElse>();
+      return std::make_shared<IfThenElse>(branch.cond, shareRow(branch.thenCase),
+                                          shareRow(branch.elseCase));
+    }
+    case StmtNode::Kind::Store:
+      if (stmt->as<Store>()->buffer->memory != MemorySpace::Global)
+        return stmt;
+      return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, thread_, makeI64(0)), stmt);
+    case StmtNode::Kind::Reduce:
+      return blockTree(*stmt->as<Reduce>());
+    case StmtNode::Kind::For: {
+      const auto &loop = *stmt->as<For>();
+      if (loop.forKind != ForKind::Parallel)
+        return stmt;
+      return strided(loop.var, loop.min, loop.extent, serializeParallelLoops(loop.body),
+                     loop.source);
+    }
+    default:
+      return stmt;
+    }
+  }
+
+  // `var` over [min, min + extent) shared by the threads: thread t takes
+  // t, t + 256, ...
+  Stmt strided(const std::string &var, const Expr &min, const Expr &extent, Stmt body,
+               SourceRange source) {
+    std::string stepVar = var + ".step";
+    Expr extent64 =
+        extent->type == ScalarType::I64 ? extent : std::make_shared<Cast>(ScalarType::I64, extent);
+    Expr threads = makeI64(kReductionThreads);
+    Expr position =
+        makeBinary(BinaryOpKind::Add, thread_,
+                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), threads));
+    if (min->type != ScalarType::I64)
+      position = std::make_shared<Cast>(min->type, position);
+    return std::make_shared<For>(
+        stepVar, makeI64(0), stridedTripCount(thread_, extent64, threads), ForKind::Serial, 0,
+        std::make_shared<LetStmt>(var, makeBinary(BinaryOpKind::Add, min, position), body), source);
+  }
+
+  // The redomap's outermost loop strided over the threads, a partial result
+  // per thread, combined by a tree in shared memory into the accumulator of
+  // every thread.
+  Stmt blockTree(const Reduce &reduce) {
+    const Buffer &accumulator = reduce.accumulator;
+    ScalarType element = accumulator->element;
+    Buffer part = makeBuffer(accumulator->name + ".part", element, {}, MemorySpace::Register);
+    Buffer tile = makeBuffer(accumulator->name + ".tile", element, {makeI64(kReductionThreads)},
+                             MemorySpace::Shared);
+    tiles_.push_back(tile);
+    Stmt point = appendAtTail(reduce.valueSetup, reductionStep(reduce.op, part, reduce.value));
+    for (size_t i = reduce.loops.size(); i-- > 1;) {
+      const Reduce::Loop &loop = reduce.loops[i];
+      point = std::make_shared<For>(loop.var, loop.min, loop.extent, ForKind::Serial, 0, point,
+                                    reduce.source);
+    }
+    const Reduce::Loop &outer = reduce.loops.front();
+    // The partial is stored into the tile before its scope ends, so no
+    // register value lives across a barrier.
+    Stmt share = std::make_shared<Allocate>(
+        part, makeBlock({store(part, {}, reduce.neutral),
+                         strided(outer.var, outer.min, outer.extent, point, reduce.source),
+                         store(tile, {thread_}, load(part))}));
+    return makeBlock(
+        {share, std::make_shared<Barrier>(), treeHalving(reduce.op, tile, thread_),
+         store(accumulator, {}, combine(reduce.op, load(accumulator), load(tile, {makeI64(0)})))});
+  }
+
+  Expr thread_;
+  std::vector<Buffer> tiles_;
+};
+
+} // namespace
+
+Function mapRowsToBlocks(Function function) {
+  function.body = RowMapper().mutate(function.body);
+  return function;
+}
+
+} // namespace loopc::passes

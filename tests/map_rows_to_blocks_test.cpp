@@ -1,0 +1,170 @@
+// map_rows_to_blocks: which parfors get a block per row, what the shared row
+// looks like, and that the GPU pipeline's kernels compute what the
+// interpreter computes at row lengths below, at and above the block's 256
+// threads.
+#include "TestSupport.h"
+#include "codegen/CpuEngine.h"
+#include "interp/Interpreter.h"
+#include "ir/IRPrinter.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+#include "support/Differential.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+using namespace loopc;
+using loopc::test::contains;
+
+namespace {
+
+// The IR after map_rows_to_blocks and after the pass before it.
+std::pair<std::string, std::string> aroundPass(const Program &program,
+                                               const std::string &kernelName) {
+  const KernelDecl *kernel = program.findKernel(kernelName);
+  REQUIRE(kernel);
+  std::map<std::string, std::string> printed;
+  passes::PipelineOptions options;
+  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
+    if (!printed.contains(pass))
+      printed[pass] = ir::toString(function);
+  };
+  auto function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
+  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
+  return {printed.at("simplify"), printed.at("map_rows_to_blocks")};
+}
+
+bool mapsRows(const Program &program, const std::string &kernelName) {
+  auto [before, after] = aroundPass(program, kernelName);
+  return before != after;
+}
+
+// The interpreter and the GPU pipeline's kernels on the CPU JIT agree.
+void checkAgreement(const Program &program, const std::string &kernelName,
+                    const std::vector<std::map<std::string, std::string>> &assignments) {
+  const KernelDecl *kernel = program.findKernel(kernelName);
+  REQUIRE(kernel);
+  Interpreter interpreter;
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  Engine *engines[] = {&interpreter, &gpuKernels};
+  for (const auto &values : assignments) {
+    ArgumentRequest request;
+    request.values = values;
+    request.seed = 11;
+    test::DifferentialOutcome outcome = test::runDifferential(program, *kernel, request, engines);
+    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
+std::unique_ptr<test::LoadedProgram> sample(const std::string &name) {
+  auto loaded = test::loadFile(test::sourcePath("samples/" + name + ".loop"));
+  REQUIRE(loaded->program);
+  return loaded;
+}
+
+} // namespace
+
+TEST_CASE("softmax and mv: a block per row, redomaps as block trees, stores by thread 0") {
+  auto softmax = sample("softmax");
+  std::string rows = aroundPass(*softmax->program, "softmax").second;
+  CHECK(contains(rows, "gpu_block.x for r.block in [0, max(R, 0)) {\n"
+                       "    shared f32 acc.tile[256]\n"
+                       "    shared f32 acc_2.tile[256]\n"
+                       "    gpu_thread.x for r.thread in [0, 256) {\n"
+                       "      let r = 0 + r.block\n"));
+  CHECK(contains(rows, "for c.step in [0, (C + 256 - (r.thread + 1)) / 256) {\n"
+                       "        let c = 0 + (r.thread + c.step * 256)\n"
+                       "        acc.part = max(acc.part, X[r][c])  (reduction step)\n"));
+  CHECK(contains(rows, "acc = max(acc, acc.tile[0])\n      let m = acc\n"));
+  CHECK(contains(rows, "Y[r][c_3] = exp(X[r][c_3] - m) / s"));
+
+  auto mv = sample("mv");
+  std::string mvRows = aroundPass(*mv->program, "mv").second;
+  CHECK(contains(mvRows, "if (i.thread == 0) {\n        y[i] = acc\n"));
+  checkAgreement(*mv->program, "mv",
+                 {{{"M", "1"}, {"N", "1"}},
+                  {{"M", "3"}, {"N", "255"}},
+                  {{"M", "5"}, {"N", "256"}},
+                  {{"M", "70"}, {"N", "1000"}}});
+  checkAgreement(
+      *softmax->program, "softmax",
+      {{{"R", "1"}, {"C", "1"}}, {{"R", "4"}, {"C", "257"}}, {{"R", "33"}, {"C", "700"}}});
+}
+
+TEST_CASE("parfors whose threads already read consecutive addresses keep a thread per row") {
+  // mv_transposed reads A[j][i] (consecutive along the row index), nbody's
+  // inner loop reads the same body for every thread, matmul is a 2-D nest.
+  for (const char *name : {"mv_transposed", "nbody", "matmul", "transpose", "jacobi2d"}) {
+    CAPTURE(name);
+    auto loaded = sample(name);
+    CHECK(!mapsRows(*loaded->program, name));
+  }
+}
+
+TEST_CASE("rows that read what they write, or repeat global stores, keep a thread per row") {
+  auto loaded = test::loadText(R"(
+kernel normalize_in_place(X: inout f32[R][C]) {
+  parfor r in 0..R {
+    let s = redomap(+, 0.0, c in 0..C) X[r][c];
+    parfor c in 0..C {
+      X[r][c] = X[r][c] / s;
+    }
+  }
+}
+
+kernel prefix_rows(X: in f32[R][C], P: out f32[R][C]) {
+  parfor r in 0..R {
+    let total = redomap(+, 0.0, c in 0..C) X[r][c];
+    var running: f32 = 0.0;
+    for c in 0..C {
+      running += X[r][c];
+      P[r][c] = running / total;
+    }
+  }
+}
+)");
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  CHECK(!mapsRows(*loaded->program, "normalize_in_place"));
+  CHECK(!mapsRows(*loaded->program, "prefix_rows"));
+}
+
+TEST_CASE("a shared row with branches, private arrays, windows, user operators and integers") {
+  // Every piece a row body may hold: a let and a branch on the row, a
+  // private array, a redomap over two loops (the outer one shared), a user
+  // operator, an integer redomap, an inner parfor with a redomap of its own,
+  // and a store of the row's result.
+  auto loaded = test::loadText(R"(
+assoc fn absmax(a: f32, b: f32) -> f32 {
+  return max(abs(a), abs(b));
+}
+
+kernel rows(X: in f32[R][C], K: in i32[R][C], Y: out f32[R][C], S: out f32[R], N: out i32[R]) {
+  parfor r in 0..R {
+    var scale: f32[2];
+    scale[0] = 1.0;
+    if (r % 2 == 0) {
+      scale[0] = redomap(absmax, 0.0, c in 0..C) X[r][c];
+    }
+    let window = redomap(+, 0.0, c in 0..C, d in 0..3) X[r][c] * f32(d + 1);
+    let count = redomap(min, 1000, c in 0..C) K[r][c];
+    parfor c in 0..C {
+      Y[r][c] = X[r][c] / (scale[0] + 1.0) + redomap(+, 0.0, d in 0..min(c + 1, 4)) X[r][c - d];
+    }
+    S[r] = window;
+    N[r] = count;
+  }
+}
+)");
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  CHECK(mapsRows(*loaded->program, "rows"));
+  checkAgreement(*loaded->program, "rows",
+                 {{{"R", "1"}, {"C", "1"}},
+                  {{"R", "5"}, {"C", "256"}},
+                  {{"R", "6"}, {"C", "300"}},
+                  {{"R", "3"}, {"C", "17"}}});
+}
