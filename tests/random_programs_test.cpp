@@ -7,7 +7,8 @@
 // bounds that depend on the thread, divergent ifs around loops, guards,
 // redomaps inside the parfor and at top level, stencil-like accesses,
 // private arrays; 3-D nests with i32 reductions; time loops around 1-D
-// parfors on inout arrays; host code around kernels. The
+// parfors on inout arrays; host code around kernels; 1-D parfors over rows
+// (redomaps along the row, a branch on the row, an inner parfor). The
 // generator keeps every index in bounds and every write race free, so any
 // disagreement is a compiler bug; the failing program is printed.
 #include "TestSupport.h"
@@ -46,14 +47,7 @@ public:
     // step, as well as plain rectangles.
     std::string columns =
         pick<std::string>({"0..N", "0..N", "0..min(N, i + 1)", "i % 3..N", "0..N by 2"});
-    std::string text = "assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }\n"
-                       "fn blend(a: f32, b: f32, k: i64) -> f32 {\n"
-                       "  var t: f32 = a * 0.75 + b * 0.25;\n"
-                       "  for s in 0..k % 3 {\n"
-                       "    t = max(t, a - f32(s));\n"
-                       "  }\n"
-                       "  return t;\n"
-                       "}\n"
+    std::string text = userFunctions() +
                        "kernel generated(A: in f32[M][N], x: in f32[N], C: out f32[M][N], "
                        "r: out f32) {\n"
                        "  parfor i in 0..M, j in " +
@@ -64,6 +58,31 @@ public:
             "0.0, i in 0..M, j in " + pick<std::string>({"0..N", "i % 3..N", "0..min(N, i + 2)"}) +
             ") " + value(1) + ";\n}\n";
     return text;
+  }
+
+  // A 1-D parfor over rows whose redomaps and inner parfor walk along the
+  // row (the GPU pipeline gives it a block per row): redomaps of the row,
+  // one under a branch on the row into a private variable, an inner parfor
+  // using both, a store of the row's result.
+  std::string rows() {
+    std::string text = userFunctions() +
+                       "kernel rows(A: in f32[M][N], x: in f32[N], C: out f32[M][N], "
+                       "s: out f32[M]) {\n"
+                       "  parfor i in 0..M {\n"
+                       "    let a: f32 = " +
+                       rowReduction() +
+                       ";\n"
+                       "    var b: f32 = 0.5;\n"
+                       "    if (" +
+                       pick<std::string>({"i % 2 == 0", "i < M - 1", "x[i % N] > 0.0"}) +
+                       ") {\n"
+                       "      b = " +
+                       rowReduction() + ";\n    }\n";
+    locals_ = {"a", "b"};
+    text += "    parfor j in " + pick<std::string>({"0..N", "0..N by 2", "i % 3..N"}) +
+            " {\n      C[i][j] = " + value(2) + " * a + b;\n    }\n";
+    locals_.clear();
+    return text + "    s[i] = a - b;\n  }\n}\n";
   }
 
   // A time loop around 1-D parfors, each reading the other array's
@@ -140,6 +159,29 @@ public:
   }
 
 private:
+  // The functions value() may call.
+  static std::string userFunctions() {
+    return "assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }\n"
+           "fn blend(a: f32, b: f32, k: i64) -> f32 {\n"
+           "  var t: f32 = a * 0.75 + b * 0.25;\n"
+           "  for s in 0..k % 3 {\n"
+           "    t = max(t, a - f32(s));\n"
+           "  }\n"
+           "  return t;\n"
+           "}\n";
+  }
+
+  // A redomap along row i (over j) reading the row, finite however empty
+  // its range.
+  std::string rowReduction() {
+    std::string op = pick<std::string>({"+", "max", "min", "absmax"});
+    std::string neutral = op == "+" || op == "absmax" ? "0.0" : op == "max" ? "-inf" : "inf";
+    std::string reduced = "redomap(" + op + ", " + neutral + ", j in " +
+                          pick<std::string>({"0..N", "0..N", "i % 3..N", "0..min(N, i + 5)"}) +
+                          ") (A[i][j] * " + value(1) + ")";
+    return op == "max" || op == "min" ? "max(min(" + reduced + ", 4.0), -4.0)" : reduced;
+  }
+
   // An f32 expression of `source`'s neighbours of i and `target[i]`.
   std::string neighbours(int depth, const std::string &target, const std::string &source) {
     if (depth == 0 || chance(0.3))
@@ -494,6 +536,30 @@ TEST_CASE("random host code around kernels agrees between the interpreter and th
     auto loaded = test::loadText(source);
     const KernelDecl &kernel = onlyKernel(*loaded);
     checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "33"}, {"N", "70"}, {"steps", "2"}});
+    checkAgreement(source, *loaded->program, kernel, seed, assignments);
+  }
+}
+
+TEST_CASE("random row kernels agree between the interpreter and the CPU JIT; ptxas takes them") {
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"3", "255"}, std::pair{"4", "257"},
+                             std::pair{"2", "600"}, std::pair{"9", "7"}})
+    assignments.push_back({{"M", m}, {"N", n}});
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  std::unique_ptr<Engine> gpu = stubbedGpuEngine();
+  for (uint32_t seed = 1; seed <= programCount(30); ++seed) {
+    std::string source = ProgramGenerator(seed).rows();
+    CAPTURE(seed);
+    CAPTURE(source);
+    auto loaded = test::loadText(source);
+    const KernelDecl &kernel = onlyKernel(*loaded);
+    auto ptx = codegen::compileToPtx(test::compiledKernel(*loaded->program, kernel), "sm_80");
+    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+    if (ptxas) {
+      auto assembled = codegen::runPtxas(*ptxas, *ptx, "sm_80");
+      CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
+    }
+    checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "5"}, {"N", "300"}});
     checkAgreement(source, *loaded->program, kernel, seed, assignments);
   }
 }
