@@ -578,7 +578,38 @@ private:
         else
           loop.begin = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, loop.begin, bound);
       }
+      if (!containsInterchangedLoop(*branch.thenCase)) {
+        split(*branch.thenCase);
+        loops_ = std::move(unclipped);
+        return;
+      }
+      // Around a loop with the thread loops inside it, blocks inside the
+      // range (all of them but the last along each dimension) run the thread
+      // loops at their constant full extents: LLVM then unrolls them and
+      // keeps each thread's accumulator in a vector register across the
+      // loop (matmul: 3.9x). Only the blocks at the edges run the clipped
+      // loops. Without such a loop the copy does not pay (transpose was
+      // 1.4x slower with it).
+      llvm::Value *whole = builder_.getTrue();
+      for (size_t i = 0; i < loops_.size(); ++i)
+        whole = builder_.CreateAnd(
+            whole, builder_.CreateAnd(builder_.CreateICmpEQ(loops_[i].begin, unclipped[i].begin),
+                                      builder_.CreateICmpEQ(loops_[i].end, unclipped[i].end)));
+      std::vector<ThreadLoop> clipped = loops_;
+      llvm::Function *function = builder_.GetInsertBlock()->getParent();
+      auto *wholeBlock = llvm::BasicBlock::Create(emitter_.context(), "clip.whole", function);
+      auto *edgeBlock = llvm::BasicBlock::Create(emitter_.context(), "clip.edge", function);
+      auto *join = llvm::BasicBlock::Create(emitter_.context(), "clip.end", function);
+      builder_.CreateCondBr(whole, wholeBlock, edgeBlock);
+      builder_.SetInsertPoint(wholeBlock);
+      loops_ = unclipped;
       split(*branch.thenCase);
+      builder_.CreateBr(join);
+      builder_.SetInsertPoint(edgeBlock);
+      loops_ = std::move(clipped);
+      split(*branch.thenCase);
+      builder_.CreateBr(join);
+      builder_.SetInsertPoint(join);
       loops_ = std::move(unclipped);
       return;
     }
@@ -593,6 +624,25 @@ private:
       split(*branch.elseCase);
       masks_.pop_back();
     }
+  }
+
+  bool containsInterchangedLoop(const StmtNode &stmt) const {
+    class Finder : public IRVisitor {
+    public:
+      explicit Finder(const std::set<const For *> &loops) : loops_(loops) {}
+      bool found = false;
+
+    protected:
+      void visitFor(const For &loop) override {
+        found |= loops_.contains(&loop);
+        IRVisitor::visitFor(loop);
+      }
+
+    private:
+      const std::set<const For *> &loops_;
+    } finder(interchanged_);
+    finder.visit(ir::Stmt(ir::Stmt(), &stmt));
+    return finder.found;
   }
 
   void splitLet(const LetStmt &let) {
