@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 using loopc::Builtin;
@@ -359,6 +360,28 @@ TEST_CASE("the CPU runs consecutive threads as vector lanes inside a per-thread 
       "compile " + loopc::test::sourcePath("samples/matmul.loop") + " --emit llvm --target cpu");
   REQUIRE(compiled.exitCode == 0);
   CHECK(compiled.output.find("fmul <") != std::string::npos);
+}
+
+TEST_CASE("blocks inside the range run full thread loops around an interchanged loop") {
+  // With constant thread loops LLVM keeps matmul's per-thread accumulators
+  // in vector registers across `for k` (a phi of vectors); the blocks at the
+  // edges keep the clipped loops. A loop-free kernel has one version.
+  auto compile = [](const std::string &sample) {
+    auto compiled = loopc::test::runLoopc("compile " + loopc::test::sourcePath(sample) +
+                                          " --emit llvm --target cpu");
+    REQUIRE(compiled.exitCode == 0);
+    return compiled.output;
+  };
+  std::string matmul = compile("samples/matmul.loop");
+  CHECK(matmul.find("clip.whole") != std::string::npos);
+  CHECK(matmul.find("clip.edge") != std::string::npos);
+  std::istringstream lines(matmul);
+  bool vectorAccumulator = false; // `%a = phi <W x float> ...`, whatever the vector width
+  for (std::string line; std::getline(lines, line);)
+    vectorAccumulator |=
+        line.find("= phi <") != std::string::npos && line.find(" x float> ") != std::string::npos;
+  CHECK(vectorAccumulator);
+  CHECK(compile("samples/transpose.loop").find("clip.whole") == std::string::npos);
 }
 
 TEST_CASE("a redomap's float combine is reassociated, a sequential for's is not") {
