@@ -8,6 +8,7 @@
 # faster. Builds only the C baselines (in a temporary directory).
 #
 # Usage: bench/cpu/run.sh [LOOPC] (default build/loopc); REPS=5 by default.
+# With libopenblas-dev installed, matmul is also measured against OpenBLAS.
 # LOOPC_COMMIT names the commit LOOPC was built from when it is not this
 # checkout's HEAD (e.g. a clean export built apart from a busy work tree).
 set -euo pipefail
@@ -77,7 +78,31 @@ for entry in "${cases[@]}"; do
     ratio=$(awk -v c="$c_ms" -v l="$loopc_ms" 'BEGIN { if (l > 0) printf "%.2f", c / l; else print "-" }')
   fi
   echo "| $name | $sizes | $loopc_ms | $c_ms | $ratio |"
+  [[ $name == matmul ]] && matmul_loopc_ms=$loopc_ms matmul_c_args=$c_args matmul_sizes=$sizes
 done
+
+# The tuned peer for matmul, when libopenblas-dev is installed: the same
+# sizes, in the same run, against the loopc time above.
+if echo '#include <cblas.h>' | "$cc" -E - >/dev/null 2>&1; then
+  blas_ms=failed
+  if "$cc" "${cflags[@]}" -o "$work/matmul_openblas" "$root/bench/cpu/matmul_openblas.c" \
+    -lopenblas -lm; then
+    # shellcheck disable=SC2086 # a list of sizes
+    blas_ms=$(OPENBLAS_NUM_THREADS=$(nproc) "$work/matmul_openblas" $matmul_c_args "$reps" |
+      sed -n 's/^\([0-9.]*\) ms.*/\1/p')
+  fi
+  ratio=-
+  if [[ $matmul_loopc_ms =~ ^[0-9.]+$ && $blas_ms =~ ^[0-9.]+$ ]]; then
+    ratio=$(awk -v b="$blas_ms" -v l="$matmul_loopc_ms" 'BEGIN { printf "%.2f", b / l }')
+  fi
+  echo
+  echo "| kernel | sizes | loopc ms | OpenBLAS ms | OpenBLAS / loopc |"
+  echo "| --- | --- | ---: | ---: | ---: |"
+  echo "| matmul | $matmul_sizes | $matmul_loopc_ms | $blas_ms | $ratio |"
+else
+  echo
+  echo "(no cblas.h: install libopenblas-dev to measure matmul against OpenBLAS)"
+fi
 
 echo
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
