@@ -3,8 +3,6 @@
 // interpreter computes at row lengths below, at and above the block's 256
 // threads.
 #include "TestSupport.h"
-#include "codegen/CpuEngine.h"
-#include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -41,24 +39,6 @@ bool mapsRows(const Program &program, const std::string &kernelName) {
   return before != after;
 }
 
-// The interpreter and the GPU pipeline's kernels on the CPU JIT agree.
-void checkAgreement(const Program &program, const std::string &kernelName,
-                    const std::vector<std::map<std::string, std::string>> &assignments) {
-  const KernelDecl *kernel = program.findKernel(kernelName);
-  REQUIRE(kernel);
-  Interpreter interpreter;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
-  Engine *engines[] = {&interpreter, &gpuKernels};
-  for (const auto &values : assignments) {
-    ArgumentRequest request;
-    request.values = values;
-    request.seed = 11;
-    test::DifferentialOutcome outcome = test::runDifferential(program, *kernel, request, engines);
-    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
-    CHECK_MESSAGE(outcome.agree, outcome.report);
-  }
-}
-
 std::unique_ptr<test::LoadedProgram> sample(const std::string &name) {
   auto loaded = test::loadFile(test::sourcePath("samples/" + name + ".loop"));
   REQUIRE(loaded->program);
@@ -84,14 +64,15 @@ TEST_CASE("softmax and mv: a block per row, redomaps as block trees, stores by t
   auto mv = sample("mv");
   std::string mvRows = aroundPass(*mv->program, "mv").second;
   CHECK(contains(mvRows, "if (i.thread == 0) {\n        y[i] = acc\n"));
-  checkAgreement(*mv->program, "mv",
-                 {{{"M", "1"}, {"N", "1"}},
-                  {{"M", "3"}, {"N", "255"}},
-                  {{"M", "5"}, {"N", "256"}},
-                  {{"M", "70"}, {"N", "1000"}}});
-  checkAgreement(
+  test::checkGpuKernelsOnCpu(*mv->program, "mv",
+                             {{{"M", "1"}, {"N", "1"}},
+                              {{"M", "3"}, {"N", "255"}},
+                              {{"M", "5"}, {"N", "256"}},
+                              {{"M", "70"}, {"N", "1000"}}},
+                             11);
+  test::checkGpuKernelsOnCpu(
       *softmax->program, "softmax",
-      {{{"R", "1"}, {"C", "1"}}, {{"R", "4"}, {"C", "257"}}, {{"R", "33"}, {"C", "700"}}});
+      {{{"R", "1"}, {"C", "1"}}, {{"R", "4"}, {"C", "257"}}, {{"R", "33"}, {"C", "700"}}}, 11);
 }
 
 TEST_CASE("parfors whose threads already read consecutive addresses keep a thread per row") {
@@ -162,9 +143,10 @@ kernel rows(X: in f32[R][C], K: in i32[R][C], Y: out f32[R][C], S: out f32[R], N
   INFO(loaded->diagnostics);
   REQUIRE(loaded->program);
   CHECK(mapsRows(*loaded->program, "rows"));
-  checkAgreement(*loaded->program, "rows",
-                 {{{"R", "1"}, {"C", "1"}},
-                  {{"R", "5"}, {"C", "256"}},
-                  {{"R", "6"}, {"C", "300"}},
-                  {{"R", "3"}, {"C", "17"}}});
+  test::checkGpuKernelsOnCpu(*loaded->program, "rows",
+                             {{{"R", "1"}, {"C", "1"}},
+                              {{"R", "5"}, {"C", "256"}},
+                              {{"R", "6"}, {"C", "300"}},
+                              {{"R", "3"}, {"C", "17"}}},
+                             11);
 }

@@ -2,8 +2,6 @@
 // like, and that tiled kernels compute what the interpreter computes at sizes
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
-#include "codegen/CpuEngine.h"
-#include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -43,25 +41,6 @@ size_t occurrences(const std::string &text, const std::string &part) {
   for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
     ++count;
   return count;
-}
-
-// The interpreter and the GPU pipeline's kernels on the CPU JIT agree on
-// `kernelName` at every assignment.
-void checkAgreement(const Program &program, const std::string &kernelName,
-                    const std::vector<std::map<std::string, std::string>> &assignments) {
-  const KernelDecl *kernel = program.findKernel(kernelName);
-  REQUIRE(kernel);
-  Interpreter interpreter;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
-  Engine *engines[] = {&interpreter, &gpuKernels};
-  for (const auto &values : assignments) {
-    ArgumentRequest request;
-    request.values = values;
-    request.seed = 7;
-    test::DifferentialOutcome outcome = test::runDifferential(program, *kernel, request, engines);
-    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
-    CHECK_MESSAGE(outcome.agree, outcome.report);
-  }
 }
 
 } // namespace
@@ -155,12 +134,14 @@ kernel banded(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
   CHECK(contains(tiled, "partial.x3y3"));
   CHECK(contains(tiled, "for k_2.y2 in [0, min(i.y2 + 1, K))")); // a loop per row copy
   CHECK(contains(tiled, "if (j.x1 % 3 == 0) {"));                // a branch per column copy
-  checkAgreement(*loaded->program, "banded",
-                 {{{"M", "1"}, {"N", "1"}, {"K", "1"}},
-                  {{"M", "32"}, {"N", "128"}, {"K", "9"}}, // whole tiles only
-                  {{"M", "33"}, {"N", "129"}, {"K", "7"}}, // a partial tile in each dimension
-                  {{"M", "70"}, {"N", "300"}, {"K", "40"}},
-                  {{"M", "5"}, {"N", "257"}, {"K", "3"}}});
+  test::checkGpuKernelsOnCpu(
+      *loaded->program, "banded",
+      {{{"M", "1"}, {"N", "1"}, {"K", "1"}},
+       {{"M", "32"}, {"N", "128"}, {"K", "9"}}, // whole tiles only
+       {{"M", "33"}, {"N", "129"}, {"K", "7"}}, // a partial tile in each dimension
+       {{"M", "70"}, {"N", "300"}, {"K", "40"}},
+       {{"M", "5"}, {"N", "257"}, {"K", "3"}}},
+      7);
 }
 
 TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse; results agree") {
@@ -175,9 +156,10 @@ TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse; results agre
   CHECK(contains(tiled, "gpu_block.y for y.block in [0, max((H - K + 1 + 4 - 1) / 4, 0))"));
   CHECK(contains(tiled,
                  "gpu_block.x for x.block in [0, (max((W - K + 1 + 32 - 1) / 32, 0) + 3) / 4)"));
-  checkAgreement(*loaded->program, "cnn_conv_valid",
-                 {{{"Ic", "3"}, {"Oc", "5"}, {"H", "37"}, {"W", "131"}, {"K", "3"}},
-                  {{"Ic", "2"}, {"Oc", "8"}, {"H", "34"}, {"W", "130"}, {"K", "3"}}});
+  test::checkGpuKernelsOnCpu(*loaded->program, "cnn_conv_valid",
+                             {{{"Ic", "3"}, {"Oc", "5"}, {"H", "37"}, {"W", "131"}, {"K", "3"}},
+                              {{"Ic", "2"}, {"Oc", "8"}, {"H", "34"}, {"W", "130"}, {"K", "3"}}},
+                             7);
 }
 
 TEST_CASE("tiles of offset ranges, guarded windows and kernels inside a time loop agree") {
@@ -221,15 +203,18 @@ kernel sweeps(steps: i32, W: in f32[K][N], X: inout f32[M][N], Y: out f32[M][N])
     CAPTURE(kernel);
     CHECK(contains(compile(*loaded->program, kernel).printedAfter.at("tile_registers"), ".x3"));
   }
-  checkAgreement(*loaded->program, "shifted",
-                 {{{"M", "2"}, {"N", "3"}, {"K", "1"}},
-                  {{"M", "35"}, {"N", "133"}, {"K", "5"}},
-                  {{"M", "71"}, {"N", "40"}, {"K", "9"}}});
-  checkAgreement(*loaded->program, "masked_conv",
-                 {{{"H", "1"}, {"W", "1"}, {"R", "3"}},
-                  {{"H", "37"}, {"W", "131"}, {"R", "5"}},
-                  {{"H", "32"}, {"W", "128"}, {"R", "2"}}});
-  checkAgreement(*loaded->program, "sweeps",
-                 {{{"steps", "2"}, {"M", "33"}, {"N", "129"}, {"K", "7"}},
-                  {{"steps", "3"}, {"M", "5"}, {"N", "3"}, {"K", "4"}}});
+  test::checkGpuKernelsOnCpu(*loaded->program, "shifted",
+                             {{{"M", "2"}, {"N", "3"}, {"K", "1"}},
+                              {{"M", "35"}, {"N", "133"}, {"K", "5"}},
+                              {{"M", "71"}, {"N", "40"}, {"K", "9"}}},
+                             7);
+  test::checkGpuKernelsOnCpu(*loaded->program, "masked_conv",
+                             {{{"H", "1"}, {"W", "1"}, {"R", "3"}},
+                              {{"H", "37"}, {"W", "131"}, {"R", "5"}},
+                              {{"H", "32"}, {"W", "128"}, {"R", "2"}}},
+                             7);
+  test::checkGpuKernelsOnCpu(*loaded->program, "sweeps",
+                             {{{"steps", "2"}, {"M", "33"}, {"N", "129"}, {"K", "7"}},
+                              {{"steps", "3"}, {"M", "5"}, {"N", "3"}, {"K", "4"}}},
+                             7);
 }

@@ -540,6 +540,24 @@ private:
     varying_.erase(varying_.find(loop.var));
   }
 
+  // `if (cond) emitThen() else emitElse()`, its blocks named `name.then`,
+  // `name.else`, `name.end`.
+  void branchOn(llvm::Value *cond, const std::string &name, const std::function<void()> &emitThen,
+                const std::function<void()> &emitElse) {
+    llvm::Function *function = builder_.GetInsertBlock()->getParent();
+    auto *thenBlock = llvm::BasicBlock::Create(emitter_.context(), name + ".then", function);
+    auto *elseBlock = llvm::BasicBlock::Create(emitter_.context(), name + ".else", function);
+    auto *join = llvm::BasicBlock::Create(emitter_.context(), name + ".end", function);
+    builder_.CreateCondBr(cond, thenBlock, elseBlock);
+    builder_.SetInsertPoint(thenBlock);
+    emitThen();
+    builder_.CreateBr(join);
+    builder_.SetInsertPoint(elseBlock);
+    emitElse();
+    builder_.CreateBr(join);
+    builder_.SetInsertPoint(join);
+  }
+
   void splitBranch(const IfThenElse &branch) {
     if (containsBarrier(branch) || isUniform(branch.cond)) {
       llvm::Value *cond;
@@ -548,19 +566,12 @@ private:
         bindThreadZero(uniform);
         cond = emitter_.emitExpr(*branch.cond);
       }
-      llvm::Function *function = builder_.GetInsertBlock()->getParent();
-      auto *thenBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.then", function);
-      auto *elseBlock = llvm::BasicBlock::Create(emitter_.context(), "uniform.else", function);
-      auto *join = llvm::BasicBlock::Create(emitter_.context(), "uniform.end", function);
-      builder_.CreateCondBr(cond, thenBlock, elseBlock);
-      builder_.SetInsertPoint(thenBlock);
-      split(*branch.thenCase);
-      builder_.CreateBr(join);
-      builder_.SetInsertPoint(elseBlock);
-      if (branch.elseCase)
-        split(*branch.elseCase);
-      builder_.CreateBr(join);
-      builder_.SetInsertPoint(join);
+      branchOn(
+          cond, "uniform", [&] { split(*branch.thenCase); },
+          [&] {
+            if (branch.elseCase)
+              split(*branch.elseCase);
+          });
       return;
     }
     if (auto clips = clips_.find(&branch); clips != clips_.end()) {
@@ -596,20 +607,16 @@ private:
             whole, builder_.CreateAnd(builder_.CreateICmpEQ(loops_[i].begin, unclipped[i].begin),
                                       builder_.CreateICmpEQ(loops_[i].end, unclipped[i].end)));
       std::vector<ThreadLoop> clipped = loops_;
-      llvm::Function *function = builder_.GetInsertBlock()->getParent();
-      auto *wholeBlock = llvm::BasicBlock::Create(emitter_.context(), "clip.whole", function);
-      auto *edgeBlock = llvm::BasicBlock::Create(emitter_.context(), "clip.edge", function);
-      auto *join = llvm::BasicBlock::Create(emitter_.context(), "clip.end", function);
-      builder_.CreateCondBr(whole, wholeBlock, edgeBlock);
-      builder_.SetInsertPoint(wholeBlock);
-      loops_ = unclipped;
-      split(*branch.thenCase);
-      builder_.CreateBr(join);
-      builder_.SetInsertPoint(edgeBlock);
-      loops_ = std::move(clipped);
-      split(*branch.thenCase);
-      builder_.CreateBr(join);
-      builder_.SetInsertPoint(join);
+      branchOn(
+          whole, "clip",
+          [&] {
+            loops_ = unclipped;
+            split(*branch.thenCase);
+          },
+          [&] {
+            loops_ = clipped;
+            split(*branch.thenCase);
+          });
       loops_ = std::move(unclipped);
       return;
     }

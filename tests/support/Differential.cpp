@@ -1,6 +1,11 @@
 // See Differential.h.
 #include "Differential.h"
 
+#include "codegen/CpuEngine.h"
+#include "interp/Interpreter.h"
+
+#include <doctest/doctest.h>
+
 #include <algorithm>
 
 namespace loopc::test {
@@ -58,6 +63,24 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
     }
   }
   return outcome;
+}
+
+void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
+                          const std::vector<std::map<std::string, std::string>> &assignments,
+                          uint64_t seed) {
+  const KernelDecl *kernel = program.findKernel(kernelName);
+  REQUIRE_MESSAGE(kernel, "no kernel " << kernelName);
+  Interpreter interpreter;
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  Engine *engines[] = {&interpreter, &gpuKernels};
+  for (const auto &values : assignments) {
+    ArgumentRequest request;
+    request.values = values;
+    request.seed = seed;
+    DifferentialOutcome outcome = runDifferential(program, *kernel, request, engines);
+    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
 }
 
 } // namespace loopc::test

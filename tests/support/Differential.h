@@ -7,8 +7,11 @@
 #include "engine/Compare.h"
 #include "engine/Engine.h"
 
+#include <cstdint>
+#include <map>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace loopc::test {
 
@@ -30,5 +33,13 @@ struct DifferentialOutcome {
 DifferentialOutcome runDifferential(const Program &program, const KernelDecl &kernel,
                                     const ArgumentRequest &request,
                                     std::span<Engine *const> engines);
+
+// Runs `kernelName` on the interpreter and on the CPU JIT compiling the GPU
+// pipeline's kernels (the GPU-only passes' check without a GPU) at every
+// assignment of sizes, with inputs from `seed`; fails the current test on a
+// disagreement or an assignment the interpreter cannot run.
+void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
+                          const std::vector<std::map<std::string, std::string>> &assignments,
+                          uint64_t seed);
 
 } // namespace loopc::test
