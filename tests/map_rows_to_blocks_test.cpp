@@ -50,22 +50,29 @@ std::unique_ptr<test::LoadedProgram> sample(const std::string &name) {
 TEST_CASE("softmax and mv: a block per row, redomaps as block trees, stores by thread 0") {
   auto softmax = sample("softmax");
   std::string rows = aroundPass(*softmax->program, "softmax").second;
-  CHECK(contains(rows, "gpu_block.x for r.block in [0, max(R, 0)) {\n"
-                       "    shared f32 acc.tile[256]\n"
-                       "    shared f32 acc_2.tile[256]\n"
-                       "    gpu_thread.x for r.thread in [0, 256) {\n"
-                       "      let r = 0 + r.block\n"));
+  // Rows of 64 or more elements get a block each, chosen on the host.
+  CHECK(contains(rows, "  if (C >= 64) {\n"
+                       "    gpu_block.x for r.block in [0, max(R, 0)) {\n"
+                       "      shared f32 acc.tile[256]\n"
+                       "      shared f32 acc_2.tile[256]\n"
+                       "      gpu_thread.x for r.thread in [0, 256) {\n"
+                       "        let r = 0 + r.block\n"));
   CHECK(contains(rows, "for c.step in [0, (C + 256 - (r.thread + 1)) / 256) {\n"
-                       "        let c = 0 + (r.thread + c.step * 256)\n"
-                       "        acc.part = max(acc.part, X[r][c])  (reduction step)\n"));
-  CHECK(contains(rows, "acc = max(acc, acc.tile[0])\n      let m = acc\n"));
+                       "          let c = 0 + (r.thread + c.step * 256)\n"
+                       "          acc.part = max(acc.part, X[r][c])  (reduction step)\n"));
+  CHECK(contains(rows, "acc = max(acc, acc.tile[0])\n        let m = acc\n"));
   CHECK(contains(rows, "Y[r][c_3] = exp(X[r][c_3] - m) / s"));
+  // Shorter rows keep a thread each.
+  CHECK(contains(rows, "  } else {\n    parallel for r in [0, R) {\n"));
 
   auto mv = sample("mv");
   std::string mvRows = aroundPass(*mv->program, "mv").second;
-  CHECK(contains(mvRows, "if (i.thread == 0) {\n        y[i] = acc\n"));
+  CHECK(contains(mvRows, "if (i.thread == 0) {\n          y[i] = acc\n"));
+  // Rows of 1 and 63 take the thread per row, the others a block per row.
   test::checkGpuKernelsOnCpu(*mv->program, "mv",
                              {{{"M", "1"}, {"N", "1"}},
+                              {{"M", "9"}, {"N", "63"}},
+                              {{"M", "3"}, {"N", "64"}},
                               {{"M", "3"}, {"N", "255"}},
                               {{"M", "5"}, {"N", "256"}},
                               {{"M", "70"}, {"N", "1000"}}},

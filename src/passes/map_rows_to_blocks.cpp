@@ -17,7 +17,9 @@
 //   runs it, and thread 0 alone makes its global stores.
 // Only bodies made of those pieces qualify, and only when they read no
 // global buffer they also write (thread 0's store would race with the other
-// threads' reads); map_to_gpu maps the rest.
+// threads' reads); map_to_gpu maps the rest. Row lengths are symbolic, so the
+// host picks at run time: rows of at least 64 elements take the block per
+// row, shorter ones the thread per row.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
@@ -25,6 +27,7 @@
 #include "passes/lowering/ReductionTrees.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace loopc::passes {
 
@@ -33,6 +36,9 @@ using ir::Expr; // not the AST's
 using ir::Stmt;
 
 namespace {
+
+// The shortest row given a block: a quarter of its threads have work.
+const int64_t kMinRowLength = kReductionThreads / 4;
 
 // Whether a row body is made of the pieces the block can share: lets, ifs,
 // register buffers and stores, redomaps into a register cell, inner parfors
@@ -102,7 +108,13 @@ protected:
     const auto *inner = node.body->as<For>();
     if ((inner && inner->forKind == ForKind::Parallel) || !walksRows(node, self))
       return self;
-    return mapRow(node);
+    // Short rows would leave most of a block idle: then the thread per row
+    // stays (map_to_gpu maps the parfor in the other branch).
+    std::optional<Expr> length = rowLength(node, self);
+    if (!length)
+      return self;
+    Expr longRows = makeBinary(BinaryOpKind::Ge, *length, makeInt((*length)->type, kMinRowLength));
+    return std::make_shared<IfThenElse>(longRows, mapRow(node), self);
   }
 
 private:
@@ -116,8 +128,11 @@ private:
           return check.stored.contains(buffer);
         }))
       return false;
+    std::vector<std::pair<std::string, Expr>> loops;
+    collectSharedLoops(row.body, loops);
     std::set<std::string> sharedLoops;
-    collectSharedLoops(row.body, sharedLoops);
+    for (const auto &loop : loops)
+      sharedLoops.insert(loop.first);
     for (const BufferAccess &access : collectAccesses(nest)) {
       if (access.isStore || access.buffer->memory != MemorySpace::Global)
         continue;
@@ -132,9 +147,11 @@ private:
     return false;
   }
 
-  // The loops the threads would stride over: the outermost loop of each of
-  // the row's own redomaps and each inner parfor (not those nested deeper).
-  static void collectSharedLoops(const Stmt &stmt, std::set<std::string> &loops) {
+  // The loops the threads would stride over, as (variable, extent): the
+  // outermost loop of each of the row's own redomaps and each inner parfor
+  // (not those nested deeper), in order.
+  static void collectSharedLoops(const Stmt &stmt,
+                                 std::vector<std::pair<std::string, Expr>> &loops) {
     if (!stmt)
       return;
     switch (stmt->kind) {
@@ -149,16 +166,32 @@ private:
     case StmtNode::Kind::IfThenElse:
       collectSharedLoops(stmt->as<IfThenElse>()->thenCase, loops);
       return collectSharedLoops(stmt->as<IfThenElse>()->elseCase, loops);
-    case StmtNode::Kind::Reduce:
-      loops.insert(stmt->as<Reduce>()->loops.front().var);
+    case StmtNode::Kind::Reduce: {
+      const Reduce::Loop &outer = stmt->as<Reduce>()->loops.front();
+      loops.emplace_back(outer.var, outer.extent);
       return;
+    }
     case StmtNode::Kind::For:
       if (stmt->as<For>()->forKind == ForKind::Parallel)
-        loops.insert(stmt->as<For>()->var);
+        loops.emplace_back(stmt->as<For>()->var, stmt->as<For>()->extent);
       return;
     default:
       return;
     }
+  }
+
+  // The length of a row, known before the parfor runs: the first shared
+  // loop's extent that names nothing bound in the row.
+  static std::optional<Expr> rowLength(const For &row, const Stmt &nest) {
+    std::vector<std::pair<std::string, Expr>> loops;
+    collectSharedLoops(row.body, loops);
+    std::set<std::string> outside = freeVars(nest);
+    for (const auto &[var, extent] : loops) {
+      std::set<std::string> used = freeVars(extent);
+      if (std::ranges::includes(outside, used))
+        return extent;
+    }
+    return std::nullopt;
   }
 
   Stmt mapRow(const For &row) {
