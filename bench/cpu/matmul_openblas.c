@@ -10,8 +10,8 @@ static long M, N, K;
 static float *A, *B, *C;
 
 static void run(void) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A, (int)K,
-              B, (int)N, 0.0f, C, (int)N);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A, (int)K, B,
+              (int)N, 0.0f, C, (int)N);
 }
 
 static double checksum(void) { return bench_sum(C, (size_t)(M * N)); }
