@@ -101,6 +101,8 @@ std::string copySuffix(DimMask deps, const CopyIndex &copy) {
   return suffix.empty() ? suffix : "." + suffix;
 }
 
+// The loads, arithmetic, calls and stores of a statement: what each copy of
+// the body adds to the kernel, for the code-size budget.
 class NodeCounter : public IRVisitor {
 public:
   size_t count = 0;
