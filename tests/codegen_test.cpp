@@ -384,6 +384,27 @@ TEST_CASE("blocks inside the range run full thread loops around an interchanged 
   CHECK(compile("samples/transpose.loop").find("clip.then") == std::string::npos);
 }
 
+TEST_CASE("blocks run column by column when a column's blocks share a panel inside a loop") {
+  // matmul's B[k][j] changes along k and x, not along y: the blocks of one
+  // column read the same K x 32 panel. sqdist's threads keep `for k`
+  // (each walks its own row of Y), the convolution and transpose have no
+  // loop with the threads inside, and mv is one-dimensional.
+  auto columnByColumn = [](const std::string &sample) {
+    auto loaded = loopc::test::loadFile(loopc::test::sourcePath("samples/" + sample + ".loop"));
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
+    Function function =
+        loopc::test::compiledKernel(*loaded->program, kernel, loopc::passes::PipelineTarget::Cpu);
+    REQUIRE(!function.kernels.empty());
+    return loopc::codegen::runsColumnByColumn(function.kernels.front());
+  };
+  CHECK(columnByColumn("matmul"));
+  for (const char *sample : {"sqdist", "conv2d_5x5", "transpose", "mv", "jacobi2d"}) {
+    CAPTURE(sample);
+    CHECK(!columnByColumn(sample));
+  }
+}
+
 TEST_CASE("a redomap's float combine is reassociated, a sequential for's is not") {
   // mv's row sums vectorize with several partial sums only because the
   // redomap leaves the order of combination open; the same sum written as a
@@ -416,7 +437,8 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
     auto loaded = loopc::test::loadFile(loopc::test::sourcePath("samples/" + sample + ".loop"));
     REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
     const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
-    Function function = loopc::test::compiledKernel(*loaded->program, kernel);
+    Function function =
+        loopc::test::compiledKernel(*loaded->program, kernel, loopc::passes::PipelineTarget::Cpu);
     std::vector<std::string> perKernel;
     for (const KernelFunc &compiled : function.kernels) {
       std::string described;

@@ -229,6 +229,10 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
     grid.push_back(loop);
     inside = loop->body.get();
   }
+  // y advancing fastest, when blocks of a column share a panel (see
+  // runsColumnByColumn; matmul 1024^3 1.3x, 2048^3 1.65x).
+  if (!sweep && runsColumnByColumn(kernel))
+    std::ranges::stable_partition(grid, [](const ir::For *loop) { return loop->gpuDim != 1; });
   const std::vector<const ir::For *> &units = sweep ? sweep->rows : grid;
   auto emitUnit = [&] {
     if (!sweep) {

@@ -896,6 +896,31 @@ std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   return sweep;
 }
 
+bool runsColumnByColumn(const ir::KernelFunc &kernel) {
+  std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
+  if (grid.empty() || std::ranges::none_of(grid, [](const For *l) { return l->gpuDim == 1; }))
+    return false;
+  std::vector<const For *> threads = loopChain(grid.back()->body.get(), ForKind::GpuThread);
+  auto x = std::ranges::find_if(threads, [](const For *l) { return l->gpuDim == 0; });
+  auto y = std::ranges::find_if(threads, [](const For *l) { return l->gpuDim == 1; });
+  if (x == threads.end() || y == threads.end() || threads.back() != *x)
+    return false;
+  auto accesses = passes::collectAccesses(ir::Stmt(ir::Stmt(), threads.front()));
+  InterchangeChoice choice(accesses, (*x)->var);
+  choice.visit((*x)->body);
+  for (const passes::BufferAccess &access : accesses) {
+    if (access.isStore || access.buffer->memory != MemorySpace::Global ||
+        passes::strideAlong(access, (*y)->var).kind != passes::Stride::Kind::Zero ||
+        passes::strideAlong(access, (*x)->var).kind == passes::Stride::Kind::Zero)
+      continue;
+    for (const For *loop : choice.chosen)
+      if (std::ranges::find(access.enclosingLoops, loop->var) != access.enclosingLoops.end() &&
+          passes::strideAlong(access, loop->var).kind != passes::Stride::Kind::Zero)
+        return true;
+  }
+  return false;
+}
+
 void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest) {
   ThreadNestScheduler(emitter, nest).emit(*nest.back()->body);
 }

@@ -52,4 +52,12 @@ struct RowSweep {
 };
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel);
 
+// Whether the blocks of `kernel` should run column by column (y advancing
+// fastest) rather than row by row: a sequential loop runs with the thread
+// loops inside it and reads in it an array that changes along the loop and
+// along x but not along y, as matmul's B[k][j]. Blocks of one column then
+// share that panel (K x 32 elements) from cache; row by row, each block
+// loads a new one.
+bool runsColumnByColumn(const ir::KernelFunc &kernel);
+
 } // namespace loopc::codegen

@@ -81,8 +81,11 @@ bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
 }
 
-ir::Function compiledKernel(const Program &program, const KernelDecl &kernel) {
-  Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, kernel));
+ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,
+                            passes::PipelineTarget target) {
+  passes::PipelineOptions options;
+  options.target = target;
+  Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, kernel), options);
   REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
   return std::move(*function);
 }

@@ -4,6 +4,7 @@
 
 #include "frontend/Ast.h"
 #include "ir/IR.h"
+#include "passes/Pipeline.h"
 #include "support/Diagnostics.h"
 
 #include <filesystem>
@@ -42,7 +43,8 @@ std::unique_ptr<LoadedProgram> loadText(const std::string &text);
 
 // `kernel` lowered and through the pass pipeline; fails the current test on
 // an internal error.
-ir::Function compiledKernel(const Program &program, const KernelDecl &kernel);
+ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,
+                            passes::PipelineTarget target = passes::PipelineTarget::Gpu);
 
 // True when `part` occurs in `text`.
 bool contains(const std::string &text, const std::string &part);
