@@ -74,6 +74,14 @@ void compileAndRun(const Function &function, std::vector<void *> buffers,
   REQUIRE_MESSAGE(ran.has_value(), (ran ? "" : ran.error().message));
 }
 
+// The last kernel of samples/<sample>.loop through the CPU pipeline.
+Function cpuPipelineSample(const std::string &sample) {
+  auto loaded = loopc::test::loadFile(loopc::test::sourcePath("samples/" + sample + ".loop"));
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
+  return loopc::test::compiledKernel(*loaded->program, kernel, loopc::passes::PipelineTarget::Cpu);
+}
+
 } // namespace
 
 TEST_CASE("integer division and casts follow C semantics") {
@@ -390,11 +398,7 @@ TEST_CASE("blocks run column by column when a column's blocks share a panel insi
   // (each walks its own row of Y), the convolution and transpose have no
   // loop with the threads inside, and mv is one-dimensional.
   auto columnByColumn = [](const std::string &sample) {
-    auto loaded = loopc::test::loadFile(loopc::test::sourcePath("samples/" + sample + ".loop"));
-    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
-    Function function =
-        loopc::test::compiledKernel(*loaded->program, kernel, loopc::passes::PipelineTarget::Cpu);
+    Function function = cpuPipelineSample(sample);
     REQUIRE(!function.kernels.empty());
     return loopc::codegen::runsColumnByColumn(function.kernels.front());
   };
@@ -434,11 +438,7 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
   // access streaming along x (CpuThreadNest.h). Per kernel: its rows,
   // slowest first, then the x block and thread loops; "" for block order.
   auto sweeps = [](const std::string &sample) {
-    auto loaded = loopc::test::loadFile(loopc::test::sourcePath("samples/" + sample + ".loop"));
-    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
-    Function function =
-        loopc::test::compiledKernel(*loaded->program, kernel, loopc::passes::PipelineTarget::Cpu);
+    Function function = cpuPipelineSample(sample);
     std::vector<std::string> perKernel;
     for (const KernelFunc &compiled : function.kernels) {
       std::string described;

@@ -480,6 +480,25 @@ const KernelDecl &onlyKernel(const test::LoadedProgram &loaded) {
   return *loaded.program->modules.front()->kernels.front();
 }
 
+// The program's only kernel: its PTX for `gpu` through ptxas (when
+// installed), a run on the stand-in driver at `stubSizes`, and agreement
+// between the interpreter and the CPU JIT at every assignment.
+void checkEverywhere(const std::string &source, uint32_t seed, const std::string &gpuName,
+                     const std::optional<std::string> &ptxas, Engine &gpu,
+                     const std::map<std::string, std::string> &stubSizes,
+                     const std::vector<std::map<std::string, std::string>> &assignments) {
+  auto loaded = test::loadText(source);
+  const KernelDecl &kernel = onlyKernel(*loaded);
+  auto ptx = codegen::compileToPtx(test::compiledKernel(*loaded->program, kernel), gpuName);
+  REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+  if (ptxas) {
+    auto assembled = codegen::runPtxas(*ptxas, *ptx, gpuName);
+    CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
+  }
+  checkRunsOn(gpu, *loaded->program, kernel, stubSizes);
+  checkAgreement(source, *loaded->program, kernel, seed, assignments);
+}
+
 } // namespace
 
 TEST_CASE(
@@ -490,20 +509,11 @@ TEST_CASE(
     std::string source = ProgramGenerator(seed).kernel();
     CAPTURE(seed);
     CAPTURE(source);
-    auto loaded = test::loadText(source);
-    const KernelDecl &kernel = onlyKernel(*loaded);
-    auto ptx = codegen::compileToPtx(test::compiledKernel(*loaded->program, kernel), "sm_90");
-    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
-    if (ptxas) {
-      auto assembled = codegen::runPtxas(*ptxas, *ptx, "sm_90");
-      CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
-    }
-    checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "17"}, {"N", "33"}});
-    checkAgreement(source, *loaded->program, kernel, seed,
-                   {{{"M", "1"}, {"N", "1"}},
-                    {{"M", "3"}, {"N", "7"}},
-                    {{"M", "17"}, {"N", "33"}},
-                    {{"M", "40"}, {"N", "9"}}});
+    checkEverywhere(source, seed, "sm_90", ptxas, *gpu, {{"M", "17"}, {"N", "33"}},
+                    {{{"M", "1"}, {"N", "1"}},
+                     {{"M", "3"}, {"N", "7"}},
+                     {{"M", "17"}, {"N", "33"}},
+                     {{"M", "40"}, {"N", "9"}}});
   }
 }
 
@@ -551,16 +561,7 @@ TEST_CASE("random row kernels agree between the interpreter and the CPU JIT; ptx
     std::string source = ProgramGenerator(seed).rows();
     CAPTURE(seed);
     CAPTURE(source);
-    auto loaded = test::loadText(source);
-    const KernelDecl &kernel = onlyKernel(*loaded);
-    auto ptx = codegen::compileToPtx(test::compiledKernel(*loaded->program, kernel), "sm_80");
-    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
-    if (ptxas) {
-      auto assembled = codegen::runPtxas(*ptxas, *ptx, "sm_80");
-      CHECK_MESSAGE(assembled, (assembled ? "" : assembled.error().message));
-    }
-    checkRunsOn(*gpu, *loaded->program, kernel, {{"M", "5"}, {"N", "300"}});
-    checkAgreement(source, *loaded->program, kernel, seed, assignments);
+    checkEverywhere(source, seed, "sm_80", ptxas, *gpu, {{"M", "5"}, {"N", "300"}}, assignments);
   }
 }
 
