@@ -182,7 +182,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   auto all = runLoopc("explain samples/matmul.loop");
   CHECK(all.exitCode == 0);
   for (const char *pass : {"lower", "simplify", "map_rows_to_blocks", "map_to_gpu",
-                           "lower_reductions", "tile_registers", "extract_kernels"})
+                           "lower_reductions", "tile_registers", "stage_shared", "extract_kernels"})
     CHECK(contains(all.output, std::string("// after ") + pass + "\n"));
   auto lowered = runLoopc("explain samples/matmul.loop --after lower");
   CHECK(lowered.exitCode == 0);
@@ -200,7 +200,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   CHECK(contains(unknown.output,
                  "loopc: error: no pass named 'tile_everything'; the passes are: "
                  "lower, simplify, map_rows_to_blocks, map_to_gpu, lower_reductions, "
-                 "tile_registers, simplify, extract_kernels"));
+                 "tile_registers, stage_shared, simplify, extract_kernels"));
 }
 
 TEST_CASE("skipping passes: an optimization can be left out, a pass the program needs cannot") {
@@ -225,7 +225,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     CHECK(refused.exitCode == 1);
     CHECK(contains(refused.output, "loopc: error: cannot skip pass '"));
     CHECK(contains(refused.output,
-                   "': the passes that can be skipped are map_rows_to_blocks, tile_registers"));
+                   "': the passes that can be skipped are map_rows_to_blocks, tile_registers, "
+                   "stage_shared"));
   }
 }
 

@@ -112,6 +112,20 @@ Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs) {
   return std::make_shared<Binary>(op, std::move(lhs), std::move(rhs));
 }
 
+Expr zeroOf(ScalarType type) {
+  if (type == ScalarType::Bool)
+    return std::make_shared<BoolImm>(false);
+  return makeInt(type, 0);
+}
+
+Expr toI64(Expr expr) {
+  if (expr->type == ScalarType::I64)
+    return expr;
+  if (const auto *imm = expr->as<IntImm>())
+    return makeI64(imm->value);
+  return std::make_shared<Cast>(ScalarType::I64, std::move(expr));
+}
+
 Stmt makeBlock(std::vector<Stmt> stmts) {
   std::vector<Stmt> flat;
   for (Stmt &stmt : stmts) {

@@ -369,5 +369,7 @@ Expr makeI64(int64_t value);
 Expr makeVar(ScalarType type, const std::string &name);
 Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs);
 Stmt makeBlock(std::vector<Stmt> stmts); // flattens nested blocks, drops nulls
+Expr zeroOf(ScalarType type);            // 0, 0.0 or false
+Expr toI64(Expr expr);                   // an integer widened (or kept) as i64
 
 } // namespace loopc::ir

@@ -190,20 +190,6 @@ std::optional<BinaryOpKind> compoundOpKind(AssignOp op) {
   return std::nullopt;
 }
 
-Expr zeroOf(ScalarType type) {
-  if (type == ScalarType::Bool)
-    return std::make_shared<BoolImm>(false);
-  return makeInt(type, 0);
-}
-
-Expr toI64(Expr expr) {
-  if (expr->type == ScalarType::I64)
-    return expr;
-  if (const auto *imm = expr->as<IntImm>())
-    return makeI64(imm->value);
-  return std::make_shared<Cast>(ScalarType::I64, std::move(expr));
-}
-
 class Lowerer {
 public:
   Function lower(const KernelDecl &kernel) {

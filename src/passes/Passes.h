@@ -24,6 +24,10 @@ ir::Function lowerReductions(ir::Function function);
 // of the body jammed so loads are shared in registers (tile_registers.cpp).
 ir::Function tileRegisters(ir::Function function);
 
+// Arrays the threads of a block read in common inside a loop are copied to
+// shared memory by the whole block, a stage at a time (stage_shared.cpp).
+ir::Function stageShared(ir::Function function);
+
 // Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
 ir::Function extractKernels(ir::Function function);
 

@@ -86,6 +86,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("tile_registers", tileRegisters, {PipelineTarget::Gpu});
+  passes.optimize("stage_shared", stageShared, {PipelineTarget::Gpu});
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

@@ -150,8 +150,9 @@ protected:
     std::vector<Expr> grid, block;
     int64_t threads = 1;
     for (int d = 0; d < 3; ++d) {
-      grid.push_back(toI64(uses.grid[d]));
-      block.push_back(toI64(uses.block[d]));
+      // An unmapped dimension has one block of one thread.
+      grid.push_back(uses.grid[d] ? toI64(uses.grid[d]) : makeI64(1));
+      block.push_back(uses.block[d] ? toI64(uses.block[d]) : makeI64(1));
       const auto *imm = block.back()->as<IntImm>();
       threads = imm && threads ? threads * imm->value : 0;
     }
@@ -171,16 +172,6 @@ protected:
   }
 
 private:
-  static Expr toI64(const Expr &extent) {
-    if (!extent)
-      return makeI64(1);
-    if (const auto *imm = extent->as<IntImm>())
-      return makeI64(imm->value);
-    if (extent->type == ScalarType::I64)
-      return extent;
-    return std::make_shared<Cast>(ScalarType::I64, extent);
-  }
-
   Function &function_;
 };
 

@@ -34,6 +34,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/BlockCooperation.h"
 
 #include <algorithm>
 #include <array>
@@ -126,28 +127,6 @@ protected:
   }
 };
 
-// Barriers and shared memory tie the threads of a block together; such a
-// nest was already organised by block (a tree reduction) and is left alone.
-class BlockCooperation : public IRVisitor {
-public:
-  bool found = false;
-
-protected:
-  void visitBarrier(const Barrier &) override { found = true; }
-  void visitAllocate(const Allocate &node) override {
-    found |= node.buffer->memory == MemorySpace::Shared;
-    IRVisitor::visitAllocate(node);
-  }
-  void visitLoad(const Load &node) override {
-    found |= node.buffer->memory == MemorySpace::Shared;
-    IRVisitor::visitLoad(node);
-  }
-  void visitStore(const Store &node) override {
-    found |= node.buffer->memory == MemorySpace::Shared;
-    IRVisitor::visitStore(node);
-  }
-};
-
 // The copies of a thread's body, jammed: each statement is emitted once per
 // copy index along the dimensions it depends on, the names it binds renamed
 // per copy (`acc.x1y2`), in the order of the original statements.
@@ -192,7 +171,7 @@ private:
         return guardFirstCopy(copy);
       return jamIf(*stmt->as<IfThenElse>(), copy);
     default:
-      // Barrier (excluded by BlockCooperation); Reduce and Launch do not
+      // Barrier (excluded by cooperatesAcrossThreads); Reduce and Launch do not
       // occur in a thread after lower_reductions and extract_kernels.
       assert(false && "tile_registers: unexpected statement in a thread body");
       return stmt;
@@ -466,9 +445,7 @@ private:
     const auto *guard = guarded->as<IfThenElse>();
     if (!guard || guard->elseCase)
       return nest;
-    BlockCooperation cooperation;
-    cooperation.visit(guarded);
-    if (cooperation.found || readsWhatItWrites(guarded))
+    if (cooperatesAcrossThreads(guarded) || readsWhatItWrites(guarded))
       return nest;
 
     std::vector<MappedDim> dims;

@@ -15,10 +15,6 @@ using ir::Stmt;
 
 namespace {
 
-Expr asI64(const Expr &expr) {
-  return expr->type == ScalarType::I64 ? expr : std::make_shared<Cast>(ScalarType::I64, expr);
-}
-
 const IntImm *constantOf(const Expr &rest) { return rest ? rest->as<IntImm>() : nullptr; }
 
 // `a + scale * b` on remainders, folding constants so that a purely
@@ -107,7 +103,7 @@ AffineIndex AffineScope::analyze(const Expr &index) const {
       form.nonAffineVars.insert(vars.begin(), vars.end());
     }
     if (form.nonAffineVars.empty())
-      form.rest = asI64(index);
+      form.rest = toI64(index);
     return form;
   };
   auto opaque = [&](const std::vector<Expr> &parts) {
@@ -130,7 +126,7 @@ AffineIndex AffineScope::analyze(const Expr &index) const {
     else if (auto let = lets_.find(name); let != lets_.end())
       form = let->second;
     else
-      form.rest = asI64(index);
+      form.rest = toI64(index);
     return form;
   }
   case ExprNode::Kind::Load: {
@@ -139,7 +135,7 @@ AffineIndex AffineScope::analyze(const Expr &index) const {
     AffineIndex form;
     form.nonAffineVars = loopVars_;
     if (form.nonAffineVars.empty())
-      form.rest = asI64(index);
+      form.rest = toI64(index);
     return form;
   }
   case ExprNode::Kind::Cast: {
@@ -305,8 +301,8 @@ Stride strideAlong(const BufferAccess &access, const std::string &loopVar) {
     if (const auto *extent = shape[d]->as<IntImm>())
       innerConstant *= extent->value;
     else
-      innerSymbolic = innerSymbolic ? makeBinary(BinaryOpKind::Mul, innerSymbolic, asI64(shape[d]))
-                                    : asI64(shape[d]);
+      innerSymbolic = innerSymbolic ? makeBinary(BinaryOpKind::Mul, innerSymbolic, toI64(shape[d]))
+                                    : toI64(shape[d]);
   }
   if (symbolicTotal) {
     stride.kind = Stride::Kind::Symbolic;

@@ -1,0 +1,647 @@
+// stage_shared: shared-memory staging (GPU pipeline only). Where the threads
+// of a block read overlapping parts of an array inside a loop (matmul's rows
+// of A and columns of B, a convolution's window over its input), the block
+// copies the part it reads into shared memory once, all threads together,
+// and the loop reads it from there: each global element is fetched once per
+// block, in coalesced order, instead of once per thread that uses it.
+//
+// What is staged: for a serial loop of the thread's body with bounds uniform
+// across the block, the loads in it of global arrays the kernel never writes
+// whose indices land, over the block's threads and the loop's iterations, in
+// a box of constant size with an origin uniform across the block
+// (analysis/IndexRange.h), when one iteration of the loop reads each element
+// of its box at least twice (reuse across threads; a window sliding with the
+// thread, read once per thread, is left to the cache). A loop of constant
+// trip count whose boxes fit is staged whole (a convolution's filter rows);
+// another one, if no loop of the thread's body encloses it, is cut into
+// stages of 32, 16 or 8 iterations, each loading its boxes before it runs
+// (matmul's k). The outermost loop that stages anything wins; shared memory
+// is budgeted per block.
+//
+// The shape of the code: every thread of a block must reach the barriers, so
+// the guards above the loop (map_to_gpu's bounds check, tile_registers' first
+// copy) move down to the statements around it and into each stage; a thread
+// out of range helps fill the boxes and computes nothing. The fill walks a
+// box in row-major order with all threads of the block, element `fill *
+// threads + thread`, so consecutive threads read consecutive addresses, and
+// elements outside the array are not read. The innermost extent of a box of
+// two or more dimensions is padded to an odd length, so a warp reading a
+// column of it hits 32 different banks.
+#include "passes/Passes.h"
+
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "passes/analysis/BlockCooperation.h"
+#include "passes/analysis/IndexRange.h"
+#include "passes/lowering/ReductionTrees.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// Shared memory one block may use for staging: a quarter of the 228 KiB of
+// an H100 SM (100 KiB on sm_80's 164), so several blocks stay resident.
+const int64_t kSharedBytesPerBlock = 24 * 1024;
+// Iterations per stage of a loop cut into stages, longest first.
+const int64_t kStageLengths[] = {32, 16, 8};
+// Loads per element of a box in one iteration of the loop, at least.
+const int64_t kMinReuse = 2;
+
+int64_t scalarBytes(ScalarType type) {
+  switch (type) {
+  case ScalarType::F64:
+  case ScalarType::I64:
+    return 8;
+  case ScalarType::Bool:
+    return 1;
+  default:
+    return 4;
+  }
+}
+
+// A load of a global array with the range of each of its indices.
+struct RangedLoad {
+  const Load *load;
+  std::vector<IndexRange> indices;
+  int64_t count; // how many times the block makes it in the region
+};
+
+// The loads of one array a block reads from one box.
+struct Footprint {
+  Buffer array;
+  std::vector<IndexRange> box; // per dimension
+  std::vector<const Load *> loads;
+  int64_t loadCount = 0;
+
+  std::vector<int64_t> extents() const {
+    std::vector<int64_t> extents;
+    for (const IndexRange &range : box)
+      extents.push_back(range.totalSpan() + 1);
+    return extents;
+  }
+  int64_t elements() const {
+    int64_t product = 1;
+    for (int64_t extent : extents())
+      product *= extent;
+    return product;
+  }
+};
+
+// The loads of read-only global arrays in a region whose indices have ranges
+// (RangeScope), each counted for the threads and the constant loops of the
+// region around it.
+class LoadRanges : public IRVisitor {
+public:
+  LoadRanges(RangeScope &scope, const std::set<const BufferInfo *> &written, int64_t threads)
+      : scope_(scope), written_(written), count_(threads) {}
+
+  std::vector<RangedLoad> loads;
+
+protected:
+  void visitFor(const For &node) override {
+    visit(node.min);
+    visit(node.extent);
+    const auto *trips = node.extent->as<IntImm>();
+    std::optional<IndexRange> first = scope_.rangeOf(node.min);
+    if (trips && trips->value > 0 && first && first->totalSpan() == 0) {
+      first->span = trips->value - 1;
+      scope_.bindRange(node.var, *first);
+    } else {
+      scope_.bindUnknown(node.var);
+    }
+    int64_t outer = count_;
+    count_ *= trips ? std::max<int64_t>(trips->value, 0) : 1;
+    visit(node.body);
+    count_ = outer;
+    scope_.unbind(node.var);
+  }
+
+  void visitLetStmt(const LetStmt &node) override {
+    visit(node.value);
+    scope_.bindLet(node.var, node.value);
+    visit(node.body);
+    scope_.unbind(node.var);
+  }
+
+  void visitLoad(const Load &node) override {
+    IRVisitor::visitLoad(node);
+    if (node.buffer->memory != MemorySpace::Global || node.indices.empty() ||
+        written_.contains(node.buffer.get()))
+      return;
+    RangedLoad ranged{&node, {}, count_};
+    for (const Expr &index : node.indices) {
+      std::optional<IndexRange> range = scope_.rangeOf(index);
+      if (!range)
+        return;
+      ranged.indices.push_back(std::move(*range));
+    }
+    loads.push_back(std::move(ranged));
+  }
+
+private:
+  RangeScope &scope_;
+  const std::set<const BufferInfo *> &written_;
+  int64_t count_;
+};
+
+// Loads of one array whose boxes share an origin, united.
+std::vector<Footprint> footprintsOf(const std::vector<RangedLoad> &loads) {
+  std::vector<Footprint> footprints;
+  for (const RangedLoad &ranged : loads) {
+    auto sharesBox = [&](const Footprint &footprint) {
+      if (footprint.array != ranged.load->buffer)
+        return false;
+      for (size_t d = 0; d < footprint.box.size(); ++d)
+        if (!footprint.box[d].sharesOrigin(ranged.indices[d]))
+          return false;
+      return true;
+    };
+    auto footprint = std::ranges::find_if(footprints, sharesBox);
+    if (footprint == footprints.end()) {
+      footprints.push_back(Footprint{ranged.load->buffer, ranged.indices, {}, 0});
+      footprint = std::prev(footprints.end());
+    }
+    for (size_t d = 0; d < footprint->box.size(); ++d)
+      footprint->box[d].unite(ranged.indices[d]);
+    footprint->loads.push_back(ranged.load);
+    footprint->loadCount += ranged.count;
+  }
+  return footprints;
+}
+
+// Rewrites the staged loads of a loop body to read the shared copies.
+class SharedLoads : public IRMutator {
+public:
+  struct Staged {
+    const Footprint *footprint;
+    Buffer shared;
+  };
+  explicit SharedLoads(std::map<const Load *, Staged> staged) : staged_(std::move(staged)) {}
+
+protected:
+  Expr visitLoad(const Load &node, const Expr &self) override {
+    Expr mutated = IRMutator::visitLoad(node, self);
+    auto staged = staged_.find(&node);
+    if (staged == staged_.end())
+      return mutated;
+    const Load &load = *mutated->as<Load>();
+    std::vector<Expr> indices;
+    for (size_t d = 0; d < load.indices.size(); ++d)
+      indices.push_back(makeBinary(BinaryOpKind::Sub, toI64(load.indices[d]),
+                                   staged->second.footprint->box[d].origin()));
+    return std::make_shared<Load>(staged->second.shared, std::move(indices), load.source);
+  }
+
+private:
+  std::map<const Load *, Staged> staged_;
+};
+
+// The staging of one kernel nest: walks the thread's body down to the loops
+// it stages, moving the guards above them down (see the file comment).
+class NestStager {
+public:
+  NestStager(const std::vector<const For *> &threads, const std::set<const BufferInfo *> &written,
+             std::set<std::string> &sharedNames)
+      : written_(written), sharedNames_(sharedNames) {
+    for (const For *thread : threads) {
+      int64_t extent = thread->extent->as<IntImm>()->value;
+      IndexRange range;
+      range.span = extent - 1;
+      scope_.bindRange(thread->var, range);
+      threadRanges_[thread->var] = range;
+      threadsByDim_[thread->gpuDim] = thread;
+      threadCount_ *= extent;
+    }
+    // x fastest, as the hardware numbers the threads of a block.
+    for (int dim = 2; dim >= 0; --dim)
+      if (const For *thread = threadsByDim_[dim]) {
+        Expr index = toI64(makeVar(thread->min->type, thread->var));
+        linearThread_ =
+            linearThread_
+                ? makeBinary(BinaryOpKind::Add,
+                             makeBinary(BinaryOpKind::Mul, linearThread_, toI64(thread->extent)),
+                             index)
+                : index;
+      }
+  }
+
+  // The thread's body with its loops staged, or nothing when none is.
+  std::optional<Stmt> stage(const Stmt &body) { return stagePath(body, nullptr, false); }
+  const std::vector<Buffer> &sharedBuffers() const { return sharedBuffers_; }
+
+private:
+  // `stmt`, in which a loop may be staged, under `guard` (null: all threads
+  // run it), `inLoop` when a loop around it repeats it.
+  std::optional<Stmt> stagePath(const Stmt &stmt, const Expr &guard, bool inLoop) {
+    switch (stmt->kind) {
+    case StmtNode::Kind::Block: {
+      // Consecutive statements with nothing staged share one guard.
+      std::vector<Stmt> stmts, unstaged;
+      bool staged = false;
+      auto flush = [&] {
+        if (!unstaged.empty())
+          stmts.push_back(guarded(makeBlock(std::move(unstaged)), guard));
+        unstaged.clear();
+      };
+      for (const Stmt &inner : stmt->as<Block>()->stmts) {
+        std::optional<Stmt> innerStaged = stagePath(inner, guard, inLoop);
+        if (!innerStaged) {
+          unstaged.push_back(inner);
+          continue;
+        }
+        staged = true;
+        flush();
+        stmts.push_back(*innerStaged);
+      }
+      flush();
+      return staged ? std::optional(makeBlock(std::move(stmts))) : std::nullopt;
+    }
+    case StmtNode::Kind::LetStmt: {
+      const auto &let = *stmt->as<LetStmt>();
+      scope_.bindLet(let.var, let.value);
+      std::optional<Stmt> body = stagePath(let.body, guard, inLoop);
+      scope_.unbind(let.var);
+      if (!body)
+        return std::nullopt;
+      // Threads out of the guard now bind it too: they must not evaluate
+      // what they did not (a load out of range).
+      Expr value =
+          guard ? std::make_shared<Select>(guard, let.value, zeroOf(let.value->type)) : let.value;
+      return std::make_shared<LetStmt>(let.var, value, *body);
+    }
+    case StmtNode::Kind::Allocate: {
+      const auto &allocate = *stmt->as<Allocate>();
+      if (allocate.buffer->memory != MemorySpace::Register)
+        return std::nullopt;
+      std::optional<Stmt> body = stagePath(allocate.body, guard, inLoop);
+      if (!body)
+        return std::nullopt;
+      return std::make_shared<Allocate>(allocate.buffer, *body);
+    }
+    case StmtNode::Kind::IfThenElse:
+      return stageBranch(*stmt->as<IfThenElse>(), guard, inLoop);
+    case StmtNode::Kind::For: {
+      const auto &loop = *stmt->as<For>();
+      if (loop.forKind != ForKind::Serial || !scope_.isUniform(loop.min) ||
+          !scope_.isUniform(loop.extent))
+        return std::nullopt;
+      if (std::optional<Stmt> staged = stageLoop(loop, guard, inLoop))
+        return staged;
+      std::optional<Stmt> body = stagePath(loop.body, guard, true);
+      if (!body)
+        return std::nullopt;
+      return std::make_shared<For>(loop.var, loop.min, loop.extent, loop.forKind, loop.gpuDim,
+                                   *body, loop.source);
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+
+  // A uniform branch stays a branch (all threads take the same side); a
+  // branch that depends on the thread becomes part of the guard.
+  std::optional<Stmt> stageBranch(const IfThenElse &branch, const Expr &guard, bool inLoop) {
+    if (scope_.isUniform(branch.cond)) {
+      std::optional<Stmt> thenCase = stagePath(branch.thenCase, guard, inLoop);
+      std::optional<Stmt> elseCase =
+          branch.elseCase ? stagePath(branch.elseCase, guard, inLoop) : std::nullopt;
+      if (!thenCase && !elseCase)
+        return std::nullopt;
+      return std::make_shared<IfThenElse>(
+          branch.cond, thenCase ? *thenCase : guarded(branch.thenCase, guard),
+          elseCase ? *elseCase : (branch.elseCase ? guarded(branch.elseCase, guard) : nullptr));
+    }
+    if (branch.elseCase)
+      return std::nullopt;
+    // `guard && cond`, evaluating cond only under the guard.
+    Expr both = guard ? std::make_shared<Select>(guard, branch.cond, zeroOf(ScalarType::Bool))
+                      : branch.cond;
+    return stagePath(branch.thenCase, both, inLoop);
+  }
+
+  static Stmt guarded(const Stmt &stmt, const Expr &guard) {
+    return guard ? std::make_shared<IfThenElse>(guard, stmt) : stmt;
+  }
+
+  // The footprints of the loop's body worth staging when its variable
+  // ranges as the scope now says; empty when they would not fit. Worth it
+  // means reused across threads within one iteration: each element of the
+  // iteration's box read twice or more, and not by every thread alike (a
+  // box the same for all threads, a filter's weights, is a broadcast the
+  // load unit already serves once per warp).
+  std::vector<Footprint> stageable(const For &loop, int64_t iterations) {
+    LoadRanges ranged(scope_, written_, threadCount_ * iterations);
+    ranged.visit(loop.body);
+    std::vector<Footprint> footprints = footprintsOf(ranged.loads);
+    // One iteration: the loop variable a uniform term.
+    scope_.unbind(loop.var);
+    std::map<const Load *, RangedLoad> iteration = loadsOf(loop);
+    for (const auto &[var, range] : threadRanges_)
+      scope_.bindRange(var, IndexRange{});
+    std::map<const Load *, RangedLoad> iterationOfOneThread = loadsOf(loop);
+    for (const auto &[var, range] : threadRanges_)
+      scope_.bindRange(var, range);
+    std::vector<Footprint> chosen;
+    int64_t bytes = sharedBytes_;
+    for (Footprint &footprint : footprints) {
+      std::optional<Footprint> all = unitedBox(footprint, iteration);
+      std::optional<Footprint> oneThread = unitedBox(footprint, iterationOfOneThread);
+      if (!all || !oneThread || all->loadCount < kMinReuse * all->elements() ||
+          oneThread->elements() == all->elements())
+        continue;
+      int64_t footprintBytes = paddedBytes(footprint);
+      if (bytes + footprintBytes > kSharedBytesPerBlock)
+        return {};
+      bytes += footprintBytes;
+      chosen.push_back(std::move(footprint));
+    }
+    return chosen;
+  }
+
+  std::map<const Load *, RangedLoad> loadsOf(const For &loop) {
+    LoadRanges ranged(scope_, written_, threadCount_);
+    ranged.visit(loop.body);
+    std::map<const Load *, RangedLoad> loads;
+    for (RangedLoad &load : ranged.loads)
+      loads.emplace(load.load, std::move(load));
+    return loads;
+  }
+
+  // The one box of the footprint's loads as `ranges` has them, if they
+  // still share one.
+  static std::optional<Footprint> unitedBox(const Footprint &footprint,
+                                            const std::map<const Load *, RangedLoad> &ranges) {
+    std::vector<RangedLoad> loads;
+    for (const Load *load : footprint.loads)
+      if (auto found = ranges.find(load); found != ranges.end())
+        loads.push_back(found->second);
+    std::vector<Footprint> boxes = footprintsOf(loads);
+    if (loads.size() != footprint.loads.size() || boxes.size() != 1)
+      return std::nullopt;
+    return boxes[0];
+  }
+
+  std::optional<Stmt> stageLoop(const For &loop, const Expr &guard, bool inLoop) {
+    std::optional<IndexRange> first = scope_.rangeOf(loop.min);
+    if (!first)
+      return std::nullopt;
+    // Whole, when the loop has a constant trip count and its boxes fit.
+    if (const auto *trips = loop.extent->as<IntImm>(); trips && trips->value > 0) {
+      IndexRange all = *first;
+      all.span = trips->value - 1;
+      scope_.bindRange(loop.var, all);
+      std::vector<Footprint> footprints = stageable(loop, trips->value);
+      scope_.unbind(loop.var);
+      if (!footprints.empty())
+        return stageWhole(loop, std::move(footprints), guard, inLoop);
+    }
+    // In stages: `var = min + stage * length + lane`; not inside another
+    // loop, where a loop of symbolic trip count is often short (a filter's
+    // rows) and its stages would fetch mostly what it does not read.
+    if (inLoop)
+      return std::nullopt;
+    for (int64_t length : kStageLengths) {
+      if (const auto *trips = loop.extent->as<IntImm>(); trips && trips->value <= length)
+        continue;
+      ScalarType type = loop.min->type;
+      Expr stageVar = makeVar(type, loop.var + ".stage");
+      Expr laneVar = makeVar(type, loop.var + ".lane");
+      Expr value = makeBinary(
+          BinaryOpKind::Add, loop.min,
+          makeBinary(BinaryOpKind::Add,
+                     makeBinary(BinaryOpKind::Mul, stageVar, makeInt(type, length)), laneVar));
+      IndexRange lane;
+      lane.span = length - 1;
+      scope_.bindRange(loop.var + ".lane", lane);
+      scope_.bindLet(loop.var, value);
+      std::vector<Footprint> footprints = stageable(loop, length);
+      scope_.unbind(loop.var);
+      scope_.unbind(loop.var + ".lane");
+      if (!footprints.empty())
+        return stageInStages(loop, std::move(footprints), length, value, guard);
+    }
+    return std::nullopt;
+  }
+
+  // fill; barrier; the loop; and a barrier before a loop around refills.
+  Stmt stageWhole(const For &loop, std::vector<Footprint> footprints, const Expr &guard,
+                  bool inLoop) {
+    auto [loads, stmts] = allocateShared(footprints);
+    stmts.push_back(std::make_shared<Barrier>());
+    Stmt body = loads.mutate(loop.body);
+    stmts.push_back(guarded(std::make_shared<For>(loop.var, loop.min, loop.extent, loop.forKind,
+                                                  loop.gpuDim, body, loop.source),
+                            guard));
+    if (inLoop)
+      stmts.push_back(std::make_shared<Barrier>());
+    return makeBlock(std::move(stmts));
+  }
+
+  // for stage: fill; barrier; the stage's iterations (a full stage runs a
+  // constant count, which unrolls); barrier.
+  Stmt stageInStages(const For &loop, std::vector<Footprint> footprints, int64_t length,
+                     const Expr &value, const Expr &guard) {
+    ScalarType type = loop.min->type;
+    std::string stage = loop.var + ".stage", lane = loop.var + ".lane", rest = loop.var + ".rest";
+    Expr lengthImm = makeInt(type, length);
+    auto [loads, stmts] = allocateShared(footprints);
+    Stmt body = loads.mutate(loop.body);
+    auto lanes = [&](Expr count) {
+      return guarded(
+          std::make_shared<For>(lane, makeInt(type, 0), std::move(count), ForKind::Serial, 0,
+                                std::make_shared<LetStmt>(loop.var, value, body), loop.source),
+          guard);
+    };
+    Expr restVar = makeVar(type, rest);
+    Stmt iterations = std::make_shared<LetStmt>(
+        rest,
+        makeBinary(BinaryOpKind::Sub, loop.extent,
+                   makeBinary(BinaryOpKind::Mul, makeVar(type, stage), lengthImm)),
+        std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
+                                     lanes(lengthImm), lanes(restVar)));
+    stmts.push_back(std::make_shared<Barrier>());
+    stmts.push_back(iterations);
+    stmts.push_back(std::make_shared<Barrier>());
+    Expr stages =
+        makeBinary(BinaryOpKind::Max,
+                   makeBinary(BinaryOpKind::Div,
+                              makeBinary(BinaryOpKind::Add, loop.extent, makeInt(type, length - 1)),
+                              lengthImm),
+                   makeInt(type, 0));
+    return std::make_shared<For>(stage, makeInt(type, 0), stages, ForKind::Serial, 0,
+                                 makeBlock(std::move(stmts)), loop.source);
+  }
+
+  // A box's extents as allocated: the innermost odd, against bank conflicts.
+  static std::vector<int64_t> padded(std::vector<int64_t> extents) {
+    if (extents.size() >= 2 && extents.back() % 2 == 0)
+      ++extents.back();
+    return extents;
+  }
+  static int64_t paddedBytes(const Footprint &footprint) {
+    int64_t bytes = scalarBytes(footprint.array->element);
+    for (int64_t extent : padded(footprint.extents()))
+      bytes *= extent;
+    return bytes;
+  }
+
+  // The shared buffers of `footprints` (allocated around the thread loops):
+  // the rewriting of their loads, and the statements filling them.
+  struct Staging {
+    SharedLoads loads;
+    std::vector<Stmt> fills;
+  };
+  Staging allocateShared(const std::vector<Footprint> &footprints) {
+    std::map<const Load *, SharedLoads::Staged> staged;
+    std::vector<Stmt> fills;
+    for (const Footprint &footprint : footprints) {
+      std::vector<Expr> shape;
+      for (int64_t extent : padded(footprint.extents()))
+        shape.push_back(makeI64(extent));
+      Buffer shared = makeBuffer(uniqueName(footprint.array->name + ".shared"),
+                                 footprint.array->element, std::move(shape), MemorySpace::Shared);
+      shared->isWritten = true;
+      shared->declared = footprint.array->declared;
+      sharedBytes_ += paddedBytes(footprint);
+      sharedBuffers_.push_back(shared);
+      fills.push_back(fill(footprint, shared));
+      for (const Load *load : footprint.loads)
+        staged[load] = {&footprint, shared};
+    }
+    return Staging{SharedLoads(std::move(staged)), std::move(fills)};
+  }
+
+  std::string uniqueName(const std::string &name) {
+    std::string unique = name;
+    for (int suffix = 2; sharedNames_.contains(unique); ++suffix)
+      unique = name + std::to_string(suffix);
+    sharedNames_.insert(unique);
+    return unique;
+  }
+
+  // All threads copy the box: element `fill * threads + thread` in
+  // row-major order, 0 where the box leaves the array.
+  Stmt fill(const Footprint &footprint, const Buffer &shared) {
+    std::vector<int64_t> extents = footprint.extents();
+    int64_t elements = footprint.elements();
+    std::string prefix = shared->name;
+    Expr element = makeVar(ScalarType::I64, prefix + ".element");
+    std::vector<Expr> local, global;
+    Expr inArray;
+    int64_t stride = elements;
+    for (size_t d = 0; d < extents.size(); ++d) {
+      stride /= extents[d];
+      Expr index = stride == 1 ? element : makeBinary(BinaryOpKind::Div, element, makeI64(stride));
+      if (d > 0)
+        index = makeBinary(BinaryOpKind::Rem, index, makeI64(extents[d]));
+      local.push_back(index);
+      Expr at = makeBinary(BinaryOpKind::Add, footprint.box[d].origin(), index);
+      global.push_back(at);
+      Expr inside = makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, at, makeI64(0)),
+                               makeBinary(BinaryOpKind::Lt, at, toI64(footprint.array->shape[d])));
+      inArray = inArray ? makeBinary(BinaryOpKind::And, inArray, inside) : inside;
+    }
+    Expr value = std::make_shared<Select>(
+        inArray, std::make_shared<Load>(footprint.array, std::move(global)),
+        zeroOf(footprint.array->element));
+    Stmt copy = store(shared, std::move(local), value);
+    if (elements % threadCount_ != 0)
+      copy = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(elements)),
+                                          copy);
+    std::string fillVar = prefix + ".fill";
+    Expr first = makeBinary(
+        BinaryOpKind::Add,
+        makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, fillVar), makeI64(threadCount_)),
+        linearThread_);
+    return std::make_shared<For>(
+        fillVar, makeI64(0), makeI64((elements + threadCount_ - 1) / threadCount_), ForKind::Serial,
+        0, std::make_shared<LetStmt>(prefix + ".element", first, copy));
+  }
+
+  RangeScope scope_;
+  const std::set<const BufferInfo *> &written_;
+  std::set<std::string> &sharedNames_;
+  std::map<std::string, IndexRange> threadRanges_;
+  const For *threadsByDim_[3] = {nullptr, nullptr, nullptr};
+  int64_t threadCount_ = 1;
+  Expr linearThread_;
+  int64_t sharedBytes_ = 0;
+  std::vector<Buffer> sharedBuffers_;
+};
+
+class BuffersWritten : public IRVisitor {
+public:
+  std::set<const BufferInfo *> written;
+
+protected:
+  void visitStore(const Store &node) override {
+    written.insert(node.buffer.get());
+    IRVisitor::visitStore(node);
+  }
+};
+
+class SharedStager : public IRMutator {
+protected:
+  Stmt visitFor(const For &node, const Stmt &self) override {
+    if (node.forKind != ForKind::GpuBlock)
+      return IRMutator::visitFor(node, self);
+    return stageNest(node, self);
+  }
+
+private:
+  Stmt stageNest(const For &outer, const Stmt &nest) {
+    std::vector<const For *> blocks{&outer}, threads;
+    Stmt inner = outer.body;
+    for (const For *loop = inner->as<For>(); loop; loop = inner->as<For>()) {
+      if (loop->forKind == ForKind::GpuBlock && threads.empty()) {
+        blocks.push_back(loop);
+      } else if (loop->forKind == ForKind::GpuThread) {
+        const auto *min = loop->min->as<IntImm>();
+        if (!min || min->value != 0 || !loop->extent->as<IntImm>())
+          return nest;
+        threads.push_back(loop);
+      } else {
+        break;
+      }
+      inner = loop->body;
+    }
+    if (threads.empty() || cooperatesAcrossThreads(nest))
+      return nest;
+    BuffersWritten stores;
+    stores.visit(nest);
+    NestStager stager(threads, stores.written, sharedNames_);
+    std::optional<Stmt> staged = stager.stage(inner);
+    if (!staged)
+      return nest;
+    Stmt body = *staged;
+    for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
+      body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
+                                   ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
+    for (const Buffer &shared : stager.sharedBuffers())
+      body = std::make_shared<Allocate>(shared, body);
+    for (auto block = blocks.rbegin(); block != blocks.rend(); ++block)
+      body = std::make_shared<For>((*block)->var, (*block)->min, (*block)->extent,
+                                   ForKind::GpuBlock, (*block)->gpuDim, body, (*block)->source);
+    return body;
+  }
+
+  std::set<std::string> sharedNames_;
+};
+
+} // namespace
+
+Function stageShared(Function function) {
+  function.body = SharedStager().mutate(function.body);
+  return function;
+}
+
+} // namespace loopc::passes
