@@ -261,12 +261,21 @@ std::optional<IndexRange> RangeScope::rangeOf(const Expr &index) const {
     // One side varies, the other is a uniform bound.
     if (!isUniform(binary.lhs) && !isUniform(binary.rhs))
       return std::nullopt;
-    const IndexRange &bound = isUniform(binary.rhs) ? *rhs : *lhs;
+    const Expr &bound = isUniform(binary.rhs) ? binary.rhs : binary.lhs;
     const IndexRange &value = isUniform(binary.rhs) ? *lhs : *rhs;
-    if (value.clamp)
-      return std::nullopt;
     IndexRange clamped;
-    clamped.clamp = IndexRange::Clamp{value.offset, value.span, bound.offset};
+    if (!value.clamp) {
+      clamped.clamp = IndexRange::Clamp{value.offset, value.span, linearForm(inlined(bound))};
+      return clamped;
+    }
+    // min(min(v, b) + c, bound) with c uniform is min(v + c, min(b + c,
+    // bound)): a clamped copy of tile_registers clamped again by the program.
+    if (value.span != 0)
+      return std::nullopt;
+    Expr bounds = makeBinary(
+        BinaryOpKind::Min, value.clamp->bound.plus(value.offset, 1).toExpr(), toI64(inlined(bound)));
+    clamped.clamp = IndexRange::Clamp{value.clamp->value.plus(value.offset, 1), value.clamp->span,
+                                      linearForm(bounds)};
     return clamped;
   }
   default:

@@ -1,0 +1,220 @@
+// stage_shared: which loops get shared-memory stages, the boxes, fills and
+// barriers they get, the index ranges the boxes come from, and that staged
+// kernels compute what the interpreter computes at sizes that are multiples
+// of the boxes and sizes that leave partial boxes, partial stages and
+// clamped edges.
+#include "TestSupport.h"
+#include "ir/IRPrinter.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+#include "passes/analysis/IndexRange.h"
+#include "support/Differential.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+using namespace loopc;
+using loopc::test::contains;
+
+namespace {
+
+// The IR after each pass of the GPU pipeline (the last run of a pass).
+std::map<std::string, std::string> printedAfterEachPass(const Program &program,
+                                                        const std::string &kernelName) {
+  const KernelDecl *kernel = program.findKernel(kernelName);
+  REQUIRE(kernel);
+  std::map<std::string, std::string> printed;
+  passes::PipelineOptions options;
+  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
+    printed[pass] = ir::toString(function);
+  };
+  auto function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
+  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
+  return printed;
+}
+
+size_t occurrences(const std::string &text, const std::string &part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
+
+ir::Expr var(const std::string &name) { return ir::makeVar(ScalarType::I64, name); }
+ir::Expr imm(int64_t value) { return ir::makeI64(value); }
+ir::Expr op(ir::BinaryOpKind kind, ir::Expr lhs, ir::Expr rhs) {
+  return ir::makeBinary(kind, std::move(lhs), std::move(rhs));
+}
+
+} // namespace
+
+TEST_CASE("index ranges: uniform terms combine, threads and constant loops span, one clamp") {
+  using ir::BinaryOpKind;
+  passes::RangeScope scope;
+  passes::IndexRange thread;
+  thread.span = 31;
+  scope.bindRange("t", thread);
+  passes::IndexRange tap;
+  tap.span = 4;
+  scope.bindRange("u", tap);
+  // let x = (b * 4 + 1) * 32 + t: the block's term, a constant, a span.
+  scope.bindLet(
+      "x", op(BinaryOpKind::Add,
+              op(BinaryOpKind::Mul,
+                 op(BinaryOpKind::Add, op(BinaryOpKind::Mul, var("b"), imm(4)), imm(1)), imm(32)),
+              var("t")));
+  auto x = scope.rangeOf(var("x"));
+  REQUIRE(x);
+  CHECK(ir::toString(x->origin()) == "b * 128 + 32");
+  CHECK(x->totalSpan() == 31);
+  // A window: x - u + 2 spans both, downwards from x.
+  auto window =
+      scope.rangeOf(op(BinaryOpKind::Add, op(BinaryOpKind::Sub, var("x"), var("u")), imm(2)));
+  REQUIRE(window);
+  CHECK(ir::toString(window->origin()) == "b * 128 + 30");
+  CHECK(window->totalSpan() == 35);
+  // A clamp keeps the span; its origin is clamped too.
+  auto clamped = scope.rangeOf(
+      op(BinaryOpKind::Add,
+         op(BinaryOpKind::Min, var("x"), op(BinaryOpKind::Sub, var("N"), imm(1))), var("u")));
+  REQUIRE(clamped);
+  CHECK(ir::toString(clamped->origin()) == "min(b * 128 + 32, N + -1)");
+  CHECK(clamped->totalSpan() == 35);
+  // Boxes share an origin when only constants differ.
+  auto next = scope.rangeOf(op(BinaryOpKind::Add, var("x"), imm(7)));
+  REQUIRE(next);
+  CHECK(x->sharesOrigin(*next));
+  x->unite(*next);
+  CHECK(x->totalSpan() == 38);
+  // No constant span: a product of two varying values, a load, a varying
+  // bound of a clamp, a clamp subtracted.
+  CHECK(!scope.rangeOf(op(BinaryOpKind::Mul, var("t"), var("u"))));
+  CHECK(!scope.rangeOf(op(BinaryOpKind::Min, var("t"), var("u"))));
+  CHECK(!scope.rangeOf(op(BinaryOpKind::Sub, imm(0), op(BinaryOpKind::Min, var("t"), var("N")))));
+  CHECK(!scope.isUniform(op(BinaryOpKind::Div, var("N"), var("K"))));
+  CHECK(scope.isUniform(op(BinaryOpKind::Div, var("N"), imm(2))));
+}
+
+TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shared memory") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  const std::string staged = printedAfterEachPass(*loaded->program, "matmul").at("stage_shared");
+  // 32 rows of A by 32 k, 32 k by 128 columns of B (the 4 x 4 register
+  // tiles of 8 x 32 threads); innermost extents padded to an odd length.
+  CHECK(contains(staged, "shared f32 A.shared[32][33]"));
+  CHECK(contains(staged, "shared f32 B.shared[32][129]"));
+  CHECK(contains(staged, "for k.stage in [0, max((K + 31) / 32, 0)) {"));
+  CHECK(occurrences(staged, "barrier") == 2);
+  // All 256 threads fill, consecutive threads consecutive columns, and
+  // nothing outside B is read.
+  CHECK(
+      contains(staged, "let B.shared.element = B.shared.fill * 256 + (i.thread * 32 + j.thread)"));
+  CHECK(contains(staged, "k.stage * 32 + B.shared.element / 128 < K && "));
+  CHECK(contains(staged, "B[k.stage * 32 + B.shared.element / 128][min(j.block * 128, N + -1) + "
+                         "B.shared.element % 128]"));
+  // A full stage runs 32 iterations (a constant count), the last one the rest.
+  CHECK(contains(staged, "for k.lane in [0, 32) {"));
+  CHECK(contains(staged, "for k.lane in [0, k.rest) {"));
+  CHECK(contains(staged, "acc.x3y2 = acc.x3y2 + A.shared[i.y2 - min(i.block * 32, M + -1)][k - "
+                         "k.stage * 32] * B.shared[k - k.stage * 32][j.x3 - min(j.block * 128, N "
+                         "+ -1)]  (reduction step)"));
+  CHECK(!contains(staged, "* B[k]["));
+  test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                             {{{"M", "1"}, {"N", "1"}, {"K", "1"}},
+                              {{"M", "32"}, {"N", "128"}, {"K", "64"}}, // whole boxes and stages
+                              {{"M", "33"}, {"N", "129"}, {"K", "33"}}, // one more of each
+                              {{"M", "70"}, {"N", "300"}, {"K", "5"}},  // only a partial stage
+                              {{"M", "5"}, {"N", "257"}, {"K", "100"}},
+                              {{"M", "40"}, {"N", "40"}, {"K", "0"}}},
+                             11);
+}
+
+TEST_CASE("conv2d_5x5: the input window with its halo staged once; the weights are a broadcast") {
+  auto loaded = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
+  REQUIRE(loaded->program);
+  const std::string staged =
+      printedAfterEachPass(*loaded->program, "conv2d_5x5").at("stage_shared");
+  // 32 + 4 rows by 128 + 4 columns, padded; the u loop whole: one fill,
+  // one barrier.
+  CHECK(contains(staged, "shared f32 I.shared[36][133]"));
+  CHECK(!contains(staged, "F.shared"));
+  CHECK(!contains(staged, ".stage in"));
+  CHECK(occurrences(staged, "barrier") == 1);
+  CHECK(contains(staged, "I.shared[y.y0 + u - min(y.block * 32, H + -5)][x.x3 + v - "
+                         "min(x.block * 128, W + -5)]"));
+  test::checkGpuKernelsOnCpu(*loaded->program, "conv2d_5x5",
+                             {{{"H", "5"}, {"W", "5"}},
+                              {{"H", "36"}, {"W", "132"}},
+                              {{"H", "37"}, {"W", "133"}},
+                              {{"H", "70"}, {"W", "300"}}},
+                             11);
+}
+
+TEST_CASE("nests without reuse across threads in a loop, or organised by block, are left alone") {
+  // transpose and jacobi2d have no loop; mv and softmax are a block per row
+  // already; nbody reads every body alike in all threads (a broadcast);
+  // cnn_conv's windows are loops of symbolic length inside the channel loop.
+  const std::pair<const char *, const char *> samples[] = {
+      {"transpose", "transpose"}, {"jacobi2d", "jacobi2d"}, {"mv", "mv"},
+      {"softmax", "softmax"},     {"nbody", "nbody"},       {"cnn_conv", "cnn_conv_same"}};
+  for (auto [sample, kernel] : samples) {
+    CAPTURE(sample);
+    auto loaded = test::loadFile(test::sourcePath(std::string("samples/") + sample + ".loop"));
+    REQUIRE(loaded->program);
+    auto printed = printedAfterEachPass(*loaded->program, kernel);
+    CHECK(printed.at("stage_shared") == printed.at("tile_registers"));
+  }
+}
+
+TEST_CASE("clamped indices, guards with lets, and a window staged inside a time loop agree") {
+  auto loaded = test::loadText(R"(
+kernel neighbours(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[min(i + 1, M - 1)][k] * B[k][min(j + 2, N - 1)];
+  }
+}
+
+kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
+  parfor y in 0..H - 2, x in 0..W - 2 {
+    var s: f32 = 0.0;
+    for t in 0..T {
+      let w = f32(t + 1);
+      for u in 0..3 {
+        for v in 0..3 {
+          s += I[(t * 7) % 5][y + u][x + v] * w;
+        }
+      }
+    }
+    O[y][x] = s;
+  }
+}
+)");
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  const std::string neighbours =
+      printedAfterEachPass(*loaded->program, "neighbours").at("stage_shared");
+  // A program's own clamp: the box starts at the clamped first row, so the
+  // last block, whose rows all clamp to M - 1, finds that row in it.
+  CHECK(contains(neighbours, "shared f32 A.shared[32][33]"));
+  CHECK(contains(neighbours, "min(i.block * 32 + 1, min(M, M - 1))"));
+  test::checkGpuKernelsOnCpu(*loaded->program, "neighbours",
+                             {{{"M", "1"}, {"N", "1"}, {"K", "3"}},
+                              {{"M", "33"}, {"N", "129"}, {"K", "40"}},
+                              {{"M", "65"}, {"N", "2"}, {"K", "31"}},
+                              {{"M", "2"}, {"N", "131"}, {"K", "64"}}},
+                             13);
+  // The frame (t * 7) % 5 is no range over t: inside the time loop the u
+  // loop is staged whole, 8 + 2 rows by 32 + 2 columns of one frame, with a
+  // barrier after it before the next frame refills the box.
+  const std::string frames = printedAfterEachPass(*loaded->program, "frames").at("stage_shared");
+  CHECK(contains(frames, "shared f32 I.shared[1][10][35]"));
+  CHECK(contains(frames, "I[i64(t * 7 % 5) + I.shared.element / 340]"));
+  CHECK(occurrences(frames, "barrier") == 2);
+  test::checkGpuKernelsOnCpu(*loaded->program, "frames",
+                             {{{"T", "1"}, {"H", "3"}, {"W", "3"}},
+                              {{"T", "3"}, {"H", "34"}, {"W", "130"}},
+                              {{"T", "2"}, {"H", "41"}, {"W", "150"}}},
+                             13);
+}
