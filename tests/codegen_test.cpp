@@ -8,6 +8,7 @@
 #include "codegen/CpuJit.h"
 #include "codegen/CpuThreadNest.h"
 #include "codegen/CpuThreadPool.h"
+#include "interp/Interpreter.h"
 #include "ir/IR.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -367,7 +368,8 @@ TEST_CASE("the CPU runs consecutive threads as vector lanes inside a per-thread 
   auto compiled = loopc::test::runLoopc(
       "compile " + loopc::test::sourcePath("samples/matmul.loop") + " --emit llvm --target cpu");
   REQUIRE(compiled.exitCode == 0);
-  CHECK(compiled.output.find("fmul <") != std::string::npos);
+  // `acc + A[i][k] * B[k][j]` is one fused multiply-add, on vectors.
+  CHECK(compiled.output.find("x float> @llvm.fmuladd.v") != std::string::npos);
 }
 
 TEST_CASE("blocks inside the range run full thread loops around an interchanged loop") {
@@ -459,4 +461,53 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
   CHECK(sweeps("matmul") == Kernels{""});     // for k in each thread
   CHECK(sweeps("transpose") == Kernels{""});  // B[j][i]: strided along x
   CHECK(sweeps("dot") == Kernels{"", ""});    // 1-D grids and barriers
+}
+
+TEST_CASE("a multiply inside an add or subtract rounds once, on every engine") {
+  // x * x is 1 + 2^-11 + 2^-24, which f32 cannot hold: rounded on its own
+  // the difference with 1 + 2^-11 is 0, fused it is 2^-24. Products bound to
+  // a name first, and products combined by a multiply, round on their own.
+  auto loaded = loopc::test::loadText(R"(
+kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][5]) {
+  parfor i in 0..N {
+    r[i][0] = x[i] * x[i] - y[i];
+    r[i][1] = -y[i] + x[i] * x[i];
+    let p = x[i] * x[i];
+    r[i][2] = p - y[i];
+    var s: f32 = -y[i];
+    s += x[i] * x[i];
+    r[i][3] = s;
+    r[i][4] = y[i] - x[i] * x[i];
+  }
+}
+)");
+  REQUIRE(loaded->program);
+  const KernelDecl &kernel = *loaded->program->findKernel("contract");
+  const float x = 1.0f + std::ldexp(1.0f, -12), y = 1.0f + std::ldexp(1.0f, -11);
+  const float fused = std::ldexp(1.0f, -24);
+  loopc::Interpreter interpreter;
+  loopc::codegen::CpuEngine cpu, cpuWithGpuPasses(loopc::passes::PipelineTarget::Gpu);
+  for (loopc::Engine *engine :
+       std::initializer_list<loopc::Engine *>{&interpreter, &cpu, &cpuWithGpuPasses}) {
+    CAPTURE(engine->name());
+    KernelArgs args;
+    args.sizes["N"] = 3;
+    args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{3});
+    args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{3});
+    args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{3, 5});
+    for (int i = 0; i < 3; ++i) {
+      args.params[0].data<float>()[i] = x;
+      args.params[1].data<float>()[i] = y;
+    }
+    auto ran = engine->run(*loaded->program, kernel, args);
+    REQUIRE_MESSAGE(ran.has_value(), (ran ? "" : ran.error().message));
+    for (int i = 0; i < 3; ++i) {
+      const float *row = args.params[2].data<float>() + 5 * i;
+      CHECK(row[0] == fused);
+      CHECK(row[1] == fused);
+      CHECK(row[2] == 0.0f);
+      CHECK(row[3] == fused);
+      CHECK(row[4] == -fused);
+    }
+  }
 }

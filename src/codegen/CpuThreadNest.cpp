@@ -764,13 +764,9 @@ private:
 
   void disableVectorization(llvm::BranchInst *backEdge) {
     llvm::LLVMContext &context = emitter_.context();
-    llvm::Metadata *disable[] = {
-        llvm::MDString::get(context, "llvm.loop.vectorize.enable"),
-        llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(context))};
-    llvm::MDNode *loop =
-        llvm::MDNode::getDistinct(context, {nullptr, llvm::MDNode::get(context, disable)});
-    loop->replaceOperandWith(0, loop);
-    backEdge->setMetadata(llvm::LLVMContext::MD_loop, loop);
+    emitter_.addLoopProperty(backEdge,
+                             {llvm::MDString::get(context, "llvm.loop.vectorize.enable"),
+                              llvm::ConstantAsMetadata::get(llvm::ConstantInt::getFalse(context))});
   }
 
   void emitThread(llvm::Value *thread, ScopedBindings &scope,

@@ -227,7 +227,38 @@ llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs,
                                builder_.CreateSRem(lhs, divisor));
 }
 
+// `a * b + c`, `c + a * b`, `a * b - c` and `c - a * b` on floats round once,
+// as one fused multiply-add, on every engine (docs/language.md; C's
+// FP_CONTRACT ON). Without it NVPTX writes `mul.rn` and `add.rn`, which
+// ptxas must not fuse, at half the multiply-add rate.
+llvm::Value *LlvmEmitter::emitFusedMultiplyAdd(const Binary &sum) {
+  if (!isFloat(sum.type) || (sum.op != BinaryOpKind::Add && sum.op != BinaryOpKind::Sub))
+    return nullptr;
+  auto productOf = [](const ir::Expr &operand) {
+    const auto *product = operand->as<Binary>();
+    return product && product->op == BinaryOpKind::Mul ? product : nullptr;
+  };
+  const Binary *product = productOf(sum.lhs);
+  bool productFirst = product != nullptr;
+  if (!product)
+    product = productOf(sum.rhs);
+  if (!product)
+    return nullptr;
+  llvm::Value *lhs = emitExpr(*product->lhs);
+  llvm::Value *rhs = emitExpr(*product->rhs);
+  llvm::Value *addend = emitExpr(productFirst ? *sum.rhs : *sum.lhs);
+  if (sum.op == BinaryOpKind::Sub) {
+    if (productFirst)
+      addend = builder_.CreateFNeg(addend);
+    else
+      lhs = builder_.CreateFNeg(lhs);
+  }
+  return builder_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {lhs->getType()}, {lhs, rhs, addend});
+}
+
 llvm::Value *LlvmEmitter::emitBinary(const Binary &binary) {
+  if (llvm::Value *fused = emitFusedMultiplyAdd(binary))
+    return fused;
   llvm::Value *lhs = emitExpr(*binary.lhs);
   llvm::Value *rhs = emitExpr(*binary.rhs);
   ScalarType operandType = binary.lhs->type;
@@ -435,15 +466,26 @@ void LlvmEmitter::emitFor(const ir::For &loop) {
   case ForKind::Parallel:
   case ForKind::Unrolled:
   case ForKind::Vectorized:
-    // Unrolling and vectorization of constant-extent loops are left to LLVM,
-    // which sees the constant trip count.
+    // Vectorization and the unrolling of other loops are left to LLVM, which
+    // sees constant trip counts; an Unrolled loop asks for full unrolling.
     break;
   }
-  emitCountedLoop(loop.var, emitExpr(*loop.min), emitExpr(*loop.extent), [&](llvm::Value *var) {
-    ScopedBindings scope(*this);
-    scope.var(loop.var, var);
-    emitStmt(*loop.body);
-  });
+  llvm::BranchInst *backEdge =
+      emitCountedLoop(loop.var, emitExpr(*loop.min), emitExpr(*loop.extent), [&](llvm::Value *var) {
+        ScopedBindings scope(*this);
+        scope.var(loop.var, var);
+        emitStmt(*loop.body);
+      });
+  if (loop.forKind == ForKind::Unrolled)
+    addLoopProperty(backEdge, {llvm::MDString::get(context(), "llvm.loop.unroll.full")});
+}
+
+void LlvmEmitter::addLoopProperty(llvm::BranchInst *backEdge,
+                                  llvm::ArrayRef<llvm::Metadata *> property) {
+  llvm::MDNode *loop =
+      llvm::MDNode::getDistinct(context(), {nullptr, llvm::MDNode::get(context(), property)});
+  loop->replaceOperandWith(0, loop);
+  backEdge->setMetadata(llvm::LLVMContext::MD_loop, loop);
 }
 
 void LlvmEmitter::emitIf(const IfThenElse &branch) {

@@ -63,6 +63,9 @@ public:
   // back edge, where loop metadata goes.
   llvm::BranchInst *emitCountedLoop(const std::string &name, llvm::Value *min, llvm::Value *extent,
                                     const std::function<void(llvm::Value *)> &body);
+  // Gives the loop ending in `backEdge` an `llvm.loop` property, such as
+  // {"llvm.loop.unroll.full"} or {"llvm.loop.vectorize.enable", false}.
+  void addLoopProperty(llvm::BranchInst *backEdge, llvm::ArrayRef<llvm::Metadata *> property);
   // A stack slot in the entry block of the current function.
   llvm::AllocaInst *createEntryAlloca(llvm::Type *type, llvm::Value *count,
                                       const std::string &name);
@@ -86,6 +89,7 @@ public:
 
 private:
   llvm::Value *emitBinary(const ir::Binary &binary);
+  llvm::Value *emitFusedMultiplyAdd(const ir::Binary &sum); // null when `sum` is not one
   llvm::Value *emitSelect(const ir::Select &select);
   llvm::Value *emitCall(const ir::Call &call);
   // A call of the math function `name` whose parameters and result are `type`.

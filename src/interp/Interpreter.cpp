@@ -311,6 +311,31 @@ BinaryOp compoundOperator(AssignOp op) {
   std::unreachable();
 }
 
+// A float multiply: as the operand of `a * b + c`, `c + a * b`, `a * b - c`
+// or `c - a * b` (the first on a tie) it rounds once with the sum, as a
+// fused multiply-add (docs/language.md), as compiled code computes it.
+const BinaryExpr *floatProduct(const Expr &operand) {
+  const auto *product = operand.as<BinaryExpr>();
+  return product && product->op == BinaryOp::Mul && isFloat(product->type) ? product : nullptr;
+}
+
+const BinaryExpr *fusedProduct(BinaryOp op, const Expr &lhs, const Expr &rhs) {
+  if (op != BinaryOp::Add && op != BinaryOp::Sub)
+    return nullptr;
+  const BinaryExpr *product = floatProduct(lhs);
+  return product ? product : floatProduct(rhs);
+}
+
+// `addend ± a * b`, or `a * b ± addend` when the product comes first,
+// rounded once.
+Value fusedMultiplyAdd(const Value &a, const Value &b, const Value &addend, bool subtract,
+                       bool productFirst) {
+  bool negateProduct = subtract && !productFirst, negateAddend = subtract && productFirst;
+  const Value args[] = {negateProduct ? interp::applyUnary(UnaryOp::Neg, a) : a, b,
+                        negateAddend ? interp::applyUnary(UnaryOp::Neg, addend) : addend};
+  return interp::applyBuiltin(Builtin::Fma, args);
+}
+
 std::string describeShape(const std::vector<int64_t> &shape) {
   std::string text;
   for (int64_t extent : shape)
@@ -366,6 +391,9 @@ private:
   Expected<Value> eval(const Expr &expr);
   Expected<int64_t> evalInteger(const Expr &expr);
   Expected<Value> evalBinary(const BinaryExpr &binary);
+  Expected<Value> evalFusedMultiplyAdd(const BinaryExpr &sum, const BinaryExpr &product);
+  // `target op= value`: `target = target op value`, fused as evalBinary would.
+  Expected<Value> evalCompound(const AssignStmt &assign, const Value &target);
   Expected<Value> evalCall(const CallExpr &call);
   Expected<Value> evalRedomap(const RedomapExpr &redomap);
   Expected<Value> callFn(const FnDecl &fn, std::span<const Value> arguments);
@@ -576,18 +604,17 @@ Status Executor::execAssign(const AssignStmt &assign) {
   const VarDecl &target = *assign.decl;
   Slot &targetSlot = slot(&target);
   if (assign.indices.empty() && !target.isScalarOutput()) {
+    if (assign.op != AssignOp::Assign) {
+      Expected<Value> result = evalCompound(assign, targetSlot.scalar);
+      if (!result)
+        return propagate(result.error());
+      targetSlot.scalar = *result;
+      return {};
+    }
     Expected<Value> value = eval(*assign.value);
     if (!value)
       return propagate(value.error());
-    if (assign.op == AssignOp::Assign) {
-      targetSlot.scalar = *value;
-      return {};
-    }
-    Expected<Value> result =
-        interp::applyBinary(compoundOperator(assign.op), targetSlot.scalar, *value, assign.range);
-    if (!result)
-      return propagate(result.error());
-    targetSlot.scalar = *result;
+    targetSlot.scalar = *value;
     return {};
   }
 
@@ -599,19 +626,36 @@ Status Executor::execAssign(const AssignStmt &assign) {
       return propagate(element.error());
     offset = *element;
   }
+  if (assign.op != AssignOp::Assign) {
+    Expected<Value> result = evalCompound(assign, loadElement(array, offset));
+    if (!result)
+      return propagate(result.error());
+    storeElement(array, offset, *result);
+    return {};
+  }
   Expected<Value> value = eval(*assign.value);
   if (!value)
     return propagate(value.error());
-  if (assign.op == AssignOp::Assign) {
-    storeElement(array, offset, *value);
-    return {};
-  }
-  Expected<Value> result = interp::applyBinary(compoundOperator(assign.op),
-                                               loadElement(array, offset), *value, assign.range);
-  if (!result)
-    return propagate(result.error());
-  storeElement(array, offset, *result);
+  storeElement(array, offset, *value);
   return {};
+}
+
+Expected<Value> Executor::evalCompound(const AssignStmt &assign, const Value &target) {
+  BinaryOp op = compoundOperator(assign.op);
+  if (const BinaryExpr *product = floatProduct(*assign.value);
+      product && (op == BinaryOp::Add || op == BinaryOp::Sub)) {
+    Expected<Value> lhs = eval(*product->lhs);
+    if (!lhs)
+      return lhs;
+    Expected<Value> rhs = eval(*product->rhs);
+    if (!rhs)
+      return rhs;
+    return fusedMultiplyAdd(*lhs, *rhs, target, op == BinaryOp::Sub, false);
+  }
+  Expected<Value> value = eval(*assign.value);
+  if (!value)
+    return value;
+  return interp::applyBinary(op, target, *value, assign.range);
 }
 
 Expected<Flow> Executor::execIf(const IfStmt &ifStmt) {
@@ -786,7 +830,27 @@ Expected<int64_t> Executor::evalInteger(const Expr &expr) {
   return interp::integerValue(*value);
 }
 
+Expected<Value> Executor::evalFusedMultiplyAdd(const BinaryExpr &sum, const BinaryExpr &product) {
+  bool productFirst = &product == sum.lhs.get();
+  const Expr &addendExpr = productFirst ? *sum.rhs : *sum.lhs;
+  // Left to right, as unfused.
+  Expected<Value> addend = productFirst ? Value{} : eval(addendExpr);
+  if (!addend)
+    return addend;
+  Expected<Value> lhs = eval(*product.lhs);
+  if (!lhs)
+    return lhs;
+  Expected<Value> rhs = eval(*product.rhs);
+  if (!rhs)
+    return rhs;
+  if (productFirst && !(addend = eval(addendExpr)))
+    return addend;
+  return fusedMultiplyAdd(*lhs, *rhs, *addend, sum.op == BinaryOp::Sub, productFirst);
+}
+
 Expected<Value> Executor::evalBinary(const BinaryExpr &binary) {
+  if (const BinaryExpr *product = fusedProduct(binary.op, *binary.lhs, *binary.rhs))
+    return evalFusedMultiplyAdd(binary, *product);
   Expected<Value> lhs = eval(*binary.lhs);
   if (!lhs)
     return lhs;

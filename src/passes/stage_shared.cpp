@@ -447,7 +447,7 @@ private:
   }
 
   // for stage: fill; barrier; the stage's iterations (a full stage runs a
-  // constant count, which unrolls); barrier.
+  // constant count, unrolled: shared loads at constant offsets); barrier.
   Stmt stageInStages(const For &loop, std::vector<Footprint> footprints, int64_t length,
                      const Expr &value, const Expr &guard) {
     ScalarType type = loop.min->type;
@@ -455,11 +455,11 @@ private:
     Expr lengthImm = makeInt(type, length);
     auto [loads, stmts] = allocateShared(footprints);
     Stmt body = loads.mutate(loop.body);
-    auto lanes = [&](Expr count) {
-      return guarded(
-          std::make_shared<For>(lane, makeInt(type, 0), std::move(count), ForKind::Serial, 0,
-                                std::make_shared<LetStmt>(loop.var, value, body), loop.source),
-          guard);
+    auto lanes = [&](Expr count, ForKind kind) {
+      return guarded(std::make_shared<For>(lane, makeInt(type, 0), std::move(count), kind, 0,
+                                           std::make_shared<LetStmt>(loop.var, value, body),
+                                           loop.source),
+                     guard);
     };
     Expr restVar = makeVar(type, rest);
     Stmt iterations = std::make_shared<LetStmt>(
@@ -467,7 +467,8 @@ private:
         makeBinary(BinaryOpKind::Sub, loop.extent,
                    makeBinary(BinaryOpKind::Mul, makeVar(type, stage), lengthImm)),
         std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
-                                     lanes(lengthImm), lanes(restVar)));
+                                     lanes(lengthImm, ForKind::Unrolled),
+                                     lanes(restVar, ForKind::Serial)));
     stmts.push_back(std::make_shared<Barrier>());
     stmts.push_back(iterations);
     stmts.push_back(std::make_shared<Barrier>());
