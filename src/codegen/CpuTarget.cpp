@@ -63,7 +63,11 @@ llvm::Value *CpuTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &buf
     storage = builder.CreateAlloca(elementType, elementCount, buffer.name);
     savedStacks_[storage] = stack;
   }
-  builder.CreateMemSet(storage, builder.getInt8(0),
+  // Shared storage starts undefined (ir::Allocate): all-ones bytes, NaN or
+  // -1, so a pass that reads it before writing fails the differential tests
+  // here rather than only on a GPU.
+  bool undefined = buffer.memory == MemorySpace::Shared;
+  builder.CreateMemSet(storage, builder.getInt8(undefined ? 0xff : 0),
                        builder.CreateMul(elementCount, builder.getInt64(elementSize)),
                        llvm::MaybeAlign(elementSize));
   return storage;

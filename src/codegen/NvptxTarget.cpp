@@ -438,35 +438,6 @@ llvm::Value *NvptxTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &b
                                            llvm::UndefValue::get(arrayType), buffer.name, nullptr,
                                            llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
   storage->setAlignment(llvm::Align(16));
-  // Shared memory starts undefined; the IR promises zeroed storage. The
-  // block's threads clear it together, then wait for each other.
-  llvm::Value *threads = builder.getInt64(1);
-  llvm::Value *linear = builder.getInt64(0);
-  for (int dim = 2; dim >= 0; --dim) {
-    llvm::Value *id =
-        builder.CreateZExt(readSpecialRegister(emitter, false, false, dim), builder.getInt64Ty());
-    llvm::Value *size =
-        builder.CreateZExt(readSpecialRegister(emitter, false, true, dim), builder.getInt64Ty());
-    linear = builder.CreateAdd(builder.CreateMul(linear, size), id);
-    threads = builder.CreateMul(threads, size);
-  }
-  llvm::Function *function = builder.GetInsertBlock()->getParent();
-  llvm::BasicBlock *preheader = builder.GetInsertBlock();
-  auto *header = llvm::BasicBlock::Create(emitter.context(), buffer.name + ".zero", function);
-  auto *body = llvm::BasicBlock::Create(emitter.context(), buffer.name + ".zero.body", function);
-  auto *exit = llvm::BasicBlock::Create(emitter.context(), buffer.name + ".zeroed", function);
-  builder.CreateBr(header);
-  builder.SetInsertPoint(header);
-  llvm::PHINode *element = builder.CreatePHI(builder.getInt64Ty(), 2);
-  element->addIncoming(linear, preheader);
-  builder.CreateCondBr(builder.CreateICmpULT(element, builder.getInt64(count)), body, exit);
-  builder.SetInsertPoint(body);
-  builder.CreateStore(llvm::Constant::getNullValue(elementType),
-                      builder.CreateInBoundsGEP(elementType, storage, element));
-  element->addIncoming(builder.CreateAdd(element, threads), builder.GetInsertBlock());
-  builder.CreateBr(header);
-  builder.SetInsertPoint(exit);
-  emitBarrier(emitter);
   return storage;
 }
 

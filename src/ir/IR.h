@@ -258,8 +258,10 @@ struct Store : StmtNode {
   const bool isReductionStep;
 };
 
-// Allocates `buffer` (in its memory space) for the duration of `body`. The
-// storage starts zeroed.
+// Allocates `buffer` (in its memory space) for the duration of `body`.
+// Register and global storage starts zeroed (a program's local arrays);
+// shared storage starts undefined: the passes that allocate it write each
+// element before a barrier and any read of it, so no block pays to clear it.
 struct Allocate : StmtNode {
   static constexpr Kind kKind = Kind::Allocate;
   Allocate(Buffer buffer, Stmt body)
