@@ -168,11 +168,18 @@ TEST_CASE("nests without reuse across threads in a loop, or organised by block, 
   }
 }
 
-TEST_CASE("clamped indices, guards with lets, and a window staged inside a time loop agree") {
+TEST_CASE("clamped indices, a uniform let under the guard, and a window inside a time loop agree") {
   auto loaded = test::loadText(R"(
 kernel neighbours(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
   parfor i in 0..M, j in 0..N {
     C[i][j] = redomap(+, 0.0, k in 0..K) A[min(i + 1, M - 1)][k] * B[k][min(j + 2, N - 1)];
+  }
+}
+
+kernel half(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    let n = K / 2;
+    C[i][j] = redomap(+, 0.0, k in 0..n) A[i][k] * B[k][j];
   }
 }
 
@@ -205,6 +212,13 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
                               {{"M", "65"}, {"N", "2"}, {"K", "31"}},
                               {{"M", "2"}, {"N", "131"}, {"K", "64"}}},
                              13);
+  // A let above the loop, under the guard, bounds it: it stays uniform.
+  const std::string half = printedAfterEachPass(*loaded->program, "half").at("stage_shared");
+  CHECK(contains(half, "let n = K / 2"));
+  CHECK(contains(half, "for k.stage in [0, max((n + 31) / 32, 0)) {"));
+  test::checkGpuKernelsOnCpu(
+      *loaded->program, "half",
+      {{{"M", "33"}, {"N", "129"}, {"K", "81"}}, {{"M", "7"}, {"N", "9"}, {"K", "1"}}}, 13);
   // The frame (t * 7) % 5 is no range over t: inside the time loop the u
   // loop is staged whole, 8 + 2 rows by 32 + 2 columns of one frame, with a
   // barrier after it before the next frame refills the box.

@@ -36,6 +36,7 @@
 #include "passes/lowering/ReductionTrees.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,24 +49,25 @@ using ir::Stmt;
 
 namespace {
 
-// Shared memory one block may use for staging: a quarter of the 228 KiB of
-// an H100 SM (100 KiB on sm_80's 164), so several blocks stay resident.
+// Shared memory one block may use for staging: under the 48 KiB a block may
+// declare statically, and small enough that several blocks stay resident on
+// an SM (228 KiB on an H100, 164 KiB on an A100).
 const int64_t kSharedBytesPerBlock = 24 * 1024;
 // Iterations per stage of a loop cut into stages, longest first.
 const int64_t kStageLengths[] = {32, 16, 8};
 // Loads per element of a box in one iteration of the loop, at least.
 const int64_t kMinReuse = 2;
+// Longer constant loops span more than any box could hold.
+const int64_t kLongestSpannedLoop = 1 << 16;
 
-int64_t scalarBytes(ScalarType type) {
-  switch (type) {
-  case ScalarType::F64:
-  case ScalarType::I64:
-    return 8;
-  case ScalarType::Bool:
-    return 1;
-  default:
-    return 4;
-  }
+// The product of `factors` and `first`, saturating rather than overflowing:
+// a box that large is never staged.
+int64_t saturatingProduct(const std::vector<int64_t> &factors, int64_t first = 1) {
+  int64_t product = first;
+  for (int64_t factor : factors)
+    if (__builtin_mul_overflow(product, factor, &product))
+      return std::numeric_limits<int64_t>::max();
+  return product;
 }
 
 // A load of a global array with the range of each of its indices.
@@ -88,12 +90,7 @@ struct Footprint {
       extents.push_back(range.totalSpan() + 1);
     return extents;
   }
-  int64_t elements() const {
-    int64_t product = 1;
-    for (int64_t extent : extents())
-      product *= extent;
-    return product;
-  }
+  int64_t elements() const { return saturatingProduct(extents()); }
 };
 
 // The loads of read-only global arrays in a region whose indices have ranges
@@ -111,6 +108,8 @@ protected:
     visit(node.min);
     visit(node.extent);
     const auto *trips = node.extent->as<IntImm>();
+    if (trips && trips->value > kLongestSpannedLoop)
+      trips = nullptr;
     std::optional<IndexRange> first = scope_.rangeOf(node.min);
     if (trips && trips->value > 0 && first && first->totalSpan() == 0) {
       first->span = trips->value - 1;
@@ -119,7 +118,7 @@ protected:
       scope_.bindUnknown(node.var);
     }
     int64_t outer = count_;
-    count_ *= trips ? std::max<int64_t>(trips->value, 0) : 1;
+    count_ = saturatingProduct({trips ? std::max<int64_t>(trips->value, 0) : 1}, count_);
     visit(node.body);
     count_ = outer;
     scope_.unbind(node.var);
@@ -173,7 +172,8 @@ std::vector<Footprint> footprintsOf(const std::vector<RangedLoad> &loads) {
     for (size_t d = 0; d < footprint->box.size(); ++d)
       footprint->box[d].unite(ranged.indices[d]);
     footprint->loads.push_back(ranged.load);
-    footprint->loadCount += ranged.count;
+    if (__builtin_add_overflow(footprint->loadCount, ranged.count, &footprint->loadCount))
+      footprint->loadCount = std::numeric_limits<int64_t>::max();
   }
   return footprints;
 }
@@ -204,6 +204,20 @@ protected:
 private:
   std::map<const Load *, Staged> staged_;
 };
+
+class LoopFinder : public IRVisitor {
+public:
+  bool found = false;
+
+protected:
+  void visitFor(const For &) override { found = true; }
+};
+
+bool hasLoop(const Stmt &stmt) {
+  LoopFinder finder;
+  finder.visit(stmt);
+  return finder.found;
+}
 
 // The staging of one kernel nest: walks the thread's body down to the loops
 // it stages, moving the guards above them down (see the file comment).
@@ -273,9 +287,11 @@ private:
       if (!body)
         return std::nullopt;
       // Threads out of the guard now bind it too: they must not evaluate
-      // what they did not (a load out of range).
-      Expr value =
-          guard ? std::make_shared<Select>(guard, let.value, zeroOf(let.value->type)) : let.value;
+      // what they did not (a load out of range). A uniform value is safe
+      // to evaluate and stays uniform (it may bound a loop with barriers).
+      Expr value = guard && !scope_.isUniform(let.value)
+                       ? std::make_shared<Select>(guard, let.value, zeroOf(let.value->type))
+                       : let.value;
       return std::make_shared<LetStmt>(let.var, value, *body);
     }
     case StmtNode::Kind::Allocate: {
@@ -355,11 +371,11 @@ private:
     for (Footprint &footprint : footprints) {
       std::optional<Footprint> all = unitedBox(footprint, iteration);
       std::optional<Footprint> oneThread = unitedBox(footprint, iterationOfOneThread);
-      if (!all || !oneThread || all->loadCount < kMinReuse * all->elements() ||
+      if (!all || !oneThread || all->loadCount / kMinReuse < all->elements() ||
           oneThread->elements() == all->elements())
         continue;
       int64_t footprintBytes = paddedBytes(footprint);
-      if (bytes + footprintBytes > kSharedBytesPerBlock)
+      if (footprintBytes > kSharedBytesPerBlock - bytes)
         return {};
       bytes += footprintBytes;
       chosen.push_back(std::move(footprint));
@@ -447,7 +463,8 @@ private:
   }
 
   // for stage: fill; barrier; the stage's iterations (a full stage runs a
-  // constant count, unrolled: shared loads at constant offsets); barrier.
+  // constant count, unrolled when its body is straight-line code: shared
+  // loads at constant offsets); barrier.
   Stmt stageInStages(const For &loop, std::vector<Footprint> footprints, int64_t length,
                      const Expr &value, const Expr &guard) {
     ScalarType type = loop.min->type;
@@ -466,9 +483,10 @@ private:
         rest,
         makeBinary(BinaryOpKind::Sub, loop.extent,
                    makeBinary(BinaryOpKind::Mul, makeVar(type, stage), lengthImm)),
-        std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
-                                     lanes(lengthImm, ForKind::Unrolled),
-                                     lanes(restVar, ForKind::Serial)));
+        std::make_shared<IfThenElse>(
+            makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
+            lanes(lengthImm, hasLoop(body) ? ForKind::Serial : ForKind::Unrolled),
+            lanes(restVar, ForKind::Serial)));
     stmts.push_back(std::make_shared<Barrier>());
     stmts.push_back(iterations);
     stmts.push_back(std::make_shared<Barrier>());
@@ -489,10 +507,8 @@ private:
     return extents;
   }
   static int64_t paddedBytes(const Footprint &footprint) {
-    int64_t bytes = scalarBytes(footprint.array->element);
-    for (int64_t extent : padded(footprint.extents()))
-      bytes *= extent;
-    return bytes;
+    return saturatingProduct(padded(footprint.extents()),
+                             static_cast<int64_t>(scalarSize(footprint.array->element)));
   }
 
   // The shared buffers of `footprints` (allocated around the thread loops):
