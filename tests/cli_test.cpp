@@ -230,6 +230,38 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
   }
 }
 
+TEST_CASE("pass parameters size the optimizations; bad names and values are refused") {
+  auto wide = runLoopc("explain samples/matmul.loop --after stage_shared --pass-param "
+                       "register_tile=8 --pass-param stage_length=16");
+  CHECK(wide.exitCode == 0);
+  CHECK(contains(wide.output, "register f32 acc.x7y7"));
+  CHECK(contains(wide.output, "shared f32 A.shared[64][17]"));
+  CHECK(contains(wide.output, "shared f32 B.shared[16][257]"));
+  CHECK(contains(wide.output, "for k.stage in [0, max((K + 15) / 16, 0)) {"));
+  // A budget too small for any box stages nothing.
+  auto tight =
+      runLoopc("explain samples/matmul.loop --after stage_shared --pass-param shared_kib=1");
+  CHECK(tight.exitCode == 0);
+  CHECK(!contains(tight.output, "shared f32"));
+  auto checked = runLoopc("run samples/matmul.loop --device cpu --set M=70 --set N=300 --set K=45 "
+                          "--check --pass-param register_tile=2");
+  CHECK(checked.exitCode == 0);
+  for (const char *parameter : {"register_tile=3", "register_tile=16", "stage_length=x",
+                                "shared_kib=49", "tile=4", "register_tile"}) {
+    CAPTURE(parameter);
+    for (const char *command : {"explain samples/matmul.loop", "compile samples/matmul.loop",
+                                "run samples/matmul.loop --device cpu --set M=2 --set N=2 --set "
+                                "K=2"}) {
+      CAPTURE(command);
+      auto refused = runLoopc(std::string(command) + " --pass-param " + parameter);
+      CHECK(refused.exitCode == 1);
+      CHECK(contains(refused.output, "pass parameter"));
+      CHECK(contains(refused.output, "register_tile (1 to 8, a power of two), stage_length (4 to "
+                                     "64), shared_kib (1 to 48)"));
+    }
+  }
+}
+
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);

@@ -131,6 +131,27 @@ TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shar
                              11);
 }
 
+TEST_CASE("other tile sizes, stage lengths and budgets agree") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  const char *parameterSets[][2] = {{"register_tile=8", "stage_length=16"},
+                                    {"register_tile=2", "stage_length=4"},
+                                    {"register_tile=1", "shared_kib=4"},
+                                    {"register_tile=8", "shared_kib=1"}};
+  for (const auto &parameters : parameterSets) {
+    CAPTURE(parameters[0]);
+    CAPTURE(parameters[1]);
+    passes::PassChoices choices;
+    for (const char *parameter : parameters)
+      REQUIRE(passes::setPassParameter(choices.parameters, parameter));
+    test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                               {{{"M", "65"}, {"N", "257"}, {"K", "37"}},
+                                {{"M", "64"}, {"N", "256"}, {"K", "64"}},
+                                {{"M", "3"}, {"N", "5"}, {"K", "3"}}},
+                               17, choices);
+  }
+}
+
 TEST_CASE("conv2d_5x5: the input window with its halo staged once; the weights are a broadcast") {
   auto loaded = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
   REQUIRE(loaded->program);

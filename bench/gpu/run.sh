@@ -53,7 +53,8 @@ fi
 #   [| further loopc options]
 # The peer names a family in report.py, which finds the peer's figure for the
 # case's sizes in the anchors' output. Cases with `--skip-pass` measure what
-# an optimization brings (the same case without it, in the same run). Full sizes: the anchors' sizes (2^28 =
+# an optimization brings (the same case without it, in the same run), cases
+# with `--pass-param` other sizes of one. Full sizes: the anchors' sizes (2^28 =
 # 268435456 elements, 1 GiB per f32 array; at most 3 GiB per case).
 cases=(
   "dot|dot|dot|N=268435456|N=100003|torch_dot"
@@ -70,10 +71,14 @@ cases=(
   "matmul|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm"
   "matmul, no register tiles|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--skip-pass tile_registers"
   "matmul, no shared staging|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--skip-pass stage_shared"
+  "matmul, 8 x 8 tiles, 16-k stages|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param register_tile=8 --pass-param stage_length=16"
+  "matmul, 8 x 8 tiles, 8-k stages|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param register_tile=8 --pass-param stage_length=8"
+  "matmul, 2 x 2 tiles|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param register_tile=2"
   "matmul|matmul|matmul|M=4096 N=4096 K=4096|M=97 N=97 K=97|cublas_sgemm,triton_sgemm"
   "conv2d_5x5|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1"
   "conv2d_5x5, no register tiles|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass tile_registers"
   "conv2d_5x5, no shared staging|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass stage_shared"
+  "conv2d_5x5, 2 x 2 tiles|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--pass-param register_tile=2"
   "conv2d_11x11|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1"
   "conv2d_11x11, no shared staging|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass stage_shared"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64"

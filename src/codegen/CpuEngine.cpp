@@ -16,18 +16,17 @@ struct CpuEngine::Compiled {
 
 namespace {
 
-passes::PipelineOptions pipelineFor(passes::PipelineTarget target,
-                                    std::set<std::string> skippedPasses) {
+passes::PipelineOptions pipelineFor(passes::PipelineTarget target, passes::PassChoices choices) {
   passes::PipelineOptions options;
   options.target = target;
-  options.skippedPasses = std::move(skippedPasses);
+  options.choices = std::move(choices);
   return options;
 }
 
 } // namespace
 
-CpuEngine::CpuEngine(passes::PipelineTarget pipeline, std::set<std::string> skippedPasses)
-    : cache_(pipelineFor(pipeline, std::move(skippedPasses))) {}
+CpuEngine::CpuEngine(passes::PipelineTarget pipeline, passes::PassChoices choices)
+    : cache_(pipelineFor(pipeline, std::move(choices))) {}
 CpuEngine::~CpuEngine() = default;
 
 Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kernel,

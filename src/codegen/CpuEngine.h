@@ -20,7 +20,7 @@ public:
   // The CPU pipeline's kernels by default; PipelineTarget::Gpu runs the
   // GPU's (the differential tests' check of the GPU-only passes).
   explicit CpuEngine(passes::PipelineTarget pipeline = passes::PipelineTarget::Cpu,
-                     std::set<std::string> skippedPasses = {});
+                     passes::PassChoices choices = {});
   ~CpuEngine() override;
   std::string name() const override {
     return cache_.target() == passes::PipelineTarget::Cpu ? "cpu" : "cpu (GPU kernels)";

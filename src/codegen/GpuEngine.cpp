@@ -688,17 +688,17 @@ std::string gpuFor(const loopc_device_info &info) {
 
 namespace {
 
-passes::PipelineOptions gpuPipeline(std::set<std::string> skippedPasses) {
+passes::PipelineOptions gpuPipeline(passes::PassChoices choices) {
   passes::PipelineOptions options;
   options.target = passes::PipelineTarget::Gpu;
-  options.skippedPasses = std::move(skippedPasses);
+  options.choices = std::move(choices);
   return options;
 }
 
 } // namespace
 
-GpuEngine::GpuEngine(std::unique_ptr<State> state, std::set<std::string> skippedPasses)
-    : state_(std::move(state)), cache_(gpuPipeline(std::move(skippedPasses))) {
+GpuEngine::GpuEngine(std::unique_ptr<State> state, passes::PassChoices choices)
+    : state_(std::move(state)), cache_(gpuPipeline(std::move(choices))) {
   auto info = state_->runtime.info();
   gpu_ = info ? gpuFor(*info) : kDefaultGpu;
 }
@@ -708,12 +708,12 @@ GpuEngine::~GpuEngine() {
   cache_.clear();
 }
 
-Expected<std::unique_ptr<Engine>> GpuEngine::create(std::set<std::string> skippedPasses) {
+Expected<std::unique_ptr<Engine>> GpuEngine::create(passes::PassChoices choices) {
   auto runtime = runtime::Runtime::open(runtime::DeviceKind::Cuda);
   if (!runtime)
     return makeError(runtime.error().message);
   return std::unique_ptr<Engine>(new GpuEngine(
-      std::make_unique<State>(State{std::move(*runtime), DevicePool{}}), std::move(skippedPasses)));
+      std::make_unique<State>(State{std::move(*runtime), DevicePool{}}), std::move(choices)));
 }
 
 Status GpuEngine::load(Compiled &entry, const KernelDecl &kernel) {

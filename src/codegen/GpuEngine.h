@@ -21,8 +21,9 @@ class GpuEngine final : public Engine {
 public:
   // Opens the first CUDA device; the error is the runtime's message ("no
   // CUDA driver ...") where there is none.
-  // `skippedPasses`: optimizations of the GPU pipeline to leave out.
-  static Expected<std::unique_ptr<Engine>> create(std::set<std::string> skippedPasses = {});
+  // `choices`: the optimizations of the GPU pipeline to leave out and their
+  // parameters.
+  static Expected<std::unique_ptr<Engine>> create(passes::PassChoices choices = {});
   ~GpuEngine() override;
 
   std::string name() const override { return "gpu"; }
@@ -36,7 +37,7 @@ public:
 private:
   struct State;
   struct Compiled;
-  GpuEngine(std::unique_ptr<State> state, std::set<std::string> skippedPasses);
+  GpuEngine(std::unique_ptr<State> state, passes::PassChoices choices);
   // Loads the PTX of `compiled.function`'s kernels.
   Status load(Compiled &compiled, const KernelDecl &kernel);
 

@@ -23,7 +23,7 @@ struct CompileOptions {
   std::string kernel;
   std::string emit = "llvm";
   std::string target; // empty: cpu for llvm, gpu for ptx and module
-  std::vector<std::string> skippedPasses;
+  PassChoiceOptions passes;
   std::string gpu = codegen::kDefaultGpu;
   std::string output;
   bool noOptimize = false;
@@ -84,9 +84,14 @@ int runCompile(const CompileOptions &options) {
     session->report(kernel.error());
     return 1;
   }
+  auto choices = options.passes.toChoices();
+  if (!choices) {
+    session->report(choices.error());
+    return 1;
+  }
   passes::PipelineOptions pipeline;
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
-  pipeline.skippedPasses = {options.skippedPasses.begin(), options.skippedPasses.end()};
+  pipeline.choices = std::move(*choices);
   Expected<ir::Function> function =
       passes::runPipeline(ir::lowerKernel(*session->program, **kernel), pipeline);
   if (!function) {
@@ -129,7 +134,7 @@ void addCompileCommand(CLI::App &app) {
                    "cpu or gpu (default: cpu for --emit llvm, gpu for ptx and module)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
   command->add_option("--gpu", options->gpu, "The GPU architecture (default: sm_80)");
-  addSkipPassOption(*command, options->skippedPasses);
+  options->passes.addTo(*command);
   command->add_option("-o,--output", options->output, "Output file (default: stdout)");
   command->add_flag("--no-opt", options->noOptimize, "Emit the LLVM IR before optimization");
   command->add_flag("--verbose", options->verbose,

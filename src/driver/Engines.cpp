@@ -11,15 +11,15 @@ namespace loopc::driver {
 
 namespace {
 
-Expected<std::unique_ptr<Engine>> createGpu(const std::set<std::string> &skippedPasses) {
-  return codegen::GpuEngine::create(skippedPasses);
+Expected<std::unique_ptr<Engine>> createGpu(const passes::PassChoices &choices) {
+  return codegen::GpuEngine::create(choices);
 }
 
-Expected<std::unique_ptr<Engine>> createCpu(const std::set<std::string> &skippedPasses) {
-  return std::make_unique<codegen::CpuEngine>(passes::PipelineTarget::Cpu, skippedPasses);
+Expected<std::unique_ptr<Engine>> createCpu(const passes::PassChoices &choices) {
+  return std::make_unique<codegen::CpuEngine>(passes::PipelineTarget::Cpu, choices);
 }
 
-Expected<std::unique_ptr<Engine>> createInterpreter(const std::set<std::string> &) {
+Expected<std::unique_ptr<Engine>> createInterpreter(const passes::PassChoices &) {
   return std::make_unique<Interpreter>();
 }
 
@@ -47,11 +47,11 @@ std::span<const EngineEntry> registeredEngines() { return kEngines; }
 std::span<const char *const> knownDevices() { return kKnownDevices; }
 
 Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
-                                               const std::set<std::string> &skippedPasses) {
+                                               const passes::PassChoices &choices) {
   for (const EngineEntry &entry : kEngines) {
     if (device != entry.device)
       continue;
-    auto engine = entry.create(skippedPasses);
+    auto engine = entry.create(choices);
     if (!engine)
       return makeError("device '" + device + "' is not available: " + engine.error().message);
     return engine;
@@ -66,10 +66,10 @@ Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
   return makeError("unknown device '" + device + "' (choose from " + names + ")");
 }
 
-Expected<std::unique_ptr<Engine>> createDefaultEngine(const std::set<std::string> &skippedPasses) {
+Expected<std::unique_ptr<Engine>> createDefaultEngine(const passes::PassChoices &choices) {
   std::string reasons;
   for (const EngineEntry &entry : kEngines) {
-    auto engine = entry.create(skippedPasses);
+    auto engine = entry.create(choices);
     if (engine)
       return engine;
     reasons +=

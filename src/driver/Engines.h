@@ -5,6 +5,7 @@
 #pragma once
 
 #include "engine/Engine.h"
+#include "passes/Pipeline.h"
 
 #include <memory>
 #include <set>
@@ -13,11 +14,10 @@
 
 namespace loopc::driver {
 
-// Creates an engine whose compiler leaves out `skippedPasses` (engines that
-// compile nothing ignore them), or explains why this machine cannot have one
-// (no GPU).
-using EngineFactory =
-    Expected<std::unique_ptr<Engine>> (*)(const std::set<std::string> &skippedPasses);
+// Creates an engine whose compiler follows `choices` (optimizations left out,
+// their parameters; engines that compile nothing ignore them), or explains
+// why this machine cannot have one (no GPU).
+using EngineFactory = Expected<std::unique_ptr<Engine>> (*)(const passes::PassChoices &choices);
 
 struct EngineEntry {
   const char *device;
@@ -35,10 +35,9 @@ std::span<const char *const> knownDevices();
 // The engine for `device`: an error for an unknown name, an engine missing
 // from this build, or a device this machine lacks.
 Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
-                                               const std::set<std::string> &skippedPasses = {});
+                                               const passes::PassChoices &choices = {});
 
 // The best engine that works here (gpu, then cpu, then interp).
-Expected<std::unique_ptr<Engine>>
-createDefaultEngine(const std::set<std::string> &skippedPasses = {});
+Expected<std::unique_ptr<Engine>> createDefaultEngine(const passes::PassChoices &choices = {});
 
 } // namespace loopc::driver

@@ -20,7 +20,7 @@ struct ExplainOptions {
   std::string kernel;
   std::string after;
   std::string target = "gpu";
-  std::vector<std::string> skippedPasses;
+  PassChoiceOptions passes;
 };
 
 int runExplain(const ExplainOptions &options) {
@@ -32,9 +32,14 @@ int runExplain(const ExplainOptions &options) {
     session->report(kernel.error());
     return 1;
   }
+  auto choices = options.passes.toChoices();
+  if (!choices) {
+    session->report(choices.error());
+    return 1;
+  }
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
-  pipeline.skippedPasses = {options.skippedPasses.begin(), options.skippedPasses.end()};
+  pipeline.choices = std::move(*choices);
   if (auto explained =
           explainKernel(std::cout, *session->program, **kernel, options.after, pipeline);
       !explained) {
@@ -85,7 +90,7 @@ void addExplainCommand(CLI::App &app) {
       ->add_option("--target", options->target,
                    "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
-  addSkipPassOption(*command, options->skippedPasses);
+  options->passes.addTo(*command);
   command->callback([options] {
     if (int exitCode = runExplain(*options))
       throw CLI::RuntimeError(exitCode);

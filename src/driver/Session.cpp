@@ -92,18 +92,30 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
   command.add_option("--kernel", kernel,
                      "The kernel to " + verb + " (default: the last kernel of FILE)");
   command.add_option("--device", device, "interp, cpu or gpu (default: the best one available)");
-  addSkipPassOption(command, skippedPasses);
+  passes.addTo(command);
   arguments.addTo(command);
 }
 
-void addSkipPassOption(CLI::App &command, std::vector<std::string> &skippedPasses) {
+void PassChoiceOptions::addTo(CLI::App &command) {
   command.add_option("--skip-pass", skippedPasses,
                      "Leave this optimization pass out (repeatable), to measure what it brings");
+  command.add_option("--pass-param", parameters,
+                     "NAME=VALUE: size an optimization otherwise (repeatable): register_tile, "
+                     "stage_length, shared_kib (docs/architecture.md)");
+}
+
+Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
+  passes::PassChoices choices;
+  choices.skipped = {skippedPasses.begin(), skippedPasses.end()};
+  for (const std::string &parameter : parameters)
+    if (Status set = passes::setPassParameter(choices.parameters, parameter); !set)
+      return std::unexpected(set.error());
+  return choices;
 }
 
 Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
                                      const std::string &device, const ArgumentOptions &arguments,
-                                     const std::vector<std::string> &skippedPasses) {
+                                     const passes::PassChoices &choices) {
   KernelRun run;
   auto selected = selectKernel(program, kernel);
   if (!selected)
@@ -116,8 +128,7 @@ Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &
   if (!args)
     return std::unexpected(args.error());
   run.args = std::move(*args);
-  std::set<std::string> skipped(skippedPasses.begin(), skippedPasses.end());
-  auto engine = device.empty() ? createDefaultEngine(skipped) : createEngine(device, skipped);
+  auto engine = device.empty() ? createDefaultEngine(choices) : createEngine(device, choices);
   if (!engine)
     return std::unexpected(engine.error());
   run.engine = std::move(*engine);
@@ -129,8 +140,13 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   run.session = openSession(options.file);
   if (!run.session)
     return std::nullopt;
+  auto choices = options.passes.toChoices();
+  if (!choices) {
+    run.session->report(choices.error());
+    return std::nullopt;
+  }
   auto prepared = prepareKernelRun(*run.session->program, options.kernel, options.device,
-                                   options.arguments, options.skippedPasses);
+                                   options.arguments, *choices);
   if (!prepared) {
     run.session->report(prepared.error());
     return std::nullopt;

@@ -7,6 +7,7 @@
 #include "engine/Bindings.h"
 #include "engine/Engine.h"
 #include "frontend/Ast.h"
+#include "passes/Pipeline.h"
 #include "support/Diagnostics.h"
 #include "support/Error.h"
 
@@ -54,6 +55,18 @@ struct ArgumentOptions {
   Expected<ArgumentRequest> toRequest() const;
 };
 
+// The command-line choices about the optimization passes, on every command
+// that compiles: `--skip-pass PASS` and `--pass-param NAME=VALUE`, both
+// repeatable.
+struct PassChoiceOptions {
+  std::vector<std::string> skippedPasses;
+  std::vector<std::string> parameters;
+
+  void addTo(CLI::App &command);
+  // Checks the parameters (the skipped passes are checked by the pipeline).
+  Expected<passes::PassChoices> toChoices() const;
+};
+
 // What names a kernel run on the command line: the file, the kernel, the
 // device and the inputs. Shared by `run` and `bench`.
 struct RunTargetOptions {
@@ -61,9 +74,9 @@ struct RunTargetOptions {
   std::string kernel;
   std::string device;
   ArgumentOptions arguments;
-  std::vector<std::string> skippedPasses; // --skip-pass, repeatable
+  PassChoiceOptions passes;
 
-  // Adds FILE, --kernel, --device, --skip-pass and the argument options;
+  // Adds FILE, --kernel, --device, the pass choices and the argument options;
   // `verb` says what the subcommand does with the kernel ("run", "time").
   void addTo(CLI::App &command, const std::string &verb);
 };
@@ -91,10 +104,7 @@ struct KernelRun {
 };
 Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
                                      const std::string &device, const ArgumentOptions &arguments,
-                                     const std::vector<std::string> &skippedPasses = {});
-
-// Adds the repeatable `--skip-pass PASS` option, filling `skippedPasses`.
-void addSkipPassOption(CLI::App &command, std::vector<std::string> &skippedPasses);
+                                     const passes::PassChoices &choices = {});
 
 // Splits "NAME=VALUE"; `option` names the flag in the error message.
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "passes/Pipeline.h"
 
 namespace loopc::passes {
 
@@ -22,11 +23,11 @@ ir::Function lowerReductions(ir::Function function);
 
 // Threads of a mapped nest compute a small tile of points each, the copies
 // of the body jammed so loads are shared in registers (tile_registers.cpp).
-ir::Function tileRegisters(ir::Function function);
+ir::Function tileRegisters(ir::Function function, const PassParameters &parameters = {});
 
 // Arrays the threads of a block read in common inside a loop are copied to
 // shared memory by the whole block, a stage at a time (stage_shared.cpp).
-ir::Function stageShared(ir::Function function);
+ir::Function stageShared(ir::Function function, const PassParameters &parameters = {});
 
 // Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
 ir::Function extractKernels(ir::Function function);

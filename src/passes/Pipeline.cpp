@@ -7,12 +7,13 @@
 #include "passes/Passes.h"
 
 #include <algorithm>
+#include <charconv>
 
 namespace loopc::passes {
 
 namespace {
 
-using Pass = ir::Function (*)(ir::Function);
+using Pass = std::function<ir::Function(ir::Function)>;
 
 // Runs passes one after the other on one Function, verifying and logging the
 // IR after each; after the first invalid IR the remaining passes are skipped.
@@ -22,7 +23,7 @@ public:
       : function_(std::move(function)), options_(options) {}
 
   // Runs `pass`, named `name`, on the Function.
-  void run(const std::string &name, Pass pass) {
+  void run(const std::string &name, const Pass &pass) {
     if (status_) {
       function_ = pass(std::move(function_));
       check(name);
@@ -32,9 +33,9 @@ public:
   // Runs `pass`, an optimization the program's meaning does not depend on,
   // when the pipeline's target is one of `targets` and the options do not
   // skip it.
-  void optimize(const std::string &name, Pass pass, std::set<PipelineTarget> targets) {
+  void optimize(const std::string &name, const Pass &pass, std::set<PipelineTarget> targets) {
     optimizations_.push_back(name);
-    if (targets.contains(options_.target) && !options_.skippedPasses.contains(name))
+    if (targets.contains(options_.target) && !options_.choices.skipped.contains(name))
       run(name, pass);
   }
 
@@ -57,7 +58,7 @@ public:
   Expected<ir::Function> result() && {
     if (!status_)
       return std::unexpected(status_.error());
-    for (const std::string &skipped : options_.skippedPasses)
+    for (const std::string &skipped : options_.choices.skipped)
       if (std::ranges::find(optimizations_, skipped) == optimizations_.end()) {
         std::string optional;
         for (const std::string &name : optimizations_)
@@ -76,17 +77,63 @@ private:
   std::vector<std::string> optimizations_; // the passes that may be skipped, any target
 };
 
+// One parameter of PassParameters, settable by name.
+struct ParameterSpec {
+  const char *name;
+  int64_t PassParameters::*field;
+  int64_t min, max;
+  bool powerOfTwo;
+};
+
+constexpr ParameterSpec kParameters[] = {
+    {"register_tile", &PassParameters::registerTile, 1, 8, true},
+    {"stage_length", &PassParameters::stageLength, 4, 64, false},
+    {"shared_kib", &PassParameters::sharedKiB, 1, 48, false},
+};
+
 } // namespace
 
+Status setPassParameter(PassParameters &parameters, const std::string &assignment) {
+  std::string known;
+  for (const ParameterSpec &spec : kParameters)
+    known += (known.empty() ? "" : ", ") + std::string(spec.name) + " (" +
+             std::to_string(spec.min) + " to " + std::to_string(spec.max) +
+             (spec.powerOfTwo ? ", a power of two)" : ")");
+  size_t equals = assignment.find('=');
+  std::string name = assignment.substr(0, equals);
+  const ParameterSpec *spec = nullptr;
+  for (const ParameterSpec &candidate : kParameters)
+    if (name == candidate.name)
+      spec = &candidate;
+  if (!spec || equals == std::string::npos)
+    return makeError("bad pass parameter '" + assignment +
+                     "': expected NAME=VALUE with NAME one of " + known);
+  std::string text = assignment.substr(equals + 1);
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  bool valid = error == std::errc() && end == text.data() + text.size() && value >= spec->min &&
+               value <= spec->max && (!spec->powerOfTwo || (value & (value - 1)) == 0);
+  if (!valid)
+    return makeError("bad value for pass parameter " + name + ": '" + text +
+                     "'; the parameters are " + known);
+  parameters.*spec->field = value;
+  return {};
+}
+
 Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
+  const PassParameters &parameters = options.choices.parameters;
   PassRunner passes(std::move(function), options);
   passes.check("lower"); // the input, as ir::lowerKernel made it
   passes.run("simplify", simplify);
   passes.optimize("map_rows_to_blocks", mapRowsToBlocks, {PipelineTarget::Gpu});
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
-  passes.optimize("tile_registers", tileRegisters, {PipelineTarget::Gpu});
-  passes.optimize("stage_shared", stageShared, {PipelineTarget::Gpu});
+  passes.optimize("tile_registers",
+                  [&](ir::Function f) { return tileRegisters(std::move(f), parameters); },
+                  {PipelineTarget::Gpu});
+  passes.optimize("stage_shared",
+                  [&](ir::Function f) { return stageShared(std::move(f), parameters); },
+                  {PipelineTarget::Gpu});
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

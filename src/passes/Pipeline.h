@@ -23,13 +23,39 @@ namespace loopc::passes {
 // tile_registers out; the CPU needs tiles of its own (vector registers).
 enum class PipelineTarget { Gpu, Cpu };
 
-struct PipelineOptions {
-  PipelineTarget target = PipelineTarget::Gpu;
+// The numbers the optimization passes size their work by. Each has a
+// default; `--pass-param NAME=VALUE` sets it, so a benchmark can measure
+// other choices in the same run (and a tuner can search them).
+struct PassParameters {
+  // register_tile (tile_registers): copies of a thread's work per coarsened
+  // dimension, 1, 2, 4 or 8; at most its square per thread.
+  int64_t registerTile = 4;
+  // stage_length (stage_shared): iterations of the longest stage of a loop
+  // staged in parts, 4 to 64; shorter ones (halves, down to 8) are tried
+  // when its boxes do not fit.
+  int64_t stageLength = 32;
+  // shared_kib (stage_shared): KiB of shared memory a block may stage
+  // into, 1 to 48 (the most a block may declare statically).
+  int64_t sharedKiB = 24;
+};
+
+// What the user chose about the optimizations.
+struct PassChoices {
   // Optimizations to leave out (`--skip-pass`), so a benchmark can measure
   // what each brings. Naming a pass that is not an optimization is an error
   // listing those that are; one the target's pipeline does not run is
   // skipped already.
-  std::set<std::string> skippedPasses;
+  std::set<std::string> skipped;
+  PassParameters parameters;
+};
+
+// Sets the parameter `NAME=VALUE` names; an error names the parameters and
+// their ranges when the name or the value is not one of them.
+Status setPassParameter(PassParameters &parameters, const std::string &assignment);
+
+struct PipelineOptions {
+  PipelineTarget target = PipelineTarget::Gpu;
+  PassChoices choices;
   // Called after every pass with its name and the Function it produced
   // (`loopc explain` prints it); may be empty.
   std::function<void(const std::string &pass, const ir::Function &)> afterPass;

@@ -22,8 +22,11 @@ using ir::Stmt;
 namespace {
 
 // A kernel whose threads keep this many values in registers (a register
-// tile's accumulators) asks ptxas for the occupancy kMinThreadsPerSM.
+// tile's accumulators) asks ptxas for the occupancy kMinThreadsPerSM, and
+// one keeping kVeryManyRegisterValues (an 8 x 8 tile) for one block of
+// threads per SM, where each may use up to 255 registers.
 const int64_t kManyRegisterValues = 8;
+const int64_t kVeryManyRegisterValues = 32;
 const int64_t kMinThreadsPerSM = 512;
 
 // What a GPU nest uses from outside itself, in order of first use.
@@ -163,8 +166,11 @@ protected:
     // the independent work of a tile) lets it use up to 128 registers. Other
     // kernels keep ptxas's choice: given the room, it spent registers on a
     // memory-bound reduction (31 -> 56) that occupancy needs more.
-    if (threads > 0 && uses.registerValues >= kManyRegisterValues)
-      kernel.minBlocksPerSM = static_cast<int>(std::max<int64_t>(1, kMinThreadsPerSM / threads));
+    if (threads > 0 && uses.registerValues >= kManyRegisterValues) {
+      int64_t threadsPerSM =
+          uses.registerValues >= kVeryManyRegisterValues ? threads : kMinThreadsPerSM;
+      kernel.minBlocksPerSM = static_cast<int>(std::max<int64_t>(1, threadsPerSM / threads));
+    }
     function_.kernels.push_back(std::move(kernel));
     return std::make_shared<Launch>(function_.kernels.back().name, std::move(grid),
                                     std::move(block), std::move(bufferArgs), std::move(scalarArgs),

@@ -14,9 +14,12 @@
 // thread, read once per thread, is left to the cache). A loop of constant
 // trip count whose boxes fit is staged whole (a convolution's filter rows);
 // another one, if no loop of the thread's body encloses it, is cut into
-// stages of 32, 16 or 8 iterations, each loading its boxes before it runs
-// (matmul's k). The outermost loop that stages anything wins; shared memory
-// is budgeted per block.
+// stages of 32 iterations (PassParameters::stageLength; 16 or 8 when the
+// boxes do not fit), each loading its boxes before it runs (matmul's k). The
+// outermost loop that stages anything wins. A block stages into 24 KiB
+// (PassParameters::sharedKiB): under the 48 KiB a block may declare
+// statically, and small enough that several blocks stay resident on an SM
+// (228 KiB on an H100, 164 KiB on an A100).
 //
 // The shape of the code: every thread of a block must reach the barriers, so
 // the guards above the loop (map_to_gpu's bounds check, tile_registers' first
@@ -49,12 +52,6 @@ using ir::Stmt;
 
 namespace {
 
-// Shared memory one block may use for staging: under the 48 KiB a block may
-// declare statically, and small enough that several blocks stay resident on
-// an SM (228 KiB on an H100, 164 KiB on an A100).
-const int64_t kSharedBytesPerBlock = 24 * 1024;
-// Iterations per stage of a loop cut into stages, longest first.
-const int64_t kStageLengths[] = {32, 16, 8};
 // Loads per element of a box in one iteration of the loop, at least.
 const int64_t kMinReuse = 2;
 // Longer constant loops span more than any box could hold.
@@ -224,8 +221,8 @@ bool hasLoop(const Stmt &stmt) {
 class NestStager {
 public:
   NestStager(const std::vector<const For *> &threads, const std::set<const BufferInfo *> &written,
-             std::set<std::string> &sharedNames)
-      : written_(written), sharedNames_(sharedNames) {
+             const PassParameters &parameters, std::set<std::string> &sharedNames)
+      : written_(written), parameters_(parameters), sharedNames_(sharedNames) {
     for (const For *thread : threads) {
       int64_t extent = thread->extent->as<IntImm>()->value;
       IndexRange range;
@@ -375,7 +372,7 @@ private:
           oneThread->elements() == all->elements())
         continue;
       int64_t footprintBytes = paddedBytes(footprint);
-      if (footprintBytes > kSharedBytesPerBlock - bytes)
+      if (footprintBytes > parameters_.sharedKiB * 1024 - bytes)
         return {};
       bytes += footprintBytes;
       chosen.push_back(std::move(footprint));
@@ -425,7 +422,9 @@ private:
     // rows) and its stages would fetch mostly what it does not read.
     if (inLoop)
       return std::nullopt;
-    for (int64_t length : kStageLengths) {
+    // The parameter's length first, then halves of it down to 8.
+    for (int64_t length = parameters_.stageLength;
+         length >= std::min<int64_t>(8, parameters_.stageLength); length /= 2) {
       if (const auto *trips = loop.extent->as<IntImm>(); trips && trips->value <= length)
         continue;
       ScalarType type = loop.min->type;
@@ -586,6 +585,7 @@ private:
 
   RangeScope scope_;
   const std::set<const BufferInfo *> &written_;
+  const PassParameters &parameters_;
   std::set<std::string> &sharedNames_;
   std::map<std::string, IndexRange> threadRanges_;
   const For *threadsByDim_[3] = {nullptr, nullptr, nullptr};
@@ -607,6 +607,9 @@ protected:
 };
 
 class SharedStager : public IRMutator {
+public:
+  explicit SharedStager(const PassParameters &parameters) : parameters_(parameters) {}
+
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::GpuBlock)
@@ -635,7 +638,7 @@ private:
       return nest;
     BuffersWritten stores;
     stores.visit(nest);
-    NestStager stager(threads, stores.written, sharedNames_);
+    NestStager stager(threads, stores.written, parameters_, sharedNames_);
     std::optional<Stmt> staged = stager.stage(inner);
     if (!staged)
       return nest;
@@ -651,13 +654,14 @@ private:
     return body;
   }
 
+  const PassParameters &parameters_;
   std::set<std::string> sharedNames_;
 };
 
 } // namespace
 
-Function stageShared(Function function) {
-  function.body = SharedStager().mutate(function.body);
+Function stageShared(Function function, const PassParameters &parameters) {
+  function.body = SharedStager(parameters).mutate(function.body);
   return function;
 }
 

@@ -50,8 +50,6 @@ using ir::Stmt;
 
 namespace {
 
-const int64_t kFactor = 4;           // copies along one dimension
-const int64_t kMaxCopies = 16;       // per thread, so the accumulators fit in registers
 const size_t kMaxJammedNodes = 8000; // IR nodes of the jammed body (code size)
 const int kWarpWideLoad = 4;         // the reuse weight of a load that differs across a warp
 
@@ -409,6 +407,11 @@ private:
 };
 
 class RegisterTiler : public IRMutator {
+public:
+  // `factor` copies along one dimension (PassParameters::registerTile), at
+  // most its square per thread, so the accumulators fit in registers.
+  explicit RegisterTiler(int64_t factor) : factor_(factor) {}
+
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::GpuBlock)
@@ -556,7 +559,7 @@ private:
 
   // Factors for the dimensions with reuse, most reuse first (x on a tie),
   // within the register and code-size budgets. False when none pays.
-  static bool chooseFactors(const Stmt &body, std::vector<MappedDim> &dims) {
+  bool chooseFactors(const Stmt &body, std::vector<MappedDim> &dims) const {
     std::vector<MappedDim *> byReuse;
     for (MappedDim &dim : dims)
       if (dim.reuse > 0)
@@ -566,9 +569,9 @@ private:
     });
     int64_t copies = 1;
     for (MappedDim *dim : byReuse)
-      if (copies * kFactor <= kMaxCopies) {
-        dim->factor = kFactor;
-        copies *= kFactor;
+      if (copies * factor_ <= factor_ * factor_) {
+        dim->factor = factor_;
+        copies *= factor_;
       }
     NodeCounter counter;
     counter.visit(body);
@@ -585,12 +588,14 @@ private:
     }
     return copies > 1;
   }
+
+  const int64_t factor_;
 };
 
 } // namespace
 
-Function tileRegisters(Function function) {
-  function.body = RegisterTiler().mutate(function.body);
+Function tileRegisters(Function function, const PassParameters &parameters) {
+  function.body = RegisterTiler(parameters.registerTile).mutate(function.body);
   return function;
 }
 

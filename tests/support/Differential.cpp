@@ -67,11 +67,11 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
 
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
                           const std::vector<std::map<std::string, std::string>> &assignments,
-                          uint64_t seed) {
+                          uint64_t seed, const passes::PassChoices &choices) {
   const KernelDecl *kernel = program.findKernel(kernelName);
   REQUIRE_MESSAGE(kernel, "no kernel " << kernelName);
   Interpreter interpreter;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, choices);
   Engine *engines[] = {&interpreter, &gpuKernels};
   for (const auto &values : assignments) {
     ArgumentRequest request;

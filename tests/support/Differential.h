@@ -6,6 +6,7 @@
 #include "engine/Bindings.h"
 #include "engine/Compare.h"
 #include "engine/Engine.h"
+#include "passes/Pipeline.h"
 
 #include <cstdint>
 #include <map>
@@ -35,11 +36,12 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
                                     std::span<Engine *const> engines);
 
 // Runs `kernelName` on the interpreter and on the CPU JIT compiling the GPU
-// pipeline's kernels (the GPU-only passes' check without a GPU) at every
-// assignment of sizes, with inputs from `seed`; fails the current test on a
-// disagreement or an assignment the interpreter cannot run.
+// pipeline's kernels (the GPU-only passes' check without a GPU, sized by
+// `choices`) at every assignment of sizes, with inputs from `seed`; fails
+// the current test on a disagreement or an assignment the interpreter
+// cannot run.
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
                           const std::vector<std::map<std::string, std::string>> &assignments,
-                          uint64_t seed);
+                          uint64_t seed, const passes::PassChoices &choices = {});
 
 } // namespace loopc::test
