@@ -173,13 +173,34 @@ TEST_CASE("conv2d_5x5: the input window with its halo staged once; the weights a
                              11);
 }
 
+TEST_CASE("transpose: the warps' column reads staged row by row, read back down the columns") {
+  auto loaded = test::loadFile(test::sourcePath("samples/transpose.loop"));
+  REQUIRE(loaded->program);
+  const std::string staged = printedAfterEachPass(*loaded->program, "transpose").at("stage_shared");
+  // 32 rows of A (the warp's j) by 8 columns (the block's i), 32 bytes a
+  // row; the column read at stride 9 hits 32 banks.
+  CHECK(contains(staged, "shared f32 A.shared[32][9]"));
+  CHECK(contains(staged, "A[j.block * 32 + A.shared.element / 8][i.block * 8 + "
+                         "A.shared.element % 8]"));
+  CHECK(contains(staged, "B[i][j] = A.shared[j - j.block * 32][i - i.block * 8]"));
+  CHECK(occurrences(staged, "barrier") == 1);
+  test::checkGpuKernelsOnCpu(*loaded->program, "transpose",
+                             {{{"M", "1"}, {"N", "1"}},
+                              {{"M", "32"}, {"N", "8"}},
+                              {{"M", "33"}, {"N", "9"}},
+                              {{"M", "300"}, {"N", "7"}},
+                              {{"M", "5"}, {"N", "301"}}},
+                             19);
+}
+
 TEST_CASE("nests without reuse across threads in a loop, or organised by block, are left alone") {
-  // transpose and jacobi2d have no loop; mv and softmax are a block per row
-  // already; nbody reads every body alike in all threads (a broadcast);
-  // cnn_conv's windows are loops of symbolic length inside the channel loop.
+  // jacobi2d has no loop and reads along its rows; reverse reads a vector;
+  // mv and softmax are a block per row already; nbody reads every body
+  // alike in all threads (a broadcast); cnn_conv's windows are loops of
+  // symbolic length inside the channel loop.
   const std::pair<const char *, const char *> samples[] = {
-      {"transpose", "transpose"}, {"jacobi2d", "jacobi2d"}, {"mv", "mv"},
-      {"softmax", "softmax"},     {"nbody", "nbody"},       {"cnn_conv", "cnn_conv_same"}};
+      {"jacobi2d", "jacobi2d"}, {"reverse", "reverse"}, {"mv", "mv"},
+      {"softmax", "softmax"},   {"nbody", "nbody"},     {"cnn_conv", "cnn_conv_same"}};
   for (auto [sample, kernel] : samples) {
     CAPTURE(sample);
     auto loaded = test::loadFile(test::sourcePath(std::string("samples/") + sample + ".loop"));

@@ -61,6 +61,7 @@ cases=(
   "sum_and_max|sum_max|sum_and_max|N=268435456|N=100003|torch_sum_amax"
   "reverse|reverse|reverse|N=268435456|N=100003|torch_flip"
   "transpose|transpose|transpose|M=8192 N=8192|M=301 N=257|torch_transpose"
+  "transpose, no shared staging|transpose|transpose|M=8192 N=8192|M=301 N=257|torch_transpose|--skip-pass stage_shared"
   "mv|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv"
   "mv, thread per row|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv|--skip-pass map_rows_to_blocks"
   "mv_transposed|mv_transposed|mv_transposed|M=16384 N=16384|M=301 N=257|cublas_tmv"

@@ -21,6 +21,12 @@
 // statically, and small enough that several blocks stay resident on an SM
 // (228 KiB on an H100, 164 KiB on an A100).
 //
+// With no loop to stage, a loop-free body whose warps read down a column of
+// an array (a transpose: consecutive threads along x, consecutive rows) has
+// the box of those reads staged before it, when its rows fill a 32-byte
+// sector: global reads then go row by row, and the column reads hit shared
+// memory, which does not need them coalesced.
+//
 // The shape of the code: every thread of a block must reach the barriers, so
 // the guards above the loop (map_to_gpu's bounds check, tile_registers' first
 // copy) move down to the statements around it and into each stage; a thread
@@ -245,8 +251,13 @@ public:
       }
   }
 
-  // The thread's body with its loops staged, or nothing when none is.
-  std::optional<Stmt> stage(const Stmt &body) { return stagePath(body, nullptr, false); }
+  // The thread's body with its loops staged; with none to stage, with the
+  // boxes its warps read down columns staged; nothing when neither is.
+  std::optional<Stmt> stage(const Stmt &body) {
+    if (std::optional<Stmt> staged = stagePath(body, nullptr, false))
+      return staged;
+    return stageColumnReads(body);
+  }
   const std::vector<Buffer> &sharedBuffers() const { return sharedBuffers_; }
 
 private:
@@ -352,15 +363,13 @@ private:
   // box the same for all threads, a filter's weights, is a broadcast the
   // load unit already serves once per warp).
   std::vector<Footprint> stageable(const For &loop, int64_t iterations) {
-    LoadRanges ranged(scope_, written_, threadCount_ * iterations);
-    ranged.visit(loop.body);
-    std::vector<Footprint> footprints = footprintsOf(ranged.loads);
+    std::vector<Footprint> footprints = footprintsOf(loadsOf(loop.body, threadCount_ * iterations));
     // One iteration: the loop variable a uniform term.
     scope_.unbind(loop.var);
-    std::map<const Load *, RangedLoad> iteration = loadsOf(loop);
+    std::map<const Load *, RangedLoad> iteration = loadsByNode(loop.body);
     for (const auto &[var, range] : threadRanges_)
       scope_.bindRange(var, IndexRange{});
-    std::map<const Load *, RangedLoad> iterationOfOneThread = loadsOf(loop);
+    std::map<const Load *, RangedLoad> iterationOfOneThread = loadsByNode(loop.body);
     for (const auto &[var, range] : threadRanges_)
       scope_.bindRange(var, range);
     std::vector<Footprint> chosen;
@@ -380,9 +389,57 @@ private:
     return chosen;
   }
 
-  std::map<const Load *, RangedLoad> loadsOf(const For &loop) {
+  // A transpose: the threads of a warp, consecutive along x, read down a
+  // column of an array (A[j][i] with j along x), 4 bytes from each of 32
+  // rows. Copied into shared memory first, a row of the box at a time by
+  // consecutive threads, the reads become shared-memory reads, which need
+  // no coalescing (and the odd padding keeps a column free of bank
+  // conflicts). Only boxes whose rows fill a 32-byte sector are worth it.
+  std::optional<Stmt> stageColumnReads(const Stmt &body) {
+    const For *x = threadsByDim_[0];
+    if (!x)
+      return std::nullopt;
+    std::vector<Footprint> footprints = footprintsOf(loadsOf(body, threadCount_));
+    scope_.bindRange(x->var, IndexRange{});
+    std::map<const Load *, RangedLoad> oneColumn = loadsByNode(body);
+    scope_.bindRange(x->var, threadRanges_.at(x->var));
+    std::vector<Footprint> chosen;
+    int64_t bytes = sharedBytes_;
+    for (Footprint &footprint : footprints) {
+      std::optional<Footprint> column = unitedBox(footprint, oneColumn);
+      std::vector<int64_t> extents = footprint.extents();
+      if (!column || extents.size() < 2 ||
+          extents.back() * static_cast<int64_t>(scalarSize(footprint.array->element)) < 32)
+        continue;
+      // Along x the rows change and the columns do not.
+      std::vector<int64_t> columnExtents = column->extents();
+      if (columnExtents.back() != extents.back() || std::ranges::equal(columnExtents, extents))
+        continue;
+      int64_t footprintBytes = paddedBytes(footprint);
+      if (footprintBytes > parameters_.sharedKiB * 1024 - bytes)
+        continue;
+      bytes += footprintBytes;
+      chosen.push_back(std::move(footprint));
+    }
+    if (chosen.empty())
+      return std::nullopt;
+    auto [loads, stmts] = allocateShared(chosen);
+    stmts.push_back(std::make_shared<Barrier>());
+    stmts.push_back(loads.mutate(body));
+    return makeBlock(std::move(stmts));
+  }
+
+  // The loads of `region` with ranges, each made `count` times.
+  std::vector<RangedLoad> loadsOf(const Stmt &region, int64_t count) {
+    LoadRanges ranged(scope_, written_, count);
+    ranged.visit(region);
+    return std::move(ranged.loads);
+  }
+
+  // The loads of `region` with ranges, each counted once per thread.
+  std::map<const Load *, RangedLoad> loadsByNode(const Stmt &region) {
     LoadRanges ranged(scope_, written_, threadCount_);
-    ranged.visit(loop.body);
+    ranged.visit(region);
     std::map<const Load *, RangedLoad> loads;
     for (RangedLoad &load : ranged.loads)
       loads.emplace(load.load, std::move(load));
