@@ -18,20 +18,11 @@ using loopc::test::contains;
 
 namespace {
 
-// The IR after map_rows_to_blocks and after the pass before it.
+// The IR before map_rows_to_blocks and after it.
 std::pair<std::string, std::string> aroundPass(const Program &program,
                                                const std::string &kernelName) {
-  const KernelDecl *kernel = program.findKernel(kernelName);
-  REQUIRE(kernel);
-  std::map<std::string, std::string> printed;
-  passes::PipelineOptions options;
-  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
-    if (!printed.contains(pass))
-      printed[pass] = ir::toString(function);
-  };
-  auto function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
-  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
-  return {printed.at("simplify"), printed.at("map_rows_to_blocks")};
+  test::PassTrace trace = test::tracePasses(program, kernelName);
+  return {trace.before("map_rows_to_blocks"), trace.after("map_rows_to_blocks")};
 }
 
 bool mapsRows(const Program &program, const std::string &kernelName) {

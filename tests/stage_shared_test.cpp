@@ -17,30 +17,9 @@
 
 using namespace loopc;
 using loopc::test::contains;
+using loopc::test::occurrences;
 
 namespace {
-
-// The IR after each pass of the GPU pipeline (the last run of a pass).
-std::map<std::string, std::string> printedAfterEachPass(const Program &program,
-                                                        const std::string &kernelName) {
-  const KernelDecl *kernel = program.findKernel(kernelName);
-  REQUIRE(kernel);
-  std::map<std::string, std::string> printed;
-  passes::PipelineOptions options;
-  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
-    printed[pass] = ir::toString(function);
-  };
-  auto function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
-  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
-  return printed;
-}
-
-size_t occurrences(const std::string &text, const std::string &part) {
-  size_t count = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
-    ++count;
-  return count;
-}
 
 ir::Expr var(const std::string &name) { return ir::makeVar(ScalarType::I64, name); }
 ir::Expr imm(int64_t value) { return ir::makeI64(value); }
@@ -100,7 +79,7 @@ TEST_CASE("index ranges: uniform terms combine, threads and constant loops span,
 TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shared memory") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  const std::string staged = printedAfterEachPass(*loaded->program, "matmul").at("stage_shared");
+  const std::string staged = test::tracePasses(*loaded->program, "matmul").after("stage_shared");
   // 32 rows of A by 32 k, 32 k by 128 columns of B (the 4 x 4 register
   // tiles of 8 x 32 threads); innermost extents padded to an odd length.
   CHECK(contains(staged, "shared f32 A.shared[32][33]"));
@@ -156,7 +135,7 @@ TEST_CASE("conv2d_5x5: the input window with its halo staged once; the weights a
   auto loaded = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
   REQUIRE(loaded->program);
   const std::string staged =
-      printedAfterEachPass(*loaded->program, "conv2d_5x5").at("stage_shared");
+      test::tracePasses(*loaded->program, "conv2d_5x5").after("stage_shared");
   // 32 + 4 rows by 128 + 4 columns, padded; the u loop whole: one fill,
   // one barrier.
   CHECK(contains(staged, "shared f32 I.shared[36][133]"));
@@ -176,7 +155,7 @@ TEST_CASE("conv2d_5x5: the input window with its halo staged once; the weights a
 TEST_CASE("transpose: the warps' column reads staged row by row, read back down the columns") {
   auto loaded = test::loadFile(test::sourcePath("samples/transpose.loop"));
   REQUIRE(loaded->program);
-  const std::string staged = printedAfterEachPass(*loaded->program, "transpose").at("stage_shared");
+  const std::string staged = test::tracePasses(*loaded->program, "transpose").after("stage_shared");
   // 32 rows of A (the warp's j) by 8 columns (the block's i), 32 bytes a
   // row; the column read at stride 9 hits 32 banks.
   CHECK(contains(staged, "shared f32 A.shared[32][9]"));
@@ -205,8 +184,8 @@ TEST_CASE("nests without reuse across threads in a loop, or organised by block, 
     CAPTURE(sample);
     auto loaded = test::loadFile(test::sourcePath(std::string("samples/") + sample + ".loop"));
     REQUIRE(loaded->program);
-    auto printed = printedAfterEachPass(*loaded->program, kernel);
-    CHECK(printed.at("stage_shared") == printed.at("tile_registers"));
+    test::PassTrace trace = test::tracePasses(*loaded->program, kernel);
+    CHECK(trace.after("stage_shared") == trace.after("tile_registers"));
   }
 }
 
@@ -243,7 +222,7 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
   INFO(loaded->diagnostics);
   REQUIRE(loaded->program);
   const std::string neighbours =
-      printedAfterEachPass(*loaded->program, "neighbours").at("stage_shared");
+      test::tracePasses(*loaded->program, "neighbours").after("stage_shared");
   // A program's own clamp: the box starts at the clamped first row, so the
   // last block, whose rows all clamp to M - 1, finds that row in it.
   CHECK(contains(neighbours, "shared f32 A.shared[32][33]"));
@@ -255,7 +234,7 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
                               {{"M", "2"}, {"N", "131"}, {"K", "64"}}},
                              13);
   // A let above the loop, under the guard, bounds it: it stays uniform.
-  const std::string half = printedAfterEachPass(*loaded->program, "half").at("stage_shared");
+  const std::string half = test::tracePasses(*loaded->program, "half").after("stage_shared");
   CHECK(contains(half, "let n = K / 2"));
   CHECK(contains(half, "for k.stage in [0, max((n + 31) / 32, 0)) {"));
   test::checkGpuKernelsOnCpu(
@@ -264,7 +243,7 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
   // The frame (t * 7) % 5 is no range over t: inside the time loop the u
   // loop is staged whole, 8 + 2 rows by 32 + 2 columns of one frame, with a
   // barrier after it before the next frame refills the box.
-  const std::string frames = printedAfterEachPass(*loaded->program, "frames").at("stage_shared");
+  const std::string frames = test::tracePasses(*loaded->program, "frames").after("stage_shared");
   CHECK(contains(frames, "shared f32 I.shared[1][10][35]"));
   CHECK(contains(frames, "I[i64(t * 7 % 5) + I.shared.element / 340]"));
   CHECK(occurrences(frames, "barrier") == 2);

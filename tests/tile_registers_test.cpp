@@ -14,42 +14,13 @@
 
 using namespace loopc;
 using loopc::test::contains;
-
-namespace {
-
-struct Compiled {
-  std::map<std::string, std::string> printedAfter; // pass name -> IR (the last run of it)
-  ir::Function function;
-};
-
-Compiled compile(const Program &program, const std::string &kernelName) {
-  const KernelDecl *kernel = program.findKernel(kernelName);
-  REQUIRE(kernel);
-  Compiled compiled;
-  passes::PipelineOptions options;
-  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
-    compiled.printedAfter[pass] = ir::toString(function);
-  };
-  auto function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
-  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
-  compiled.function = std::move(*function);
-  return compiled;
-}
-
-size_t occurrences(const std::string &text, const std::string &part) {
-  size_t count = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
-    ++count;
-  return count;
-}
-
-} // namespace
+using loopc::test::occurrences;
 
 TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accumulators") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  Compiled matmul = compile(*loaded->program, "matmul");
-  const std::string &tiled = matmul.printedAfter.at("tile_registers");
+  test::PassTrace matmul = test::tracePasses(*loaded->program, "matmul");
+  const std::string &tiled = matmul.after("tile_registers");
   // Block loops cover four times the points: x copies a block width apart
   // (coalesced), y copies consecutive.
   CHECK(contains(tiled, "gpu_block.x for j.block in [0, (max((N + 32 - 1) / 32, 0) + 3) / 4)"));
@@ -77,9 +48,8 @@ TEST_CASE("nests without reuse in a loop, 1-D nests and block reductions keep on
     CAPTURE(sample);
     auto loaded = test::loadFile(test::sourcePath(std::string("samples/") + sample + ".loop"));
     REQUIRE(loaded->program);
-    Compiled compiled = compile(*loaded->program, sample);
-    CHECK(compiled.printedAfter.at("tile_registers") ==
-          compiled.printedAfter.at("lower_reductions"));
+    test::PassTrace compiled = test::tracePasses(*loaded->program, sample);
+    CHECK(compiled.after("tile_registers") == compiled.after("lower_reductions"));
     for (const ir::KernelFunc &function : compiled.function.kernels)
       CHECK(function.minBlocksPerSM == 0);
   }
@@ -97,8 +67,8 @@ kernel scale_rows(W: in f32[K][N], X: inout f32[M][N]) {
 )");
   INFO(loaded->diagnostics);
   REQUIRE(loaded->program);
-  Compiled compiled = compile(*loaded->program, "scale_rows");
-  CHECK(compiled.printedAfter.at("tile_registers") == compiled.printedAfter.at("lower_reductions"));
+  test::PassTrace compiled = test::tracePasses(*loaded->program, "scale_rows");
+  CHECK(compiled.after("tile_registers") == compiled.after("lower_reductions"));
 }
 
 TEST_CASE("copies whose loops, branches, lets and private arrays depend on the copy") {
@@ -129,8 +99,8 @@ kernel banded(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
 )");
   INFO(loaded->diagnostics);
   REQUIRE(loaded->program);
-  Compiled banded = compile(*loaded->program, "banded");
-  const std::string &tiled = banded.printedAfter.at("tile_registers");
+  test::PassTrace banded = test::tracePasses(*loaded->program, "banded");
+  const std::string &tiled = banded.after("tile_registers");
   CHECK(contains(tiled, "partial.x3y3"));
   CHECK(contains(tiled, "for k_2.y2 in [0, min(i.y2 + 1, K))")); // a loop per row copy
   CHECK(contains(tiled, "if (j.x1 % 3 == 0) {"));                // a branch per column copy
@@ -147,8 +117,8 @@ kernel banded(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
 TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse; results agree") {
   auto loaded = test::loadFile(test::sourcePath("samples/cnn_conv.loop"));
   REQUIRE(loaded->program);
-  Compiled conv = compile(*loaded->program, "cnn_conv_valid");
-  const std::string &tiled = conv.printedAfter.at("tile_registers");
+  test::PassTrace conv = test::tracePasses(*loaded->program, "cnn_conv_valid");
+  const std::string &tiled = conv.after("tile_registers");
   CHECK(occurrences(tiled, "register f32 acc.") == 16);
   // Output channels (z) share the input window, a load that differs across
   // a warp; x copies share the weights, a broadcast; y is left alone.
@@ -201,7 +171,7 @@ kernel sweeps(steps: i32, W: in f32[K][N], X: inout f32[M][N], Y: out f32[M][N])
   REQUIRE(loaded->program);
   for (const char *kernel : {"shifted", "masked_conv", "sweeps"}) {
     CAPTURE(kernel);
-    CHECK(contains(compile(*loaded->program, kernel).printedAfter.at("tile_registers"), ".x3"));
+    CHECK(contains(test::tracePasses(*loaded->program, kernel).after("tile_registers"), ".x3"));
   }
   test::checkGpuKernelsOnCpu(*loaded->program, "shifted",
                              {{{"M", "2"}, {"N", "3"}, {"K", "1"}},

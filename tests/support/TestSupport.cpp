@@ -2,12 +2,14 @@
 #include "TestSupport.h"
 
 #include "frontend/Loader.h"
+#include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
 #include "sema/Sema.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +81,41 @@ std::string readFile(const std::string &path) {
 
 bool contains(const std::string &text, const std::string &part) {
   return text.find(part) != std::string::npos;
+}
+
+size_t occurrences(const std::string &text, const std::string &part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++count;
+  return count;
+}
+
+const std::string &PassTrace::after(const std::string &pass) const {
+  auto found = std::ranges::find(printed.rbegin(), printed.rend(), pass,
+                                 &std::pair<std::string, std::string>::first);
+  REQUIRE_MESSAGE(found != printed.rend(), "no pass " << pass);
+  return found->second;
+}
+
+const std::string &PassTrace::before(const std::string &pass) const {
+  auto found = std::ranges::find(printed, pass, &std::pair<std::string, std::string>::first);
+  bool hasOneBefore = found != printed.end() && found != printed.begin();
+  REQUIRE_MESSAGE(hasOneBefore, "no pass before " << pass);
+  return std::prev(found)->second;
+}
+
+PassTrace tracePasses(const Program &program, const std::string &kernelName) {
+  const KernelDecl *kernel = program.findKernel(kernelName);
+  REQUIRE_MESSAGE(kernel, "no kernel " << kernelName);
+  PassTrace trace;
+  passes::PipelineOptions options;
+  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
+    trace.printed.emplace_back(pass, ir::toString(function));
+  };
+  Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
+  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
+  trace.function = std::move(*function);
+  return trace;
 }
 
 ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,

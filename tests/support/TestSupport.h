@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace loopc::test {
 
@@ -46,8 +48,22 @@ std::unique_ptr<LoadedProgram> loadText(const std::string &text);
 ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,
                             passes::PipelineTarget target = passes::PipelineTarget::Gpu);
 
-// True when `part` occurs in `text`.
+// The IR after every pass of the GPU pipeline, in order, as `loopc explain`
+// prints it, and the compiled Function; fails the current test on an
+// internal error.
+struct PassTrace {
+  std::vector<std::pair<std::string, std::string>> printed; // pass, IR after it
+  ir::Function function;
+
+  // The IR after the last run of `pass`, and before its first.
+  const std::string &after(const std::string &pass) const;
+  const std::string &before(const std::string &pass) const;
+};
+PassTrace tracePasses(const Program &program, const std::string &kernelName);
+
+// True when `part` occurs in `text`; how many times it does.
 bool contains(const std::string &text, const std::string &part);
+size_t occurrences(const std::string &text, const std::string &part);
 
 // The contents of a file; fails the current test when it cannot be read.
 std::string readFile(const std::string &path);
