@@ -160,7 +160,7 @@ kernel evens(x: inout f32[N][N]) {
   CHECK(strideAlong(b, "j.block").constant == 32);
 }
 
-TEST_CASE("constant extents give constant strides; what is not affine is unknown") {
+TEST_CASE("constant extents give constant strides, and what is not affine is unknown") {
   ir::Function function = lowered(R"(
 kernel k(x: in f32[N], y: out f32[N], idx: in i32[N], t: out f32[N][4][8], n: i64) {
   parfor i in 0..N {

@@ -230,7 +230,7 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
   }
 }
 
-TEST_CASE("pass parameters size the optimizations; bad names and values are refused") {
+TEST_CASE("pass parameters size the optimizations, and bad names and values are refused") {
   auto wide = runLoopc("explain samples/matmul.loop --after stage_shared --pass-param "
                        "register_tile=8 --pass-param stage_length=16");
   CHECK(wide.exitCode == 0);

@@ -205,7 +205,7 @@ TEST_CASE("a kernel with many blocks runs on the thread pool") {
   CHECK(loopc::codegen::cpuWorkerCount() >= 1);
 }
 
-TEST_CASE("barriers split thread loops; values live across them stay per thread") {
+TEST_CASE("barriers split thread loops, and values live across them stay per thread") {
   // Per block of T threads: reverse the block's elements through a shared
   // tile, adding the thread's own value (a let live across the barrier), then
   // a serial loop with barriers accumulating neighbours into a register

@@ -98,7 +98,7 @@ TEST_CASE("a result that cancels to near zero is compared against its terms' mag
   CHECK(derived.termMagnitude == 2.5);  // float inputs only, as magnitudes
 }
 
-TEST_CASE("NaN matches NaN; infinities must match exactly") {
+TEST_CASE("NaN matches NaN, and infinities must match exactly") {
   double nan = std::numeric_limits<double>::quiet_NaN();
   double inf = std::numeric_limits<double>::infinity();
   HostArray expected = filled(ScalarType::F64, {3}, nan);

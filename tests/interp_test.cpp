@@ -528,7 +528,7 @@ kernel k(A: in f32[N], B: out f32[N]) {
   CHECK(b[2] == 6);
 }
 
-TEST_CASE("scalar inout parameters are read and updated; out parameters start at zero") {
+TEST_CASE("scalar inout parameters are read and updated, and out parameters start at zero") {
   auto loaded = load(R"(
 kernel k(acc: inout i64, fresh: out i64, n: i64) {
   acc += n;

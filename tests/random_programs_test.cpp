@@ -419,9 +419,9 @@ void exportProgram(const std::string &name, const std::string &source,
 }
 
 // Runs `kernel` of `source` on the interpreter and the CPU JIT (both
-// pipelines) with inputs
-// from `seed` at each assignment of its sizes and scalars (the largest
-// last); the two must agree every time.
+// pipelines, the GPU's also with other pass parameters) with inputs from
+// `seed` at each assignment of its sizes and scalars (the largest last);
+// all must agree every time.
 void checkAgreement(const std::string &source, const Program &program, const KernelDecl &kernel,
                     uint32_t seed,
                     const std::vector<std::map<std::string, std::string>> &assignments) {
@@ -429,7 +429,16 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
   Interpreter interpreter;
   codegen::CpuEngine cpu;
   codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
-  Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
+  // The GPU passes sized otherwise too: wide and narrow tiles, short
+  // stages, budgets that leave some boxes out.
+  const char *const otherSizes[][2] = {{"register_tile=8", "stage_length=4"},
+                                       {"register_tile=2", "shared_kib=2"},
+                                       {"register_tile=1", "stage_length=64"}};
+  passes::PassChoices other;
+  for (const char *parameter : otherSizes[seed % 3])
+    REQUIRE(passes::setPassParameter(other.parameters, parameter));
+  codegen::CpuEngine gpuKernelsSizedOtherwise(passes::PipelineTarget::Gpu, other);
+  Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &gpuKernelsSizedOtherwise};
   for (const auto &values : assignments) {
     std::string assignment;
     for (const auto &[name, value] : values)
@@ -502,7 +511,7 @@ void checkEverywhere(const std::string &source, uint32_t seed, const std::string
 } // namespace
 
 TEST_CASE(
-    "random parfor programs agree between the interpreter and the CPU JIT; ptxas takes them") {
+    "random parfor programs agree between the interpreter and the CPU JIT, and ptxas takes them") {
   std::optional<std::string> ptxas = codegen::findPtxas();
   std::unique_ptr<Engine> gpu = stubbedGpuEngine();
   for (uint32_t seed = 1; seed <= programCount(40); ++seed) {
@@ -550,7 +559,8 @@ TEST_CASE("random host code around kernels agrees between the interpreter and th
   }
 }
 
-TEST_CASE("random row kernels agree between the interpreter and the CPU JIT; ptxas takes them") {
+TEST_CASE(
+    "random row kernels agree between the interpreter and the CPU JIT, and ptxas takes them") {
   std::vector<std::map<std::string, std::string>> assignments;
   for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"3", "255"}, std::pair{"4", "257"},
                              std::pair{"2", "600"}, std::pair{"9", "7"}})

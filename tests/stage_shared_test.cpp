@@ -131,7 +131,8 @@ TEST_CASE("other tile sizes, stage lengths and budgets agree") {
   }
 }
 
-TEST_CASE("conv2d_5x5: the input window with its halo staged once; the weights are a broadcast") {
+TEST_CASE(
+    "conv2d_5x5: the input window with its halo staged once, and the weights are a broadcast") {
   auto loaded = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
   REQUIRE(loaded->program);
   const std::string staged =

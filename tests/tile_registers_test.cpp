@@ -114,7 +114,7 @@ kernel banded(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
       7);
 }
 
-TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse; results agree") {
+TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse, and results agree") {
   auto loaded = test::loadFile(test::sourcePath("samples/cnn_conv.loop"));
   REQUIRE(loaded->program);
   test::PassTrace conv = test::tracePasses(*loaded->program, "cnn_conv_valid");

@@ -29,6 +29,14 @@ CpuEngine::CpuEngine(passes::PipelineTarget pipeline, passes::PassChoices choice
     : cache_(pipelineFor(pipeline, std::move(choices))) {}
 CpuEngine::~CpuEngine() = default;
 
+std::string CpuEngine::name() const {
+  const passes::PipelineOptions &pipeline = cache_.pipeline();
+  if (pipeline.target == passes::PipelineTarget::Cpu)
+    return "cpu";
+  std::string parameters = passes::describeChangedParameters(pipeline.choices.parameters);
+  return "cpu (GPU kernels" + (parameters.empty() ? "" : ", " + parameters) + ")";
+}
+
 Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kernel,
                                   KernelArgs &args) {
   auto compiled = cache_.get(program, kernel, [](Compiled &entry) -> Status {

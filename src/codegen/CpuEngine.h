@@ -22,9 +22,8 @@ public:
   explicit CpuEngine(passes::PipelineTarget pipeline = passes::PipelineTarget::Cpu,
                      passes::PassChoices choices = {});
   ~CpuEngine() override;
-  std::string name() const override {
-    return cache_.target() == passes::PipelineTarget::Cpu ? "cpu" : "cpu (GPU kernels)";
-  }
+  // "cpu", or "cpu (GPU kernels)" with any parameters set otherwise.
+  std::string name() const override;
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;
 

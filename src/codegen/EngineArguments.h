@@ -44,7 +44,7 @@ public:
 
   // `pipeline` without an afterPass callback.
   explicit CompiledKernelCache(passes::PipelineOptions pipeline) : pipeline_(std::move(pipeline)) {}
-  passes::PipelineTarget target() const { return pipeline_.target; }
+  const passes::PipelineOptions &pipeline() const { return pipeline_; }
 
   Expected<const Compiled *> get(const Program &program, const KernelDecl &kernel,
                                  const Build &build) {

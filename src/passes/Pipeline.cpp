@@ -120,6 +120,16 @@ Status setPassParameter(PassParameters &parameters, const std::string &assignmen
   return {};
 }
 
+std::string describeChangedParameters(const PassParameters &parameters) {
+  const PassParameters defaults;
+  std::string changed;
+  for (const ParameterSpec &spec : kParameters)
+    if (parameters.*spec.field != defaults.*spec.field)
+      changed += (changed.empty() ? "" : " ") + std::string(spec.name) + "=" +
+                 std::to_string(parameters.*spec.field);
+  return changed;
+}
+
 Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
   const PassParameters &parameters = options.choices.parameters;
   PassRunner passes(std::move(function), options);

@@ -53,6 +53,10 @@ struct PassChoices {
 // their ranges when the name or the value is not one of them.
 Status setPassParameter(PassParameters &parameters, const std::string &assignment);
 
+// The parameters that differ from the defaults, `register_tile=8
+// stage_length=16`; empty when none does.
+std::string describeChangedParameters(const PassParameters &parameters);
+
 struct PipelineOptions {
   PipelineTarget target = PipelineTarget::Gpu;
   PassChoices choices;
