@@ -197,10 +197,11 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
 
   auto unknown = runLoopc("explain samples/matmul.loop --after tile_everything");
   CHECK(unknown.exitCode == 1);
-  CHECK(contains(unknown.output,
-                 "loopc: error: no pass named 'tile_everything'; the passes are: "
-                 "lower, simplify, map_rows_to_blocks, map_to_gpu, lower_reductions, "
-                 "tile_registers, stage_shared, simplify, extract_kernels"));
+  CHECK(contains(
+      unknown.output,
+      "loopc: error: no pass named 'tile_everything'; the passes are: "
+      "lower, specialize_sizes, simplify, map_rows_to_blocks, map_to_gpu, lower_reductions, "
+      "tile_registers, stage_shared, simplify, extract_kernels"));
 }
 
 TEST_CASE("skipping passes: an optimization can be left out, a pass the program needs cannot") {
@@ -225,8 +226,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     CHECK(refused.exitCode == 1);
     CHECK(contains(refused.output, "loopc: error: cannot skip pass '"));
     CHECK(contains(refused.output,
-                   "': the passes that can be skipped are map_rows_to_blocks, tile_registers, "
-                   "stage_shared"));
+                   "': the passes that can be skipped are specialize_sizes, map_rows_to_blocks, "
+                   "tile_registers, stage_shared"));
   }
 }
 

@@ -84,6 +84,8 @@ cases=(
   "conv2d_11x11, no shared staging|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass stage_shared"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64"
   "cnn_conv, no register tiles|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass tile_registers"
+  "cnn_conv, no size specialization|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass specialize_sizes"
+  "cnn_conv, no shared staging|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass stage_shared"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=5|Ic=4 Oc=4 H=35 W=35 K=5|cudnn_conv64"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=3|Ic=4 Oc=4 H=67 W=67 K=3|cudnn_conv64"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=5|Ic=4 Oc=4 H=67 W=67 K=5|cudnn_conv64"

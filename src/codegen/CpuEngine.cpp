@@ -39,7 +39,7 @@ std::string CpuEngine::name() const {
 
 Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kernel,
                                   KernelArgs &args) {
-  auto compiled = cache_.get(program, kernel, [](Compiled &entry) -> Status {
+  auto compiled = cache_.get(program, kernel, args.sizes, [](Compiled &entry) -> Status {
     auto code = CpuProgram::compile(entry.function);
     if (!code)
       return std::unexpected(code.error());

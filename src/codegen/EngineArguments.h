@@ -7,6 +7,7 @@
 #include "engine/Engine.h"
 #include "ir/IR.h"
 #include "ir/Lower.h"
+#include "passes/Passes.h"
 #include "passes/Pipeline.h"
 
 #include <cstdint>
@@ -35,9 +36,11 @@ Expected<FunctionArguments> bindFunctionArguments(const KernelDecl &kernel,
                                                   const std::string &engine);
 
 // Compiled code per kernel for an engine's lifetime, so repeated runs
-// (benchmarks, differential tests at several sizes) compile once. `Compiled`
-// has an `ir::Function function` member: the kernel after the pass pipeline,
-// which the build callback compiles in place.
+// (benchmarks, differential tests at several sizes) compile once: one entry
+// per kernel and per value of the sizes it is specialized for
+// (passes::sizesToSpecialize; none when the pipeline skips
+// specialize_sizes). `Compiled` has an `ir::Function function` member: the
+// kernel after the pass pipeline, which the build callback compiles in place.
 template <typename Compiled> class CompiledKernelCache {
 public:
   using Build = std::function<Status(Compiled &)>;
@@ -46,30 +49,36 @@ public:
   explicit CompiledKernelCache(passes::PipelineOptions pipeline) : pipeline_(std::move(pipeline)) {}
   const passes::PipelineOptions &pipeline() const { return pipeline_; }
 
+  // The kernel compiled for a run with these `sizes`.
   Expected<const Compiled *> get(const Program &program, const KernelDecl &kernel,
-                                 const Build &build) {
-    auto found = entries_.find(&kernel);
-    if (found != entries_.end() && found->second.program == &program)
-      return found->second.compiled.get();
+                                 const std::map<std::string, int64_t> &sizes, const Build &build) {
+    Entry &entry = entries_[&kernel];
+    if (entry.program != &program) // a kernel pointer may be reused by another program
+      entry = Entry{&program, ir::lowerKernel(program, kernel), {}};
+    std::map<std::string, int64_t> specialized =
+        passes::sizesToSpecialize(entry.lowered, sizes, pipeline_);
+    auto found = entry.variants.find(specialized);
+    if (found != entry.variants.end())
+      return found->second.get();
+    passes::PipelineOptions options = pipeline_;
+    options.specializedSizes = specialized;
     auto compiled = std::make_unique<Compiled>();
-    Expected<ir::Function> function =
-        passes::runPipeline(ir::lowerKernel(program, kernel), pipeline_);
+    Expected<ir::Function> function = passes::runPipeline(entry.lowered, options);
     if (!function)
       return std::unexpected(function.error());
     compiled->function = std::move(*function);
     if (auto built = build(*compiled); !built)
       return std::unexpected(built.error());
-    Entry &entry = entries_[&kernel];
-    entry = Entry{&program, std::move(compiled)};
-    return entry.compiled.get();
+    return entry.variants.emplace(std::move(specialized), std::move(compiled)).first->second.get();
   }
 
   void clear() { entries_.clear(); }
 
 private:
   struct Entry {
-    const Program *program = nullptr; // a kernel pointer may be reused by another program
-    std::unique_ptr<Compiled> compiled;
+    const Program *program = nullptr;
+    ir::Function lowered;
+    std::map<std::map<std::string, int64_t>, std::unique_ptr<Compiled>> variants;
   };
   passes::PipelineOptions pipeline_;
   std::map<const KernelDecl *, Entry> entries_;

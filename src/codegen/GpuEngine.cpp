@@ -738,7 +738,8 @@ Status GpuEngine::load(Compiled &entry, const KernelDecl &kernel) {
 
 Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kernel,
                                   KernelArgs &args) {
-  auto compiled = cache_.get(program, kernel, [&](Compiled &entry) { return load(entry, kernel); });
+  auto compiled =
+      cache_.get(program, kernel, args.sizes, [&](Compiled &entry) { return load(entry, kernel); });
   if (!compiled)
     return std::unexpected(compiled.error());
   const Compiled &code = **compiled;

@@ -5,7 +5,21 @@
 #include "ir/IR.h"
 #include "passes/Pipeline.h"
 
+#include <cstdint>
+#include <map>
+#include <string>
+
 namespace loopc::passes {
+
+// The sizes among `sizes` (run-time values) worth a kernel of their own
+// when `options`' pipeline runs specialize_sizes: small ones bounding a loop
+// inside a parfor (specialize_sizes.cpp).
+std::map<std::string, int64_t> sizesToSpecialize(const ir::Function &function,
+                                                 const std::map<std::string, int64_t> &sizes,
+                                                 const PipelineOptions &options);
+
+// Those sizes replaced by their values (specialize_sizes.cpp).
+ir::Function specializeSizes(ir::Function function, const std::map<std::string, int64_t> &values);
 
 // Constant folding, algebraic identities, trivial and dead lets (simplify.cpp).
 ir::Function simplify(ir::Function function);

@@ -134,6 +134,10 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   const PassParameters &parameters = options.choices.parameters;
   PassRunner passes(std::move(function), options);
   passes.check("lower"); // the input, as ir::lowerKernel made it
+  passes.optimize(
+      "specialize_sizes",
+      [&](ir::Function f) { return specializeSizes(std::move(f), options.specializedSizes); },
+      {PipelineTarget::Gpu}); // sizesToSpecialize says why not the CPU
   passes.run("simplify", simplify);
   passes.optimize("map_rows_to_blocks", mapRowsToBlocks, {PipelineTarget::Gpu});
   passes.run("map_to_gpu", mapToGpu);

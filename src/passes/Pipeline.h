@@ -6,7 +6,9 @@
 #include "ir/IR.h"
 #include "support/Error.h"
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -31,7 +33,7 @@ struct PassParameters {
   // dimension, 1, 2, 4 or 8; at most its square per thread.
   int64_t registerTile = 4;
   // stage_length (stage_shared): iterations of the longest stage of a loop
-  // staged in parts, 4 to 64; shorter ones (halves, down to 8) are tried
+  // staged in parts, 4 to 64; shorter ones (halves, down to 2) are tried
   // when its boxes do not fit.
   int64_t stageLength = 32;
   // shared_kib (stage_shared): KiB of shared memory a block may stage
@@ -60,6 +62,9 @@ std::string describeChangedParameters(const PassParameters &parameters);
 struct PipelineOptions {
   PipelineTarget target = PipelineTarget::Gpu;
   PassChoices choices;
+  // Sizes compiled as constants (sizesToSpecialize picks them from the
+  // values of a run): the kernel then runs only with these values.
+  std::map<std::string, int64_t> specializedSizes;
   // Called after every pass with its name and the Function it produced
   // (`loopc explain` prints it); may be empty.
   std::function<void(const std::string &pass, const ir::Function &)> afterPass;

@@ -199,8 +199,14 @@ protected:
     if (insideValueSetup_ > 0)
       return IRMutator::visitLetStmt(node, self);
     Expr value = mutate(node.value);
-    if (value->as<IntImm>() || value->as<FloatImm>() || value->as<BoolImm>() || value->as<Var>())
-      return mutate(substitute(node.body, {{node.var, value}}));
+    if (value->as<IntImm>() || value->as<FloatImm>() || value->as<BoolImm>() || value->as<Var>()) {
+      Stmt body = mutate(substitute(node.body, {{node.var, value}}));
+      // The shape of a buffer allocated inside still names the variable:
+      // buffers are shared by identity, not rewritten.
+      if (!freeVars(body).contains(node.var))
+        return body;
+      return std::make_shared<LetStmt>(node.var, value, body);
+    }
     Stmt body = mutate(node.body);
     if (!freeVars(body).contains(node.var))
       return body; // dead: values have no side effects

@@ -14,8 +14,8 @@
 // thread, read once per thread, is left to the cache). A loop of constant
 // trip count whose boxes fit is staged whole (a convolution's filter rows);
 // another one, if no loop of the thread's body encloses it, is cut into
-// stages of 32 iterations (PassParameters::stageLength; 16 or 8 when the
-// boxes do not fit), each loading its boxes before it runs (matmul's k). The
+// stages of 32 iterations (PassParameters::stageLength; halves of it, down
+// to 2, when the boxes do not fit), each loading its boxes before it runs (matmul's k). The
 // outermost loop that stages anything wins. A block stages into 24 KiB
 // (PassParameters::sharedKiB): under the 48 KiB a block may declare
 // statically, and small enough that several blocks stay resident on an SM
@@ -479,9 +479,9 @@ private:
     // rows) and its stages would fetch mostly what it does not read.
     if (inLoop)
       return std::nullopt;
-    // The parameter's length first, then halves of it down to 8.
-    for (int64_t length = parameters_.stageLength;
-         length >= std::min<int64_t>(8, parameters_.stageLength); length /= 2) {
+    // The parameter's length first, then halves of it down to 2 (a stage of
+    // two iterations still halves the barriers of staging each one).
+    for (int64_t length = parameters_.stageLength; length >= 2; length /= 2) {
       if (const auto *trips = loop.extent->as<IntImm>(); trips && trips->value <= length)
         continue;
       ScalarType type = loop.min->type;

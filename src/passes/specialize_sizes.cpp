@@ -1,0 +1,89 @@
+// specialize_sizes: a kernel compiled for the run-time values of its small
+// window sizes. A size that bounds a loop inside a parfor (a filter's K in a
+// convolution, a short inner dimension) is usually small, and as a symbol it
+// hides what the optimizations need: a window loop of unknown length is not
+// unrolled, and a box that spans it has no constant size, so stage_shared
+// cannot stage it (cnn_conv's input windows). An engine knows the sizes when
+// it runs a kernel: each size of at most kLargestSpecializedSize that bounds
+// such a loop is replaced by its value everywhere in the kernel, and the
+// engine keeps one compiled kernel per combination of those values
+// (CompiledKernelCache). GPU pipeline only; `loopc compile` knows no sizes
+// and specializes nothing; `--skip-pass specialize_sizes` measures what it
+// brings.
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// Window loops this short are worth a kernel of their own each.
+const int64_t kLargestSpecializedSize = 16;
+
+// The variables bounding a loop (or a reduction's loop) nested inside a
+// parallel loop.
+class WindowBounds : public IRVisitor {
+public:
+  std::set<std::string> names;
+
+protected:
+  void visitFor(const For &node) override {
+    if (parallelDepth_ > 0)
+      addBounds(node.min, node.extent);
+    parallelDepth_ += node.forKind == ForKind::Parallel;
+    IRVisitor::visitFor(node);
+    parallelDepth_ -= node.forKind == ForKind::Parallel;
+  }
+  void visitReduce(const Reduce &node) override {
+    if (parallelDepth_ > 0)
+      for (const Reduce::Loop &loop : node.loops)
+        addBounds(loop.min, loop.extent);
+    IRVisitor::visitReduce(node);
+  }
+
+private:
+  void addBounds(const Expr &min, const Expr &extent) {
+    for (const Expr &bound : {min, extent})
+      for (const std::string &name : freeVars(bound))
+        names.insert(name);
+  }
+  int parallelDepth_ = 0;
+};
+
+} // namespace
+
+std::map<std::string, int64_t> sizesToSpecialize(const Function &function,
+                                                 const std::map<std::string, int64_t> &sizes,
+                                                 const PipelineOptions &options) {
+  // The GPU pipeline's only (Pipeline.cpp): on the CPU a constant window
+  // stays inside each thread, and cnn_conv_valid at K = 3 ran 1.7x slower.
+  if (options.target != PipelineTarget::Gpu || options.choices.skipped.contains("specialize_sizes"))
+    return {};
+  WindowBounds bounds;
+  bounds.visit(function.body);
+  std::map<std::string, int64_t> chosen;
+  for (const ScalarParam &scalar : function.scalars) {
+    auto value = sizes.find(scalar.name);
+    if (value != sizes.end() && bounds.names.contains(scalar.name) && value->second >= 0 &&
+        value->second <= kLargestSpecializedSize)
+      chosen.emplace(scalar.name, value->second);
+  }
+  return chosen;
+}
+
+Function specializeSizes(Function function, const std::map<std::string, int64_t> &values) {
+  std::map<std::string, Expr> constants;
+  for (const ScalarParam &scalar : function.scalars)
+    if (auto value = values.find(scalar.name); value != values.end())
+      constants.emplace(scalar.name, makeInt(scalar.type, value->second));
+  if (!constants.empty())
+    function.body = substitute(function.body, constants);
+  return function;
+}
+
+} // namespace loopc::passes
