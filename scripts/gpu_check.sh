@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every kernel of every sample on the GPU with --check (the reference
 # interpreter compares every output) at moderate sizes, chosen odd so that the
-# bounds guards of rounded-up grids are exercised, and prints a pass/fail table
-# (kernel, sizes, result, GPU time). Then runs the runtime smoke tool when it
+# bounds guards of rounded-up grids are exercised, then the optimization
+# variants the benchmark times, and prints a pass/fail table (kernel, sizes,
+# result, GPU time). Then runs the runtime smoke tool when it
 # was carried. Exits non-zero if anything fails.
 #
 # Meant for the GPU machine, with the static binary built here by
@@ -52,33 +53,62 @@ declaration() {
 }
 
 failures=0
-printf '%-38s %-36s %-6s %s\n' "kernel" "sizes" "result" "time"
+
+# Runs kernel $2 of sample $1 on the GPU with --check at the sizes above and
+# prints its row, labelled $3; further arguments go to loopc.
+check_kernel() {
+  local sample=$1 kernel=$2 label=$3
+  shift 3
+  local file=samples/$sample.loop header shown="" sets=() output status time result
+  header=$(declaration "$file" "$kernel")
+  for pair in ${sizes[$sample]:-}; do
+    if grep -qw "${pair%%=*}" <<<"$header"; then
+      sets+=(--set "$pair")
+      shown+="$pair "
+    fi
+  done
+  output=$("$loopc" run "$file" --kernel "$kernel" --device gpu --check "${sets[@]}" "$@" 2>&1)
+  status=$?
+  time=$(sed -n "s/.*ran on gpu in \([0-9.]* ms\).*/\1/p" <<<"$output")
+  if [ $status -eq 0 ] && grep -q '^PASS' <<<"$output"; then
+    result=PASS
+  else
+    result=FAIL
+    failures=$((failures + 1))
+  fi
+  printf '%-60s %-30s %-6s %s\n' "$label" "$shown" "$result" "${time:--}"
+  if [ $result = FAIL ]; then
+    sed 's/^/    /' <<<"$output" | tail -8
+  fi
+}
+
+printf '%-60s %-30s %-6s %s\n' "kernel" "sizes" "result" "time"
 for file in samples/*.loop; do
   sample=$(basename "$file" .loop)
   for kernel in $(sed -n 's/^kernel \([A-Za-z_0-9]*\).*/\1/p' "$file"); do
-    header=$(declaration "$file" "$kernel")
-    sets=()
-    shown=""
-    for pair in ${sizes[$sample]:-}; do
-      if grep -qw "${pair%%=*}" <<<"$header"; then
-        sets+=(--set "$pair")
-        shown+="$pair "
-      fi
-    done
-    output=$("$loopc" run "$file" --kernel "$kernel" --device gpu --check "${sets[@]}" 2>&1)
-    status=$?
-    time=$(sed -n "s/.*ran on gpu in \([0-9.]* ms\).*/\1/p" <<<"$output")
-    if [ $status -eq 0 ] && grep -q '^PASS' <<<"$output"; then
-      result=PASS
-    else
-      result=FAIL
-      failures=$((failures + 1))
-    fi
-    printf '%-38s %-36s %-6s %s\n' "$sample:$kernel" "$shown" "$result" "${time:--}"
-    if [ $result = FAIL ]; then
-      sed 's/^/    /' <<<"$output" | tail -8
-    fi
+    check_kernel "$sample" "$kernel" "$sample:$kernel"
   done
+done
+
+# The other sizes and choices of the optimizations bench/gpu/run.sh times,
+# so that no figure there comes from a kernel computing something else.
+variants=(
+  "matmul|matmul|--pass-param register_tile=8 --pass-param stage_length=16"
+  "matmul|matmul|--pass-param register_tile=8 --pass-param stage_length=8"
+  "matmul|matmul|--pass-param register_tile=2"
+  "matmul|matmul|--skip-pass tile_registers"
+  "matmul|matmul|--skip-pass stage_shared"
+  "conv2d_5x5|conv2d_5x5|--pass-param register_tile=2"
+  "conv2d_5x5|conv2d_5x5|--skip-pass stage_shared"
+  "transpose|transpose|--skip-pass stage_shared"
+  "cnn_conv|cnn_conv_valid|--skip-pass specialize_sizes"
+  "cnn_conv|cnn_conv_valid|--skip-pass stage_shared"
+  "mv|mv|--skip-pass map_rows_to_blocks"
+)
+for variant in "${variants[@]}"; do
+  IFS='|' read -r sample kernel options <<<"$variant"
+  read -r -a option_args <<<"$options"
+  check_kernel "$sample" "$kernel" "$sample:$kernel ${options//--pass-param /}" "${option_args[@]}"
 done
 
 # Generated programs exported by the random-program tests (see docs/gpu.md):
@@ -93,7 +123,7 @@ if [ -d "$programs" ]; then
       passed=$((passed + 1))
     else
       failures=$((failures + 1))
-      printf '%-38s %-36s %-6s\n' "random:$(basename "$file" .loop)" "${sets[*]}" FAIL
+      printf '%-60s %-30s %-6s\n' "random:$(basename "$file" .loop)" "${sets[*]}" FAIL
       sed 's/^/    /' <<<"$output" | tail -8
     fi
   done
