@@ -263,6 +263,25 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
   }
 }
 
+TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU engine runs it") {
+  auto specialized =
+      runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=3 --set Ic=64");
+  CHECK(specialized.exitCode == 0);
+  CHECK(contains(specialized.output, "reduce acc += over c in [0, Ic), u in [0, 3), v in [0, 3)"));
+  CHECK(contains(specialized.output, "shared f32 I.shared[4][6][131]"));
+  auto generic = runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=17");
+  CHECK(generic.exitCode == 0);
+  CHECK(contains(generic.output, "u in [0, K), v in [0, K)"));
+  CHECK(!contains(generic.output, "shared f32"));
+  for (const char *bad : {"K=x", "Q=3", "K"}) {
+    CAPTURE(bad);
+    auto refused =
+        runLoopc(std::string("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set ") + bad);
+    CHECK(refused.exitCode == 1);
+    CHECK(contains(refused.output, "--set"));
+  }
+}
+
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);

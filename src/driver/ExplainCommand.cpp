@@ -6,9 +6,13 @@
 #include "driver/Session.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
+#include "passes/Passes.h"
 #include "passes/Pipeline.h"
 
+#include <algorithm>
+#include <charconv>
 #include <iostream>
+#include <map>
 #include <memory>
 
 namespace loopc::driver {
@@ -21,7 +25,29 @@ struct ExplainOptions {
   std::string after;
   std::string target = "gpu";
   PassChoiceOptions passes;
+  std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
 };
+
+// The values of `kernel`'s sizes among `assignments` (NAME=VALUE).
+Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
+                                                    const std::vector<std::string> &assignments) {
+  std::map<std::string, int64_t> values;
+  for (const std::string &assignment : assignments) {
+    auto split = splitAssignment(assignment, "--set");
+    if (!split)
+      return std::unexpected(split.error());
+    const auto &[name, text] = *split;
+    bool isSize = std::ranges::any_of(kernel.sizes,
+                                      [&](const VarDeclPtr &size) { return size->name == name; });
+    int64_t value = 0;
+    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (!isSize || error != std::errc() || end != text.data() + text.size())
+      return makeError("--set " + assignment + ": explain takes the integer values of sizes of '" +
+                       kernel.name + "'");
+    values[name] = value;
+  }
+  return values;
+}
 
 int runExplain(const ExplainOptions &options) {
   auto session = openSession(options.file);
@@ -37,9 +63,16 @@ int runExplain(const ExplainOptions &options) {
     session->report(choices.error());
     return 1;
   }
+  auto sizes = sizeValues(**kernel, options.sizes);
+  if (!sizes) {
+    session->report(sizes.error());
+    return 1;
+  }
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
   pipeline.choices = std::move(*choices);
+  pipeline.specializedSizes =
+      passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
   if (auto explained =
           explainKernel(std::cout, *session->program, **kernel, options.after, pipeline);
       !explained) {
@@ -91,6 +124,9 @@ void addExplainCommand(CLI::App &app) {
                    "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
   options->passes.addTo(*command);
+  command->add_option("--set", options->sizes,
+                      "NAME=VALUE: a size's value at run time, for which the GPU engine "
+                      "specializes the kernel when the size is small (repeatable)");
   command->callback([options] {
     if (int exitCode = runExplain(*options))
       throw CLI::RuntimeError(exitCode);
