@@ -272,8 +272,8 @@ std::optional<IndexRange> RangeScope::rangeOf(const Expr &index) const {
     // bound)): a clamped copy of tile_registers clamped again by the program.
     if (value.span != 0)
       return std::nullopt;
-    Expr bounds = makeBinary(
-        BinaryOpKind::Min, value.clamp->bound.plus(value.offset, 1).toExpr(), toI64(inlined(bound)));
+    Expr bounds = makeBinary(BinaryOpKind::Min, value.clamp->bound.plus(value.offset, 1).toExpr(),
+                             toI64(inlined(bound)));
     clamped.clamp = IndexRange::Clamp{value.clamp->value.plus(value.offset, 1), value.clamp->span,
                                       linearForm(bounds)};
     return clamped;
