@@ -26,6 +26,7 @@ stmt
   : 'let' ID (':' type)? '=' expr ';'                             # letStmt
   | 'var' ID (':' type)? ('=' expr)? ';'                          # varStmt
   | lvalue assignOp expr ';'                                      # assignStmt
+  | 'combine' '(' reduceOp ')' lvalue '=' expr ';'                # combineStmt
   | 'for' range block                                             # forStmt
   | 'parfor' range (',' range)* block                             # parforStmt
   | ifStatement                                                   # ifStmt

@@ -169,6 +169,9 @@ DIFFERENTIAL_CASE("samples/dot.loop", "N=0", "N=1", "N=7", "N=33", "N=100", "N=2
 DIFFERENTIAL_CASE("samples/gauss.loop", "N=0", "N=1", "N=7", "N=33", "N=100")
 DIFFERENTIAL_CASE("samples/gaussian_blur.loop", "H=4 W=4", "H=5 W=257", "H=5 W=5", "H=7 W=7",
                   "H=33 W=33", "H=100 W=100", "H=7 W=33", "H=33 W=9")
+DIFFERENTIAL_CASE("samples/histogram.loop", "N=0 B=3 lo=-0.5 hi=0.5", "N=1 B=1 lo=-1 hi=1",
+                  "N=7 B=3 lo=-0.5 hi=0.5", "N=257 B=1 lo=-1 hi=1", "N=10007 B=33 lo=-0.75 hi=0.5",
+                  "N=10007 B=1000 lo=-1 hi=1")
 DIFFERENTIAL_CASE("samples/jacobi1d.loop", "N=0 steps=2", "N=1 steps=2", "N=257 steps=0",
                   "N=257 steps=2", "N=7 steps=2", "N=33 steps=3", "N=100 steps=2",
                   "N=10007 steps=3")
@@ -480,6 +483,77 @@ kernel reductions(x: in i32[N], y: in f64[N], z: in f32[N], a: out i32, p: out i
 }
 )",
               {"N=0", "N=1", "N=7", "N=33", "N=257"});
+}
+
+TEST_CASE("combine: every operator into arrays and scalar results, from 1-D and 2-D parfors") {
+  checkSource(R"(
+assoc fn larger_magnitude(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }
+kernel by_key(x: in f32[N], keys: in i32[N], S: out f32[B], P: out f64[B], lo: inout f32[B],
+              hi: inout i64[B], u: inout f32[B], seen: out bool[B], all: inout bool[B],
+              count: out i32, total: out f64) {
+  parfor i in 0..N {
+    let b = i64(keys[i]) % B;
+    combine(+) S[b] = x[i];
+    combine(*) P[b] = 1.0 + f64(x[i]) * 0.01;
+    combine(min) lo[b] = x[i];
+    combine(max) hi[(i * 7) % B] = i64(x[i] * 1000.0);
+    combine(larger_magnitude) u[b] = x[i];
+    combine(||) seen[b] = x[i] > 0.5;
+    combine(&&) all[b] = x[i] > -0.9;
+    combine(+) count = 1;
+    combine(+) total = f64(x[i]);
+  }
+}
+)",
+              {"N=0 B=3", "N=1 B=1", "N=7 B=3", "N=257 B=5", "N=10007 B=7", "N=1000 B=1"});
+}
+
+TEST_CASE("combine from register-tiled nests, rows given a block, loops and private arrays") {
+  // The tiled nest's copies past the edge must not combine; a row's updates
+  // outside its inner parfor are made once, by one thread; a private array
+  // takes plain updates.
+  checkSource(R"(
+kernel tiled(A: in f32[M][K], Bm: in f32[K][N], C: out f32[M][N], parity: out i32[2],
+             total: out f32) {
+  parfor i in 0..M, j in 0..N {
+    let v = redomap(+, 0.0, k in 0..K) A[i][k] * Bm[k][j];
+    C[i][j] = v;
+    combine(+) parity[(i + j) % 2] = 1;
+    combine(+) total = v;
+  }
+}
+kernel rows(X: in f32[R][W], sums: out f32[R], buckets: out i32[8], diagonal: out f32[8]) {
+  parfor r in 0..R {
+    sums[r] = redomap(+, 0.0, c in 0..W) X[r][c];
+    combine(+) buckets[r % 8] = 1;
+    parfor c in 0..W { combine(+) diagonal[(r + c) % 8] = X[r][c]; }
+  }
+}
+kernel loops(X: in f32[R][W], counts: out i32[R], sign_counts: out i32[2]) {
+  parfor r in 0..R {
+    var mine: i32[2];
+    for c in 0..W {
+      combine(+) mine[X[r][c] > 0.0 ? 1 : 0] = 1;
+      combine(+) sign_counts[X[r][c] > 0.0 ? 1 : 0] = 1;
+    }
+    counts[r] = mine[1] - mine[0];
+  }
+}
+)",
+              {"M=0 N=3 K=2 R=0 W=3", "M=1 N=1 K=1 R=1 W=1", "M=7 N=33 K=5 R=7 W=33",
+               "M=65 N=17 K=9 R=3 W=257", "M=33 N=65 K=3 R=100 W=64"});
+}
+
+TEST_CASE("combine outside any parfor is a plain update") {
+  checkSource(R"(
+kernel host_level(x: in f32[N], best: inout f32, H: out i32[4]) {
+  combine(max) best = x[0];
+  combine(+) H[1] = 5;
+  parfor i in 0..N { combine(+) H[i % 4] = 1; }
+  combine(*) H[1] = 2;
+}
+)",
+              {"N=1", "N=7", "N=257"});
 }
 
 TEST_CASE("i32 arithmetic wraps and division truncates toward zero") {

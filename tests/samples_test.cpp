@@ -19,6 +19,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -54,6 +55,7 @@ const std::map<std::string, std::set<std::string>> kTestedKernels = {
     {"samples/gaussian_blur.loop", {"gaussian_blur3", "gaussian_blur5", "gaussian_blur5_via_conv"}},
     {"samples/sum_max.loop", {"sum_and_max", "sum_i32", "count_above"}},
     {"samples/softmax.loop", {"softmax"}},
+    {"samples/histogram.loop", {"histogram", "bin_stats"}},
     {"stdlib/linalg.loop", {"dot", "axpy", "gemv", "gemm", "transpose"}},
     {"stdlib/conv.loop", {"conv2d_valid", "conv2d_same", "conv2d_full"}},
     {"stdlib/stencil.loop",
@@ -733,6 +735,53 @@ TEST_CASE("samples/softmax.loop: row-wise softmax") {
       }
     }
     checkClose(run.output("Y"), expected, "Y");
+  }
+}
+
+TEST_CASE("samples/histogram.loop: counts, sums and maxima by index") {
+  auto loaded = loadChecked("samples/histogram.loop");
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(100), int64_t(1000)}) {
+    CAPTURE(n);
+    // Bins of [-0.5, 0.75): a part of the values in [-1, 1) falls outside.
+    KernelRun run =
+        runKernel(*loaded, "histogram",
+                  {{"N", std::to_string(n)}, {"B", "5"}, {"lo", "-0.5"}, {"hi", "0.75"}});
+    const HostArray &x = run.input("x");
+    std::vector<int64_t> counts(5);
+    for (int64_t i = 0; i < n; ++i) {
+      double value = static_cast<float>(at(x, {i}));
+      if (value >= -0.5 && value < 0.75)
+        ++counts[std::min<int64_t>(static_cast<int64_t>((value + 0.5) / 1.25 * 5), 4)];
+    }
+    for (int64_t b = 0; b < 5; ++b)
+      CHECK_MESSAGE(run.output("H").getAsInt(b) == counts[b], "bin " << b);
+
+    // Keys -2..7 against 6 bins: negative and too large keys are ignored.
+    HostArray keys(ScalarType::I32, {n});
+    for (int64_t i = 0; i < n; ++i)
+      keys.data<int32_t>()[i] = static_cast<int32_t>((i * 7) % 10) - 2;
+    HostArray largest(ScalarType::F32, {6});
+    std::ranges::fill(std::span(largest.data<float>(), 6), -2.0f);
+    Arrays arrays;
+    arrays.emplace("keys", keys);
+    arrays.emplace("largest", largest);
+    KernelRun stats =
+        runKernel(*loaded, "bin_stats", {{"N", std::to_string(n)}, {"B", "6"}}, std::move(arrays));
+    Expectation sums, maxima;
+    for (int64_t b = 0; b < 6; ++b) {
+      double sum = 0, magnitude = 0, top = -2.0;
+      for (int64_t i = 0; i < n; ++i)
+        if (keys.data<int32_t>()[i] == b) {
+          double value = at(stats.input("values"), {i});
+          sum += value;
+          magnitude += std::abs(value);
+          top = std::max(top, value);
+        }
+      sums.add(sum, magnitude);
+      maxima.addExact(top);
+    }
+    checkClose(stats.output("sum"), sums, "sum");
+    checkClose(stats.output("largest"), maxima, "largest");
   }
 }
 

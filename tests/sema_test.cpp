@@ -365,3 +365,35 @@ TEST_CASE("integer literals must fit their type, counting a leading minus") {
   CHECK(tooLarge->diagnostics.find("integer literal 2147483648 does not fit in 'i32'") !=
         std::string::npos);
 }
+
+TEST_CASE("the race check lets iterations combine into one element with one operator") {
+  auto loaded = checked(R"(
+assoc fn larger(a: f32, b: f32) -> f32 { return max(a, b); }
+kernel k(x: in f32[N], keys: in i32[N], H: out i32[B], T: out f32[2][B], own: out f32[N],
+         best: out f32, count: out i64) {
+  parfor i in 0..N {
+    let b = i64(keys[i]) % B;
+    combine(+) H[b] = 1;
+    combine(+) H[(b + 1) % B] = 2;
+    combine(larger) T[0][b] = x[i];
+    let first = T[1][0];
+    combine(+) own[i] = first;
+    own[i] += x[i];
+    combine(larger) best = x[i];
+    combine(+) count = 1;
+    parfor j in 0..N { combine(+) H[(i + j) % B] = 1; }
+  }
+}
+)");
+  // The combine into `own[i]` is injective, so a plain update of the same
+  // element by the same iteration is no race; the reads of row 1 of T never
+  // meet the combines into row 0.
+  const auto *parfor = stmt(kernel(*loaded, "k"), 0).as<ParforStmt>();
+  REQUIRE(parfor);
+  const auto *combine = parfor->body->stmts[3]->as<AssignStmt>();
+  REQUIRE(combine);
+  CHECK(combine->op == AssignOp::Combine);
+  CHECK(combine->combineOp.kind == ReduceOp::Kind::User);
+  CHECK(combine->combineOp.userFn == loaded->program->findFn("larger"));
+  CHECK(combine->value->type == ScalarType::F32);
+}

@@ -1,6 +1,8 @@
 // Loop IR to LLVM IR, the target-independent part (see LlvmEmitter.h).
 #include "codegen/LlvmEmitter.h"
 
+#include "ir/IRVisitor.h"
+
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
@@ -517,6 +519,88 @@ void LlvmEmitter::emitAllocate(const ir::Allocate &allocate) {
   target_.release(*this, buffer, storage);
 }
 
+llvm::Value *LlvmEmitter::emitOperator(const ir::ReduceOperator &op, ScalarType type,
+                                       llvm::Value *old, llvm::Value *value) {
+  ScopedBindings scope(*this);
+  scope.var("atomic.old", old);
+  scope.var("atomic.value", value);
+  return emitExpr(
+      *ir::applyOperator(op, ir::makeVar(type, "atomic.old"), ir::makeVar(type, "atomic.value")));
+}
+
+namespace {
+
+// The atomicrmw instruction computing `op` on `type`, when there is one.
+std::optional<llvm::AtomicRMWInst::BinOp> atomicInstruction(ir::ReduceOperator::Kind op,
+                                                            ScalarType type) {
+  using Kind = ir::ReduceOperator::Kind;
+  using Rmw = llvm::AtomicRMWInst;
+  bool floating = isFloat(type);
+  switch (op) {
+  case Kind::Add:
+    return floating ? Rmw::FAdd : Rmw::Add;
+  case Kind::Min:
+    return floating ? Rmw::FMin : Rmw::Min; // FMin is minnum, as the `min` builtin
+  case Kind::Max:
+    return floating ? Rmw::FMax : Rmw::Max;
+  case Kind::And:
+    return Rmw::And; // bools are bytes holding 0 or 1
+  case Kind::Or:
+    return Rmw::Or;
+  case Kind::Mul:
+  case Kind::User:
+    break;
+  }
+  return std::nullopt;
+}
+
+} // namespace
+
+// A thread's own registers need no atomicity. Elsewhere an operator with an
+// atomicrmw form becomes one (LLVM expands those the target lacks, such as
+// byte-wide or float min on NVPTX, into compare-and-swap loops); the others
+// (`*`, user functions) loop here: compute from the value last seen, and
+// swap it in if the element still holds it.
+void LlvmEmitter::emitAtomicUpdate(const ir::AtomicUpdate &update) {
+  SourceRange enclosing = errorRange_;
+  if (update.source.valid())
+    errorRange_ = update.source;
+  ScalarType type = update.buffer->element;
+  llvm::Value *value = emitExpr(*update.value);
+  llvm::Value *address = elementAddress(*update.buffer, update.indices, update.source);
+  llvm::Type *stored = memoryType(type);
+  llvm::Align align(scalarSize(type));
+  if (update.buffer->memory == MemorySpace::Register) {
+    llvm::Value *old = fromMemory(builder_.CreateLoad(stored, address), type);
+    builder_.CreateStore(toMemory(emitOperator(update.op, type, old, value), type), address);
+  } else if (auto instruction = atomicInstruction(update.op.kind, type)) {
+    builder_.CreateAtomicRMW(*instruction, address, toMemory(value, type), align,
+                             llvm::AtomicOrdering::Monotonic);
+  } else {
+    llvm::Type *bits = builder_.getIntNTy(8 * scalarSize(type));
+    llvm::LoadInst *first = builder_.CreateAlignedLoad(bits, address, align, "atomic.first");
+    first->setAtomic(llvm::AtomicOrdering::Monotonic);
+    llvm::BasicBlock *entry = builder_.GetInsertBlock();
+    llvm::Function *function = entry->getParent();
+    auto *retry = llvm::BasicBlock::Create(context(), "atomic.retry", function);
+    auto *done = llvm::BasicBlock::Create(context(), "atomic.done", function);
+    builder_.CreateBr(retry);
+    builder_.SetInsertPoint(retry);
+    llvm::PHINode *seen = builder_.CreatePHI(bits, 2, "atomic.seen");
+    seen->addIncoming(first, entry);
+    llvm::Value *old = fromMemory(builder_.CreateBitCast(seen, stored), type);
+    llvm::Value *combined =
+        builder_.CreateBitCast(toMemory(emitOperator(update.op, type, old, value), type), bits);
+    llvm::Value *exchange = builder_.CreateAtomicCmpXchg(address, seen, combined, align,
+                                                         llvm::AtomicOrdering::Monotonic,
+                                                         llvm::AtomicOrdering::Monotonic);
+    seen->addIncoming(builder_.CreateExtractValue(exchange, 0), builder_.GetInsertBlock());
+    builder_.CreateCondBr(builder_.CreateExtractValue(exchange, 1), done, retry);
+    builder_.SetInsertPoint(done);
+  }
+  errorRange_ = enclosing;
+}
+
 void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
   switch (stmt.kind) {
   case StmtNode::Kind::For:
@@ -551,6 +635,9 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
     errorRange_ = enclosing;
     return;
   }
+  case StmtNode::Kind::AtomicUpdate:
+    emitAtomicUpdate(*stmt.as<ir::AtomicUpdate>());
+    return;
   case StmtNode::Kind::Allocate:
     emitAllocate(*stmt.as<ir::Allocate>());
     return;

@@ -102,6 +102,10 @@ private:
   void emitFor(const ir::For &loop);
   void emitIf(const ir::IfThenElse &branch);
   void emitAllocate(const ir::Allocate &allocate);
+  void emitAtomicUpdate(const ir::AtomicUpdate &update);
+  // `old op value` for a reduction operator, on register values.
+  llvm::Value *emitOperator(const ir::ReduceOperator &op, ScalarType type, llvm::Value *old,
+                            llvm::Value *value);
 
   llvm::Module &module_;
   Target &target_;

@@ -35,6 +35,26 @@ size_t scalarSize(ScalarType type) {
   return 0;
 }
 
+const char *reduceOpSpelling(const ReduceOp &op) {
+  switch (op.kind) {
+  case ReduceOp::Kind::Add:
+    return "+";
+  case ReduceOp::Kind::Mul:
+    return "*";
+  case ReduceOp::Kind::Min:
+    return "min";
+  case ReduceOp::Kind::Max:
+    return "max";
+  case ReduceOp::Kind::And:
+    return "&&";
+  case ReduceOp::Kind::Or:
+    return "||";
+  case ReduceOp::Kind::User:
+    break;
+  }
+  return op.userName.c_str();
+}
+
 const char *binaryOpSpelling(BinaryOp op) {
   static const char *const spellings[] = {
       "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};

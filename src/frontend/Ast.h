@@ -208,6 +208,9 @@ struct ReduceOp {
   SourceRange range;
 };
 
+// `+`, `min`, ... or the user function's name.
+const char *reduceOpSpelling(const ReduceOp &op);
+
 // `redomap(op, neutral, r1, r2, ...) body`: evaluates body for every point of
 // the range nest and combines the values with op, starting from neutral.
 struct RedomapExpr : Expr {
@@ -254,15 +257,19 @@ struct DeclStmt : Stmt {
   ExprPtr init; // null for `var x: T;`
 };
 
-enum class AssignOp : uint8_t { Assign, Add, Sub, Mul, Div, Rem };
+enum class AssignOp : uint8_t { Assign, Add, Sub, Mul, Div, Rem, Combine };
 
 // `x = e;`, `A[i][j] += e;`. Compound forms read then write the same place.
+// `combine(op) H[k] = e;` (AssignOp::Combine) is `H[k] = H[k] op e` as one
+// indivisible step: the iterations of a parfor may combine into the same
+// element (a histogram), in any order.
 struct AssignStmt : Stmt {
   static constexpr Kind kKind = Kind::Assign;
   AssignStmt() : Stmt(kKind) {}
   std::string target;
   std::vector<ExprPtr> indices; // empty for a scalar
   AssignOp op = AssignOp::Assign;
+  ReduceOp combineOp; // for AssignOp::Combine
   ExprPtr value;
   SourceRange targetRange;
   VarDecl *decl = nullptr; // set by Sema

@@ -187,6 +187,8 @@ StmtPtr AstBuilder::buildStmt(G::StmtContext *ctx) {
     return buildVar(var);
   if (auto *assign = dynamic_cast<G::AssignStmtContext *>(ctx))
     return buildAssign(assign);
+  if (auto *combine = dynamic_cast<G::CombineStmtContext *>(ctx))
+    return buildCombine(combine);
   if (auto *forStmt = dynamic_cast<G::ForStmtContext *>(ctx))
     return buildFor(forStmt);
   if (auto *parfor = dynamic_cast<G::ParforStmtContext *>(ctx))
@@ -233,16 +235,29 @@ StmtPtr AstBuilder::buildVar(G::VarStmtContext *ctx) {
   return decl;
 }
 
-StmtPtr AstBuilder::buildAssign(G::AssignStmtContext *ctx) {
+std::unique_ptr<AssignStmt> AstBuilder::buildAssignment(antlr4::ParserRuleContext *ctx,
+                                                        G::LvalueContext *target,
+                                                        G::ExprContext *value) {
   auto assign = std::make_unique<AssignStmt>();
   assign->range = rangeOf(ctx);
-  G::LvalueContext *target = ctx->lvalue();
   assign->target = target->ID()->getText();
   assign->targetRange = rangeOf(target);
   for (G::ExprContext *index : target->expr())
     assign->indices.push_back(buildExpr(index));
+  assign->value = buildExpr(value);
+  return assign;
+}
+
+StmtPtr AstBuilder::buildAssign(G::AssignStmtContext *ctx) {
+  auto assign = buildAssignment(ctx, ctx->lvalue(), ctx->expr());
   assign->op = assignOpFromSpelling(ctx->assignOp()->getText());
-  assign->value = buildExpr(ctx->expr());
+  return assign;
+}
+
+StmtPtr AstBuilder::buildCombine(G::CombineStmtContext *ctx) {
+  auto assign = buildAssignment(ctx, ctx->lvalue(), ctx->expr());
+  assign->op = AssignOp::Combine;
+  assign->combineOp = buildReduceOp(ctx->reduceOp());
   return assign;
 }
 

@@ -37,6 +37,10 @@ private:
   StmtPtr buildLet(G::LetStmtContext *ctx);
   StmtPtr buildVar(G::VarStmtContext *ctx);
   StmtPtr buildAssign(G::AssignStmtContext *ctx);
+  StmtPtr buildCombine(G::CombineStmtContext *ctx);
+  // The target and value of an assignment statement `ctx`.
+  std::unique_ptr<AssignStmt> buildAssignment(antlr4::ParserRuleContext *ctx,
+                                              G::LvalueContext *target, G::ExprContext *value);
   StmtPtr buildFor(G::ForStmtContext *ctx);
   StmtPtr buildParfor(G::ParforStmtContext *ctx);
   StmtPtr buildIf(G::IfStatementContext *ctx);

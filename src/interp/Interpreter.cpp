@@ -306,6 +306,7 @@ BinaryOp compoundOperator(AssignOp op) {
   case AssignOp::Rem:
     return BinaryOp::Rem;
   case AssignOp::Assign:
+  case AssignOp::Combine:
     break;
   }
   std::unreachable();
@@ -394,6 +395,8 @@ private:
   Expected<Value> evalFusedMultiplyAdd(const BinaryExpr &sum, const BinaryExpr &product);
   // `target op= value`: `target = target op value`, fused as evalBinary would.
   Expected<Value> evalCompound(const AssignStmt &assign, const Value &target);
+  // `accumulator op value` for a redomap or combine operator.
+  Expected<Value> evalCombine(const ReduceOp &op, const Value &accumulator, const Expr &valueExpr);
   Expected<Value> evalCall(const CallExpr &call);
   Expected<Value> evalRedomap(const RedomapExpr &redomap);
   Expected<Value> callFn(const FnDecl &fn, std::span<const Value> arguments);
@@ -641,6 +644,8 @@ Status Executor::execAssign(const AssignStmt &assign) {
 }
 
 Expected<Value> Executor::evalCompound(const AssignStmt &assign, const Value &target) {
+  if (assign.op == AssignOp::Combine)
+    return evalCombine(assign.combineOp, target, *assign.value);
   BinaryOp op = compoundOperator(assign.op);
   if (const BinaryExpr *product = floatProduct(*assign.value);
       product && (op == BinaryOp::Add || op == BinaryOp::Sub)) {
@@ -898,21 +903,24 @@ Expected<Value> Executor::callFn(const FnDecl &fn, std::span<const Value> argume
   return frame.returnValue;
 }
 
+Expected<Value> Executor::evalCombine(const ReduceOp &op, const Value &accumulator,
+                                      const Expr &valueExpr) {
+  Expected<Value> value = eval(valueExpr);
+  if (!value)
+    return value;
+  if (op.kind != ReduceOp::Kind::User)
+    return interp::combineReduction(op.kind, accumulator, *value);
+  const Value operands[2] = {accumulator, *value};
+  return callFn(*op.userFn, operands);
+}
+
 Expected<Value> Executor::evalRedomap(const RedomapExpr &redomap) {
   Expected<Value> neutral = eval(*redomap.neutral);
   if (!neutral)
     return neutral;
   Value accumulator = *neutral;
   Expected<Flow> flow = forEachInNest(redomap.ranges, 0, [&]() -> Expected<Flow> {
-    Expected<Value> value = eval(*redomap.body);
-    if (!value)
-      return propagate(value.error());
-    if (redomap.op.kind != ReduceOp::Kind::User) {
-      accumulator = interp::combineReduction(redomap.op.kind, accumulator, *value);
-      return Flow::Next;
-    }
-    const Value operands[2] = {accumulator, *value};
-    Expected<Value> combined = callFn(*redomap.op.userFn, operands);
+    Expected<Value> combined = evalCombine(redomap.op, accumulator, *redomap.body);
     if (!combined)
       return propagate(combined.error());
     accumulator = *combined;

@@ -198,6 +198,7 @@ struct StmtNode {
     Barrier,
     Block,
     Reduce,
+    AtomicUpdate,
     Launch
   };
   const Kind kind;
@@ -315,6 +316,25 @@ struct Reduce : StmtNode {
   // Statements computing the value at each point (e.g. inlined function
   // bodies); may be null. `value` is read after it.
   const Stmt valueSetup;
+  const Expr value;
+  const SourceRange source;
+};
+
+// `buffer[indices] = op(buffer[indices], value)` as one indivisible step, so
+// parallel iterations may update the same element (a program's `combine`, a
+// histogram); their order is unspecified. Code generation makes it atomic in
+// global and shared memory and a plain update in a thread's registers.
+// A user operator's `combine` is closed over its two operands: the generic
+// traversals (IRVisitor, IRMutator) do not enter it.
+struct AtomicUpdate : StmtNode {
+  static constexpr Kind kKind = Kind::AtomicUpdate;
+  AtomicUpdate(Buffer buffer, std::vector<Expr> indices, ReduceOperator op, Expr value,
+               SourceRange source = {})
+      : StmtNode(kKind), buffer(std::move(buffer)), indices(std::move(indices)), op(std::move(op)),
+        value(std::move(value)), source(source) {}
+  const Buffer buffer;
+  const std::vector<Expr> indices;
+  const ReduceOperator op;
   const Expr value;
   const SourceRange source;
 };

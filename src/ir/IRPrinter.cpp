@@ -291,6 +291,11 @@ std::string describe(const Stmt &stmt) {
     const auto &reduce = *stmt->as<Reduce>();
     return reduceHeader(reduce) + ": " + toString(reduce.value);
   }
+  case StmtNode::Kind::AtomicUpdate: {
+    const auto &update = *stmt->as<AtomicUpdate>();
+    return "atomic " + update.buffer->name + indexText(update.indices) + " " +
+           reduceOpText(update.op) + " " + toString(update.value);
+  }
   case StmtNode::Kind::Launch:
     return launchText(*stmt->as<Launch>());
   }

@@ -52,6 +52,8 @@ void IRVisitor::visit(const Stmt &stmt) {
     return visitBlock(*stmt->as<Block>());
   case StmtNode::Kind::Reduce:
     return visitReduce(*stmt->as<Reduce>());
+  case StmtNode::Kind::AtomicUpdate:
+    return visitAtomicUpdate(*stmt->as<AtomicUpdate>());
   case StmtNode::Kind::Launch:
     return visitLaunch(*stmt->as<Launch>());
   }
@@ -117,6 +119,13 @@ void IRVisitor::visitReduce(const Reduce &node) {
   visit(node.valueSetup);
   visit(node.value);
 }
+// The operator's combining expression is closed (a function of its two
+// operands), so traversals of the surrounding code do not enter it.
+void IRVisitor::visitAtomicUpdate(const AtomicUpdate &node) {
+  for (const Expr &index : node.indices)
+    visit(index);
+  visit(node.value);
+}
 void IRVisitor::visitLaunch(const Launch &node) {
   for (const Expr &extent : node.grid)
     visit(extent);
@@ -176,6 +185,8 @@ Stmt IRMutator::mutate(const Stmt &stmt) {
     return visitBlock(*stmt->as<Block>(), stmt);
   case StmtNode::Kind::Reduce:
     return visitReduce(*stmt->as<Reduce>(), stmt);
+  case StmtNode::Kind::AtomicUpdate:
+    return visitAtomicUpdate(*stmt->as<AtomicUpdate>(), stmt);
   case StmtNode::Kind::Launch:
     return visitLaunch(*stmt->as<Launch>(), stmt);
   }
@@ -316,6 +327,16 @@ Stmt IRMutator::visitReduce(const Reduce &node, const Stmt &self) {
                                   std::move(value), node.source);
 }
 
+Stmt IRMutator::visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) {
+  std::vector<Expr> indices;
+  bool changed = mutateAll(node.indices, indices);
+  Expr value = mutate(node.value);
+  if (!changed && value == node.value)
+    return self;
+  return std::make_shared<AtomicUpdate>(node.buffer, std::move(indices), node.op, std::move(value),
+                                        node.source);
+}
+
 Stmt IRMutator::visitLaunch(const Launch &node, const Stmt &self) {
   std::vector<Expr> grid, block, scalars;
   bool changed = mutateAll(node.grid, grid);
@@ -406,6 +427,26 @@ Stmt substitute(const Stmt &stmt, const std::map<std::string, Expr> &replacement
   if (replacements.empty())
     return stmt;
   return Substituter(replacements).mutate(stmt);
+}
+
+Expr applyOperator(const ReduceOperator &op, Expr lhs, Expr rhs) {
+  switch (op.kind) {
+  case ReduceOperator::Kind::Add:
+    return makeBinary(BinaryOpKind::Add, lhs, rhs);
+  case ReduceOperator::Kind::Mul:
+    return makeBinary(BinaryOpKind::Mul, lhs, rhs);
+  case ReduceOperator::Kind::Min:
+    return makeBinary(BinaryOpKind::Min, lhs, rhs);
+  case ReduceOperator::Kind::Max:
+    return makeBinary(BinaryOpKind::Max, lhs, rhs);
+  case ReduceOperator::Kind::And:
+    return makeBinary(BinaryOpKind::And, lhs, rhs);
+  case ReduceOperator::Kind::Or:
+    return makeBinary(BinaryOpKind::Or, lhs, rhs);
+  case ReduceOperator::Kind::User:
+    return substitute(op.combine, {{op.lhsVar, lhs}, {op.rhsVar, rhs}});
+  }
+  return lhs;
 }
 
 std::set<std::string> freeVars(const Expr &expr) {

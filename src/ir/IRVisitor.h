@@ -43,6 +43,7 @@ protected:
   virtual void visitBarrier(const Barrier &) {}
   virtual void visitBlock(const Block &node);
   virtual void visitReduce(const Reduce &node);
+  virtual void visitAtomicUpdate(const AtomicUpdate &node);
   virtual void visitLaunch(const Launch &node);
 };
 
@@ -74,6 +75,7 @@ protected:
   virtual Stmt visitBarrier(const Barrier &, const Stmt &self) { return self; }
   virtual Stmt visitBlock(const Block &node, const Stmt &self);
   virtual Stmt visitReduce(const Reduce &node, const Stmt &self);
+  virtual Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self);
   virtual Stmt visitLaunch(const Launch &node, const Stmt &self);
 
   // Mutates each element; true when any changed.
@@ -84,6 +86,9 @@ protected:
 // inside shadow them, though names are unique within a function).
 Expr substitute(const Expr &expr, const std::map<std::string, Expr> &replacements);
 Stmt substitute(const Stmt &stmt, const std::map<std::string, Expr> &replacements);
+
+// `lhs op rhs` for a reduction operator (a user operator's inlined body).
+Expr applyOperator(const ReduceOperator &op, Expr lhs, Expr rhs);
 
 // Names of the variables an expression or statement reads without binding them.
 std::set<std::string> freeVars(const Expr &expr);

@@ -175,6 +175,7 @@ BinaryOpKind binaryOpKind(BinaryOp op) {
 std::optional<BinaryOpKind> compoundOpKind(AssignOp op) {
   switch (op) {
   case AssignOp::Assign:
+  case AssignOp::Combine:
     return std::nullopt;
   case AssignOp::Add:
     return BinaryOpKind::Add;
@@ -364,7 +365,20 @@ private:
     for (const ExprPtr &index : assign.indices)
       indices.push_back(lowerExpr(*index, out));
     Expr value = lowerExpr(*assign.value, out);
-    if (auto op = compoundOpKind(assign.op)) {
+    if (assign.op == AssignOp::Combine) {
+      ReduceOperator op = lowerReduceOp(assign.combineOp, buffer->element);
+      // Inside a parfor, other iterations may combine into the same element
+      // at once, unless the buffer is private to this one.
+      if (perIterationDepth_ > 0 && buffer->memory != MemorySpace::Register) {
+        buffer->isWritten = true;
+        out.stmt(std::make_shared<AtomicUpdate>(buffer, std::move(indices), std::move(op),
+                                                std::move(value), assign.range));
+        return;
+      }
+      for (Expr &index : indices)
+        index = bindOnce("index", index, out);
+      value = applyOperator(op, std::make_shared<Load>(buffer, indices, assign.targetRange), value);
+    } else if (auto op = compoundOpKind(assign.op)) {
       for (Expr &index : indices)
         index = bindOnce("index", index, out);
       value = makeBinary(*op, std::make_shared<Load>(buffer, indices, assign.targetRange), value);

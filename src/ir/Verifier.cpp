@@ -138,6 +138,24 @@ protected:
     IRVisitor::visitStore(node);
   }
 
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    checkAccess(*node.buffer, node.indices, "atomic update of");
+    ScalarType type = node.buffer->element;
+    if (node.value->type != type)
+      failAt(std::string("combined value has type ") + scalarTypeName(node.value->type) +
+                 ", the buffer holds " + scalarTypeName(type) + ":",
+             node);
+    for (const Expr &index : node.indices)
+      visit(index);
+    visit(node.value);
+    if (node.op.kind == ReduceOperator::Kind::User) {
+      if (!node.op.combine)
+        return failAt("a user operator without a combining expression:", node);
+      bind(node.op.lhsVar, type,
+           [&] { bind(node.op.rhsVar, type, [&] { visit(node.op.combine); }); });
+    }
+  }
+
   void visitAllocate(const Allocate &node) override {
     for (const Expr &extent : node.buffer->shape) {
       visit(extent);

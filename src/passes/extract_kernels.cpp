@@ -57,6 +57,11 @@ protected:
     stored.insert(node.buffer.get());
     IRVisitor::visitStore(node);
   }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    use(node.buffer);
+    stored.insert(node.buffer.get());
+    IRVisitor::visitAtomicUpdate(node);
+  }
   void visitAllocate(const Allocate &node) override {
     for (const Expr &extent : node.buffer->shape)
       visit(extent);

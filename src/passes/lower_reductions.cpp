@@ -149,8 +149,8 @@ private:
                               reductionStep(reduce.op, part2, load(partials, {partialIndex})),
                               reduce.source),
                           store(tile2, {thread2}, load(part2))}));
-    Expr result =
-        combine(reduce.op, load(reduce.accumulator, reduce.indices), load(tile2, {makeI64(0)}));
+    Expr result = applyOperator(reduce.op, load(reduce.accumulator, reduce.indices),
+                                load(tile2, {makeI64(0)}));
     auto firstThread2Does = [&](Stmt stmt) {
       return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, thread2, makeI64(0)), stmt);
     };

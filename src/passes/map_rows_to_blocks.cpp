@@ -73,13 +73,12 @@ protected:
     --reduceDepth_;
   }
   void visitStore(const Store &node) override {
-    if (node.buffer->memory == MemorySpace::Global) {
-      stored.insert(node.buffer.get());
-      // A serial loop runs in every thread: its global stores would repeat.
-      if (serialDepth_ > 0 && parallelDepth_ == 0)
-        shareable = false;
-    }
+    storesTo(*node.buffer);
     IRVisitor::visitStore(node);
+  }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    storesTo(*node.buffer);
+    IRVisitor::visitAtomicUpdate(node);
   }
   void visitLoad(const Load &node) override {
     if (node.buffer->memory == MemorySpace::Global)
@@ -95,6 +94,15 @@ protected:
   void visitLaunch(const Launch &) override { shareable = false; }
 
 private:
+  void storesTo(const BufferInfo &buffer) {
+    if (buffer.memory != MemorySpace::Global)
+      return;
+    stored.insert(&buffer);
+    // A serial loop runs in every thread: its global stores would repeat.
+    if (serialDepth_ > 0 && parallelDepth_ == 0)
+      shareable = false;
+  }
+
   int parallelDepth_ = 0, serialDepth_ = 0, reduceDepth_ = 0;
 };
 
@@ -215,6 +223,13 @@ private:
                                  0, body, row.source);
   }
 
+  // A global store (or atomic update) of the row, made once, by thread 0.
+  Stmt byFirstThread(const Stmt &stmt, const BufferInfo &buffer) {
+    if (buffer.memory != MemorySpace::Global)
+      return stmt;
+    return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, thread_, makeI64(0)), stmt);
+  }
+
   // The row body as every thread of the block runs it.
   Stmt shareRow(const Stmt &stmt) {
     if (!stmt)
@@ -240,9 +255,9 @@ private:
                                           shareRow(branch.elseCase));
     }
     case StmtNode::Kind::Store:
-      if (stmt->as<Store>()->buffer->memory != MemorySpace::Global)
-        return stmt;
-      return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, thread_, makeI64(0)), stmt);
+      return byFirstThread(stmt, *stmt->as<Store>()->buffer);
+    case StmtNode::Kind::AtomicUpdate:
+      return byFirstThread(stmt, *stmt->as<AtomicUpdate>()->buffer);
     case StmtNode::Kind::Reduce:
       return blockTree(*stmt->as<Reduce>());
     case StmtNode::Kind::For: {
@@ -300,7 +315,8 @@ private:
                          store(tile, {thread_}, load(part))}));
     return makeBlock(
         {share, std::make_shared<Barrier>(), treeHalving(reduce.op, tile, thread_),
-         store(accumulator, {}, combine(reduce.op, load(accumulator), load(tile, {makeI64(0)})))});
+         store(accumulator, {},
+               applyOperator(reduce.op, load(accumulator), load(tile, {makeI64(0)})))});
   }
 
   Expr thread_;

@@ -661,6 +661,10 @@ protected:
     written.insert(node.buffer.get());
     IRVisitor::visitStore(node);
   }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    written.insert(node.buffer.get());
+    IRVisitor::visitAtomicUpdate(node);
+  }
 };
 
 class SharedStager : public IRMutator {

@@ -123,6 +123,10 @@ protected:
     ++count;
     IRVisitor::visitStore(node);
   }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    ++count;
+    IRVisitor::visitAtomicUpdate(node);
+  }
 };
 
 // The copies of a thread's body, jammed: each statement is emitted once per
@@ -162,6 +166,8 @@ private:
       return jamAllocate(*stmt->as<Allocate>(), copy);
     case StmtNode::Kind::Store:
       return jamStore(*stmt->as<Store>(), copy);
+    case StmtNode::Kind::AtomicUpdate:
+      return jamAtomicUpdate(*stmt->as<AtomicUpdate>(), copy);
     case StmtNode::Kind::For:
       return jamFor(*stmt->as<For>(), copy);
     case StmtNode::Kind::IfThenElse:
@@ -336,6 +342,20 @@ private:
       stores.push_back(perCopyBuffer ? copied : storeInRange(copied, each));
     });
     return makeBlock(std::move(stores));
+  }
+
+  // Unlike a store, an update repeated is not the same update: every copy
+  // makes its own, whatever it depends on.
+  Stmt jamAtomicUpdate(const AtomicUpdate &update, const CopyIndex &copy) {
+    std::vector<Stmt> updates;
+    bool perCopyBuffer = copiedBuffers_.contains(update.buffer.get());
+    forEachCopy(coarsened_ & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      Stmt copied = std::make_shared<AtomicUpdate>(bufferFor(update.buffer, each),
+                                                   rewrite(update.indices, each), update.op,
+                                                   rewrite(update.value, each), update.source);
+      updates.push_back(perCopyBuffer ? copied : storeInRange(copied, each));
+    });
+    return makeBlock(std::move(updates));
   }
 
   Stmt jamFor(const For &loop, const CopyIndex &copy) {

@@ -138,6 +138,7 @@ private:
   void checkDecl(DeclStmt &decl);
   void checkExtent(Expr &extent);
   void checkAssign(AssignStmt &assign);
+  void checkCombine(AssignStmt &combine, const VarDecl &target, Ty value);
   void reportImmutable(const VarDecl &var, SourceRange range);
   void reportRankMismatch(const VarDecl &var, size_t indexCount, SourceRange range);
   void checkRange(Range &range);
@@ -172,6 +173,9 @@ private:
   Ty checkBinary(BinaryExpr &binary);
   Ty checkConditional(ConditionalExpr &conditional);
   Ty checkRedomap(RedomapExpr &redomap);
+  // The `assoc fn` a user operator of `construct` (redomap, combine) names,
+  // or null (reported) when there is none or it is not associative.
+  FnDecl *resolveUserOperator(ReduceOp &op, const std::string &construct);
   Ty unify(Expr &lhsExpr, Ty lhs, Expr &rhsExpr, Ty rhs, const char *what);
   bool coerce(Expr &expr, Ty type, ScalarType wanted);
   ScalarType settle(Expr &expr, Ty type);

@@ -10,26 +10,6 @@
 namespace loopc::sema {
 namespace {
 
-const char *reduceOpSpelling(const ReduceOp &op) {
-  switch (op.kind) {
-  case ReduceOp::Kind::Add:
-    return "+";
-  case ReduceOp::Kind::Mul:
-    return "*";
-  case ReduceOp::Kind::Min:
-    return "min";
-  case ReduceOp::Kind::Max:
-    return "max";
-  case ReduceOp::Kind::And:
-    return "&&";
-  case ReduceOp::Kind::Or:
-    return "||";
-  case ReduceOp::Kind::User:
-    break;
-  }
-  return op.userName.c_str();
-}
-
 // Whether the literal `value`, negated when it is the operand of a unary
 // minus, is representable in `type` (`-2147483648` is an i32, `2147483648`
 // is not).
@@ -345,21 +325,11 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
   popScope();
   ReduceOp &op = redomap.op;
   if (op.kind == ReduceOp::Kind::User) {
-    FnDecl *fn = findFn(op.userName);
+    FnDecl *fn = resolveUserOperator(op, "redomap");
     if (!fn) {
-      diagnostics_.error(op.range, "unknown redomap operator " + quoted(op.userName) +
-                                       "; use +, *, min, max, &&, || or an 'assoc fn'");
       settle(*redomap.neutral, neutral);
       settle(*redomap.body, body);
       return Ty::poison();
-    }
-    op.userFn = fn;
-    recordFnCall(*fn, op.range);
-    if (!fn->associative) {
-      diagnostics_.error(op.range, "function " + quoted(fn->name) +
-                                       " is not declared 'assoc', so it cannot be a "
-                                       "redomap operator");
-      diagnostics_.note(fn->nameRange, quoted(fn->name) + " is declared here");
     }
     ScalarType result = fn->result;
     if (!coerce(*redomap.neutral, neutral, result))
@@ -396,6 +366,24 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
     return Ty::poison();
   }
   return withType(redomap, type);
+}
+
+FnDecl *Checker::resolveUserOperator(ReduceOp &op, const std::string &construct) {
+  FnDecl *fn = findFn(op.userName);
+  if (!fn) {
+    diagnostics_.error(op.range, "unknown " + construct + " operator " + quoted(op.userName) +
+                                     "; use +, *, min, max, &&, || or an 'assoc fn'");
+    return nullptr;
+  }
+  op.userFn = fn;
+  recordFnCall(*fn, op.range);
+  if (!fn->associative) {
+    diagnostics_.error(op.range, "function " + quoted(fn->name) +
+                                     " is not declared 'assoc', so it cannot be a " + construct +
+                                     " operator");
+    diagnostics_.note(fn->nameRange, quoted(fn->name) + " is declared here");
+  }
+  return fn;
 }
 
 // ----------------------------------------------------------- literal typing ---

@@ -31,6 +31,13 @@
 // iteration and never race. Writes to scalars declared outside the parfor
 // (scalar outputs, outer `var`s) are always races: use redomap.
 //
+// `combine(op) H[k] = v` need not be injective: iterations combining into the
+// same element with the same operator commute. Against anything else (a read,
+// a plain write, a combine with another operator) a combine that is not
+// injective must be provably disjoint in some dimension, as in (b); a plain
+// write W is checked against it by (a) and (b) from W's side, and an
+// injective combine is checked like a plain write.
+//
 // Limits (it is sound for what it accepts, and incomplete): indices that are
 // not affine (`i / 2`, `i * i`, indirect `A[idx[i]]`) are never proven
 // injective, equal or disjoint; relations between two parfor variables
@@ -57,6 +64,7 @@ struct Access {
   const VarDecl *target = nullptr;
   std::vector<AffineForm> indices; // empty for a scalar
   bool isWrite = false;
+  const ReduceOp *combine = nullptr;     // the operator of a combine (a write)
   std::vector<const ParforStmt *> chain; // enclosing parfors of the nest, outermost first
   SourceRange range;
 };
@@ -156,6 +164,8 @@ private:
       return;
     Access write = makeAccess(*assign.decl, assign.indices, assign.targetRange);
     write.isWrite = true;
+    if (assign.op == AssignOp::Combine)
+      write.combine = &assign.combineOp;
     accesses_.push_back(std::move(write));
   }
 
@@ -315,7 +325,7 @@ private:
   void analyzeNest() {
     std::set<const Access *> reported;
     for (const Access &write : accesses_)
-      if (write.isWrite && !checkInjective(write))
+      if (write.isWrite && !write.combine && !checkInjective(write))
         reported.insert(&write);
     for (const Access &write : accesses_) {
       if (!write.isWrite || reported.contains(&write))
@@ -326,10 +336,88 @@ private:
         // A pair of writes is checked once.
         if (other.isWrite && &other < &write)
           continue;
-        if (!checkPair(write, other))
+        if (!checkAccessPair(write, other))
           reported.insert(&other);
       }
     }
+  }
+
+  // True when no two iterations write the same element (silent).
+  bool isInjective(const Access &write) const {
+    size_t targetDepth = depthOf(write.target);
+    if (targetDepth >= write.chain.size())
+      return true;
+    if (write.indices.empty())
+      return false;
+    for (const VarDecl *var : relevantVars(write.chain, targetDepth, write.chain.size()))
+      if (!pinningDimension(write, var, targetDepth))
+        return false;
+    return true;
+  }
+
+  // A combine that different iterations may apply to one element.
+  bool combinesAcrossIterations(const Access &access) const {
+    return access.combine && !isInjective(access);
+  }
+
+  static bool sameOperator(const ReduceOp &a, const ReduceOp &b) {
+    return a.kind == b.kind && a.userFn == b.userFn;
+  }
+
+  // Checks a write against another access of the same array (see the rules
+  // for combines at the top).
+  bool checkAccessPair(const Access &write, const Access &other) {
+    bool writeCombines = combinesAcrossIterations(write);
+    bool otherCombines = other.isWrite && combinesAcrossIterations(other);
+    if (writeCombines && otherCombines && sameOperator(*write.combine, *other.combine))
+      return true;
+    if (!writeCombines)
+      return checkPair(write, other);
+    if (other.isWrite && !otherCombines)
+      return checkPair(other, write);
+    return checkAgainstCombine(write, other);
+  }
+
+  // `other` (a read, or a combine with another operator) against a combine
+  // that may touch an element from several iterations: they must be disjoint.
+  bool checkAgainstCombine(const Access &combine, const Access &other) {
+    size_t common = commonDepth(combine, other);
+    size_t targetDepth = depthOf(combine.target);
+    if (targetDepth >= common || combine.indices.size() != other.indices.size())
+      return true;
+    std::vector<const VarDecl *> vars = relevantVars(combine.chain, targetDepth, common);
+    for (size_t d = 0; d < combine.indices.size(); ++d)
+      if (provablyDisjoint(combine.indices[d], other.indices[d], targetDepth, vars))
+        return true;
+    const VarDecl *free = vars.front();
+    for (const VarDecl *var : vars)
+      if (!pinningDimension(combine, var, targetDepth)) {
+        free = var;
+        break;
+      }
+    const std::string name = quoted(combine.target->name);
+    auto spelling = [](const ReduceOp &op) {
+      return quoted("combine(" + std::string(reduceOpSpelling(op)) + ")");
+    };
+    if (other.isWrite)
+      diagnostics_.error(other.range, "race: iterations over " + quoted(free->name) +
+                                          " may combine into this element of " + name +
+                                          " with both " + spelling(*combine.combine) + " and " +
+                                          spelling(*other.combine) +
+                                          ", whose order matters; use one operator");
+    else
+      diagnostics_.error(other.range, "read-write race: another iteration over " +
+                                          quoted(free->name) +
+                                          " may combine into this element of " + name);
+    diagnostics_.note(combine.range, name + " is combined into here");
+    return false;
+  }
+
+  static size_t commonDepth(const Access &a, const Access &b) {
+    size_t common = 0;
+    while (common < a.chain.size() && common < b.chain.size() && a.chain[common] == b.chain[common])
+      ++common;
+    return common;
   }
 
   bool checkInjective(const Access &write) {
@@ -373,10 +461,7 @@ private:
   }
 
   bool checkPair(const Access &write, const Access &other) {
-    size_t common = 0;
-    while (common < write.chain.size() && common < other.chain.size() &&
-           write.chain[common] == other.chain[common])
-      ++common;
+    size_t common = commonDepth(write, other);
     size_t targetDepth = depthOf(write.target);
     if (targetDepth >= common || write.indices.size() != other.indices.size())
       return true;

@@ -179,6 +179,8 @@ void Checker::checkAssign(AssignStmt &assign) {
     settle(*assign.value, value);
     return;
   }
+  if (assign.op == AssignOp::Combine)
+    return checkCombine(assign, *var, value);
   ScalarType target = var->type.element;
   if (assign.op != AssignOp::Assign) {
     if (target == ScalarType::Bool)
@@ -195,6 +197,58 @@ void Checker::checkAssign(AssignStmt &assign) {
                                                 quoted(scalarTypeName(target)) +
                                                 conversionHint(target, value));
     diagnostics_.note(var->range, quoted(var->name) + " is declared here");
+  }
+}
+
+// `combine(op) target = value`: the target holds values of the operator's
+// type, and is an array element or a scalar result, which (unlike a local
+// scalar) the iterations of a parfor share.
+void Checker::checkCombine(AssignStmt &combine, const VarDecl &target, Ty value) {
+  ReduceOp &op = combine.combineOp;
+  const std::string name = quoted(target.name);
+  const ScalarType element = target.type.element;
+  const std::string what = quoted("combine(" + std::string(reduceOpSpelling(op)) + ")");
+  if (!target.isArray() && !target.isScalarOutput()) {
+    diagnostics_.error(combine.targetRange,
+                       what +
+                           " combines into an array element or a scalar result parameter, "
+                           "and " +
+                           name + " is a local scalar; use '+=' or a redomap");
+    settle(*combine.value, value);
+    return;
+  }
+  bool fits = true;
+  if (op.kind == ReduceOp::Kind::User) {
+    FnDecl *fn = resolveUserOperator(op, "combine");
+    if (!fn) {
+      settle(*combine.value, value);
+      return;
+    }
+    if (fn->result != element) {
+      diagnostics_.error(op.range, what + " combines " + quoted(scalarTypeName(fn->result)) +
+                                       " values, but " + name + " holds " +
+                                       quoted(scalarTypeName(element)));
+      diagnostics_.note(fn->nameRange, quoted(fn->name) + " is declared here");
+      fits = false;
+    }
+  } else {
+    bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
+    if (logical != (element == ScalarType::Bool)) {
+      diagnostics_.error(combine.targetRange,
+                         what + (logical ? " combines 'bool' values" : " needs numeric values") +
+                             ", but " + name + " holds " + quoted(scalarTypeName(element)));
+      fits = false;
+    }
+  }
+  if (!fits) {
+    settle(*combine.value, value);
+    return;
+  }
+  if (!coerce(*combine.value, value, element)) {
+    diagnostics_.error(combine.value->range, "cannot combine " + describe(value) + " into " + name +
+                                                 " of type " + quoted(scalarTypeName(element)) +
+                                                 conversionHint(element, value));
+    diagnostics_.note(target.range, name + " is declared here");
   }
 }
 

@@ -207,6 +207,13 @@ protected:
     record(node.buffer, true, node.indices, node.source);
   }
 
+  // Recorded as a store: its read of the element is part of the one
+  // indivisible step.
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    IRVisitor::visitAtomicUpdate(node);
+    record(node.buffer, true, node.indices, node.source);
+  }
+
   void visitFor(const For &node) override {
     visit(node.min);
     visit(node.extent);

@@ -28,6 +28,10 @@ protected:
     found |= node.buffer->memory == MemorySpace::Shared;
     IRVisitor::visitStore(node);
   }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    found |= node.buffer->memory == MemorySpace::Shared;
+    IRVisitor::visitAtomicUpdate(node);
+  }
 };
 
 } // namespace

@@ -55,6 +55,12 @@ public:
       result.flops += trips * flops(*store.value);
       return;
     }
+    case StmtNode::Kind::AtomicUpdate: {
+      auto &update = *stmt.as<ir::AtomicUpdate>();
+      result.flops +=
+          trips * (flops(*update.value) + combineFlops(update.op, update.buffer->element));
+      return;
+    }
     case StmtNode::Kind::Allocate:
       count(*stmt.as<ir::Allocate>()->body, trips);
       return;
@@ -87,12 +93,15 @@ private:
     }
     if (reduce.valueSetup)
       count(*reduce.valueSetup, trips);
-    double combine = 0;
-    if (reduce.op.kind == ReduceOperator::Kind::User)
-      combine = reduce.op.combine ? flops(*reduce.op.combine) : 0;
-    else if (isFloat(reduce.accumulator->element))
-      combine = 1;
-    result.flops += trips * (flops(*reduce.value) + combine);
+    result.flops +=
+        trips * (flops(*reduce.value) + combineFlops(reduce.op, reduce.accumulator->element));
+  }
+
+  // The flops of one application of a reduction operator.
+  static double combineFlops(const ReduceOperator &op, ScalarType type) {
+    if (op.kind == ReduceOperator::Kind::User)
+      return op.combine ? flops(*op.combine) : 0;
+    return isFloat(type) ? 1 : 0;
   }
 
   void withValue(const std::string &name, int64_t value, const std::function<void()> &body) {
@@ -244,6 +253,14 @@ void collectReads(const StmtNode &stmt, std::set<const BufferInfo *> &reads) {
     for (const ir::Expr &index : stmt.as<ir::Store>()->indices)
       collectReads(*index, reads);
     return;
+  case StmtNode::Kind::AtomicUpdate: {
+    auto &update = *stmt.as<ir::AtomicUpdate>();
+    reads.insert(update.buffer.get()); // it reads the element it combines into
+    collectReads(*update.value, reads);
+    for (const ir::Expr &index : update.indices)
+      collectReads(*index, reads);
+    return;
+  }
   case StmtNode::Kind::Allocate:
     collectReads(*stmt.as<ir::Allocate>()->body, reads);
     return;

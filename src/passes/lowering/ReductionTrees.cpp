@@ -9,26 +9,6 @@ using namespace loopc::ir;
 using ir::Expr; // not the AST's
 using ir::Stmt;
 
-Expr combine(const ReduceOperator &op, Expr lhs, Expr rhs) {
-  switch (op.kind) {
-  case ReduceOperator::Kind::Add:
-    return makeBinary(BinaryOpKind::Add, lhs, rhs);
-  case ReduceOperator::Kind::Mul:
-    return makeBinary(BinaryOpKind::Mul, lhs, rhs);
-  case ReduceOperator::Kind::Min:
-    return makeBinary(BinaryOpKind::Min, lhs, rhs);
-  case ReduceOperator::Kind::Max:
-    return makeBinary(BinaryOpKind::Max, lhs, rhs);
-  case ReduceOperator::Kind::And:
-    return makeBinary(BinaryOpKind::And, lhs, rhs);
-  case ReduceOperator::Kind::Or:
-    return makeBinary(BinaryOpKind::Or, lhs, rhs);
-  case ReduceOperator::Kind::User:
-    return substitute(op.combine, {{op.lhsVar, lhs}, {op.rhsVar, rhs}});
-  }
-  return lhs;
-}
-
 Expr stridedTripCount(Expr first, Expr extent, Expr stride) {
   return makeBinary(BinaryOpKind::Div,
                     makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, extent, stride),
@@ -48,7 +28,7 @@ Stmt store(const Buffer &buffer, std::vector<Expr> indices, Expr value) {
 Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
   cell->isWritten = true;
   return std::make_shared<Store>(cell, std::vector<Expr>{},
-                                 combine(op, load(cell), std::move(value)), SourceRange{},
+                                 applyOperator(op, load(cell), std::move(value)), SourceRange{},
                                  /*isReductionStep=*/op.kind != ReduceOperator::Kind::User);
 }
 
@@ -57,7 +37,7 @@ Stmt treeHalving(const ReduceOperator &op, const Buffer &tile, const Expr &threa
   for (int64_t half = kReductionThreads / 2; half >= 1; half /= 2) {
     Expr partner = makeBinary(BinaryOpKind::Add, thread, makeI64(half));
     Stmt combineStep =
-        store(tile, {thread}, combine(op, load(tile, {thread}), load(tile, {partner})));
+        store(tile, {thread}, applyOperator(op, load(tile, {thread}), load(tile, {partner})));
     steps.push_back(std::make_shared<IfThenElse>(
         makeBinary(BinaryOpKind::Lt, thread, makeI64(half)), combineStep));
     steps.push_back(std::make_shared<Barrier>());

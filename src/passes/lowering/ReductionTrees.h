@@ -14,9 +14,6 @@ namespace loopc::passes {
 // Threads per block of a cooperative reduction: a power of two for the halving.
 inline constexpr int64_t kReductionThreads = 256;
 
-// `lhs op rhs` for a Reduce's operator (a user operator's inlined body).
-ir::Expr combine(const ir::ReduceOperator &op, ir::Expr lhs, ir::Expr rhs);
-
 // `cell = combine(cell, value)`, marked free to be reassociated (see
 // ir::Store) when the combine is one operation; a user's function is a whole
 // expression, whose own evaluation order must stay as written.
