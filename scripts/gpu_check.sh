@@ -31,6 +31,7 @@ declare -A sizes=(
   [dot]="N=1000003"
   [gauss]="N=129"
   [gaussian_blur]="H=301 W=257"
+  [histogram]="N=1000003 B=257 lo=-0.75 hi=0.75"
   [jacobi1d]="N=100003 steps=10"
   [jacobi2d]="N=301 steps=5"
   [laplace]="H=301 W=257"
@@ -104,6 +105,8 @@ variants=(
   "cnn_conv|cnn_conv_valid|--skip-pass specialize_sizes"
   "cnn_conv|cnn_conv_valid|--skip-pass stage_shared"
   "mv|mv|--skip-pass map_rows_to_blocks"
+  "histogram|histogram|--skip-pass privatize_combines"
+  "histogram|bin_stats|--skip-pass privatize_combines"
 )
 for variant in "${variants[@]}"; do
   IFS='|' read -r sample kernel options <<<"$variant"

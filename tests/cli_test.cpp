@@ -200,7 +200,8 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   CHECK(contains(
       unknown.output,
       "loopc: error: no pass named 'tile_everything'; the passes are: "
-      "lower, specialize_sizes, simplify, map_rows_to_blocks, map_to_gpu, lower_reductions, "
+      "lower, specialize_sizes, simplify, map_rows_to_blocks, privatize_combines, map_to_gpu, "
+      "lower_reductions, "
       "tile_registers, stage_shared, simplify, extract_kernels"));
 }
 
@@ -227,7 +228,7 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     CHECK(contains(refused.output, "loopc: error: cannot skip pass '"));
     CHECK(contains(refused.output,
                    "': the passes that can be skipped are specialize_sizes, map_rows_to_blocks, "
-                   "tile_registers, stage_shared"));
+                   "privatize_combines, tile_registers, stage_shared"));
   }
 }
 

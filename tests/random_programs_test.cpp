@@ -27,6 +27,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace loopc;
@@ -158,7 +159,84 @@ public:
            ", 0, p in 0..min(n, i32(N))) " + integer + ";\n}\n";
   }
 
+  // Parfors combining into small arrays (a histogram's bins) with every
+  // builtin operator, from 1-D and 2-D nests, under branches and in loops;
+  // the GPU pipeline privatizes many of them.
+  std::string histograms() {
+    bool twoD = chance(0.5);
+    std::string body = twoD ? "" : "    let j = (i * 3) % N;\n";
+    struct Target {
+      const char *declaration, *name;
+      std::vector<std::string> ops;
+    };
+    const Target targets[] = {
+        {"H: out i32[B]", "H", {"+", "max", "min"}}, {"S: out f32[B]", "S", {"+"}},
+        {"E: inout f32[B]", "E", {"min", "max"}},    {"T: inout f64[2][B]", "T", {"*", "+"}},
+        {"seen: out bool[B]", "seen", {"||", "&&"}}, {"total: out f32", "total", {"+", "max"}}};
+    std::string params;
+    for (const Target &target : targets) {
+      params += std::string(", ") + target.declaration;
+      if (!chance(0.6))
+        continue;
+      std::string op = pick(target.ops);
+      for (int n = between(1, 2); n > 0; --n)
+        body += combine(target.name, op, "    ");
+    }
+    if (body.find("combine") == std::string::npos)
+      body += combine("H", "+", "    ");
+    std::string text = userFunctions() + "kernel histograms(A: in f32[M][N], x: in f32[N], " +
+                       "keys: in i32[M]" + params + ") {\n  parfor i in 0..M" +
+                       (twoD ? ", j in 0..N" : "") + " {\n" + body + "  }\n}\n";
+    locals_.clear();
+    loopVars_.clear();
+    return text;
+  }
+
 private:
+  // `combine(op) target[...] = ...;`, maybe under a branch or in a loop.
+  std::string combine(const std::string &target, const std::string &op, const std::string &indent) {
+    std::string k = fresh("k"), around = pick<std::string>({"", "", "if", "for"});
+    std::string opening, closing;
+    if (around == "if") {
+      opening = indent + "if (" + condition() + ") {\n";
+      closing = indent + "}\n";
+    } else if (around == "for") {
+      // Short loops: an f32 sum of many terms in another order is another sum.
+      opening = indent + "for " + k + " in " +
+                pick<std::string>({"0..3", "0..i % 5", "j % 3..min(N, j + 4)", "1..N by 3"}) +
+                " {\n";
+      closing = indent + "}\n";
+      loopVars_.push_back(k);
+    }
+    std::string bounded = "max(min(" + value(1) + ", 4.0), -4.0)";
+    // Eighths sum exactly in f32 (at these sizes), in whatever order the
+    // atomics take them.
+    std::string eighths = "f32(i64(" + bounded + " * 8.0)) / 8.0";
+    std::string bin = pick<std::string>({"i64(keys[i]) % B", "(i + j) % B", "(i * 7 + j) % B",
+                                         "i64(abs(" + bounded + ") * 3.0) % B"});
+    if (!loopVars_.empty() && chance(0.5))
+      bin = "(" + loopVars_.back() + " + i) % B";
+    std::string element = target + "[" + bin + "]";
+    std::string assigned;
+    if (target == "H")
+      assigned = op == "+" ? pick<std::string>({"1", "i32(j % 5)"}) : "i32(i - j)";
+    else if (target == "T") {
+      element = "T[i % 2][" + bin + "]";
+      assigned = "1.0 + f64(" + bounded + ") * 0.001";
+    } else if (target == "seen")
+      assigned = "(" + value(1) + ") > 0.5";
+    else if (target == "total") {
+      element = "total";
+      assigned = eighths;
+    } else
+      assigned = target == "S" ? eighths : value(2);
+    std::string text = opening + (opening.empty() ? indent : indent + "  ") + "combine(" + op +
+                       ") " + element + " = " + assigned + ";\n" + closing;
+    if (around == "for")
+      loopVars_.pop_back();
+    return text;
+  }
+
   // The functions value() may call.
   static std::string userFunctions() {
     return "assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }\n"
@@ -586,5 +664,21 @@ TEST_CASE("random 3-D parfors and i32 reductions agree between the interpreter a
     CAPTURE(source);
     auto loaded = test::loadText(source);
     checkAgreement(source, *loaded->program, onlyKernel(*loaded), seed, assignments);
+  }
+}
+
+TEST_CASE("random histograms agree between the interpreter and the CPU JIT, and ptxas takes them") {
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const auto &[m, n, b] : {std::tuple{"1", "1", "1"}, std::tuple{"3", "7", "5"},
+                                std::tuple{"40", "33", "3"}, std::tuple{"150", "8", "17"}})
+    assignments.push_back({{"M", m}, {"N", n}, {"B", b}});
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  std::unique_ptr<Engine> gpu = stubbedGpuEngine();
+  for (uint32_t seed = 1; seed <= programCount(20); ++seed) {
+    std::string source = ProgramGenerator(seed).histograms();
+    CAPTURE(seed);
+    CAPTURE(source);
+    checkEverywhere(source, seed, "sm_80", ptxas, *gpu, {{"M", "150"}, {"N", "8"}, {"B", "17"}},
+                    assignments);
   }
 }

@@ -28,6 +28,11 @@ ir::Function simplify(ir::Function function);
 // its inner parfors strided over the threads (map_rows_to_blocks.cpp).
 ir::Function mapRowsToBlocks(ir::Function function);
 
+// Parfors combining into small arrays get a copy of them per block in shared
+// memory, over a grid-stride loop, when the host finds they fit
+// (privatize_combines.cpp).
+ir::Function privatizeCombines(ir::Function function, const PassParameters &parameters = {});
+
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
 ir::Function mapToGpu(ir::Function function);
 

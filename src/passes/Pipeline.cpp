@@ -140,6 +140,9 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
       {PipelineTarget::Gpu}); // sizesToSpecialize says why not the CPU
   passes.run("simplify", simplify);
   passes.optimize("map_rows_to_blocks", mapRowsToBlocks, {PipelineTarget::Gpu});
+  passes.optimize("privatize_combines",
+                  [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); },
+                  {PipelineTarget::Gpu});
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("tile_registers",

@@ -104,11 +104,13 @@ const std::string &PassTrace::before(const std::string &pass) const {
   return std::prev(found)->second;
 }
 
-PassTrace tracePasses(const Program &program, const std::string &kernelName) {
+PassTrace tracePasses(const Program &program, const std::string &kernelName,
+                      const passes::PassChoices &choices) {
   const KernelDecl *kernel = program.findKernel(kernelName);
   REQUIRE_MESSAGE(kernel, "no kernel " << kernelName);
   PassTrace trace;
   passes::PipelineOptions options;
+  options.choices = choices;
   options.afterPass = [&](const std::string &pass, const ir::Function &function) {
     trace.printed.emplace_back(pass, ir::toString(function));
   };

@@ -59,7 +59,8 @@ struct PassTrace {
   const std::string &after(const std::string &pass) const;
   const std::string &before(const std::string &pass) const;
 };
-PassTrace tracePasses(const Program &program, const std::string &kernelName);
+PassTrace tracePasses(const Program &program, const std::string &kernelName,
+                      const passes::PassChoices &choices = {});
 
 // True when `part` occurs in `text`; how many times it does.
 bool contains(const std::string &text, const std::string &part);

@@ -1,0 +1,374 @@
+// privatize_combines: a histogram per block in shared memory (GPU pipeline).
+// A parfor whose iterations `combine` into a small global array (a
+// histogram's bins) makes one global atomic per iteration, and when the
+// array is small, many iterations hit the same element at once: the memory
+// system serializes them. Here each block keeps a private copy of such an
+// array in shared memory, where atomics are cheap and contend only within
+// the block: the block fills it with the operator's neutral element, its
+// threads combine into it, and it then combines each element it changed into
+// the global array, once per block instead of once per iteration.
+//
+// For that to pay, a block must cover many iterations: the nest (a perfect,
+// rectangular nest of parallel loops, flattened into one index) runs as a
+// grid-stride loop over at most kMaxBlocks blocks. Sizes are symbolic, so
+// the host picks at run time: the private copies are allocated at a fixed
+// capacity (their share of the shared-memory budget) and used when every
+// array fits and its elements, times the blocks, are no more than the
+// iterations (else the merge would outweigh what it saves); otherwise
+// map_to_gpu maps the original nest. Only arrays the nest touches through
+// combines alone, with one builtin operator (a user operator has no known
+// neutral element), are privatized, and only when the combines are the
+// body's work: a body with a redomap, or a loop without a combine in it, is
+// left to the passes that tile such work (tile_registers, stage_shared).
+#include "passes/Passes.h"
+
+#include "ir/IRPrinter.h"
+#include "ir/IRVisitor.h"
+#include "passes/lowering/ReductionTrees.h"
+
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// Threads per block, and the most blocks of the grid-stride loop: about a
+// full GPU of 256-thread blocks (8 per SM on 108 to 132 SMs).
+const int64_t kThreads = 256;
+const int64_t kMaxBlocks = 1024;
+// A private copy with room for fewer elements is not worth a kernel version.
+const int64_t kMinCapacity = 32;
+
+// How the nest uses each array, in order of first use: through combines
+// with one operator only, or otherwise.
+class CombineUses : public IRVisitor {
+public:
+  struct Use {
+    Buffer buffer;
+    std::optional<ReduceOperator::Kind> op;
+    bool otherwise = false; // loaded, stored, or combined with several operators
+  };
+  std::vector<Use> uses;
+
+protected:
+  void visitLoad(const Load &node) override {
+    useOf(node.buffer).otherwise = true;
+    IRVisitor::visitLoad(node);
+  }
+  void visitStore(const Store &node) override {
+    useOf(node.buffer).otherwise = true;
+    IRVisitor::visitStore(node);
+  }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    Use &use = useOf(node.buffer);
+    if (use.op && *use.op != node.op.kind)
+      use.otherwise = true;
+    use.op = node.op.kind;
+    IRVisitor::visitAtomicUpdate(node);
+  }
+
+private:
+  Use &useOf(const Buffer &buffer) {
+    for (Use &use : uses)
+      if (use.buffer == buffer)
+        return use;
+    return uses.emplace_back(Use{buffer, std::nullopt, false});
+  }
+};
+
+// Whether a body has work beside its combines: a redomap, or a loop that
+// makes no combine.
+class OtherWork : public IRVisitor {
+public:
+  bool found = false;
+
+protected:
+  void visitReduce(const Reduce &) override { found = true; }
+  void visitFor(const For &node) override {
+    bool outer = combines_;
+    combines_ = false;
+    IRVisitor::visitFor(node);
+    found |= !combines_;
+    combines_ = outer || combines_;
+  }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    combines_ = true;
+    IRVisitor::visitAtomicUpdate(node);
+  }
+
+private:
+  bool combines_ = false;
+};
+
+// The neutral element of a builtin operator on `type`.
+Expr neutralElement(ReduceOperator::Kind op, ScalarType type) {
+  bool floating = isFloat(type);
+  double infinity = std::numeric_limits<double>::infinity();
+  int64_t largest = type == ScalarType::I32 ? std::numeric_limits<int32_t>::max()
+                                            : std::numeric_limits<int64_t>::max();
+  int64_t smallest = type == ScalarType::I32 ? std::numeric_limits<int32_t>::min()
+                                             : std::numeric_limits<int64_t>::min();
+  switch (op) {
+  case ReduceOperator::Kind::Add:
+    return zeroOf(type);
+  case ReduceOperator::Kind::Mul:
+    return floating ? std::make_shared<FloatImm>(type, 1.0) : makeInt(type, 1);
+  case ReduceOperator::Kind::Min:
+    return floating ? std::make_shared<FloatImm>(type, infinity) : makeInt(type, largest);
+  case ReduceOperator::Kind::Max:
+    return floating ? std::make_shared<FloatImm>(type, -infinity) : makeInt(type, smallest);
+  case ReduceOperator::Kind::And:
+    return std::make_shared<BoolImm>(true);
+  case ReduceOperator::Kind::Or:
+    return std::make_shared<BoolImm>(false);
+  case ReduceOperator::Kind::User:
+    break;
+  }
+  return nullptr;
+}
+
+Expr product(const std::vector<Expr> &factors) {
+  Expr result = makeI64(1);
+  for (const Expr &factor : factors)
+    result = makeBinary(BinaryOpKind::Mul, result, factor);
+  return result;
+}
+
+// The product of `factors` when they are all constants.
+std::optional<int64_t> constantProduct(const std::vector<Expr> &factors) {
+  int64_t result = 1;
+  for (const Expr &factor : factors) {
+    const auto *constant = factor->as<IntImm>();
+    if (!constant || constant->value < 0 ||
+        (constant->value && result > INT64_MAX / constant->value))
+      return std::nullopt;
+    result *= constant->value;
+  }
+  return result;
+}
+
+Expr add(Expr a, Expr b) { return makeBinary(BinaryOpKind::Add, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return makeBinary(BinaryOpKind::Mul, std::move(a), std::move(b)); }
+Expr div(Expr a, Expr b) { return makeBinary(BinaryOpKind::Div, std::move(a), std::move(b)); }
+Expr rem(Expr a, Expr b) { return makeBinary(BinaryOpKind::Rem, std::move(a), std::move(b)); }
+Expr castTo(ScalarType type, Expr value) {
+  return value->type == type ? value : std::make_shared<Cast>(type, std::move(value));
+}
+
+// A global array and its private copy in shared memory.
+struct Privatized {
+  Buffer global;
+  Buffer local;
+  ReduceOperator::Kind op;
+  Expr elements; // of the global array, i64
+};
+
+// The position of `indices` in the row-major order of `shape` (both i64).
+Expr flatIndex(const std::vector<Expr> &indices, const std::vector<Expr> &shape) {
+  Expr flat = makeI64(0);
+  for (size_t d = 0; d < indices.size(); ++d)
+    flat = add(mul(flat, shape[d]), toI64(indices[d]));
+  return flat;
+}
+
+// The combines into privatized arrays, sent to their private copies.
+class ToPrivateCopies : public IRMutator {
+public:
+  explicit ToPrivateCopies(const std::vector<Privatized> &arrays) : arrays_(arrays) {}
+
+protected:
+  Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) override {
+    Stmt mutated = IRMutator::visitAtomicUpdate(node, self);
+    const auto &update = *mutated->as<AtomicUpdate>();
+    for (const Privatized &array : arrays_)
+      if (array.global == update.buffer)
+        return std::make_shared<AtomicUpdate>(
+            array.local, std::vector<Expr>{flatIndex(update.indices, array.global->shape)},
+            update.op, update.value, update.source);
+    return mutated;
+  }
+
+private:
+  const std::vector<Privatized> &arrays_;
+};
+
+class CombinePrivatizer : public IRMutator {
+public:
+  explicit CombinePrivatizer(const PassParameters &parameters) : parameters_(parameters) {}
+
+protected:
+  Stmt visitFor(const For &node, const Stmt &self) override {
+    if (node.forKind != ForKind::Parallel)
+      return IRMutator::visitFor(node, self);
+    return privatize(node, self);
+  }
+
+private:
+  Stmt privatize(const For &top, const Stmt &nest) {
+    // The perfect nest of parallel loops; inner bounds may not use outer
+    // variables, so the iterations flatten into one index.
+    std::vector<const For *> chain{&top};
+    std::set<std::string> chainVars{top.var};
+    while (const auto *inner = chain.back()->body->as<For>()) {
+      if (inner->forKind != ForKind::Parallel || usesAnyVar(inner->min, chainVars) ||
+          usesAnyVar(inner->extent, chainVars))
+        break;
+      chain.push_back(inner);
+      chainVars.insert(inner->var);
+    }
+    const Stmt &body = chain.back()->body;
+    OtherWork otherWork;
+    otherWork.visit(body);
+    if (otherWork.found)
+      return nest;
+    CombineUses uses;
+    uses.visit(body);
+    std::vector<Privatized> arrays;
+    for (const CombineUses::Use &use : uses.uses)
+      if (use.buffer->memory == MemorySpace::Global && !use.otherwise && use.op &&
+          *use.op != ReduceOperator::Kind::User)
+        arrays.push_back({use.buffer, nullptr, *use.op, product(use.buffer->shape)});
+    // The budget is shared equally; an array known to exceed its share keeps
+    // its global atomics (the others' shares then only grow).
+    const int64_t budget = parameters_.sharedKiB * 1024;
+    auto capacityOf = [&](const Privatized &array) {
+      return budget / static_cast<int64_t>(arrays.size()) /
+             static_cast<int64_t>(scalarSize(array.global->element));
+    };
+    std::erase_if(arrays, [&](const Privatized &array) {
+      std::optional<int64_t> known = constantProduct(array.global->shape);
+      return known && *known > capacityOf(array);
+    });
+    if (arrays.empty())
+      return nest;
+    Expr fits;
+    std::set<std::string> tests; // arrays of one shape need one test
+    for (Privatized &array : arrays) {
+      int64_t capacity = capacityOf(array);
+      if (capacity < kMinCapacity)
+        return nest;
+      array.local = makeBuffer(array.global->name + ".private", array.global->element,
+                               {makeI64(capacity)}, MemorySpace::Shared);
+      Expr fitsHere = makeBinary(BinaryOpKind::Le, array.elements, makeI64(capacity));
+      if (tests.insert(toString(fitsHere)).second)
+        fits = fits ? makeBinary(BinaryOpKind::And, fits, fitsHere) : fitsHere;
+    }
+
+    std::vector<Expr> extents;
+    for (const For *loop : chain)
+      extents.push_back(makeBinary(BinaryOpKind::Max, toI64(loop->extent), makeI64(0)));
+    std::string iterationsVar = top.var + ".iterations", blocksVar = top.var + ".blocks";
+    Expr iterations = makeVar(ScalarType::I64, iterationsVar);
+    Expr blocks = makeVar(ScalarType::I64, blocksVar);
+    Expr merged = makeI64(0);
+    for (const Privatized &array : arrays)
+      merged = add(merged, array.elements);
+    Expr worthIt = makeBinary(BinaryOpKind::Le, mul(merged, blocks), iterations);
+
+    std::string blockVar = top.var + ".block", threadVar = top.var + ".thread";
+    Expr block = makeVar(ScalarType::I64, blockVar), thread = makeVar(ScalarType::I64, threadVar);
+    std::vector<Stmt> steps;
+    for (const Privatized &array : arrays)
+      steps.push_back(overElements(array, thread, top.var + ".fill", [&](const Expr &element) {
+        return store(array.local, {element}, neutralElement(array.op, array.global->element));
+      }));
+    steps.push_back(std::make_shared<Barrier>());
+    steps.push_back(gridStride(chain, extents, ToPrivateCopies(arrays).mutate(body), block, thread,
+                               blocks, iterations));
+    steps.push_back(std::make_shared<Barrier>());
+    for (const Privatized &array : arrays)
+      steps.push_back(overElements(array, thread, top.var + ".merge", [&](const Expr &element) {
+        return mergeElement(array, element);
+      }));
+    Stmt kernel =
+        std::make_shared<For>(threadVar, makeI64(0), makeI64(kThreads), ForKind::GpuThread, 0,
+                              makeBlock(std::move(steps)), top.source);
+    for (auto array = arrays.rbegin(); array != arrays.rend(); ++array)
+      kernel = std::make_shared<Allocate>(array->local, kernel);
+    kernel = std::make_shared<For>(blockVar, makeI64(0), blocks, ForKind::GpuBlock, 0, kernel,
+                                   top.source);
+    Stmt choice =
+        std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::And, fits, worthIt), kernel, nest);
+    Expr blockCount = makeBinary(BinaryOpKind::Min,
+                                 div(add(iterations, makeI64(kThreads - 1)), makeI64(kThreads)),
+                                 makeI64(kMaxBlocks));
+    return std::make_shared<LetStmt>(iterationsVar, product(extents),
+                                     std::make_shared<LetStmt>(blocksVar, blockCount, choice));
+  }
+
+  // `each(e)` for the elements e of `array`'s global extent, strided over the
+  // threads of the block.
+  static Stmt overElements(const Privatized &array, const Expr &thread, const std::string &name,
+                           const std::function<Stmt(const Expr &)> &each) {
+    std::string stepVar = name + ".round";
+    Expr element = add(thread, mul(makeVar(ScalarType::I64, stepVar), makeI64(kThreads)));
+    return std::make_shared<For>(
+        stepVar, makeI64(0), stridedTripCount(thread, array.elements, makeI64(kThreads)),
+        ForKind::Serial, 0,
+        std::make_shared<LetStmt>(name, element, each(makeVar(ScalarType::I64, name))));
+  }
+
+  // The block's result for one element, combined into the global array
+  // unless the block left it neutral.
+  static Stmt mergeElement(const Privatized &array, const Expr &element) {
+    std::vector<Expr> indices;
+    Expr rest = element;
+    const std::vector<Expr> &shape = array.global->shape;
+    for (size_t d = shape.size(); d-- > 0;) {
+      indices.insert(indices.begin(), d == 0 ? rest : rem(rest, shape[d]));
+      rest = div(rest, shape[d]);
+    }
+    ScalarType type = array.global->element;
+    std::string valueVar = array.local->name + ".value";
+    Expr value = makeVar(type, valueVar);
+    ReduceOperator op;
+    op.kind = array.op;
+    Expr changed = makeBinary(BinaryOpKind::Ne, value, neutralElement(array.op, type));
+    Stmt update = std::make_shared<AtomicUpdate>(array.global, indices, op, value);
+    return std::make_shared<LetStmt>(valueVar, load(array.local, {element}),
+                                     std::make_shared<IfThenElse>(changed, update));
+  }
+
+  // The body at every point of the nest, the flat iteration index striding
+  // over all threads of the grid.
+  static Stmt gridStride(const std::vector<const For *> &chain, const std::vector<Expr> &extents,
+                         Stmt body, const Expr &block, const Expr &thread, const Expr &blocks,
+                         const Expr &iterations) {
+    const For &top = *chain.front();
+    std::string flatVar = top.var + ".flat", stepVar = top.var + ".round";
+    Expr flat = makeVar(ScalarType::I64, flatVar);
+    body = serializeParallelLoops(body);
+    Expr inner = makeI64(1);
+    for (size_t d = chain.size(); d-- > 0;) {
+      const For &loop = *chain[d];
+      Expr position = d == 0 ? div(flat, inner) : rem(div(flat, inner), extents[d]);
+      Expr value = add(toI64(loop.min), position);
+      body = std::make_shared<LetStmt>(loop.var, castTo(loop.min->type, value), body);
+      inner = mul(inner, extents[d]);
+    }
+    Expr first = add(mul(block, makeI64(kThreads)), thread);
+    Expr stride = mul(blocks, makeI64(kThreads));
+    body = std::make_shared<LetStmt>(
+        flatVar, add(first, mul(makeVar(ScalarType::I64, stepVar), stride)), body);
+    return std::make_shared<For>(stepVar, makeI64(0), stridedTripCount(first, iterations, stride),
+                                 ForKind::Serial, 0, body, top.source);
+  }
+
+  const PassParameters &parameters_;
+};
+
+} // namespace
+
+Function privatizeCombines(Function function, const PassParameters &parameters) {
+  function.body = CombinePrivatizer(parameters).mutate(function.body);
+  return function;
+}
+
+} // namespace loopc::passes

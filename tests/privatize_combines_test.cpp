@@ -1,0 +1,167 @@
+// privatize_combines: which parfors get a private copy of the arrays they
+// combine into, the kernel it makes (fill, grid-stride loop, merge), and that
+// the GPU pipeline's kernels compute what the interpreter computes on both
+// sides of the host's choice (copies that fit and pay, and those that do not).
+#include "TestSupport.h"
+#include "support/Differential.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+using namespace loopc;
+using loopc::test::contains;
+
+namespace {
+
+// The IR before privatize_combines and after it.
+std::pair<std::string, std::string> aroundPass(const Program &program,
+                                               const std::string &kernelName) {
+  test::PassTrace trace = test::tracePasses(program, kernelName);
+  return {trace.before("privatize_combines"), trace.after("privatize_combines")};
+}
+
+std::unique_ptr<test::LoadedProgram> load(const std::string &source) {
+  auto loaded = test::loadText(source);
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  return loaded;
+}
+
+using Sizes = std::vector<std::map<std::string, std::string>>;
+
+} // namespace
+
+TEST_CASE("a histogram's bins get a copy per block: filled, combined into, merged") {
+  auto loaded = test::loadFile(test::sourcePath("samples/histogram.loop"));
+  REQUIRE(loaded->program);
+  std::string after = aroundPass(*loaded->program, "histogram").second;
+  // The host picks the private copy when the bins fit (24 KiB of i32) and
+  // the blocks' merges make no more atomics than the iterations.
+  CHECK(contains(after, "  let i.iterations = 1 * max(N, 0)\n"
+                        "  let i.blocks = min((i.iterations + 255) / 256, 1024)\n"
+                        "  if (1 * B <= 6144 && (0 + 1 * B) * i.blocks <= i.iterations) {\n"
+                        "    gpu_block.x for i.block in [0, i.blocks) {\n"
+                        "      shared i32 H.private[6144]\n"
+                        "      gpu_thread.x for i.thread in [0, 256) {\n"));
+  CHECK(contains(after, "H.private[i.fill] = 0\n"));
+  CHECK(contains(after, "let i = 0 + i.flat / 1\n"));
+  CHECK(contains(after, "atomic H.private[0 * B + bin] += 1\n"));
+  CHECK(contains(after, "if (H.private.value != 0) {\n"
+                        "            atomic H[i.merge] += H.private.value\n"));
+  CHECK(contains(after, "  } else {\n    parallel for i in [0, N) {\n"));
+
+  // 40 blocks at N = 10007: 33 bins are privatized (1320 merges), 300 are not.
+  test::checkGpuKernelsOnCpu(*loaded->program, "histogram",
+                             {{{"N", "0"}, {"B", "3"}, {"lo", "-1"}, {"hi", "1"}},
+                              {{"N", "10007"}, {"B", "33"}, {"lo", "-0.5"}, {"hi", "0.5"}},
+                              {{"N", "10007"}, {"B", "300"}, {"lo", "-0.5"}, {"hi", "0.5"}},
+                              {{"N", "300000"}, {"B", "6144"}, {"lo", "-1"}, {"hi", "1"}},
+                              {{"N", "300000"}, {"B", "6145"}, {"lo", "-1"}, {"hi", "1"}}},
+                             5);
+}
+
+TEST_CASE("every builtin operator's neutral element, 2-D nests flattened, scalar results") {
+  auto loaded = load(R"(
+kernel image(X: in f32[H][W], counts: out i32[4], lo: inout f32[3], hi: inout i64[3],
+             prod: inout f64[2], any: out bool[2], all: inout bool[2], total: out f32) {
+  parfor r in 1..H, c in 0..W {
+    let k = i64(X[r][c] * 100.0) % 3;
+    combine(+) counts[(r + c) % 4] = 1;
+    combine(min) lo[(k + 3) % 3] = X[r][c];
+    combine(max) hi[(k + 3) % 3] = i64(X[r][c] * 1000.0);
+    combine(*) prod[r % 2] = 1.0 + f64(X[r][c]) * 0.001;
+    combine(||) any[c % 2] = X[r][c] > 0.99;
+    combine(&&) all[c % 2] = X[r][c] > -0.99;
+    combine(+) total = X[r][c];
+  }
+}
+)");
+  std::string after = aroundPass(*loaded->program, "image").second;
+  CHECK(contains(after, "let r.iterations = 1 * max(H - 1, 0) * max(W, 0)\n"));
+  CHECK(contains(after, "let r = 1 + r.flat / (1 * max(W, 0))\n"));
+  CHECK(contains(after, "let c = 0 + r.flat / 1 % max(W, 0)\n"));
+  for (const char *fill : {"counts.private[r.fill] = 0\n", "lo.private[r.fill] = inf\n",
+                           "hi.private[r.fill] = -9223372036854775808\n",
+                           "prod.private[r.fill] = 1.0\n", "any.private[r.fill] = false\n",
+                           "all.private[r.fill] = true\n", "total.private[r.fill] = 0.0\n"})
+    CHECK_MESSAGE(contains(after, fill), fill);
+  test::checkGpuKernelsOnCpu(*loaded->program, "image",
+                             {{{"H", "1"}, {"W", "5"}},
+                              {{"H", "2"}, {"W", "1"}},
+                              {{"H", "33"}, {"W", "65"}},
+                              {{"H", "301"}, {"W", "257"}}},
+                             9);
+}
+
+TEST_CASE("combines inside loops and inner parfors of the body are privatized too") {
+  auto loaded = load(R"(
+kernel per_row(X: in f32[R][W], signs: out i32[2], cells: out i32[4]) {
+  parfor r in 0..R {
+    for c in 0..W { combine(+) signs[X[r][c] > 0.0 ? 1 : 0] = 1; }
+    parfor c in 0..W { combine(+) cells[(r + c) % 4] = 1; }
+  }
+}
+)");
+  std::string after = aroundPass(*loaded->program, "per_row").second;
+  CHECK(contains(after, "shared i32 signs.private["));
+  CHECK(contains(after, "shared i32 cells.private["));
+  CHECK(contains(after, "for c_2 in [0, W) {\n"));
+  test::checkGpuKernelsOnCpu(*loaded->program, "per_row",
+                             {{{"R", "0"}, {"W", "3"}},
+                              {{"R", "1000"}, {"W", "3"}},
+                              {{"R", "7"}, {"W", "33"}},
+                              {{"R", "3000"}, {"W", "1"}}},
+                             3);
+}
+
+TEST_CASE("nests whose work is not their combines, or whose arrays are read, stay as they are") {
+  auto loaded = load(R"(
+assoc fn larger(a: f32, b: f32) -> f32 { return max(a, b); }
+kernel with_redomap(A: in f32[M][K], C: out f32[M], count: out i32[2]) {
+  parfor i in 0..M {
+    C[i] = redomap(+, 0.0, k in 0..K) A[i][k];
+    combine(+) count[i % 2] = 1;
+  }
+}
+kernel with_loop(A: in f32[M][K], C: out f32[M], count: out i32[2]) {
+  parfor i in 0..M {
+    for k in 0..K { C[i] += A[i][k]; }
+    combine(+) count[i % 2] = 1;
+  }
+}
+kernel user_operator(x: in f32[M], best: out f32[4]) {
+  parfor i in 0..M { combine(larger) best[i % 4] = x[i]; }
+}
+kernel triangular(x: in f32[M], count: out i32[4]) {
+  parfor i in 0..M, j in i..M { combine(+) count[(i + j) % 4] = 1; }
+}
+kernel too_large(x: in f64[M], bins: out f64[8192]) {
+  parfor i in 0..M { combine(+) bins[i % 8192] = x[i]; }
+}
+)");
+  for (const char *name : {"with_redomap", "with_loop", "user_operator", "too_large"}) {
+    CAPTURE(name);
+    auto [before, after] = aroundPass(*loaded->program, name);
+    CHECK(before == after);
+  }
+  // A triangular nest keeps its inner loop: only the outer one flattens.
+  std::string triangular = aroundPass(*loaded->program, "triangular").second;
+  CHECK(contains(triangular, "let i.iterations = 1 * max(M, 0)\n"));
+  CHECK(contains(triangular, "for j in [i, i + (M - i)) {\n"));
+  test::checkGpuKernelsOnCpu(*loaded->program, "triangular", {{{"M", "1"}}, {{"M", "700"}}}, 4);
+}
+
+TEST_CASE("the budget is the shared_kib parameter, shared by the arrays") {
+  auto loaded = test::loadFile(test::sourcePath("samples/histogram.loop"));
+  REQUIRE(loaded->program);
+  passes::PassChoices choices;
+  choices.parameters.sharedKiB = 2;
+  test::PassTrace trace = test::tracePasses(*loaded->program, "bin_stats", choices);
+  CHECK(contains(trace.after("privatize_combines"), "shared f32 sum.private[256]\n"
+                                                    "      shared f32 largest.private[256]\n"));
+  test::checkGpuKernelsOnCpu(*loaded->program, "bin_stats",
+                             {{{"N", "100000"}, {"B", "256"}}, {{"N", "100000"}, {"B", "257"}}}, 2,
+                             choices);
+}
