@@ -286,8 +286,10 @@ TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU 
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
-  CHECK(contains(cpu.output, "the passes are: lower, simplify, map_to_gpu, lower_reductions, "
-                             "simplify, extract_kernels"));
+  CHECK(
+      contains(cpu.output,
+               "the passes are: lower, simplify, privatize_combines, map_to_gpu, lower_reductions, "
+               "simplify, extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));

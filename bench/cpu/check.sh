@@ -28,9 +28,10 @@ cases=(
   "softmax|softmax.loop|7 37|"
   "sqdist|sqdist.loop|37 29 11|"
   "nbody|nbody.loop|67|dt=0.01 softening=0.1"
+  "histogram|histogram.loop|1001 7|B=7 lo=-1 hi=1"
 )
 
-# Max |expected - actual| / (1 + |expected|) over two .npy files of f32.
+# Max |expected - actual| / (1 + |expected|) over two .npy files of f32 or i32.
 compare() {
   python3 - "$1" "$2" <<'PY'
 import ast, struct, sys
@@ -40,11 +41,12 @@ def load(path):
         data = f.read()
     header_length = struct.unpack_from("<H", data, 8)[0]
     header = ast.literal_eval(data[10:10 + header_length].decode("latin1"))
-    assert header["descr"] == "<f4" and not header["fortran_order"], header
+    assert header["descr"] in ("<f4", "<i4") and not header["fortran_order"], header
     count = 1
     for extent in header["shape"]:
         count *= extent
-    return header["shape"], struct.unpack_from("<%df" % count, data, 10 + header_length)
+    code = "f" if header["descr"] == "<f4" else "i"
+    return header["shape"], struct.unpack_from("<%d%s" % (count, code), data, 10 + header_length)
 
 expected_shape, expected = load(sys.argv[1])
 actual_shape, actual = load(sys.argv[2])

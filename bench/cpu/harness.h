@@ -70,11 +70,11 @@ static inline double bench_sum(const float *data, size_t count) {
 
 static inline void bench_nothing(void) {}
 
-/* Writes DIR/KIND/NAME.npy (NumPy format 1.0, little-endian f32, C order) when
- * BENCH_DUMP_DIR=DIR is set; KIND is "in" or "out" and NAME the parameter's
- * name in the sample. */
-static inline void bench_dump(const char *kind, const char *name, const float *data, int rank,
-                              const long *shape) {
+/* Writes DIR/KIND/NAME.npy (NumPy format 1.0, C order) when BENCH_DUMP_DIR=DIR
+ * is set; KIND is "in" or "out" and NAME the parameter's name in the sample.
+ * `descr` is the NumPy type ("<f4", "<i4"), of 4-byte elements. */
+static inline void bench_dump_typed(const char *kind, const char *name, const void *data,
+                                    const char *descr, int rank, const long *shape) {
   const char *dir = getenv("BENCH_DUMP_DIR");
   if (!dir)
     return;
@@ -87,7 +87,7 @@ static inline void bench_dump(const char *kind, const char *name, const float *d
     count *= (size_t)shape[d];
   }
   int length = snprintf(header, sizeof header,
-                        "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }", dims);
+                        "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
   /* Magic, version and length take 10 bytes; the header ends in a newline
    * and pads the whole preamble to a multiple of 64. */
   int padded = (10 + length + 1 + 63) / 64 * 64 - 10;
@@ -110,6 +110,11 @@ static inline void bench_dump(const char *kind, const char *name, const float *d
                                 (unsigned char)(padded >> 8)};
   fwrite(preamble, 1, sizeof preamble, file);
   fwrite(header, 1, (size_t)padded, file);
-  fwrite(data, sizeof(float), count, file);
+  fwrite(data, 4, count, file);
   fclose(file);
+}
+
+static inline void bench_dump(const char *kind, const char *name, const float *data, int rank,
+                              const long *shape) {
+  bench_dump_typed(kind, name, data, "<f4", rank, shape);
 }

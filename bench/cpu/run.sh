@@ -37,6 +37,7 @@ cases=(
   "softmax|softmax.loop|R=4096 C=1024|4096 1024|R = 4096, C = 1024"
   "sqdist|sqdist.loop|M=2048 N=2048 K=64|2048 2048 64|M = N = 2048, K = 64"
   "nbody|nbody.loop|N=8192 dt=0.01 softening=0.1|8192|N = 8192"
+  "histogram|histogram.loop|N=16777216 B=256 lo=-1 hi=1|16777216 256|N = 2^24, 256 bins"
 )
 
 cpu_model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)

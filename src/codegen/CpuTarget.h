@@ -42,6 +42,11 @@ public:
                         llvm::Value *elementCount) override;
   void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) override;
   void emitBarrier(LlvmEmitter &emitter) override;
+  // Blocks run at once on the pool's cores, but a block's threads run one
+  // after another on one core: its shared memory needs no atomics.
+  bool sharedAtOnce(ir::MemorySpace memory) const override {
+    return memory == ir::MemorySpace::Global;
+  }
   std::string libraryMathName(Builtin builtin, ScalarType type) const override;
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
 

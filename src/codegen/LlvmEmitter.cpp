@@ -556,7 +556,8 @@ std::optional<llvm::AtomicRMWInst::BinOp> atomicInstruction(ir::ReduceOperator::
 
 } // namespace
 
-// A thread's own registers need no atomicity. Elsewhere an operator with an
+// Memory no other thread reaches meanwhile (a thread's registers; on the
+// CPU, a block's shared memory) needs no atomicity. Elsewhere an operator with an
 // atomicrmw form becomes one (LLVM expands those the target lacks, such as
 // byte-wide or float min on NVPTX, into compare-and-swap loops); the others
 // (`*`, user functions) loop here: compute from the value last seen, and
@@ -570,7 +571,7 @@ void LlvmEmitter::emitAtomicUpdate(const ir::AtomicUpdate &update) {
   llvm::Value *address = elementAddress(*update.buffer, update.indices, update.source);
   llvm::Type *stored = memoryType(type);
   llvm::Align align(scalarSize(type));
-  if (update.buffer->memory == MemorySpace::Register) {
+  if (!target_.sharedAtOnce(update.buffer->memory)) {
     llvm::Value *old = fromMemory(builder_.CreateLoad(stored, address), type);
     builder_.CreateStore(toMemory(emitOperator(update.op, type, old, value), type), address);
   } else if (auto instruction = atomicInstruction(update.op.kind, type)) {

@@ -36,6 +36,12 @@ public:
 
   virtual void emitBarrier(LlvmEmitter &emitter) = 0;
 
+  // Whether threads running at the same time reach memory of `memory`, so
+  // an AtomicUpdate there must be atomic. Registers are a thread's own.
+  virtual bool sharedAtOnce(ir::MemorySpace memory) const {
+    return memory != ir::MemorySpace::Register;
+  }
+
   // Whether `builtin` is emitted as a call to libraryMathName instead of an LLVM
   // intrinsic: tanh has none, and NVPTX cannot select exp, log, sin, cos or
   // pow, so the GPU calls libdevice for those.

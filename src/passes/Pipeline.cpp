@@ -142,7 +142,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("map_rows_to_blocks", mapRowsToBlocks, {PipelineTarget::Gpu});
   passes.optimize("privatize_combines",
                   [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); },
-                  {PipelineTarget::Gpu});
+                  {PipelineTarget::Gpu, PipelineTarget::Cpu});
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("tile_registers",

@@ -1,4 +1,7 @@
-// privatize_combines: a histogram per block in shared memory (GPU pipeline).
+// privatize_combines: a histogram per block in shared memory (both pipelines;
+// on the CPU a block's shared memory belongs to one core, so its updates need
+// no atomics at all: samples/histogram at 2^24 values and 256 bins went from
+// 300 to 22 ms there, as fast as C with private bins per OpenMP thread).
 // A parfor whose iterations `combine` into a small global array (a
 // histogram's bins) makes one global atomic per iteration, and when the
 // array is small, many iterations hit the same element at once: the memory
