@@ -18,15 +18,8 @@ using loopc::test::contains;
 
 namespace {
 
-// The IR before map_rows_to_blocks and after it.
-std::pair<std::string, std::string> aroundPass(const Program &program,
-                                               const std::string &kernelName) {
-  test::PassTrace trace = test::tracePasses(program, kernelName);
-  return {trace.before("map_rows_to_blocks"), trace.after("map_rows_to_blocks")};
-}
-
 bool mapsRows(const Program &program, const std::string &kernelName) {
-  auto [before, after] = aroundPass(program, kernelName);
+  auto [before, after] = test::aroundPass(program, kernelName, "map_rows_to_blocks");
   return before != after;
 }
 
@@ -40,7 +33,7 @@ std::unique_ptr<test::LoadedProgram> sample(const std::string &name) {
 
 TEST_CASE("softmax and mv: a block per row, redomaps as block trees, stores by thread 0") {
   auto softmax = sample("softmax");
-  std::string rows = aroundPass(*softmax->program, "softmax").second;
+  std::string rows = test::aroundPass(*softmax->program, "softmax", "map_rows_to_blocks").second;
   // Rows of 64 or more elements get a block each, chosen on the host.
   CHECK(contains(rows, "  if (C >= 64) {\n"
                        "    gpu_block.x for r.block in [0, max(R, 0)) {\n"
@@ -57,7 +50,7 @@ TEST_CASE("softmax and mv: a block per row, redomaps as block trees, stores by t
   CHECK(contains(rows, "  } else {\n    parallel for r in [0, R) {\n"));
 
   auto mv = sample("mv");
-  std::string mvRows = aroundPass(*mv->program, "mv").second;
+  std::string mvRows = test::aroundPass(*mv->program, "mv", "map_rows_to_blocks").second;
   CHECK(contains(mvRows, "if (i.thread == 0) {\n          y[i] = acc\n"));
   // Rows of 1 and 63 take the thread per row, the others a block per row.
   test::checkGpuKernelsOnCpu(*mv->program, "mv",

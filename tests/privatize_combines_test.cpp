@@ -15,13 +15,6 @@ using loopc::test::contains;
 
 namespace {
 
-// The IR before privatize_combines and after it.
-std::pair<std::string, std::string> aroundPass(const Program &program,
-                                               const std::string &kernelName) {
-  test::PassTrace trace = test::tracePasses(program, kernelName);
-  return {trace.before("privatize_combines"), trace.after("privatize_combines")};
-}
-
 std::unique_ptr<test::LoadedProgram> load(const std::string &source) {
   auto loaded = test::loadText(source);
   INFO(loaded->diagnostics);
@@ -29,14 +22,12 @@ std::unique_ptr<test::LoadedProgram> load(const std::string &source) {
   return loaded;
 }
 
-using Sizes = std::vector<std::map<std::string, std::string>>;
-
 } // namespace
 
 TEST_CASE("a histogram's bins get a copy per block: filled, combined into, merged") {
   auto loaded = test::loadFile(test::sourcePath("samples/histogram.loop"));
   REQUIRE(loaded->program);
-  std::string after = aroundPass(*loaded->program, "histogram").second;
+  std::string after = test::aroundPass(*loaded->program, "histogram", "privatize_combines").second;
   // The host picks the private copy when the bins fit (24 KiB of i32) and
   // the blocks' merges make no more atomics than the iterations.
   CHECK(contains(after, "  let i.iterations = 1 * max(N, 0)\n"
@@ -78,7 +69,7 @@ kernel image(X: in f32[H][W], counts: out i32[4], lo: inout f32[3], hi: inout i6
   }
 }
 )");
-  std::string after = aroundPass(*loaded->program, "image").second;
+  std::string after = test::aroundPass(*loaded->program, "image", "privatize_combines").second;
   CHECK(contains(after, "let r.iterations = 1 * max(H - 1, 0) * max(W, 0)\n"));
   CHECK(contains(after, "let r = 1 + r.flat / (1 * max(W, 0))\n"));
   CHECK(contains(after, "let c = 0 + r.flat / 1 % max(W, 0)\n"));
@@ -104,7 +95,7 @@ kernel per_row(X: in f32[R][W], signs: out i32[2], cells: out i32[4]) {
   }
 }
 )");
-  std::string after = aroundPass(*loaded->program, "per_row").second;
+  std::string after = test::aroundPass(*loaded->program, "per_row", "privatize_combines").second;
   CHECK(contains(after, "shared i32 signs.private["));
   CHECK(contains(after, "shared i32 cells.private["));
   CHECK(contains(after, "for c_2 in [0, W) {\n"));
@@ -143,11 +134,12 @@ kernel too_large(x: in f64[M], bins: out f64[8192]) {
 )");
   for (const char *name : {"with_redomap", "with_loop", "user_operator", "too_large"}) {
     CAPTURE(name);
-    auto [before, after] = aroundPass(*loaded->program, name);
+    auto [before, after] = test::aroundPass(*loaded->program, name, "privatize_combines");
     CHECK(before == after);
   }
   // A triangular nest keeps its inner loop: only the outer one flattens.
-  std::string triangular = aroundPass(*loaded->program, "triangular").second;
+  std::string triangular =
+      test::aroundPass(*loaded->program, "triangular", "privatize_combines").second;
   CHECK(contains(triangular, "let i.iterations = 1 * max(M, 0)\n"));
   CHECK(contains(triangular, "for j in [i, i + (M - i)) {\n"));
   test::checkGpuKernelsOnCpu(*loaded->program, "triangular", {{{"M", "1"}}, {{"M", "700"}}}, 4);
@@ -158,9 +150,10 @@ TEST_CASE("the budget is the shared_kib parameter, shared by the arrays") {
   REQUIRE(loaded->program);
   passes::PassChoices choices;
   choices.parameters.sharedKiB = 2;
-  test::PassTrace trace = test::tracePasses(*loaded->program, "bin_stats", choices);
-  CHECK(contains(trace.after("privatize_combines"), "shared f32 sum.private[256]\n"
-                                                    "      shared f32 largest.private[256]\n"));
+  CHECK(contains(
+      test::aroundPass(*loaded->program, "bin_stats", "privatize_combines", choices).second,
+      "shared f32 sum.private[256]\n"
+      "      shared f32 largest.private[256]\n"));
   test::checkGpuKernelsOnCpu(*loaded->program, "bin_stats",
                              {{{"N", "100000"}, {"B", "256"}}, {{"N", "100000"}, {"B", "257"}}}, 2,
                              choices);

@@ -120,6 +120,14 @@ PassTrace tracePasses(const Program &program, const std::string &kernelName,
   return trace;
 }
 
+std::pair<std::string, std::string> aroundPass(const Program &program,
+                                               const std::string &kernelName,
+                                               const std::string &pass,
+                                               const passes::PassChoices &choices) {
+  PassTrace trace = tracePasses(program, kernelName, choices);
+  return {trace.before(pass), trace.after(pass)};
+}
+
 ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,
                             passes::PipelineTarget target) {
   passes::PipelineOptions options;

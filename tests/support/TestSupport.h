@@ -62,6 +62,12 @@ struct PassTrace {
 PassTrace tracePasses(const Program &program, const std::string &kernelName,
                       const passes::PassChoices &choices = {});
 
+// The IR of `kernelName` before the first run of `pass` and after its last.
+std::pair<std::string, std::string> aroundPass(const Program &program,
+                                               const std::string &kernelName,
+                                               const std::string &pass,
+                                               const passes::PassChoices &choices = {});
+
 // True when `part` occurs in `text`; how many times it does.
 bool contains(const std::string &text, const std::string &part);
 size_t occurrences(const std::string &text, const std::string &part);
