@@ -511,3 +511,14 @@ kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][5]) {
     }
   }
 }
+
+TEST_CASE("on the CPU, combines are atomic in global memory and plain in a block's shared memory") {
+  // A block's threads run one after another on one core, so the private
+  // copies of privatize_combines need no atomics there; blocks run at once.
+  auto compiled = loopc::test::runLoopc(
+      "compile " + loopc::test::sourcePath("samples/histogram.loop") + " --emit llvm --target cpu");
+  REQUIRE(compiled.exitCode == 0);
+  CHECK(compiled.output.find("atomicrmw add ptr") != std::string::npos);
+  CHECK(loopc::test::occurrences(compiled.output, "atomicrmw") ==
+        2); // the merge, and the fallback's global update
+}

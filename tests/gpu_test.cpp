@@ -478,3 +478,30 @@ TEST_CASE("the GPU engine reports a device error and a kernel's failure at the p
   CHECK(faulted.error().message.find("divide_kernel0") != std::string::npos);
   CHECK(faulted.error().range.begin.line == 2); // the parfor
 }
+
+TEST_CASE("combines are atomics in global and shared memory, compare-and-swap loops for * and "
+          "user operators") {
+  auto loaded = test::loadText(R"(
+assoc fn larger(a: f32, b: f32) -> f32 { return a > b ? a : b; }
+kernel updates(x: in f32[N], S: out f32[B], P: inout f64[B], U: inout f32[B], C: out i32[B]) {
+  parfor i in 0..N {
+    combine(+) S[i % B] = x[i];
+    combine(*) P[i % B] = f64(x[i]);
+    combine(larger) U[i % B] = x[i];
+    combine(max) C[i % B] = i32(i);
+  }
+})");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  ir::Function function =
+      test::compiledKernel(*loaded->program, *loaded->program->modules.front()->kernels.front());
+  auto unoptimized = codegen::nvptxLlvmText(function, "sm_80", false);
+  REQUIRE(unoptimized);
+  // The private copies (shared memory, addrspace 3) and the merges (global).
+  CHECK(unoptimized->find("atomicrmw fadd ptr addrspace(3)") != std::string::npos);
+  CHECK(unoptimized->find("atomicrmw max ptr addrspace(3)") != std::string::npos);
+  CHECK(test::occurrences(*unoptimized, "cmpxchg") >= 2); // * and larger, in the global fallback
+  auto ptx = codegen::compileToPtx(function, "sm_80");
+  REQUIRE(ptx);
+  CHECK(ptx->find("atom.shared.add.f32") != std::string::npos);
+  CHECK(ptx->find("atom.global.cas.b64") != std::string::npos);
+}
