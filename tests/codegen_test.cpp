@@ -519,6 +519,6 @@ TEST_CASE("on the CPU, combines are atomic in global memory and plain in a block
       "compile " + loopc::test::sourcePath("samples/histogram.loop") + " --emit llvm --target cpu");
   REQUIRE(compiled.exitCode == 0);
   CHECK(compiled.output.find("atomicrmw add ptr") != std::string::npos);
-  CHECK(loopc::test::occurrences(compiled.output, "atomicrmw") ==
-        2); // the merge, and the fallback's global update
+  // The merge into the global bins, and the global update of the fallback.
+  CHECK(loopc::test::occurrences(compiled.output, "atomicrmw") == 2);
 }
