@@ -32,6 +32,7 @@ declare -A sizes=(
   [gauss]="N=129"
   [gaussian_blur]="H=301 W=257"
   [histogram]="N=1000003 B=257 lo=-0.75 hi=0.75"
+  [scan]="N=1000003 R=301 C=257"
   [jacobi1d]="N=100003 steps=10"
   [jacobi2d]="N=301 steps=5"
   [laplace]="H=301 W=257"

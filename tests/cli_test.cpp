@@ -200,7 +200,8 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   CHECK(contains(
       unknown.output,
       "loopc: error: no pass named 'tile_everything'; the passes are: "
-      "lower, specialize_sizes, simplify, map_rows_to_blocks, privatize_combines, map_to_gpu, "
+      "lower, lower_scans, specialize_sizes, simplify, map_rows_to_blocks, privatize_combines, "
+      "map_to_gpu, "
       "lower_reductions, "
       "tile_registers, stage_shared, simplify, extract_kernels"));
 }
@@ -286,10 +287,10 @@ TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU 
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
-  CHECK(
-      contains(cpu.output,
-               "the passes are: lower, simplify, privatize_combines, map_to_gpu, lower_reductions, "
-               "simplify, extract_kernels"));
+  CHECK(contains(cpu.output,
+                 "the passes are: lower, lower_scans, simplify, privatize_combines, map_to_gpu, "
+                 "lower_reductions, "
+                 "simplify, extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));

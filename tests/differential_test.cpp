@@ -172,6 +172,8 @@ DIFFERENTIAL_CASE("samples/gaussian_blur.loop", "H=4 W=4", "H=5 W=257", "H=5 W=5
 DIFFERENTIAL_CASE("samples/histogram.loop", "N=0 B=3 lo=-0.5 hi=0.5", "N=1 B=1 lo=-1 hi=1",
                   "N=7 B=3 lo=-0.5 hi=0.5", "N=257 B=1 lo=-1 hi=1", "N=10007 B=33 lo=-0.75 hi=0.5",
                   "N=10007 B=1000 lo=-1 hi=1")
+DIFFERENTIAL_CASE("samples/scan.loop", "N=0 R=0 C=3", "N=1 R=3 C=0", "N=1 R=1 C=1", "N=63 R=3 C=64",
+                  "N=64 R=2 C=65", "N=65 R=7 C=33", "N=4097 R=5 C=300", "N=300001 R=1 C=7")
 DIFFERENTIAL_CASE("samples/jacobi1d.loop", "N=0 steps=2", "N=1 steps=2", "N=257 steps=0",
                   "N=257 steps=2", "N=7 steps=2", "N=33 steps=3", "N=100 steps=2",
                   "N=10007 steps=3")
@@ -554,6 +556,30 @@ kernel host_level(x: in f32[N], best: inout f32, H: out i32[4]) {
 }
 )",
               {"N=1", "N=7", "N=257"});
+}
+
+TEST_CASE("scans: user operators in order, steps, bodies with reductions, rows and time loops") {
+  // first_set is associative but not commutative: a scan that combined the
+  // chunks out of order would give another result.
+  checkSource(
+      R"(
+assoc fn first_set(a: i64, b: i64) -> i64 { return a != 0 ? a : b; }
+fn weight(v: f32, k: i64) -> f32 { return v * f32(k % 3 + 1); }
+kernel scans(x: in f32[N], keys: in i32[N], first: out i64[N], every_third: out i64[N],
+             smooth: out f32[N], rows: out i32[R][N], lowest: inout f32[2][N]) {
+  scan(first_set, 0, i in 0..N) first[i] = keys[i] > 12 ? i + 1 : 0;
+  scan(+, 0, i in 1..N by 3) every_third[i] = i64(keys[i]) - 7;
+  scan(+, 0.0, i in 0..N) smooth[N - 1 - i] =
+      weight(redomap(+, 0.0, k in 0..3) x[(i + k) % N], i) * 0.125;
+  parfor r in 0..R {
+    scan(+, 0, c in 0..N - r % 3) rows[r][c] = keys[(c + r) % N];
+  }
+  for t in 0..2 {
+    scan(min, inf, i in 0..N) lowest[t][i] = x[i] + f32(t);
+  }
+}
+)",
+      {"N=0 R=2", "N=1 R=1", "N=7 R=3", "N=64 R=2", "N=65 R=5", "N=4097 R=3", "N=70000 R=1"});
 }
 
 TEST_CASE("i32 arithmetic wraps and division truncates toward zero") {

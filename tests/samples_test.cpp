@@ -56,6 +56,7 @@ const std::map<std::string, std::set<std::string>> kTestedKernels = {
     {"samples/sum_max.loop", {"sum_and_max", "sum_i32", "count_above"}},
     {"samples/softmax.loop", {"softmax"}},
     {"samples/histogram.loop", {"histogram", "bin_stats"}},
+    {"samples/scan.loop", {"prefix_sum", "running_max", "row_sums", "exclusive_count"}},
     {"stdlib/linalg.loop", {"dot", "axpy", "gemv", "gemm", "transpose"}},
     {"stdlib/conv.loop", {"conv2d_valid", "conv2d_same", "conv2d_full"}},
     {"stdlib/stencil.loop",
@@ -783,6 +784,43 @@ TEST_CASE("samples/histogram.loop: counts, sums and maxima by index") {
     checkClose(stats.output("sum"), sums, "sum");
     checkClose(stats.output("largest"), maxima, "largest");
   }
+}
+
+TEST_CASE("samples/scan.loop: inclusive and exclusive scans, of a vector and of rows") {
+  auto loaded = loadChecked("samples/scan.loop");
+  for (int64_t n : {int64_t(1), int64_t(7), int64_t(100), int64_t(5000)}) {
+    CAPTURE(n);
+    KernelRun sums = runKernel(*loaded, "prefix_sum", vectorSize(n));
+    KernelRun maxima = runKernel(*loaded, "running_max", vectorSize(n));
+    KernelRun counts = runKernel(*loaded, "exclusive_count", vectorSize(n));
+    Expectation expectedSums, expectedMaxima, expectedCounts;
+    double sum = 0, magnitude = 0, largest = -std::numeric_limits<double>::infinity();
+    int64_t positive = 0;
+    expectedCounts.addExact(0);
+    for (int64_t i = 0; i < n; ++i) {
+      sum += at(sums.input("x"), {i});
+      magnitude += std::abs(at(sums.input("x"), {i}));
+      expectedSums.add(sum, magnitude);
+      largest = std::max(largest, at(maxima.input("x"), {i}));
+      expectedMaxima.addExact(largest);
+      positive += at(counts.input("x"), {i}) > 0 ? 1 : 0;
+      expectedCounts.addExact(static_cast<double>(positive));
+    }
+    checkClose(sums.output("y"), expectedSums, "prefix_sum y");
+    checkClose(maxima.output("y"), expectedMaxima, "running_max y");
+    checkClose(counts.output("c"), expectedCounts, "exclusive_count c");
+  }
+  KernelRun rows = runKernel(*loaded, "row_sums", {{"R", "3"}, {"C", "17"}});
+  Expectation expected;
+  for (int64_t r = 0; r < 3; ++r) {
+    double sum = 0, magnitude = 0;
+    for (int64_t c = 0; c < 17; ++c) {
+      sum += at(rows.input("X"), {r, c});
+      magnitude += std::abs(at(rows.input("X"), {r, c}));
+      expected.add(sum, magnitude);
+    }
+  }
+  checkClose(rows.output("Y"), expected, "row_sums Y");
 }
 
 // -------------------------------------------------------------- stdlib ---

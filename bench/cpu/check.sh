@@ -29,6 +29,7 @@ cases=(
   "sqdist|sqdist.loop|37 29 11|"
   "nbody|nbody.loop|67|dt=0.01 softening=0.1"
   "histogram|histogram.loop|1001 7|B=7 lo=-1 hi=1"
+  "prefix_sum|scan.loop|1001|"
 )
 
 # Max |expected - actual| / (1 + |expected|) over two .npy files of f32 or i32.

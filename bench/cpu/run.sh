@@ -38,6 +38,7 @@ cases=(
   "sqdist|sqdist.loop|M=2048 N=2048 K=64|2048 2048 64|M = N = 2048, K = 64"
   "nbody|nbody.loop|N=8192 dt=0.01 softening=0.1|8192|N = 8192"
   "histogram|histogram.loop|N=16777216 B=256 lo=-1 hi=1|16777216 256|N = 2^24, 256 bins"
+  "prefix_sum|scan.loop|N=16777216|16777216|N = 2^24"
 )
 
 cpu_model=$(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)

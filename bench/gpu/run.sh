@@ -69,6 +69,7 @@ cases=(
   "softmax, thread per row|softmax|softmax|R=8192 C=8192|R=67 C=1001|torch_softmax|--skip-pass map_rows_to_blocks"
   "histogram, 256 bins|histogram|histogram|N=268435456 B=256 lo=-1 hi=1|N=100003 B=256 lo=-1 hi=1|"
   "histogram, 256 bins, global atomics|histogram|histogram|N=268435456 B=256 lo=-1 hi=1|N=100003 B=256 lo=-1 hi=1||--skip-pass privatize_combines"
+  "prefix_sum|scan|prefix_sum|N=268435456|N=100003|"
   "histogram, 65536 bins|histogram|histogram|N=268435456 B=65536 lo=-1 hi=1|N=100003 B=65536 lo=-1 hi=1|"
   "jacobi2d|jacobi2d|jacobi2d|N=8192 steps=1|N=301 steps=1|torch_jacobi"
   "matmul|matmul|matmul|M=1000 N=1000 K=1000|M=33 N=33 K=33|cublas_sgemm"

@@ -248,6 +248,9 @@ public:
     case StmtNode::Kind::Reduce:
       return makeError("GPU engine: a Reduce was not lowered by the pass pipeline",
                        stmt.as<ir::Reduce>()->source);
+    case StmtNode::Kind::Scan:
+      return makeError("GPU engine: a Scan was not lowered by the pass pipeline",
+                       stmt.as<ir::Scan>()->source);
     case StmtNode::Kind::AtomicUpdate:
       return makeError("GPU engine: an atomic update in host code",
                        stmt.as<ir::AtomicUpdate>()->source);

@@ -653,6 +653,10 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
     fail("code generation: a Reduce was not lowered by the pass pipeline",
          stmt.as<ir::Reduce>()->source);
     return;
+  case StmtNode::Kind::Scan:
+    fail("code generation: a Scan was not lowered by the pass pipeline",
+         stmt.as<ir::Scan>()->source);
+    return;
   case StmtNode::Kind::Launch:
     target_.emitLaunch(*this, *stmt.as<ir::Launch>());
     return;

@@ -228,7 +228,7 @@ struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
 
 struct Stmt {
-  enum class Kind : uint8_t { Decl, Assign, For, Parfor, If, Return, Call, Block };
+  enum class Kind : uint8_t { Decl, Assign, Scan, For, Parfor, If, Return, Call, Block };
   const Kind kind;
   SourceRange range;
 
@@ -273,6 +273,19 @@ struct AssignStmt : Stmt {
   ExprPtr value;
   SourceRange targetRange;
   VarDecl *decl = nullptr; // set by Sema
+};
+
+// `scan(op, neutral, i in lo..hi) Y[k] = e;`, an inclusive scan: for each i in
+// order, Y[k] = neutral op e(lo) op ... op e(i). op is associative, so the
+// iterations may run in parallel: k must differ for every i, and e may not
+// read Y (Sema checks both).
+struct ScanStmt : Stmt {
+  static constexpr Kind kKind = Kind::Scan;
+  ScanStmt() : Stmt(kKind) {}
+  ReduceOp op;
+  ExprPtr neutral;
+  std::vector<Range> ranges;          // exactly one, a vector for the nest helpers
+  std::unique_ptr<AssignStmt> write; // `Y[k] = e`, its value the scanned body
 };
 
 struct ForStmt : Stmt {

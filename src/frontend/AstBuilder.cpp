@@ -189,6 +189,8 @@ StmtPtr AstBuilder::buildStmt(G::StmtContext *ctx) {
     return buildAssign(assign);
   if (auto *combine = dynamic_cast<G::CombineStmtContext *>(ctx))
     return buildCombine(combine);
+  if (auto *scan = dynamic_cast<G::ScanStmtContext *>(ctx))
+    return buildScan(scan);
   if (auto *forStmt = dynamic_cast<G::ForStmtContext *>(ctx))
     return buildFor(forStmt);
   if (auto *parfor = dynamic_cast<G::ParforStmtContext *>(ctx))
@@ -259,6 +261,16 @@ StmtPtr AstBuilder::buildCombine(G::CombineStmtContext *ctx) {
   assign->op = AssignOp::Combine;
   assign->combineOp = buildReduceOp(ctx->reduceOp());
   return assign;
+}
+
+StmtPtr AstBuilder::buildScan(G::ScanStmtContext *ctx) {
+  auto scan = std::make_unique<ScanStmt>();
+  scan->range = rangeOf(ctx);
+  scan->op = buildReduceOp(ctx->reduceOp());
+  scan->neutral = buildExpr(ctx->expr(0));
+  scan->ranges.push_back(buildRange(ctx->range()));
+  scan->write = buildAssignment(ctx, ctx->lvalue(), ctx->expr(1));
+  return scan;
 }
 
 StmtPtr AstBuilder::buildFor(G::ForStmtContext *ctx) {

@@ -38,6 +38,7 @@ private:
   StmtPtr buildVar(G::VarStmtContext *ctx);
   StmtPtr buildAssign(G::AssignStmtContext *ctx);
   StmtPtr buildCombine(G::CombineStmtContext *ctx);
+  StmtPtr buildScan(G::ScanStmtContext *ctx);
   // The target and value of an assignment statement `ctx`.
   std::unique_ptr<AssignStmt> buildAssignment(antlr4::ParserRuleContext *ctx,
                                               G::LvalueContext *target, G::ExprContext *value);

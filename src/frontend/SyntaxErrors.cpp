@@ -30,7 +30,7 @@ const std::vector<TokenGroup> &tokenGroups() {
        {"'-'", "'!'", "'redomap'", "'('", "INT", "FLOAT", "'true'", "'false'", "'inf'", "ID",
         "'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
       {"a statement",
-       {"'let'", "'var'", "'combine'", "'for'", "'parfor'", "'if'", "'return'", "'{'", "ID"}},
+       {"'let'", "'var'", "'combine'", "'scan'", "'for'", "'parfor'", "'if'", "'return'", "'{'", "ID"}},
       {"a type", {"'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
       {"a declaration", {"'kernel'", "'fn'", "'assoc'"}},
       {"an assignment operator", {"'='", "'+='", "'-='", "'*='", "'/='", "'%='"}},

@@ -123,6 +123,13 @@ private:
       addFromExpr(*assign.value);
       break;
     }
+    case Stmt::Kind::Scan: {
+      const auto &scan = static_cast<const ScanStmt &>(stmt);
+      addFromExpr(*scan.neutral);
+      addFromRange(scan.ranges.front());
+      addFromStmt(*scan.write);
+      break;
+    }
     case Stmt::Kind::For: {
       const auto &loop = static_cast<const ForStmt &>(stmt);
       addFromRange(loop.range);
@@ -395,6 +402,9 @@ private:
   Expected<Value> evalFusedMultiplyAdd(const BinaryExpr &sum, const BinaryExpr &product);
   // `target op= value`: `target = target op value`, fused as evalBinary would.
   Expected<Value> evalCompound(const AssignStmt &assign, const Value &target);
+  Expected<Flow> execScan(const ScanStmt &scan);
+  // Stores `value` into the array element `assign` targets.
+  Status storeTo(const AssignStmt &assign, const Value &value);
   // `accumulator op value` for a redomap or combine operator.
   Expected<Value> evalCombine(const ReduceOp &op, const Value &accumulator, const Expr &valueExpr);
   Expected<Value> evalCall(const CallExpr &call);
@@ -535,6 +545,8 @@ Expected<Flow> Executor::exec(const Stmt &stmt) {
     return next(execDecl(static_cast<const DeclStmt &>(stmt)));
   case Stmt::Kind::Assign:
     return next(execAssign(static_cast<const AssignStmt &>(stmt)));
+  case Stmt::Kind::Scan:
+    return execScan(static_cast<const ScanStmt &>(stmt));
   case Stmt::Kind::For: {
     const auto &loop = static_cast<const ForStmt &>(stmt);
     return forEachInRange(loop.range, [&] { return execBlock(*loop.body); });
@@ -641,6 +653,30 @@ Status Executor::execAssign(const AssignStmt &assign) {
     return propagate(value.error());
   storeElement(array, offset, *value);
   return {};
+}
+
+Status Executor::storeTo(const AssignStmt &assign, const Value &value) {
+  HostArray &array = *slot(assign.decl).array;
+  Expected<size_t> offset = elementOffset(array, *assign.decl, assign.indices, assign.targetRange);
+  if (!offset)
+    return propagate(offset.error());
+  storeElement(array, *offset, value);
+  return {};
+}
+
+// In order, one of the schedules the scan allows.
+Expected<Flow> Executor::execScan(const ScanStmt &scan) {
+  Expected<Value> accumulator = eval(*scan.neutral);
+  if (!accumulator)
+    return propagate(accumulator.error());
+  return forEachInRange(scan.ranges.front(), [&]() -> Expected<Flow> {
+    accumulator = evalCombine(scan.op, *accumulator, *scan.write->value);
+    if (!accumulator)
+      return propagate(accumulator.error());
+    if (Status stored = storeTo(*scan.write, *accumulator); !stored)
+      return propagate(stored.error());
+    return Flow::Next;
+  });
 }
 
 Expected<Value> Executor::evalCompound(const AssignStmt &assign, const Value &target) {

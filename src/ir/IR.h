@@ -198,6 +198,7 @@ struct StmtNode {
     Barrier,
     Block,
     Reduce,
+    Scan,
     AtomicUpdate,
     Launch
   };
@@ -315,6 +316,29 @@ struct Reduce : StmtNode {
   const std::vector<Loop> loops; // outermost first
   // Statements computing the value at each point (e.g. inlined function
   // bodies); may be null. `value` is read after it.
+  const Stmt valueSetup;
+  const Expr value;
+  const SourceRange source;
+};
+
+// An inclusive scan: at each point of `loop`, in order, `target[indices]`
+// gets the op-fold of `value` over the points so far, starting from
+// `neutral`. `indices` and `value` are read after `valueSetup` (may be null)
+// at each point; each point writes its own element and no point reads what
+// the scan writes, so the points may run in parallel. Lowered away by
+// `lower_scans`. Like AtomicUpdate's, the operator's combine is closed.
+struct Scan : StmtNode {
+  static constexpr Kind kKind = Kind::Scan;
+  Scan(Buffer target, std::vector<Expr> indices, ReduceOperator op, Expr neutral,
+       Reduce::Loop loop, Stmt valueSetup, Expr value, SourceRange source = {})
+      : StmtNode(kKind), target(std::move(target)), indices(std::move(indices)), op(std::move(op)),
+        neutral(std::move(neutral)), loop(std::move(loop)), valueSetup(std::move(valueSetup)),
+        value(std::move(value)), source(source) {}
+  const Buffer target;
+  const std::vector<Expr> indices;
+  const ReduceOperator op;
+  const Expr neutral;
+  const Reduce::Loop loop;
   const Stmt valueSetup;
   const Expr value;
   const SourceRange source;

@@ -127,6 +127,16 @@ std::string reduceHeader(const Reduce &reduce) {
   return text;
 }
 
+std::string scanHeader(const Scan &scan) {
+  const auto *zero = scan.loop.min->as<IntImm>();
+  std::string end = zero && zero->value == 0
+                        ? toString(scan.loop.extent)
+                        : toString(scan.loop.min) + " + " + operand(scan.loop.extent, 5, true);
+  return "scan " + scan.target->name + indexText(scan.indices) + " " + reduceOpText(scan.op) +
+         " from " + toString(scan.neutral) + " over " + scan.loop.var + " in [" +
+         toString(scan.loop.min) + ", " + end + ")";
+}
+
 std::string launchText(const Launch &launch) {
   std::string buffers;
   for (size_t i = 0; i < launch.buffers.size(); ++i)
@@ -178,6 +188,18 @@ public:
       for (const Stmt &child : stmt->as<Block>()->stmts)
         print(child, indent);
       return;
+    case StmtNode::Kind::Scan: {
+      const auto &scan = *stmt->as<Scan>();
+      if (!scan.valueSetup) {
+        out << pad << scanHeader(scan) << ": " << toString(scan.value) << "\n";
+        return;
+      }
+      out << pad << scanHeader(scan) << " {\n";
+      print(scan.valueSetup, indent + 1);
+      out << pad << "  yield " << toString(scan.value) << "\n";
+      out << pad << "}\n";
+      return;
+    }
     case StmtNode::Kind::Reduce: {
       const auto &reduce = *stmt->as<Reduce>();
       if (!reduce.valueSetup) {
@@ -290,6 +312,10 @@ std::string describe(const Stmt &stmt) {
   case StmtNode::Kind::Reduce: {
     const auto &reduce = *stmt->as<Reduce>();
     return reduceHeader(reduce) + ": " + toString(reduce.value);
+  }
+  case StmtNode::Kind::Scan: {
+    const auto &scan = *stmt->as<Scan>();
+    return scanHeader(scan) + ": " + toString(scan.value);
   }
   case StmtNode::Kind::AtomicUpdate: {
     const auto &update = *stmt->as<AtomicUpdate>();

@@ -52,6 +52,8 @@ void IRVisitor::visit(const Stmt &stmt) {
     return visitBlock(*stmt->as<Block>());
   case StmtNode::Kind::Reduce:
     return visitReduce(*stmt->as<Reduce>());
+  case StmtNode::Kind::Scan:
+    return visitScan(*stmt->as<Scan>());
   case StmtNode::Kind::AtomicUpdate:
     return visitAtomicUpdate(*stmt->as<AtomicUpdate>());
   case StmtNode::Kind::Launch:
@@ -117,6 +119,15 @@ void IRVisitor::visitReduce(const Reduce &node) {
     visit(loop.extent);
   }
   visit(node.valueSetup);
+  visit(node.value);
+}
+void IRVisitor::visitScan(const Scan &node) {
+  visit(node.neutral);
+  visit(node.loop.min);
+  visit(node.loop.extent);
+  visit(node.valueSetup);
+  for (const Expr &index : node.indices)
+    visit(index);
   visit(node.value);
 }
 // The operator's combining expression is closed (a function of its two
@@ -185,6 +196,8 @@ Stmt IRMutator::mutate(const Stmt &stmt) {
     return visitBlock(*stmt->as<Block>(), stmt);
   case StmtNode::Kind::Reduce:
     return visitReduce(*stmt->as<Reduce>(), stmt);
+  case StmtNode::Kind::Scan:
+    return visitScan(*stmt->as<Scan>(), stmt);
   case StmtNode::Kind::AtomicUpdate:
     return visitAtomicUpdate(*stmt->as<AtomicUpdate>(), stmt);
   case StmtNode::Kind::Launch:
@@ -327,6 +340,23 @@ Stmt IRMutator::visitReduce(const Reduce &node, const Stmt &self) {
                                   std::move(value), node.source);
 }
 
+Stmt IRMutator::visitScan(const Scan &node, const Stmt &self) {
+  std::vector<Expr> indices;
+  bool changed = mutateAll(node.indices, indices);
+  Expr neutral = mutate(node.neutral);
+  Reduce::Loop loop{node.loop.var, mutate(node.loop.min), mutate(node.loop.extent)};
+  Stmt valueSetup = mutate(node.valueSetup);
+  Expr value = mutate(node.value);
+  changed |= neutral != node.neutral || loop.min != node.loop.min ||
+             loop.extent != node.loop.extent || valueSetup != node.valueSetup ||
+             value != node.value;
+  if (!changed)
+    return self;
+  return std::make_shared<Scan>(node.target, std::move(indices), node.op, std::move(neutral),
+                                std::move(loop), std::move(valueSetup), std::move(value),
+                                node.source);
+}
+
 Stmt IRMutator::visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) {
   std::vector<Expr> indices;
   bool changed = mutateAll(node.indices, indices);
@@ -394,6 +424,13 @@ protected:
       bind(node.op.lhsVar, [&] { bind(node.op.rhsVar, [&] { visit(node.op.combine); }); });
     }
     visitLoops(node, 0);
+  }
+  void visitScan(const Scan &node) override {
+    visit(node.neutral);
+    visit(node.loop.min);
+    visit(node.loop.extent);
+    Stmt write = std::make_shared<Store>(node.target, node.indices, node.value);
+    bind(node.loop.var, [&] { visit(appendAtTail(node.valueSetup, write)); });
   }
 
 private:

@@ -43,6 +43,7 @@ protected:
   virtual void visitBarrier(const Barrier &) {}
   virtual void visitBlock(const Block &node);
   virtual void visitReduce(const Reduce &node);
+  virtual void visitScan(const Scan &node);
   virtual void visitAtomicUpdate(const AtomicUpdate &node);
   virtual void visitLaunch(const Launch &node);
 };
@@ -75,6 +76,7 @@ protected:
   virtual Stmt visitBarrier(const Barrier &, const Stmt &self) { return self; }
   virtual Stmt visitBlock(const Block &node, const Stmt &self);
   virtual Stmt visitReduce(const Reduce &node, const Stmt &self);
+  virtual Stmt visitScan(const Scan &node, const Stmt &self);
   virtual Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self);
   virtual Stmt visitLaunch(const Launch &node, const Stmt &self);
 

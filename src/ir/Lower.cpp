@@ -312,6 +312,8 @@ private:
       return lowerDecl(*stmt.as<DeclStmt>(), out);
     case loopc::Stmt::Kind::Assign:
       return lowerAssign(*stmt.as<AssignStmt>(), out);
+    case loopc::Stmt::Kind::Scan:
+      return lowerScan(*stmt.as<ScanStmt>(), out);
     case loopc::Stmt::Kind::For:
       return lowerFor(*stmt.as<ForStmt>(), out);
     case loopc::Stmt::Kind::Parfor:
@@ -449,6 +451,30 @@ private:
     Stmt body = wrapStepLet(range, lowerBody(*loop.body));
     out.stmt(std::make_shared<For>(range.loopVar, range.min, range.extent, ForKind::Serial, 0, body,
                                    loop.range.range));
+  }
+
+  // A Scan node, its element and value computed per point (lower_scans
+  // decides where the points run, so their temporaries are per iteration).
+  void lowerScan(const ScanStmt &scan, StmtEmitter &out) {
+    const AssignStmt &write = *scan.write;
+    Buffer target = bindings_.at(write.decl).buffer;
+    target->isWritten = true;
+    Expr neutral = lowerExpr(*scan.neutral, out);
+    ReduceOperator op = lowerReduceOp(scan.op, target->element);
+    NormalizedRange range = normalizeRange(scan.ranges.front(), out, true);
+    StmtEmitter valueOut;
+    if (range.stepLet)
+      valueOut.let(range.stepLet->first, range.stepLet->second);
+    ++perIterationDepth_;
+    std::vector<Expr> indices;
+    for (const ExprPtr &index : write.indices)
+      indices.push_back(lowerExpr(*index, valueOut));
+    Expr value = lowerExpr(*write.value, valueOut);
+    --perIterationDepth_;
+    Stmt valueSetup = valueOut.empty() ? nullptr : valueOut.finish();
+    out.stmt(std::make_shared<Scan>(target, std::move(indices), std::move(op), neutral,
+                                    Reduce::Loop{range.loopVar, range.min, range.extent},
+                                    valueSetup, value, scan.range));
   }
 
   void lowerParfor(const ParforStmt &parfor, StmtEmitter &out) {

@@ -138,6 +138,27 @@ protected:
     IRVisitor::visitStore(node);
   }
 
+  void visitScan(const Scan &node) override {
+    if (options_.scansLowered)
+      return failAt("a scan after lower_scans:", node);
+    visit(node.neutral);
+    ScalarType type = node.target->element;
+    if (node.neutral->type != type)
+      failAt("the neutral element's type differs from the target's in", node);
+    visit(node.loop.min);
+    visit(node.loop.extent);
+    if (node.op.kind == ReduceOperator::Kind::User) {
+      if (!node.op.combine)
+        return failAt("a user scan operator without a combining expression:", node);
+      bind(node.op.lhsVar, type,
+           [&] { bind(node.op.rhsVar, type, [&] { visit(node.op.combine); }); });
+    }
+    // The element and the value are read at the end of valueSetup.
+    Stmt write = std::make_shared<Store>(node.target, node.indices, node.value);
+    bind(node.loop.var, node.loop.min->type,
+         [&] { visit(appendAtTail(node.valueSetup, write)); });
+  }
+
   void visitAtomicUpdate(const AtomicUpdate &node) override {
     checkAccess(*node.buffer, node.indices, "atomic update of");
     ScalarType type = node.buffer->element;

@@ -17,6 +17,7 @@ namespace loopc::ir {
 
 struct VerifyOptions {
   bool reductionsLowered = false; // a Reduce is an error from here on
+  bool scansLowered = false;      // a Scan is an error from here on
 };
 
 // `pass` names the pass whose output this is, for the message.

@@ -21,6 +21,10 @@ std::map<std::string, int64_t> sizesToSpecialize(const ir::Function &function,
 // Those sizes replaced by their values (specialize_sizes.cpp).
 ir::Function specializeSizes(ir::Function function, const std::map<std::string, int64_t> &values);
 
+// Scan nodes to loops: serial inside a parfor, reduce-then-scan over chunks
+// at kernel level, chunked for `target` (lower_scans.cpp).
+ir::Function lowerScans(ir::Function function, PipelineTarget target);
+
 // Constant folding, algebraic identities, trivial and dead lets (simplify.cpp).
 ir::Function simplify(ir::Function function);
 

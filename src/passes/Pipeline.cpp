@@ -43,6 +43,8 @@ public:
   void check(const std::string &name) {
     if (name == "lower_reductions")
       verify_.reductionsLowered = true;
+    if (name == "lower_scans")
+      verify_.scansLowered = true;
     // Stop where a pass broke the IR rather than let code generation
     // miscompile it.
     if (Status verified = ir::verifyFunction(function_, name, verify_); !verified) {
@@ -134,6 +136,8 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   const PassParameters &parameters = options.choices.parameters;
   PassRunner passes(std::move(function), options);
   passes.check("lower"); // the input, as ir::lowerKernel made it
+  passes.run("lower_scans",
+             [&](ir::Function f) { return lowerScans(std::move(f), options.target); });
   passes.optimize(
       "specialize_sizes",
       [&](ir::Function f) { return specializeSizes(std::move(f), options.specializedSizes); },

@@ -194,10 +194,18 @@ private:
     std::vector<std::pair<std::string, Expr>> loops;
     collectSharedLoops(row.body, loops);
     std::set<std::string> outside = freeVars(nest);
+    auto knownOutside = [&](const Expr &extent) {
+      return std::ranges::includes(outside, freeVars(extent));
+    };
     for (const auto &[var, extent] : loops) {
-      std::set<std::string> used = freeVars(extent);
-      if (std::ranges::includes(outside, used))
+      if (knownOutside(extent))
         return extent;
+      // A row of `min(L, ...)` points (the last of equal chunks) has at
+      // most L.
+      if (const auto *bounded = extent->as<Binary>(); bounded && bounded->op == BinaryOpKind::Min)
+        for (const Expr &side : {bounded->lhs, bounded->rhs})
+          if (knownOutside(side))
+            return side;
     }
     return std::nullopt;
   }

@@ -139,6 +139,11 @@ private:
   void checkExtent(Expr &extent);
   void checkAssign(AssignStmt &assign);
   void checkCombine(AssignStmt &combine, const VarDecl &target, Ty value);
+  // Whether `op` of `construct` (combine, scan) applies to `target`'s
+  // elements; reports why not.
+  bool checkOperatorOn(ReduceOp &op, const VarDecl &target, SourceRange targetRange,
+                       const std::string &construct);
+  void checkScan(ScanStmt &scan);
   void reportImmutable(const VarDecl &var, SourceRange range);
   void reportRankMismatch(const VarDecl &var, size_t indexCount, SourceRange range);
   void checkRange(Range &range);

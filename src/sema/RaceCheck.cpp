@@ -102,6 +102,8 @@ private:
     }
     case Stmt::Kind::Assign:
       return visitAssign(*stmt.as<AssignStmt>());
+    case Stmt::Kind::Scan:
+      return visitScan(*stmt.as<ScanStmt>());
     case Stmt::Kind::For: {
       const auto *loop = stmt.as<ForStmt>();
       visitRange(loop->range);
@@ -167,6 +169,82 @@ private:
     if (assign.op == AssignOp::Combine)
       write.combine = &assign.combineOp;
     accesses_.push_back(std::move(write));
+  }
+
+  // A scan's write and body belong to the enclosing nest like an
+  // assignment's, its variable varying inside it. Its own iterations may run
+  // in parallel too: each writes its own element, and none reads the array
+  // they write.
+  void visitScan(const ScanStmt &scan) {
+    visitExpr(*scan.neutral);
+    visitRange(scan.ranges.front());
+    visitAssign(*scan.write);
+    const AssignStmt &write = *scan.write;
+    const VarDecl &var = *scan.ranges.front().var;
+    const std::string what = quoted("scan(" + std::string(reduceOpSpelling(scan.op)) + ")");
+    if (const IndexExpr *read = findRead(*write.value, *write.decl)) {
+      diagnostics_.error(read->range, "the body of " + what + " reads " +
+                                          quoted(write.decl->name) +
+                                          ", which the scan writes while other iterations may "
+                                          "be reading it; read another array");
+      diagnostics_.note(write.targetRange, quoted(write.decl->name) + " is written here");
+    }
+    for (const auto &index : write.indices) {
+      AffineForm form = AffineForm::of(*index, letValue());
+      if (!form.opaque && form.coefficient(&var) != 0 && !form.nonAffineVars.contains(&var))
+        return;
+    }
+    diagnostics_.error(write.targetRange,
+                       what + " must write a different element of " + quoted(write.decl->name) +
+                           " for each " + quoted(var.name) + "; index one dimension by " +
+                           quoted(var.name) + " plus terms that do not depend on it");
+  }
+
+  // The first element of `array` that `expr` reads, if any.
+  static const IndexExpr *findRead(const Expr &expr, const VarDecl &array) {
+    switch (expr.kind) {
+    case Expr::Kind::Index: {
+      const auto *index = expr.as<IndexExpr>();
+      if (index->decl == &array)
+        return index;
+      for (const auto &subscript : index->indices)
+        if (const IndexExpr *found = findRead(*subscript, array))
+          return found;
+      return nullptr;
+    }
+    case Expr::Kind::Call:
+      for (const auto &arg : expr.as<CallExpr>()->args)
+        if (const IndexExpr *found = findRead(*arg, array))
+          return found;
+      return nullptr;
+    case Expr::Kind::Cast:
+      return findRead(*expr.as<CastExpr>()->operand, array);
+    case Expr::Kind::Unary:
+      return findRead(*expr.as<UnaryExpr>()->operand, array);
+    case Expr::Kind::Binary: {
+      const IndexExpr *found = findRead(*expr.as<BinaryExpr>()->lhs, array);
+      return found ? found : findRead(*expr.as<BinaryExpr>()->rhs, array);
+    }
+    case Expr::Kind::Conditional: {
+      const auto *conditional = expr.as<ConditionalExpr>();
+      for (const Expr *part :
+           {conditional->cond.get(), conditional->thenExpr.get(), conditional->elseExpr.get()})
+        if (const IndexExpr *found = findRead(*part, array))
+          return found;
+      return nullptr;
+    }
+    case Expr::Kind::Redomap: {
+      const auto *redomap = expr.as<RedomapExpr>();
+      const IndexExpr *found = findRead(*redomap->neutral, array);
+      return found ? found : findRead(*redomap->body, array);
+    }
+    case Expr::Kind::IntLit:
+    case Expr::Kind::FloatLit:
+    case Expr::Kind::BoolLit:
+    case Expr::Kind::Name:
+      return nullptr;
+    }
+    return nullptr;
   }
 
   Access makeAccess(const VarDecl &target, const std::vector<ExprPtr> &indices, SourceRange range) {

@@ -88,6 +88,8 @@ void Checker::checkStmt(Stmt &stmt) {
     return checkDecl(*stmt.as<DeclStmt>());
   case Stmt::Kind::Assign:
     return checkAssign(*stmt.as<AssignStmt>());
+  case Stmt::Kind::Scan:
+    return checkScan(*stmt.as<ScanStmt>());
   case Stmt::Kind::For:
     return checkFor(*stmt.as<ForStmt>());
   case Stmt::Kind::Parfor:
@@ -204,52 +206,90 @@ void Checker::checkAssign(AssignStmt &assign) {
 // type, and is an array element or a scalar result, which (unlike a local
 // scalar) the iterations of a parfor share.
 void Checker::checkCombine(AssignStmt &combine, const VarDecl &target, Ty value) {
-  ReduceOp &op = combine.combineOp;
-  const std::string name = quoted(target.name);
-  const ScalarType element = target.type.element;
-  const std::string what = quoted("combine(" + std::string(reduceOpSpelling(op)) + ")");
+  const std::string what =
+      quoted("combine(" + std::string(reduceOpSpelling(combine.combineOp)) + ")");
   if (!target.isArray() && !target.isScalarOutput()) {
     diagnostics_.error(combine.targetRange,
                        what +
                            " combines into an array element or a scalar result parameter, "
                            "and " +
-                           name + " is a local scalar; use '+=' or a redomap");
+                           quoted(target.name) + " is a local scalar; use '+=' or a redomap");
     settle(*combine.value, value);
     return;
   }
-  bool fits = true;
+  if (!checkOperatorOn(combine.combineOp, target, combine.targetRange, "combine")) {
+    settle(*combine.value, value);
+    return;
+  }
+  ScalarType element = target.type.element;
+  if (!coerce(*combine.value, value, element)) {
+    diagnostics_.error(combine.value->range, "cannot combine " + describe(value) + " into " +
+                                                 quoted(target.name) + " of type " +
+                                                 quoted(scalarTypeName(element)) +
+                                                 conversionHint(element, value));
+    diagnostics_.note(target.range, quoted(target.name) + " is declared here");
+  }
+}
+
+bool Checker::checkOperatorOn(ReduceOp &op, const VarDecl &target, SourceRange targetRange,
+                              const std::string &construct) {
+  const std::string name = quoted(target.name);
+  const ScalarType element = target.type.element;
+  const std::string what = quoted(construct + "(" + std::string(reduceOpSpelling(op)) + ")");
   if (op.kind == ReduceOp::Kind::User) {
-    FnDecl *fn = resolveUserOperator(op, "combine");
-    if (!fn) {
-      settle(*combine.value, value);
-      return;
-    }
+    FnDecl *fn = resolveUserOperator(op, construct);
+    if (!fn)
+      return false;
     if (fn->result != element) {
       diagnostics_.error(op.range, what + " combines " + quoted(scalarTypeName(fn->result)) +
                                        " values, but " + name + " holds " +
                                        quoted(scalarTypeName(element)));
       diagnostics_.note(fn->nameRange, quoted(fn->name) + " is declared here");
-      fits = false;
+      return false;
     }
-  } else {
-    bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
-    if (logical != (element == ScalarType::Bool)) {
-      diagnostics_.error(combine.targetRange,
-                         what + (logical ? " combines 'bool' values" : " needs numeric values") +
-                             ", but " + name + " holds " + quoted(scalarTypeName(element)));
-      fits = false;
-    }
+    return true;
   }
-  if (!fits) {
-    settle(*combine.value, value);
+  bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
+  if (logical != (element == ScalarType::Bool)) {
+    diagnostics_.error(targetRange,
+                       what + (logical ? " combines 'bool' values" : " needs numeric values") +
+                           ", but " + name + " holds " + quoted(scalarTypeName(element)));
+    return false;
+  }
+  return true;
+}
+
+// `scan(op, neutral, i in lo..hi) Y[k] = e`: `Y[k] = e` is checked as an
+// assignment in the scope of i; the operator and the neutral element take
+// Y's element type. The race check (RaceCheck.cpp) checks k and e.
+void Checker::checkScan(ScanStmt &scan) {
+  if (currentFn_)
+    diagnostics_.error(scan.range, "'scan' is not allowed in a function");
+  Ty neutral = checkExpr(*scan.neutral);
+  pushScope();
+  checkRange(scan.ranges.front());
+  AssignStmt &write = *scan.write;
+  checkAssign(write);
+  popScope();
+  const VarDecl *target = write.decl;
+  if (!target || poisoned_.contains(target) || !target->isArray()) {
+    if (target && !target->isArray())
+      diagnostics_.error(write.targetRange, "'scan' writes an array element for each " +
+                                                quoted(scan.ranges.front().var->name) + ", and " +
+                                                quoted(target->name) + " is not an array");
+    settle(*scan.neutral, neutral);
     return;
   }
-  if (!coerce(*combine.value, value, element)) {
-    diagnostics_.error(combine.value->range, "cannot combine " + describe(value) + " into " + name +
-                                                 " of type " + quoted(scalarTypeName(element)) +
-                                                 conversionHint(element, value));
-    diagnostics_.note(target.range, name + " is declared here");
+  if (!checkOperatorOn(scan.op, *target, write.targetRange, "scan")) {
+    settle(*scan.neutral, neutral);
+    return;
   }
+  ScalarType element = target->type.element;
+  if (!coerce(*scan.neutral, neutral, element))
+    diagnostics_.error(
+        scan.neutral->range,
+        "the neutral element of " + quoted("scan(" + std::string(reduceOpSpelling(scan.op)) + ")") +
+            " must be " + quoted(scalarTypeName(element)) + ", got " + describe(neutral));
 }
 
 void Checker::reportImmutable(const VarDecl &var, SourceRange range) {
