@@ -192,7 +192,37 @@ public:
     return text;
   }
 
+  // Scans at kernel level (sums, extremes, an order-sensitive user
+  // operator) and one per row inside a parfor, of random bodies, some over
+  // stepped ranges. Sums add eighths, exact in f32 in any order.
+  std::string scans() {
+    std::string text =
+        userFunctions() +
+        "assoc fn first_set(a: i64, b: i64) -> i64 { return a != 0 ? a : b; }\n"
+        "kernel scans(A: in f32[M][N], x: in f32[N], keys: in i32[M], S: out f32[N], "
+        "E: out f32[N], F: out i64[M], R: out f32[M][N]) {\n"
+        "  scan(first_set, 0, i in 0..M) F[i] = keys[i] > 11 ? i + 1 : 0;\n";
+    // Rows first: the kernel-level `i` below would hide theirs.
+    std::string rowOp = pick<std::string>({"+", "max"});
+    text += "  parfor i in 0..M {\n    scan(" + rowOp + ", " + (rowOp == "+" ? "0.0" : "-inf") +
+            ", j in " + pick<std::string>({"0..N", "0..N - i % 2", "0..N by 3"}) +
+            ") R[i][j] = " + (rowOp == "+" ? eighths() : "max(min(" + value(2) + ", 4.0), -4.0)") +
+            ";\n  }\n";
+    text += "  let i: i64 = M / 2;\n";
+    std::string over = pick<std::string>({"0..N", "0..N", "1..N by 2", "N / 3..N"});
+    text += "  scan(+, 0.0, j in " + over + ") S[j] = " + eighths() + ";\n";
+    bool largest = chance(0.5);
+    text += std::string("  scan(") + (largest ? "max, -inf" : "min, inf") +
+            ", j in 0..N) E[N - 1 - j] = max(min(" + value(2) + ", 4.0), -4.0);\n}\n";
+    locals_.clear();
+    loopVars_.clear();
+    return text;
+  }
+
 private:
+  // A value in [-4, 4] rounded to eighths: sums of such stay exact in f32.
+  std::string eighths() { return "f32(i64(max(min(" + value(1) + ", 4.0), -4.0) * 8.0)) / 8.0"; }
+
   // `combine(op) target[...] = ...;`, maybe under a branch or in a loop.
   std::string combine(const std::string &target, const std::string &op, const std::string &indent) {
     std::string k = fresh("k"), around = pick<std::string>({"", "", "if", "for"});
@@ -680,5 +710,20 @@ TEST_CASE("random histograms agree between the interpreter and the CPU JIT, and 
     CAPTURE(source);
     checkEverywhere(source, seed, "sm_80", ptxas, *gpu, {{"M", "150"}, {"N", "8"}, {"B", "17"}},
                     assignments);
+  }
+}
+
+TEST_CASE("random scans agree between the interpreter and the CPU JIT, and ptxas takes them") {
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"3", "7"}, std::pair{"5", "65"},
+                             std::pair{"2", "4097"}, std::pair{"40", "300"}})
+    assignments.push_back({{"M", m}, {"N", n}});
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  std::unique_ptr<Engine> gpu = stubbedGpuEngine();
+  for (uint32_t seed = 1; seed <= programCount(10); ++seed) {
+    std::string source = ProgramGenerator(seed).scans();
+    CAPTURE(seed);
+    CAPTURE(source);
+    checkEverywhere(source, seed, "sm_80", ptxas, *gpu, {{"M", "40"}, {"N", "300"}}, assignments);
   }
 }
