@@ -44,11 +44,12 @@ Expr castTo(ScalarType type, Expr value) {
 }
 
 // The scan's points from `first` (an i64 offset from its loop's start) on,
-// `count` of them, as a loop of `kind` over its variable running `body`.
-Stmt pointsLoop(const Scan &scan, const Expr &first, const Expr &count, ForKind kind, Stmt body) {
+// `count` of them, as a serial loop over its variable running `body`.
+Stmt pointsLoop(const Scan &scan, const Expr &first, const Expr &count, Stmt body) {
   ScalarType type = scan.loop.min->type;
   return std::make_shared<For>(scan.loop.var, add(scan.loop.min, castTo(type, first)),
-                               castTo(type, count), kind, 0, std::move(body), scan.source);
+                               castTo(type, count), ForKind::Serial, 0, std::move(body),
+                               scan.source);
 }
 
 // At each point: the value, then the running fold in `running`, written to
@@ -76,14 +77,15 @@ protected:
     Stmt mutated = IRMutator::visitScan(node, self);
     const Scan &scan = *mutated->as<Scan>();
     if (parallelDepth_ > 0)
-      return serially(scan, MemorySpace::Register);
+      return serially(scan);
     return chunked(scan, 0, scan.target->name);
   }
 
 private:
-  // The whole scan in one loop, carrying the fold in a cell of `memory`.
-  Stmt serially(const Scan &scan, MemorySpace memory) {
-    Buffer running = makeBuffer(scan.target->name + ".running", scan.target->element, {}, memory);
+  // The whole scan in one loop of a thread, carrying the fold in a register.
+  Stmt serially(const Scan &scan) {
+    Buffer running =
+        makeBuffer(scan.target->name + ".running", scan.target->element, {}, MemorySpace::Register);
     Stmt loop = std::make_shared<For>(scan.loop.var, scan.loop.min, scan.loop.extent,
                                       ForKind::Serial, 0, scanStep(scan, running), scan.source);
     return std::make_shared<Allocate>(running, makeBlock({store(running, {}, scan.neutral), loop}));
@@ -95,7 +97,7 @@ private:
     if (level == kLevels) {
       // A handful of sums: one thread scans them.
       return std::make_shared<For>(prefix + ".one", makeI64(0), makeI64(1), ForKind::Parallel, 0,
-                                   serially(scan, MemorySpace::Register), scan.source);
+                                   serially(scan), scan.source);
     }
     int64_t maxChunks = target_ == PipelineTarget::Gpu ? 65536 : 256;
     Expr points = makeVar(ScalarType::I64, prefix + ".points");
@@ -152,9 +154,8 @@ private:
     Stmt scans = std::make_shared<For>(
         chunkVar, makeI64(0), chunks, ForKind::Parallel, 0,
         std::make_shared<Allocate>(
-            running,
-            makeBlock({store(running, {}, carry),
-                       pointsLoop(scan, first, count, ForKind::Serial, scanStep(scan, running))})),
+            running, makeBlock({store(running, {}, carry),
+                                pointsLoop(scan, first, count, scanStep(scan, running))})),
         scan.source);
 
     Stmt body = std::make_shared<Allocate>(sums, makeBlock({folds, sumsScanned, scans}));
