@@ -141,4 +141,24 @@ Stmt makeBlock(std::vector<Stmt> stmts) {
   return std::make_shared<Block>(std::move(flat));
 }
 
+Expr castTo(ScalarType type, Expr value) {
+  return value->type == type ? value : std::make_shared<Cast>(type, std::move(value));
+}
+
+Expr add(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Add, std::move(lhs), std::move(rhs));
+}
+Expr sub(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Sub, std::move(lhs), std::move(rhs));
+}
+Expr mul(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Mul, std::move(lhs), std::move(rhs));
+}
+Expr div(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Div, std::move(lhs), std::move(rhs));
+}
+Expr rem(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Rem, std::move(lhs), std::move(rhs));
+}
+
 } // namespace loopc::ir

@@ -329,8 +329,8 @@ struct Reduce : StmtNode {
 // `lower_scans`. Like AtomicUpdate's, the operator's combine is closed.
 struct Scan : StmtNode {
   static constexpr Kind kKind = Kind::Scan;
-  Scan(Buffer target, std::vector<Expr> indices, ReduceOperator op, Expr neutral,
-       Reduce::Loop loop, Stmt valueSetup, Expr value, SourceRange source = {})
+  Scan(Buffer target, std::vector<Expr> indices, ReduceOperator op, Expr neutral, Reduce::Loop loop,
+       Stmt valueSetup, Expr value, SourceRange source = {})
       : StmtNode(kKind), target(std::move(target)), indices(std::move(indices)), op(std::move(op)),
         neutral(std::move(neutral)), loop(std::move(loop)), valueSetup(std::move(valueSetup)),
         value(std::move(value)), source(source) {}
@@ -414,8 +414,15 @@ Expr makeInt(ScalarType type, int64_t value);
 Expr makeI64(int64_t value);
 Expr makeVar(ScalarType type, const std::string &name);
 Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs);
-Stmt makeBlock(std::vector<Stmt> stmts); // flattens nested blocks, drops nulls
-Expr zeroOf(ScalarType type);            // 0, 0.0 or false
-Expr toI64(Expr expr);                   // an integer widened (or kept) as i64
+Stmt makeBlock(std::vector<Stmt> stmts);  // flattens nested blocks, drops nulls
+Expr zeroOf(ScalarType type);             // 0, 0.0 or false
+Expr toI64(Expr expr);                    // an integer widened (or kept) as i64
+Expr castTo(ScalarType type, Expr value); // a Cast, unless value has the type
+// makeBinary for the index arithmetic passes build.
+Expr add(Expr lhs, Expr rhs);
+Expr sub(Expr lhs, Expr rhs);
+Expr mul(Expr lhs, Expr rhs);
+Expr div(Expr lhs, Expr rhs);
+Expr rem(Expr lhs, Expr rhs);
 
 } // namespace loopc::ir

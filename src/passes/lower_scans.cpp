@@ -33,14 +33,8 @@ namespace {
 const int64_t kMinChunk = 64;
 const int kLevels = 3; // chunked levels; the one below runs in one thread
 
-Expr add(Expr a, Expr b) { return makeBinary(BinaryOpKind::Add, std::move(a), std::move(b)); }
-Expr sub(Expr a, Expr b) { return makeBinary(BinaryOpKind::Sub, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return makeBinary(BinaryOpKind::Mul, std::move(a), std::move(b)); }
 Expr ceilDiv(Expr a, Expr b) {
-  return makeBinary(BinaryOpKind::Div, add(std::move(a), sub(b, makeI64(1))), b);
-}
-Expr castTo(ScalarType type, Expr value) {
-  return value->type == type ? value : std::make_shared<Cast>(type, std::move(value));
+  return div(add(std::move(a), sub(b, makeI64(1))), b);
 }
 
 // The scan's points from `first` (an i64 offset from its loop's start) on,

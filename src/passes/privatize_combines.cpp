@@ -157,14 +157,6 @@ std::optional<int64_t> constantProduct(const std::vector<Expr> &factors) {
   return result;
 }
 
-Expr add(Expr a, Expr b) { return makeBinary(BinaryOpKind::Add, std::move(a), std::move(b)); }
-Expr mul(Expr a, Expr b) { return makeBinary(BinaryOpKind::Mul, std::move(a), std::move(b)); }
-Expr div(Expr a, Expr b) { return makeBinary(BinaryOpKind::Div, std::move(a), std::move(b)); }
-Expr rem(Expr a, Expr b) { return makeBinary(BinaryOpKind::Rem, std::move(a), std::move(b)); }
-Expr castTo(ScalarType type, Expr value) {
-  return value->type == type ? value : std::make_shared<Cast>(type, std::move(value));
-}
-
 // A global array and its private copy in shared memory.
 struct Privatized {
   Buffer global;
