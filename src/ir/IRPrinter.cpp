@@ -190,32 +190,32 @@ public:
       return;
     case StmtNode::Kind::Scan: {
       const auto &scan = *stmt->as<Scan>();
-      if (!scan.valueSetup) {
-        out << pad << scanHeader(scan) << ": " << toString(scan.value) << "\n";
-        return;
-      }
-      out << pad << scanHeader(scan) << " {\n";
-      print(scan.valueSetup, indent + 1);
-      out << pad << "  yield " << toString(scan.value) << "\n";
-      out << pad << "}\n";
-      return;
+      return printPerPoint(scanHeader(scan), scan.valueSetup, scan.value, indent);
     }
     case StmtNode::Kind::Reduce: {
       const auto &reduce = *stmt->as<Reduce>();
-      if (!reduce.valueSetup) {
-        out << pad << reduceHeader(reduce) << ": " << toString(reduce.value) << "\n";
-        return;
-      }
-      out << pad << reduceHeader(reduce) << " {\n";
-      print(reduce.valueSetup, indent + 1);
-      out << pad << "  yield " << toString(reduce.value) << "\n";
-      out << pad << "}\n";
-      return;
+      return printPerPoint(reduceHeader(reduce), reduce.valueSetup, reduce.value, indent);
     }
     default:
       out << pad << describe(stmt) << "\n";
       return;
     }
+  }
+
+private:
+  // A Reduce's or Scan's header, then what each point computes: its setup
+  // and the value it yields.
+  void printPerPoint(const std::string &header, const Stmt &valueSetup, const Expr &value,
+                     int indent) {
+    std::string pad(2 * indent, ' ');
+    if (!valueSetup) {
+      out << pad << header << ": " << toString(value) << "\n";
+      return;
+    }
+    out << pad << header << " {\n";
+    print(valueSetup, indent + 1);
+    out << pad << "  yield " << toString(value) << "\n";
+    out << pad << "}\n";
   }
 };
 
