@@ -144,6 +144,12 @@ FAMILIES = {
     "torch_softmax": fixed_size_bandwidth(
         "torch.softmax", [("softmax rows 8192^2 f32", 2 * 8192**2 * 4)], {"R": 8192, "C": 8192}),
     "torch_jacobi": (jacobi_stencil, BANDWIDTH),
+    # Measured by bench/gpu/peers.py, in the same run.
+    "torch_cumsum": fixed_size_bandwidth("torch.cumsum", [("torch.cumsum 2^28 f32", 2 * N28 * 4)], {"N": N28}),
+    "torch_histc256": fixed_size_bandwidth(
+        "torch.histc", [("torch.histc 256 bins 2^28 f32", N28 * 4)], {"N": N28, "B": 256}),
+    "torch_histc65536": fixed_size_bandwidth(
+        "torch.histc", [("torch.histc 65536 bins 2^28 f32", N28 * 4)], {"N": N28, "B": 65536}),
     "cublas_sgemm": (sgemm("cuBLAS fp32", "cuBLAS SGEMM"), COMPUTE),
     "triton_sgemm": (sgemm("Triton fp32 ieee", "Triton matmul (ieee)"), COMPUTE),
     "cudnn_conv1": (cudnn_single_channel, COMPUTE),

@@ -1,0 +1,39 @@
+"""Peers for loopc's GPU cases that shared/anchors/gpu_anchors.py does not measure: torch's prefix sum and
+histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)). Same method as the anchors: CUDA
+events, warm-up, median of repeats; one JSON object per line, in the anchors' format, which run.sh appends
+to the anchors' output for report.py.
+"""
+import json
+import statistics
+
+import torch
+
+dev = torch.device("cuda")
+
+
+def emit(**row):
+    print(json.dumps(row), flush=True)
+
+
+def bench(fn, repeat=20, warmup=3):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+n = 1 << 28
+x = torch.rand(n, device=dev) * 2 - 1
+t = bench(lambda: torch.cumsum(x, 0))
+emit(kind="bandwidth", op="torch.cumsum 2^28 f32", gbps=round(2 * n * 4 / t / 1e9, 1))
+for bins in (256, 65536):
+    t = bench(lambda: torch.histc(x, bins=bins, min=-1, max=1))
+    emit(kind="bandwidth", op=f"torch.histc {bins} bins 2^28 f32", gbps=round(n * 4 / t / 1e9, 1))
