@@ -173,7 +173,8 @@ DIFFERENTIAL_CASE("samples/histogram.loop", "N=0 B=3 lo=-0.5 hi=0.5", "N=1 B=1 l
                   "N=7 B=3 lo=-0.5 hi=0.5", "N=257 B=1 lo=-1 hi=1", "N=10007 B=33 lo=-0.75 hi=0.5",
                   "N=10007 B=1000 lo=-1 hi=1")
 DIFFERENTIAL_CASE("samples/scan.loop", "N=0 R=0 C=3", "N=1 R=3 C=0", "N=1 R=1 C=1", "N=63 R=3 C=64",
-                  "N=64 R=2 C=65", "N=65 R=7 C=33", "N=4097 R=5 C=300", "N=300001 R=1 C=7")
+                  "N=64 R=2 C=65", "N=65 R=7 C=33", "N=4097 R=5 C=300", "N=300001 R=1 C=7",
+                  "N=1100000 R=1 C=1")
 DIFFERENTIAL_CASE("samples/jacobi1d.loop", "N=0 steps=2", "N=1 steps=2", "N=257 steps=0",
                   "N=257 steps=2", "N=7 steps=2", "N=33 steps=3", "N=100 steps=2",
                   "N=10007 steps=3")

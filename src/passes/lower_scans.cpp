@@ -7,14 +7,18 @@
 //   1. a parfor over the chunks folds each chunk into sums[c] (a redomap
 //      along a row: map_rows_to_blocks gives the GPU a block per chunk);
 //   2. sums is scanned in place, by the same construction one level down;
-//   3. a parfor over the chunks scans each chunk in its thread, from the
-//      fold of the chunks before it (sums[c - 1]).
-// The chunks hold at least kMinChunk points, and a target's number of chunks
-// is bounded: the GPU wants many threads in step 3 (at most 65536 chunks, so
-// the levels below hold at most 1024 and 16 sums), the CPU few long runs (at
-// most 256 chunks, a few blocks for its cores). The third level scans its
-// (at most 16) sums in one thread. Each point's value is computed twice (in
-// steps 1 and 3), as in any reduce-then-scan.
+//   3. each chunk is scanned from the fold of the chunks before it
+//      (sums[c - 1]): on the CPU by one thread walking it (a parfor over the
+//      chunks); on the GPU by a block, tile by tile of 256 consecutive
+//      points, each tile scanned in shared memory (Hillis-Steele, 8 steps
+//      between two buffers) and the running fold carried from tile to tile,
+//      so every load and store of the chunk is coalesced.
+// A chunk holds at least one tile on the GPU (64 points on the CPU), and a
+// target's number of chunks is bounded: the GPU's by 4096 (blocks for every
+// SM, each scanning many tiles; the levels below then hold at most 16 and 1
+// sums), the CPU's by 256 (few long runs for its cores; at most 4, then 1,
+// below). The fourth level scans its sums in one thread. Each point's value
+// is computed twice (in steps 1 and 3), as in any reduce-then-scan.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
@@ -30,8 +34,8 @@ using ir::Stmt;
 
 namespace {
 
-const int64_t kMinChunk = 64;
-const int kLevels = 3; // chunked levels; the one below runs in one thread
+const int64_t kTile = 256; // points a GPU block scans at once, one a thread
+const int kLevels = 3;     // chunked levels; the one below runs in one thread
 
 Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeI64(1))), b); }
 
@@ -82,7 +86,9 @@ private:
       return std::make_shared<For>(prefix + ".one", makeI64(0), makeI64(1), ForKind::Parallel, 0,
                                    serially(scan), scan.source);
     }
-    int64_t maxChunks = target_ == PipelineTarget::Gpu ? 65536 : 256;
+    bool gpu = target_ == PipelineTarget::Gpu;
+    int64_t maxChunks = gpu ? 4096 : 256;
+    int64_t minChunk = gpu ? kTile : 64;
     Expr points = makeVar(ScalarType::I64, prefix + ".points");
     Expr size = makeVar(ScalarType::I64, prefix + ".size");
     Expr chunks = makeVar(ScalarType::I64, prefix + ".chunks");
@@ -134,10 +140,30 @@ private:
     // offsets too: over the points themselves, whose bounds then depend on
     // the thread, the CPU ran threads as lanes striding across chunks (12x
     // slower at 2^24 points).
-    Buffer running = makeBuffer(prefix + ".running", type, {}, MemorySpace::Register);
     Expr carry = std::make_shared<Select>(makeBinary(BinaryOpKind::Eq, chunk, makeI64(0)),
                                           scan.neutral, load(sums, {sub(chunk, makeI64(1))}));
-    Stmt scans = std::make_shared<For>(
+    Stmt scans = gpu ? blockScans(scan, prefix, chunks, count, carry, atOffset)
+                     : threadScans(scan, prefix, chunks, count, carry, atOffset);
+
+    Stmt body = std::make_shared<Allocate>(sums, makeBlock({folds, sumsScanned, scans}));
+    Expr chunkSize =
+        makeBinary(BinaryOpKind::Max, makeI64(minChunk), ceilDiv(points, makeI64(maxChunks)));
+    return std::make_shared<LetStmt>(
+        prefix + ".points", makeBinary(BinaryOpKind::Max, toI64(scan.loop.extent), makeI64(0)),
+        std::make_shared<LetStmt>(
+            prefix + ".size", chunkSize,
+            std::make_shared<LetStmt>(prefix + ".chunks", ceilDiv(points, size), body)));
+  }
+
+  // Step 3 on the CPU: a thread per chunk, from `carry`, over the chunk's
+  // `count` offsets (`atOffset` maps the scan's variable to them).
+  static Stmt threadScans(const Scan &scan, const std::string &prefix, const Expr &chunks,
+                          const Expr &count, const Expr &carry,
+                          const std::map<std::string, Expr> &atOffset) {
+    std::string chunkVar = prefix + ".chunk", offsetVar = prefix + ".offset";
+    Buffer running =
+        makeBuffer(prefix + ".running", scan.target->element, {}, MemorySpace::Register);
+    return std::make_shared<For>(
         chunkVar, makeI64(0), chunks, ForKind::Parallel, 0,
         std::make_shared<Allocate>(
             running, makeBlock({store(running, {}, carry),
@@ -145,15 +171,71 @@ private:
                                     offsetVar, makeI64(0), count, ForKind::Serial, 0,
                                     substitute(scanStep(scan, running), atOffset), scan.source)})),
         scan.source);
+  }
 
-    Stmt body = std::make_shared<Allocate>(sums, makeBlock({folds, sumsScanned, scans}));
-    Expr chunkSize =
-        makeBinary(BinaryOpKind::Max, makeI64(kMinChunk), ceilDiv(points, makeI64(maxChunks)));
-    return std::make_shared<LetStmt>(
-        prefix + ".points", makeBinary(BinaryOpKind::Max, toI64(scan.loop.extent), makeI64(0)),
+  // Step 3 on the GPU: a block per chunk, a tile of kTile offsets at a time.
+  static Stmt blockScans(const Scan &scan, const std::string &prefix, const Expr &chunks,
+                         const Expr &count, const Expr &carry,
+                         const std::map<std::string, Expr> &atOffset) {
+    ScalarType type = scan.target->element;
+    std::string blockVar = prefix + ".chunk", threadVar = prefix + ".lane";
+    std::string tileVar = prefix + ".tile", offsetVar = prefix + ".offset";
+    Expr thread = makeVar(ScalarType::I64, threadVar);
+    Expr offset = makeVar(ScalarType::I64, offsetVar);
+    Buffer tiles[2] = {makeBuffer(prefix + ".tile_a", type, {makeI64(kTile)}, MemorySpace::Shared),
+                       makeBuffer(prefix + ".tile_b", type, {makeI64(kTile)}, MemorySpace::Shared)};
+    Buffer folded = makeBuffer(prefix + ".carry", type, {makeI64(1)}, MemorySpace::Shared);
+    Expr inChunk = makeBinary(BinaryOpKind::Lt, offset, count);
+    Expr firstThread = makeBinary(BinaryOpKind::Eq, thread, makeI64(0));
+
+    // The tile's points (the neutral element past the chunk's end)...
+    std::vector<Stmt> steps;
+    steps.push_back(std::make_shared<IfThenElse>(
+        inChunk,
+        appendAtTail(substitute(scan.valueSetup, atOffset),
+                     store(tiles[0], {thread}, substitute(scan.value, atOffset))),
+        store(tiles[0], {thread}, scan.neutral)));
+    steps.push_back(std::make_shared<Barrier>());
+    // ... scanned in place: after the step of distance d, each position holds
+    // the fold of the 2d positions up to it.
+    int from = 0;
+    for (int64_t distance = 1; distance < kTile; distance *= 2, from = 1 - from) {
+      Expr self = load(tiles[from], {thread});
+      Expr earlier = load(tiles[from], {sub(thread, makeI64(distance))});
+      steps.push_back(
+          store(tiles[1 - from], {thread},
+                std::make_shared<Select>(makeBinary(BinaryOpKind::Ge, thread, makeI64(distance)),
+                                         applyOperator(scan.op, earlier, self), self)));
+      steps.push_back(std::make_shared<Barrier>());
+    }
+    const Buffer &scanned = tiles[from];
+    // Each point's element, from the fold of everything before the tile.
+    Stmt write = store(scan.target, scan.indices,
+                       applyOperator(scan.op, load(folded, {makeI64(0)}), load(scanned, {thread})));
+    steps.push_back(std::make_shared<IfThenElse>(
+        inChunk, substitute(appendAtTail(scan.valueSetup, write), atOffset)));
+    steps.push_back(std::make_shared<Barrier>());
+    steps.push_back(std::make_shared<IfThenElse>(
+        firstThread, store(folded, {makeI64(0)},
+                           applyOperator(scan.op, load(folded, {makeI64(0)}),
+                                         load(scanned, {makeI64(kTile - 1)})))));
+    steps.push_back(std::make_shared<Barrier>());
+
+    Stmt tileLoop = std::make_shared<For>(
+        tileVar, makeI64(0), ceilDiv(count, makeI64(kTile)), ForKind::Serial, 0,
         std::make_shared<LetStmt>(
-            prefix + ".size", chunkSize,
-            std::make_shared<LetStmt>(prefix + ".chunks", ceilDiv(points, size), body)));
+            offsetVar, add(mul(makeVar(ScalarType::I64, tileVar), makeI64(kTile)), thread),
+            makeBlock(std::move(steps))),
+        scan.source);
+    Stmt threads = std::make_shared<For>(
+        threadVar, makeI64(0), makeI64(kTile), ForKind::GpuThread, 0,
+        makeBlock({std::make_shared<IfThenElse>(firstThread, store(folded, {makeI64(0)}, carry)),
+                   tileLoop}),
+        scan.source);
+    for (const Buffer &buffer : {tiles[0], tiles[1], folded})
+      threads = std::make_shared<Allocate>(buffer, threads);
+    return std::make_shared<For>(blockVar, makeI64(0), chunks, ForKind::GpuBlock, 0, threads,
+                                 scan.source);
   }
 
   PipelineTarget target_;
