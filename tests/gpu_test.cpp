@@ -127,6 +127,12 @@ struct StubbedGpu {
   std::unique_ptr<Engine> engine;
 };
 
+// The GPU pipeline's IR of a program's only kernel, which must check.
+ir::Function onlyKernelCompiled(const test::LoadedProgram &loaded) {
+  REQUIRE_MESSAGE(loaded.program, loaded.diagnostics);
+  return test::compiledKernel(*loaded.program, *loaded.program->modules.front()->kernels.front());
+}
+
 } // namespace
 
 TEST_CASE("every sample and stdlib kernel assembles for sm_80 and sm_90 without spills") {
@@ -175,9 +181,7 @@ TEST_CASE("math without NVPTX instructions comes from libdevice, inlined") {
 kernel activate(x: in f32[N], y: out f32[N]) {
   parfor i in 0..N { y[i] = tanh(x[i]) + exp(x[i]) * sin(x[i]); }
 })");
-  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-  ir::Function function =
-      test::compiledKernel(*loaded->program, *loaded->program->modules.front()->kernels.front());
+  ir::Function function = onlyKernelCompiled(*loaded);
   auto unoptimized = codegen::nvptxLlvmText(function, "sm_80", false);
   REQUIRE(unoptimized);
   CHECK(unoptimized->find("@__nv_tanhf") != std::string::npos);
@@ -491,9 +495,7 @@ kernel updates(x: in f32[N], S: out f32[B], P: inout f64[B], U: inout f32[B], C:
     combine(max) C[i % B] = i32(i);
   }
 })");
-  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-  ir::Function function =
-      test::compiledKernel(*loaded->program, *loaded->program->modules.front()->kernels.front());
+  ir::Function function = onlyKernelCompiled(*loaded);
   auto unoptimized = codegen::nvptxLlvmText(function, "sm_80", false);
   REQUIRE(unoptimized);
   // The private copies (shared memory, addrspace 3) and the merges (global).
