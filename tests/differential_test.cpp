@@ -580,7 +580,8 @@ kernel scans(x: in f32[N], keys: in i32[N], first: out i64[N], every_third: out 
   }
 }
 )",
-      {"N=0 R=2", "N=1 R=1", "N=7 R=3", "N=64 R=2", "N=65 R=5", "N=4097 R=3", "N=70000 R=1"});
+      {"N=0 R=2", "N=1 R=1", "N=7 R=3", "N=64 R=2", "N=65 R=5", "N=4097 R=3", "N=70000 R=1",
+       "N=1100000 R=1"}); // two tiles per chunk on the GPU
 }
 
 TEST_CASE("i32 arithmetic wraps and division truncates toward zero") {
