@@ -211,6 +211,9 @@ DIFFERENTIAL_CASE("stdlib/linalg.loop", "M=0 N=0 K=0 alpha=1.5", "M=3 N=4 K=0 al
                   "M=1 N=1 K=1 alpha=1.5", "M=257 N=3 K=2 alpha=0.5", "M=3 N=257 K=2 alpha=0.5",
                   "M=7 N=7 K=7 alpha=1.5", "M=33 N=33 K=33 alpha=-0.5", "M=100 N=100 K=100 alpha=2",
                   "M=7 N=33 K=5 alpha=1.5", "M=33 N=5 K=7 alpha=1.5")
+DIFFERENTIAL_CASE("stdlib/cumulative.loop", "N=0", "N=1", "N=7", "N=65", "N=4097", "N=300001")
+DIFFERENTIAL_CASE("stdlib/histogram.loop", "N=0 B=3", "N=1 B=1", "N=7 B=3", "N=257 B=16",
+                  "N=10007 B=5", "N=10007 B=3000")
 DIFFERENTIAL_CASE("stdlib/reduce.loop", "N=0", "N=1", "N=257", "N=7", "N=33", "N=100", "N=10007")
 DIFFERENTIAL_CASE("stdlib/stencil.loop", "N=0 H=0 W=0 D=0 steps=2", "N=1 H=1 W=1 D=1 steps=2",
                   "N=257 H=3 W=257 D=3 steps=1", "N=7 H=7 W=7 D=7 steps=2",

@@ -62,6 +62,8 @@ const std::map<std::string, std::set<std::string>> kTestedKernels = {
     {"stdlib/stencil.loop",
      {"jacobi1d_sweep", "jacobi2d_sweep", "jacobi2d_pingpong", "laplace2d", "laplace3d"}},
     {"stdlib/reduce.loop", {"sum", "max_value", "min_value", "mean", "norm1", "norm2", "norm_inf"}},
+    {"stdlib/cumulative.loop", {"cumsum", "cumprod", "cummax", "cummin", "exclusive_cumsum"}},
+    {"stdlib/histogram.loop", {"bincount", "weighted_bincount"}},
 };
 
 std::unique_ptr<LoadedProgram> loadChecked(const std::string &relativePath) {
@@ -939,6 +941,69 @@ TEST_CASE("stdlib/stencil.loop: Jacobi sweeps and Laplacians") {
           expected.add(value, magnitude);
         }
     checkClose(run.output("L"), expected, "laplace3d");
+  }
+}
+
+TEST_CASE("stdlib/cumulative.loop: running sums, products and extremes") {
+  auto loaded = loadChecked("stdlib/cumulative.loop");
+  for (int64_t n : kVectorLengths) {
+    CAPTURE(n);
+    Expectation sums, products, largest, smallest, exclusive;
+    KernelRun cumsum = runKernel(*loaded, "cumsum", vectorSize(n));
+    const HostArray &x = cumsum.input("x"); // every kernel gets the same seeded x
+    double sum = 0, magnitude = 0, product = 1, top = -std::numeric_limits<double>::infinity();
+    double bottom = std::numeric_limits<double>::infinity();
+    exclusive.addExact(0);
+    for (int64_t i = 0; i < n; ++i) {
+      double value = at(x, {i});
+      sum += value;
+      magnitude += std::abs(value);
+      product *= value;
+      top = std::max(top, value);
+      bottom = std::min(bottom, value);
+      sums.add(sum, magnitude);
+      exclusive.add(sum, magnitude);
+      products.add(product, std::abs(product));
+      largest.addExact(top);
+      smallest.addExact(bottom);
+    }
+    checkClose(cumsum.output("y"), sums, "cumsum");
+    checkClose(runKernel(*loaded, "cumprod", vectorSize(n)).output("y"), products, "cumprod");
+    checkClose(runKernel(*loaded, "cummax", vectorSize(n)).output("y"), largest, "cummax");
+    checkClose(runKernel(*loaded, "cummin", vectorSize(n)).output("y"), smallest, "cummin");
+    checkClose(runKernel(*loaded, "exclusive_cumsum", vectorSize(n)).output("y"), exclusive,
+               "exclusive_cumsum");
+  }
+}
+
+TEST_CASE("stdlib/histogram.loop: counts and sums by key") {
+  auto loaded = loadChecked("stdlib/histogram.loop");
+  for (int64_t n : kVectorLengths) {
+    CAPTURE(n);
+    // Keys -1..8 against 7 bins: negative and too large keys are ignored.
+    HostArray keys(ScalarType::I32, {n});
+    for (int64_t i = 0; i < n; ++i)
+      keys.data<int32_t>()[i] = static_cast<int32_t>((i * 3) % 10) - 1;
+    Arrays countArgs, sumArgs;
+    countArgs.emplace("keys", keys);
+    sumArgs.emplace("keys", keys);
+    Values sizes = {{"N", std::to_string(n)}, {"B", "7"}};
+    KernelRun counts = runKernel(*loaded, "bincount", sizes, std::move(countArgs));
+    KernelRun sums = runKernel(*loaded, "weighted_bincount", sizes, std::move(sumArgs));
+    Expectation expectedSums;
+    for (int32_t b = 0; b < 7; ++b) {
+      int64_t count = 0;
+      double sum = 0, magnitude = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (keys.data<int32_t>()[i] == b) {
+          ++count;
+          sum += at(sums.input("weights"), {i});
+          magnitude += std::abs(at(sums.input("weights"), {i}));
+        }
+      CHECK_MESSAGE(counts.output("counts").getAsInt(b) == count, "bin " << b);
+      expectedSums.add(sum, magnitude);
+    }
+    checkClose(sums.output("sums"), expectedSums, "weighted_bincount");
   }
 }
 
