@@ -183,8 +183,7 @@ private:
     const VarDecl &var = *scan.ranges.front().var;
     const std::string what = quoted("scan(" + std::string(reduceOpSpelling(scan.op)) + ")");
     if (const IndexExpr *read = findRead(*write.value, *write.decl)) {
-      diagnostics_.error(read->range, "the body of " + what + " reads " +
-                                          quoted(write.decl->name) +
+      diagnostics_.error(read->range, "the body of " + what + " reads " + quoted(write.decl->name) +
                                           ", which the scan writes while other iterations may "
                                           "be reading it; read another array");
       diagnostics_.note(write.targetRange, quoted(write.decl->name) + " is written here");
@@ -235,8 +234,15 @@ private:
     }
     case Expr::Kind::Redomap: {
       const auto *redomap = expr.as<RedomapExpr>();
-      const IndexExpr *found = findRead(*redomap->neutral, array);
-      return found ? found : findRead(*redomap->body, array);
+      std::vector<const Expr *> parts{redomap->neutral.get(), redomap->body.get()};
+      for (const Range &range : redomap->ranges)
+        for (const Expr *bound : {range.lo.get(), range.hi.get(), range.step.get()})
+          if (bound)
+            parts.push_back(bound);
+      for (const Expr *part : parts)
+        if (const IndexExpr *found = findRead(*part, array))
+          return found;
+      return nullptr;
     }
     case Expr::Kind::IntLit:
     case Expr::Kind::FloatLit:
