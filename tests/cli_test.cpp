@@ -312,6 +312,52 @@ TEST_CASE("compile --emit llvm prints a module defining the kernel") {
   CHECK(!definesFunctionNaming(other.output, "gemm"));
 }
 
+TEST_CASE("compile --emit header and object embed every kernel of the file, or the one named") {
+  TempDir dir;
+  auto header = runLoopc("compile samples/histogram.loop --emit header -o " + dir.at("h.h"));
+  REQUIRE(header.exitCode == 0);
+  std::ifstream headerFile(dir.at("h.h"));
+  std::string text((std::istreambuf_iterator<char>(headerFile)), std::istreambuf_iterator<char>());
+  CHECK(contains(text, "#ifndef LOOPC_H_H"));
+  CHECK(contains(text, "loopc_status bin_stats(const int32_t *keys, const float *values, float "
+                       "*sum, float *largest, int64_t N, int64_t B);"));
+  CHECK(contains(text, "loopc_status histogram(const float *x, float lo, float hi, int32_t *H, "
+                       "int64_t N, int64_t B);"));
+  CHECK(contains(text, " *   largest: inout f32[B]"));
+  auto one = runLoopc("compile samples/histogram.loop --emit header --kernel histogram");
+  CHECK(one.exitCode == 0);
+  CHECK(contains(one.output, "#ifndef LOOPC_HISTOGRAM_H"));
+  CHECK(!contains(one.output, "bin_stats"));
+
+  auto object = runLoopc("compile samples/histogram.loop --emit object --cpu x86-64-v2 -o " +
+                         dir.at("h.o") + " --depfile " + dir.at("h.d"));
+  REQUIRE(object.exitCode == 0);
+  auto symbols = test::runShell("nm " + dir.at("h.o"));
+  CHECK(contains(symbols.output, " T bin_stats"));
+  CHECK(contains(symbols.output, " T histogram"));
+  CHECK(contains(symbols.output, " U loopc_cpu_parallel_for"));
+  CHECK(!contains(symbols.output, " T loopc_main")); // the code behind them is internal
+  std::ifstream depfile(dir.at("h.d"));
+  std::string rule((std::istreambuf_iterator<char>(depfile)), std::istreambuf_iterator<char>());
+  CHECK(rule == dir.at("h.o") + ": samples/histogram.loop\n");
+
+  auto noOutput = runLoopc("compile samples/histogram.loop --emit object");
+  CHECK(noOutput.exitCode == 1);
+  CHECK(contains(noOutput.output, "--emit object writes a binary file: give it with -o FILE"));
+  auto gpu =
+      runLoopc("compile samples/histogram.loop --emit object --target gpu -o " + dir.at("g.o"));
+  CHECK(gpu.exitCode == 1);
+  CHECK(contains(gpu.output, "--emit object embeds CPU code; it takes no --target gpu"));
+  auto cpu =
+      runLoopc("compile samples/histogram.loop --emit object --cpu pentium9 -o " + dir.at("p.o"));
+  CHECK(cpu.exitCode == 1);
+  CHECK(contains(cpu.output, "unknown CPU 'pentium9'"));
+  auto depfileAlone =
+      runLoopc("compile samples/histogram.loop --emit header --depfile " + dir.at("x.d"));
+  CHECK(depfileAlone.exitCode == 1);
+  CHECK(contains(depfileAlone.output, "--depfile needs an output file (-o FILE)"));
+}
+
 TEST_CASE("check reports every error of a file, not only the first") {
   TempDir dir;
   std::string bad = dir.file("several.loop", "kernel a(x: in f32[N], y: out f32[N]) {\n"

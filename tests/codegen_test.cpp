@@ -7,7 +7,7 @@
 #include "codegen/CpuEngine.h"
 #include "codegen/CpuJit.h"
 #include "codegen/CpuThreadNest.h"
-#include "codegen/CpuThreadPool.h"
+#include "loopc/generated.h"
 #include "interp/Interpreter.h"
 #include "ir/IR.h"
 #include "ir/Lower.h"
@@ -202,7 +202,7 @@ TEST_CASE("a kernel with many blocks runs on the thread pool") {
   compileAndRun(function, {in.data(), out.data()}, {n});
   for (int64_t k = 0; k < n; ++k)
     REQUIRE(out[k] == in[k] * 2);
-  CHECK(loopc::codegen::cpuWorkerCount() >= 1);
+  CHECK(loopc_cpu_worker_count() >= 1);
 }
 
 TEST_CASE("barriers split thread loops, and values live across them stay per thread") {

@@ -1,6 +1,7 @@
 // The C API: argument checks, handle ownership, and the last-error message of
 // each runtime. The devices do the work (CudaDevice.cpp, CpuDevice.cpp).
 #include "Device.h"
+#include "loopc/generated.h"
 
 #include <algorithm>
 
@@ -74,6 +75,8 @@ const char *loopc_status_name(loopc_status status) {
     return "LOOPC_ERROR_UNSUPPORTED";
   case LOOPC_ERROR_OUT_OF_MEMORY:
     return "LOOPC_ERROR_OUT_OF_MEMORY";
+  case LOOPC_ERROR_KERNEL_FAULT:
+    return "LOOPC_ERROR_KERNEL_FAULT";
   }
   return "LOOPC_ERROR_UNKNOWN";
 }
@@ -95,6 +98,11 @@ loopc_status loopc_runtime_open(loopc_device_kind kind, int ordinal, loopc_runti
 }
 
 void loopc_runtime_close(loopc_runtime *runtime) { delete runtime; }
+
+loopc_status loopc_report_failure(loopc_status status, const char *message) {
+  threadLastError = message ? message : "";
+  return status;
+}
 
 const char *loopc_runtime_last_error(const loopc_runtime *runtime) {
   return (runtime ? runtime->lastError : threadLastError).c_str();

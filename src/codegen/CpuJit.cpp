@@ -2,8 +2,8 @@
 #include "codegen/CpuJit.h"
 
 #include "codegen/CpuTarget.h"
-#include "codegen/CpuThreadPool.h"
 #include "codegen/Optimize.h"
+#include "loopc/generated.h"
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>

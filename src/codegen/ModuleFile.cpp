@@ -28,13 +28,6 @@ ModuleParameter describeScalar(const ir::ScalarParam &scalar) {
   return {.name = scalar.name, .type = scalarTypeName(scalar.type)};
 }
 
-std::string location(SourceRange range, const SourceManager &sources) {
-  if (!range.valid() || range.begin.file >= sources.fileCount())
-    return "";
-  return sources.file(range.begin.file).path + ":" + std::to_string(range.begin.line) + ":" +
-         std::to_string(range.begin.col);
-}
-
 void collectLaunches(const ir::StmtNode &stmt, std::vector<const ir::Launch *> &launches) {
   using Kind = ir::StmtNode::Kind;
   switch (stmt.kind) {
@@ -111,7 +104,7 @@ ModuleFile describeModule(const ir::Function &function, const std::string &gpu, 
     ModuleKernel described{.name = kernel.name,
                            .maxThreadsPerBlock = kernel.maxThreadsPerBlock,
                            .minBlocksPerSM = kernel.minBlocksPerSM,
-                           .source = location(kernel.source, sources)};
+                           .source = sources.location(kernel.source)};
     for (const ir::Buffer &buffer : kernel.buffers)
       described.parameters.push_back(describeBuffer(*buffer));
     for (const ir::ScalarParam &scalar : kernel.scalars)
@@ -131,7 +124,7 @@ ModuleFile describeModule(const ir::Function &function, const std::string &gpu, 
         geometry.block.push_back(ir::toString(extent));
       described.launches.push_back(std::move(geometry));
       if (described.source.empty())
-        described.source = location(launch->source, sources);
+        described.source = sources.location(launch->source);
     }
     module.kernels.push_back(std::move(described));
   }

@@ -3,6 +3,7 @@
 #include "driver/CompileCommand.h"
 
 #include "codegen/CpuJit.h"
+#include "codegen/CpuLibrary.h"
 #include "codegen/ModuleFile.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
@@ -10,6 +11,8 @@
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
 
+#include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -25,7 +28,9 @@ struct CompileOptions {
   std::string target; // empty: cpu for llvm, gpu for ptx and module
   PassChoiceOptions passes;
   std::string gpu = codegen::kDefaultGpu;
+  std::string cpu = "native";
   std::string output;
+  std::string depfile;
   bool noOptimize = false;
   bool verbose = false;
 };
@@ -52,7 +57,59 @@ bool reportPtxas(const std::string &ptx, const std::string &gpu) {
 
 // --target, or its default for --emit.
 bool isGpu(const CompileOptions &options) {
-  return options.target == "gpu" || (options.target.empty() && options.emit != "llvm");
+  return options.target == "gpu" ||
+         (options.target.empty() && (options.emit == "ptx" || options.emit == "module"));
+}
+
+// An object file or header embeds kernels in a host program (CpuLibrary.h).
+bool isLibrary(const CompileOptions &options) {
+  return options.emit == "object" || options.emit == "header";
+}
+
+// LOOPC_<NAME>_H for the header written to `output` (or for `file`).
+std::string headerGuard(const CompileOptions &options) {
+  std::string stem =
+      std::filesystem::path(options.output.empty() || options.output == "-" ? options.file
+                                                                            : options.output)
+          .stem()
+          .string();
+  std::string guard = "LOOPC_";
+  for (char c : stem)
+    guard += std::isalnum(static_cast<unsigned char>(c))
+                 ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                 : '_';
+  return guard + "_H";
+}
+
+// The object file or header of the kernels of the main file (or the one
+// --kernel names).
+Expected<std::string> generateLibrary(const CompileOptions &options, const Session &session,
+                                      const passes::PipelineOptions &pipeline) {
+  if (options.target == "gpu")
+    return makeError("--emit " + options.emit + " embeds CPU code; it takes no --target gpu");
+  std::vector<const KernelDecl *> declarations;
+  if (options.kernel.empty()) {
+    for (const auto &kernel : session.program->modules.front()->kernels)
+      declarations.push_back(kernel.get());
+    if (declarations.empty())
+      return makeError("'" + options.file + "' has no kernel to compile");
+  } else {
+    auto kernel = selectKernel(*session.program, options.kernel);
+    if (!kernel)
+      return std::unexpected(kernel.error());
+    declarations.push_back(*kernel);
+  }
+  std::vector<codegen::LibraryKernel> kernels;
+  for (const KernelDecl *declaration : declarations) {
+    Expected<ir::Function> function =
+        passes::runPipeline(ir::lowerKernel(*session.program, *declaration), pipeline);
+    if (!function)
+      return std::unexpected(function.error());
+    kernels.push_back({declaration, std::move(*function)});
+  }
+  if (options.emit == "header")
+    return codegen::libraryHeader(kernels, session.sources, headerGuard(options));
+  return codegen::compileCpuObject(kernels, session.sources, options.cpu);
 }
 
 Expected<std::string> generate(const CompileOptions &options, const ir::Function &function,
@@ -75,6 +132,49 @@ Expected<std::string> generate(const CompileOptions &options, const ir::Function
       codegen::describeModule(function, options.gpu, std::move(*ptx), sources));
 }
 
+// Writes a Makefile rule naming every .loop file the output was compiled from
+// (the main file and its imports) to --depfile, for build systems.
+bool writeDepfile(const CompileOptions &options, const SourceManager &sources) {
+  if (options.depfile.empty())
+    return true;
+  auto escaped = [](const std::string &path) {
+    std::string text;
+    for (char c : path)
+      text += c == ' ' || c == '#' ? std::string("\\") + c : c == '$' ? "$$" : std::string(1, c);
+    return text;
+  };
+  std::string rule = escaped(options.output) + ":";
+  for (size_t id = 1; id < sources.fileCount(); ++id) // id 0 is "no file"
+    rule += " " + escaped(sources.file(id).path);
+  std::ofstream out(options.depfile);
+  out << rule << "\n";
+  if (!out) {
+    printError("cannot write '" + options.depfile + "'");
+    return false;
+  }
+  return true;
+}
+
+// Writes `text` to -o (stdout without one); false when that fails.
+bool writeOutput(const CompileOptions &options, const std::string &text,
+                 const SourceManager &sources) {
+  if (!options.depfile.empty() && (options.output.empty() || options.output == "-")) {
+    printError("--depfile needs an output file (-o FILE)");
+    return false;
+  }
+  if (options.output.empty() || options.output == "-") {
+    std::cout << text;
+    return true;
+  }
+  std::ofstream out(options.output, std::ios::binary);
+  out << text;
+  if (!out) {
+    printError("cannot write '" + options.output + "'");
+    return false;
+  }
+  return writeDepfile(options, sources);
+}
+
 int runCompile(const CompileOptions &options) {
   auto session = openSession(options.file);
   if (!session)
@@ -92,6 +192,18 @@ int runCompile(const CompileOptions &options) {
   passes::PipelineOptions pipeline;
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
   pipeline.choices = std::move(*choices);
+  if (isLibrary(options)) {
+    if (options.emit == "object" && (options.output.empty() || options.output == "-")) {
+      printError("--emit object writes a binary file: give it with -o FILE");
+      return 1;
+    }
+    Expected<std::string> library = generateLibrary(options, *session, pipeline);
+    if (!library) {
+      session->report(library.error());
+      return 1;
+    }
+    return writeOutput(options, *library, session->sources) ? 0 : 1;
+  }
   Expected<ir::Function> function =
       passes::runPipeline(ir::lowerKernel(*session->program, **kernel), pipeline);
   if (!function) {
@@ -104,17 +216,7 @@ int runCompile(const CompileOptions &options) {
     session->report(text.error());
     return 1;
   }
-  if (options.output.empty() || options.output == "-") {
-    std::cout << *text;
-    return ptxasOk ? 0 : 1;
-  }
-  std::ofstream out(options.output);
-  out << *text;
-  if (!out) {
-    printError("cannot write '" + options.output + "'");
-    return 1;
-  }
-  return ptxasOk ? 0 : 1;
+  return writeOutput(options, *text, session->sources) && ptxasOk ? 0 : 1;
 }
 
 } // namespace
@@ -124,18 +226,27 @@ void addCompileCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand("compile", "Compile a kernel and print the code");
   command->add_option("FILE", options->file, "The .loop file")->required();
   command->add_option("--kernel", options->kernel,
-                      "The kernel to compile (default: the last kernel of the file)");
+                      "The kernel to compile (default: the last kernel of the file; for --emit "
+                      "object and header, every kernel of the file)");
   command
       ->add_option("--emit", options->emit,
-                   "What to emit: llvm (LLVM IR), ptx, or module (manifest and PTX as JSON)")
-      ->check(CLI::IsMember({"llvm", "ptx", "module"}));
+                   "What to emit: llvm (LLVM IR), ptx, module (manifest and PTX as JSON), or "
+                   "object and header (a CPU object file with a C function per kernel of the "
+                   "file, and its C header: docs/embedding.md)")
+      ->check(CLI::IsMember({"llvm", "ptx", "module", "object", "header"}));
   command
       ->add_option("--target", options->target,
-                   "cpu or gpu (default: cpu for --emit llvm, gpu for ptx and module)")
+                   "cpu or gpu (default: gpu for --emit ptx and module, else cpu)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
   command->add_option("--gpu", options->gpu, "The GPU architecture (default: sm_80)");
+  command->add_option("--cpu", options->cpu,
+                      "The CPU an object file is for: an LLVM CPU name such as x86-64-v3, or "
+                      "native (the default: this machine's CPU and features)");
   options->passes.addTo(*command);
   command->add_option("-o,--output", options->output, "Output file (default: stdout)");
+  command->add_option("--depfile", options->depfile,
+                      "Also write a Makefile rule: the output depends on the .loop files it "
+                      "was compiled from");
   command->add_flag("--no-opt", options->noOptimize, "Emit the LLVM IR before optimization");
   command->add_flag("--verbose", options->verbose,
                     "Run ptxas -v on the PTX and report registers, spills and shared memory");

@@ -34,6 +34,26 @@ uint32_t SourceManager::addFile(std::string path, std::string text) {
   return static_cast<uint32_t>(files_.size() - 1);
 }
 
+std::string SourceManager::location(SourceRange range) const {
+  if (!range.valid() || range.begin.file >= files_.size())
+    return "";
+  return files_[range.begin.file]->path + ":" + std::to_string(range.begin.line) + ":" +
+         std::to_string(range.begin.col);
+}
+
+std::string SourceManager::text(SourceRange range) const {
+  if (!range.valid() || range.begin.file >= files_.size() || range.end.file != range.begin.file)
+    return "";
+  const SourceFile &file = *files_[range.begin.file];
+  auto offset = [&](SourceLoc loc) -> size_t {
+    return loc.line <= file.lineStarts.size() ? file.lineStarts[loc.line - 1] + loc.col - 1
+                                              : file.text.size();
+  };
+  size_t begin = std::min(offset(range.begin), file.text.size());
+  size_t end = std::min(offset(range.end) + 1, file.text.size());
+  return begin < end ? file.text.substr(begin, end - begin) : "";
+}
+
 void DiagnosticEngine::error(SourceRange range, std::string message) {
   report(Severity::Error, range, std::move(message));
 }

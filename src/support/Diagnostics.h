@@ -42,6 +42,10 @@ public:
   uint32_t addFile(std::string path, std::string text);
   const SourceFile &file(uint32_t id) const { return *files_[id]; }
   size_t fileCount() const { return files_.size(); }
+  // "path:line:col" of the range's start; "" when it names no loaded file.
+  std::string location(SourceRange range) const;
+  // The source text the range covers; "" when it names no loaded file.
+  std::string text(SourceRange range) const;
 
 private:
   std::vector<std::unique_ptr<SourceFile>> files_;

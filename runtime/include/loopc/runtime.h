@@ -27,7 +27,8 @@ typedef enum loopc_status {
   LOOPC_ERROR_NO_DEVICE = 3,   /* the driver sees no device with that ordinal */
   LOOPC_ERROR_DRIVER = 4,      /* a CUDA call failed */
   LOOPC_ERROR_UNSUPPORTED = 5, /* the device kind cannot do this */
-  LOOPC_ERROR_OUT_OF_MEMORY = 6
+  LOOPC_ERROR_OUT_OF_MEMORY = 6,
+  LOOPC_ERROR_KERNEL_FAULT = 7 /* a kernel failed at run time (an integer division by zero) */
 } loopc_status;
 
 typedef enum loopc_device_kind { LOOPC_DEVICE_CUDA = 0, LOOPC_DEVICE_CPU = 1 } loopc_device_kind;
@@ -81,8 +82,9 @@ loopc_status loopc_runtime_open(loopc_device_kind kind, int ordinal, loopc_runti
 void loopc_runtime_close(loopc_runtime *runtime);
 
 /* The message of the last failed call on `runtime` ("" when none failed);
- * with NULL, that of the calling thread's last failed loopc_runtime_open. The
- * text stays valid until the next call on the same runtime (or thread). */
+ * with NULL, that of the calling thread's last failed loopc_runtime_open or
+ * call of a function loopc generated (docs/embedding.md). The text stays
+ * valid until the next call on the same runtime (or thread). */
 const char *loopc_runtime_last_error(const loopc_runtime *runtime);
 
 loopc_status loopc_runtime_device_info(loopc_runtime *runtime, loopc_device_info *out);

@@ -1,7 +1,7 @@
-// A persistent pool of worker threads for parallelForBlocks (see
-// CpuThreadPool.h). Workers sleep between launches; the launching thread works
-// too. Launches are serialized: a kernel never launches another one.
-#include "codegen/CpuThreadPool.h"
+// The CPU thread pool of loopc/generated.h: persistent workers, one per
+// core, that sleep between launches; the launching thread works too. Launches
+// are serialized: a kernel never launches another one.
+#include "loopc/generated.h"
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-namespace loopc::codegen {
 namespace {
 
 class ThreadPool {
@@ -32,7 +31,7 @@ public:
 
   unsigned threadCount() const { return static_cast<unsigned>(workers_.size()) + 1; }
 
-  void run(CpuKernelFn kernel, void **buffers, void *scalars, int64_t blockCount) {
+  void run(loopc_cpu_kernel kernel, void **buffers, void *scalars, int64_t blockCount) {
     std::lock_guard launchLock(launchMutex_);
     // Several chunks per thread balance uneven blocks without paying an
     // atomic operation per block.
@@ -52,7 +51,7 @@ public:
 
 private:
   struct Job {
-    CpuKernelFn kernel = nullptr;
+    loopc_cpu_kernel kernel = nullptr;
     void **buffers = nullptr;
     void *scalars = nullptr;
     int64_t blockCount = 0;
@@ -101,23 +100,22 @@ ThreadPool &pool() {
   return instance;
 }
 
+std::mutex callMutex;
+
 } // namespace
 
-void parallelForBlocks(CpuKernelFn kernel, void **buffers, void *scalars, int64_t blockCount) {
-  if (blockCount <= 0)
+void loopc_cpu_parallel_for(loopc_cpu_kernel kernel, void **buffers, void *scalars,
+                            int64_t unit_count) {
+  if (unit_count <= 0)
     return;
-  if (blockCount == 1) {
+  if (unit_count == 1) {
     kernel(buffers, scalars, 0, 1);
     return;
   }
-  pool().run(kernel, buffers, scalars, blockCount);
+  pool().run(kernel, buffers, scalars, unit_count);
 }
 
-unsigned cpuWorkerCount() { return pool().threadCount(); }
+unsigned loopc_cpu_worker_count(void) { return pool().threadCount(); }
 
-} // namespace loopc::codegen
-
-extern "C" void loopc_cpu_parallel_for(loopc::codegen::CpuKernelFn kernel, void **buffers,
-                                       void *scalars, int64_t blockCount) {
-  loopc::codegen::parallelForBlocks(kernel, buffers, scalars, blockCount);
-}
+void loopc_cpu_call_lock(void) { callMutex.lock(); }
+void loopc_cpu_call_unlock(void) { callMutex.unlock(); }

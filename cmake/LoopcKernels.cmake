@@ -1,0 +1,48 @@
+# loopc_add_kernels(<target> SOURCES <file.loop>... [CPU <name>] [KERNELS <name>...])
+#
+# Compiles each .loop file's kernels ahead of time into an object file linked
+# into <target>, with a C header of the same name (<file>.h) that <target> can
+# include: one function per kernel (docs/embedding.md). The files a source
+# imports are tracked, so editing them rebuilds it. CPU is the LLVM CPU the
+# code is for (default "native": the building machine's); KERNELS limits the
+# functions to those kernels, which must all be in every source.
+function(loopc_add_kernels target)
+  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "" "CPU" "SOURCES;KERNELS")
+  if(LOOPC_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "loopc_add_kernels: unexpected arguments ${LOOPC_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT LOOPC_SOURCES)
+    message(FATAL_ERROR "loopc_add_kernels: no SOURCES given for ${target}")
+  endif()
+  if(NOT LOOPC_CPU)
+    set(LOOPC_CPU native)
+  endif()
+  set(kernel_options)
+  foreach(kernel IN LISTS LOOPC_KERNELS)
+    list(APPEND kernel_options --kernel ${kernel})
+  endforeach()
+  set(output_dir ${CMAKE_CURRENT_BINARY_DIR}/loopc_kernels/${target})
+  file(MAKE_DIRECTORY ${output_dir})
+  foreach(source IN LISTS LOOPC_SOURCES)
+    get_filename_component(source ${source} ABSOLUTE)
+    get_filename_component(name ${source} NAME_WE)
+    set(object ${output_dir}/${name}${CMAKE_C_OUTPUT_EXTENSION})
+    if(NOT CMAKE_C_OUTPUT_EXTENSION)
+      set(object ${output_dir}/${name}.o)
+    endif()
+    set(header ${output_dir}/${name}.h)
+    add_custom_command(
+      OUTPUT ${object} ${header}
+      COMMAND loopc::loopc compile ${source} --emit header -o ${header} ${kernel_options}
+      COMMAND loopc::loopc compile ${source} --emit object -o ${object} --cpu ${LOOPC_CPU}
+              --depfile ${object}.d ${kernel_options}
+      DEPENDS ${source} loopc::loopc
+      DEPFILE ${object}.d
+      COMMENT "loopc: compiling the kernels of ${name}.loop"
+      VERBATIM)
+    set_source_files_properties(${object} PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+    target_sources(${target} PRIVATE ${object} ${header})
+  endforeach()
+  target_include_directories(${target} PRIVATE ${output_dir})
+  target_link_libraries(${target} PRIVATE loopc::runtime m)
+endfunction()

@@ -1,0 +1,353 @@
+// Ahead-of-time CPU libraries (see CpuLibrary.h). Each kernel's CPU module
+// (CpuTarget.h) keeps its code but hides it: everything it defines becomes
+// internal, and a C function named after the kernel is added that checks and
+// packs its arguments into the entry's buffer and scalar arrays, runs the
+// entry and turns the device error word into a status and message. The
+// modules are then linked into one, optimized and emitted as a PIC object.
+#include "codegen/CpuLibrary.h"
+
+#include "codegen/CpuTarget.h"
+#include "codegen/LlvmEmitter.h"
+#include "codegen/Optimize.h"
+#include "loopc/runtime.h"
+
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Linker/Linker.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+
+#include <mutex>
+
+namespace loopc::codegen {
+namespace {
+
+// The C type of a kernel parameter in the generated header.
+std::string cType(ScalarType type) {
+  switch (type) {
+  case ScalarType::I32:
+    return "int32_t";
+  case ScalarType::I64:
+    return "int64_t";
+  case ScalarType::F32:
+    return "float";
+  case ScalarType::F64:
+    return "double";
+  case ScalarType::Bool:
+    return "bool";
+  }
+  return "void";
+}
+
+bool passedByPointer(const VarDecl &param) { return param.isArray() || param.isScalarOutput(); }
+
+Expected<std::unique_ptr<llvm::TargetMachine>> objectMachine(const std::string &cpu) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string problem;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, problem);
+  if (!target)
+    return makeError("cannot target the host CPU (" + triple + "): " + problem);
+  std::string cpuName = cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu;
+  llvm::SubtargetFeatures features;
+  if (cpu == "native")
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      features.AddFeature(feature.first(), feature.second);
+  std::unique_ptr<llvm::MCSubtargetInfo> known(
+      target->createMCSubtargetInfo(triple, cpuName, features.getString()));
+  if (!known || !known->isCPUStringValid(cpuName))
+    return makeError("unknown CPU '" + cpu + "' for " + triple +
+                     " (give an LLVM CPU name such as x86-64-v3, or native)");
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(
+      target->createTargetMachine(triple, cpuName, features.getString(), options, llvm::Reloc::PIC_,
+                                  std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return makeError("cannot create a target machine for " + triple);
+  return machine;
+}
+
+// Emits the C function of one kernel into its CPU module.
+class WrapperEmitter {
+public:
+  WrapperEmitter(llvm::Module &module, const LibraryKernel &kernel, const SourceManager &sources)
+      : module_(module), kernel_(kernel), sources_(sources), emitter_(module, target_),
+        builder_(emitter_.builder()) {}
+
+  Status emit(const DeviceErrorSites &kernelSites) {
+    const KernelDecl &declaration = *kernel_.declaration;
+    llvm::LLVMContext &context = module_.getContext();
+    std::vector<llvm::Type *> paramTypes;
+    for (const VarDeclPtr &param : declaration.params)
+      paramTypes.push_back(passedByPointer(*param) ? builder_.getPtrTy()
+                           : param->type.element == ScalarType::Bool
+                               ? builder_.getInt8Ty()
+                               : emitter_.valueType(param->type.element));
+    paramTypes.insert(paramTypes.end(), declaration.sizes.size(), builder_.getInt64Ty());
+    function_ =
+        llvm::Function::Create(llvm::FunctionType::get(builder_.getInt32Ty(), paramTypes, false),
+                               llvm::Function::ExternalLinkage, declaration.name, module_);
+    if (function_->getName() != declaration.name)
+      return makeError("kernel '" + declaration.name + "' clashes with a symbol of its code",
+                       declaration.range);
+    builder_.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", function_));
+    callRuntime("loopc_cpu_call_lock", {});
+
+    // Extents are evaluated by the emitter, whose integer divisions report to
+    // a word of their own.
+    auto *i32 = builder_.getInt32Ty();
+    auto *extentError =
+        new llvm::GlobalVariable(module_, i32, false, llvm::GlobalValue::InternalLinkage,
+                                 builder_.getInt32(0), "loopc.extent_error");
+    builder_.CreateStore(builder_.getInt32(0), extentError);
+    emitter_.setDeviceErrorWord(extentError, declaration.range);
+
+    ScopedBindings scope(emitter_);
+    bindScalars(scope);
+    std::vector<llvm::Value *> bufferPointers;
+    for (const ir::Buffer &buffer : kernel_.function.buffers)
+      bufferPointers.push_back(checkedBuffer(*buffer));
+    failOnDeviceError(extentError, emitter_.deviceErrorSites(), LOOPC_ERROR_INVALID_ARGUMENT);
+
+    // Pack the entry's arguments and run it.
+    auto *ptr = builder_.getPtrTy();
+    llvm::Value *buffers = emitter_.createEntryAlloca(
+        ptr, builder_.getInt64(std::max<size_t>(1, bufferPointers.size())), "buffers");
+    for (size_t i = 0; i < bufferPointers.size(); ++i)
+      builder_.CreateStore(bufferPointers[i], builder_.CreateConstInBoundsGEP1_64(ptr, buffers, i));
+    const std::vector<ir::ScalarParam> &scalars = kernel_.function.scalars;
+    llvm::Value *slots = emitter_.createEntryAlloca(
+        builder_.getInt64Ty(), builder_.getInt64(std::max<size_t>(1, scalars.size())), "scalars");
+    for (size_t i = 0; i < scalars.size(); ++i)
+      builder_.CreateStore(
+          emitter_.toMemory(emitter_.emitExpr(*ir::makeVar(scalars[i].type, scalars[i].name)),
+                            scalars[i].type),
+          builder_.CreateConstInBoundsGEP1_64(builder_.getInt64Ty(), slots, i));
+    llvm::GlobalVariable *errorWord = module_.getGlobalVariable(kDeviceErrorName, true);
+    llvm::Function *entry = module_.getFunction(kCpuEntryName);
+    if (!errorWord || !entry)
+      return makeError("CPU library: the module of '" + declaration.name + "' has no entry",
+                       declaration.range);
+    builder_.CreateStore(builder_.getInt32(0), errorWord);
+    builder_.CreateCall(entry, {buffers, slots});
+    failOnDeviceError(errorWord, kernelSites, LOOPC_ERROR_KERNEL_FAULT);
+    callRuntime("loopc_cpu_call_unlock", {});
+    builder_.CreateRet(builder_.getInt32(LOOPC_SUCCESS));
+    return emitter_.finish("CPU library", declaration.range, nullptr);
+  }
+
+private:
+  // Binds the kernel's scalar values and sizes (checked non-negative) by
+  // name, as the Function's scalars refer to them.
+  void bindScalars(ScopedBindings &scope) {
+    const KernelDecl &declaration = *kernel_.declaration;
+    for (size_t i = 0; i < declaration.params.size(); ++i) {
+      const VarDecl &param = *declaration.params[i];
+      if (passedByPointer(param))
+        continue;
+      llvm::Value *value = function_->getArg(i);
+      if (param.type.element == ScalarType::Bool)
+        value = builder_.CreateICmpNE(value, builder_.getInt8(0));
+      scope.var(param.name, value);
+    }
+    for (size_t i = 0; i < declaration.sizes.size(); ++i) {
+      const std::string &name = declaration.sizes[i]->name;
+      llvm::Value *size = function_->getArg(declaration.params.size() + i);
+      failIf(builder_.CreateICmpSLT(size, builder_.getInt64(0)), LOOPC_ERROR_INVALID_ARGUMENT,
+             prefix() + "size " + name + " is negative");
+      scope.var(name, size);
+    }
+  }
+
+  // The pointer argument of `buffer`, checked (no negative extent, not NULL
+  // with elements) and, for an `out` parameter, zeroed.
+  llvm::Value *checkedBuffer(const ir::BufferInfo &buffer) {
+    const KernelDecl &declaration = *kernel_.declaration;
+    size_t position = 0;
+    while (declaration.params[position]->name != buffer.name)
+      ++position;
+    const VarDecl &param = *declaration.params[position];
+    llvm::Value *pointer = function_->getArg(position);
+    llvm::Value *count = builder_.getInt64(1);
+    for (const ir::Expr &extent : buffer.shape) {
+      llvm::Value *value = emitter_.emitExprAs(*extent, ScalarType::I64);
+      failIf(builder_.CreateICmpSLT(value, builder_.getInt64(0)), LOOPC_ERROR_INVALID_ARGUMENT,
+             prefix() + "'" + param.name + "' would have a negative extent (its type is " +
+                 sources_.text(param.type.range) + ")");
+      count = builder_.CreateMul(count, value);
+    }
+    failIf(builder_.CreateAnd(builder_.CreateIsNull(pointer),
+                              builder_.CreateICmpNE(count, builder_.getInt64(0))),
+           LOOPC_ERROR_INVALID_ARGUMENT, prefix() + "'" + param.name + "' is NULL");
+    if (param.intent == Intent::Out) {
+      llvm::Type *element = emitter_.memoryType(buffer.element);
+      llvm::Value *bytes = builder_.CreateMul(
+          count, builder_.getInt64(module_.getDataLayout().getTypeAllocSize(element)));
+      builder_.CreateMemSet(pointer, builder_.getInt8(0), bytes, llvm::MaybeAlign(1));
+    }
+    return pointer;
+  }
+
+  std::string prefix() const { return "kernel '" + kernel_.declaration->name + "': "; }
+
+  llvm::CallInst *callRuntime(const std::string &name, llvm::ArrayRef<llvm::Value *> args) {
+    std::vector<llvm::Type *> types;
+    for (llvm::Value *arg : args)
+      types.push_back(arg->getType());
+    llvm::Type *result = args.empty() ? builder_.getVoidTy() : builder_.getInt32Ty();
+    return builder_.CreateCall(
+        module_.getOrInsertFunction(name, llvm::FunctionType::get(result, types, false)), args);
+  }
+
+  // Returns `status` with `message` (a constant or a computed pointer) when
+  // `failed` holds.
+  void failIf(llvm::Value *failed, loopc_status status, llvm::Value *message) {
+    llvm::LLVMContext &context = module_.getContext();
+    auto *bad = llvm::BasicBlock::Create(context, "bad_argument", function_);
+    auto *good = llvm::BasicBlock::Create(context, "ok", function_);
+    builder_.CreateCondBr(failed, bad, good);
+    builder_.SetInsertPoint(bad);
+    callRuntime("loopc_cpu_call_unlock", {});
+    builder_.CreateRet(callRuntime("loopc_report_failure", {builder_.getInt32(status), message}));
+    builder_.SetInsertPoint(good);
+  }
+  void failIf(llvm::Value *failed, loopc_status status, const std::string &message) {
+    failIf(failed, status, builder_.CreateGlobalStringPtr(message, "loopc.message"));
+  }
+
+  // Fails with the message of the site `word` names, when it names one.
+  void failOnDeviceError(llvm::Value *word, const DeviceErrorSites &sites, loopc_status status) {
+    if (sites.empty())
+      return;
+    std::vector<llvm::Constant *> messages;
+    for (const DeviceErrorSite &site : sites) {
+      std::string location = sources_.location(site.range);
+      messages.push_back(builder_.CreateGlobalStringPtr(
+          (location.empty() ? "" : location + ": ") + prefix() + site.message, "loopc.message"));
+    }
+    auto *tableType = llvm::ArrayType::get(builder_.getPtrTy(), messages.size());
+    auto *table =
+        new llvm::GlobalVariable(module_, tableType, true, llvm::GlobalValue::PrivateLinkage,
+                                 llvm::ConstantArray::get(tableType, messages), "loopc.messages");
+    llvm::Value *site = builder_.CreateLoad(builder_.getInt32Ty(), word);
+    llvm::Value *failed = builder_.CreateICmpNE(site, builder_.getInt32(0));
+    // A zero word reads the first message, which failIf then ignores.
+    llvm::Value *index = builder_.CreateSelect(
+        failed, builder_.CreateSub(site, builder_.getInt32(1)), builder_.getInt32(0));
+    llvm::Value *message = builder_.CreateLoad(
+        builder_.getPtrTy(),
+        builder_.CreateInBoundsGEP(tableType, table, {builder_.getInt64(0), index}));
+    failIf(failed, status, message);
+  }
+
+  llvm::Module &module_;
+  const LibraryKernel &kernel_;
+  const SourceManager &sources_;
+  CpuTarget target_{{}};
+  LlvmEmitter emitter_;
+  llvm::IRBuilder<> &builder_;
+  llvm::Function *function_ = nullptr;
+};
+
+// The CPU module of one kernel with its code internal and its C function
+// added.
+Expected<std::unique_ptr<llvm::Module>> kernelModule(const LibraryKernel &kernel,
+                                                     const SourceManager &sources,
+                                                     llvm::LLVMContext &context,
+                                                     const llvm::DataLayout &layout) {
+  DeviceErrorSites sites;
+  auto module = emitCpuModule(kernel.function, context, &sites);
+  if (!module)
+    return module;
+  (*module)->setDataLayout(layout);
+  for (llvm::GlobalValue &global : (*module)->global_values())
+    if (!global.isDeclaration())
+      global.setLinkage(llvm::GlobalValue::InternalLinkage);
+  if (Status wrapped = WrapperEmitter(**module, kernel, sources).emit(sites); !wrapped)
+    return std::unexpected(wrapped.error());
+  return module;
+}
+
+} // namespace
+
+Expected<std::string> compileCpuObject(const std::vector<LibraryKernel> &kernels,
+                                       const SourceManager &sources, const std::string &cpu) {
+  auto machine = objectMachine(cpu);
+  if (!machine)
+    return std::unexpected(machine.error());
+  llvm::LLVMContext context;
+  auto library = std::make_unique<llvm::Module>("loopc.library", context);
+  library->setDataLayout((*machine)->createDataLayout());
+  library->setTargetTriple((*machine)->getTargetTriple().str());
+  for (const LibraryKernel &kernel : kernels) {
+    auto module = kernelModule(kernel, sources, context, library->getDataLayout());
+    if (!module)
+      return std::unexpected(module.error());
+    (*module)->setTargetTriple(library->getTargetTriple());
+    // Internal names that clash are renamed by the linker.
+    if (llvm::Linker::linkModules(*library, std::move(*module)))
+      return makeError("CPU library: cannot link the code of kernel '" + kernel.declaration->name +
+                       "'");
+  }
+  optimizeModule(*library, **machine, {.vectorize = true});
+
+  llvm::SmallString<0> object;
+  llvm::raw_svector_ostream stream(object);
+  llvm::legacy::PassManager passes;
+  if ((*machine)->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return makeError("the host target cannot emit object files");
+  passes.run(*library);
+  return std::string(object.str());
+}
+
+std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const SourceManager &sources,
+                          const std::string &guard) {
+  std::string header =
+      "/* Generated by loopc compile --emit header; do not edit. Each function runs its\n"
+      " * kernel on the CPU's cores: arrays are row-major, `out` arrays are zeroed first,\n"
+      " * sizes follow the parameters. It returns LOOPC_SUCCESS, or a status whose\n"
+      " * message is loopc_runtime_last_error(NULL). Calls run one at a time. Link the\n"
+      " * object compiled with this header, loopc::runtime and libm. */\n";
+  header += "#ifndef " + guard + "\n#define " + guard + "\n\n";
+  header += "#include <loopc/runtime.h>\n\n#include <stdint.h>\n#ifndef __cplusplus\n"
+            "#include <stdbool.h>\n#endif\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
+  for (const LibraryKernel &kernel : kernels) {
+    const KernelDecl &declaration = *kernel.declaration;
+    header += "\n/* kernel " + declaration.name + " (" + sources.location(declaration.range) + ")";
+    for (const VarDeclPtr &param : declaration.params) {
+      const char *intent = param->intent == Intent::Out     ? "out "
+                           : param->intent == Intent::InOut ? "inout "
+                           : param->isArray()               ? "in "
+                                                            : "";
+      header += "\n *   " + param->name + ": " + intent + sources.text(param->type.range);
+    }
+    header += " */\nloopc_status " + declaration.name + "(";
+    std::vector<std::string> params;
+    for (const VarDeclPtr &param : declaration.params) {
+      std::string type = cType(param->type.element);
+      if (param->isArray() && param->intent == Intent::In)
+        params.push_back("const " + type + " *" + param->name);
+      else if (passedByPointer(*param))
+        params.push_back(type + " *" + param->name);
+      else
+        params.push_back(type + " " + param->name);
+    }
+    for (const VarDeclPtr &size : declaration.sizes)
+      params.push_back("int64_t " + size->name);
+    for (size_t i = 0; i < params.size(); ++i)
+      header += (i ? ", " : "") + params[i];
+    header += std::string(params.empty() ? "void" : "") + ");\n";
+  }
+  header += "\n#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* " + guard + " */\n";
+  return header;
+}
+
+} // namespace loopc::codegen

@@ -1,0 +1,47 @@
+// Kernels compiled ahead of time for programs that embed them (`loopc compile
+// --emit object|header`, docs/embedding.md): an object file for the host CPU
+// and the C header declaring it. Each kernel becomes one C function taking
+// its parameters in order (arrays as pointers, `in` ones const; scalar values
+// by value, scalar results by pointer), then its sizes as int64_t, in order of
+// first appearance:
+//
+//   loopc_status matmul(const float *A, const float *B, float *C,
+//                       int64_t M, int64_t K, int64_t N);
+//
+// The function checks its arguments (no negative size or extent, no NULL
+// array with elements), zeroes `out` arrays, runs the kernel's CPU code on the
+// runtime's thread pool and returns LOOPC_SUCCESS, or a status whose message
+// (loopc_runtime_last_error(NULL)) names the problem and, for a run-time
+// fault, its .loop source location. Calls run one at a time (the runtime's
+// call lock). The object needs only the runtime library (loopc::runtime) and
+// libm: no LLVM.
+#pragma once
+
+#include "frontend/Ast.h"
+#include "ir/IR.h"
+#include "support/Diagnostics.h"
+#include "support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace loopc::codegen {
+
+// A kernel to export: its declaration, and its Function after the CPU pass
+// pipeline.
+struct LibraryKernel {
+  const KernelDecl *declaration = nullptr;
+  ir::Function function;
+};
+
+// The object file (ELF) defining one C function per kernel, for the CPU named
+// `cpu` (an LLVM CPU name such as x86-64-v3; "native": the host's CPU and
+// features).
+Expected<std::string> compileCpuObject(const std::vector<LibraryKernel> &kernels,
+                                       const SourceManager &sources, const std::string &cpu);
+
+// The C header declaring those functions, guarded by `guard`.
+std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const SourceManager &sources,
+                          const std::string &guard);
+
+} // namespace loopc::codegen

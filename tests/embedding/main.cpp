@@ -1,0 +1,162 @@
+// Calls the kernels of kernels.loop through the header loopc generated, on
+// random shapes (not multiples of any tile), and checks every result against a
+// plain C++ reference and every bad call against its status and message.
+// Exits 0 when all hold, printing what failed otherwise.
+#include "kernels.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+extern "C" loopc_status negate_in_c(const int32_t *a, int32_t *q, int64_t n);
+
+namespace {
+
+int failures = 0;
+
+void expect(bool holds, const std::string &what) {
+  if (!holds) {
+    std::printf("FAILED: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+void expectSuccess(loopc_status status, const std::string &what) {
+  expect(status == LOOPC_SUCCESS, what + " returned " + loopc_status_name(status) + ": " +
+                                      loopc_runtime_last_error(nullptr));
+}
+
+void expectFailure(loopc_status status, loopc_status expected, const std::string &message,
+                   const std::string &what) {
+  std::string actual = loopc_runtime_last_error(nullptr);
+  expect(status == expected && actual.find(message) != std::string::npos,
+         what + ": expected " + loopc_status_name(expected) + " with '" + message + "', got " +
+             loopc_status_name(status) + " with '" + actual + "'");
+}
+
+std::mt19937_64 rng(20261124);
+
+int64_t randomSize(int64_t low, int64_t high) {
+  return std::uniform_int_distribution<int64_t>(low, high)(rng);
+}
+
+template <typename T> std::vector<T> randomValues(size_t count, double low, double high) {
+  std::uniform_real_distribution<double> value(low, high);
+  std::vector<T> values(count);
+  for (T &v : values)
+    v = static_cast<T>(value(rng));
+  return values;
+}
+
+void checkMatmul() {
+  for (int trial = 0; trial < 4; ++trial) {
+    int64_t M = randomSize(1, 97), K = randomSize(1, 131), N = randomSize(1, 75);
+    auto A = randomValues<float>(M * K, -1, 1), B = randomValues<float>(K * N, -1, 1);
+    std::vector<float> C(M * N, 42.0f); // out arrays are zeroed by the call
+    expectSuccess(matmul(A.data(), B.data(), C.data(), M, K, N), "matmul");
+    double worst = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < K; ++k)
+          sum += double(A[i * K + k]) * B[k * N + j];
+        worst = std::max(worst, std::abs(sum - C[i * N + j]));
+      }
+    expect(worst < 1e-4, "matmul " + std::to_string(M) + "x" + std::to_string(K) + "x" +
+                             std::to_string(N) + " differs by " + std::to_string(worst));
+  }
+  expectFailure(matmul(nullptr, nullptr, nullptr, -3, 4, 5), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'matmul': size M is negative", "matmul with M = -3");
+  std::vector<float> B(4 * 5), C(3 * 5);
+  expectFailure(matmul(nullptr, B.data(), C.data(), 3, 4, 5), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'matmul': 'A' is NULL", "matmul with A = NULL");
+  // Empty arrays may be NULL.
+  expectSuccess(matmul(nullptr, nullptr, C.data(), 3, 0, 5), "matmul with K = 0");
+  expect(C == std::vector<float>(3 * 5, 0.0f), "matmul with K = 0 gives zeros");
+}
+
+void checkDotAndSmooth() {
+  int64_t N = randomSize(1000, 5000);
+  auto x = randomValues<double>(N, -2, 2), y = randomValues<double>(N, -2, 2);
+  double r = -1, expected = 0;
+  for (int64_t i = 0; i < N; ++i)
+    expected += x[i] * y[i];
+  expectSuccess(dot(x.data(), y.data(), &r, N), "dot");
+  expect(std::abs(r - expected) < 1e-9 * N,
+         "dot: " + std::to_string(r) + " instead of " + std::to_string(expected));
+  expectFailure(dot(x.data(), y.data(), nullptr, N), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'dot': 'r' is NULL", "dot with r = NULL");
+
+  std::vector<double> smoothed(N - 2);
+  expectSuccess(smooth(x.data(), 0.25, smoothed.data(), N), "smooth");
+  bool same = true;
+  for (int64_t i = 0; i + 2 < N; ++i)
+    same &= std::abs(smoothed[i] - (0.25 * x[i] + 0.75 * 0.5 * (x[i + 1] + x[i + 2]))) < 1e-12;
+  expect(same, "smooth differs from the reference");
+  expectFailure(smooth(x.data(), 0.25, smoothed.data(), 1), LOOPC_ERROR_INVALID_ARGUMENT,
+                "'y' would have a negative extent (its type is f64[N - 2])", "smooth with N = 1");
+}
+
+void checkCountKeys() {
+  int64_t N = randomSize(10000, 30000), B = randomSize(5, 300);
+  std::vector<int32_t> keys(N);
+  for (int32_t &key : keys)
+    key = static_cast<int32_t>(randomSize(-20, B + 20)); // some outside [0, B)
+  std::vector<int64_t> counts(B, 7), expected(B, 7);     // inout: added to
+  for (int32_t key : keys)
+    if (key >= 0 && key < B)
+      ++expected[key];
+  bool seen = false;
+  expectSuccess(count_keys(keys.data(), counts.data(), &seen, N, B), "count_keys");
+  expect(counts == expected, "count_keys counts differ");
+  expect(seen, "count_keys: seen should be true");
+  std::vector<int32_t> outside(100, -1);
+  seen = true; // out scalars are zeroed too
+  expectSuccess(count_keys(outside.data(), counts.data(), &seen, 100, B), "count_keys outside");
+  expect(!seen, "count_keys: seen should be false when no key is in range");
+}
+
+void checkDivide() {
+  int64_t N = randomSize(100, 999);
+  std::vector<int32_t> a(N), q(N);
+  for (int64_t i = 0; i < N; ++i)
+    a[i] = static_cast<int32_t>(i * 37 - 5000);
+  expectSuccess(divide(a.data(), 7, true, q.data(), N), "divide");
+  bool same = true;
+  for (int64_t i = 0; i < N; ++i)
+    same &= q[i] == -(a[i] / 7);
+  expect(same, "divide differs from the reference");
+  expectSuccess(negate_in_c(a.data(), q.data(), N), "divide called from C");
+  expect(q[1] == -a[1], "divide called from C negates");
+  expectFailure(divide(a.data(), 0, false, q.data(), N), LOOPC_ERROR_KERNEL_FAULT,
+                "kernels.loop:33:10: kernel 'divide': integer division by zero", "divide by zero");
+}
+
+void checkRunningTotal() {
+  int64_t N = randomSize(100000, 300000); // several chunks of the scan
+  std::vector<float> x(N), total(N);
+  for (int64_t i = 0; i < N; ++i)
+    x[i] = static_cast<float>(i % 3); // exact in f32 at any order of sums
+  expectSuccess(running_total(x.data(), total.data(), N), "running_total");
+  bool same = true;
+  float sum = 0;
+  for (int64_t i = 0; i < N; ++i)
+    same &= total[i] == (sum += x[i]);
+  expect(same, "running_total differs from the reference");
+}
+
+} // namespace
+
+int main() {
+  checkMatmul();
+  checkDotAndSmooth();
+  checkCountKeys();
+  checkDivide();
+  checkRunningTotal();
+  if (failures == 0)
+    std::printf("embedding: every kernel agrees with its reference and every bad call fails\n");
+  return failures == 0 ? 0 : 1;
+}
