@@ -1,13 +1,16 @@
-# loopc_add_kernels(<target> SOURCES <file.loop>... [CPU <name>] [KERNELS <name>...])
+# loopc_add_kernels(<target> SOURCES <file.loop>... [CPU <name>] [KERNELS <name>...]
+#                   [BOUNDS_CHECK])
 #
 # Compiles each .loop file's kernels ahead of time into an object file linked
 # into <target>, with a C header of the same name (<file>.h) that <target> can
 # include: one function per kernel (docs/embedding.md). The files a source
 # imports are tracked, so editing them rebuilds it. CPU is the LLVM CPU the
 # code is for (default "native": the building machine's); KERNELS limits the
-# functions to those kernels, which must all be in every source.
+# functions to those kernels, which must all be in every source. BOUNDS_CHECK
+# checks every array index (an index out of range is LOOPC_ERROR_KERNEL_FAULT
+# with a located message instead of a wild access; slower).
 function(loopc_add_kernels target)
-  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "" "CPU" "SOURCES;KERNELS")
+  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "BOUNDS_CHECK" "CPU" "SOURCES;KERNELS")
   if(LOOPC_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "loopc_add_kernels: unexpected arguments ${LOOPC_UNPARSED_ARGUMENTS}")
   endif()
@@ -18,6 +21,9 @@ function(loopc_add_kernels target)
     set(LOOPC_CPU native)
   endif()
   set(kernel_options)
+  if(LOOPC_BOUNDS_CHECK)
+    list(APPEND kernel_options --bounds-check)
+  endif()
   foreach(kernel IN LISTS LOOPC_KERNELS)
     list(APPEND kernel_options --kernel ${kernel})
   endforeach()

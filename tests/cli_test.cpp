@@ -200,7 +200,8 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   CHECK(contains(
       unknown.output,
       "loopc: error: no pass named 'tile_everything'; the passes are: "
-      "lower, lower_scans, specialize_sizes, simplify, map_rows_to_blocks, privatize_combines, "
+      "lower, lower_scans, specialize_sizes, simplify, drop_overwritten_fills, fuse_producers, "
+      "map_rows_to_blocks, privatize_combines, "
       "map_to_gpu, "
       "lower_reductions, "
       "tile_registers, stage_shared, simplify, extract_kernels"));
@@ -227,9 +228,11 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     auto refused = runLoopc(command);
     CHECK(refused.exitCode == 1);
     CHECK(contains(refused.output, "loopc: error: cannot skip pass '"));
-    CHECK(contains(refused.output,
-                   "': the passes that can be skipped are specialize_sizes, map_rows_to_blocks, "
-                   "privatize_combines, tile_registers, stage_shared"));
+    CHECK(
+        contains(refused.output,
+                 "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
+                 "fuse_producers, map_rows_to_blocks, "
+                 "privatize_combines, tile_registers, stage_shared"));
   }
 }
 
@@ -288,7 +291,8 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output,
-                 "the passes are: lower, lower_scans, simplify, privatize_combines, map_to_gpu, "
+                 "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
+                 "fuse_producers, privatize_combines, map_to_gpu, "
                  "lower_reductions, "
                  "simplify, extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");

@@ -61,10 +61,12 @@ void checkKernels(const Program &program, const std::vector<std::unique_ptr<Kern
                   const std::string &where, std::initializer_list<const char *> assignments) {
   Interpreter interpreter;
   // One engine per pipeline for all assignments: each compiles a kernel once.
-  // The GPU pipeline's kernels (register tiles) run on the CPU JIT too.
+  // The GPU pipeline's kernels (register tiles) run on the CPU JIT too, and
+  // again with bounds checks, which no access of these programs may fail.
   codegen::CpuEngine cpu;
   codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
-  Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
+  codegen::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &checkedGpuKernels};
   std::map<std::string, int> comparedByKernel;
   std::map<std::string, std::string> lastSkip;
   for (const std::string assignment : assignments) {

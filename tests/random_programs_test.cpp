@@ -192,6 +192,42 @@ public:
     return text;
   }
 
+  // Stages through kernel-level arrays, as fuse_producers meets them: each
+  // stage writes a new array from x and earlier ones, read at its own index
+  // (fusable), shifted, reversed, twice, along a row in a redomap, or
+  // broadcast across a 2-D nest; sometimes x changes between stages or a
+  // stage divides integers. y combines the last stages.
+  std::string stages() {
+    std::string text = "kernel stages(x: inout f32[N], k: in i32[N], y: out f32[N], "
+                       "z: out f32[M][N], r: out f32) {\n";
+    std::vector<std::string> arrays = {"x"};
+    int count = between(2, 4);
+    for (int stage = 0; stage < count; ++stage) {
+      std::string name = "t" + std::to_string(stage);
+      std::string from = arrays[between(0, static_cast<int>(arrays.size()) - 1)];
+      std::string other = arrays[between(0, static_cast<int>(arrays.size()) - 1)];
+      std::string read = pick<std::string>(
+          {from + "[i]", from + "[i] * 2.0 + " + other + "[i]", from + "[(i + 1) % N]",
+           from + "[N - 1 - i]", from + "[i] + " + from + "[(i + 3) % N]",
+           "redomap(+, 0.0, j in 0..N) " + from + "[j] * 0.01", "f32(k[i] / 3) + " + from + "[i]",
+           "exp(" + from + "[i] * 0.1)"});
+      text +=
+          "  var " + name + ": f32[N];\n  parfor i in 0..N { " + name + "[i] = " + read + "; }\n";
+      if (between(0, 5) == 0)
+        text += "  parfor i in 0..N { x[i] = x[i] * 0.5; }\n";
+      arrays.push_back(name);
+    }
+    const std::string &last = arrays.back();
+    const std::string &before = arrays[arrays.size() - 2];
+    text += "  parfor i in 0..N { y[i] = " +
+            pick<std::string>(
+                {last + "[i]", last + "[i] - " + before + "[i]", last + "[N - 1 - i] + 1.0"}) +
+            "; }\n";
+    text += "  parfor i in 0..M, j in 0..N { z[i][j] = " + before + "[j] * f32(i + 1); }\n";
+    text += "  r = redomap(+, 0.0, i in 0..N) " + last + "[i];\n}\n";
+    return text;
+  }
+
   // Scans at kernel level (sums, extremes, an order-sensitive user
   // operator) and one per row inside a parfor, of random bodies, some over
   // stepped ranges. Sums add eighths, exact in f32 in any order.
@@ -726,4 +762,25 @@ TEST_CASE("random scans agree between the interpreter and the CPU JIT, and ptxas
     CAPTURE(source);
     checkEverywhere(source, seed, "sm_80", ptxas, *gpu, {{"M", "40"}, {"N", "300"}}, assignments);
   }
+}
+
+TEST_CASE("random chains of stages through local arrays agree between the interpreter and the "
+          "CPU JIT") {
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const auto &[m, n] :
+       {std::pair{"1", "1"}, std::pair{"2", "5"}, std::pair{"7", "64"}, std::pair{"3", "300"}})
+    assignments.push_back({{"M", m}, {"N", n}});
+  int fused = 0, kept = 0; // programs where fuse_producers removed an array, or left one
+  for (uint32_t seed = 1; seed <= programCount(30); ++seed) {
+    std::string source = ProgramGenerator(seed).stages();
+    CAPTURE(seed);
+    CAPTURE(source);
+    auto loaded = test::loadText(source);
+    checkAgreement(source, *loaded->program, onlyKernel(*loaded), seed, assignments);
+    auto [before, after] = test::aroundPass(*loaded->program, "stages", "fuse_producers");
+    fused += before != after;
+    kept += test::contains(after, "global f32 t");
+  }
+  CHECK(fused > 0);
+  CHECK(kept > 0);
 }

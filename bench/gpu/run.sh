@@ -65,6 +65,8 @@ cases=(
   "mv|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv"
   "mv, thread per row|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv|--skip-pass map_rows_to_blocks"
   "mv_transposed|mv_transposed|mv_transposed|M=16384 N=16384|M=301 N=257|cublas_tmv"
+  "mv_transposed via linalg (fused)|mv_transposed|mv_transposed_via_linalg|M=16384 N=16384|M=301 N=257|cublas_tmv"
+  "mv_transposed via linalg, unfused|mv_transposed|mv_transposed_via_linalg|M=16384 N=16384|M=301 N=257|cublas_tmv|--skip-pass fuse_producers --skip-pass drop_overwritten_fills"
   "softmax|softmax|softmax|R=8192 C=8192|R=67 C=1001|torch_softmax"
   "softmax, thread per row|softmax|softmax|R=8192 C=8192|R=67 C=1001|torch_softmax|--skip-pass map_rows_to_blocks"
   "histogram, 256 bins|histogram|histogram|N=268435456 B=256 lo=-1 hi=1|N=100003 B=256 lo=-1 hi=1|torch_histc256"

@@ -31,10 +31,14 @@ CpuEngine::~CpuEngine() = default;
 
 std::string CpuEngine::name() const {
   const passes::PipelineOptions &pipeline = cache_.pipeline();
-  if (pipeline.target == passes::PipelineTarget::Cpu)
-    return "cpu";
-  std::string parameters = passes::describeChangedParameters(pipeline.choices.parameters);
-  return "cpu (GPU kernels" + (parameters.empty() ? "" : ", " + parameters) + ")";
+  std::string details = pipeline.target == passes::PipelineTarget::Gpu ? "GPU kernels" : "";
+  auto add = [&](const std::string &detail) {
+    if (!detail.empty())
+      details += (details.empty() ? "" : ", ") + detail;
+  };
+  add(passes::describeChangedParameters(pipeline.choices.parameters));
+  add(pipeline.choices.boundsChecks ? "bounds checked" : "");
+  return details.empty() ? "cpu" : "cpu (" + details + ")";
 }
 
 Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kernel,

@@ -22,7 +22,8 @@ public:
   explicit CpuEngine(passes::PipelineTarget pipeline = passes::PipelineTarget::Cpu,
                      passes::PassChoices choices = {});
   ~CpuEngine() override;
-  // "cpu", or "cpu (GPU kernels)" with any parameters set otherwise.
+  // "cpu", or "cpu (GPU kernels, ...)" with any parameters set otherwise and
+  // bounds checks.
   std::string name() const override;
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;

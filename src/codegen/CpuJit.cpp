@@ -96,25 +96,25 @@ Expected<std::unique_ptr<CpuProgram>> CpuProgram::compile(const ir::Function &fu
   if (!entry)
     return makeError("cannot link the CPU module: " + describe(entry.takeError()));
 
-  auto errorWord = (*jit)->lookup(kDeviceErrorName);
-  if (!errorWord)
-    return makeError("cannot link the CPU module: " + describe(errorWord.takeError()));
+  auto errorRecord = (*jit)->lookup(kDeviceErrorName);
+  if (!errorRecord)
+    return makeError("cannot link the CPU module: " + describe(errorRecord.takeError()));
 
   std::unique_ptr<CpuProgram> program(new CpuProgram());
   program->entry_ = entry->toPtr<void (*)(void **, void *)>();
-  program->errorWord_ = errorWord->toPtr<uint32_t *>();
+  program->errorRecord_ = errorRecord->toPtr<DeviceErrorRecord *>();
   program->errorSites_ = std::move(sites);
   program->jit_ = std::move(*jit);
   return program;
 }
 
 Status CpuProgram::run(void **buffers, void *scalars) const {
-  // The generated code writes the word atomically, possibly from pool
-  // threads; the pool has joined them all when the entry returns.
-  std::atomic_ref<uint32_t> errorWord(*errorWord_);
-  errorWord.store(0, std::memory_order_relaxed);
+  // The generated code writes the record (its site atomically), possibly
+  // from pool threads; the pool has joined them all when the entry returns.
+  std::atomic_ref<uint32_t>(errorRecord_->site).store(0, std::memory_order_relaxed);
   entry_(buffers, scalars);
-  return deviceErrorStatus(errorWord.load(std::memory_order_acquire), errorSites_);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return deviceErrorStatus(*errorRecord_, errorSites_);
 }
 
 Expected<std::string> cpuLlvmText(const ir::Function &function, bool optimize) {

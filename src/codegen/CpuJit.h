@@ -32,7 +32,7 @@ private:
   CpuProgram() = default;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   void (*entry_)(void **, void *) = nullptr;
-  uint32_t *errorWord_ = nullptr;
+  DeviceErrorRecord *errorRecord_ = nullptr;
   DeviceErrorSites errorSites_;
 };
 

@@ -21,10 +21,14 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
+#include <functional>
 #include <mutex>
 
 namespace loopc::codegen {
 namespace {
+
+// The longest message of a run-time fault, with the values it quotes.
+constexpr uint64_t kMessageBytes = 1024;
 
 // The C type of a kernel parameter in the generated header.
 std::string cType(ScalarType type) {
@@ -108,7 +112,7 @@ public:
         new llvm::GlobalVariable(module_, i32, false, llvm::GlobalValue::InternalLinkage,
                                  builder_.getInt32(0), "loopc.extent_error");
     builder_.CreateStore(builder_.getInt32(0), extentError);
-    emitter_.setDeviceErrorWord(extentError, declaration.range);
+    emitter_.setDeviceErrorRecord(extentError, declaration.range);
 
     ScopedBindings scope(emitter_);
     bindScalars(scope);
@@ -207,45 +211,74 @@ private:
         module_.getOrInsertFunction(name, llvm::FunctionType::get(result, types, false)), args);
   }
 
-  // Returns `status` with `message` (a constant or a computed pointer) when
-  // `failed` holds.
-  void failIf(llvm::Value *failed, loopc_status status, llvm::Value *message) {
+  // Returns `status` with the message `message` computes (in the failing
+  // branch) when `failed` holds.
+  void failIf(llvm::Value *failed, loopc_status status,
+              const std::function<llvm::Value *()> &message) {
     llvm::LLVMContext &context = module_.getContext();
     auto *bad = llvm::BasicBlock::Create(context, "bad_argument", function_);
     auto *good = llvm::BasicBlock::Create(context, "ok", function_);
     builder_.CreateCondBr(failed, bad, good);
     builder_.SetInsertPoint(bad);
+    llvm::Value *text = message();
     callRuntime("loopc_cpu_call_unlock", {});
-    builder_.CreateRet(callRuntime("loopc_report_failure", {builder_.getInt32(status), message}));
+    builder_.CreateRet(callRuntime("loopc_report_failure", {builder_.getInt32(status), text}));
     builder_.SetInsertPoint(good);
   }
   void failIf(llvm::Value *failed, loopc_status status, const std::string &message) {
-    failIf(failed, status, builder_.CreateGlobalStringPtr(message, "loopc.message"));
+    failIf(failed, status,
+           [&] { return builder_.CreateGlobalStringPtr(message, "loopc.message"); });
   }
 
-  // Fails with the message of the site `word` names, when it names one.
-  void failOnDeviceError(llvm::Value *word, const DeviceErrorSites &sites, loopc_status status) {
+  // A device error site's message as a snprintf format quoting the record's
+  // two values.
+  std::string messageFormat(const DeviceErrorSite &site) const {
+    std::string location = sources_.location(site.range);
+    std::string text = (location.empty() ? "" : location + ": ") + prefix() + site.message;
+    std::string format;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text.compare(i, 3, "{0}") == 0 || text.compare(i, 3, "{1}") == 0) {
+        format += text[i + 1] == '0' ? "%1$lld" : "%2$lld";
+        i += 2;
+      } else {
+        format += text[i] == '%' ? "%%" : std::string(1, text[i]);
+      }
+    }
+    return format;
+  }
+
+  // Fails with the message of the site `record` names, when it names one.
+  void failOnDeviceError(llvm::Value *record, const DeviceErrorSites &sites, loopc_status status) {
     if (sites.empty())
       return;
     std::vector<llvm::Constant *> messages;
-    for (const DeviceErrorSite &site : sites) {
-      std::string location = sources_.location(site.range);
-      messages.push_back(builder_.CreateGlobalStringPtr(
-          (location.empty() ? "" : location + ": ") + prefix() + site.message, "loopc.message"));
-    }
+    for (const DeviceErrorSite &site : sites)
+      messages.push_back(builder_.CreateGlobalStringPtr(messageFormat(site), "loopc.message"));
     auto *tableType = llvm::ArrayType::get(builder_.getPtrTy(), messages.size());
     auto *table =
         new llvm::GlobalVariable(module_, tableType, true, llvm::GlobalValue::PrivateLinkage,
                                  llvm::ConstantArray::get(tableType, messages), "loopc.messages");
-    llvm::Value *site = builder_.CreateLoad(builder_.getInt32Ty(), word);
-    llvm::Value *failed = builder_.CreateICmpNE(site, builder_.getInt32(0));
-    // A zero word reads the first message, which failIf then ignores.
-    llvm::Value *index = builder_.CreateSelect(
-        failed, builder_.CreateSub(site, builder_.getInt32(1)), builder_.getInt32(0));
-    llvm::Value *message = builder_.CreateLoad(
-        builder_.getPtrTy(),
-        builder_.CreateInBoundsGEP(tableType, table, {builder_.getInt64(0), index}));
-    failIf(failed, status, message);
+    llvm::Value *site = builder_.CreateLoad(builder_.getInt32Ty(), record);
+    failIf(builder_.CreateICmpNE(site, builder_.getInt32(0)), status, [&] {
+      llvm::Value *index = builder_.CreateSub(site, builder_.getInt32(1));
+      std::vector<llvm::Value *> args = {
+          emitter_.createEntryAlloca(builder_.getInt8Ty(), builder_.getInt64(kMessageBytes),
+                                     "message"),
+          builder_.getInt64(kMessageBytes),
+          builder_.CreateLoad(
+              builder_.getPtrTy(),
+              builder_.CreateInBoundsGEP(tableType, table, {builder_.getInt64(0), index}))};
+      for (uint64_t i = 0; i < 2; ++i)
+        args.push_back(builder_.CreateLoad(
+            builder_.getInt64Ty(),
+            builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), record,
+                                                kDeviceErrorValuesOffset + 8 * i)));
+      auto *snprintfType = llvm::FunctionType::get(
+          builder_.getInt32Ty(), {builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getPtrTy()},
+          /*isVarArg=*/true);
+      builder_.CreateCall(module_.getOrInsertFunction("snprintf", snprintfType), args);
+      return args[0];
+    });
   }
 
   llvm::Module &module_;

@@ -301,17 +301,18 @@ emitCpuModule(const ir::Function &function, llvm::LLVMContext &context, DeviceEr
       rowSweeps.emplace(kernel.name, *sweep);
   CpuTarget target(rowSweeps);
   LlvmEmitter emitter(*module, target);
+  emitter.setBoundsChecks(function.boundsChecked);
   for (const KernelFunc &kernel : function.kernels)
     llvm::Function::Create(workerType(context), llvm::Function::ExternalLinkage,
                            workerName(kernel.name), *module);
-  auto *i32 = llvm::Type::getInt32Ty(context);
-  auto *errorWord = new llvm::GlobalVariable(*module, i32, /*isConstant=*/false,
-                                             llvm::GlobalValue::ExternalLinkage,
-                                             llvm::ConstantInt::get(i32, 0), kDeviceErrorName);
-  emitter.setDeviceErrorWord(errorWord, function.source);
+  auto *recordType = llvm::ArrayType::get(llvm::Type::getInt64Ty(context), 3);
+  auto *errorWord = new llvm::GlobalVariable(
+      *module, recordType, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantAggregateZero::get(recordType), kDeviceErrorName);
+  emitter.setDeviceErrorRecord(errorWord, function.source);
   emitEntry(emitter, function);
   for (const KernelFunc &kernel : function.kernels) {
-    emitter.setDeviceErrorWord(errorWord, kernel.source);
+    emitter.setDeviceErrorRecord(errorWord, kernel.source);
     auto sweep = rowSweeps.find(kernel.name);
     emitKernel(emitter, kernel, sweep == rowSweeps.end() ? nullptr : &sweep->second);
   }

@@ -11,7 +11,7 @@
 // barriers and moved inside sequential loops (CpuThreadNest.h). Shared
 // buffers are per-block stack storage, Register buffers allocas, Global
 // temporaries heap memory.
-// The device error word (DeviceErrors.h) is the module's global i32
+// The device error record (DeviceErrors.h) is the module's global [3 x i64]
 // `loopc_device_error`.
 #pragma once
 

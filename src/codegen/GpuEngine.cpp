@@ -201,8 +201,8 @@ public:
   void bindBuffer(const BufferInfo *buffer, loopc_device_ptr address) {
     buffers_[buffer] = address;
   }
-  // The device error word every launch passes last (DeviceErrors.h).
-  void bindErrorWord(loopc_device_ptr address) { errorWord_ = address; }
+  // The device error record every launch passes last (DeviceErrors.h).
+  void bindErrorRecord(loopc_device_ptr address) { errorRecord_ = address; }
   // The parfor of the latest launch: where a kernel's asynchronous failure,
   // found by a later wait, most likely comes from.
   SourceRange lastLaunch() const { return lastLaunch_; }
@@ -428,7 +428,7 @@ private:
                        launch.source);
     // One 8-byte slot per parameter, each holding the value in its PTX type.
     std::vector<uint64_t> slots(launch.buffers.size() + launch.scalars.size() + 1, 0);
-    slots.back() = errorWord_;
+    slots.back() = errorRecord_;
     for (size_t i = 0; i < launch.buffers.size(); ++i) {
       auto found = buffers_.find(launch.buffers[i].get());
       if (found == buffers_.end())
@@ -677,7 +677,7 @@ private:
   const std::map<std::string, const KernelFunc *> &kernelInfo_;
   std::unordered_map<std::string, HostScalar> vars_;
   std::unordered_map<const BufferInfo *, loopc_device_ptr> buffers_;
-  loopc_device_ptr errorWord_ = 0;
+  loopc_device_ptr errorRecord_ = 0;
   SourceRange lastLaunch_;
 };
 
@@ -773,12 +773,12 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
       outputs.emplace_back(param, deviceBuffers.size());
     deviceBuffers.push_back(std::move(*storage));
   }
-  auto errorWord = runtime.allocate(sizeof(uint32_t));
-  if (!errorWord)
-    return std::unexpected(runtimeError(errorWord.error(), kernel.range));
-  if (auto cleared = errorWord->fill(0); !cleared)
+  auto errorStorage = runtime.allocate(sizeof(DeviceErrorRecord));
+  if (!errorStorage)
+    return std::unexpected(runtimeError(errorStorage.error(), kernel.range));
+  if (auto cleared = errorStorage->fill(0); !cleared)
     return std::unexpected(runtimeError(cleared.error(), kernel.range));
-  host.bindErrorWord(errorWord->address());
+  host.bindErrorRecord(errorStorage->address());
   for (size_t i = 0; i < function.scalars.size(); ++i)
     host.bindVar(function.scalars[i].name,
                  HostScalar::load(function.scalars[i].type,
@@ -802,10 +802,10 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
   auto milliseconds = stop->elapsedSince(*start);
   if (!milliseconds)
     return std::unexpected(runtimeError(milliseconds.error(), waited));
-  uint32_t errorSite = 0;
-  if (auto copied = errorWord->copyToHost(&errorSite, sizeof errorSite); !copied)
+  DeviceErrorRecord errorRecord;
+  if (auto copied = errorStorage->copyToHost(&errorRecord, sizeof errorRecord); !copied)
     return std::unexpected(runtimeError(copied.error(), waited));
-  if (auto status = deviceErrorStatus(errorSite, code.errorSites); !status)
+  if (auto status = deviceErrorStatus(errorRecord, code.errorSites); !status)
     return std::unexpected(status.error());
 
   for (auto [index, buffer] : outputs) {

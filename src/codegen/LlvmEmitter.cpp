@@ -94,29 +94,76 @@ Status LlvmEmitter::finish(const std::string &what, SourceRange range,
   return {};
 }
 
-void LlvmEmitter::setDeviceErrorWord(llvm::Value *word, SourceRange range) {
-  errorWord_ = word;
+void LlvmEmitter::setDeviceErrorRecord(llvm::Value *record, SourceRange range) {
+  errorRecord_ = record;
   errorRange_ = range;
 }
 
-void LlvmEmitter::emitDeviceErrorIf(llvm::Value *failed, std::string message) {
-  if (!errorWord_) {
-    fail("code generation: no device error word for '" + message + "'", errorRange_);
+void LlvmEmitter::emitDeviceErrorIf(llvm::Value *failed, std::string message,
+                                    llvm::ArrayRef<llvm::Value *> values, SourceRange use) {
+  if (!errorRecord_) {
+    fail("code generation: no device error record for '" + message + "'", errorRange_);
     return;
   }
-  errorSites_.push_back({std::move(message), errorRange_});
+  errorSites_.push_back({std::move(message), use.valid() ? use : errorRange_});
   llvm::Function *function = builder_.GetInsertBlock()->getParent();
   auto *report = llvm::BasicBlock::Create(context(), "device_error", function);
   auto *resume = llvm::BasicBlock::Create(context(), "device_ok", function);
   builder_.CreateCondBr(failed, report, resume,
                         llvm::MDBuilder(context()).createBranchWeights(1, 1 << 20));
   builder_.SetInsertPoint(report);
-  builder_.CreateAtomicCmpXchg(errorWord_, builder_.getInt32(0),
-                               builder_.getInt32(static_cast<uint32_t>(errorSites_.size())),
-                               llvm::MaybeAlign(4), llvm::AtomicOrdering::Monotonic,
-                               llvm::AtomicOrdering::Monotonic);
+  llvm::Value *exchange = builder_.CreateAtomicCmpXchg(
+      errorRecord_, builder_.getInt32(0),
+      builder_.getInt32(static_cast<uint32_t>(errorSites_.size())), llvm::MaybeAlign(4),
+      llvm::AtomicOrdering::Monotonic, llvm::AtomicOrdering::Monotonic);
+  if (!values.empty()) {
+    // The first failure writes its values; the engine reads them after the run.
+    auto *first = llvm::BasicBlock::Create(context(), "device_error_first", function);
+    builder_.CreateCondBr(builder_.CreateExtractValue(exchange, 1), first, resume);
+    builder_.SetInsertPoint(first);
+    for (size_t i = 0; i < values.size() && i < 2; ++i)
+      builder_.CreateStore(values[i],
+                           builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), errorRecord_,
+                                                               kDeviceErrorValuesOffset + 8 * i));
+  }
   builder_.CreateBr(resume);
   builder_.SetInsertPoint(resume);
+}
+
+llvm::Value *LlvmEmitter::emitAccess(const BufferInfo &buffer, const std::vector<ir::Expr> &indices,
+                                     SourceRange use,
+                                     const std::function<llvm::Value *(llvm::Value *)> &access) {
+  if (!boundsChecks_ || indices.empty())
+    return access(elementAddress(buffer, indices, use));
+  // Every index within its extent (unsigned, so negative ones are caught).
+  llvm::Value *inBounds = builder_.getTrue();
+  for (size_t dim = 0; dim < indices.size() && dim < buffer.shape.size(); ++dim) {
+    llvm::Value *index = emitExprAs(*indices[dim], ScalarType::I64);
+    llvm::Value *extent = emitExprAs(*buffer.shape[dim], ScalarType::I64);
+    llvm::Value *outside = builder_.CreateICmpUGE(index, extent);
+    emitDeviceErrorIf(outside,
+                      "index {0} out of range for dimension " + std::to_string(dim) + " of '" +
+                          buffer.name + "' (extent {1})",
+                      {index, extent}, use);
+    inBounds = builder_.CreateAnd(inBounds, builder_.CreateNot(outside));
+  }
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  auto *run = llvm::BasicBlock::Create(context(), "in_bounds", function);
+  auto *done = llvm::BasicBlock::Create(context(), "access_done", function);
+  llvm::BasicBlock *skipped = builder_.GetInsertBlock();
+  builder_.CreateCondBr(inBounds, run, done);
+  builder_.SetInsertPoint(run);
+  llvm::Value *value = access(elementAddress(buffer, indices, use));
+  llvm::BasicBlock *ran = builder_.GetInsertBlock();
+  builder_.CreateBr(done);
+  builder_.SetInsertPoint(done);
+  if (!value || value->getType()->isVoidTy())
+    return nullptr;
+  // A load out of range reads zero.
+  llvm::PHINode *merged = builder_.CreatePHI(value->getType(), 2);
+  merged->addIncoming(value, ran);
+  merged->addIncoming(llvm::Constant::getNullValue(value->getType()), skipped);
+  return merged;
 }
 
 // ------------------------------------------------------------ addressing ---
@@ -173,8 +220,9 @@ llvm::Value *LlvmEmitter::emitExpr(const ir::ExprNode &expr) {
   }
   case ExprNode::Kind::Load: {
     auto &load = *expr.as<ir::Load>();
-    llvm::Value *address = elementAddress(*load.buffer, load.indices, load.source);
-    return fromMemory(builder_.CreateLoad(memoryType(expr.type), address), expr.type);
+    return emitAccess(*load.buffer, load.indices, load.source, [&](llvm::Value *address) {
+      return fromMemory(builder_.CreateLoad(memoryType(expr.type), address), expr.type);
+    });
   }
   case ExprNode::Kind::Unary: {
     auto &unary = *expr.as<Unary>();
@@ -568,37 +616,39 @@ void LlvmEmitter::emitAtomicUpdate(const ir::AtomicUpdate &update) {
     errorRange_ = update.source;
   ScalarType type = update.buffer->element;
   llvm::Value *value = emitExpr(*update.value);
-  llvm::Value *address = elementAddress(*update.buffer, update.indices, update.source);
-  llvm::Type *stored = memoryType(type);
-  llvm::Align align(scalarSize(type));
-  if (!target_.sharedAtOnce(update.buffer->memory)) {
-    llvm::Value *old = fromMemory(builder_.CreateLoad(stored, address), type);
-    builder_.CreateStore(toMemory(emitOperator(update.op, type, old, value), type), address);
-  } else if (auto instruction = atomicInstruction(update.op.kind, type)) {
-    builder_.CreateAtomicRMW(*instruction, address, toMemory(value, type), align,
-                             llvm::AtomicOrdering::Monotonic);
-  } else {
-    llvm::Type *bits = builder_.getIntNTy(8 * scalarSize(type));
-    llvm::LoadInst *first = builder_.CreateAlignedLoad(bits, address, align, "atomic.first");
-    first->setAtomic(llvm::AtomicOrdering::Monotonic);
-    llvm::BasicBlock *entry = builder_.GetInsertBlock();
-    llvm::Function *function = entry->getParent();
-    auto *retry = llvm::BasicBlock::Create(context(), "atomic.retry", function);
-    auto *done = llvm::BasicBlock::Create(context(), "atomic.done", function);
-    builder_.CreateBr(retry);
-    builder_.SetInsertPoint(retry);
-    llvm::PHINode *seen = builder_.CreatePHI(bits, 2, "atomic.seen");
-    seen->addIncoming(first, entry);
-    llvm::Value *old = fromMemory(builder_.CreateBitCast(seen, stored), type);
-    llvm::Value *combined =
-        builder_.CreateBitCast(toMemory(emitOperator(update.op, type, old, value), type), bits);
-    llvm::Value *exchange = builder_.CreateAtomicCmpXchg(address, seen, combined, align,
-                                                         llvm::AtomicOrdering::Monotonic,
-                                                         llvm::AtomicOrdering::Monotonic);
-    seen->addIncoming(builder_.CreateExtractValue(exchange, 0), builder_.GetInsertBlock());
-    builder_.CreateCondBr(builder_.CreateExtractValue(exchange, 1), done, retry);
-    builder_.SetInsertPoint(done);
-  }
+  emitAccess(*update.buffer, update.indices, update.source, [&](llvm::Value *address) {
+    llvm::Type *stored = memoryType(type);
+    llvm::Align align(scalarSize(type));
+    if (!target_.sharedAtOnce(update.buffer->memory)) {
+      llvm::Value *old = fromMemory(builder_.CreateLoad(stored, address), type);
+      builder_.CreateStore(toMemory(emitOperator(update.op, type, old, value), type), address);
+    } else if (auto instruction = atomicInstruction(update.op.kind, type)) {
+      builder_.CreateAtomicRMW(*instruction, address, toMemory(value, type), align,
+                               llvm::AtomicOrdering::Monotonic);
+    } else {
+      llvm::Type *bits = builder_.getIntNTy(8 * scalarSize(type));
+      llvm::LoadInst *first = builder_.CreateAlignedLoad(bits, address, align, "atomic.first");
+      first->setAtomic(llvm::AtomicOrdering::Monotonic);
+      llvm::BasicBlock *entry = builder_.GetInsertBlock();
+      llvm::Function *function = entry->getParent();
+      auto *retry = llvm::BasicBlock::Create(context(), "atomic.retry", function);
+      auto *done = llvm::BasicBlock::Create(context(), "atomic.done", function);
+      builder_.CreateBr(retry);
+      builder_.SetInsertPoint(retry);
+      llvm::PHINode *seen = builder_.CreatePHI(bits, 2, "atomic.seen");
+      seen->addIncoming(first, entry);
+      llvm::Value *old = fromMemory(builder_.CreateBitCast(seen, stored), type);
+      llvm::Value *combined =
+          builder_.CreateBitCast(toMemory(emitOperator(update.op, type, old, value), type), bits);
+      llvm::Value *exchange = builder_.CreateAtomicCmpXchg(address, seen, combined, align,
+                                                           llvm::AtomicOrdering::Monotonic,
+                                                           llvm::AtomicOrdering::Monotonic);
+      seen->addIncoming(builder_.CreateExtractValue(exchange, 0), builder_.GetInsertBlock());
+      builder_.CreateCondBr(builder_.CreateExtractValue(exchange, 1), done, retry);
+      builder_.SetInsertPoint(done);
+    }
+    return nullptr;
+  });
   errorRange_ = enclosing;
 }
 
@@ -632,7 +682,10 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
       if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(combined))
         instruction->setHasAllowReassoc(true);
     llvm::Value *value = toMemory(combined, store.buffer->element);
-    builder_.CreateStore(value, elementAddress(*store.buffer, store.indices, store.source));
+    emitAccess(*store.buffer, store.indices, store.source, [&](llvm::Value *address) {
+      builder_.CreateStore(value, address);
+      return nullptr;
+    });
     errorRange_ = enclosing;
     return;
   }

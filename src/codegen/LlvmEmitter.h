@@ -57,6 +57,15 @@ public:
   // The address of buffer[indices] in row-major order.
   llvm::Value *elementAddress(const ir::BufferInfo &buffer, const std::vector<ir::Expr> &indices,
                               SourceRange use);
+  // Runs `access` on the address of buffer[indices] and returns what it
+  // returns. With bounds checks on, an index outside its extent is a device
+  // error (quoting the index and the extent) and the access is skipped: a
+  // load then reads zero.
+  llvm::Value *emitAccess(const ir::BufferInfo &buffer, const std::vector<ir::Expr> &indices,
+                          SourceRange use,
+                          const std::function<llvm::Value *(llvm::Value *address)> &access);
+  // Checks every array access (emitAccess) from now on.
+  void setBoundsChecks(bool enabled) { boundsChecks_ = enabled; }
 
   // A counted loop `for var in [min, min + extent)`; `body` is called with the
   // insertion point inside the loop and the induction variable. Returns the
@@ -70,13 +79,15 @@ public:
   llvm::AllocaInst *createEntryAlloca(llvm::Type *type, llvm::Value *count,
                                       const std::string &name);
 
-  // The device-side error channel (DeviceErrors.h): `word` points to the
-  // status word in the function being emitted; `range` is reported for
+  // The device-side error channel (DeviceErrors.h): `record` points to the
+  // error record in the function being emitted; `range` is reported for
   // failures outside any assignment.
-  void setDeviceErrorWord(llvm::Value *word, SourceRange range);
-  // When `failed` holds at run time, records a new site with `message` (at the
-  // current assignment) in the status word.
-  void emitDeviceErrorIf(llvm::Value *failed, std::string message);
+  void setDeviceErrorRecord(llvm::Value *record, SourceRange range);
+  // When `failed` holds at run time, records a new site with `message` (at
+  // `use`, else the current assignment) in the error record, with up to two
+  // i64 `values` for the message's "{0}" and "{1}".
+  void emitDeviceErrorIf(llvm::Value *failed, std::string message,
+                         llvm::ArrayRef<llvm::Value *> values = {}, SourceRange use = {});
   const DeviceErrorSites &deviceErrorSites() const { return errorSites_; }
 
   // Records an internal error (the first one wins).
@@ -113,7 +124,8 @@ private:
   std::unordered_map<std::string, llvm::Value *> vars_;
   std::unordered_map<const ir::BufferInfo *, llvm::Value *> buffers_;
   std::optional<Error> error_;
-  llvm::Value *errorWord_ = nullptr;
+  llvm::Value *errorRecord_ = nullptr;
+  bool boundsChecks_ = false;
   SourceRange errorRange_; // the assignment being emitted, else the function
   DeviceErrorSites errorSites_;
 };

@@ -109,9 +109,11 @@ ModuleFile describeModule(const ir::Function &function, const std::string &gpu, 
       described.parameters.push_back(describeBuffer(*buffer));
     for (const ir::ScalarParam &scalar : kernel.scalars)
       described.parameters.push_back(describeScalar(scalar));
-    // The device error word (DeviceErrors.h): a zeroed u32 the host reads back.
+    // The device error record (DeviceErrors.h): three zeroed i64 the host
+    // reads back.
     described.parameters.push_back({.name = kDeviceErrorName,
-                                    .type = scalarTypeName(ScalarType::I32),
+                                    .type = scalarTypeName(ScalarType::I64),
+                                    .shape = {"3"},
                                     .isBuffer = true,
                                     .isWritten = true});
     for (const ir::Launch *launch : launches) {

@@ -34,7 +34,7 @@ struct ModuleLaunch {
 
 struct ModuleKernel {
   std::string name = {};
-  // Buffers, scalars, then the device error word: the PTX order.
+  // Buffers, scalars, then the device error record: the PTX order.
   std::vector<ModuleParameter> parameters = {};
   std::vector<ModuleLaunch> launches = {}; // every launch of it in the host program
   int maxThreadsPerBlock = 0;

@@ -259,7 +259,7 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
   llvm::Argument *errorWord = function->getArg(function->arg_size() - 1);
   errorWord->setName(kDeviceErrorName);
   errorWord->addAttr(llvm::Attribute::NoAlias);
-  emitter.setDeviceErrorWord(errorWord, kernel.source);
+  emitter.setDeviceErrorRecord(errorWord, kernel.source);
   emitter.emitStmt(*kernel.body);
   builder.CreateRetVoid();
 }
@@ -310,6 +310,7 @@ Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
   NvptxTarget target(launchGeometryLoops(function));
   LlvmEmitter emitter(*module, target);
+  emitter.setBoundsChecks(function.boundsChecked);
   for (const KernelFunc &kernel : function.kernels)
     emitKernel(emitter, kernel);
   if (auto finished = emitter.finish("NVPTX code generation", function.source, sites); !finished)

@@ -6,7 +6,7 @@
 // scalars..., error)`: buffers are global pointers (noalias; readonly when the
 // kernel never writes them, so loads may use the non-coherent cache), scalars
 // are passed by value in their memory type (bool as i8), and `error` points to
-// the device error word (a u32, DeviceErrors.h). The GPU loops that
+// the device error record (24 bytes, DeviceErrors.h). The GPU loops that
 // match the launch geometry are not loops at all: the variable is the block or
 // thread index, behind a bounds guard; others are strided loops. Shared buffers
 // are addrspace(3) globals of static size, zeroed by the block on entry;

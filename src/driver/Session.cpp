@@ -102,11 +102,16 @@ void PassChoiceOptions::addTo(CLI::App &command) {
   command.add_option("--pass-param", parameters,
                      "NAME=VALUE: size an optimization otherwise (repeatable): register_tile, "
                      "stage_length, shared_kib (docs/architecture.md)");
+  command.add_flag("--bounds-check", boundsChecks,
+                   "Check every array index in the generated code: one out of range is a "
+                   "located error, not a wild access (slower; leaves out stage_shared and "
+                   "privatize_combines)");
 }
 
 Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
   passes::PassChoices choices;
   choices.skipped = {skippedPasses.begin(), skippedPasses.end()};
+  choices.boundsChecks = boundsChecks;
   for (const std::string &parameter : parameters)
     if (Status set = passes::setPassParameter(choices.parameters, parameter); !set)
       return std::unexpected(set.error());

@@ -61,6 +61,7 @@ struct ArgumentOptions {
 struct PassChoiceOptions {
   std::vector<std::string> skippedPasses;
   std::vector<std::string> parameters;
+  bool boundsChecks = false;
 
   void addTo(CLI::App &command);
   // Checks the parameters (the skipped passes are checked by the pipeline).

@@ -407,6 +407,9 @@ struct Function {
   Stmt body;
   std::vector<KernelFunc> kernels;
   SourceRange source;
+  // Code generation checks every array access against its extents (a device
+  // error quoting the index; `--bounds-check`).
+  bool boundsChecked = false;
 };
 
 // Convenience constructors used by the lowering and the passes.

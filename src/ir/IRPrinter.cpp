@@ -346,7 +346,8 @@ std::string toString(const KernelFunc &kernel) {
 
 std::string toString(const Function &function) {
   std::string text = "func " + function.name + "(" +
-                     paramsText(function.buffers, function.scalars) + ") {\n" +
+                     paramsText(function.buffers, function.scalars) + ")" +
+                     (function.boundsChecked ? " bounds_checked" : "") + " {\n" +
                      toString(function.body, 1) + "}\n";
   for (const KernelFunc &kernel : function.kernels)
     text += "\n" + toString(kernel);

@@ -1,6 +1,8 @@
 // The shared traversal bases (IRVisitor.h) and the generic rewrites on them.
 #include "ir/IRVisitor.h"
 
+#include <algorithm>
+
 namespace loopc::ir {
 
 // ------------------------------------------------------------- IRVisitor ---
@@ -502,6 +504,47 @@ bool usesAnyVar(const Expr &expr, const std::set<std::string> &names) {
   for (const std::string &name : freeVars(expr))
     if (names.contains(name))
       return true;
+  return false;
+}
+
+bool sameExpr(const Expr &a, const Expr &b) {
+  if (a == b)
+    return true;
+  if (!a || !b || a->kind != b->kind || a->type != b->type)
+    return false;
+  auto sameAll = [](const std::vector<Expr> &x, const std::vector<Expr> &y) {
+    return std::ranges::equal(x, y, [](const Expr &l, const Expr &r) { return sameExpr(l, r); });
+  };
+  switch (a->kind) {
+  case ExprNode::Kind::IntImm:
+    return a->as<IntImm>()->value == b->as<IntImm>()->value;
+  case ExprNode::Kind::FloatImm:
+    return a->as<FloatImm>()->value == b->as<FloatImm>()->value;
+  case ExprNode::Kind::BoolImm:
+    return a->as<BoolImm>()->value == b->as<BoolImm>()->value;
+  case ExprNode::Kind::Var:
+    return a->as<Var>()->name == b->as<Var>()->name;
+  case ExprNode::Kind::Load:
+    return a->as<Load>()->buffer == b->as<Load>()->buffer &&
+           sameAll(a->as<Load>()->indices, b->as<Load>()->indices);
+  case ExprNode::Kind::Unary:
+    return a->as<Unary>()->op == b->as<Unary>()->op &&
+           sameExpr(a->as<Unary>()->operand, b->as<Unary>()->operand);
+  case ExprNode::Kind::Binary: {
+    const auto &x = *a->as<Binary>(), &y = *b->as<Binary>();
+    return x.op == y.op && sameExpr(x.lhs, y.lhs) && sameExpr(x.rhs, y.rhs);
+  }
+  case ExprNode::Kind::Select: {
+    const auto &x = *a->as<Select>(), &y = *b->as<Select>();
+    return sameExpr(x.cond, y.cond) && sameExpr(x.thenValue, y.thenValue) &&
+           sameExpr(x.elseValue, y.elseValue);
+  }
+  case ExprNode::Kind::Cast:
+    return sameExpr(a->as<Cast>()->operand, b->as<Cast>()->operand);
+  case ExprNode::Kind::Call:
+    return a->as<Call>()->builtin == b->as<Call>()->builtin &&
+           sameAll(a->as<Call>()->args, b->as<Call>()->args);
+  }
   return false;
 }
 

@@ -99,6 +99,10 @@ std::set<std::string> freeVars(const Stmt &stmt);
 // True when `expr` reads any variable of `names`.
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 
+// True when the two expressions are the same tree: same kinds, types,
+// values, names, operators and buffers (by identity).
+bool sameExpr(const Expr &a, const Expr &b);
+
 // `stmt` with every Parallel loop in it Serial: iterations one after another,
 // as inside one GPU thread.
 Stmt serializeParallelLoops(const Stmt &stmt);

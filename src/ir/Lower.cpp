@@ -373,8 +373,9 @@ private:
       // at once, unless the buffer is private to this one.
       if (perIterationDepth_ > 0 && buffer->memory != MemorySpace::Register) {
         buffer->isWritten = true;
+        // Located at its target, as the interpreter reports a bad index.
         out.stmt(std::make_shared<AtomicUpdate>(buffer, std::move(indices), std::move(op),
-                                                std::move(value), assign.range));
+                                                std::move(value), assign.targetRange));
         return;
       }
       for (Expr &index : indices)

@@ -28,6 +28,14 @@ ir::Function lowerScans(ir::Function function, PipelineTarget target);
 // Constant folding, algebraic identities, trivial and dead lets (simplify.cpp).
 ir::Function simplify(ir::Function function);
 
+// Zero fills of arrays written whole again before any read are dropped
+// (drop_overwritten_fills.cpp).
+ir::Function dropOverwrittenFills(ir::Function function);
+
+// A local array written in full by a parfor and read once per element by a
+// later statement is computed at the read instead (fuse_producers.cpp).
+ir::Function fuseProducers(ir::Function function);
+
 // A 1-D parfor walking rows to a block per row, its redomaps block trees and
 // its inner parfors strided over the threads (map_rows_to_blocks.cpp).
 ir::Function mapRowsToBlocks(ir::Function function);

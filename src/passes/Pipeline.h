@@ -47,8 +47,14 @@ struct PassChoices {
   // what each brings. Naming a pass that is not an optimization is an error
   // listing those that are; one the target's pipeline does not run is
   // skipped already.
-  std::set<std::string> skipped;
-  PassParameters parameters;
+  std::set<std::string> skipped = {};
+  PassParameters parameters = {};
+  // Check every array access in the generated code (`--bounds-check`): an
+  // index out of range is a located run-time error instead of a wild access.
+  // The passes that move a program's accesses into buffers of their own
+  // (stage_shared, privatize_combines) are left out, so every check is made
+  // on the program's arrays.
+  bool boundsChecks = false;
 };
 
 // Sets the parameter `NAME=VALUE` names; an error names the parameters and

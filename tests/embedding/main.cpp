@@ -2,6 +2,7 @@
 // random shapes (not multiples of any tile), and checks every result against a
 // plain C++ reference and every bad call against its status and message.
 // Exits 0 when all hold, printing what failed otherwise.
+#include "checked.h"
 #include "kernels.h"
 
 #include <cmath>
@@ -148,6 +149,18 @@ void checkRunningTotal() {
   expect(same, "running_total differs from the reference");
 }
 
+void checkGather() {
+  std::vector<float> x = {10, 11, 12, 13, 14}, y(3);
+  std::vector<int64_t> at = {4, 0, 2};
+  expectSuccess(gather(x.data(), at.data(), y.data(), 5, 3), "gather");
+  expect(y == std::vector<float>{14, 10, 12}, "gather picks the elements asked for");
+  at[1] = 7;
+  expectFailure(gather(x.data(), at.data(), y.data(), 5, 3), LOOPC_ERROR_KERNEL_FAULT,
+                "checked.loop:5:12: kernel 'gather': index 7 out of range for dimension 0 of 'x' "
+                "(extent 5)",
+                "gather out of range");
+}
+
 } // namespace
 
 int main() {
@@ -156,6 +169,7 @@ int main() {
   checkCountKeys();
   checkDivide();
   checkRunningTotal();
+  checkGather();
   if (failures == 0)
     std::printf("embedding: every kernel agrees with its reference and every bad call fails\n");
   return failures == 0 ? 0 : 1;

@@ -1,0 +1,223 @@
+// fuse_producers: a local array that one parfor writes in full and one later
+// statement reads once per element is never stored: the read computes the
+// element where it is needed (producer-consumer fusion, as Futhark fuses a
+// map into a map or a redomap). That saves writing the array and reading it
+// back, a pass over memory each, and on the GPU a launch; a transpose feeding
+// a matrix-vector product becomes the product read through the transposed
+// indices.
+//
+// What makes the rewrite keep the program's meaning, checked for array T:
+// - T is a local array (allocated in global memory, not a parameter), written
+//   by a producer: a statement that is a nest of parallel loops over
+//   [0, extent) of T's dimensions in order, whose body is lets then
+//   `T[v1]..[vk] = e`, the v the loop variables. Every element is written
+//   once, by e, and nothing else writes T (drop_overwritten_fills has
+//   removed the zero fills a kernel call's lowering makes for it).
+// - T is read once, in a later statement of that block, at indices that are
+//   the variables of all the loops around the read inside that statement,
+//   each a parallel loop or a reduction's: every element is read at most once,
+//   so nothing is computed twice.
+// - No statement from the producer through the reader writes an array e
+//   reads, and no name e uses is bound again on the way to the read: e means
+//   there what it meant in the producer.
+// - e divides no integers: a division by zero would move or vanish.
+// Fusions repeat until none applies, so chains of stages fuse into the last.
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+#include "passes/analysis/ArrayUses.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// The arrays a statement writes.
+class WrittenArrays : public IRVisitor {
+public:
+  std::set<const BufferInfo *> arrays;
+
+protected:
+  void visitStore(const Store &node) override {
+    arrays.insert(node.buffer.get());
+    IRVisitor::visitStore(node);
+  }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    arrays.insert(node.buffer.get());
+    IRVisitor::visitAtomicUpdate(node);
+  }
+  void visitReduce(const Reduce &node) override {
+    arrays.insert(node.accumulator.get());
+    IRVisitor::visitReduce(node);
+  }
+  void visitScan(const Scan &node) override {
+    arrays.insert(node.target.get());
+    IRVisitor::visitScan(node);
+  }
+};
+
+// The arrays an expression reads, and whether it divides integers.
+class ExpressionReads : public IRVisitor {
+public:
+  std::set<const BufferInfo *> arrays;
+  bool dividesIntegers = false;
+
+protected:
+  void visitLoad(const Load &node) override {
+    arrays.insert(node.buffer.get());
+    IRVisitor::visitLoad(node);
+  }
+  void visitBinary(const Binary &node) override {
+    if ((node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem) && !isFloat(node.type))
+      dividesIntegers = true;
+    IRVisitor::visitBinary(node);
+  }
+};
+
+// Replaces one Load node (by identity) with an expression.
+class ReplaceLoad : public IRMutator {
+public:
+  ReplaceLoad(const Load *target, Expr replacement)
+      : target_(target), replacement_(std::move(replacement)) {}
+
+protected:
+  Expr visitLoad(const Load &node, const Expr &self) override {
+    if (&node == target_)
+      return replacement_;
+    return IRMutator::visitLoad(node, self);
+  }
+
+private:
+  const Load *target_;
+  Expr replacement_;
+};
+
+// One fusion found in a block: the producer, the statement reading, and the
+// expression that replaces the read.
+struct Fusion {
+  size_t producer = 0, reader = 0;
+  const Load *read = nullptr;
+  Expr element;
+};
+
+// The fusion of the array `stmts[producer]` writes, when every condition
+// holds.
+std::optional<Fusion> findFusion(const std::vector<Stmt> &stmts, size_t producer,
+                                 const Stmt &scope) {
+  std::optional<FullWrite> write = fullWrite(stmts[producer]);
+  if (!write || !write->isExpression || write->store->buffer->isParameter)
+    return std::nullopt;
+  const BufferInfo *array = write->store->buffer.get();
+  ArrayUses uses(array);
+  uses.visit(scope);
+  if (uses.writes != 1 || uses.reads.size() != 1)
+    return std::nullopt;
+  Fusion fusion;
+  fusion.producer = producer;
+  const ArrayUses::Read &read = uses.reads.front();
+  // Read once per element: indexed by every loop around it, each loop once.
+  if (read.underSerialLoop || read.loopVars.size() != read.load->indices.size())
+    return std::nullopt;
+  std::set<std::string> indexVars;
+  for (const Expr &index : read.load->indices) {
+    const auto *var = index->as<Var>();
+    if (!var || std::ranges::find(read.loopVars, var->name) == read.loopVars.end() ||
+        !indexVars.insert(var->name).second)
+      return std::nullopt;
+  }
+  // The element, lets inlined.
+  Expr element = write->store->value;
+  for (auto let = write->lets.rbegin(); let != write->lets.rend(); ++let)
+    element = substitute(element, {{let->first, let->second}});
+  ExpressionReads reads;
+  reads.visit(element);
+  if (reads.dividesIntegers || reads.arrays.contains(array))
+    return std::nullopt;
+  std::set<std::string> loopVars(write->loopVars.begin(), write->loopVars.end());
+  for (const std::string &name : freeVars(element))
+    if (!loopVars.contains(name) && read.binders.contains(name))
+      return std::nullopt;
+  // The statement holding the read, and none before it writing what e reads.
+  std::optional<size_t> reader;
+  for (size_t i = producer + 1; i < stmts.size() && !reader; ++i) {
+    ArrayUses here(array);
+    here.visit(stmts[i]);
+    if (!here.reads.empty())
+      reader = i;
+    WrittenArrays written;
+    written.visit(stmts[i]);
+    for (const BufferInfo *source : reads.arrays)
+      if (written.arrays.contains(source))
+        return std::nullopt;
+  }
+  if (!reader)
+    return std::nullopt; // read outside this block
+  fusion.reader = *reader;
+  fusion.read = read.load;
+  std::map<std::string, Expr> at;
+  for (size_t dim = 0; dim < write->loopVars.size(); ++dim)
+    at[write->loopVars[dim]] = read.load->indices[dim];
+  fusion.element = substitute(element, at);
+  return fusion;
+}
+
+// Fuses the first array that can be, looking at each Allocate's block.
+class FuseOne : public IRMutator {
+public:
+  bool fused = false;
+
+protected:
+  Stmt visitAllocate(const Allocate &node, const Stmt &self) override {
+    Stmt body = mutate(node.body);
+    if (!fused) {
+      const auto *block = node.body->as<Block>();
+      std::vector<Stmt> single = {node.body};
+      const std::vector<Stmt> &stmts = block ? block->stmts : single;
+      for (size_t producer = 0; producer < stmts.size() && !fused; ++producer) {
+        std::optional<FullWrite> write = fullWrite(stmts[producer]);
+        if (!write || write->store->buffer != node.buffer)
+          continue;
+        if (std::optional<Fusion> fusion = findFusion(stmts, producer, node.body)) {
+          fused = true;
+          return apply(stmts, *fusion); // the array is gone with its producer
+        }
+      }
+    }
+    if (body == node.body)
+      return self;
+    return std::make_shared<Allocate>(node.buffer, body);
+  }
+
+private:
+  static Stmt apply(const std::vector<Stmt> &stmts, const Fusion &fusion) {
+    std::vector<Stmt> kept;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      if (i == fusion.producer)
+        continue;
+      kept.push_back(i == fusion.reader ? ReplaceLoad(fusion.read, fusion.element).mutate(stmts[i])
+                                        : stmts[i]);
+    }
+    return makeBlock(std::move(kept));
+  }
+};
+
+} // namespace
+
+ir::Function fuseProducers(ir::Function function) {
+  for (;;) {
+    FuseOne fuse;
+    Stmt body = fuse.mutate(function.body);
+    if (!fuse.fused)
+      return function;
+    function.body = body;
+  }
+}
+
+} // namespace loopc::passes

@@ -1,0 +1,191 @@
+// Bounds checks in generated code (`--bounds-check`, PassChoices::boundsChecks):
+// an index out of range in a load, a store, a combine, a 2-D access, a row
+// given a block, a register-tiled nest or host code is reported by the CPU JIT
+// (both pipelines' kernels) with the interpreter's own message and location,
+// the checked PTX assembles, and the passes that would hide accesses are left
+// out. The differential tests run every in-range program checked too.
+#include "TestSupport.h"
+
+#include "codegen/CpuEngine.h"
+#include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
+#include "engine/Bindings.h"
+#include "interp/Interpreter.h"
+#include "ir/IRPrinter.h"
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace loopc;
+
+namespace {
+
+// The interpreter's error for `kernel` of `source` with `values` (which must
+// be `expectedMessage` unless that is empty), and the checked CPU engines must
+// repeat it word for word, at the same place.
+void checkSameError(const std::string &source, const std::string &kernelName,
+                    const std::map<std::string, std::string> &values,
+                    const std::string &expectedMessage = "") {
+  auto loaded = test::loadText(source);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl *kernel = loaded->program->findKernel(kernelName);
+  REQUIRE(kernel);
+  ArgumentRequest request;
+  request.seed = 7;
+  request.values = values;
+  Expected<KernelArgs> inputs = bindKernelArguments(*kernel, request);
+  REQUIRE_MESSAGE(inputs, (inputs ? "" : inputs.error().message));
+
+  Interpreter interpreter;
+  KernelArgs reference = *inputs;
+  auto expected = interpreter.run(*loaded->program, *kernel, reference);
+  REQUIRE_MESSAGE(!expected, "the interpreter ran a program meant to fail");
+  if (!expectedMessage.empty())
+    CHECK(expected.error().message == expectedMessage);
+
+  codegen::CpuEngine cpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  for (Engine *engine : {static_cast<Engine *>(&cpu), static_cast<Engine *>(&gpuKernels)}) {
+    CAPTURE(engine->name());
+    KernelArgs args = *inputs;
+    auto ran = engine->run(*loaded->program, *kernel, args);
+    REQUIRE_MESSAGE(!ran, "the checked engine ran past an index out of range");
+    CHECK(ran.error().message == expected.error().message);
+    CHECK(ran.error().range.begin.line == expected.error().range.begin.line);
+    CHECK(ran.error().range.begin.col == expected.error().range.begin.col);
+  }
+}
+
+} // namespace
+
+TEST_CASE("a load past the end, a negative store and a bad combine are caught where they are") {
+  const std::string source = R"(kernel shift(x: in f32[N], y: out f32[N], k: i64) {
+  parfor i in 0..N {
+    y[i] = x[i + k];
+  }
+}
+kernel reverse(x: in f32[N], y: out f32[N], k: i64) {
+  parfor i in 0..N {
+    y[N - 1 - i - k] = x[i];
+  }
+}
+kernel bins(keys: in i32[N], H: out i32[B]) {
+  parfor i in 0..N {
+    combine(+) H[keys[i]] = 1;
+  }
+}
+)";
+  checkSameError(source, "shift", {{"N", "100"}, {"k", "3"}},
+                 "index 100 out of range for dimension 0 of 'x' (extent 100)");
+  checkSameError(source, "shift", {{"N", "50"}, {"k", "-1"}},
+                 "index -1 out of range for dimension 0 of 'x' (extent 50)");
+  checkSameError(source, "reverse", {{"N", "40"}, {"k", "2"}},
+                 "index -1 out of range for dimension 0 of 'y' (extent 40)");
+  // Random i32 values are in [0, 16).
+  checkSameError(source, "bins", {{"N", "1000"}, {"B", "8"}});
+}
+
+TEST_CASE("the second dimension, a row on a block, a register-tiled nest and host code") {
+  const std::string source = R"(kernel column(A: in f64[M][N], c: i64, y: out f64[M]) {
+  parfor i in 0..M {
+    y[i] = A[i][c];
+  }
+}
+kernel row_sums(A: in f32[M][N], y: out f32[M]) {
+  parfor i in 0..M {
+    y[i] = redomap(+, 0.0, j in 0..N + 1) A[i][j];
+  }
+}
+kernel matmul(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N], extra: i64) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K + extra) A[i][k] * B[k][j];
+  }
+}
+kernel host(x: in i32[N], y: out i32[N]) {
+  var total: i32 = 0;
+  for t in 0..N + 1 {
+    total += x[t];
+  }
+  parfor i in 0..N {
+    y[i] = total;
+  }
+}
+)";
+  checkSameError(source, "column", {{"M", "9"}, {"N", "4"}, {"c", "4"}},
+                 "index 4 out of range for dimension 1 of 'A' (extent 4)");
+  checkSameError(source, "row_sums", {{"M", "5"}, {"N", "300"}},
+                 "index 300 out of range for dimension 1 of 'A' (extent 300)");
+  checkSameError(source, "matmul", {{"M", "37"}, {"N", "45"}, {"K", "20"}, {"extra", "1"}},
+                 "index 20 out of range for dimension 1 of 'A' (extent 20)");
+  checkSameError(source, "host", {{"N", "10"}},
+                 "index 10 out of range for dimension 0 of 'x' (extent 10)");
+}
+
+TEST_CASE("bounds checks leave out the passes that move accesses, and say so in the IR") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.back();
+  std::vector<std::string> ran;
+  passes::PipelineOptions options;
+  options.choices.boundsChecks = true;
+  options.afterPass = [&](const std::string &pass, const ir::Function &) { ran.push_back(pass); };
+  auto checked = passes::runPipeline(ir::lowerKernel(*loaded->program, kernel), options);
+  REQUIRE(checked);
+  CHECK(checked->boundsChecked);
+  CHECK(std::ranges::find(ran, "tile_registers") != ran.end());
+  CHECK(std::ranges::find(ran, "stage_shared") == ran.end());
+  CHECK(std::ranges::find(ran, "privatize_combines") == ran.end());
+  CHECK(test::contains(ir::toString(*checked), ") bounds_checked {"));
+
+  auto explained = test::runLoopc("explain samples/matmul.loop --bounds-check");
+  CHECK(explained.exitCode == 0);
+  CHECK(test::contains(explained.output, "bounds_checked"));
+  CHECK(!test::contains(explained.output, "after stage_shared"));
+}
+
+TEST_CASE("checked PTX of every sample assembles, and reports through the error record") {
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  for (const char *file : {"samples/matmul.loop", "samples/histogram.loop", "samples/scan.loop",
+                           "samples/softmax.loop", "samples/jacobi2d.loop"}) {
+    auto loaded = test::loadFile(test::sourcePath(file));
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    for (const auto &kernel : loaded->program->modules.front()->kernels) {
+      CAPTURE(file);
+      CAPTURE(kernel->name);
+      passes::PipelineOptions options;
+      options.choices.boundsChecks = true;
+      auto function = passes::runPipeline(ir::lowerKernel(*loaded->program, *kernel), options);
+      REQUIRE(function);
+      auto ptx = codegen::compileToPtx(*function, "sm_80");
+      REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+      // The first failing site is swapped into the record's word.
+      CHECK(test::contains(*ptx, "atom.global.cas.b32"));
+      if (!ptxas)
+        continue;
+      auto reports = codegen::runPtxas(*ptxas, *ptx, "sm_80");
+      CHECK_MESSAGE(reports, (reports ? "" : reports.error().message));
+    }
+  }
+  if (!ptxas)
+    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
+}
+
+TEST_CASE("run --bounds-check on the CPU prints the interpreter's message and exits 1") {
+  test::TempDir dir;
+  std::string path = dir.file("shift.loop", "kernel shift(x: in f32[N], y: out f32[N], k: i64) {\n"
+                                            "  parfor i in 0..N {\n"
+                                            "    y[i] = x[i + k];\n"
+                                            "  }\n"
+                                            "}\n");
+  auto checked =
+      test::runLoopc("run " + path + " --set N=64 --set k=1 --device cpu --bounds-check");
+  CHECK(checked.exitCode == 1);
+  CHECK(test::contains(checked.output, "shift.loop:3:12: error: index 64 out of range for "
+                                       "dimension 0 of 'x' (extent 64)"));
+  auto inRange =
+      test::runLoopc("run " + path + " --set N=64 --set k=0 --device cpu --bounds-check");
+  CHECK(inRange.exitCode == 0);
+}
