@@ -17,10 +17,11 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# name | sample | C arguments (sizes) | loopc --set values for scalar parameters
+# name | sample[:kernel] | C arguments (sizes) | loopc --set values for scalar parameters
 cases=(
   "matmul|matmul.loop|37 29 41|"
   "mv|mv.loop|53 37|"
+  "mv_transposed|mv_transposed.loop:mv_transposed_via_linalg|53 37|"
   "dot|dot.loop|1001|"
   "transpose|transpose.loop|37 29|"
   "conv2d_5x5|conv2d_5x5.loop|37 29|"
@@ -60,12 +61,16 @@ PY
 status=0
 for entry in "${cases[@]}"; do
   IFS='|' read -r name sample c_args values <<<"$entry"
+  args=()
+  if [[ $sample == *:* ]]; then
+    args=(--kernel "${sample#*:}")
+    sample=${sample%%:*}
+  fi
   dir=$work/$name
   mkdir -p "$dir/in" "$dir/out" "$dir/loopc"
   gcc -O3 -march=native -fopenmp -o "$dir/baseline" "$root/bench/cpu/$name.c" -lm
   # shellcheck disable=SC2086 # c_args is a list of sizes
   BENCH_DUMP_DIR=$dir "$dir/baseline" $c_args 1 >/dev/null
-  args=()
   for value in $values; do args+=(--set "$value"); done
   for file in "$dir"/in/*.npy; do args+=(--in "$(basename "$file" .npy)=$file"); done
   for file in "$dir"/out/*.npy; do args+=(--out "$(basename "$file" .npy)=$dir/loopc/$(basename "$file")"); done

@@ -26,10 +26,11 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# name | sample | loopc --set values | C arguments (before REPS) | sizes shown
+# name | sample[:kernel] | loopc --set values | C arguments (before REPS) | sizes shown
 cases=(
   "matmul|matmul.loop|M=1024 N=1024 K=1024|1024 1024 1024|M = N = K = 1024"
   "mv|mv.loop|M=4096 N=4096|4096 4096|M = N = 4096"
+  "mv_transposed|mv_transposed.loop:mv_transposed_via_linalg|M=4096 N=4096|4096 4096|M = N = 4096, via transpose + gemv"
   "dot|dot.loop|N=16777216|16777216|N = 2^24"
   "transpose|transpose.loop|M=4096 N=4096|4096 4096|M = N = 4096"
   "conv2d_5x5|conv2d_5x5.loop|H=2048 W=2048|2048 2048|H = W = 2048"
@@ -59,11 +60,17 @@ echo "| --- | --- | ---: | ---: | ---: |"
 
 for entry in "${cases[@]}"; do
   IFS='|' read -r name sample values c_args sizes <<<"$entry"
+  kernel_args=()
+  if [[ $sample == *:* ]]; then
+    kernel_args=(--kernel "${sample#*:}")
+    sample=${sample%%:*}
+  fi
   set_args=()
   for value in $values; do set_args+=(--set "$value"); done
 
   loopc_ms=failed
-  if output=$("$loopc" run "$root/samples/$sample" --device cpu --repeat "$reps" "${set_args[@]}" 2>&1); then
+  if output=$("$loopc" run "$root/samples/$sample" "${kernel_args[@]}" --device cpu --repeat "$reps" \
+    "${set_args[@]}" 2>&1); then
     loopc_ms=$(sed -n "s/.* ran on cpu in \([0-9.]*\) ms.*/\1/p" <<<"$output")
   else
     echo "run.sh: loopc failed on $sample: $output" >&2
