@@ -1,16 +1,18 @@
 # loopc_add_kernels(<target> SOURCES <file.loop>... [CPU <name>] [KERNELS <name>...]
-#                   [BOUNDS_CHECK])
+#                   [PREFIX <prefix>] [BOUNDS_CHECK])
 #
 # Compiles each .loop file's kernels ahead of time into an object file linked
 # into <target>, with a C header of the same name (<file>.h) that <target> can
 # include: one function per kernel (docs/embedding.md). The files a source
 # imports are tracked, so editing them rebuilds it. CPU is the LLVM CPU the
 # code is for (default "native": the building machine's); KERNELS limits the
-# functions to those kernels, which must all be in every source. BOUNDS_CHECK
+# functions to those kernels, which must all be in every source. PREFIX goes
+# before each kernel's name to make its function's (`mylib_` gives
+# mylib_matmul), against clashes with other C names. BOUNDS_CHECK
 # checks every array index (an index out of range is LOOPC_ERROR_KERNEL_FAULT
 # with a located message instead of a wild access; slower).
 function(loopc_add_kernels target)
-  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "BOUNDS_CHECK" "CPU" "SOURCES;KERNELS")
+  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "BOUNDS_CHECK" "CPU;PREFIX" "SOURCES;KERNELS")
   if(LOOPC_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "loopc_add_kernels: unexpected arguments ${LOOPC_UNPARSED_ARGUMENTS}")
   endif()
@@ -23,6 +25,9 @@ function(loopc_add_kernels target)
   set(kernel_options)
   if(LOOPC_BOUNDS_CHECK)
     list(APPEND kernel_options --bounds-check)
+  endif()
+  if(LOOPC_PREFIX)
+    list(APPEND kernel_options --prefix ${LOOPC_PREFIX})
   endif()
   foreach(kernel IN LISTS LOOPC_KERNELS)
     list(APPEND kernel_options --kernel ${kernel})

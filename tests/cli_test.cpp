@@ -356,6 +356,19 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
       runLoopc("compile samples/histogram.loop --emit object --cpu pentium9 -o " + dir.at("p.o"));
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output, "unknown CPU 'pentium9'"));
+  std::string reserved = dir.file("main.loop", "kernel main(x: in f32[N], int: out f32[N]) {\n"
+                                               "  parfor i in 0..N { int[i] = x[i]; }\n}\n");
+  auto unprefixed = runLoopc("compile " + reserved + " --emit header");
+  CHECK(unprefixed.exitCode == 1);
+  CHECK(contains(unprefixed.output, "main.loop:1:8: error: kernel 'main' cannot be a C function "
+                                    "named 'main' (a C or C++ keyword, or main): give it a "
+                                    "--prefix"));
+  auto prefixed = runLoopc("compile " + reserved + " --emit header --prefix lib_");
+  CHECK(prefixed.exitCode == 0);
+  CHECK(
+      contains(prefixed.output, "loopc_status lib_main(const float *x, float *int_, int64_t N);"));
+  auto badPrefix = runLoopc("compile " + reserved + " --emit header --prefix 9");
+  CHECK(contains(badPrefix.output, "'9main' is not a C identifier"));
   auto depfileAlone =
       runLoopc("compile samples/histogram.loop --emit header --depfile " + dir.at("x.d"));
   CHECK(depfileAlone.exitCode == 1);

@@ -21,8 +21,10 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
+#include <cctype>
 #include <functional>
 #include <mutex>
+#include <set>
 
 namespace loopc::codegen {
 namespace {
@@ -48,6 +50,95 @@ std::string cType(ScalarType type) {
 }
 
 bool passedByPointer(const VarDecl &param) { return param.isArray() || param.isScalarOutput(); }
+
+// Words a C or C++ compiler reads as its own (and C's entry point).
+bool isReservedInC(const std::string &name) {
+  static const std::set<std::string> reserved = {"alignas",
+                                                 "alignof",
+                                                 "and",
+                                                 "asm",
+                                                 "auto",
+                                                 "bool",
+                                                 "break",
+                                                 "case",
+                                                 "catch",
+                                                 "char",
+                                                 "class",
+                                                 "concept",
+                                                 "const",
+                                                 "consteval",
+                                                 "constexpr",
+                                                 "constinit",
+                                                 "const_cast",
+                                                 "continue",
+                                                 "co_await",
+                                                 "co_return",
+                                                 "co_yield",
+                                                 "decltype",
+                                                 "default",
+                                                 "delete",
+                                                 "do",
+                                                 "double",
+                                                 "dynamic_cast",
+                                                 "else",
+                                                 "enum",
+                                                 "explicit",
+                                                 "export",
+                                                 "extern",
+                                                 "false",
+                                                 "float",
+                                                 "for",
+                                                 "friend",
+                                                 "goto",
+                                                 "if",
+                                                 "inline",
+                                                 "int",
+                                                 "long",
+                                                 "main",
+                                                 "mutable",
+                                                 "namespace",
+                                                 "new",
+                                                 "noexcept",
+                                                 "not",
+                                                 "nullptr",
+                                                 "operator",
+                                                 "or",
+                                                 "private",
+                                                 "protected",
+                                                 "public",
+                                                 "register",
+                                                 "reinterpret_cast",
+                                                 "requires",
+                                                 "restrict",
+                                                 "return",
+                                                 "short",
+                                                 "signed",
+                                                 "sizeof",
+                                                 "static",
+                                                 "static_assert",
+                                                 "static_cast",
+                                                 "struct",
+                                                 "switch",
+                                                 "template",
+                                                 "this",
+                                                 "thread_local",
+                                                 "throw",
+                                                 "true",
+                                                 "try",
+                                                 "typedef",
+                                                 "typeid",
+                                                 "typename",
+                                                 "union",
+                                                 "unsigned",
+                                                 "using",
+                                                 "virtual",
+                                                 "void",
+                                                 "volatile",
+                                                 "wchar_t",
+                                                 "while",
+                                                 "xor"};
+  return reserved.contains(name);
+}
 
 Expected<std::unique_ptr<llvm::TargetMachine>> objectMachine(const std::string &cpu) {
   static std::once_flag once;
@@ -98,9 +189,10 @@ public:
     paramTypes.insert(paramTypes.end(), declaration.sizes.size(), builder_.getInt64Ty());
     function_ =
         llvm::Function::Create(llvm::FunctionType::get(builder_.getInt32Ty(), paramTypes, false),
-                               llvm::Function::ExternalLinkage, declaration.name, module_);
-    if (function_->getName() != declaration.name)
-      return makeError("kernel '" + declaration.name + "' clashes with a symbol of its code",
+                               llvm::Function::ExternalLinkage, kernel_.symbol, module_);
+    if (function_->getName() != kernel_.symbol)
+      return makeError("kernel '" + declaration.name + "': its C name '" + kernel_.symbol +
+                           "' clashes with a symbol of its code",
                        declaration.range);
     builder_.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", function_));
     callRuntime("loopc_cpu_call_lock", {});
@@ -311,6 +403,23 @@ Expected<std::unique_ptr<llvm::Module>> kernelModule(const LibraryKernel &kernel
 
 } // namespace
 
+Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string &prefix) {
+  std::string symbol = prefix + kernel.name;
+  bool identifier = !std::isdigit(static_cast<unsigned char>(symbol[0]));
+  for (char c : symbol)
+    identifier &= std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  if (!identifier)
+    return makeError("'" + symbol +
+                         "' is not a C identifier: give a --prefix of letters, digits "
+                         "and '_'",
+                     kernel.nameRange);
+  if (isReservedInC(symbol))
+    return makeError("kernel '" + kernel.name + "' cannot be a C function named '" + symbol +
+                         "' (a C or C++ keyword, or main): give it a --prefix",
+                     kernel.nameRange);
+  return symbol;
+}
+
 Expected<std::string> compileCpuObject(const std::vector<LibraryKernel> &kernels,
                                        const SourceManager &sources, const std::string &cpu) {
   auto machine = objectMachine(cpu);
@@ -362,19 +471,23 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
                                                             : "";
       header += "\n *   " + param->name + ": " + intent + sources.text(param->type.range);
     }
-    header += " */\nloopc_status " + declaration.name + "(";
+    header += " */\nloopc_status " + kernel.symbol + "(";
     std::vector<std::string> params;
+    // A parameter's name is only documentation in C: a reserved one gets a `_`.
+    auto name = [](const VarDecl &decl) {
+      return isReservedInC(decl.name) ? decl.name + "_" : decl.name;
+    };
     for (const VarDeclPtr &param : declaration.params) {
       std::string type = cType(param->type.element);
       if (param->isArray() && param->intent == Intent::In)
-        params.push_back("const " + type + " *" + param->name);
+        params.push_back("const " + type + " *" + name(*param));
       else if (passedByPointer(*param))
-        params.push_back(type + " *" + param->name);
+        params.push_back(type + " *" + name(*param));
       else
-        params.push_back(type + " " + param->name);
+        params.push_back(type + " " + name(*param));
     }
     for (const VarDeclPtr &size : declaration.sizes)
-      params.push_back("int64_t " + size->name);
+      params.push_back("int64_t " + name(*size));
     for (size_t i = 0; i < params.size(); ++i)
       header += (i ? ", " : "") + params[i];
     header += std::string(params.empty() ? "void" : "") + ");\n";

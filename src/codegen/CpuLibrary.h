@@ -27,12 +27,17 @@
 
 namespace loopc::codegen {
 
-// A kernel to export: its declaration, and its Function after the CPU pass
-// pipeline.
+// A kernel to export: its declaration, its Function after the CPU pass
+// pipeline, and the name of its C function (librarySymbol).
 struct LibraryKernel {
   const KernelDecl *declaration = nullptr;
   ir::Function function;
+  std::string symbol;
 };
+
+// `prefix` + the kernel's name as a C function name, or an error (at the
+// kernel) when that is a C or C++ keyword or `main`.
+Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string &prefix);
 
 // The object file (ELF) defining one C function per kernel, for the CPU named
 // `cpu` (an LLVM CPU name such as x86-64-v3; "native": the host's CPU and

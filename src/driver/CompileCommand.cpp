@@ -29,6 +29,7 @@ struct CompileOptions {
   PassChoiceOptions passes;
   std::string gpu = codegen::kDefaultGpu;
   std::string cpu = "native";
+  std::string prefix; // before each kernel's name in --emit object and header
   std::string output;
   std::string depfile;
   bool noOptimize = false;
@@ -105,7 +106,10 @@ Expected<std::string> generateLibrary(const CompileOptions &options, const Sessi
         passes::runPipeline(ir::lowerKernel(*session.program, *declaration), pipeline);
     if (!function)
       return std::unexpected(function.error());
-    kernels.push_back({declaration, std::move(*function)});
+    auto symbol = codegen::librarySymbol(*declaration, options.prefix);
+    if (!symbol)
+      return std::unexpected(symbol.error());
+    kernels.push_back({declaration, std::move(*function), std::move(*symbol)});
   }
   if (options.emit == "header")
     return codegen::libraryHeader(kernels, session.sources, headerGuard(options));
@@ -239,6 +243,9 @@ void addCompileCommand(CLI::App &app) {
                    "cpu or gpu (default: gpu for --emit ptx and module, else cpu)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
   command->add_option("--gpu", options->gpu, "The GPU architecture (default: sm_80)");
+  command->add_option("--prefix", options->prefix,
+                      "For --emit object and header: put this before each kernel's name to make "
+                      "its C function's name (e.g. mylib_)");
   command->add_option("--cpu", options->cpu,
                       "The CPU an object file is for: an LLVM CPU name such as x86-64-v3, or "
                       "native (the default: this machine's CPU and features)");

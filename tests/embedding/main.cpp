@@ -152,11 +152,11 @@ void checkRunningTotal() {
 void checkGather() {
   std::vector<float> x = {10, 11, 12, 13, 14}, y(3);
   std::vector<int64_t> at = {4, 0, 2};
-  expectSuccess(gather(x.data(), at.data(), y.data(), 5, 3), "gather");
+  expectSuccess(checked_gather(x.data(), at.data(), y.data(), 5, 3), "gather");
   expect(y == std::vector<float>{14, 10, 12}, "gather picks the elements asked for");
   at[1] = 7;
-  expectFailure(gather(x.data(), at.data(), y.data(), 5, 3), LOOPC_ERROR_KERNEL_FAULT,
-                "checked.loop:5:12: kernel 'gather': index 7 out of range for dimension 0 of 'x' "
+  expectFailure(checked_gather(x.data(), at.data(), y.data(), 5, 3), LOOPC_ERROR_KERNEL_FAULT,
+                "checked.loop:6:12: kernel 'gather': index 7 out of range for dimension 0 of 'x' "
                 "(extent 5)",
                 "gather out of range");
 }
