@@ -375,6 +375,62 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   CHECK(contains(depfileAlone.output, "--depfile needs an output file (-o FILE)"));
 }
 
+TEST_CASE("tune keeps the fastest choices per kernel, sizes and device; run --tuned uses them") {
+  TempDir dir;
+  std::string cache = dir.at("tuning.json");
+  const std::string sizes = " --set N=20000 --set B=64 --set lo=-1 --set hi=1 --device cpu";
+  auto tuned = runLoopc("tune samples/histogram.loop --kernel histogram" + sizes +
+                        " --repeat 1 --tuning-cache " + cache);
+  REQUIRE(tuned.exitCode == 0);
+  CHECK(contains(tuned.output, "tuning kernel 'histogram' on cpu: "));
+  CHECK(contains(tuned.output, "  the defaults: "));
+  CHECK(contains(tuned.output, "  skipping privatize_combines: "));
+  // The CPU pipeline has no register tiles: that choice changes nothing.
+  CHECK(contains(tuned.output, "  register_tile=8: the same code as the defaults\n"));
+  CHECK(contains(tuned.output, "tuned kernel 'histogram' on cpu: "));
+  std::ifstream file(cache);
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  CHECK(contains(text, "\"kernel\": \"histogram\""));
+  CHECK(contains(text, "\"B\": 64"));
+
+  auto used = runLoopc("run samples/histogram.loop --kernel histogram" + sizes +
+                       " --tuned --tuning-cache " + cache);
+  CHECK(used.exitCode == 0);
+  CHECK(contains(used.output, "loopc: using the tuned choices in " + cache + ": "));
+  auto otherSizes = runLoopc("bench samples/histogram.loop --kernel histogram --set N=20001 "
+                             "--set B=64 --set lo=-1 --set hi=1 --device cpu --repeat 1 --tuned "
+                             "--tuning-cache " +
+                             cache);
+  CHECK(otherSizes.exitCode == 0);
+  CHECK(contains(otherSizes.output, "loopc: note: no tuned choices in " + cache +
+                                        " for kernel 'histogram' at these sizes on cpu: "));
+  // Another program text is another key, even at the same sizes.
+  std::ifstream sample(test::sourcePath("samples/histogram.loop"));
+  std::string copy((std::istreambuf_iterator<char>(sample)), std::istreambuf_iterator<char>());
+  std::string edited = dir.file("histogram.loop", copy + "// edited\n");
+  auto changed = runLoopc("run " + edited + " --kernel histogram" + sizes +
+                          " --tuned --tuning-cache " + cache);
+  CHECK(contains(changed.output, "loopc: note: no tuned choices"));
+
+  auto mixed = runLoopc("run samples/histogram.loop --kernel histogram" + sizes +
+                        " --tuned --pass-param shared_kib=8 --tuning-cache " + cache);
+  CHECK(mixed.exitCode == 1);
+  CHECK(contains(mixed.output, "--tuned chooses the optimizations itself"));
+  auto skipping = runLoopc("tune samples/histogram.loop --kernel histogram" + sizes +
+                           " --skip-pass fuse_producers --tuning-cache " + cache);
+  CHECK(skipping.exitCode == 1);
+  CHECK(contains(skipping.output, "tune searches the optimizations' choices itself"));
+  auto interpreter =
+      runLoopc("tune samples/dot.loop --set N=10 --device interp --tuning-cache " + cache);
+  CHECK(interpreter.exitCode == 1);
+  CHECK(contains(interpreter.output, "nothing to tune on device 'interp'"));
+  std::string broken = dir.file("broken.json", "{\"entries\": 3}");
+  auto unreadable = runLoopc("run samples/histogram.loop --kernel histogram" + sizes +
+                             " --tuned --tuning-cache " + broken);
+  CHECK(unreadable.exitCode == 1);
+  CHECK(contains(unreadable.output, "is not a loopc tuning cache"));
+}
+
 TEST_CASE("check reports every error of a file, not only the first") {
   TempDir dir;
   std::string bad = dir.file("several.loop", "kernel a(x: in f32[N], y: out f32[N]) {\n"

@@ -4,6 +4,10 @@
 #include "codegen/CpuEngine.h"
 
 #include "codegen/CpuJit.h"
+#include "loopc/generated.h"
+
+#include <llvm/ADT/StringRef.h>
+#include <llvm/TargetParser/Host.h>
 
 #include <chrono>
 
@@ -39,6 +43,11 @@ std::string CpuEngine::name() const {
   add(passes::describeChangedParameters(pipeline.choices.parameters));
   add(pipeline.choices.boundsChecks ? "bounds checked" : "");
   return details.empty() ? "cpu" : "cpu (" + details + ")";
+}
+
+std::string CpuEngine::device() const {
+  return "cpu: " + llvm::sys::getHostCPUName().str() + ", " +
+         std::to_string(loopc_cpu_worker_count()) + " threads";
 }
 
 Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kernel,

@@ -25,6 +25,8 @@ public:
   // "cpu", or "cpu (GPU kernels, ...)" with any parameters set otherwise and
   // bounds checks.
   std::string name() const override;
+  // "cpu: <LLVM's name of this CPU>, <threads> threads".
+  std::string device() const override;
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;
 

@@ -707,6 +707,7 @@ GpuEngine::GpuEngine(std::unique_ptr<State> state, passes::PassChoices choices)
     : state_(std::move(state)), cache_(gpuPipeline(std::move(choices))) {
   auto info = state_->runtime.info();
   gpu_ = info ? gpuFor(*info) : kDefaultGpu;
+  device_ = (info ? std::string(info->name) : std::string("unknown GPU")) + " (" + gpu_ + ")";
 }
 
 GpuEngine::~GpuEngine() {

@@ -27,6 +27,7 @@ public:
   ~GpuEngine() override;
 
   std::string name() const override { return "gpu"; }
+  std::string device() const override { return device_; }
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;
 
@@ -43,6 +44,7 @@ private:
 
   std::unique_ptr<State> state_;
   std::string gpu_;
+  std::string device_; // "NVIDIA H100 80GB HBM3 (sm_90)"
   CompiledKernelCache<Compiled> cache_;
 };
 

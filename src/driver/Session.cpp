@@ -2,6 +2,7 @@
 #include "driver/Session.h"
 
 #include "driver/Engines.h"
+#include "driver/Tuning.h"
 #include "engine/Npy.h"
 #include "frontend/Loader.h"
 #include "sema/Sema.h"
@@ -94,6 +95,12 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
   command.add_option("--device", device, "interp, cpu or gpu (default: the best one available)");
   passes.addTo(command);
   arguments.addTo(command);
+  command.add_flag("--tuned", tuned,
+                   "Use the optimization choices `loopc tune` kept for this kernel, these sizes "
+                   "and this device (the defaults, with a note, when it kept none)");
+  command.add_option("--tuning-cache", tuningCache,
+                     "The tuning cache file (default: $LOOPC_TUNING_CACHE, else "
+                     "~/.cache/loopc/tuning.json)");
 }
 
 void PassChoiceOptions::addTo(CLI::App &command) {
@@ -140,6 +147,36 @@ Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &
   return run;
 }
 
+namespace {
+
+// Replaces `run`'s engine by one with the choices kept for it, if any.
+Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
+  if (!options.passes.skippedPasses.empty() || !options.passes.parameters.empty() ||
+      options.passes.boundsChecks)
+    return makeError("--tuned chooses the optimizations itself: it takes no --skip-pass, "
+                     "--pass-param or --bounds-check");
+  std::string path = tuningCachePath(options.tuningCache);
+  TuningKey key = tuningKey(run.session->sources, *run.kernel, run.args, run.engine->device());
+  auto found = findTunedChoice(path, key);
+  if (!found)
+    return std::unexpected(found.error());
+  if (!*found) {
+    std::cerr << "loopc: note: no tuned choices in " << path << " for kernel '" << key.kernel
+              << "' at these sizes on " << key.device
+              << "; using the defaults (loopc tune with the same arguments keeps some)\n";
+    return {};
+  }
+  auto engine = createEngine(run.engine->name(), (*found)->choices);
+  if (!engine)
+    return std::unexpected(engine.error());
+  run.engine = std::move(*engine);
+  std::cerr << "loopc: using the tuned choices in " << path << ": "
+            << describeChoices((*found)->choices) << "\n";
+  return {};
+}
+
+} // namespace
+
 std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   PreparedRun run;
   run.session = openSession(options.file);
@@ -159,6 +196,12 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   run.kernel = prepared->kernel;
   run.args = std::move(prepared->args);
   run.engine = std::move(prepared->engine);
+  if (options.tuned) {
+    if (Status tuned = useTunedChoices(options, run); !tuned) {
+      run.session->report(tuned.error());
+      return std::nullopt;
+    }
+  }
   return run;
 }
 

@@ -76,6 +76,8 @@ struct RunTargetOptions {
   std::string device;
   ArgumentOptions arguments;
   PassChoiceOptions passes;
+  bool tuned = false;      // --tuned: the choices `loopc tune` kept for this run (Tuning.h)
+  std::string tuningCache; // --tuning-cache FILE
 
   // Adds FILE, --kernel, --device, the pass choices and the argument options;
   // `verb` says what the subcommand does with the kernel ("run", "time").

@@ -6,6 +6,7 @@
 #include "driver/ExplainCommand.h"
 #include "driver/ReplCommand.h"
 #include "driver/RunCommand.h"
+#include "driver/TuneCommand.h"
 
 int main(int argc, char **argv) {
   using namespace loopc::driver;
@@ -16,6 +17,7 @@ int main(int argc, char **argv) {
   addExplainCommand(app);
   addCompileCommand(app);
   addBenchCommand(app);
+  addTuneCommand(app);
   addReplCommand(app);
   return runApp(app, argc, argv);
 }

@@ -29,6 +29,9 @@ class Engine {
 public:
   virtual ~Engine() = default;
   virtual std::string name() const = 0;
+  // The machine it runs kernels on, for results that hold only there (tuned
+  // choices): the GPU's model, the CPU's name and threads.
+  virtual std::string device() const { return name(); }
   virtual Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                                  KernelArgs &args) = 0;
 };

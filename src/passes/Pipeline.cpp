@@ -7,6 +7,7 @@
 #include "passes/Passes.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
 
 namespace loopc::passes {
@@ -14,6 +15,22 @@ namespace loopc::passes {
 namespace {
 
 using Pass = std::function<ir::Function(ir::Function)>;
+
+// The optimizations: passes the program's meaning does not depend on, which
+// `--skip-pass` may leave out, and the targets whose pipelines run them.
+struct Optimization {
+  const char *name;
+  std::set<PipelineTarget> targets;
+};
+const Optimization kOptimizations[] = {
+    {"specialize_sizes", {PipelineTarget::Gpu}}, // sizesToSpecialize says why not the CPU
+    {"drop_overwritten_fills", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"fuse_producers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"map_rows_to_blocks", {PipelineTarget::Gpu}},
+    {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"tile_registers", {PipelineTarget::Gpu}},
+    {"stage_shared", {PipelineTarget::Gpu}},
+};
 
 // The passes that move a program's array accesses into buffers they make
 // (shared staging, per-block histograms) or replace them (fusion): bounds
@@ -37,12 +54,16 @@ public:
     }
   }
 
-  // Runs `pass`, an optimization the program's meaning does not depend on,
-  // when the pipeline's target is one of `targets` and the options do not
-  // skip it.
-  void optimize(const std::string &name, const Pass &pass, std::set<PipelineTarget> targets) {
-    optimizations_.push_back(name);
-    if (targets.contains(options_.target) && !options_.choices.skipped.contains(name) &&
+  // Runs `pass`, the optimization `name` (kOptimizations), when the
+  // pipeline's target is one of its targets and the options do not skip it.
+  void optimize(const std::string &name, const Pass &pass) {
+    const Optimization *optimization = nullptr;
+    for (const Optimization &candidate : kOptimizations)
+      if (name == candidate.name)
+        optimization = &candidate;
+    assert(optimization && "every optimization is listed in kOptimizations");
+    if (optimization->targets.contains(options_.target) &&
+        !options_.choices.skipped.contains(name) &&
         !(options_.choices.boundsChecks && kHidesAccesses.contains(name)))
       run(name, pass);
   }
@@ -68,10 +89,11 @@ public:
   Expected<ir::Function> result() && {
     if (!status_)
       return std::unexpected(status_.error());
+    std::vector<std::string> optimizations = optimizationPasses();
     for (const std::string &skipped : options_.choices.skipped)
-      if (std::ranges::find(optimizations_, skipped) == optimizations_.end()) {
+      if (std::ranges::find(optimizations, skipped) == optimizations.end()) {
         std::string optional;
-        for (const std::string &name : optimizations_)
+        for (const std::string &name : optimizations)
           optional += (optional.empty() ? "" : ", ") + name;
         return makeError("cannot skip pass '" + skipped + "': the passes that can be skipped are " +
                          optional);
@@ -84,7 +106,6 @@ private:
   const PipelineOptions &options_;
   ir::VerifyOptions verify_;
   Status status_;
-  std::vector<std::string> optimizations_; // the passes that may be skipped, any target
 };
 
 // One parameter of PassParameters, settable by name.
@@ -140,6 +161,14 @@ std::string describeChangedParameters(const PassParameters &parameters) {
   return changed;
 }
 
+std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target) {
+  std::vector<std::string> names;
+  for (const Optimization &optimization : kOptimizations)
+    if (!target || optimization.targets.contains(*target))
+      names.push_back(optimization.name);
+  return names;
+}
+
 Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
   const PassParameters &parameters = options.choices.parameters;
   function.boundsChecked = options.choices.boundsChecks;
@@ -147,26 +176,21 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.check("lower"); // the input, as ir::lowerKernel made it
   passes.run("lower_scans",
              [&](ir::Function f) { return lowerScans(std::move(f), options.target); });
-  passes.optimize(
-      "specialize_sizes",
-      [&](ir::Function f) { return specializeSizes(std::move(f), options.specializedSizes); },
-      {PipelineTarget::Gpu}); // sizesToSpecialize says why not the CPU
+  passes.optimize("specialize_sizes", [&](ir::Function f) {
+    return specializeSizes(std::move(f), options.specializedSizes);
+  });
   passes.run("simplify", simplify);
-  passes.optimize("drop_overwritten_fills", dropOverwrittenFills,
-                  {PipelineTarget::Gpu, PipelineTarget::Cpu});
-  passes.optimize("fuse_producers", fuseProducers, {PipelineTarget::Gpu, PipelineTarget::Cpu});
-  passes.optimize("map_rows_to_blocks", mapRowsToBlocks, {PipelineTarget::Gpu});
+  passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
+  passes.optimize("fuse_producers", fuseProducers);
+  passes.optimize("map_rows_to_blocks", mapRowsToBlocks);
   passes.optimize("privatize_combines",
-                  [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); },
-                  {PipelineTarget::Gpu, PipelineTarget::Cpu});
+                  [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });
   passes.run("map_to_gpu", mapToGpu);
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("tile_registers",
-                  [&](ir::Function f) { return tileRegisters(std::move(f), parameters); },
-                  {PipelineTarget::Gpu});
+                  [&](ir::Function f) { return tileRegisters(std::move(f), parameters); });
   passes.optimize("stage_shared",
-                  [&](ir::Function f) { return stageShared(std::move(f), parameters); },
-                  {PipelineTarget::Gpu});
+                  [&](ir::Function f) { return stageShared(std::move(f), parameters); });
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

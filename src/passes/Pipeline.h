@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace loopc::passes {
 
@@ -75,6 +77,10 @@ struct PipelineOptions {
   // (`loopc explain` prints it); may be empty.
   std::function<void(const std::string &pass, const ir::Function &)> afterPass;
 };
+
+// The optimizations (the passes `--skip-pass` may name) in pipeline order;
+// those `target`'s pipeline runs when one is given.
+std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target = std::nullopt);
 
 // Runs every pass in order; the IR verifier checks the result of each. An
 // invalid IR is a compiler bug, reported as an internal error naming the

@@ -1,0 +1,255 @@
+// `loopc tune` (see TuneCommand.h).
+#include "driver/TuneCommand.h"
+
+#include "driver/Engines.h"
+#include "driver/RunCommand.h"
+#include "driver/Session.h"
+#include "driver/Tuning.h"
+#include "engine/Compare.h"
+#include "ir/IRPrinter.h"
+#include "ir/Lower.h"
+#include "passes/Passes.h"
+
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+
+namespace loopc::driver {
+
+namespace {
+
+struct TuneOptions {
+  RunTargetOptions target;
+  int repeat = 5;
+};
+
+// One choice the search varies and the values it tries.
+struct Dimension {
+  std::string name;                // a pass (skipped or not) or a parameter
+  std::vector<std::string> values; // "run"/"skip", or parameter values
+};
+
+// The parameters' values worth trying; each must be valid (kParameters).
+const std::map<std::string, std::vector<std::string>> kParameterValues = {
+    {"register_tile", {"1", "2", "4", "8"}},
+    {"stage_length", {"8", "16", "32", "64"}},
+    {"shared_kib", {"8", "16", "24", "48"}},
+};
+
+using Point = std::map<std::string, std::string>; // dimension -> value
+
+// How much faster a candidate must run to replace the best so far: more than
+// the run-to-run noise of a busy machine.
+constexpr double kSignificant = 0.05;
+
+Expected<passes::PassChoices> choicesAt(const Point &point) {
+  passes::PassChoices choices;
+  for (const auto &[name, value] : point) {
+    if (value == "skip")
+      choices.skipped.insert(name);
+    else if (value != "run")
+      if (Status set = passes::setPassParameter(choices.parameters, name + "=" + value); !set)
+        return std::unexpected(set.error());
+  }
+  return choices;
+}
+
+class Search {
+public:
+  Search(const TuneOptions &options, PreparedRun &run, passes::PipelineTarget target)
+      : options_(options), run_(run), target_(target), inputs_(run.args),
+        compare_(compareOptionsFor(*run.kernel, run.args)) {}
+
+  Status tune() {
+    Point point = defaults();
+    visited_.insert(point);
+    auto first = measure(point);
+    if (!first)
+      return std::unexpected(first.error());
+    if (!*first)
+      return makeError("the defaults could not be timed");
+    double best = **first, defaultSeconds = best;
+    std::vector<Dimension> dimensions = searchSpace();
+    for (int round = 0; round < 3; ++round) {
+      bool changed = false;
+      for (const Dimension &dimension : dimensions)
+        for (const std::string &value : dimension.values) {
+          if (point[dimension.name] == value)
+            continue;
+          Point candidate = point;
+          candidate[dimension.name] = value;
+          if (!visited_.insert(candidate).second)
+            continue;
+          auto seconds = measure(candidate);
+          if (!seconds)
+            return std::unexpected(seconds.error());
+          if (*seconds && **seconds < best * (1 - kSignificant)) {
+            best = **seconds;
+            point = candidate;
+            changed = true;
+          }
+        }
+      if (!changed)
+        break;
+    }
+    auto choices = choicesAt(point);
+    if (!choices)
+      return std::unexpected(choices.error());
+    TunedChoice tuned{*choices, best * 1e3, defaultSeconds * 1e3, ""};
+    std::string path = tuningCachePath(options_.target.tuningCache);
+    TuningKey key = tuningKey(run_.session->sources, *run_.kernel, inputs_, device_);
+    if (Status stored = storeTunedChoice(path, key, options_.target.file, tuned); !stored)
+      return stored;
+    std::cout << std::fixed << std::setprecision(3) << "tuned kernel '" << run_.kernel->name
+              << "' on " << device_ << ": " << describeChoices(*choices) << ", " << best * 1e3
+              << " ms, " << std::setprecision(2) << defaultSeconds / best
+              << "x the defaults' speed (" << std::setprecision(3) << defaultSeconds * 1e3
+              << " ms); kept in " << path << "\n";
+    return {};
+  }
+
+private:
+  Point defaults() const {
+    Point point;
+    for (const std::string &pass : passes::optimizationPasses(target_))
+      point[pass] = "run";
+    passes::PassParameters parameters;
+    point["register_tile"] = std::to_string(parameters.registerTile);
+    point["stage_length"] = std::to_string(parameters.stageLength);
+    point["shared_kib"] = std::to_string(parameters.sharedKiB);
+    return point;
+  }
+
+  std::vector<Dimension> searchSpace() const {
+    std::vector<Dimension> dimensions;
+    for (const std::string &pass : passes::optimizationPasses(target_))
+      dimensions.push_back({pass, {"run", "skip"}});
+    for (const auto &[name, values] : kParameterValues)
+      dimensions.push_back({name, values});
+    return dimensions;
+  }
+
+  // The candidate's median time in seconds; none when it compiles to code
+  // already timed or disagrees with the defaults.
+  Expected<std::optional<double>> measure(const Point &point) {
+    auto choices = choicesAt(point);
+    if (!choices)
+      return std::unexpected(choices.error());
+    std::string label = describeChoices(*choices);
+    auto code = compiledCode(*choices);
+    if (!code)
+      return std::unexpected(code.error());
+    if (auto seen = timedCode_.find(*code); seen != timedCode_.end()) {
+      std::cout << "  " << label << ": the same code as " << seen->second << "\n";
+      return std::nullopt;
+    }
+    timedCode_.emplace(*code, label);
+    auto engine = createEngine(run_.engine->name(), *choices);
+    if (!engine)
+      return std::unexpected(engine.error());
+    if (device_.empty())
+      device_ = (*engine)->device();
+    KernelArgs args = inputs_;
+    const Program &program = *run_.session->program;
+    if (auto warm = timeRuns(**engine, program, *run_.kernel, args, inputs_, 1); !warm)
+      return std::unexpected(warm.error());
+    auto times = timeRuns(**engine, program, *run_.kernel, args, inputs_, options_.repeat);
+    if (!times)
+      return std::unexpected(times.error());
+    if (!reference_) {
+      reference_ = args;
+    } else if (std::string mismatch = disagreement(args); !mismatch.empty()) {
+      std::cout << "  " << label << ": DISAGREES with the defaults (" << mismatch
+                << "): left out; please report this compiler bug with the program\n";
+      return std::nullopt;
+    }
+    double median = medianOf(*times);
+    std::cout << std::fixed << std::setprecision(3) << "  " << label << ": " << median * 1e3
+              << " ms\n";
+    std::cout.unsetf(std::ios::fixed);
+    return median;
+  }
+
+  // The kernel after the pipeline with `choices`, printed: equal text, equal code.
+  Expected<std::string> compiledCode(const passes::PassChoices &choices) const {
+    passes::PipelineOptions pipeline;
+    pipeline.target = target_;
+    pipeline.choices = choices;
+    ir::Function lowered = ir::lowerKernel(*run_.session->program, *run_.kernel);
+    pipeline.specializedSizes = passes::sizesToSpecialize(lowered, inputs_.sizes, pipeline);
+    auto compiled = passes::runPipeline(std::move(lowered), pipeline);
+    if (!compiled)
+      return std::unexpected(compiled.error());
+    return ir::toString(*compiled);
+  }
+
+  // "" when every output of `args` matches the reference's.
+  std::string disagreement(const KernelArgs &args) const {
+    const KernelDecl &kernel = *run_.kernel;
+    for (size_t i = 0; i < kernel.params.size(); ++i) {
+      if (kernel.params[i]->intent != Intent::Out && kernel.params[i]->intent != Intent::InOut)
+        continue;
+      CompareReport compared = compareArrays(reference_->params[i], args.params[i], compare_);
+      if (!compared.matches)
+        return compared.describe(kernel.params[i]->name);
+    }
+    return "";
+  }
+
+  const TuneOptions &options_;
+  PreparedRun &run_;
+  passes::PipelineTarget target_;
+  KernelArgs inputs_;
+  CompareOptions compare_;
+  std::optional<KernelArgs> reference_;          // the defaults' outputs
+  std::map<std::string, std::string> timedCode_; // printed IR -> the candidate that had it
+  std::set<Point> visited_;
+  std::string device_;
+};
+
+int runTune(const TuneOptions &options) {
+  if (!options.target.passes.skippedPasses.empty() || !options.target.passes.parameters.empty() ||
+      options.target.passes.boundsChecks || options.target.tuned) {
+    printError("tune searches the optimizations' choices itself: it takes no --skip-pass, "
+               "--pass-param, --bounds-check or --tuned");
+    return 1;
+  }
+  std::optional<PreparedRun> run = prepareRun(options.target);
+  if (!run)
+    return 1;
+  std::string engine = run->engine->name();
+  if (engine != "gpu" && engine != "cpu") {
+    printError("nothing to tune on device '" + engine + "': tune on gpu or cpu");
+    return 1;
+  }
+  passes::PipelineTarget target =
+      engine == "gpu" ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
+  std::cout << "tuning kernel '" << run->kernel->name << "' on " << run->engine->device() << " ("
+            << options.repeat << " runs per candidate, median):\n";
+  Search search(options, *run, target);
+  if (Status tuned = search.tune(); !tuned) {
+    run->session->report(tuned.error());
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
+void addTuneCommand(CLI::App &app) {
+  auto options = std::make_shared<TuneOptions>();
+  CLI::App *command = app.add_subcommand(
+      "tune", "Search the optimizations' choices for a kernel and keep the fastest");
+  options->target.addTo(*command, "tune");
+  command->add_option("--repeat", options->repeat, "Timed runs per candidate (default: 5)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000));
+  command->callback([options] {
+    if (int exitCode = runTune(*options))
+      throw CLI::RuntimeError(exitCode);
+  });
+}
+
+} // namespace loopc::driver

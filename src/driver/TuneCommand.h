@@ -1,0 +1,22 @@
+// `loopc tune FILE [--kernel K] [--set ...] [--device D] [--repeat N]
+// [--tuning-cache F]`: searches the optimizations' choices (which to leave
+// out, and register_tile, stage_length, shared_kib) for the fastest run of a
+// kernel at these sizes on this device, and keeps the best in the tuning
+// cache (Tuning.h), where `loopc run/bench --tuned` finds it.
+//
+// The search is coordinate descent from the defaults: each choice in turn
+// takes each of its values while the others stay, and a value is kept when it
+// runs at least 5% faster than the best so far; rounds repeat until none
+// changes (at most three). A value that compiles to the same code as one
+// already timed is not timed again, and every candidate's outputs must match
+// the defaults' (a mismatch is reported and the candidate dropped: it is a
+// compiler bug), so the search is reproducible up to timing noise.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace loopc::driver {
+
+void addTuneCommand(CLI::App &app);
+
+} // namespace loopc::driver

@@ -1,0 +1,175 @@
+// The tuning cache (see Tuning.h).
+#include "driver/Tuning.h"
+
+#include "engine/Bindings.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace loopc::driver {
+
+namespace {
+
+constexpr int kCacheVersion = 1;
+
+// FNV-1a: stable across builds and machines, unlike std::hash.
+class Fnv1a {
+public:
+  void add(const std::string &text) {
+    for (unsigned char c : text)
+      hash_ = (hash_ ^ c) * 0x100000001b3ULL;
+    hash_ = (hash_ ^ 0xff) * 0x100000001b3ULL; // a separator no text ends with
+  }
+  std::string hex() const {
+    std::ostringstream out;
+    out << std::hex;
+    out.width(16);
+    out.fill('0');
+    out << hash_;
+    return out.str();
+  }
+
+private:
+  uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+Expected<nlohmann::json> readCache(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    return nlohmann::json{{"version", kCacheVersion}, {"entries", nlohmann::json::array()}};
+  nlohmann::json cache = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (cache.is_discarded() || !cache.is_object() || !cache.contains("entries") ||
+      !cache["entries"].is_array() || cache.value("version", 0) != kCacheVersion)
+    return makeError("'" + path + "' is not a loopc tuning cache (version " +
+                     std::to_string(kCacheVersion) + "); remove it or give another with " +
+                     "--tuning-cache");
+  return cache;
+}
+
+std::string today() {
+  auto now = std::chrono::system_clock::now();
+  std::chrono::year_month_day date{std::chrono::floor<std::chrono::days>(now)};
+  std::ostringstream out;
+  out << static_cast<int>(date.year()) << "-" << (unsigned(date.month()) < 10 ? "0" : "")
+      << unsigned(date.month()) << "-" << (unsigned(date.day()) < 10 ? "0" : "")
+      << unsigned(date.day());
+  return out.str();
+}
+
+} // namespace
+
+std::string tuningCachePath(const std::string &explicitPath) {
+  if (!explicitPath.empty())
+    return explicitPath;
+  if (const char *path = std::getenv("LOOPC_TUNING_CACHE"); path && *path)
+    return path;
+  if (const char *cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
+    return std::string(cache) + "/loopc/tuning.json";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/loopc/tuning.json";
+  return ".loopc-tuning.json";
+}
+
+TuningKey tuningKey(const SourceManager &sources, const KernelDecl &kernel, const KernelArgs &args,
+                    const std::string &device) {
+  TuningKey key;
+  key.kernel = kernel.name;
+  key.values = integerValues(kernel, args);
+  for (const auto &[name, value] : args.sizes)
+    key.values[name] = value;
+  key.device = device;
+  Fnv1a hash;
+  hash.add("loopc tuning " + std::to_string(kCacheVersion));
+  for (size_t id = 1; id < sources.fileCount(); ++id) // id 0 is "no file"
+    hash.add(sources.file(id).text);
+  hash.add(key.kernel);
+  for (const auto &[name, value] : key.values)
+    hash.add(name + "=" + std::to_string(value));
+  hash.add(key.device);
+  key.hash = hash.hex();
+  return key;
+}
+
+Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path,
+                                                     const TuningKey &key) {
+  auto cache = readCache(path);
+  if (!cache)
+    return std::unexpected(cache.error());
+  for (const nlohmann::json &entry : (*cache)["entries"]) {
+    if (!entry.is_object() || entry.value("key", "") != key.hash)
+      continue;
+    TunedChoice choice;
+    try {
+      for (const std::string &pass : entry.at("skipped").get<std::vector<std::string>>())
+        choice.choices.skipped.insert(pass);
+      for (const auto &[name, value] : entry.at("parameters").items())
+        if (Status set = passes::setPassParameter(
+                choice.choices.parameters, name + "=" + std::to_string(value.get<int64_t>()));
+            !set)
+          return makeError("tuning cache '" + path + "': " + set.error().message);
+      choice.medianMs = entry.value("median_ms", 0.0);
+      choice.defaultMs = entry.value("default_ms", 0.0);
+      choice.date = entry.value("date", "");
+    } catch (const nlohmann::json::exception &problem) {
+      return makeError("tuning cache '" + path + "': a malformed entry for kernel '" + key.kernel +
+                       "' (" + problem.what() + ")");
+    }
+    return choice;
+  }
+  return std::nullopt;
+}
+
+Status storeTunedChoice(const std::string &path, const TuningKey &key, const std::string &file,
+                        const TunedChoice &choice) {
+  auto cache = readCache(path);
+  if (!cache)
+    return std::unexpected(cache.error());
+  nlohmann::json kept = nlohmann::json::array();
+  for (const nlohmann::json &entry : (*cache)["entries"])
+    if (!entry.is_object() || entry.value("key", "") != key.hash)
+      kept.push_back(entry);
+  const passes::PassParameters &parameters = choice.choices.parameters;
+  kept.push_back({{"key", key.hash},
+                  {"file", file},
+                  {"kernel", key.kernel},
+                  {"values", key.values},
+                  {"device", key.device},
+                  {"skipped", choice.choices.skipped},
+                  {"parameters",
+                   {{"register_tile", parameters.registerTile},
+                    {"stage_length", parameters.stageLength},
+                    {"shared_kib", parameters.sharedKiB}}},
+                  {"median_ms", choice.medianMs},
+                  {"default_ms", choice.defaultMs},
+                  {"date", choice.date.empty() ? today() : choice.date}});
+  (*cache)["entries"] = std::move(kept);
+  std::error_code error;
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty())
+    std::filesystem::create_directories(folder, error);
+  std::ofstream out(path);
+  out << cache->dump(2) << "\n";
+  if (!out)
+    return makeError("cannot write the tuning cache '" + path + "'");
+  return {};
+}
+
+std::string describeChoices(const passes::PassChoices &choices) {
+  std::string text = passes::describeChangedParameters(choices.parameters);
+  if (!choices.skipped.empty()) {
+    text += text.empty() ? "skipping " : ", skipping ";
+    bool first = true;
+    for (const std::string &pass : choices.skipped) {
+      text += (first ? "" : " ") + pass;
+      first = false;
+    }
+  }
+  return text.empty() ? "the defaults" : text;
+}
+
+} // namespace loopc::driver

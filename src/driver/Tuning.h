@@ -1,0 +1,56 @@
+// Tuned choices of the optimizations (`loopc tune`, `--tuned`): what a
+// search found fastest for one kernel, at given sizes, on one device, kept in
+// a JSON cache file so later runs reuse it and a project can pin it (commit
+// the file, pass it with --tuning-cache).
+//
+// An entry's key hashes everything the choice depends on: the text of every
+// source file loaded (the main file and its imports), the kernel, its sizes
+// and integer scalars, and the device (Engine::device()). A changed program,
+// other sizes or another GPU find no entry and run with the defaults.
+#pragma once
+
+#include "engine/Engine.h"
+#include "passes/Pipeline.h"
+#include "support/Diagnostics.h"
+#include "support/Error.h"
+
+#include <map>
+#include <optional>
+#include <string>
+
+namespace loopc::driver {
+
+// The cache file: `explicitPath` when given, else $LOOPC_TUNING_CACHE, else
+// $XDG_CACHE_HOME/loopc/tuning.json, else $HOME/.cache/loopc/tuning.json.
+std::string tuningCachePath(const std::string &explicitPath);
+
+// What a tuned choice is for.
+struct TuningKey {
+  std::string hash; // 16 hex digits over everything below and the sources' text
+  std::string kernel;
+  std::map<std::string, int64_t> values; // sizes and integer scalars
+  std::string device;
+};
+TuningKey tuningKey(const SourceManager &sources, const KernelDecl &kernel, const KernelArgs &args,
+                    const std::string &device);
+
+struct TunedChoice {
+  passes::PassChoices choices;
+  double medianMs = 0;  // the choice's time when it was tuned
+  double defaultMs = 0; // the defaults' time in the same search
+  std::string date;     // YYYY-MM-DD
+};
+
+// The choice kept for `key` in the cache at `path`; none when the file or the
+// entry does not exist. A file that is not a tuning cache is an error.
+Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path, const TuningKey &key);
+
+// Keeps `choice` for `key` in the cache at `path` (created with its folder,
+// replacing an entry of the same key).
+Status storeTunedChoice(const std::string &path, const TuningKey &key, const std::string &file,
+                        const TunedChoice &choice);
+
+// "register_tile=8 stage_length=16, skipping stage_shared"; "the defaults".
+std::string describeChoices(const passes::PassChoices &choices);
+
+} // namespace loopc::driver
