@@ -108,6 +108,11 @@ variants=(
   "mv|mv|--skip-pass map_rows_to_blocks"
   "histogram|histogram|--skip-pass privatize_combines"
   "histogram|bin_stats|--skip-pass privatize_combines"
+  "mv_transposed|mv_transposed_via_linalg|--skip-pass fuse_producers --skip-pass drop_overwritten_fills"
+  "matmul|matmul|--bounds-check"
+  "histogram|histogram|--bounds-check"
+  "scan|prefix_sum|--bounds-check"
+  "softmax|softmax|--bounds-check"
 )
 for variant in "${variants[@]}"; do
   IFS='|' read -r sample kernel options <<<"$variant"
