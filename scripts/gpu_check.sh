@@ -56,14 +56,16 @@ declaration() {
 
 failures=0
 
-# Runs kernel $2 of sample $1 on the GPU with --check at the sizes above and
-# prints its row, labelled $3; further arguments go to loopc.
+# Runs kernel $2 of sample $1 on the GPU with --check at the sizes above (or
+# at $sizes_override when set) and prints its row, labelled $3; further
+# arguments go to loopc.
+sizes_override=""
 check_kernel() {
   local sample=$1 kernel=$2 label=$3
   shift 3
   local file=samples/$sample.loop header shown="" sets=() output status time result
   header=$(declaration "$file" "$kernel")
-  for pair in ${sizes[$sample]:-}; do
+  for pair in ${sizes_override:-${sizes[$sample]:-}}; do
     if grep -qw "${pair%%=*}" <<<"$header"; then
       sets+=(--set "$pair")
       shown+="$pair "
@@ -93,7 +95,8 @@ for file in samples/*.loop; do
 done
 
 # The other sizes and choices of the optimizations bench/gpu/run.sh times,
-# so that no figure there comes from a kernel computing something else.
+# so that no figure there comes from a kernel computing something else:
+# sample | kernel | loopc options | sizes instead of the sample's above.
 variants=(
   "matmul|matmul|--pass-param register_tile=8 --pass-param stage_length=16"
   "matmul|matmul|--pass-param register_tile=8 --pass-param stage_length=8"
@@ -106,6 +109,7 @@ variants=(
   "cnn_conv|cnn_conv_valid|--skip-pass specialize_sizes"
   "cnn_conv|cnn_conv_valid|--skip-pass stage_shared"
   "mv|mv|--skip-pass map_rows_to_blocks"
+  "mv|mv||M=3 N=300007"
   "histogram|histogram|--skip-pass privatize_combines"
   "histogram|bin_stats|--skip-pass privatize_combines"
   "mv_transposed|mv_transposed_via_linalg|--skip-pass fuse_producers --skip-pass drop_overwritten_fills"
@@ -115,10 +119,11 @@ variants=(
   "softmax|softmax|--bounds-check"
 )
 for variant in "${variants[@]}"; do
-  IFS='|' read -r sample kernel options <<<"$variant"
+  IFS='|' read -r sample kernel options sizes_override <<<"$variant"
   read -r -a option_args <<<"$options"
   check_kernel "$sample" "$kernel" "$sample:$kernel ${options//--pass-param /}" "${option_args[@]}"
 done
+sizes_override=""
 
 # Generated programs exported by the random-program tests (see docs/gpu.md):
 # each file's first line is `// sizes: NAME=VALUE ...`.

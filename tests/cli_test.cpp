@@ -201,7 +201,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       unknown.output,
       "loopc: error: no pass named 'tile_everything'; the passes are: "
       "lower, lower_scans, specialize_sizes, simplify, drop_overwritten_fills, fuse_producers, "
-      "map_rows_to_blocks, privatize_combines, "
+      "split_reductions, map_rows_to_blocks, privatize_combines, "
       "map_to_gpu, "
       "lower_reductions, "
       "tile_registers, stage_shared, simplify, extract_kernels"));
@@ -231,7 +231,7 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     CHECK(
         contains(refused.output,
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
-                 "fuse_producers, map_rows_to_blocks, "
+                 "fuse_producers, split_reductions, map_rows_to_blocks, "
                  "privatize_combines, tile_registers, stage_shared"));
   }
 }
@@ -375,7 +375,8 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   CHECK(contains(depfileAlone.output, "--depfile needs an output file (-o FILE)"));
 }
 
-TEST_CASE("tune keeps the fastest choices per kernel, sizes and device; run --tuned uses them") {
+TEST_CASE(
+    "tune keeps the fastest choices per kernel, sizes and device, and run --tuned uses them") {
   TempDir dir;
   std::string cache = dir.at("tuning.json");
   const std::string sizes = " --set N=20000 --set B=64 --set lo=-1 --set hi=1 --device cpu";

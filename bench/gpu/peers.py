@@ -1,5 +1,5 @@
 """Peers for loopc's GPU cases that shared/anchors/gpu_anchors.py does not measure: torch's prefix sum and
-histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)). Same method as the anchors: CUDA
+histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)), and torch.mv over 4 rows of 2^26. Same method as the anchors: CUDA
 events, warm-up, median of repeats; one JSON object per line, in the anchors' format, which run.sh appends
 to the anchors' output for report.py.
 """
@@ -37,3 +37,7 @@ emit(kind="bandwidth", op="torch.cumsum 2^28 f32", gbps=round(2 * n * 4 / t / 1e
 for bins in (256, 65536):
     t = bench(lambda: torch.histc(x, bins=bins, min=-1, max=1))
     emit(kind="bandwidth", op=f"torch.histc {bins} bins 2^28 f32", gbps=round(n * 4 / t / 1e9, 1))
+rows = x.view(4, 1 << 26)
+v = torch.rand(1 << 26, device=dev) * 2 - 1
+t = bench(lambda: torch.mv(rows, v))
+emit(kind="bandwidth", op="torch.mv 4 x 2^26 f32", gbps=round((n + (1 << 26)) * 4 / t / 1e9, 1))

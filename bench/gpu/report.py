@@ -148,6 +148,8 @@ FAMILIES = {
     "torch_cumsum": fixed_size_bandwidth("torch.cumsum", [("torch.cumsum 2^28 f32", 2 * N28 * 4)], {"N": N28}),
     "torch_histc256": fixed_size_bandwidth(
         "torch.histc", [("torch.histc 256 bins 2^28 f32", N28 * 4)], {"N": N28, "B": 256}),
+    "torch_mv4": fixed_size_bandwidth(
+        "torch.mv", [("torch.mv 4 x 2^26 f32", (N28 + (1 << 26)) * 4)], {"M": 4, "N": 1 << 26}),
     "torch_histc65536": fixed_size_bandwidth(
         "torch.histc", [("torch.histc 65536 bins 2^28 f32", N28 * 4)], {"N": N28, "B": 65536}),
     "cublas_sgemm": (sgemm("cuBLAS fp32", "cuBLAS SGEMM"), COMPUTE),

@@ -64,6 +64,8 @@ cases=(
   "transpose, no shared staging|transpose|transpose|M=8192 N=8192|M=301 N=257|torch_transpose|--skip-pass stage_shared"
   "mv|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv"
   "mv, thread per row|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv|--skip-pass map_rows_to_blocks"
+  "mv, 4 long rows|mv|mv|M=4 N=67108864|M=3 N=100003|torch_mv4"
+  "mv, 4 long rows, not split|mv|mv|M=4 N=67108864|M=3 N=100003|torch_mv4|--skip-pass split_reductions"
   "mv_transposed|mv_transposed|mv_transposed|M=16384 N=16384|M=301 N=257|cublas_tmv"
   "mv_transposed via linalg (fused)|mv_transposed|mv_transposed_via_linalg|M=16384 N=16384|M=301 N=257|cublas_tmv"
   "mv_transposed via linalg, unfused|mv_transposed|mv_transposed_via_linalg|M=16384 N=16384|M=301 N=257|cublas_tmv|--skip-pass fuse_producers --skip-pass drop_overwritten_fills"

@@ -36,6 +36,11 @@ ir::Function dropOverwrittenFills(ir::Function function);
 // later statement is computed at the read instead (fuse_producers.cpp).
 ir::Function fuseProducers(ir::Function function);
 
+// A parfor over few rows each reducing a long range gets the ranges split
+// into parts reduced by a parfor of their own, when the host finds the rows
+// too few (split_reductions.cpp).
+ir::Function splitReductions(ir::Function function);
+
 // A 1-D parfor walking rows to a block per row, its redomaps block trees and
 // its inner parfors strided over the threads (map_rows_to_blocks.cpp).
 ir::Function mapRowsToBlocks(ir::Function function);

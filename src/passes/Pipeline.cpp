@@ -26,6 +26,7 @@ const Optimization kOptimizations[] = {
     {"specialize_sizes", {PipelineTarget::Gpu}}, // sizesToSpecialize says why not the CPU
     {"drop_overwritten_fills", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_producers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"split_reductions", {PipelineTarget::Gpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"tile_registers", {PipelineTarget::Gpu}},
@@ -182,6 +183,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
   passes.optimize("fuse_producers", fuseProducers);
+  passes.optimize("split_reductions", splitReductions);
   passes.optimize("map_rows_to_blocks", mapRowsToBlocks);
   passes.optimize("privatize_combines",
                   [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });

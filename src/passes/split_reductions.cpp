@@ -1,0 +1,221 @@
+// split_reductions: a parfor over few rows, each reducing a long range, is
+// split along the range (GPU pipeline). map_rows_to_blocks gives each row a
+// block, so 4 rows of 2^24 elements keep 4 of an H100's 132 SMs busy. When
+// the rows are fewer than a full GPU's worth of blocks, each row's range is
+// cut into parts: a first parfor reduces every (row, part) into a partial
+// result, a block each, and the rows' own parfor then reduces its partials
+// where it reduced the range, the rest of its body unchanged:
+//
+//   parallel for r in [0, R) {              let r.parts = ...
+//     acc = 0.0                             if (r.parts >= 2) {
+//     reduce acc += over c in [0, C): v       parallel for r.flat in [0, R * r.parts) {
+//     y[r] = acc                                acc.part = 0.0
+//   }                                           reduce acc.part += over c in <part of [0, C)>: v
+//                                               acc.partials[r][r.part] = acc.part
+//                                             }
+//                                             parallel for r in [0, R) {
+//                                               acc = 0.0
+//                                               reduce acc += over r.part in [0, r.parts):
+//                                               acc.partials[r][r.part] y[r] = acc
+//                                             }
+//                                           } else { the original }
+//
+// The parts are as many as fill kTargetBlocks with the rows, and no shorter
+// than kMinPart elements; the host picks at run time, as the sizes are
+// symbolic. Only a row body that starts (after lets) with a reduction over
+// one range into a register cell qualifies, with a builtin operator (its
+// partials may combine in any order, as any reduction's) and a range that is
+// the same for every row.
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+#include "passes/lowering/ReductionTrees.h"
+
+#include <optional>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// Enough blocks of 256 threads to fill a large GPU a few times over (an
+// H100 keeps 8 per SM on 132 SMs).
+const int64_t kTargetBlocks = 1024;
+// The shortest part: 32 elements per thread of its block.
+const int64_t kMinPart = 32 * kReductionThreads;
+
+// A row body the split applies to: lets, then a register cell, its initial
+// store, the reduction into it and the rest of the row.
+struct RowReduction {
+  std::vector<const LetStmt *> lets;
+  const Allocate *cell = nullptr;
+  Stmt init; // the cell's initial store
+  const Reduce *reduce = nullptr;
+  std::vector<Stmt> rest;
+};
+
+const StmtNode *unwrap(const Stmt &stmt) {
+  const StmtNode *node = stmt.get();
+  while (node && node->kind == StmtNode::Kind::Block && node->as<Block>()->stmts.size() == 1)
+    node = node->as<Block>()->stmts.front().get();
+  return node;
+}
+
+std::optional<RowReduction> rowReduction(const For &loop) {
+  RowReduction row;
+  const StmtNode *node = unwrap(loop.body);
+  std::set<std::string> rowNames = {loop.var};
+  while (node && node->kind == StmtNode::Kind::LetStmt) {
+    row.lets.push_back(node->as<LetStmt>());
+    rowNames.insert(row.lets.back()->var);
+    node = unwrap(row.lets.back()->body);
+  }
+  if (!node || node->kind != StmtNode::Kind::Allocate)
+    return std::nullopt;
+  row.cell = node->as<Allocate>();
+  if (row.cell->buffer->memory != MemorySpace::Register || !row.cell->buffer->shape.empty())
+    return std::nullopt;
+  const auto *block = row.cell->body->as<Block>();
+  if (!block || block->stmts.size() < 2)
+    return std::nullopt;
+  row.init = block->stmts[0];
+  row.reduce = block->stmts[1]->as<Reduce>();
+  const auto *init = row.init->as<Store>();
+  if (!init || init->buffer != row.cell->buffer || !row.reduce ||
+      row.reduce->accumulator != row.cell->buffer || !row.reduce->indices.empty() ||
+      row.reduce->loops.size() != 1 || row.reduce->op.kind == ReduceOperator::Kind::User)
+    return std::nullopt;
+  const Reduce::Loop &range = row.reduce->loops.front();
+  if (usesAnyVar(range.min, rowNames) || usesAnyVar(range.extent, rowNames))
+    return std::nullopt;
+  row.rest.assign(block->stmts.begin() + 2, block->stmts.end());
+  return row;
+}
+
+// Replaces one buffer by another in loads and stores.
+class RenameBuffer : public IRMutator {
+public:
+  RenameBuffer(const Buffer &from, Buffer to) : from_(from), to_(std::move(to)) {}
+
+protected:
+  Expr visitLoad(const Load &node, const Expr &self) override {
+    Expr mutated = IRMutator::visitLoad(node, self);
+    const auto &load = *mutated->as<Load>();
+    if (load.buffer != from_)
+      return mutated;
+    return std::make_shared<Load>(to_, load.indices, load.source);
+  }
+  Stmt visitStore(const Store &node, const Stmt &self) override {
+    Stmt mutated = IRMutator::visitStore(node, self);
+    const auto &store = *mutated->as<Store>();
+    if (store.buffer != from_)
+      return mutated;
+    return std::make_shared<Store>(to_, store.indices, store.value, store.source,
+                                   store.isReductionStep);
+  }
+
+private:
+  const Buffer &from_;
+  Buffer to_;
+};
+
+// `body` inside the row's lets, outermost first.
+Stmt withinLets(const RowReduction &row, Stmt body) {
+  for (auto let = row.lets.rbegin(); let != row.lets.rend(); ++let)
+    body = std::make_shared<LetStmt>((*let)->var, (*let)->value, std::move(body));
+  return body;
+}
+
+Stmt split(const For &loop, const Stmt &original, const RowReduction &row) {
+  const Reduce &reduce = *row.reduce;
+  const Reduce::Loop &range = reduce.loops.front();
+  const Buffer &cell = row.cell->buffer;
+  ScalarType element = cell->element;
+  std::string rowsName = loop.var + ".rows", partsName = loop.var + ".parts";
+  std::string lengthName = loop.var + ".length", chunkName = loop.var + ".chunk";
+  std::string flatName = loop.var + ".flat", partName = loop.var + ".part";
+  std::string startName = loop.var + ".start";
+  auto i64 = [](const std::string &name) { return makeVar(ScalarType::I64, name); };
+  Expr rows = i64(rowsName), parts = i64(partsName), length = i64(lengthName);
+  Expr chunk = i64(chunkName), part = i64(partName), start = i64(startName);
+  Expr rowIndex = sub(makeVar(loop.min->type, loop.var), loop.min);
+
+  Buffer partials =
+      makeBuffer(cell->name + ".partials", element, {rows, parts}, MemorySpace::Global);
+  Buffer partCell = makeBuffer(cell->name + ".part", element, {}, MemorySpace::Register);
+
+  // The first parfor: every (row, part) into its partial.
+  // min(chunk, ...) at the top: map_rows_to_blocks reads a row of at most
+  // `chunk` points, a length known outside the nest.
+  Expr partExtent = makeBinary(BinaryOpKind::Min, chunk,
+                               makeBinary(BinaryOpKind::Max, sub(length, start), makeI64(0)));
+  Stmt partReduce = std::make_shared<Reduce>(
+      partCell, std::vector<Expr>{}, reduce.op, reduce.neutral,
+      std::vector<Reduce::Loop>{{range.var, castTo(range.min->type, add(toI64(range.min), start)),
+                                 castTo(range.min->type, partExtent)}},
+      reduce.valueSetup, reduce.value, reduce.source);
+  Stmt partBody = makeBlock({store(partCell, {}, reduce.neutral),
+                             RenameBuffer(cell, partCell).mutate(partReduce),
+                             store(partials, {rowIndex, part}, load(partCell))});
+  Expr flat = i64(flatName);
+  Stmt perPart = std::make_shared<LetStmt>(
+      loop.var, castTo(loop.min->type, add(toI64(loop.min), div(flat, parts))),
+      std::make_shared<LetStmt>(
+          partName, rem(flat, parts),
+          std::make_shared<LetStmt>(
+              startName, mul(part, chunk),
+              withinLets(row, std::make_shared<Allocate>(partCell, partBody)))));
+  Stmt partsLoop = std::make_shared<For>(flatName, makeI64(0), mul(rows, parts), ForKind::Parallel,
+                                         0, perPart, loop.source);
+
+  // The rows' parfor, reducing its partials where it reduced the range.
+  Stmt combine = std::make_shared<Reduce>(cell, std::vector<Expr>{}, reduce.op, reduce.neutral,
+                                          std::vector<Reduce::Loop>{{partName, makeI64(0), parts}},
+                                          nullptr, load(partials, {rowIndex, part}), reduce.source);
+  std::vector<Stmt> cellBody = {row.init, combine};
+  cellBody.insert(cellBody.end(), row.rest.begin(), row.rest.end());
+  Stmt rowsLoop = std::make_shared<For>(
+      loop.var, loop.min, loop.extent, ForKind::Parallel, 0,
+      withinLets(row, std::make_shared<Allocate>(cell, makeBlock(std::move(cellBody)))),
+      loop.source);
+
+  Expr byRows = div(makeI64(kTargetBlocks), makeBinary(BinaryOpKind::Max, rows, makeI64(1)));
+  Expr byLength = div(length, makeI64(kMinPart));
+  Stmt chosen = std::make_shared<IfThenElse>(
+      makeBinary(BinaryOpKind::Ge, parts, makeI64(2)),
+      std::make_shared<LetStmt>(
+          chunkName, div(add(length, sub(parts, makeI64(1))), parts),
+          std::make_shared<Allocate>(partials, makeBlock({partsLoop, rowsLoop}))),
+      original);
+  Expr nonNegative = makeI64(0);
+  return std::make_shared<LetStmt>(
+      rowsName, makeBinary(BinaryOpKind::Max, toI64(loop.extent), nonNegative),
+      std::make_shared<LetStmt>(
+          lengthName, makeBinary(BinaryOpKind::Max, toI64(range.extent), nonNegative),
+          std::make_shared<LetStmt>(partsName, makeBinary(BinaryOpKind::Min, byRows, byLength),
+                                    chosen)));
+}
+
+class SplitRows : public IRMutator {
+protected:
+  Stmt visitFor(const For &node, const Stmt &self) override {
+    if (node.forKind != ForKind::Parallel)
+      return IRMutator::visitFor(node, self);
+    // Only the outermost parfor is a kernel's grid; the nests inside stay.
+    if (std::optional<RowReduction> row = rowReduction(node))
+      return split(node, self, *row);
+    return self;
+  }
+};
+
+} // namespace
+
+ir::Function splitReductions(ir::Function function) {
+  function.body = SplitRows().mutate(function.body);
+  return function;
+}
+
+} // namespace loopc::passes

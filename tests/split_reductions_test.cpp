@@ -1,0 +1,107 @@
+// split_reductions: which row parfors get their ranges split, the IR of the
+// split, and that the GPU pipeline's kernels compute what the interpreter
+// computes on both sides of the host's choice (few long rows split, many or
+// short rows not).
+#include "TestSupport.h"
+#include "support/Differential.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+using namespace loopc;
+using loopc::test::contains;
+
+namespace {
+
+constexpr const char *kProgram = R"(
+assoc fn larger(a: f32, b: f32) -> f32 { return max(a, b); }
+
+kernel row_means(X: in f32[R][C], y: out f32[R]) {
+  parfor r in 0..R {
+    let scale = 1.0 / f32(C);
+    y[r] = redomap(+, 0.0, c in 0..C) X[r][c] * scale + f32(r);
+  }
+}
+
+kernel row_stats(X: in f32[R][C], hi: out f32[R], lo: out f32[R], n: out i64[R]) {
+  parfor r in 1..R + 1 {
+    let top = redomap(max, -inf, c in 0..C) X[r - 1][c];
+    hi[r - 1] = top;
+    lo[r - 1] = redomap(min, inf, c in 0..C) X[r - 1][c] - top;
+    n[r - 1] = redomap(+, 0, c in 0..C) X[r - 1][c] > 0.5 ? 1 : 0;
+  }
+}
+
+kernel row_products(X: in f64[R][C], p: out f64[R]) {
+  parfor r in 0..R {
+    p[r] = redomap(*, 1.0, c in 0..C) 1.0 + X[r][c] * 0.00001;
+  }
+}
+
+kernel user_operator(X: in f32[R][C], y: out f32[R]) {
+  parfor r in 0..R {
+    y[r] = redomap(larger, -inf, c in 0..C) X[r][c];
+  }
+}
+
+kernel triangle(X: in f32[R][C], y: out f32[R]) {
+  parfor r in 0..R {
+    y[r] = redomap(+, 0.0, c in 0..min(C, r * 9000 + 1)) X[r][c];
+  }
+}
+)";
+
+const std::vector<std::map<std::string, std::string>> kSizes = {
+    {{"R", "1"}, {"C", "100"}},     // short: not split
+    {{"R", "1"}, {"C", "16384"}},   // 2 parts
+    {{"R", "3"}, {"C", "100003"}},  // 12 parts, the last shorter
+    {{"R", "2"}, {"C", "300001"}},  // 36 parts
+    {{"R", "700"}, {"C", "16500"}}, // many rows: not split
+};
+
+} // namespace
+
+TEST_CASE("few long rows have their ranges split into parts reduced apart") {
+  auto loaded = test::loadText(kProgram);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const Program &program = *loaded->program;
+  std::string after = test::aroundPass(program, "row_means", "split_reductions").second;
+  CHECK(contains(after, "  let r.parts = min(1024 / max(r.rows, 1), r.length / 8192)\n"
+                        "  if (r.parts >= 2) {\n"
+                        "    let r.chunk = (r.length + (r.parts - 1)) / r.parts\n"
+                        "    global f32 acc.partials[r.rows][r.parts]\n"
+                        "    parallel for r.flat in [0, r.rows * r.parts) {\n"));
+  CHECK(contains(after, "reduce acc.part += over c in [0 + r.start, "));
+  CHECK(contains(after, "reduce acc += over r.part in [0, r.parts): acc.partials[r - 0][r.part]"));
+  CHECK(contains(after, "  } else {\n    parallel for r in [0, R) {\n"));
+  // Each part is a row of its own to map_rows_to_blocks: a block each.
+  std::string mapped = test::aroundPass(program, "row_means", "map_rows_to_blocks").second;
+  CHECK(contains(mapped, "gpu_block.x for r.flat.block"));
+
+  // The first reduction of a row splits; the rest of the row stays as it was.
+  std::string stats = test::aroundPass(program, "row_stats", "split_reductions").second;
+  CHECK(contains(stats, "reduce acc.part max= over c in"));
+  CHECK(contains(stats, "reduce acc_2 min= over c_2 in [0, C)"));
+
+  for (const char *kernel : {"row_means", "row_stats", "row_products"}) {
+    CAPTURE(kernel);
+    test::checkGpuKernelsOnCpu(program, kernel, kSizes, 3);
+  }
+}
+
+TEST_CASE("user operators, ranges that depend on the row and the CPU pipeline are not split") {
+  auto loaded = test::loadText(kProgram);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const Program &program = *loaded->program;
+  for (const char *kernel : {"user_operator", "triangle"}) {
+    CAPTURE(kernel);
+    auto [before, after] = test::aroundPass(program, kernel, "split_reductions");
+    CHECK(before == after);
+    test::checkGpuKernelsOnCpu(program, kernel, kSizes, 5);
+  }
+  auto cpu = test::runLoopc("explain samples/softmax.loop --target cpu --after split_reductions");
+  CHECK(cpu.exitCode == 1);
+  CHECK(contains(cpu.output, "no pass named 'split_reductions'"));
+}
