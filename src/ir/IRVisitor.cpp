@@ -507,6 +507,13 @@ bool usesAnyVar(const Expr &expr, const std::set<std::string> &names) {
   return false;
 }
 
+const StmtNode *skipSingletonBlocks(const Stmt &stmt) {
+  const StmtNode *node = stmt.get();
+  while (node && node->kind == StmtNode::Kind::Block && node->as<Block>()->stmts.size() == 1)
+    node = node->as<Block>()->stmts.front().get();
+  return node;
+}
+
 bool sameExpr(const Expr &a, const Expr &b) {
   if (a == b)
     return true;

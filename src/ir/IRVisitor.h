@@ -99,6 +99,9 @@ std::set<std::string> freeVars(const Stmt &stmt);
 // True when `expr` reads any variable of `names`.
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 
+// `stmt` without the Blocks of one statement around it.
+const StmtNode *skipSingletonBlocks(const Stmt &stmt);
+
 // True when the two expressions are the same tree: same kinds, types,
 // values, names, operators and buffers (by identity).
 bool sameExpr(const Expr &a, const Expr &b);

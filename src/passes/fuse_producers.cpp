@@ -39,30 +39,6 @@ using ir::Stmt;
 
 namespace {
 
-// The arrays a statement writes.
-class WrittenArrays : public IRVisitor {
-public:
-  std::set<const BufferInfo *> arrays;
-
-protected:
-  void visitStore(const Store &node) override {
-    arrays.insert(node.buffer.get());
-    IRVisitor::visitStore(node);
-  }
-  void visitAtomicUpdate(const AtomicUpdate &node) override {
-    arrays.insert(node.buffer.get());
-    IRVisitor::visitAtomicUpdate(node);
-  }
-  void visitReduce(const Reduce &node) override {
-    arrays.insert(node.accumulator.get());
-    IRVisitor::visitReduce(node);
-  }
-  void visitScan(const Scan &node) override {
-    arrays.insert(node.target.get());
-    IRVisitor::visitScan(node);
-  }
-};
-
 // The arrays an expression reads, and whether it divides integers.
 class ExpressionReads : public IRVisitor {
 public:
@@ -151,10 +127,9 @@ std::optional<Fusion> findFusion(const std::vector<Stmt> &stmts, size_t producer
     here.visit(stmts[i]);
     if (!here.reads.empty())
       reader = i;
-    WrittenArrays written;
-    written.visit(stmts[i]);
+    std::set<const BufferInfo *> written = writtenArrays(stmts[i]);
     for (const BufferInfo *source : reads.arrays)
-      if (written.arrays.contains(source))
+      if (written.contains(source))
         return std::nullopt;
   }
   if (!reader)

@@ -57,21 +57,14 @@ struct RowReduction {
   std::vector<Stmt> rest;
 };
 
-const StmtNode *unwrap(const Stmt &stmt) {
-  const StmtNode *node = stmt.get();
-  while (node && node->kind == StmtNode::Kind::Block && node->as<Block>()->stmts.size() == 1)
-    node = node->as<Block>()->stmts.front().get();
-  return node;
-}
-
 std::optional<RowReduction> rowReduction(const For &loop) {
   RowReduction row;
-  const StmtNode *node = unwrap(loop.body);
+  const StmtNode *node = skipSingletonBlocks(loop.body);
   std::set<std::string> rowNames = {loop.var};
   while (node && node->kind == StmtNode::Kind::LetStmt) {
     row.lets.push_back(node->as<LetStmt>());
     rowNames.insert(row.lets.back()->var);
-    node = unwrap(row.lets.back()->body);
+    node = skipSingletonBlocks(row.lets.back()->body);
   }
   if (!node || node->kind != StmtNode::Kind::Allocate)
     return std::nullopt;

@@ -40,6 +40,7 @@
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "passes/analysis/ArrayUses.h"
 #include "passes/analysis/BlockCooperation.h"
 #include "passes/analysis/IndexRange.h"
 #include "passes/lowering/ReductionTrees.h"
@@ -652,21 +653,6 @@ private:
   std::vector<Buffer> sharedBuffers_;
 };
 
-class BuffersWritten : public IRVisitor {
-public:
-  std::set<const BufferInfo *> written;
-
-protected:
-  void visitStore(const Store &node) override {
-    written.insert(node.buffer.get());
-    IRVisitor::visitStore(node);
-  }
-  void visitAtomicUpdate(const AtomicUpdate &node) override {
-    written.insert(node.buffer.get());
-    IRVisitor::visitAtomicUpdate(node);
-  }
-};
-
 class SharedStager : public IRMutator {
 public:
   explicit SharedStager(const PassParameters &parameters) : parameters_(parameters) {}
@@ -697,9 +683,8 @@ private:
     }
     if (threads.empty() || cooperatesAcrossThreads(nest))
       return nest;
-    BuffersWritten stores;
-    stores.visit(nest);
-    NestStager stager(threads, stores.written, parameters_, sharedNames_);
+    std::set<const BufferInfo *> written = writtenArrays(nest);
+    NestStager stager(threads, written, parameters_, sharedNames_);
     std::optional<Stmt> staged = stager.stage(inner);
     if (!staged)
       return nest;

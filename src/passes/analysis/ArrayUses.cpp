@@ -11,14 +11,6 @@ using ir::Stmt;
 
 namespace {
 
-// `stmt` without Block wrappers of one statement.
-const StmtNode *unwrap(const Stmt &stmt) {
-  const StmtNode *node = stmt.get();
-  while (node && node->kind == StmtNode::Kind::Block && node->as<Block>()->stmts.size() == 1)
-    node = node->as<Block>()->stmts.front().get();
-  return node;
-}
-
 bool isVarNamed(const Expr &expr, const std::string &name) {
   const auto *var = expr->as<Var>();
   return var && var->name == name;
@@ -46,7 +38,36 @@ const Store *unconditionalStore(const StmtNode *node, const BufferInfo *array) {
   }
 }
 
+class WrittenArrays : public IRVisitor {
+public:
+  std::set<const BufferInfo *> arrays;
+
+protected:
+  void visitStore(const Store &node) override {
+    arrays.insert(node.buffer.get());
+    IRVisitor::visitStore(node);
+  }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    arrays.insert(node.buffer.get());
+    IRVisitor::visitAtomicUpdate(node);
+  }
+  void visitReduce(const Reduce &node) override {
+    arrays.insert(node.accumulator.get());
+    IRVisitor::visitReduce(node);
+  }
+  void visitScan(const Scan &node) override {
+    arrays.insert(node.target.get());
+    IRVisitor::visitScan(node);
+  }
+};
+
 } // namespace
+
+std::set<const BufferInfo *> writtenArrays(const Stmt &stmt) {
+  WrittenArrays written;
+  written.visit(stmt);
+  return std::move(written.arrays);
+}
 
 bool isZeroConstant(const Expr &value) {
   if (const auto *integer = value->as<IntImm>())
@@ -61,20 +82,20 @@ bool isZeroConstant(const Expr &value) {
 std::optional<FullWrite> fullWrite(const Stmt &stmt, const BufferInfo *array) {
   FullWrite write;
   std::vector<const For *> loops;
-  const StmtNode *node = unwrap(stmt);
+  const StmtNode *node = skipSingletonBlocks(stmt);
   while (node && node->kind == StmtNode::Kind::For) {
     const For &loop = *node->as<For>();
     if (loop.forKind != ForKind::Parallel || !isZeroConstant(loop.min))
       return std::nullopt;
     loops.push_back(&loop);
     write.loopVars.push_back(loop.var);
-    node = unwrap(loop.body);
+    node = skipSingletonBlocks(loop.body);
   }
   const StmtNode *body = node;
   while (node && node->kind == StmtNode::Kind::LetStmt) {
     const LetStmt &let = *node->as<LetStmt>();
     write.lets.emplace_back(let.var, let.value);
-    node = unwrap(let.body);
+    node = skipSingletonBlocks(let.body);
   }
   write.isExpression = node && node->kind == StmtNode::Kind::Store &&
                        (!array || node->as<Store>()->buffer.get() == array);

@@ -33,6 +33,10 @@ struct FullWrite {
 // only store (after lets) writes.
 std::optional<FullWrite> fullWrite(const ir::Stmt &stmt, const ir::BufferInfo *array = nullptr);
 
+// The arrays a statement writes: stores, atomic updates, reductions' and
+// scans' targets.
+std::set<const ir::BufferInfo *> writtenArrays(const ir::Stmt &stmt);
+
 // Every read and write of one array within a statement, with what surrounds
 // each read.
 class ArrayUses : public ir::IRVisitor {
