@@ -386,8 +386,12 @@ TEST_CASE(
   CHECK(contains(tuned.output, "tuning kernel 'histogram' on cpu: "));
   CHECK(contains(tuned.output, "  the defaults: "));
   CHECK(contains(tuned.output, "  skipping privatize_combines: "));
-  // The CPU pipeline has no register tiles: that choice changes nothing.
-  CHECK(contains(tuned.output, "  register_tile=8: the same code as the defaults\n"));
+  // The CPU pipeline has no register tiles: that choice changes nothing
+  // (whichever candidate the timings made the best so far).
+  size_t tile = tuned.output.find("  register_tile=8");
+  REQUIRE(tile != std::string::npos);
+  CHECK(contains(tuned.output.substr(tile, tuned.output.find('\n', tile) - tile),
+                 ": the same code as "));
   CHECK(contains(tuned.output, "tuned kernel 'histogram' on cpu: "));
   std::ifstream file(cache);
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
