@@ -5,8 +5,12 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
+#include "codegen/GpuEngine.h"
+#include "engine/Bindings.h"
+
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -104,4 +108,26 @@ TEST_CASE("user operators, ranges that depend on the row and the CPU pipeline ar
   auto cpu = test::runLoopc("explain samples/softmax.loop --target cpu --after split_reductions");
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output, "no pass named 'split_reductions'"));
+}
+
+TEST_CASE("the GPU engine runs the split version's host program over the stand-in driver") {
+  // The stand-in checks each launch against its kernel's PTX and runs none:
+  // this covers the host side (the partials' allocation, the choice, two
+  // launches), not the results.
+  setenv("LOOPC_CUDA_DRIVER", LOOPC_CUDA_STUB, 1);
+  auto gpu = codegen::GpuEngine::create();
+  unsetenv("LOOPC_CUDA_DRIVER");
+  REQUIRE_MESSAGE(gpu, (gpu ? "" : gpu.error().message));
+  auto loaded = test::loadText(kProgram);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  for (const char *kernel : {"row_means", "row_stats", "row_products"})
+    for (const auto &sizes : kSizes) {
+      CAPTURE(kernel);
+      ArgumentRequest request;
+      request.values = sizes;
+      auto args = bindKernelArguments(*loaded->program->findKernel(kernel), request);
+      REQUIRE(args);
+      auto ran = (*gpu)->run(*loaded->program, *loaded->program->findKernel(kernel), *args);
+      CHECK_MESSAGE(ran, (ran ? "" : ran.error().message));
+    }
 }
