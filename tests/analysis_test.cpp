@@ -220,6 +220,42 @@ kernel copy(A: in f32[M][N], B: out f32[M][N]) {
   CHECK(printed.contains("if (j < N && i < M) {"));
 }
 
+TEST_CASE("map_to_gpu on the CPU: a 1-D parfor of few iterations gets narrow blocks, at run time") {
+  const char *heavy = R"(
+kernel heavy(x: in f32[N], y: out f32[R]) {
+  parfor r in 0..R {
+    y[r] = redomap(+, 0.0, k in 0..N) x[k] * f32(r);
+  }
+}
+)";
+  std::string cpu = ir::toString(mapToGpu(lowered(heavy, "heavy"), PipelineTarget::Cpu));
+  INFO(cpu);
+  CHECK(cpu.contains("  if (R >= 4096) {\n    gpu_block.x for r.block in [0, max((R + 256 - 1) / "
+                     "256, 0)) {\n      gpu_thread.x for r.thread in [0, 256) {\n"));
+  CHECK(cpu.contains("  } else {\n    gpu_block.x for r.block in [0, max((R + 32 - 1) / 32, 0)) "
+                     "{\n      gpu_thread.x for r.thread in [0, 32) {\n"));
+  std::string gpu = ir::toString(mapToGpu(lowered(heavy, "heavy")));
+  CHECK(!gpu.contains("if (R >= 4096)"));
+  CHECK(gpu.contains("gpu_thread.x for r.thread in [0, 256) {"));
+
+  // Both sides of the choice, and the edges of the narrow blocks.
+  auto loaded = test::loadText(heavy);
+  REQUIRE(loaded->program);
+  Interpreter interpreter;
+  codegen::CpuEngine cpuEngine;
+  Engine *engines[] = {&interpreter, &cpuEngine};
+  for (const char *rows : {"1", "31", "33", "4095", "4096", "4129"}) {
+    CAPTURE(rows);
+    ArgumentRequest request;
+    request.seed = 5;
+    request.values = {{"R", rows}, {"N", "40"}};
+    test::DifferentialOutcome outcome = test::runDifferential(
+        *loaded->program, *loaded->program->findKernel("heavy"), request, engines);
+    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
 TEST_CASE("map_to_gpu: in a 3-D nest x is chosen first, y and z follow innermost first") {
   const char *planes = R"(
 kernel planes(src: in f32[C][H][W], dst: out f32[C][H][W]) {

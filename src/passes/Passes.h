@@ -51,7 +51,8 @@ ir::Function mapRowsToBlocks(ir::Function function);
 ir::Function privatizeCombines(ir::Function function, const PassParameters &parameters = {});
 
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
-ir::Function mapToGpu(ir::Function function);
+// The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp).
+ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTarget::Gpu);
 
 // Reduce nodes to serial accumulations or block tree reductions
 // (lower_reductions.cpp).

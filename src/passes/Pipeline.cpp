@@ -187,7 +187,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("map_rows_to_blocks", mapRowsToBlocks);
   passes.optimize("privatize_combines",
                   [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });
-  passes.run("map_to_gpu", mapToGpu);
+  passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("tile_registers",
                   [&](ir::Function f) { return tileRegisters(std::move(f), parameters); });

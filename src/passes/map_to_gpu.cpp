@@ -34,6 +34,16 @@ namespace {
 // Threads per block along x, y, z for a mapping of 1, 2 or 3 dimensions: 256
 // threads in all, a full warp (or more) along x.
 const int64_t kBlockShapes[3][3] = {{256, 1, 1}, {32, 8, 1}, {32, 4, 2}};
+// On the CPU a block is the unit of work a core takes, its threads vector
+// lanes. A 1-D parfor of fewer than kCpuWideRange iterations gets blocks of
+// kCpuNarrowBlock threads (chosen at run time, the extent being symbolic),
+// so a few hundred heavy iterations spread over the cores instead of filling
+// one block on one core; longer ones keep 256, whose lanes read a row's wide
+// stretch together (a column walk like mv_transposed's). 2-D and 3-D nests
+// keep 32 x 8 and 32 x 4 x 2: their rows of threads share the loads of a
+// column (matmul's B) in registers, and they have blocks enough.
+const int64_t kCpuNarrowBlock = 32;
+const int64_t kCpuWideRange = 256 * 16; // 16 blocks of 256: a core each on 16 cores
 
 // A constant trip count this short wastes a block dimension.
 const int64_t kShortLoop = 16;
@@ -45,6 +55,9 @@ Expr offsetFrom(const Expr &min, Expr offset) {
 }
 
 class GpuMapper : public IRMutator {
+public:
+  explicit GpuMapper(PipelineTarget target) : target_(target) {}
+
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::Parallel)
@@ -103,6 +116,20 @@ private:
       body = std::make_shared<For>(loop->var, loop->min, loop->extent, ForKind::Serial, 0, body,
                                    loop->source);
     }
+    const int64_t *shape = kBlockShapes[mapped.size() - 1];
+    if (target_ != PipelineTarget::Cpu || mapped.size() != 1)
+      return grid(mapped, body, shape);
+    const For &only = *mapped.front();
+    const int64_t narrow[3] = {kCpuNarrowBlock, 1, 1};
+    Expr wide =
+        makeBinary(BinaryOpKind::Ge, only.extent, makeInt(only.extent->type, kCpuWideRange));
+    return std::make_shared<IfThenElse>(wide, grid(mapped, body, shape),
+                                        grid(mapped, body, narrow));
+  }
+
+  // `body` run by a grid of blocks of `shape` threads over the `mapped`
+  // loops (x first).
+  static Stmt grid(const std::vector<const For *> &mapped, Stmt body, const int64_t *shape) {
     // The guard, then the mapped variables, then thread and block loops.
     Expr guard;
     for (const For *loop : mapped) {
@@ -111,7 +138,6 @@ private:
       guard = guard ? makeBinary(BinaryOpKind::And, guard, inRange) : inRange;
     }
     body = std::make_shared<IfThenElse>(guard, body);
-    const int64_t *shape = kBlockShapes[mapped.size() - 1];
     for (size_t d = 0; d < mapped.size(); ++d) {
       const For *loop = mapped[d];
       ScalarType type = loop->min->type;
@@ -144,12 +170,14 @@ private:
     }
     return body;
   }
+
+  PipelineTarget target_;
 };
 
 } // namespace
 
-Function mapToGpu(Function function) {
-  function.body = GpuMapper().mutate(function.body);
+Function mapToGpu(Function function, PipelineTarget target) {
+  function.body = GpuMapper(target).mutate(function.body);
   return function;
 }
 
