@@ -292,7 +292,7 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
-                 "fuse_producers, privatize_combines, map_to_gpu, "
+                 "fuse_producers, split_reductions, privatize_combines, map_to_gpu, "
                  "lower_reductions, "
                  "simplify, extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");

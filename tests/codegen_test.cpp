@@ -7,10 +7,10 @@
 #include "codegen/CpuEngine.h"
 #include "codegen/CpuJit.h"
 #include "codegen/CpuThreadNest.h"
-#include "loopc/generated.h"
 #include "interp/Interpreter.h"
 #include "ir/IR.h"
 #include "ir/Lower.h"
+#include "loopc/generated.h"
 #include "passes/Pipeline.h"
 
 #include "TestSupport.h"

@@ -26,7 +26,7 @@ const Optimization kOptimizations[] = {
     {"specialize_sizes", {PipelineTarget::Gpu}}, // sizesToSpecialize says why not the CPU
     {"drop_overwritten_fills", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_producers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"split_reductions", {PipelineTarget::Gpu}},
+    {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"tile_registers", {PipelineTarget::Gpu}},

@@ -1,10 +1,12 @@
 // split_reductions: a parfor over few rows, each reducing a long range, is
-// split along the range (GPU pipeline). map_rows_to_blocks gives each row a
-// block, so 4 rows of 2^24 elements keep 4 of an H100's 132 SMs busy. When
-// the rows are fewer than a full GPU's worth of blocks, each row's range is
-// cut into parts: a first parfor reduces every (row, part) into a partial
-// result, a block each, and the rows' own parfor then reduces its partials
-// where it reduced the range, the rest of its body unchanged:
+// split along the range (both pipelines). On the GPU map_rows_to_blocks
+// gives each row a block, so 4 rows of 2^24 elements keep 4 of an H100's 132
+// SMs busy; on the CPU each row is a thread of one block, so one core does
+// all. When the rows are fewer than a full GPU's worth of blocks, each row's
+// range is cut into parts: a first parfor reduces every (row, part) into a
+// partial result (a block each on the GPU, spread over the cores on the CPU),
+// and the rows' own parfor then reduces its partials where it reduced the
+// range, the rest of its body unchanged:
 //
 //   parallel for r in [0, R) {              let r.parts = ...
 //     acc = 0.0                             if (r.parts >= 2) {
