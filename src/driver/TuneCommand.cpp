@@ -60,7 +60,8 @@ class Search {
 public:
   Search(const TuneOptions &options, PreparedRun &run, passes::PipelineTarget target)
       : options_(options), run_(run), target_(target), inputs_(run.args),
-        compare_(compareOptionsFor(*run.kernel, run.args)) {}
+        compare_(compareOptionsFor(*run.kernel, run.args)),
+        lowered_(ir::lowerKernel(*run.session->program, *run.kernel)) {}
 
   Status tune() {
     Point point = defaults();
@@ -177,9 +178,8 @@ private:
     passes::PipelineOptions pipeline;
     pipeline.target = target_;
     pipeline.choices = choices;
-    ir::Function lowered = ir::lowerKernel(*run_.session->program, *run_.kernel);
-    pipeline.specializedSizes = passes::sizesToSpecialize(lowered, inputs_.sizes, pipeline);
-    auto compiled = passes::runPipeline(std::move(lowered), pipeline);
+    pipeline.specializedSizes = passes::sizesToSpecialize(lowered_, inputs_.sizes, pipeline);
+    auto compiled = passes::runPipeline(lowered_, pipeline);
     if (!compiled)
       return std::unexpected(compiled.error());
     return ir::toString(*compiled);
@@ -203,7 +203,8 @@ private:
   passes::PipelineTarget target_;
   KernelArgs inputs_;
   CompareOptions compare_;
-  std::optional<KernelArgs> reference_;          // the defaults' outputs
+  ir::Function lowered_;                // the kernel before the pipeline, which each candidate runs
+  std::optional<KernelArgs> reference_; // the defaults' outputs
   std::map<std::string, std::string> timedCode_; // printed IR -> the candidate that had it
   std::set<Point> visited_;
   std::string device_;
