@@ -411,6 +411,27 @@ TEST_CASE("blocks run column by column when a column's blocks share a panel insi
   }
 }
 
+TEST_CASE("vectorized CPU loops call glibc's vector math and use 512-bit vectors where there are") {
+  // softmax's `exp` in its row loops: one call of libmvec's vector exp per
+  // vector (_ZGV...v_expf), not a scalar expf per lane. With AVX-512,
+  // matmul's 8 x 32 accumulators are 16 zmm registers (ymm ones spill).
+  auto compile = [](const std::string &sample) {
+    auto compiled = loopc::test::runLoopc("compile " + loopc::test::sourcePath(sample) +
+                                          " --emit llvm --target cpu");
+    REQUIRE(compiled.exitCode == 0);
+    return compiled.output;
+  };
+#if defined(__x86_64__) && defined(__GLIBC__)
+  CHECK(compile("samples/softmax.loop").find("@_ZGV") != std::string::npos);
+  if (__builtin_cpu_supports("avx512f"))
+    CHECK(compile("samples/matmul.loop").find("@llvm.fmuladd.v16f32") != std::string::npos);
+  else
+    MESSAGE("skipped the 512-bit check: this CPU has no AVX-512");
+#else
+  MESSAGE("skipped: libmvec is glibc's, for x86-64");
+#endif
+}
+
 TEST_CASE("a redomap's float combine is reassociated, a sequential for's is not") {
   // mv's row sums vectorize with several partial sums only because the
   // redomap leaves the order of combination open; the same sum written as a

@@ -9,6 +9,7 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/Support/DynamicLibrary.h>
 #include <llvm/Support/Error.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -39,6 +40,15 @@ Expected<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder() {
   return std::move(*builder);
 }
 
+// Whether glibc's vector math library is loaded into this process, so that
+// the JIT resolves the calls vectorized loops make into it (loaded on first
+// use; false on a system without it, whose loops then call scalar math).
+bool vectorMathLoaded(const llvm::Triple &triple) {
+  static const bool loaded =
+      !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+  return triple.getArch() == llvm::Triple::x86_64 && loaded;
+}
+
 // The module of `function`, set up for (and optionally optimized on) the host.
 Expected<std::unique_ptr<llvm::Module>>
 hostModule(const ir::Function &function, llvm::LLVMContext &context,
@@ -53,7 +63,9 @@ hostModule(const ir::Function &function, llvm::LLVMContext &context,
   (*module)->setDataLayout((*machine)->createDataLayout());
   (*module)->setTargetTriple((*machine)->getTargetTriple().str());
   if (optimize)
-    optimizeModule(**module, **machine, {.vectorize = true});
+    optimizeModule(**module, **machine,
+                   {.vectorize = true,
+                    .vectorMath = vectorMathLoaded((*machine)->getTargetTriple())});
   return module;
 }
 

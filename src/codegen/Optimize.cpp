@@ -1,6 +1,8 @@
 // The O3 pipeline (see Optimize.h).
 #include "codegen/Optimize.h"
 
+#include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Target/TargetMachine.h>
 
@@ -14,10 +16,20 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   llvm::ModuleAnalysisManager modules;
   llvm::PipelineTuningOptions tuning;
   if (options.vectorize) {
+    if (machine.getTargetFeatureString().contains("+avx512f"))
+      for (llvm::Function &function : module)
+        if (!function.isDeclaration())
+          function.addFnAttr("prefer-vector-width", "512");
     tuning.LoopVectorization = true;
     tuning.SLPVectorization = true;
   }
   llvm::PassBuilder passes(&machine, tuning);
+  if (options.vectorMath) {
+    llvm::TargetLibraryInfoImpl library(machine.getTargetTriple());
+    library.addVectorizableFunctionsFromVecLib(llvm::TargetLibraryInfoImpl::LIBMVEC_X86,
+                                               machine.getTargetTriple());
+    functions.registerPass([library] { return llvm::TargetLibraryAnalysis(library); });
+  }
   passes.registerModuleAnalyses(modules);
   passes.registerCGSCCAnalyses(sccs);
   passes.registerFunctionAnalyses(functions);
