@@ -6,6 +6,7 @@
 // as vector lanes inside per-thread loops.
 #include "codegen/CpuEngine.h"
 #include "codegen/CpuJit.h"
+#include "codegen/CpuPanel.h"
 #include "codegen/CpuThreadNest.h"
 #include "interp/Interpreter.h"
 #include "ir/IR.h"
@@ -430,6 +431,48 @@ TEST_CASE("vectorized CPU loops call glibc's vector math and use 512-bit vectors
 #else
   MESSAGE("skipped: libmvec is glibc's, for x86-64");
 #endif
+}
+
+TEST_CASE("a column's panel is read from each worker's copy of it") {
+  // matmul's B[k][j]: every block of a column reads the same K x 32 panel,
+  // rows of B apart in place; a worker copies it once per column into K x 32
+  // consecutive elements. Offsets along x widen the panel's rows. Kernels
+  // without a column order have no panel.
+  // The panel of the function's last kernel; none of the others may have one.
+  auto panelOf = [](Function function) {
+    REQUIRE(!function.kernels.empty());
+    for (size_t i = 0; i + 1 < function.kernels.size(); ++i)
+      CHECK(!loopc::codegen::columnPanelOf(function.kernels[i]));
+    return loopc::codegen::columnPanelOf(function.kernels.back());
+  };
+  auto matmul = panelOf(cpuPipelineSample("matmul"));
+  REQUIRE(matmul);
+  CHECK(matmul->array->name == "B");
+  CHECK(matmul->rowLength == 32);
+  CHECK(matmul->firstOffset == 0);
+  for (const char *sample : {"sqdist", "conv2d_5x5", "transpose", "mv", "jacobi2d"}) {
+    CAPTURE(sample);
+    CHECK(!panelOf(cpuPipelineSample(sample)));
+  }
+  auto loaded = loopc::test::loadText(R"(
+kernel shifted(A: in f32[M][K], B: in f32[K][W], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * (B[k][j + 2] - B[k][j]);
+  }
+}
+)");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  auto shifted = panelOf(loopc::test::compiledKernel(
+      *loaded->program, *loaded->program->modules.front()->kernels.back(),
+      loopc::passes::PipelineTarget::Cpu));
+  REQUIRE(shifted);
+  CHECK(shifted->rowLength == 34);
+  CHECK(shifted->firstOffset == 0);
+
+  auto compiled = loopc::test::runLoopc(
+      "compile " + loopc::test::sourcePath("samples/matmul.loop") + " --emit llvm --target cpu");
+  REQUIRE(compiled.exitCode == 0);
+  CHECK(compiled.output.find("@malloc") != std::string::npos);
 }
 
 TEST_CASE("a redomap's float combine is reassociated, a sequential for's is not") {

@@ -187,7 +187,7 @@ DIFFERENTIAL_CASE("samples/laplace.loop", "H=0 W=0", "H=0 W=5", "H=1 W=1", "H=3 
 DIFFERENTIAL_CASE("samples/matmul.loop", "M=0 N=3 K=4", "M=3 N=0 K=4", "M=3 N=4 K=0", "M=0 N=0 K=0",
                   "M=1 N=1 K=1", "M=257 N=3 K=2", "M=3 N=257 K=2", "M=1 N=257 K=257", "M=7 N=7 K=7",
                   "M=33 N=33 K=33", "M=100 N=100 K=100", "M=7 N=33 K=5", "M=33 N=5 K=7",
-                  "M=65 N=17 K=129")
+                  "M=65 N=17 K=129", "M=70 N=100 K=200", "M=9 N=33 K=33000")
 DIFFERENTIAL_CASE("samples/mv.loop", "M=0 N=5", "M=5 N=0", "M=1 N=1", "M=257 N=257", "M=7 N=7",
                   "M=33 N=33", "M=100 N=100", "M=7 N=33", "M=33 N=7", "M=1000 N=77")
 DIFFERENTIAL_CASE("samples/mv_transposed.loop", "M=0 N=5", "M=5 N=0", "M=1 N=1", "M=257 N=257",
@@ -344,6 +344,20 @@ kernel smooth(A: in f32[M][N], B: out f32[M][N]) {
 )",
               {"D=0 M=0 N=0", "D=1 M=1 N=1", "D=3 M=7 N=9", "D=2 M=33 N=40", "D=5 M=9 N=257",
                "D=9 M=257 N=3"});
+}
+
+TEST_CASE("panels of a column copied per worker: offsets along x, edge columns, many columns") {
+  // B's panel rows hold j .. j + 33 (CpuPanel.h); the copy leaves out the
+  // columns past B's extent. Panels of at least 16 KiB are copied: K >= 121.
+  checkSource(R"(
+kernel shifted(A: in f32[M][K], B: in f32[K][W], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * (B[k][j + 2] - B[k][j]);
+  }
+}
+)",
+              {"M=5 N=40 K=150 W=42", "M=70 N=100 K=200 W=102", "M=9 N=31 K=129 W=33",
+               "M=3 N=3 K=3 W=5"});
 }
 
 TEST_CASE("a whole-array reduction over values that are reductions themselves") {

@@ -2,6 +2,7 @@
 // CpuTarget.h).
 #include "codegen/CpuTarget.h"
 
+#include "codegen/CpuPanel.h"
 #include "codegen/CpuThreadNest.h"
 #include "codegen/LlvmEmitter.h"
 
@@ -171,6 +172,95 @@ void emitEntry(LlvmEmitter &emitter, const ir::Function &function) {
   builder.CreateRetVoid();
 }
 
+// A worker's copy of a column's panel (CpuPanel.h): allocated when the
+// worker starts, filled when a block of another column than the last one
+// comes, read by the blocks in place of the array.
+class PanelCopy {
+public:
+  PanelCopy(LlvmEmitter &emitter, const ColumnPanel &panel, const ir::Stmt &blockBody)
+      : emitter_(emitter), builder_(emitter.builder()), panel_(panel),
+        blockBody_(readFromPanel(panel, blockBody)), copy_(copyPanel(panel)) {
+    llvm::Type *i64 = builder_.getInt64Ty();
+    llvm::Value *bytes =
+        builder_.getInt64(panel.rowLength * static_cast<int64_t>(scalarSize(panel.array->element)));
+    for (size_t d = 0; d + 1 < panel.array->shape.size(); ++d)
+      bytes =
+          builder_.CreateMul(bytes, emitter.emitExprAs(*panel.array->shape[d], ScalarType::I64));
+    // A panel of a few KiB stays in L1 in place; past kLargestPanel it
+    // would not stay in L2 either way, and the copy is not made.
+    llvm::Value *worth =
+        builder_.CreateAnd(builder_.CreateICmpUGE(bytes, builder_.getInt64(kSmallestPanel)),
+                           builder_.CreateICmpULE(bytes, builder_.getInt64(kLargestPanel)));
+    llvm::FunctionCallee malloc = emitter.module().getOrInsertFunction(
+        "malloc", llvm::FunctionType::get(builder_.getPtrTy(), {i64}, false));
+    llvm::BasicBlock *before = builder_.GetInsertBlock();
+    llvm::BasicBlock *allocated = newBlock("panel.allocate"), *joined = newBlock("panel.ready");
+    builder_.CreateCondBr(worth, allocated, joined);
+    builder_.SetInsertPoint(allocated);
+    llvm::Value *storage = builder_.CreateCall(malloc, {bytes}, panel.packed->name);
+    builder_.CreateBr(joined);
+    builder_.SetInsertPoint(joined);
+    auto *phi = builder_.CreatePHI(builder_.getPtrTy(), 2, panel.packed->name);
+    phi->addIncoming(llvm::ConstantPointerNull::get(builder_.getPtrTy()), before);
+    phi->addIncoming(storage, allocated);
+    storage_ = phi;
+    // No column is in the copy yet: column indices are never negative.
+    packedColumn_ = emitter.createEntryAlloca(i64, builder_.getInt64(1), "panel.column");
+    builder_.CreateStore(builder_.getInt64(-1), packedColumn_);
+  }
+
+  // One block (its grid indices bound): from the copy when there is one,
+  // else from the array.
+  void emitBlock(const ir::StmtNode &inPlace) {
+    llvm::BasicBlock *copied = newBlock("panel.use"), *direct = newBlock("panel.none"),
+                     *done = newBlock("panel.done");
+    builder_.CreateCondBr(builder_.CreateIsNotNull(storage_), copied, direct);
+    builder_.SetInsertPoint(copied);
+    {
+      ScopedBindings scope(emitter_);
+      scope.buffer(panel_.packed.get(), storage_);
+      llvm::Value *column = emitter_.emitExprAs(
+          ir::Var(panel_.xBlock->min->type, panel_.xBlock->var), ScalarType::I64);
+      llvm::BasicBlock *fill = newBlock("panel.fill"), *filled = newBlock("panel.filled");
+      builder_.CreateCondBr(
+          builder_.CreateICmpNE(column, builder_.CreateLoad(builder_.getInt64Ty(), packedColumn_)),
+          fill, filled);
+      builder_.SetInsertPoint(fill);
+      emitter_.emitStmt(*copy_);
+      builder_.CreateStore(column, packedColumn_);
+      builder_.CreateBr(filled);
+      builder_.SetInsertPoint(filled);
+      emitter_.emitStmt(*blockBody_);
+    }
+    builder_.CreateBr(done);
+    builder_.SetInsertPoint(direct);
+    emitter_.emitStmt(inPlace);
+    builder_.CreateBr(done);
+    builder_.SetInsertPoint(done);
+  }
+
+  void release() {
+    llvm::FunctionCallee free = emitter_.module().getOrInsertFunction(
+        "free", llvm::FunctionType::get(builder_.getVoidTy(), {builder_.getPtrTy()}, false));
+    builder_.CreateCall(free, {storage_});
+  }
+
+private:
+  static constexpr int64_t kSmallestPanel = 16 << 10, kLargestPanel = 4 << 20;
+
+  llvm::BasicBlock *newBlock(const char *name) {
+    return llvm::BasicBlock::Create(emitter_.context(), name,
+                                    builder_.GetInsertBlock()->getParent());
+  }
+
+  LlvmEmitter &emitter_;
+  llvm::IRBuilder<> &builder_;
+  const ColumnPanel &panel_;
+  ir::Stmt blockBody_, copy_;
+  llvm::Value *storage_ = nullptr;
+  llvm::AllocaInst *packedColumn_ = nullptr;
+};
+
 // The worker unpacks its arguments and calls the body function, whose buffer
 // parameters are noalias (distinct arrays): after inlining, LLVM keeps that as
 // alias scopes, which lets it vectorize without run-time overlap checks.
@@ -226,19 +316,30 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
   // GpuBlock nest (the grid) or a row sweep's rows: linear unit u is the
   // iteration whose innermost loop varies fastest.
   std::vector<const ir::For *> grid;
-  const ir::StmtNode *inside = kernel.body.get();
+  ir::Stmt inside = kernel.body;
   while (auto *loop = inside->as<ir::For>()) {
     if (loop->forKind != ForKind::GpuBlock)
       break;
     grid.push_back(loop);
-    inside = loop->body.get();
+    inside = loop->body;
   }
   // y advancing fastest, when blocks of a column share a panel (see
   // runsColumnByColumn; matmul 1024^3 1.3x, 2048^3 1.65x).
   if (!sweep && runsColumnByColumn(kernel))
     std::ranges::stable_partition(grid, [](const ir::For *loop) { return loop->gpuDim != 1; });
   const std::vector<const ir::For *> &units = sweep ? sweep->rows : grid;
+  // Under bounds checks every access is checked on the program's arrays.
+  std::optional<ColumnPanel> panel;
+  if (!sweep && !emitter.boundsChecks())
+    panel = columnPanelOf(kernel);
+  std::optional<PanelCopy> panelCopy;
+  if (panel)
+    panelCopy.emplace(emitter, *panel, inside);
   auto emitUnit = [&] {
+    if (panelCopy) {
+      panelCopy->emitBlock(*inside);
+      return;
+    }
     if (!sweep) {
       emitter.emitStmt(*inside);
       return;
@@ -287,6 +388,8 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
           carry = wraps;
         }
       });
+  if (panelCopy)
+    panelCopy->release();
   builder.CreateRetVoid();
 }
 

@@ -843,8 +843,9 @@ protected:
   }
 };
 
-// Consecutive loops of `kind` from `stmt` down, outermost first.
-std::vector<const For *> loopChain(const StmtNode *stmt, ForKind kind) {
+} // namespace
+
+std::vector<const For *> loopChain(const ir::StmtNode *stmt, ir::ForKind kind) {
   std::vector<const For *> chain;
   while (auto *loop = stmt->as<For>()) {
     if (loop->forKind != kind)
@@ -854,8 +855,6 @@ std::vector<const For *> loopChain(const StmtNode *stmt, ForKind kind) {
   }
   return chain;
 }
-
-} // namespace
 
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);

@@ -66,6 +66,7 @@ public:
                           const std::function<llvm::Value *(llvm::Value *address)> &access);
   // Checks every array access (emitAccess) from now on.
   void setBoundsChecks(bool enabled) { boundsChecks_ = enabled; }
+  bool boundsChecks() const { return boundsChecks_; }
 
   // A counted loop `for var in [min, min + extent)`; `body` is called with the
   // insertion point inside the loop and the induction variable. Returns the
