@@ -3,8 +3,9 @@
 # Safe to run again: it does nothing when everything is present.
 set -euo pipefail
 
+# Packages named on the command line are installed too (scripts/fuzz.sh adds clang).
 packages=(cmake ninja-build ccache g++ llvm-19-dev llvm-19-tools antlr4 libantlr4-runtime-dev
-  libcli11-dev doctest-dev nlohmann-json3-dev libedit-dev zlib1g-dev libzstd-dev)
+  libcli11-dev doctest-dev nlohmann-json3-dev libedit-dev zlib1g-dev libzstd-dev "$@")
 
 missing=()
 for package in "${packages[@]}"; do
