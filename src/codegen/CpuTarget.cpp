@@ -404,7 +404,7 @@ emitCpuModule(const ir::Function &function, llvm::LLVMContext &context, DeviceEr
       rowSweeps.emplace(kernel.name, *sweep);
   CpuTarget target(rowSweeps);
   LlvmEmitter emitter(*module, target);
-  emitter.setBoundsChecks(function.boundsChecked);
+  emitter.setBoundsChecks(function);
   for (const KernelFunc &kernel : function.kernels)
     llvm::Function::Create(workerType(context), llvm::Function::ExternalLinkage,
                            workerName(kernel.name), *module);

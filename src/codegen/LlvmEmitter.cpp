@@ -130,14 +130,24 @@ void LlvmEmitter::emitDeviceErrorIf(llvm::Value *failed, std::string message,
   builder_.SetInsertPoint(resume);
 }
 
-llvm::Value *LlvmEmitter::emitAccess(const BufferInfo &buffer, const std::vector<ir::Expr> &indices,
-                                     SourceRange use,
+void LlvmEmitter::setBoundsChecks(const ir::Function &function) {
+  boundsChecks_ = function.boundsChecked;
+  if (boundsChecks_)
+    provenInBounds_ = passes::proveAccessesInBounds(function);
+}
+
+llvm::Value *LlvmEmitter::emitAccess(const void *site, const BufferInfo &buffer,
+                                     const std::vector<ir::Expr> &indices, SourceRange use,
                                      const std::function<llvm::Value *(llvm::Value *)> &access) {
-  if (!boundsChecks_ || indices.empty())
+  std::vector<size_t> unproven;
+  for (size_t dim = 0; boundsChecks_ && dim < indices.size() && dim < buffer.shape.size(); ++dim)
+    if (!provenInBounds_.proven(site, dim))
+      unproven.push_back(dim);
+  if (unproven.empty())
     return access(elementAddress(buffer, indices, use));
   // Every index within its extent (unsigned, so negative ones are caught).
   llvm::Value *inBounds = builder_.getTrue();
-  for (size_t dim = 0; dim < indices.size() && dim < buffer.shape.size(); ++dim) {
+  for (size_t dim : unproven) {
     llvm::Value *index = emitExprAs(*indices[dim], ScalarType::I64);
     llvm::Value *extent = emitExprAs(*buffer.shape[dim], ScalarType::I64);
     llvm::Value *outside = builder_.CreateICmpUGE(index, extent);
@@ -220,7 +230,7 @@ llvm::Value *LlvmEmitter::emitExpr(const ir::ExprNode &expr) {
   }
   case ExprNode::Kind::Load: {
     auto &load = *expr.as<ir::Load>();
-    return emitAccess(*load.buffer, load.indices, load.source, [&](llvm::Value *address) {
+    return emitAccess(&load, *load.buffer, load.indices, load.source, [&](llvm::Value *address) {
       return fromMemory(builder_.CreateLoad(memoryType(expr.type), address), expr.type);
     });
   }
@@ -616,7 +626,7 @@ void LlvmEmitter::emitAtomicUpdate(const ir::AtomicUpdate &update) {
     errorRange_ = update.source;
   ScalarType type = update.buffer->element;
   llvm::Value *value = emitExpr(*update.value);
-  emitAccess(*update.buffer, update.indices, update.source, [&](llvm::Value *address) {
+  emitAccess(&update, *update.buffer, update.indices, update.source, [&](llvm::Value *address) {
     llvm::Type *stored = memoryType(type);
     llvm::Align align(scalarSize(type));
     if (!target_.sharedAtOnce(update.buffer->memory)) {
@@ -682,7 +692,7 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
       if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(combined))
         instruction->setHasAllowReassoc(true);
     llvm::Value *value = toMemory(combined, store.buffer->element);
-    emitAccess(*store.buffer, store.indices, store.source, [&](llvm::Value *address) {
+    emitAccess(&store, *store.buffer, store.indices, store.source, [&](llvm::Value *address) {
       builder_.CreateStore(value, address);
       return nullptr;
     });

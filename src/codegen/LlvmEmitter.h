@@ -13,6 +13,7 @@
 #include "codegen/DeviceErrors.h"
 #include "codegen/Target.h"
 #include "ir/IR.h"
+#include "passes/analysis/BoundsProof.h"
 #include "support/Error.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -61,11 +62,14 @@ public:
   // returns. With bounds checks on, an index outside its extent is a device
   // error (quoting the index and the extent) and the access is skipped: a
   // load then reads zero.
-  llvm::Value *emitAccess(const ir::BufferInfo &buffer, const std::vector<ir::Expr> &indices,
-                          SourceRange use,
+  // `site` is the Load, Store or AtomicUpdate node: its indices proven in
+  // range (setBoundsChecks) are not checked.
+  llvm::Value *emitAccess(const void *site, const ir::BufferInfo &buffer,
+                          const std::vector<ir::Expr> &indices, SourceRange use,
                           const std::function<llvm::Value *(llvm::Value *address)> &access);
-  // Checks every array access (emitAccess) from now on.
-  void setBoundsChecks(bool enabled) { boundsChecks_ = enabled; }
+  // Checks every array access (emitAccess) from now on, except the indices
+  // proven in range in `function` (passes::proveAccessesInBounds).
+  void setBoundsChecks(const ir::Function &function);
   bool boundsChecks() const { return boundsChecks_; }
 
   // A counted loop `for var in [min, min + extent)`; `body` is called with the
@@ -127,6 +131,7 @@ private:
   std::optional<Error> error_;
   llvm::Value *errorRecord_ = nullptr;
   bool boundsChecks_ = false;
+  passes::ProvenAccesses provenInBounds_;
   SourceRange errorRange_; // the assignment being emitted, else the function
   DeviceErrorSites errorSites_;
 };

@@ -310,7 +310,7 @@ Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
   NvptxTarget target(launchGeometryLoops(function));
   LlvmEmitter emitter(*module, target);
-  emitter.setBoundsChecks(function.boundsChecked);
+  emitter.setBoundsChecks(function);
   for (const KernelFunc &kernel : function.kernels)
     emitKernel(emitter, kernel);
   if (auto finished = emitter.finish("NVPTX code generation", function.source, sites); !finished)

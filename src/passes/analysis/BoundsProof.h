@@ -1,0 +1,43 @@
+// Which array indices are in range whatever the run: `--bounds-check` leaves
+// their checks out, so the mode costs only where a proof is missing (matmul's
+// A[i][k], inside `for k in [0, K)` and the guard `i < M`, needs none).
+//
+// Every integer index and extent is read as a linear form over atoms (loop
+// variables, sizes, and any subterm that is not linear, such as `x / 2` or a
+// load). Around an access hold facts, each `form >= 0`: the range of every
+// enclosing loop, the conditions of the enclosing ifs (negated in an else),
+// and for each atom `min(a, b)` or `max(a, b)` how it compares with a and b.
+// An index e in dimension d is proven when both `e >= 0` and
+// `extent - 1 - e >= 0` follow: a variable at a time, innermost first, is
+// cancelled by a positive multiple of a fact that mentions it (Fourier-Motzkin
+// elimination, one direction only), until what remains is a non-negative
+// constant plus non-negative multiples of sizes, which are never negative.
+// The search is bounded; a proof it misses leaves the check in place.
+//
+// Arithmetic on i32 values is an atom, not a form: it may wrap, and a proof
+// about the unwrapped value would be wrong.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <map>
+#include <vector>
+
+namespace loopc::passes {
+
+class ProvenAccesses {
+public:
+  // Whether index `dim` of `access` (a Load, Store or AtomicUpdate node) is
+  // proven within its extent.
+  bool proven(const void *access, size_t dim) const;
+  void record(const void *access, std::vector<bool> dims) { dims_[access] = std::move(dims); }
+  size_t provenCount() const;
+
+private:
+  std::map<const void *, std::vector<bool>> dims_;
+};
+
+// The proofs for every access of `function`'s host code and kernels.
+ProvenAccesses proveAccessesInBounds(const ir::Function &function);
+
+} // namespace loopc::passes
