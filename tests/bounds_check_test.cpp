@@ -13,9 +13,9 @@
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
-#include "passes/analysis/BoundsProof.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
+#include "passes/analysis/BoundsProof.h"
 
 #include <doctest/doctest.h>
 
@@ -252,9 +252,8 @@ TEST_CASE("indices proven in range lose their checks, and only those") {
   // that can leave its range, or depends on data, keeps its check, which
   // the cases above show still fires.
   auto proven = [](const std::string &body, const std::string &buffer = "x") {
-    return provenAccesses("kernel k(x: in f32[N], idx: in i64[N], y: out f32[N]) {\n" + body +
-                              "\n}\n",
-                          buffer);
+    return provenAccesses(
+        "kernel k(x: in f32[N], idx: in i64[N], y: out f32[N]) {\n" + body + "\n}\n", buffer);
   };
   CHECK(proven("parfor i in 0..N { y[i] = x[i]; }") == "proven");
   CHECK(proven("parfor i in 0..N { y[i] = x[i]; }", "y") == "proven");
@@ -264,16 +263,12 @@ TEST_CASE("indices proven in range lose their checks, and only those") {
   CHECK(proven("parfor i in 0..N { y[i] = x[min(i + 1, N - 1)]; }") == "proven");
   CHECK(proven("parfor i in 0..N { y[i] = x[max(i - 1, 0)]; }") == "proven");
   CHECK(proven("parfor i in 0..N { y[i] = x[max(i - 1, 1)]; }") == "checked");
-  CHECK(proven("parfor i in 0..N { if (i + 1 < N) { y[i] = x[i + 1]; } }") ==
-        "proven");
+  CHECK(proven("parfor i in 0..N { if (i + 1 < N) { y[i] = x[i + 1]; } }") == "proven");
   CHECK(proven("parfor i in 0..N { if (i + 1 >= N) { y[i] = 0.0; } else { y[i] = x[i + 1]; } }") ==
         "proven");
-  CHECK(proven("parfor i in 0..N { if (i < 3) { y[i] = x[i + 1]; } }") ==
-        "checked");
+  CHECK(proven("parfor i in 0..N { if (i < 3) { y[i] = x[i + 1]; } }") == "checked");
   CHECK(proven("parfor i in 0..N { let j = i / 2; y[i] = x[j]; }") == "checked");
   CHECK(proven("parfor i in 0..N { y[i] = x[idx[i]]; }") == "checked");
-  CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in 0..i + 1) x[k]; }") ==
-        "proven");
-  CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in i..N + 1) x[k]; }") ==
-        "checked");
+  CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in 0..i + 1) x[k]; }") == "proven");
+  CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in i..N + 1) x[k]; }") == "checked");
 }

@@ -202,7 +202,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       "loopc: error: no pass named 'tile_everything'; the passes are: "
       "lower, lower_scans, specialize_sizes, simplify, drop_overwritten_fills, fuse_producers, "
       "split_reductions, map_rows_to_blocks, privatize_combines, "
-      "map_to_gpu, "
+      "map_to_gpu, fuse_sibling_reductions, "
       "lower_reductions, "
       "tile_registers, stage_shared, simplify, extract_kernels"));
 }
@@ -232,7 +232,7 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
         contains(refused.output,
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, map_rows_to_blocks, "
-                 "privatize_combines, tile_registers, stage_shared"));
+                 "privatize_combines, fuse_sibling_reductions, tile_registers, stage_shared"));
   }
 }
 
@@ -293,7 +293,7 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, privatize_combines, map_to_gpu, "
-                 "lower_reductions, "
+                 "fuse_sibling_reductions, lower_reductions, "
                  "simplify, extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);

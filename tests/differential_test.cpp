@@ -349,15 +349,15 @@ kernel smooth(A: in f32[M][N], B: out f32[M][N]) {
 TEST_CASE("panels of a column copied per worker: offsets along x, edge columns, many columns") {
   // B's panel rows hold j .. j + 33 (CpuPanel.h); the copy leaves out the
   // columns past B's extent. Panels of at least 16 KiB are copied: K >= 121.
-  checkSource(R"(
+  checkSource(
+      R"(
 kernel shifted(A: in f32[M][K], B: in f32[K][W], C: out f32[M][N]) {
   parfor i in 0..M, j in 0..N {
     C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * (B[k][j + 2] - B[k][j]);
   }
 }
 )",
-              {"M=5 N=40 K=150 W=42", "M=70 N=100 K=200 W=102", "M=9 N=31 K=129 W=33",
-               "M=3 N=3 K=3 W=5"});
+      {"M=5 N=40 K=150 W=42", "M=70 N=100 K=200 W=102", "M=9 N=31 K=129 W=33", "M=3 N=3 K=3 W=5"});
 }
 
 TEST_CASE("a whole-array reduction over values that are reductions themselves") {

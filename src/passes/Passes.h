@@ -58,6 +58,11 @@ ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTar
 // (lower_reductions.cpp).
 ir::Function lowerReductions(ir::Function function);
 
+// Reductions over the same loops that follow one another (with statements
+// between them that can move) are lowered as one group: their loops run
+// once (fuse_sibling_reductions.cpp).
+ir::Function fuseSiblingReductions(ir::Function function);
+
 // Threads of a mapped nest compute a small tile of points each, the copies
 // of the body jammed so loads are shared in registers (tile_registers.cpp).
 ir::Function tileRegisters(ir::Function function, const PassParameters &parameters = {});

@@ -29,6 +29,7 @@ const Optimization kOptimizations[] = {
     {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"tile_registers", {PipelineTarget::Gpu}},
     {"stage_shared", {PipelineTarget::Gpu}},
 };
@@ -188,6 +189,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("privatize_combines",
                   [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
+  passes.optimize("fuse_sibling_reductions", fuseSiblingReductions);
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("tile_registers",
                   [&](ir::Function f) { return tileRegisters(std::move(f), parameters); });

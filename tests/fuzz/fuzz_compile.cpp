@@ -1,7 +1,8 @@
 // A libFuzzer harness for the compiler: any bytes, taken as a .loop main
 // module, go through the front end and the checker; a program they accept
-// is lowered, run through both pass pipelines and emitted as CPU LLVM IR and
-// as NVPTX LLVM IR. Bad input must come back as diagnostics or errors, never
+// is lowered, run through both pass pipelines (the GPU's also with bounds
+// checks, whose proofs then run) and emitted as CPU LLVM IR and as NVPTX
+// LLVM IR. Bad input must come back as diagnostics or errors, never
 // a crash, a sanitizer report, a failed assertion or an internal error (an
 // invalid IR caught by the verifier, a code generator's failure): those
 // abort, which is what the fuzzer looks for.
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -51,10 +53,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   for (const auto &kernel : program->modules.front()->kernels) {
     ir::Function lowered = ir::lowerKernel(*program, *kernel);
-    for (passes::PipelineTarget target :
-         {passes::PipelineTarget::Cpu, passes::PipelineTarget::Gpu}) {
+    for (auto [target, checked] : {std::pair{passes::PipelineTarget::Cpu, false},
+                                   std::pair{passes::PipelineTarget::Gpu, false},
+                                   std::pair{passes::PipelineTarget::Gpu, true}}) {
       passes::PipelineOptions options;
       options.target = target;
+      options.choices.boundsChecks = checked;
       Expected<ir::Function> function = passes::runPipeline(lowered, options);
       if (!function) {
         requireNoInternalError(function.error(), "pipeline");

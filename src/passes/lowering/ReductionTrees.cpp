@@ -33,13 +33,19 @@ Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
 }
 
 Stmt treeHalving(const ReduceOperator &op, const Buffer &tile, const Expr &thread) {
+  return treeHalving({{op, tile}}, thread);
+}
+
+Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, const Expr &thread) {
   std::vector<Stmt> steps;
   for (int64_t half = kReductionThreads / 2; half >= 1; half /= 2) {
     Expr partner = makeBinary(BinaryOpKind::Add, thread, makeI64(half));
-    Stmt combineStep =
-        store(tile, {thread}, applyOperator(op, load(tile, {thread}), load(tile, {partner})));
+    std::vector<Stmt> combines;
+    for (const auto &[op, tile] : tiles)
+      combines.push_back(
+          store(tile, {thread}, applyOperator(op, load(tile, {thread}), load(tile, {partner}))));
     steps.push_back(std::make_shared<IfThenElse>(
-        makeBinary(BinaryOpKind::Lt, thread, makeI64(half)), combineStep));
+        makeBinary(BinaryOpKind::Lt, thread, makeI64(half)), makeBlock(combines)));
     steps.push_back(std::make_shared<Barrier>());
   }
   return makeBlock(std::move(steps));

@@ -7,6 +7,7 @@
 #include "ir/IR.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace loopc::passes {
@@ -22,6 +23,10 @@ ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Buffer &cell, ir:
 // Combines tile[0..kReductionThreads) into tile[0] by halving; `thread` is the
 // thread index (i64). Each step is followed by a barrier.
 ir::Stmt treeHalving(const ir::ReduceOperator &op, const ir::Buffer &tile, const ir::Expr &thread);
+// The same for several tiles at once, each with its operator: one barrier
+// per step for all of them.
+ir::Stmt treeHalving(const std::vector<std::pair<ir::ReduceOperator, ir::Buffer>> &tiles,
+                     const ir::Expr &thread);
 
 // How many of the positions first, first + stride, ... lie below extent:
 // ceil((extent - first) / stride), as the trip count of a thread that strides

@@ -1,0 +1,207 @@
+// Lowering reductions that share their loops (see ReductionGroups.h).
+#include "passes/lowering/ReductionGroups.h"
+
+#include "ir/IRVisitor.h"
+#include "passes/lowering/ReductionTrees.h"
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+constexpr int64_t kThreads = kReductionThreads;
+constexpr int64_t kMaxBlocks = 1024; // partials combined by the second kernel
+
+// The loops of `reduce` from `first` on around `body`, serial.
+Stmt serialLoops(const Reduce &reduce, size_t first, Stmt body) {
+  for (size_t i = reduce.loops.size(); i-- > first;) {
+    const Reduce::Loop &loop = reduce.loops[i];
+    body = std::make_shared<For>(loop.var, loop.min, loop.extent, ForKind::Serial, 0, body,
+                                 reduce.source);
+  }
+  return body;
+}
+
+// Each member's `cell = combine(cell, value)` at every point of the loops
+// from `first` on (the first member's), with its value setup around it.
+Stmt accumulateInto(const std::vector<GroupMember> &group, size_t first,
+                    const std::vector<Buffer> &cells) {
+  std::vector<Stmt> steps;
+  for (size_t m = 0; m < group.size(); ++m)
+    steps.push_back(appendAtTail(group[m].valueSetup,
+                                 reductionStep(group[m].reduce->op, cells[m], group[m].value)));
+  return serialLoops(*group.front().reduce, first, makeBlock(steps));
+}
+
+// `stmt` inside an Allocate of each buffer.
+Stmt allocating(const std::vector<Buffer> &buffers, Stmt stmt) {
+  for (size_t i = buffers.size(); i-- > 0;)
+    stmt = std::make_shared<Allocate>(buffers[i], stmt);
+  return stmt;
+}
+
+// gpu_block.x for block in [0, blocks) { shared tiles; gpu_thread.x for
+// thread in [0, 256) { body } }
+Stmt gpuLoops(const std::string &blockVar, Expr blocks, const std::string &threadVar,
+              const std::vector<Buffer> &tiles, Stmt body, SourceRange source) {
+  Stmt threadLoop = std::make_shared<For>(threadVar, makeI64(0), makeI64(kThreads),
+                                          ForKind::GpuThread, 0, body, source);
+  return std::make_shared<For>(blockVar, makeI64(0), blocks, ForKind::GpuBlock, 0,
+                               allocating(tiles, threadLoop), source);
+}
+
+} // namespace
+
+GroupMember renamedLoops(GroupMember member, const Reduce &first) {
+  std::map<std::string, Expr> renames;
+  for (size_t i = 0; i < first.loops.size(); ++i)
+    renames[member.reduce->loops[i].var] = makeVar(first.loops[i].min->type, first.loops[i].var);
+  member.valueSetup = member.valueSetup ? substitute(member.valueSetup, renames) : nullptr;
+  member.value = substitute(member.value, renames);
+  return member;
+}
+
+std::string ReductionGroupLowering::fresh(const std::string &base) {
+  return prefix_ + base + std::to_string(counter_++);
+}
+
+Stmt ReductionGroupLowering::serial(const std::vector<GroupMember> &group) {
+  std::vector<Buffer> cells, allocated;
+  std::vector<Stmt> before, after;
+  for (const GroupMember &member : group) {
+    const Buffer &accumulator = member.reduce->accumulator;
+    if (accumulator->memory == MemorySpace::Register && accumulator->shape.empty()) {
+      cells.push_back(accumulator);
+      continue;
+    }
+    Buffer cell = makeBuffer(fresh("acc.reg"), accumulator->element, {}, MemorySpace::Register);
+    cells.push_back(cell);
+    allocated.push_back(cell);
+    before.push_back(store(cell, {}, load(accumulator, member.reduce->indices)));
+    after.push_back(store(accumulator, member.reduce->indices, load(cell)));
+  }
+  std::vector<Stmt> body = before;
+  body.push_back(accumulateInto(group, 0, cells));
+  body.insert(body.end(), after.begin(), after.end());
+  return allocating(allocated, makeBlock(body));
+}
+
+Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
+  std::string prefix = fresh("red");
+  const Reduce &first = *group.front().reduce;
+  const Reduce::Loop &outer = first.loops.front();
+  ScalarType loopType = outer.min->type;
+  Expr extent = outer.extent->type == ScalarType::I64
+                    ? outer.extent
+                    : std::make_shared<Cast>(ScalarType::I64, outer.extent);
+  Expr threads = makeI64(kThreads);
+
+  // Kernel 1: per-thread strided partial folds, per-block trees, one partial
+  // per block and member.
+  std::string gridVar = prefix + ".grid";
+  Expr grid = makeVar(ScalarType::I64, gridVar);
+  Expr gridValue = makeBinary(
+      BinaryOpKind::Max,
+      makeBinary(BinaryOpKind::Min,
+                 makeBinary(BinaryOpKind::Div,
+                            makeBinary(BinaryOpKind::Add, extent, makeI64(kThreads - 1)), threads),
+                 makeI64(kMaxBlocks)),
+      makeI64(1));
+  Expr block = makeVar(ScalarType::I64, prefix + ".block");
+  Expr thread = makeVar(ScalarType::I64, prefix + ".thread");
+  Expr firstPoint =
+      makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, block, threads), thread);
+  Expr stride = makeBinary(BinaryOpKind::Mul, grid, threads);
+  std::string stepVar = prefix + ".step";
+  Expr position =
+      makeBinary(BinaryOpKind::Add, firstPoint,
+                 makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), stride));
+  if (loopType != ScalarType::I64)
+    position = std::make_shared<Cast>(loopType, position);
+
+  // Per member: its partials, its per-thread register and its tile (a
+  // member's index in its names when there are several).
+  std::vector<Buffer> partials, parts, tiles;
+  for (size_t m = 0; m < group.size(); ++m) {
+    std::string suffix = group.size() > 1 ? std::to_string(m) : "";
+    ScalarType element = group[m].reduce->accumulator->element;
+    partials.push_back(
+        makeBuffer(prefix + ".partials" + suffix, element, {grid}, MemorySpace::Global));
+    parts.push_back(makeBuffer(prefix + ".part" + suffix, element, {}, MemorySpace::Register));
+    tiles.push_back(makeBuffer(prefix + ".tile" + suffix, element, {threads}, MemorySpace::Shared));
+  }
+  std::vector<Stmt> shareStart, shareEnd, publish;
+  std::vector<std::pair<ReduceOperator, Buffer>> halving;
+  auto firstThreadDoes = [](const Expr &threadIndex, Stmt stmt) {
+    return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, threadIndex, makeI64(0)),
+                                        stmt);
+  };
+  for (size_t m = 0; m < group.size(); ++m) {
+    shareStart.push_back(store(parts[m], {}, group[m].reduce->neutral));
+    // The per-thread register goes to the tile before its scope ends, so no
+    // register value lives across a barrier.
+    shareEnd.push_back(store(tiles[m], {thread}, load(parts[m])));
+    halving.push_back({group[m].reduce->op, tiles[m]});
+    publish.push_back(
+        firstThreadDoes(thread, store(partials[m], {block}, load(tiles[m], {makeI64(0)}))));
+  }
+  Stmt pointBody =
+      std::make_shared<LetStmt>(outer.var, makeBinary(BinaryOpKind::Add, outer.min, position),
+                                accumulateInto(group, 1, parts));
+  std::vector<Stmt> share = shareStart;
+  share.push_back(std::make_shared<For>(stepVar, makeI64(0),
+                                        stridedTripCount(firstPoint, extent, stride),
+                                        ForKind::Serial, 0, pointBody, first.source));
+  share.insert(share.end(), shareEnd.begin(), shareEnd.end());
+  std::vector<Stmt> kernel1Thread = {allocating(parts, makeBlock(share)),
+                                     std::make_shared<Barrier>()};
+  kernel1Thread.push_back(treeHalving(halving, thread));
+  kernel1Thread.insert(kernel1Thread.end(), publish.begin(), publish.end());
+  Stmt kernel1 = gpuLoops(prefix + ".block", grid, prefix + ".thread", tiles,
+                          makeBlock(kernel1Thread), first.source);
+
+  // Kernel 2: one block folds each member's partials into its accumulator.
+  std::string prefix2 = fresh("red");
+  Expr thread2 = makeVar(ScalarType::I64, prefix2 + ".thread");
+  std::vector<Buffer> tiles2;
+  std::vector<Stmt> gather, results;
+  std::vector<std::pair<ReduceOperator, Buffer>> halving2;
+  for (size_t m = 0; m < group.size(); ++m) {
+    const Reduce &reduce = *group[m].reduce;
+    std::string suffix = group.size() > 1 ? std::to_string(m) : "";
+    ScalarType element = reduce.accumulator->element;
+    Buffer part2 = makeBuffer(prefix2 + ".part" + suffix, element, {}, MemorySpace::Register);
+    Buffer tile2 = makeBuffer(prefix2 + ".tile" + suffix, element, {threads}, MemorySpace::Shared);
+    tiles2.push_back(tile2);
+    std::string stepVar2 = prefix2 + ".step" + suffix;
+    Expr partialIndex =
+        makeBinary(BinaryOpKind::Add, thread2,
+                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar2), threads));
+    gather.push_back(std::make_shared<Allocate>(
+        part2,
+        makeBlock(
+            {store(part2, {}, reduce.neutral),
+             std::make_shared<For>(
+                 stepVar2, makeI64(0), stridedTripCount(thread2, grid, threads), ForKind::Serial, 0,
+                 reductionStep(reduce.op, part2, load(partials[m], {partialIndex})), reduce.source),
+             store(tile2, {thread2}, load(part2))})));
+    halving2.push_back({reduce.op, tile2});
+    Expr result = applyOperator(reduce.op, load(reduce.accumulator, reduce.indices),
+                                load(tile2, {makeI64(0)}));
+    results.push_back(firstThreadDoes(thread2, store(reduce.accumulator, reduce.indices, result)));
+  }
+  std::vector<Stmt> kernel2Thread = gather;
+  kernel2Thread.push_back(std::make_shared<Barrier>());
+  kernel2Thread.push_back(treeHalving(halving2, thread2));
+  kernel2Thread.insert(kernel2Thread.end(), results.begin(), results.end());
+  Stmt kernel2 = gpuLoops(prefix2 + ".block", makeI64(1), prefix2 + ".thread", tiles2,
+                          makeBlock(kernel2Thread), first.source);
+
+  return std::make_shared<LetStmt>(gridVar, gridValue,
+                                   allocating(partials, makeBlock({kernel1, kernel2})));
+}
+
+} // namespace loopc::passes

@@ -1,0 +1,53 @@
+// Lowering a group of reductions over the same loops as one (shared by
+// lower_reductions, whose groups have one member, and
+// fuse_sibling_reductions): the loops run once and every member folds its
+// value into its own accumulator at each point, so data the members share is
+// read once.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace loopc::passes {
+
+// One member: the Reduce (its accumulator, operator and neutral element),
+// and its value and value setup, with any reduction nested in the setup
+// already lowered (serially) and the loop variables those of the group's
+// first member (renamedLoops).
+struct GroupMember {
+  const ir::Reduce *reduce;
+  ir::Stmt valueSetup;
+  ir::Expr value;
+};
+
+class ReductionGroupLowering {
+public:
+  // Names made here start with `prefix` and a number, unique per instance.
+  explicit ReductionGroupLowering(std::string prefix) : prefix_(std::move(prefix)) {}
+
+  // Inside a parallel loop (one thread's work): a serial loop nest folding
+  // each member's values into a register accumulator, each stored back once.
+  // Members after the first have their loop variables renamed to the first's.
+  ir::Stmt serial(const std::vector<GroupMember> &group);
+
+  // In host code (whole-array reductions): a first kernel gives each thread a
+  // strided share of the outermost loop, combines the 256 per-thread values
+  // of each member in a block in shared memory by tree halving and writes one
+  // partial per block and member; a second, single-block kernel combines each
+  // member's partials the same way and folds them into its accumulator.
+  ir::Stmt tree(const std::vector<GroupMember> &group);
+
+private:
+  std::string fresh(const std::string &base);
+
+  std::string prefix_;
+  int counter_ = 0;
+};
+
+// `member` with the loop variables in its value and value setup renamed to
+// those of `first` (the two have as many loops).
+GroupMember renamedLoops(GroupMember member, const ir::Reduce &first);
+
+} // namespace loopc::passes
