@@ -23,6 +23,7 @@ cases=(
   "mv|mv.loop|53 37|"
   "mv_transposed|mv_transposed.loop:mv_transposed_via_linalg|53 37|"
   "dot|dot.loop|1001|"
+  "sum_and_max|sum_max.loop:sum_and_max|1001|"
   "transpose|transpose.loop|37 29|"
   "conv2d_5x5|conv2d_5x5.loop|37 29|"
   "jacobi2d|jacobi2d.loop|37 3|steps=3"

@@ -32,6 +32,7 @@ cases=(
   "mv|mv.loop|M=4096 N=4096|4096 4096|M = N = 4096"
   "mv_transposed|mv_transposed.loop:mv_transposed_via_linalg|M=4096 N=4096|4096 4096|M = N = 4096, via transpose + gemv"
   "dot|dot.loop|N=16777216|16777216|N = 2^24"
+  "sum_and_max|sum_max.loop:sum_and_max|N=16777216|16777216|N = 2^24, a sum and a maximum"
   "transpose|transpose.loop|M=4096 N=4096|4096 4096|M = N = 4096"
   "conv2d_5x5|conv2d_5x5.loop|H=2048 W=2048|2048 2048|H = W = 2048"
   "jacobi2d|jacobi2d.loop|N=4096 steps=10|4096 10|N = 4096, 10 steps"

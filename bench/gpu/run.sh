@@ -59,6 +59,7 @@ fi
 cases=(
   "dot|dot|dot|N=268435456|N=100003|torch_dot"
   "sum_and_max|sum_max|sum_and_max|N=268435456|N=100003|torch_sum_amax"
+  "sum_and_max, unfused|sum_max|sum_and_max|N=268435456|N=100003|torch_sum_amax|--skip-pass fuse_sibling_reductions"
   "reverse|reverse|reverse|N=268435456|N=100003|torch_flip"
   "transpose|transpose|transpose|M=8192 N=8192|M=301 N=257|torch_transpose"
   "transpose, no shared staging|transpose|transpose|M=8192 N=8192|M=301 N=257|torch_transpose|--skip-pass stage_shared"
