@@ -255,6 +255,53 @@ public:
     return text;
   }
 
+  // Sibling reductions (fuse_sibling_reductions): redomaps over one row in
+  // a parfor and over the rows at top level, mostly over the same range,
+  // some reading an earlier one's result or a store between them, others
+  // independent, with stores of their own in between.
+  std::string siblings() {
+    auto reduction = [&](const std::string &over, const std::string &value) {
+      auto [op, neutral] = pick<std::pair<std::string, std::string>>(
+          {{"+", "0.0"}, {"max", "-100.0"}, {"min", "100.0"}, {"larger", "-100.0"}});
+      return "redomap(" + op + ", " + neutral + ", " + over + ") " + value;
+    };
+    std::string text = "assoc fn larger(a: f32, b: f32) -> f32 { return a > b ? a : b; }\n"
+                       "kernel siblings(A: in f32[M][N], x: in f32[N], y: out f32[M], "
+                       "z: out f32[M], t: out f32, u: out f32, w: out f32) {\n"
+                       "  parfor i in 0..M {\n";
+    std::vector<std::string> lets;
+    int statements = between(2, 5);
+    for (int k = 0; k < statements; ++k) {
+      std::string earlier = lets.empty() ? "0.5" : pick(lets);
+      if (!lets.empty() && chance(0.3)) {
+        text += "    " + pick<std::string>({"y", "z"}) + "[i] = " + earlier + " * 0.5;\n";
+        continue;
+      }
+      std::string value =
+          pick<std::string>({"A[i][j]", "A[i][j] * x[j]", "x[j] - A[i][j]", "A[i][j] - " + earlier,
+                             "A[i][j] + y[i]", "A[i][j] * z[i]"});
+      std::string name = "s" + std::to_string(k);
+      text += "    let " + name + " = " +
+              reduction("j in " + pick<std::string>({"0..N", "0..N", "0..N", "1..N", "0..N by 2"}),
+                        value) +
+              ";\n";
+      lets.push_back(name);
+    }
+    text += "    z[i] = 0.0";
+    for (const std::string &name : lets)
+      text += " + " + name;
+    text += ";\n  }\n";
+    std::string rows = pick<std::string>({"0..M", "0..M", "1..M"});
+    text += "  t = " + reduction("i in 0..M", "y[i]") + ";\n";
+    if (chance(0.5))
+      text += "  y[0] = t;\n"; // M >= 1 in every assignment
+    text += "  u = " +
+            reduction("i in " + rows, pick<std::string>({"z[i]", "z[i] - t", "y[i] * 2.0"})) +
+            ";\n";
+    text += "  w = " + reduction("i in 0..M", "z[i] * y[i]") + ";\n}\n";
+    return text;
+  }
+
 private:
   // A value in [-4, 4] rounded to eighths: sums of such stay exact in f32.
   std::string eighths() { return "f32(i64(max(min(" + value(1) + ", 4.0), -4.0) * 8.0)) / 8.0"; }
@@ -746,6 +793,22 @@ TEST_CASE("random histograms agree between the interpreter and the CPU JIT, and 
     CAPTURE(source);
     checkEverywhere(source, seed, "sm_80", ptxas, *gpu, {{"M", "150"}, {"N", "8"}, {"B", "17"}},
                     assignments);
+  }
+}
+
+TEST_CASE("random sibling reductions agree between the interpreter and the CPU JIT, and ptxas "
+          "takes them") {
+  std::vector<std::map<std::string, std::string>> assignments;
+  for (const auto &[m, n] : {std::pair{"1", "1"}, std::pair{"3", "7"}, std::pair{"17", "0"},
+                             std::pair{"40", "300"}, std::pair{"2", "4097"}})
+    assignments.push_back({{"M", m}, {"N", n}});
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  std::unique_ptr<Engine> gpu = stubbedGpuEngine();
+  for (uint32_t seed = 1; seed <= programCount(12); ++seed) {
+    std::string source = ProgramGenerator(seed).siblings();
+    CAPTURE(seed);
+    CAPTURE(source);
+    checkEverywhere(source, seed, "sm_80", ptxas, *gpu, {{"M", "40"}, {"N", "300"}}, assignments);
   }
 }
 
