@@ -185,16 +185,8 @@ bool bindsUsed(const Stmt &opener, const Effects &effects) {
   return effects.uses(opener->as<Allocate>()->buffer.get());
 }
 
-class SiblingFuser : public IRMutator {
+class SiblingFuser : public ReductionPlacement {
 protected:
-  Stmt visitFor(const For &node, const Stmt &self) override {
-    bool parallel = node.forKind != ForKind::Serial;
-    parallelDepth_ += parallel;
-    Stmt result = IRMutator::visitFor(node, self);
-    parallelDepth_ -= parallel;
-    return result;
-  }
-
   Stmt visitBlock(const Block &node, const Stmt &self) override {
     for (size_t p = 0; p < node.stmts.size(); ++p)
       if (std::optional<Stmt> fused = fuseFrom(node.stmts, p)) {
@@ -321,7 +313,7 @@ private:
       auto *member = stmt->as<Reduce>();
       members.push_back(renamedLoops({member, member->valueSetup, member->value}, *first));
     }
-    Stmt lowered = parallelDepth_ == 0 ? lowering_.tree(members) : lowering_.serial(members);
+    Stmt lowered = inHostCode() ? lowering_.tree(members) : lowering_.serial(members);
     std::vector<Stmt> body = moved;
     body.push_back(lowered);
     body.push_back(rebuild(chain, 0));
@@ -332,7 +324,6 @@ private:
   }
 
   ReductionGroupLowering lowering_{"fused."};
-  int parallelDepth_ = 0;
 };
 
 } // namespace

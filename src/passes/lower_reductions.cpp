@@ -25,20 +25,12 @@ using ir::Stmt;
 
 namespace {
 
-class ReductionLowerer : public IRMutator {
+class ReductionLowerer : public ReductionPlacement {
 protected:
-  Stmt visitFor(const For &node, const Stmt &self) override {
-    bool parallel = node.forKind != ForKind::Serial;
-    parallelDepth_ += parallel;
-    Stmt result = IRMutator::visitFor(node, self);
-    parallelDepth_ -= parallel;
-    return result;
-  }
-
   Stmt visitReduce(const Reduce &node, const Stmt &) override {
     // Nested reductions first. A tree reduction's value is computed inside
     // its GPU threads, so the reductions nested in it are serial there.
-    bool tree = parallelDepth_ == 0;
+    bool tree = inHostCode();
     parallelDepth_ += tree;
     Stmt valueSetup = mutate(node.valueSetup);
     parallelDepth_ -= tree;
@@ -48,7 +40,6 @@ protected:
 
 private:
   ReductionGroupLowering lowering_{""};
-  int parallelDepth_ = 0;
 };
 
 } // namespace

@@ -55,6 +55,14 @@ Stmt gpuLoops(const std::string &blockVar, Expr blocks, const std::string &threa
 
 } // namespace
 
+Stmt ReductionPlacement::visitFor(const For &node, const Stmt &self) {
+  bool parallel = node.forKind != ForKind::Serial;
+  parallelDepth_ += parallel;
+  Stmt result = IRMutator::visitFor(node, self);
+  parallelDepth_ -= parallel;
+  return result;
+}
+
 GroupMember renamedLoops(GroupMember member, const Reduce &first) {
   std::map<std::string, Expr> renames;
   for (size_t i = 0; i < first.loops.size(); ++i)

@@ -6,11 +6,23 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "ir/IRVisitor.h"
 
 #include <string>
 #include <vector>
 
 namespace loopc::passes {
+
+// A mutator that knows whether the node it visits is in host code, where a
+// reduction becomes a tree over the device, or inside a parallel loop, where
+// it is one thread's serial loop.
+class ReductionPlacement : public ir::IRMutator {
+protected:
+  ir::Stmt visitFor(const ir::For &node, const ir::Stmt &self) override;
+  bool inHostCode() const { return parallelDepth_ == 0; }
+
+  int parallelDepth_ = 0; // parallel loops around the node
+};
 
 // One member: the Reduce (its accumulator, operator and neutral element),
 // and its value and value setup, with any reduction nested in the setup
