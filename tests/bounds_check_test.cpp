@@ -19,6 +19,7 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
 #include <set>
 #include <string>
 
@@ -271,4 +272,60 @@ TEST_CASE("indices proven in range lose their checks, and only those") {
   CHECK(proven("parfor i in 0..N { y[i] = x[idx[i]]; }") == "checked");
   CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in 0..i + 1) x[k]; }") == "proven");
   CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in i..N + 1) x[k]; }") == "checked");
+}
+
+TEST_CASE("random indices near the edges: checked code fails exactly where the interpreter does") {
+  // Indices, guards and ranges that are in range for some sizes and not for
+  // others: a check proven away wrongly would let a run pass that the
+  // interpreter fails (an index out of range read silently).
+  std::mt19937 random(2024);
+  auto pick = [&](const std::vector<std::string> &choices) {
+    return choices[random() % choices.size()];
+  };
+  codegen::CpuEngine cpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  Interpreter interpreter;
+  int failures = 0, runs = 0;
+  for (int program = 0; program < 80; ++program) {
+    std::string index = pick({"i", "i + 1", "i - 1", "N - 1 - i", "N - i", "2 * i", "i / 2",
+                              "min(i + 1, N - 1)", "max(i - 1, 0)", "max(i - 2, 1)",
+                              "min(i + 2, N)", "k", "k - 1", "i + k", "N - 1 - k", "k + 1"});
+    std::string guard = pick({"", "", "i + 1 < N", "i >= 1", "i < N - 1", "i > 0 && i + 1 < N",
+                              "!(i + 1 >= N)", "i < 3", "2 * i < N"});
+    std::string value = "x[" + index + "]";
+    if (index.find('k') != std::string::npos)
+      value = "redomap(+, 0.0, k in " + pick({"0..N", "0..i + 1", "i..N", "1..N + 1", "0..i"}) +
+              ") " + value;
+    std::string store = "y[i] = " + value + ";";
+    std::string source = "kernel k(x: in f32[N], y: out f32[N]) {\n  parfor i in 0..N {\n    " +
+                         (guard.empty() ? store : "if (" + guard + ") { " + store + " }") +
+                         "\n  }\n}\n";
+    CAPTURE(source);
+    auto loaded = test::loadText(source);
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+    for (const char *n : {"1", "2", "5", "40"}) {
+      CAPTURE(n);
+      ArgumentRequest request;
+      request.seed = 3;
+      request.values = {{"N", n}};
+      Expected<KernelArgs> inputs = bindKernelArguments(kernel, request);
+      REQUIRE(inputs);
+      KernelArgs reference = *inputs;
+      auto expected = interpreter.run(*loaded->program, kernel, reference);
+      ++runs;
+      failures += !expected;
+      for (Engine *engine : {static_cast<Engine *>(&cpu), static_cast<Engine *>(&gpuKernels)}) {
+        CAPTURE(engine->name());
+        KernelArgs args = *inputs;
+        auto ran = engine->run(*loaded->program, kernel, args);
+        CHECK(ran.has_value() == expected.has_value());
+        if (!ran && !expected)
+          CHECK(test::contains(ran.error().message, "out of range"));
+      }
+    }
+  }
+  // Both outcomes occur, so the comparison means something.
+  CHECK(failures > runs / 10);
+  CHECK(failures < runs - runs / 10);
 }
