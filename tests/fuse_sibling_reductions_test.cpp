@@ -141,3 +141,21 @@ TEST_CASE("reductions stay apart when moving one would change what runs") {
                   storeBetween + "\n  }\n}\n",
               {"R=5 C=9", "R=40 C=100"});
 }
+
+TEST_CASE("in a row given a block, sibling reductions share one strided walk of the row") {
+  // map_rows_to_blocks (GPU): a and b in one walk with two tiles and one
+  // barrier per halving step; m, which reads a, in a walk of its own.
+  auto loaded = test::loadText(kRowStats);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  passes::PassChoices choices;
+  choices.skipped.insert("split_reductions");
+  std::string mapped =
+      test::aroundPass(*loaded->program, "row_stats", "map_rows_to_blocks", choices).second;
+  CHECK(occurrences(mapped, "for c.step in") == 1);
+  CHECK(occurrences(mapped, "for c_2.step in") == 0);
+  CHECK(occurrences(mapped, "for c_3.step in") == 1);
+  CHECK(occurrences(mapped,
+                    "acc_2.tile[r.thread] = acc_2.tile[r.thread] + acc_2.tile[r.thread + 128]") ==
+        1);
+  CHECK(occurrences(mapped, "barrier") == 2 * 9); // two trees of 8 halving steps and a share each
+}

@@ -24,7 +24,9 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/lowering/ReductionGroups.h"
 #include "passes/lowering/ReductionTrees.h"
+#include "passes/lowering/SiblingGroups.h"
 
 #include <algorithm>
 #include <optional>
@@ -244,9 +246,17 @@ private:
       return stmt;
     switch (stmt->kind) {
     case StmtNode::Kind::Block: {
+      // Sibling reductions of the row share one strided walk of it.
+      const std::vector<Stmt> &inner = stmt->as<Block>()->stmts;
       std::vector<Stmt> stmts;
-      for (const Stmt &inner : stmt->as<Block>()->stmts)
-        stmts.push_back(shareRow(inner));
+      for (size_t i = 0; i < inner.size(); ++i) {
+        if (std::optional<SiblingGroup> group = gatherSiblings(inner, i)) {
+          stmts.push_back(group->assemble(blockTree(group->members),
+                                          [this](const Stmt &part) { return shareRow(part); }));
+          break;
+        }
+        stmts.push_back(shareRow(inner[i]));
+      }
       return makeBlock(std::move(stmts));
     }
     case StmtNode::Kind::LetStmt: {
@@ -267,7 +277,7 @@ private:
     case StmtNode::Kind::AtomicUpdate:
       return byFirstThread(stmt, *stmt->as<AtomicUpdate>()->buffer);
     case StmtNode::Kind::Reduce:
-      return blockTree(*stmt->as<Reduce>());
+      return blockTree({stmt->as<Reduce>()});
     case StmtNode::Kind::For: {
       const auto &loop = *stmt->as<For>();
       if (loop.forKind != ForKind::Parallel)
@@ -298,33 +308,50 @@ private:
         std::make_shared<LetStmt>(var, makeBinary(BinaryOpKind::Add, min, position), body), source);
   }
 
-  // The redomap's outermost loop strided over the threads, a partial result
-  // per thread, combined by a tree in shared memory into the accumulator of
-  // every thread.
-  Stmt blockTree(const Reduce &reduce) {
-    const Buffer &accumulator = reduce.accumulator;
-    ScalarType element = accumulator->element;
-    Buffer part = makeBuffer(accumulator->name + ".part", element, {}, MemorySpace::Register);
-    Buffer tile = makeBuffer(accumulator->name + ".tile", element, {makeI64(kReductionThreads)},
-                             MemorySpace::Shared);
-    tiles_.push_back(tile);
-    Stmt point = appendAtTail(reduce.valueSetup, reductionStep(reduce.op, part, reduce.value));
-    for (size_t i = reduce.loops.size(); i-- > 1;) {
-      const Reduce::Loop &loop = reduce.loops[i];
-      point = std::make_shared<For>(loop.var, loop.min, loop.extent, ForKind::Serial, 0, point,
-                                    reduce.source);
+  // The redomaps' outermost loop (the first's: they share their loops)
+  // strided over the threads, a partial result per thread and redomap,
+  // combined by trees in shared memory (one barrier per step for all) into
+  // each accumulator in every thread.
+  Stmt blockTree(const std::vector<const Reduce *> &group) {
+    const Reduce &first = *group.front();
+    std::vector<Buffer> parts;
+    std::vector<std::pair<ReduceOperator, Buffer>> tiles;
+    std::vector<Stmt> starts, steps, shares, results;
+    for (const Reduce *reduce : group) {
+      GroupMember member = renamedLoops({reduce, reduce->valueSetup, reduce->value}, first);
+      const Buffer &accumulator = reduce->accumulator;
+      ScalarType element = accumulator->element;
+      Buffer part = makeBuffer(accumulator->name + ".part", element, {}, MemorySpace::Register);
+      Buffer tile = makeBuffer(accumulator->name + ".tile", element, {makeI64(kReductionThreads)},
+                               MemorySpace::Shared);
+      tiles_.push_back(tile);
+      parts.push_back(part);
+      tiles.push_back({reduce->op, tile});
+      starts.push_back(store(part, {}, reduce->neutral));
+      steps.push_back(
+          appendAtTail(member.valueSetup, reductionStep(reduce->op, part, member.value)));
+      // The partial is stored into the tile before its scope ends, so no
+      // register value lives across a barrier.
+      shares.push_back(store(tile, {thread_}, load(part)));
+      results.push_back(store(
+          accumulator, {}, applyOperator(reduce->op, load(accumulator), load(tile, {makeI64(0)}))));
     }
-    const Reduce::Loop &outer = reduce.loops.front();
-    // The partial is stored into the tile before its scope ends, so no
-    // register value lives across a barrier.
-    Stmt share = std::make_shared<Allocate>(
-        part, makeBlock({store(part, {}, reduce.neutral),
-                         strided(outer.var, outer.min, outer.extent, point, reduce.source),
-                         store(tile, {thread_}, load(part))}));
-    return makeBlock(
-        {share, std::make_shared<Barrier>(), treeHalving(reduce.op, tile, thread_),
-         store(accumulator, {},
-               applyOperator(reduce.op, load(accumulator), load(tile, {makeI64(0)})))});
+    Stmt point = makeBlock(steps);
+    for (size_t i = first.loops.size(); i-- > 1;) {
+      const Reduce::Loop &loop = first.loops[i];
+      point = std::make_shared<For>(loop.var, loop.min, loop.extent, ForKind::Serial, 0, point,
+                                    first.source);
+    }
+    const Reduce::Loop &outer = first.loops.front();
+    std::vector<Stmt> walk = starts;
+    walk.push_back(strided(outer.var, outer.min, outer.extent, point, first.source));
+    walk.insert(walk.end(), shares.begin(), shares.end());
+    Stmt share = makeBlock(walk);
+    for (size_t i = parts.size(); i-- > 0;)
+      share = std::make_shared<Allocate>(parts[i], share);
+    std::vector<Stmt> tree = {share, std::make_shared<Barrier>(), treeHalving(tiles, thread_)};
+    tree.insert(tree.end(), results.begin(), results.end());
+    return makeBlock(tree);
   }
 
   Expr thread_;

@@ -1,0 +1,292 @@
+// Gathering sibling reductions (see SiblingGroups.h).
+#include "passes/lowering/SiblingGroups.h"
+
+#include "ir/IRVisitor.h"
+
+#include <algorithm>
+#include <set>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// Members per group: each adds a shared tile per block to the tree.
+constexpr size_t kMaxGroup = 4;
+// Statements searched after a reduction for its next sibling.
+constexpr size_t kMaxDistance = 16;
+
+// The arrays a statement reads and writes, and the names it uses.
+struct Effects {
+  std::set<const BufferInfo *> reads, writes;
+  std::set<std::string> vars;
+
+  void add(const Effects &other) {
+    reads.insert(other.reads.begin(), other.reads.end());
+    writes.insert(other.writes.begin(), other.writes.end());
+    vars.insert(other.vars.begin(), other.vars.end());
+  }
+  // One writes what the other reads or writes: their order matters.
+  bool conflictsWith(const Effects &other) const {
+    auto meets = [](const std::set<const BufferInfo *> &a, const std::set<const BufferInfo *> &b) {
+      return std::ranges::any_of(a, [&](const BufferInfo *buffer) { return b.contains(buffer); });
+    };
+    return meets(writes, other.reads) || meets(writes, other.writes) || meets(other.writes, reads);
+  }
+  bool uses(const BufferInfo *buffer) const {
+    return reads.contains(buffer) || writes.contains(buffer);
+  }
+};
+
+class EffectCollector : public IRVisitor {
+public:
+  Effects effects;
+
+protected:
+  void visitLoad(const Load &node) override {
+    effects.reads.insert(node.buffer.get());
+    IRVisitor::visitLoad(node);
+  }
+  void visitStore(const Store &node) override {
+    effects.writes.insert(node.buffer.get());
+    IRVisitor::visitStore(node);
+  }
+  void visitAtomicUpdate(const AtomicUpdate &node) override {
+    effects.reads.insert(node.buffer.get());
+    effects.writes.insert(node.buffer.get());
+    IRVisitor::visitAtomicUpdate(node);
+  }
+  void visitReduce(const Reduce &node) override {
+    effects.reads.insert(node.accumulator.get());
+    effects.writes.insert(node.accumulator.get());
+    IRVisitor::visitReduce(node);
+  }
+  void visitScan(const Scan &node) override {
+    effects.writes.insert(node.target.get());
+    IRVisitor::visitScan(node);
+  }
+  void visitAllocate(const Allocate &node) override {
+    for (const Expr &extent : node.buffer->shape)
+      visit(extent);
+    IRVisitor::visitAllocate(node);
+  }
+};
+
+Effects effectsOf(const Stmt &stmt) {
+  EffectCollector collector;
+  collector.visit(stmt);
+  collector.effects.vars = freeVars(stmt);
+  return collector.effects;
+}
+
+Effects effectsOf(const Expr &expr) {
+  EffectCollector collector;
+  collector.visit(expr);
+  collector.effects.vars = freeVars(expr);
+  return collector.effects;
+}
+
+// The header of a scope alone (a let's value, an array's extents): what
+// hoisting it needs.
+Effects headerEffects(const Stmt &opener) {
+  if (auto *let = opener->as<LetStmt>())
+    return effectsOf(let->value);
+  Effects effects;
+  for (const Expr &extent : opener->as<Allocate>()->buffer->shape)
+    effects.add(effectsOf(extent));
+  return effects;
+}
+
+bool containsReduction(const Stmt &stmt) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    void visitReduce(const Reduce &) override { found = true; }
+    void visitScan(const Scan &) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
+// One statement of the chain after a reduction: a plain statement, or a
+// scope (Allocate, LetStmt) whose body is the rest of the chain.
+struct Item {
+  Stmt stmt;
+  bool opensScope = false;
+};
+
+// The statements from `stmts[from]` on, entering the scope (or block) that
+// ends the list, as a chain.
+void linearize(const std::vector<Stmt> &stmts, size_t from, std::vector<Item> &chain) {
+  for (size_t i = from; i < stmts.size(); ++i) {
+    const Stmt &stmt = stmts[i];
+    bool last = i + 1 == stmts.size();
+    if (last && stmt->as<Block>())
+      return linearize(stmt->as<Block>()->stmts, 0, chain);
+    if (last && (stmt->as<Allocate>() || stmt->as<LetStmt>())) {
+      chain.push_back({stmt, true});
+      const Stmt &body =
+          stmt->as<Allocate>() ? stmt->as<Allocate>()->body : stmt->as<LetStmt>()->body;
+      return linearize({body}, 0, chain);
+    }
+    chain.push_back({stmt, false});
+  }
+}
+
+// The scope `opener` around `body`.
+Stmt rewrap(const Stmt &opener, Stmt body) {
+  if (auto *allocate = opener->as<Allocate>())
+    return std::make_shared<Allocate>(allocate->buffer, std::move(body));
+  auto *let = opener->as<LetStmt>();
+  return std::make_shared<LetStmt>(let->var, let->value, std::move(body));
+}
+
+// The chain from `from` on as statements again.
+Stmt rebuild(const std::vector<Item> &chain, size_t from) {
+  std::vector<Stmt> stmts;
+  for (size_t i = from; i < chain.size(); ++i) {
+    if (chain[i].opensScope) {
+      stmts.push_back(rewrap(chain[i].stmt, rebuild(chain, i + 1)));
+      break;
+    }
+    stmts.push_back(chain[i].stmt);
+  }
+  return makeBlock(stmts);
+}
+
+// The name or array a scope binds is used by `effects`.
+bool bindsUsed(const Stmt &opener, const Effects &effects) {
+  if (auto *let = opener->as<LetStmt>())
+    return effects.vars.contains(let->var);
+  return effects.uses(opener->as<Allocate>()->buffer.get());
+}
+
+// What moving the candidate at chain[candidate] up to the group takes.
+struct Plan {
+  std::set<size_t> hoisted, moved;
+};
+
+// Whether `candidate` (a Reduce) can join `group`: same loops, no nested
+// reductions, and no member reads another's accumulator.
+bool fitsGroup(const std::vector<Stmt> &group, const Stmt &candidate) {
+  const Reduce &first = *group.front()->as<Reduce>();
+  const Reduce &joining = *candidate->as<Reduce>();
+  if (joining.loops.size() != first.loops.size() || group.size() >= kMaxGroup ||
+      containsReduction(joining.valueSetup))
+    return false;
+  std::map<std::string, Expr> renames;
+  for (size_t i = 0; i < first.loops.size(); ++i) {
+    if (!sameExpr(substitute(joining.loops[i].min, renames), first.loops[i].min) ||
+        !sameExpr(substitute(joining.loops[i].extent, renames), first.loops[i].extent))
+      return false;
+    renames[joining.loops[i].var] = makeVar(first.loops[i].min->type, first.loops[i].var);
+  }
+  Effects joiningEffects = effectsOf(candidate);
+  for (const Stmt &memberStmt : group) {
+    const Reduce &member = *memberStmt->as<Reduce>();
+    if (member.accumulator == joining.accumulator ||
+        joiningEffects.reads.contains(member.accumulator.get()) ||
+        effectsOf(memberStmt).reads.contains(joining.accumulator.get()))
+      return false;
+  }
+  return true;
+}
+
+// How the reduction at chain[candidate] can move up to the group, if it
+// can (see the file comment).
+std::optional<Plan> planMove(const std::vector<Item> &chain, size_t candidate,
+                             const Effects &groupEffects) {
+  Plan plan;
+  Effects moving = effectsOf(chain[candidate].stmt); // the candidate and what moves with it
+  for (size_t i = candidate; i-- > 0;) {
+    const Item &item = chain[i];
+    if (item.opensScope) {
+      if (bindsUsed(item.stmt, moving)) {
+        plan.hoisted.insert(i);
+        moving.add(headerEffects(item.stmt));
+      }
+    } else if (effectsOf(item.stmt).conflictsWith(moving)) {
+      plan.moved.insert(i);
+      moving.add(effectsOf(item.stmt));
+    }
+  }
+  // What moves up crosses the group and what it passes: a hoisted scope
+  // goes above every statement before it (moved ones too), a moved
+  // statement above those that stay. Neither may leave a scope whose name
+  // it uses or pass a statement it conflicts with.
+  for (size_t i = 0; i < candidate; ++i) {
+    bool hoisted = plan.hoisted.contains(i);
+    if (!hoisted && !plan.moved.contains(i))
+      continue;
+    Effects effects = hoisted ? headerEffects(chain[i].stmt) : effectsOf(chain[i].stmt);
+    if (effects.conflictsWith(groupEffects))
+      return std::nullopt;
+    for (size_t j = 0; j < i; ++j) {
+      if (plan.hoisted.contains(j) || (!hoisted && plan.moved.contains(j)))
+        continue;
+      if (chain[j].opensScope ? bindsUsed(chain[j].stmt, effects)
+                              : effectsOf(chain[j].stmt).conflictsWith(effects))
+        return std::nullopt;
+    }
+  }
+  return plan;
+}
+
+} // namespace
+
+std::optional<SiblingGroup> gatherSiblings(const std::vector<Stmt> &stmts, size_t p) {
+  auto *first = stmts[p]->as<Reduce>();
+  if (!first || containsReduction(first->valueSetup))
+    return std::nullopt;
+  std::vector<Stmt> group = {stmts[p]};
+  Effects groupEffects = effectsOf(stmts[p]);
+  std::vector<Item> chain;
+  linearize(stmts, p + 1, chain);
+  SiblingGroup result;
+  for (bool joined = true; joined;) {
+    joined = false;
+    for (size_t c = 0; c < chain.size() && c < kMaxDistance; ++c) {
+      if (!chain[c].stmt->as<Reduce>() || !fitsGroup(group, chain[c].stmt))
+        continue;
+      std::optional<Plan> plan = planMove(chain, c, groupEffects);
+      if (!plan)
+        continue;
+      std::vector<Item> rest;
+      for (size_t i = 0; i < chain.size(); ++i) {
+        if (plan->hoisted.contains(i))
+          result.hoisted.push_back(chain[i].stmt);
+        else if (plan->moved.contains(i))
+          result.moved.push_back(chain[i].stmt);
+        else if (i != c)
+          rest.push_back(chain[i]);
+      }
+      group.push_back(chain[c].stmt);
+      groupEffects.add(effectsOf(chain[c].stmt));
+      chain = std::move(rest);
+      joined = true;
+      break;
+    }
+  }
+  if (group.size() == 1)
+    return std::nullopt;
+  for (const Stmt &member : group)
+    result.members.push_back(member->as<Reduce>());
+  result.rest = rebuild(chain, 0);
+  return result;
+}
+
+Stmt SiblingGroup::assemble(Stmt group, const std::function<Stmt(const Stmt &)> &each) const {
+  std::vector<Stmt> body;
+  for (const Stmt &stmt : moved)
+    body.push_back(each(stmt));
+  body.push_back(std::move(group));
+  body.push_back(each(rest));
+  Stmt result = makeBlock(body);
+  for (size_t i = hoisted.size(); i-- > 0;)
+    result = rewrap(hoisted[i], result);
+  return result;
+}
+
+} // namespace loopc::passes
