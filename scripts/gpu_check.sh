@@ -41,6 +41,7 @@ declare -A sizes=(
   [mv_transposed]="M=1001 N=999"
   [nbody]="N=1001 dt=0.01 softening=0.1"
   [reverse]="N=1000003"
+  [row_stats]="R=257 C=1001"
   [softmax]="R=257 C=1001"
   [sqdist]="M=257 N=263 K=64"
   [sum_max]="N=1000003 threshold=0.5"
@@ -117,6 +118,8 @@ variants=(
   "histogram|histogram|--bounds-check"
   "scan|prefix_sum|--bounds-check"
   "softmax|softmax|--bounds-check"
+  "row_stats|row_stats|--skip-pass fuse_sibling_reductions"
+  "sum_max|sum_and_max|--skip-pass fuse_sibling_reductions"
 )
 for variant in "${variants[@]}"; do
   IFS='|' read -r sample kernel options sizes_override <<<"$variant"

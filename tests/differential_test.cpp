@@ -196,6 +196,8 @@ DIFFERENTIAL_CASE("samples/nbody.loop", "N=0 dt=0.01 softening=0.1", "N=1 dt=0.0
                   "N=7 dt=0.01 softening=0.1", "N=33 dt=0.01 softening=0.1",
                   "N=100 dt=0.01 softening=0.1", "N=301 dt=0.5 softening=0.05")
 DIFFERENTIAL_CASE("samples/reverse.loop", "N=0", "N=1", "N=257", "N=7", "N=33", "N=100", "N=10007")
+DIFFERENTIAL_CASE("samples/row_stats.loop", "R=0 C=3", "R=3 C=0", "R=1 C=1", "R=257 C=3",
+                  "R=2 C=257", "R=7 C=33", "R=33 C=100", "R=3 C=1000")
 DIFFERENTIAL_CASE("samples/softmax.loop", "R=0 C=3", "R=3 C=0", "R=1 C=1", "R=257 C=3", "R=2 C=257",
                   "R=7 C=7", "R=33 C=33", "R=100 C=100", "R=7 C=33", "R=33 C=7", "R=3 C=1000")
 DIFFERENTIAL_CASE("samples/sqdist.loop", "M=0 N=3 K=2", "M=3 N=2 K=0", "M=1 N=1 K=1",

@@ -158,4 +158,9 @@ TEST_CASE("in a row given a block, sibling reductions share one strided walk of 
                     "acc_2.tile[r.thread] = acc_2.tile[r.thread] + acc_2.tile[r.thread + 128]") ==
         1);
   CHECK(occurrences(mapped, "barrier") == 2 * 9); // two trees of 8 halving steps and a share each
+  // Leaving fuse_sibling_reductions out leaves them apart here too.
+  choices.skipped.insert("fuse_sibling_reductions");
+  std::string apart =
+      test::aroundPass(*loaded->program, "row_stats", "map_rows_to_blocks", choices).second;
+  CHECK(occurrences(apart, "for c_2.step in") == 1);
 }

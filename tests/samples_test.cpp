@@ -55,6 +55,7 @@ const std::map<std::string, std::set<std::string>> kTestedKernels = {
     {"samples/gaussian_blur.loop", {"gaussian_blur3", "gaussian_blur5", "gaussian_blur5_via_conv"}},
     {"samples/sum_max.loop", {"sum_and_max", "sum_i32", "count_above"}},
     {"samples/softmax.loop", {"softmax"}},
+    {"samples/row_stats.loop", {"row_stats"}},
     {"samples/histogram.loop", {"histogram", "bin_stats"}},
     {"samples/scan.loop", {"prefix_sum", "running_max", "row_sums", "exclusive_count"}},
     {"stdlib/linalg.loop", {"dot", "axpy", "gemv", "gemm", "transpose"}},
@@ -742,6 +743,32 @@ TEST_CASE("samples/softmax.loop: row-wise softmax") {
       }
     }
     checkClose(run.output("Y"), expected, "Y");
+  }
+}
+
+TEST_CASE("samples/row_stats.loop: each row's mean and variance") {
+  auto loaded = loadChecked("samples/row_stats.loop");
+  for (const Values &sizes : std::vector<Values>{{{"R", "1"}, {"C", "1"}},
+                                                 {{"R", "7"}, {"C", "13"}},
+                                                 {{"R", "3"}, {"C", "300"}},
+                                                 {{"R", "2"}, {"C", "0"}}}) {
+    CAPTURE(describe(sizes));
+    KernelRun run = runKernel(*loaded, "row_stats", sizes);
+    const HostArray &X = run.input("X");
+    Expectation means, variances;
+    for (int64_t r = 0; r < run.size("R"); ++r) {
+      double sum = 0, squares = 0, magnitude = 0;
+      for (int64_t c = 0; c < run.size("C"); ++c) {
+        sum += at(X, {r, c});
+        squares += at(X, {r, c}) * at(X, {r, c});
+        magnitude += std::abs(at(X, {r, c}));
+      }
+      double n = static_cast<double>(std::max<int64_t>(run.size("C"), 1));
+      means.add(sum / n, magnitude / n);
+      variances.add(squares / n - (sum / n) * (sum / n), squares / n + 1);
+    }
+    checkClose(run.output("mean"), means, "mean");
+    checkClose(run.output("variance"), variances, "variance");
   }
 }
 

@@ -1,5 +1,6 @@
 """Peers for loopc's GPU cases that shared/anchors/gpu_anchors.py does not measure: torch's prefix sum and
-histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)), and torch.mv over 4 rows of 2^26. Same method as the anchors: CUDA
+histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)), torch.mv over 4 rows of 2^26, and
+torch.var_mean over the rows of an 8192^2 matrix. Same method as the anchors: CUDA
 events, warm-up, median of repeats; one JSON object per line, in the anchors' format, which run.sh appends
 to the anchors' output for report.py.
 """
@@ -41,3 +42,6 @@ rows = x.view(4, 1 << 26)
 v = torch.rand(1 << 26, device=dev) * 2 - 1
 t = bench(lambda: torch.mv(rows, v))
 emit(kind="bandwidth", op="torch.mv 4 x 2^26 f32", gbps=round((n + (1 << 26)) * 4 / t / 1e9, 1))
+matrix = x[: 8192 * 8192].view(8192, 8192)
+t = bench(lambda: torch.var_mean(matrix, dim=1, correction=0))
+emit(kind="bandwidth", op="torch.var_mean rows 8192^2 f32", gbps=round(8192 * 8192 * 4 / t / 1e9, 1))

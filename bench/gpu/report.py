@@ -150,6 +150,8 @@ FAMILIES = {
         "torch.histc", [("torch.histc 256 bins 2^28 f32", N28 * 4)], {"N": N28, "B": 256}),
     "torch_mv4": fixed_size_bandwidth(
         "torch.mv", [("torch.mv 4 x 2^26 f32", (N28 + (1 << 26)) * 4)], {"M": 4, "N": 1 << 26}),
+    "torch_var_mean": fixed_size_bandwidth(
+        "torch.var_mean", [("torch.var_mean rows 8192^2 f32", 8192**2 * 4)], {"R": 8192, "C": 8192}),
     "torch_histc65536": fixed_size_bandwidth(
         "torch.histc", [("torch.histc 65536 bins 2^28 f32", N28 * 4)], {"N": N28, "B": 65536}),
     "cublas_sgemm": (sgemm("cuBLAS fp32", "cuBLAS SGEMM"), COMPUTE),

@@ -72,6 +72,8 @@ cases=(
   "mv_transposed via linalg, unfused|mv_transposed|mv_transposed_via_linalg|M=16384 N=16384|M=301 N=257|cublas_tmv|--skip-pass fuse_producers --skip-pass drop_overwritten_fills"
   "softmax|softmax|softmax|R=8192 C=8192|R=67 C=1001|torch_softmax"
   "softmax, thread per row|softmax|softmax|R=8192 C=8192|R=67 C=1001|torch_softmax|--skip-pass map_rows_to_blocks"
+  "row_stats|row_stats|row_stats|R=8192 C=8192|R=67 C=1001|torch_var_mean"
+  "row_stats, unfused|row_stats|row_stats|R=8192 C=8192|R=67 C=1001|torch_var_mean|--skip-pass fuse_sibling_reductions"
   "histogram, 256 bins|histogram|histogram|N=268435456 B=256 lo=-1 hi=1|N=100003 B=256 lo=-1 hi=1|torch_histc256"
   "histogram, 256 bins, global atomics|histogram|histogram|N=268435456 B=256 lo=-1 hi=1|N=100003 B=256 lo=-1 hi=1|torch_histc256|--skip-pass privatize_combines"
   "prefix_sum|scan|prefix_sum|N=268435456|N=100003|torch_cumsum"

@@ -43,7 +43,9 @@ ir::Function splitReductions(ir::Function function);
 
 // A 1-D parfor walking rows to a block per row, its redomaps block trees and
 // its inner parfors strided over the threads (map_rows_to_blocks.cpp).
-ir::Function mapRowsToBlocks(ir::Function function);
+// With `fuseSiblings`, a row's sibling redomaps share one strided walk (as
+// fuse_sibling_reductions does elsewhere; skipping that pass turns it off).
+ir::Function mapRowsToBlocks(ir::Function function, bool fuseSiblings);
 
 // Parfors combining into small arrays get a copy of them per block in shared
 // memory, over a grid-stride loop, when the host finds they fit

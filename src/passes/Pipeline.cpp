@@ -185,7 +185,10 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
   passes.optimize("fuse_producers", fuseProducers);
   passes.optimize("split_reductions", splitReductions);
-  passes.optimize("map_rows_to_blocks", mapRowsToBlocks);
+  passes.optimize("map_rows_to_blocks", [&](ir::Function f) {
+    return mapRowsToBlocks(std::move(f),
+                           !options.choices.skipped.contains("fuse_sibling_reductions"));
+  });
   passes.optimize("privatize_combines",
                   [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });

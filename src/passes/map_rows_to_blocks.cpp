@@ -109,6 +109,9 @@ private:
 };
 
 class RowMapper : public IRMutator {
+public:
+  explicit RowMapper(bool fuseSiblings) : fuseSiblings_(fuseSiblings) {}
+
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::Parallel)
@@ -250,7 +253,8 @@ private:
       const std::vector<Stmt> &inner = stmt->as<Block>()->stmts;
       std::vector<Stmt> stmts;
       for (size_t i = 0; i < inner.size(); ++i) {
-        if (std::optional<SiblingGroup> group = gatherSiblings(inner, i)) {
+        std::optional<SiblingGroup> group = fuseSiblings_ ? gatherSiblings(inner, i) : std::nullopt;
+        if (group) {
           stmts.push_back(group->assemble(blockTree(group->members),
                                           [this](const Stmt &part) { return shareRow(part); }));
           break;
@@ -354,14 +358,15 @@ private:
     return makeBlock(tree);
   }
 
+  bool fuseSiblings_;
   Expr thread_;
   std::vector<Buffer> tiles_;
 };
 
 } // namespace
 
-Function mapRowsToBlocks(Function function) {
-  function.body = RowMapper().mutate(function.body);
+Function mapRowsToBlocks(Function function, bool fuseSiblings) {
+  function.body = RowMapper(fuseSiblings).mutate(function.body);
   return function;
 }
 
