@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <set>
 
 namespace loopc::codegen {
@@ -54,9 +53,9 @@ private:
   const ColumnPanel &panel_;
 };
 
-// Whether every access of `accesses` (all to one array) reads a panel as
-// ColumnPanel describes; sets the offsets' range, and `alongLoop` when some
-// leading index moves along a loop (a panel, not one row).
+// Whether the accesses (all to one array) read a panel as ColumnPanel
+// describes, some leading index moving along a loop (a panel, not one row);
+// `lowest` and `highest` get the range of their constant offsets.
 bool readsPanel(const std::vector<const passes::BufferAccess *> &accesses,
                 const std::set<std::string> &parallelVars, const For &xBlock, const For &xThread,
                 int64_t blockWidth, int64_t &lowest, int64_t &highest) {
