@@ -268,6 +268,11 @@ TEST_CASE("indices proven in range lose their checks, and only those") {
   CHECK(proven("parfor i in 0..N { if (i + 1 >= N) { y[i] = 0.0; } else { y[i] = x[i + 1]; } }") ==
         "proven");
   CHECK(proven("parfor i in 0..N { if (i < 3) { y[i] = x[i + 1]; } }") == "checked");
+  CHECK(proven("parfor i in 0..N { if (i >= 1 && i + 1 < N) { y[i] = x[i - 1] + x[i + 1]; } }") ==
+        "proven");
+  CHECK(proven("parfor i in 0..N { if (i < 1 || i + 1 >= N) { y[i] = 0.0; } else { y[i] = x[i + 1] "
+               "+ x[i - 1]; } }") == "proven");
+  CHECK(proven("parfor i in 0..N { if (i >= 1 || i + 1 < N) { y[i] = x[i - 1]; } }") == "checked");
   CHECK(proven("parfor i in 0..N { let j = i / 2; y[i] = x[j]; }") == "checked");
   CHECK(proven("parfor i in 0..N { y[i] = x[idx[i]]; }") == "checked");
   CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in 0..i + 1) x[k]; }") == "proven");
@@ -328,4 +333,21 @@ TEST_CASE("random indices near the edges: checked code fails exactly where the i
   // Both outcomes occur, so the comparison means something.
   CHECK(failures > runs / 10);
   CHECK(failures < runs - runs / 10);
+}
+
+TEST_CASE("a fact about an array element does not outlive a store to it") {
+  // The guard holds for c[i] = 1; the store then moves c[i] past the end of
+  // x. A proof from the guard would have dropped the check on the read.
+  checkSameError(R"(kernel stale(x: in f32[N], c: inout i64[M], y: out f32[M]) {
+  parfor i in 0..M {
+    c[i] = 1;
+    if (c[i] >= 1 && c[i] <= N) {
+      c[i] = N + 5;
+      y[i] = x[c[i] - 1];
+    }
+  }
+}
+)",
+                 "stale", {{"N", "5"}, {"M", "3"}},
+                 "index 9 out of range for dimension 0 of 'x' (extent 5)");
 }

@@ -147,8 +147,23 @@ private:
   std::optional<LinearForm> form(const Expr &expr) {
     std::optional<LinearForm> result = unboundedForm(expr);
     if (result && tooLarge(*result))
-      return atomForm(expr);
+      return opaque(expr);
     return result;
+  }
+
+  // `expr` as an atom, unless it reads memory: the same load may give
+  // another value further on (the array written between), so a fact about
+  // it would not hold at the access. A let's value is fixed where it is
+  // bound, so a let of a load is an atom, by its name.
+  static std::optional<LinearForm> opaque(const Expr &expr) {
+    struct Reads : IRVisitor {
+      bool found = false;
+      void visitLoad(const Load &) override { found = true; }
+    } reads;
+    reads.visit(expr);
+    if (reads.found)
+      return std::nullopt;
+    return atomForm(expr);
   }
 
   std::optional<LinearForm> unboundedForm(const Expr &expr) {
@@ -188,7 +203,7 @@ private:
         }
       }
     }
-    return atomForm(expr);
+    return opaque(expr);
   }
 
   // Remembers what a min or max atom stands for, so a proof can take its
@@ -201,6 +216,16 @@ private:
   void addConditionFacts(const Expr &cond, bool holds) {
     if (auto *unary = cond->as<Unary>(); unary && unary->op == UnaryOpKind::Not)
       return addConditionFacts(unary->operand, !holds);
+    // `a && b` lowered as select(a, b, false) (b is not evaluated when a
+    // fails), `a || b` as select(a, true, b).
+    if (auto *select = cond->as<Select>()) {
+      auto *constant = (holds ? select->elseValue : select->thenValue)->as<BoolImm>();
+      if (constant && constant->value == !holds) {
+        addConditionFacts(select->cond, holds);
+        addConditionFacts(holds ? select->thenValue : select->elseValue, holds);
+      }
+      return;
+    }
     auto *binary = cond->as<Binary>();
     if (!binary)
       return;

@@ -3,10 +3,13 @@
 // A[i][k], inside `for k in [0, K)` and the guard `i < M`, needs none).
 //
 // Every integer index and extent is read as a linear form over atoms (loop
-// variables, sizes, and any subterm that is not linear, such as `x / 2` or a
-// load). Around an access hold facts, each `form >= 0`: the range of every
-// enclosing loop, the conditions of the enclosing ifs (negated in an else),
-// and for each atom `min(a, b)` or `max(a, b)` how it compares with a and b.
+// variables, sizes, lets, and any subterm that is not linear, such as
+// `x / 2`). A term that reads an array element has no form: the element may
+// be written between a guard and the access, so facts about it are not
+// kept. Around an access hold facts, each `form >= 0`: the range of every
+// enclosing loop, the conditions of the enclosing ifs (negated in an else;
+// `&&` and `||` taken apart), and for each atom `min(a, b)` or `max(a, b)`
+// its two cases.
 // An index e in dimension d is proven when both `e >= 0` and
 // `extent - 1 - e >= 0` follow: a variable at a time, innermost first, is
 // cancelled by a positive multiple of a fact that mentions it (Fourier-Motzkin
