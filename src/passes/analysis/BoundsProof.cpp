@@ -21,14 +21,6 @@ bool ProvenAccesses::proven(const void *access, size_t dim) const {
   return found != dims_.end() && dim < found->second.size() && found->second[dim];
 }
 
-size_t ProvenAccesses::provenCount() const {
-  size_t count = 0;
-  for (const auto &[access, dims] : dims_)
-    for (bool dim : dims)
-      count += dim;
-  return count;
-}
-
 namespace {
 
 // Steps one proof may take, and the largest coefficient it may reach:

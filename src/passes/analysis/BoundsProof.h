@@ -34,7 +34,6 @@ public:
   // proven within its extent.
   bool proven(const void *access, size_t dim) const;
   void record(const void *access, std::vector<bool> dims) { dims_[access] = std::move(dims); }
-  size_t provenCount() const;
 
 private:
   std::map<const void *, std::vector<bool>> dims_;

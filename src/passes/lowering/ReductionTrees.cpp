@@ -32,10 +32,6 @@ Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
                                  /*isReductionStep=*/op.kind != ReduceOperator::Kind::User);
 }
 
-Stmt treeHalving(const ReduceOperator &op, const Buffer &tile, const Expr &thread) {
-  return treeHalving({{op, tile}}, thread);
-}
-
 Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, const Expr &thread) {
   std::vector<Stmt> steps;
   for (int64_t half = kReductionThreads / 2; half >= 1; half /= 2) {

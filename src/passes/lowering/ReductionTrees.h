@@ -20,11 +20,9 @@ inline constexpr int64_t kReductionThreads = 256;
 // expression, whose own evaluation order must stay as written.
 ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Buffer &cell, ir::Expr value);
 
-// Combines tile[0..kReductionThreads) into tile[0] by halving; `thread` is the
-// thread index (i64). Each step is followed by a barrier.
-ir::Stmt treeHalving(const ir::ReduceOperator &op, const ir::Buffer &tile, const ir::Expr &thread);
-// The same for several tiles at once, each with its operator: one barrier
-// per step for all of them.
+// Combines each tile[0..kReductionThreads) into its tile[0] by halving,
+// with its operator; `thread` is the thread index (i64). Each step combines
+// every tile and is followed by one barrier.
 ir::Stmt treeHalving(const std::vector<std::pair<ir::ReduceOperator, ir::Buffer>> &tiles,
                      const ir::Expr &thread);
 

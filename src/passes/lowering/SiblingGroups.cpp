@@ -2,6 +2,7 @@
 #include "passes/lowering/SiblingGroups.h"
 
 #include "ir/IRVisitor.h"
+#include "passes/analysis/ArrayUses.h"
 
 #include <algorithm>
 #include <set>
@@ -41,32 +42,24 @@ struct Effects {
   }
 };
 
-class EffectCollector : public IRVisitor {
+// The arrays a statement or expression reads (its writes are
+// writtenArrays'); an atomic update and a reduction read what they update.
+class ReadArrays : public IRVisitor {
 public:
-  Effects effects;
+  std::set<const BufferInfo *> arrays;
 
 protected:
   void visitLoad(const Load &node) override {
-    effects.reads.insert(node.buffer.get());
+    arrays.insert(node.buffer.get());
     IRVisitor::visitLoad(node);
   }
-  void visitStore(const Store &node) override {
-    effects.writes.insert(node.buffer.get());
-    IRVisitor::visitStore(node);
-  }
   void visitAtomicUpdate(const AtomicUpdate &node) override {
-    effects.reads.insert(node.buffer.get());
-    effects.writes.insert(node.buffer.get());
+    arrays.insert(node.buffer.get());
     IRVisitor::visitAtomicUpdate(node);
   }
   void visitReduce(const Reduce &node) override {
-    effects.reads.insert(node.accumulator.get());
-    effects.writes.insert(node.accumulator.get());
+    arrays.insert(node.accumulator.get());
     IRVisitor::visitReduce(node);
-  }
-  void visitScan(const Scan &node) override {
-    effects.writes.insert(node.target.get());
-    IRVisitor::visitScan(node);
   }
   void visitAllocate(const Allocate &node) override {
     for (const Expr &extent : node.buffer->shape)
@@ -76,17 +69,15 @@ protected:
 };
 
 Effects effectsOf(const Stmt &stmt) {
-  EffectCollector collector;
-  collector.visit(stmt);
-  collector.effects.vars = freeVars(stmt);
-  return collector.effects;
+  ReadArrays reads;
+  reads.visit(stmt);
+  return {std::move(reads.arrays), writtenArrays(stmt), freeVars(stmt)};
 }
 
 Effects effectsOf(const Expr &expr) {
-  EffectCollector collector;
-  collector.visit(expr);
-  collector.effects.vars = freeVars(expr);
-  return collector.effects;
+  ReadArrays reads;
+  reads.visit(expr);
+  return {std::move(reads.arrays), {}, freeVars(expr)};
 }
 
 // The header of a scope alone (a let's value, an array's extents): what
@@ -115,6 +106,8 @@ bool containsReduction(const Stmt &stmt) {
 struct Item {
   Stmt stmt;
   bool opensScope = false;
+  // A plain statement's effects; a scope's header's (headerEffects).
+  Effects effects;
 };
 
 // The statements from `stmts[from]` on, entering the scope (or block) that
@@ -126,12 +119,12 @@ void linearize(const std::vector<Stmt> &stmts, size_t from, std::vector<Item> &c
     if (last && stmt->as<Block>())
       return linearize(stmt->as<Block>()->stmts, 0, chain);
     if (last && (stmt->as<Allocate>() || stmt->as<LetStmt>())) {
-      chain.push_back({stmt, true});
+      chain.push_back({stmt, true, headerEffects(stmt)});
       const Stmt &body =
           stmt->as<Allocate>() ? stmt->as<Allocate>()->body : stmt->as<LetStmt>()->body;
       return linearize({body}, 0, chain);
     }
-    chain.push_back({stmt, false});
+    chain.push_back({stmt, false, effectsOf(stmt)});
   }
 }
 
@@ -199,17 +192,12 @@ bool fitsGroup(const std::vector<Stmt> &group, const Stmt &candidate) {
 std::optional<Plan> planMove(const std::vector<Item> &chain, size_t candidate,
                              const Effects &groupEffects) {
   Plan plan;
-  Effects moving = effectsOf(chain[candidate].stmt); // the candidate and what moves with it
+  Effects moving = chain[candidate].effects; // the candidate and what moves with it
   for (size_t i = candidate; i-- > 0;) {
     const Item &item = chain[i];
-    if (item.opensScope) {
-      if (bindsUsed(item.stmt, moving)) {
-        plan.hoisted.insert(i);
-        moving.add(headerEffects(item.stmt));
-      }
-    } else if (effectsOf(item.stmt).conflictsWith(moving)) {
-      plan.moved.insert(i);
-      moving.add(effectsOf(item.stmt));
+    if (item.opensScope ? bindsUsed(item.stmt, moving) : item.effects.conflictsWith(moving)) {
+      (item.opensScope ? plan.hoisted : plan.moved).insert(i);
+      moving.add(item.effects);
     }
   }
   // What moves up crosses the group and what it passes: a hoisted scope
@@ -220,14 +208,14 @@ std::optional<Plan> planMove(const std::vector<Item> &chain, size_t candidate,
     bool hoisted = plan.hoisted.contains(i);
     if (!hoisted && !plan.moved.contains(i))
       continue;
-    Effects effects = hoisted ? headerEffects(chain[i].stmt) : effectsOf(chain[i].stmt);
+    const Effects &effects = chain[i].effects;
     if (effects.conflictsWith(groupEffects))
       return std::nullopt;
     for (size_t j = 0; j < i; ++j) {
       if (plan.hoisted.contains(j) || (!hoisted && plan.moved.contains(j)))
         continue;
       if (chain[j].opensScope ? bindsUsed(chain[j].stmt, effects)
-                              : effectsOf(chain[j].stmt).conflictsWith(effects))
+                              : chain[j].effects.conflictsWith(effects))
         return std::nullopt;
     }
   }
@@ -263,7 +251,7 @@ std::optional<SiblingGroup> gatherSiblings(const std::vector<Stmt> &stmts, size_
           rest.push_back(chain[i]);
       }
       group.push_back(chain[c].stmt);
-      groupEffects.add(effectsOf(chain[c].stmt));
+      groupEffects.add(chain[c].effects);
       chain = std::move(rest);
       joined = true;
       break;
