@@ -157,7 +157,17 @@ TEST_CASE("unknown kernels and unavailable devices are reported clearly") {
   CHECK(kernel.output == "loopc: error: no kernel named 'nope' (available: dot)\n");
   auto device = runLoopc("run samples/dot.loop --set N=3 --device tpu");
   CHECK(device.exitCode == 1);
-  CHECK(device.output == "loopc: error: unknown device 'tpu' (choose from gpu, cpu, interp)\n");
+  CHECK(device.output == "loopc: error: unknown device 'tpu' (choose from gpu, cpu, interp, gpu-on-cpu)\n");
+}
+
+TEST_CASE("--device gpu-on-cpu runs the GPU pipeline's kernels on the CPU JIT") {
+  auto run = runLoopc("run samples/matmul.loop --set M=70 --set N=33 --set K=45 "
+                      "--device gpu-on-cpu --check");
+  CHECK(run.exitCode == 0);
+  CHECK(contains(run.output, "cpu (GPU kernels)"));
+  CHECK(contains(run.output, "PASS"));
+  auto cpu = runLoopc("run samples/matmul.loop --set M=7 --set N=3 --set K=5 --device cpu");
+  CHECK_FALSE(contains(cpu.output, "GPU kernels"));
 }
 
 TEST_CASE("run --repeat N reports the median of N runs and rejects a bad N") {

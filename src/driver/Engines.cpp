@@ -19,6 +19,13 @@ Expected<std::unique_ptr<Engine>> createCpu(const passes::PassChoices &choices) 
   return std::make_unique<codegen::CpuEngine>(passes::PipelineTarget::Cpu, choices);
 }
 
+// The GPU pipeline's kernels (blocks, shared memory, barriers, register
+// tiles) run by the CPU JIT: every GPU transformation can be run and checked
+// on a machine without a GPU. Last, so it is never the default.
+Expected<std::unique_ptr<Engine>> createGpuKernelsOnCpu(const passes::PassChoices &choices) {
+  return std::make_unique<codegen::CpuEngine>(passes::PipelineTarget::Gpu, choices);
+}
+
 Expected<std::unique_ptr<Engine>> createInterpreter(const passes::PassChoices &) {
   return std::make_unique<Interpreter>();
 }
@@ -29,9 +36,11 @@ constexpr EngineEntry kEngines[] = {
     {"gpu", "NVIDIA GPU (PTX from LLVM, run through the CUDA driver)", createGpu},
     {"cpu", "native code for this CPU (LLVM JIT, all cores)", createCpu},
     {"interp", "the reference interpreter (slow, checks every access)", createInterpreter},
+    {"gpu-on-cpu", "the GPU pipeline's kernels run by the CPU JIT (tests GPU passes without a GPU)",
+     createGpuKernelsOnCpu},
 };
 
-constexpr const char *kKnownDevices[] = {"gpu", "cpu", "interp"};
+constexpr const char *kKnownDevices[] = {"gpu", "cpu", "interp", "gpu-on-cpu"};
 
 std::string registeredList() {
   std::string names;

@@ -255,7 +255,7 @@ defined; each takes --help):
                           the PTX the kernel compiles to
   :llvm [KERNEL] [--target cpu|gpu] [--gpu ARCH] [--no-opt]
                           the LLVM IR the kernel compiles to
-  :device [interp|cpu|gpu]
+  :device [interp|cpu|gpu|gpu-on-cpu]
                           the device runs use (default: the best available)
   :load FILE              add the definitions of a .loop file
   :list                   the definitions so far
@@ -454,7 +454,7 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
                          : "Run a kernel and summarize its outputs",
                   timing ? ":time" : ":run"};
   parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
-  parser.add_option("--device", device, "interp, cpu or gpu (default: the session's, :device)");
+  parser.add_option("--device", device, "interp, cpu, gpu or gpu-on-cpu (default: the session's, :device)");
   argumentOptions.addTo(parser);
   if (timing)
     parser.add_option("--repeat", repeat, "Timed runs (default: 10)")

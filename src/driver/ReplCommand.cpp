@@ -87,7 +87,7 @@ void addReplCommand(CLI::App &app) {
       "repl", "An interactive session: define kernels, run, time and explain them");
   command->add_option("FILE", options->file, "A .loop file whose definitions to start with");
   command->add_option("--device", options->device,
-                      "interp, cpu or gpu (default: the best one available)");
+                      "interp, cpu, gpu or gpu-on-cpu (default: the best one available)");
   command->callback([options] {
     if (int exitCode = runRepl(*options))
       throw CLI::RuntimeError(exitCode);
