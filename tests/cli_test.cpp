@@ -157,7 +157,8 @@ TEST_CASE("unknown kernels and unavailable devices are reported clearly") {
   CHECK(kernel.output == "loopc: error: no kernel named 'nope' (available: dot)\n");
   auto device = runLoopc("run samples/dot.loop --set N=3 --device tpu");
   CHECK(device.exitCode == 1);
-  CHECK(device.output == "loopc: error: unknown device 'tpu' (choose from gpu, cpu, interp, gpu-on-cpu)\n");
+  CHECK(device.output ==
+        "loopc: error: unknown device 'tpu' (choose from gpu, cpu, interp, gpu-on-cpu)\n");
 }
 
 TEST_CASE("--device gpu-on-cpu runs the GPU pipeline's kernels on the CPU JIT") {
@@ -213,7 +214,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       "lower, lower_scans, specialize_sizes, simplify, drop_overwritten_fills, fuse_producers, "
       "split_reductions, map_rows_to_blocks, privatize_combines, "
       "map_to_gpu, fuse_sibling_reductions, "
-      "lower_reductions, "
+      "lower_reductions, combine_in_warps, "
       "tile_registers, stage_shared, simplify, extract_kernels"));
 }
 
@@ -242,7 +243,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
         contains(refused.output,
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, map_rows_to_blocks, "
-                 "privatize_combines, fuse_sibling_reductions, tile_registers, stage_shared"));
+                 "privatize_combines, fuse_sibling_reductions, combine_in_warps, tile_registers, "
+                          "stage_shared"));
   }
 }
 

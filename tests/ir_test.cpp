@@ -310,11 +310,16 @@ TEST_CASE("a whole-array reduction becomes two kernels with a shared tree") {
   CHECK(contains(printed, "launch dot_kernel0<<<grid(red0.grid, 1, 1), block(256, 1, 1)>>>"));
   CHECK(contains(printed, "launch dot_kernel1<<<grid(1, 1, 1), block(256, 1, 1)>>>"));
   CHECK(contains(printed, "shared f32 red0.tile[256]"));
-  CHECK(contains(printed, "if (red0.thread < 128) {\n"));
   CHECK(contains(printed, "barrier\n"));
-  CHECK(contains(printed, "red0.partials[red0.block] = red0.tile[0]"));
-  CHECK(contains(printed, "acc = acc + red1.tile[0]"));
+  CHECK(contains(printed, "red0.partials[red0.block] = red0.tile.total"));
+  CHECK(contains(printed, "acc = acc + red1.tile.total"));
   CHECK(contains(printed, "r = acc"));
+  // The lowering's tree halves the tile; combine_in_warps (its own tests)
+  // then shuffles within warps.
+  std::string tree = after(lowered(kDot, "dot"), "lower_reductions");
+  CHECK(contains(tree, "if (red0.thread < 128) {\n"));
+  CHECK(contains(tree, "red0.partials[red0.block] = red0.tile[0]"));
+  CHECK(contains(tree, "acc = acc + red1.tile[0]"));
 }
 
 TEST_CASE("extract_kernels leaves serial loops and launches in the host code") {

@@ -4,6 +4,7 @@
 
 #include "codegen/CpuPanel.h"
 #include "codegen/CpuThreadNest.h"
+#include "codegen/CpuWarpShuffles.h"
 #include "codegen/LlvmEmitter.h"
 
 #include <llvm/Support/raw_ostream.h>
@@ -92,6 +93,11 @@ void CpuTarget::release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm
 // Threads of a block run one after the other between barriers (see
 // BarrierFission), so a barrier outside a thread nest orders nothing.
 void CpuTarget::emitBarrier(LlvmEmitter &) {}
+
+llvm::Value *CpuTarget::emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType, int) {
+  emitter.fail("CPU code generation: a warp shuffle was not rewritten through shared memory");
+  return value;
+}
 
 // libm's names: tanh, tanhf.
 std::string CpuTarget::libraryMathName(Builtin builtin, ScalarType type) const {
@@ -396,7 +402,8 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
 } // namespace
 
 Expected<std::unique_ptr<llvm::Module>>
-emitCpuModule(const ir::Function &function, llvm::LLVMContext &context, DeviceErrorSites *sites) {
+emitCpuModule(const ir::Function &input, llvm::LLVMContext &context, DeviceErrorSites *sites) {
+  const ir::Function function = exchangeShufflesThroughShared(input);
   auto module = std::make_unique<llvm::Module>(function.name, context);
   std::map<std::string, RowSweep> rowSweeps;
   for (const KernelFunc &kernel : function.kernels)

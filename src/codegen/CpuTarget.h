@@ -42,6 +42,10 @@ public:
                         llvm::Value *elementCount) override;
   void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) override;
   void emitBarrier(LlvmEmitter &emitter) override;
+  // Never reached: exchangeShufflesThroughShared rewrites a kernel's
+  // shuffles before its threads become loops.
+  llvm::Value *emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType type,
+                              int laneMask) override;
   // Blocks run at once on the pool's cores, but a block's threads run one
   // after another on one core: its shared memory needs no atomics.
   bool sharedAtOnce(ir::MemorySpace memory) const override {

@@ -245,6 +245,8 @@ public:
       return runLaunch(*stmt.as<ir::Launch>());
     case StmtNode::Kind::Barrier:
       return makeError("GPU engine: a barrier in host code");
+    case StmtNode::Kind::WarpShuffle:
+      return makeError("GPU engine: a warp shuffle in host code");
     case StmtNode::Kind::Reduce:
       return makeError("GPU engine: a Reduce was not lowered by the pass pipeline",
                        stmt.as<ir::Reduce>()->source);

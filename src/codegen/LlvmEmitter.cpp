@@ -708,6 +708,14 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
   case StmtNode::Kind::Barrier:
     target_.emitBarrier(*this);
     return;
+  case StmtNode::Kind::WarpShuffle: {
+    auto &shuffle = *stmt.as<ir::WarpShuffle>();
+    llvm::Value *exchanged = target_.emitShuffleXor(*this, emitExpr(*shuffle.value),
+                                                    shuffle.value->type, shuffle.laneMask);
+    builder_.CreateStore(toMemory(exchanged, shuffle.target->element),
+                         lookupBuffer(*shuffle.target, SourceRange{}));
+    return;
+  }
   case StmtNode::Kind::Block:
     for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
       emitStmt(*child);

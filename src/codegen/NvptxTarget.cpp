@@ -448,6 +448,43 @@ void NvptxTarget::emitBarrier(LlvmEmitter &emitter) {
   emitter.builder().CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
 
+// shfl.sync.bfly over the whole warp (every lane takes part: the IR reaches a
+// shuffle in block-uniform control flow) on 32-bit pieces: an f32 as it is,
+// a bool or i32 as an i32, an i64 or f64 as two halves.
+llvm::Value *NvptxTarget::emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType type,
+                                         int laneMask) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  auto shuffle = [&](llvm::Intrinsic::ID intrinsic, llvm::Value *piece) {
+    return builder.CreateIntrinsic(
+        intrinsic, {},
+        {builder.getInt32(-1), piece, builder.getInt32(laneMask), builder.getInt32(31)});
+  };
+  switch (type) {
+  case ScalarType::F32:
+    return shuffle(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, value);
+  case ScalarType::I32:
+    return shuffle(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, value);
+  case ScalarType::Bool: {
+    llvm::Value *word = builder.CreateZExt(value, builder.getInt32Ty());
+    return builder.CreateICmpNE(shuffle(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, word),
+                                builder.getInt32(0));
+  }
+  case ScalarType::I64:
+  case ScalarType::F64: {
+    llvm::Value *bits = builder.CreateBitCast(value, builder.getInt64Ty());
+    llvm::Value *low = builder.CreateTrunc(bits, builder.getInt32Ty());
+    llvm::Value *high = builder.CreateTrunc(builder.CreateLShr(bits, 32), builder.getInt32Ty());
+    low = builder.CreateZExt(shuffle(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, low),
+                             builder.getInt64Ty());
+    high = builder.CreateZExt(shuffle(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, high),
+                              builder.getInt64Ty());
+    llvm::Value *joined = builder.CreateOr(low, builder.CreateShl(high, 32));
+    return builder.CreateBitCast(joined, value->getType());
+  }
+  }
+  return value;
+}
+
 bool NvptxTarget::usesLibraryMath(Builtin builtin) const {
   switch (builtin) {
   case Builtin::Exp:

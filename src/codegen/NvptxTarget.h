@@ -42,6 +42,8 @@ public:
                         llvm::Value *elementCount) override;
   void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) override;
   void emitBarrier(LlvmEmitter &emitter) override;
+  llvm::Value *emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType type,
+                              int laneMask) override;
   bool usesLibraryMath(Builtin builtin) const override;
   std::string libraryMathName(Builtin builtin, ScalarType type) const override;
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;

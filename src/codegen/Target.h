@@ -36,6 +36,11 @@ public:
 
   virtual void emitBarrier(LlvmEmitter &emitter) = 0;
 
+  // `value` (of `type`) as the thread in lane `lane ^ laneMask` of this
+  // thread's warp has it (ir::WarpShuffle).
+  virtual llvm::Value *emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType type,
+                                      int laneMask) = 0;
+
   // Whether threads running at the same time reach memory of `memory`, so
   // an AtomicUpdate there must be atomic. Registers are a thread's own.
   virtual bool sharedAtOnce(ir::MemorySpace memory) const {

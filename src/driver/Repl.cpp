@@ -454,7 +454,8 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
                          : "Run a kernel and summarize its outputs",
                   timing ? ":time" : ":run"};
   parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
-  parser.add_option("--device", device, "interp, cpu, gpu or gpu-on-cpu (default: the session's, :device)");
+  parser.add_option("--device", device,
+                    "interp, cpu, gpu or gpu-on-cpu (default: the session's, :device)");
   argumentOptions.addTo(parser);
   if (timing)
     parser.add_option("--repeat", repeat, "Timed runs (default: 10)")

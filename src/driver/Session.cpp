@@ -92,7 +92,8 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
   command.add_option("FILE", file, "The .loop file")->required();
   command.add_option("--kernel", kernel,
                      "The kernel to " + verb + " (default: the last kernel of FILE)");
-  command.add_option("--device", device, "interp, cpu, gpu or gpu-on-cpu (default: the best one available)");
+  command.add_option("--device", device,
+                     "interp, cpu, gpu or gpu-on-cpu (default: the best one available)");
   passes.addTo(command);
   arguments.addTo(command);
   command.add_flag("--tuned", tuned,

@@ -196,6 +196,7 @@ struct StmtNode {
     Store,
     Allocate,
     Barrier,
+    WarpShuffle,
     Block,
     Reduce,
     Scan,
@@ -276,6 +277,20 @@ struct Allocate : StmtNode {
 struct Barrier : StmtNode {
   static constexpr Kind kKind = Kind::Barrier;
   Barrier() : StmtNode(kKind) {}
+};
+
+// `target = value` as the thread in lane `lane ^ laneMask` of this thread's
+// warp (32 consecutive threads of the block) computes it: a butterfly
+// exchange in registers, with neither shared memory nor a barrier. Like a
+// Barrier it is reached by every thread of the block (block-uniform control
+// flow), whose thread count is a multiple of 32; laneMask is 1, 2, 4, 8 or 16.
+struct WarpShuffle : StmtNode {
+  static constexpr Kind kKind = Kind::WarpShuffle;
+  WarpShuffle(Buffer target, Expr value, int laneMask)
+      : StmtNode(kKind), target(std::move(target)), value(std::move(value)), laneMask(laneMask) {}
+  const Buffer target; // a rank-0 register buffer of value's type
+  const Expr value;
+  const int laneMask;
 };
 
 struct Block : StmtNode {

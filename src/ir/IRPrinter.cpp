@@ -307,6 +307,11 @@ std::string describe(const Stmt &stmt) {
     return describe(*stmt->as<Allocate>()->buffer);
   case StmtNode::Kind::Barrier:
     return "barrier";
+  case StmtNode::Kind::WarpShuffle: {
+    const auto &shuffle = *stmt->as<WarpShuffle>();
+    return shuffle.target->name + " = shuffle_xor(" + toString(shuffle.value) + ", " +
+           std::to_string(shuffle.laneMask) + ")";
+  }
   case StmtNode::Kind::Block:
     return "block of " + std::to_string(stmt->as<Block>()->stmts.size()) + " statements";
   case StmtNode::Kind::Reduce: {

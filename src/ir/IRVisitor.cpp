@@ -50,6 +50,8 @@ void IRVisitor::visit(const Stmt &stmt) {
     return visitAllocate(*stmt->as<Allocate>());
   case StmtNode::Kind::Barrier:
     return visitBarrier(*stmt->as<Barrier>());
+  case StmtNode::Kind::WarpShuffle:
+    return visitWarpShuffle(*stmt->as<WarpShuffle>());
   case StmtNode::Kind::Block:
     return visitBlock(*stmt->as<Block>());
   case StmtNode::Kind::Reduce:
@@ -102,6 +104,7 @@ void IRVisitor::visitStore(const Store &node) {
     visit(index);
   visit(node.value);
 }
+void IRVisitor::visitWarpShuffle(const WarpShuffle &node) { visit(node.value); }
 void IRVisitor::visitAllocate(const Allocate &node) {
   for (const Expr &extent : node.buffer->shape)
     visit(extent);
@@ -194,6 +197,8 @@ Stmt IRMutator::mutate(const Stmt &stmt) {
     return visitAllocate(*stmt->as<Allocate>(), stmt);
   case StmtNode::Kind::Barrier:
     return visitBarrier(*stmt->as<Barrier>(), stmt);
+  case StmtNode::Kind::WarpShuffle:
+    return visitWarpShuffle(*stmt->as<WarpShuffle>(), stmt);
   case StmtNode::Kind::Block:
     return visitBlock(*stmt->as<Block>(), stmt);
   case StmtNode::Kind::Reduce:
@@ -299,6 +304,13 @@ Stmt IRMutator::visitStore(const Store &node, const Stmt &self) {
     return self;
   return std::make_shared<Store>(node.buffer, std::move(indices), std::move(value), node.source,
                                  node.isReductionStep);
+}
+
+Stmt IRMutator::visitWarpShuffle(const WarpShuffle &node, const Stmt &self) {
+  Expr value = mutate(node.value);
+  if (value == node.value)
+    return self;
+  return std::make_shared<WarpShuffle>(node.target, std::move(value), node.laneMask);
 }
 
 Stmt IRMutator::visitAllocate(const Allocate &node, const Stmt &self) {

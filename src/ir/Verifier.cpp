@@ -155,8 +155,7 @@ protected:
     }
     // The element and the value are read at the end of valueSetup.
     Stmt write = std::make_shared<Store>(node.target, node.indices, node.value);
-    bind(node.loop.var, node.loop.min->type,
-         [&] { visit(appendAtTail(node.valueSetup, write)); });
+    bind(node.loop.var, node.loop.min->type, [&] { visit(appendAtTail(node.valueSetup, write)); });
   }
 
   void visitAtomicUpdate(const AtomicUpdate &node) override {
@@ -195,6 +194,23 @@ protected:
       fail("barrier outside any gpu_block loop");
     else if (divergentDepth_ > 0)
       fail("barrier under control flow that depends on the thread (not block-uniform)");
+  }
+
+  void visitWarpShuffle(const WarpShuffle &node) override {
+    checkAccess(*node.target, {}, "shuffle into");
+    std::string text = node.target->name + " = shuffle_xor(" + toString(node.value) + ", " +
+                       std::to_string(node.laneMask) + ")";
+    if (node.target->memory != MemorySpace::Register)
+      fail("a shuffle into a buffer outside registers: " + text);
+    if (node.value->type != node.target->element)
+      fail("a shuffle whose value's type differs from its target's: " + text);
+    if (node.laneMask < 1 || node.laneMask > 16 || (node.laneMask & (node.laneMask - 1)) != 0)
+      fail("a shuffle's lane mask must be 1, 2, 4, 8 or 16: " + text);
+    if (threadDepth_ == 0)
+      fail("a shuffle outside any gpu_thread loop: " + text);
+    else if (divergentDepth_ > 0)
+      fail("a shuffle under control flow that depends on the thread (not block-uniform): " + text);
+    visit(node.value);
   }
 
   void visitReduce(const Reduce &node) override {

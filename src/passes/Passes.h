@@ -65,6 +65,10 @@ ir::Function lowerReductions(ir::Function function);
 // once (fuse_sibling_reductions.cpp).
 ir::Function fuseSiblingReductions(ir::Function function);
 
+// Block tree reductions combine each warp's partials by register shuffles,
+// then the warps' totals after one barrier (combine_in_warps.cpp).
+ir::Function combineInWarps(ir::Function function);
+
 // Threads of a mapped nest compute a small tile of points each, the copies
 // of the body jammed so loads are shared in registers (tile_registers.cpp).
 ir::Function tileRegisters(ir::Function function, const PassParameters &parameters = {});

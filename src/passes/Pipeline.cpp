@@ -30,6 +30,7 @@ const Optimization kOptimizations[] = {
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"combine_in_warps", {PipelineTarget::Gpu}},
     {"tile_registers", {PipelineTarget::Gpu}},
     {"stage_shared", {PipelineTarget::Gpu}},
 };
@@ -194,6 +195,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("fuse_sibling_reductions", fuseSiblingReductions);
   passes.run("lower_reductions", lowerReductions);
+  passes.optimize("combine_in_warps", combineInWarps);
   passes.optimize("tile_registers",
                   [&](ir::Function f) { return tileRegisters(std::move(f), parameters); });
   passes.optimize("stage_shared",
