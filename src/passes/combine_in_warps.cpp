@@ -19,6 +19,7 @@
 #include "ir/IRVisitor.h"
 #include "passes/lowering/ReductionTrees.h"
 
+#include <map>
 #include <optional>
 
 namespace loopc::passes {
@@ -248,26 +249,36 @@ protected:
   }
 
 private:
+  // The tree's registers live only as long as they are needed: a lane value
+  // per member and a partner per element type (the members exchange one after
+  // the other) through the shuffles, a total per member after them, so the
+  // kernel's register count (extract_kernels' occupancy hint) stays that of
+  // its own values.
   Stmt warpTree(const std::vector<TreeMember> &members, const std::vector<Stmt> &after) const {
     Expr thread = makeVar(ScalarType::I64, thread_);
-    std::vector<Buffer> registers;
+    std::vector<Buffer> shuffleRegisters, totalRegisters;
+    std::map<ScalarType, Buffer> partners;
     std::vector<std::pair<Buffer, Buffer>> totals;
     std::vector<Stmt> start, publish, fold;
     std::vector<std::vector<Stmt>> exchanges(5);
+    auto newRegister = [](const Buffer &tile, const std::string &suffix) {
+      return makeBuffer(tile->name + suffix, tile->element, {}, MemorySpace::Register);
+    };
     for (const TreeMember &member : members) {
       const Buffer &tile = member.tile;
-      auto newRegister = [&](const std::string &suffix) {
-        Buffer buffer = makeBuffer(tile->name + suffix, tile->element, {}, MemorySpace::Register);
-        registers.push_back(buffer);
-        return buffer;
-      };
-      Buffer lane = newRegister(".lane"), partner = newRegister(".partner"),
-             total = newRegister(".total");
+      Buffer lane = newRegister(tile, ".lane"), total = newRegister(tile, ".total");
+      shuffleRegisters.push_back(lane);
+      totalRegisters.push_back(total);
+      Buffer &partner = partners[tile->element];
+      if (!partner) {
+        partner = newRegister(tile, ".partner");
+        partner->isWritten = true;
+        shuffleRegisters.push_back(partner);
+      }
       totals.push_back({tile, total});
       start.push_back(store(lane, {}, load(tile, {thread})));
       int step = 0;
       for (int mask = kWarpSize / 2; mask >= 1; mask /= 2, ++step) {
-        partner->isWritten = true;
         exchanges[step].push_back(std::make_shared<WarpShuffle>(partner, load(lane), mask));
         exchanges[step].push_back(
             store(lane, {}, combineOf(member, thread_, load(lane), load(partner))));
@@ -278,21 +289,25 @@ private:
         folded = combineOf(member, thread_, folded, load(tile, {makeI64(warp * kWarpSize)}));
       fold.push_back(store(total, {}, folded));
     }
-    std::vector<Stmt> stmts = start;
+    std::vector<Stmt> shuffles = start;
     for (const std::vector<Stmt> &exchange : exchanges)
-      stmts.insert(stmts.end(), exchange.begin(), exchange.end());
+      shuffles.insert(shuffles.end(), exchange.begin(), exchange.end());
     Expr firstLane = makeBinary(
         BinaryOpKind::Eq, makeBinary(BinaryOpKind::Rem, thread, makeI64(kWarpSize)), makeI64(0));
-    stmts.push_back(std::make_shared<IfThenElse>(firstLane, makeBlock(publish)));
-    stmts.push_back(std::make_shared<Barrier>());
-    stmts.insert(stmts.end(), fold.begin(), fold.end());
+    shuffles.push_back(std::make_shared<IfThenElse>(firstLane, makeBlock(publish)));
+    std::vector<Stmt> folding = fold;
     TotalReader reader(totals);
     for (const Stmt &stmt : after)
-      stmts.push_back(reader.mutate(stmt));
-    Stmt tree = makeBlock(std::move(stmts));
-    for (size_t i = registers.size(); i-- > 0;)
-      tree = std::make_shared<Allocate>(registers[i], tree);
-    return tree;
+      folding.push_back(reader.mutate(stmt));
+    return makeBlock({allocating(shuffleRegisters, makeBlock(std::move(shuffles))),
+                      std::make_shared<Barrier>(),
+                      allocating(totalRegisters, makeBlock(std::move(folding)))});
+  }
+
+  static Stmt allocating(const std::vector<Buffer> &buffers, Stmt body) {
+    for (size_t i = buffers.size(); i-- > 0;)
+      body = std::make_shared<Allocate>(buffers[i], body);
+    return body;
   }
 
   std::string thread_; // the tree's thread index where a tree may be; else empty

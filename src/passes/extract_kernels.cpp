@@ -35,7 +35,8 @@ public:
   std::vector<Buffer> buffers;
   std::vector<ScalarParam> scalars;
   std::set<const BufferInfo *> stored;
-  // Elements of the register buffers the kernel allocates.
+  // The most elements of register buffers live at once (allocated around
+  // one another) in the kernel.
   int64_t registerValues = 0;
 
   // Extents of the first GpuBlock / GpuThread loop of each dimension.
@@ -66,14 +67,17 @@ protected:
     for (const Expr &extent : node.buffer->shape)
       visit(extent);
     allocated_.insert(node.buffer.get());
+    int64_t elements = 0;
     if (node.buffer->memory == MemorySpace::Register) {
-      int64_t elements = 1;
+      elements = 1;
       for (const Expr &extent : node.buffer->shape)
         if (const auto *constant = extent->as<IntImm>())
           elements *= constant->value;
-      registerValues += elements;
     }
+    liveRegisterValues_ += elements;
+    registerValues = std::max(registerValues, liveRegisterValues_);
     visit(node.body);
+    liveRegisterValues_ -= elements;
   }
   void visitFor(const For &node) override {
     visit(node.min);
@@ -105,6 +109,7 @@ private:
   }
   std::set<std::string> bound_, seenScalars_;
   std::set<const BufferInfo *> allocated_, seenBuffers_;
+  int64_t liveRegisterValues_ = 0;
 };
 
 // Reads of host register cells inside a kernel become reads of a scalar

@@ -193,18 +193,19 @@ private:
       for (const MappedDim &dim : jammer_.dims_) {
         if (dim.factor == 1)
           continue;
-        Expr factor = makeInt(node.type, dim.factor);
-        Expr index = makeInt(node.type, copy_.index[dim.gpuDim]);
-        auto scaled = [&](Expr scaledVar, Expr offset) {
-          return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, scaledVar, factor),
-                            offset);
+        // Only the loop variables (integers) are rescaled; a let of another
+        // type (a bool mask) is copied below like any name.
+        auto factor = [&] { return makeInt(node.type, dim.factor); };
+        auto scaled = [&] {
+          return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, self, factor()),
+                            makeInt(node.type, copy_.index[dim.gpuDim]));
         };
         if (dim.gpuDim == 0 && node.name == dim.block->var)
-          return scaled(self, index);
+          return scaled();
         if (dim.gpuDim != 0 && node.name == dim.thread->var)
-          return scaled(self, index);
+          return scaled();
         if (dim.gpuDim != 0 && node.name == dim.block->var)
-          return makeBinary(BinaryOpKind::Mul, self, factor);
+          return makeBinary(BinaryOpKind::Mul, self, factor());
       }
       auto deps = jammer_.varDeps_.find(node.name);
       if (deps == jammer_.varDeps_.end())
