@@ -125,7 +125,8 @@ TEST_CASE("a tree whose tile is read again after it keeps its halving steps") {
   ReduceOperator add;
   auto body = [&](Expr afterIndex) {
     return makeBlock({passes::store(tile, {thread}, std::make_shared<FloatImm>(ScalarType::F32, 1)),
-                      std::make_shared<Barrier>(), passes::treeHalving({{add, tile}}, thread),
+                      std::make_shared<Barrier>(),
+                      passes::treeHalving({{add, tile}}, thread, false),
                       std::make_shared<IfThenElse>(
                           makeBinary(BinaryOpKind::Eq, thread, makeI64(0)),
                           passes::store(out, {makeI64(0)}, passes::load(tile, {afterIndex})))});

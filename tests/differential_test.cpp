@@ -509,6 +509,27 @@ kernel reductions(x: in i32[N], y: in f64[N], z: in f32[N], a: out i32, p: out i
               {"N=0", "N=1", "N=7", "N=33", "N=257"});
 }
 
+TEST_CASE("user operators that do not commute combine in the range's order") {
+  // first and last are associative, not commutative: a reduction that walks
+  // its range interleaved over threads (as builtin operators do) picks
+  // another match. Matches are sparse, so most threads' chunks hold none.
+  checkSource(R"(
+assoc fn first(a: i64, b: i64) -> i64 { return a != 0 ? a : b; }
+assoc fn last(a: i64, b: i64) -> i64 { return b != 0 ? b : a; }
+kernel whole(x: in i32[N], f: out i64, l: out i64) {
+  f = redomap(first, 0, i in 0..N) (x[i] % 23 == 5 ? i + 1 : 0);
+  l = redomap(last, 0, i in 0..N) (x[i] % 23 == 5 ? i + 1 : 0);
+}
+kernel rows(x: in i32[R][C], f: out i64[R], l: out i64[R]) {
+  parfor r in 0..R {
+    f[r] = redomap(first, 0, c in 0..C) (x[r][c] % 23 == 5 ? c + 1 : 0);
+    l[r] = redomap(last, 0, c in 0..C) (x[r][c] % 31 == 7 ? c + 1 : 0);
+  }
+}
+)",
+              {"N=1 R=1 C=1", "N=33 R=2 C=1000", "N=1000 R=3 C=70001", "N=100003 R=70 C=257"});
+}
+
 TEST_CASE("combine: every operator into arrays and scalar results, from 1-D and 2-D parfors") {
   checkSource(R"(
 assoc fn larger_magnitude(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }

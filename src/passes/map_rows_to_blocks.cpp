@@ -287,7 +287,7 @@ private:
       if (loop.forKind != ForKind::Parallel)
         return stmt;
       return strided(loop.var, loop.min, loop.extent, serializeParallelLoops(loop.body),
-                     loop.source);
+                     loop.source, /*inOrder=*/false);
     }
     default:
       return stmt;
@@ -295,20 +295,20 @@ private:
   }
 
   // `var` over [min, min + extent) shared by the threads: thread t takes
-  // t, t + 256, ...
+  // t, t + 256, ..., or with `inOrder` a contiguous chunk (threadWalk).
   Stmt strided(const std::string &var, const Expr &min, const Expr &extent, Stmt body,
-               SourceRange source) {
+               SourceRange source, bool inOrder) {
     std::string stepVar = var + ".step";
     Expr extent64 =
         extent->type == ScalarType::I64 ? extent : std::make_shared<Cast>(ScalarType::I64, extent);
-    Expr threads = makeI64(kReductionThreads);
+    ThreadWalk walk = threadWalk(thread_, makeI64(kReductionThreads), extent64, inOrder);
     Expr position =
-        makeBinary(BinaryOpKind::Add, thread_,
-                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), threads));
+        makeBinary(BinaryOpKind::Add, walk.first,
+                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), walk.stride));
     if (min->type != ScalarType::I64)
       position = std::make_shared<Cast>(min->type, position);
     return std::make_shared<For>(
-        stepVar, makeI64(0), stridedTripCount(thread_, extent64, threads), ForKind::Serial, 0,
+        stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
         std::make_shared<LetStmt>(var, makeBinary(BinaryOpKind::Add, min, position), body), source);
   }
 
@@ -348,12 +348,16 @@ private:
     }
     const Reduce::Loop &outer = first.loops.front();
     std::vector<Stmt> walk = starts;
-    walk.push_back(strided(outer.var, outer.min, outer.extent, point, first.source));
+    // A user's operator keeps the row's order (threadWalk, treeHalving).
+    bool inOrder =
+        !std::ranges::all_of(group, [](const Reduce *reduce) { return commutes(reduce->op); });
+    walk.push_back(strided(outer.var, outer.min, outer.extent, point, first.source, inOrder));
     walk.insert(walk.end(), shares.begin(), shares.end());
     Stmt share = makeBlock(walk);
     for (size_t i = parts.size(); i-- > 0;)
       share = std::make_shared<Allocate>(parts[i], share);
-    std::vector<Stmt> tree = {share, std::make_shared<Barrier>(), treeHalving(tiles, thread_)};
+    std::vector<Stmt> tree = {share, std::make_shared<Barrier>(),
+                              treeHalving(tiles, thread_, inOrder)};
     tree.insert(tree.end(), results.begin(), results.end());
     return makeBlock(tree);
   }

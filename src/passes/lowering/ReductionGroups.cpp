@@ -4,6 +4,8 @@
 #include "ir/IRVisitor.h"
 #include "passes/lowering/ReductionTrees.h"
 
+#include <algorithm>
+
 namespace loopc::passes {
 
 using namespace loopc::ir;
@@ -120,13 +122,18 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
       makeI64(1));
   Expr block = makeVar(ScalarType::I64, prefix + ".block");
   Expr thread = makeVar(ScalarType::I64, prefix + ".thread");
-  Expr firstPoint =
+  // A user's operator keeps the range's order: each thread of the grid folds
+  // a contiguous chunk, and the trees pair neighbours.
+  bool inOrder = !std::ranges::all_of(
+      group, [](const GroupMember &member) { return commutes(member.reduce->op); });
+  Expr gridThread =
       makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, block, threads), thread);
-  Expr stride = makeBinary(BinaryOpKind::Mul, grid, threads);
+  ThreadWalk walk =
+      threadWalk(gridThread, makeBinary(BinaryOpKind::Mul, grid, threads), extent, inOrder);
   std::string stepVar = prefix + ".step";
   Expr position =
-      makeBinary(BinaryOpKind::Add, firstPoint,
-                 makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), stride));
+      makeBinary(BinaryOpKind::Add, walk.first,
+                 makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), walk.stride));
   if (loopType != ScalarType::I64)
     position = std::make_shared<Cast>(loopType, position);
 
@@ -160,13 +167,12 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
       std::make_shared<LetStmt>(outer.var, makeBinary(BinaryOpKind::Add, outer.min, position),
                                 accumulateInto(group, 1, parts));
   std::vector<Stmt> share = shareStart;
-  share.push_back(std::make_shared<For>(stepVar, makeI64(0),
-                                        stridedTripCount(firstPoint, extent, stride),
-                                        ForKind::Serial, 0, pointBody, first.source));
+  share.push_back(std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
+                                        pointBody, first.source));
   share.insert(share.end(), shareEnd.begin(), shareEnd.end());
   std::vector<Stmt> kernel1Thread = {allocating(parts, makeBlock(share)),
                                      std::make_shared<Barrier>()};
-  kernel1Thread.push_back(treeHalving(halving, thread));
+  kernel1Thread.push_back(treeHalving(halving, thread, inOrder));
   kernel1Thread.insert(kernel1Thread.end(), publish.begin(), publish.end());
   Stmt kernel1 = gpuLoops(prefix + ".block", grid, prefix + ".thread", tiles,
                           makeBlock(kernel1Thread), first.source);
@@ -185,17 +191,17 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
     Buffer tile2 = makeBuffer(prefix2 + ".tile" + suffix, element, {threads}, MemorySpace::Shared);
     tiles2.push_back(tile2);
     std::string stepVar2 = prefix2 + ".step" + suffix;
+    ThreadWalk walk2 = threadWalk(thread2, threads, grid, inOrder);
     Expr partialIndex =
-        makeBinary(BinaryOpKind::Add, thread2,
-                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar2), threads));
+        makeBinary(BinaryOpKind::Add, walk2.first,
+                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar2), walk2.stride));
     gather.push_back(std::make_shared<Allocate>(
-        part2,
-        makeBlock(
-            {store(part2, {}, reduce.neutral),
-             std::make_shared<For>(
-                 stepVar2, makeI64(0), stridedTripCount(thread2, grid, threads), ForKind::Serial, 0,
-                 reductionStep(reduce.op, part2, load(partials[m], {partialIndex})), reduce.source),
-             store(tile2, {thread2}, load(part2))})));
+        part2, makeBlock({store(part2, {}, reduce.neutral),
+                          std::make_shared<For>(
+                              stepVar2, makeI64(0), walk2.trips, ForKind::Serial, 0,
+                              reductionStep(reduce.op, part2, load(partials[m], {partialIndex})),
+                              reduce.source),
+                          store(tile2, {thread2}, load(part2))})));
     halving2.push_back({reduce.op, tile2});
     Expr result = applyOperator(reduce.op, load(reduce.accumulator, reduce.indices),
                                 load(tile2, {makeI64(0)}));
@@ -203,7 +209,7 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
   }
   std::vector<Stmt> kernel2Thread = gather;
   kernel2Thread.push_back(std::make_shared<Barrier>());
-  kernel2Thread.push_back(treeHalving(halving2, thread2));
+  kernel2Thread.push_back(treeHalving(halving2, thread2, inOrder));
   kernel2Thread.insert(kernel2Thread.end(), results.begin(), results.end());
   Stmt kernel2 = gpuLoops(prefix2 + ".block", makeI64(1), prefix2 + ".thread", tiles2,
                           makeBlock(kernel2Thread), first.source);

@@ -32,19 +32,41 @@ Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
                                  /*isReductionStep=*/op.kind != ReduceOperator::Kind::User);
 }
 
-Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, const Expr &thread) {
+bool commutes(const ReduceOperator &op) { return op.kind != ReduceOperator::Kind::User; }
+
+Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, const Expr &thread,
+                 bool inOrder) {
   std::vector<Stmt> steps;
-  for (int64_t half = kReductionThreads / 2; half >= 1; half /= 2) {
-    Expr partner = makeBinary(BinaryOpKind::Add, thread, makeI64(half));
+  for (int64_t step = 1; step < kReductionThreads; step *= 2) {
+    int64_t distance = inOrder ? step : kReductionThreads / (2 * step);
+    Expr partner = makeBinary(BinaryOpKind::Add, thread, makeI64(distance));
     std::vector<Stmt> combines;
     for (const auto &[op, tile] : tiles)
       combines.push_back(
           store(tile, {thread}, applyOperator(op, load(tile, {thread}), load(tile, {partner}))));
-    steps.push_back(std::make_shared<IfThenElse>(
-        makeBinary(BinaryOpKind::Lt, thread, makeI64(half)), makeBlock(combines)));
+    Expr active = inOrder ? makeBinary(BinaryOpKind::Eq,
+                                       makeBinary(BinaryOpKind::Rem, thread, makeI64(2 * distance)),
+                                       makeI64(0))
+                          : makeBinary(BinaryOpKind::Lt, thread, makeI64(distance));
+    steps.push_back(std::make_shared<IfThenElse>(active, makeBlock(combines)));
     steps.push_back(std::make_shared<Barrier>());
   }
   return makeBlock(std::move(steps));
+}
+
+ThreadWalk threadWalk(const Expr &thread, const Expr &threads, const Expr &extent, bool inOrder) {
+  if (!inOrder)
+    return {thread, threads, stridedTripCount(thread, extent, threads)};
+  Expr chunk = makeBinary(
+      BinaryOpKind::Div,
+      makeBinary(BinaryOpKind::Add, extent, makeBinary(BinaryOpKind::Sub, threads, makeI64(1))),
+      threads);
+  Expr first = makeBinary(BinaryOpKind::Mul, thread, chunk);
+  Expr trips =
+      makeBinary(BinaryOpKind::Max,
+                 makeBinary(BinaryOpKind::Min, chunk, makeBinary(BinaryOpKind::Sub, extent, first)),
+                 makeI64(0));
+  return {first, makeI64(1), trips};
 }
 
 Buffer makeBuffer(std::string name, ScalarType element, std::vector<Expr> shape,

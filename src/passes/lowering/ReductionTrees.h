@@ -20,11 +20,30 @@ inline constexpr int64_t kReductionThreads = 256;
 // expression, whose own evaluation order must stay as written.
 ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Buffer &cell, ir::Expr value);
 
-// Combines each tile[0..kReductionThreads) into its tile[0] by halving,
-// with its operator; `thread` is the thread index (i64). Each step combines
-// every tile and is followed by one barrier.
+// Whether the lowering may combine points in any order: the builtin
+// operators commute; a user's `assoc fn` need only be associative, so its
+// points must combine in the order of the range.
+bool commutes(const ir::ReduceOperator &op);
+
+// Combines each tile[0..kReductionThreads) into its tile[0] with its
+// operator; `thread` is the thread index (i64). Each step combines every
+// tile and is followed by one barrier. With `inOrder`, neighbours pair up
+// (tile[t] with tile[t + s] for t a multiple of 2s), so tile[0] is the
+// combination in thread order; otherwise the tile is halved (tile[t] with
+// tile[t + half]), every active thread a neighbour of the next.
 ir::Stmt treeHalving(const std::vector<std::pair<ir::ReduceOperator, ir::Buffer>> &tiles,
-                     const ir::Expr &thread);
+                     const ir::Expr &thread, bool inOrder);
+
+// How one of `threads` threads walks its share of [0, extent): the points
+// first, first + stride, ... (trips of them). Interleaved (thread t takes
+// t, t + threads, ...: neighbouring threads read neighbouring points, which
+// coalesces), or, `inOrder`, a contiguous chunk per thread in thread order,
+// so that combining the threads' partials in thread order keeps the range's.
+struct ThreadWalk {
+  ir::Expr first, stride, trips;
+};
+ThreadWalk threadWalk(const ir::Expr &thread, const ir::Expr &threads, const ir::Expr &extent,
+                      bool inOrder);
 
 // How many of the positions first, first + stride, ... lie below extent:
 // ceil((extent - first) / stride), as the trip count of a thread that strides
