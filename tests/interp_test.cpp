@@ -399,7 +399,7 @@ assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }
 kernel k(A: in f32[M][N], norm: out f32, trace: out f32, empty: out f32) {
   norm = redomap(absmax, 0.0, i in 0..M, j in 0..N) A[i][j];
   trace = redomap(+, 0.0, i in 0..M, j in i..i + 1) A[i][j];
-  empty = redomap(+, 7.0, i in 0..0) A[i][i];
+  empty = redomap(max, 7.0, i in 0..0) A[i][i];
 })");
   KernelArgs args;
   args.params = {array(ScalarType::F32, {2, 2}, {1, -9, 3, 2}), zeros(ScalarType::F32, {}),

@@ -352,6 +352,7 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
   Ty type = unify(*redomap.neutral, neutral, *redomap.body, body, what.c_str());
   if (type.isPoison())
     return type;
+  checkLiteralNeutral(op, *redomap.neutral, what);
   bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
   if (logical) {
     if (!coerce(*redomap.neutral, type, ScalarType::Bool)) {
@@ -366,6 +367,34 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
     return Ty::poison();
   }
   return withType(redomap, type);
+}
+
+void Checker::checkLiteralNeutral(const ReduceOp &op, const Expr &neutral,
+                                  const std::string &construct) {
+  if (op.kind != ReduceOp::Kind::Add && op.kind != ReduceOp::Kind::Mul)
+    return;
+  const Expr *literal = &neutral;
+  double sign = 1;
+  if (const auto *negated = neutral.as<UnaryExpr>(); negated && negated->op == UnaryOp::Neg) {
+    literal = negated->operand.get();
+    sign = -1;
+  }
+  double value = 0;
+  if (const auto *integer = literal->as<IntLitExpr>())
+    value = sign * static_cast<double>(integer->value);
+  else if (const auto *real = literal->as<FloatLitExpr>())
+    value = sign * real->value;
+  else
+    return; // a name or an expression: its value is the program's business
+  double expected = op.kind == ReduceOp::Kind::Add ? 0 : 1;
+  if (value == expected)
+    return;
+  bool add = op.kind == ReduceOp::Kind::Add;
+  diagnostics_.error(neutral.range,
+                     "the neutral element of '" + construct + "' must be " + (add ? "0" : "1") +
+                         ": it may be combined in once per partial result; " +
+                         (add ? "add the starting value to the result instead"
+                              : "multiply the result by the starting value instead"));
 }
 
 FnDecl *Checker::resolveUserOperator(ReduceOp &op, const std::string &construct) {

@@ -285,11 +285,13 @@ void Checker::checkScan(ScanStmt &scan) {
     return;
   }
   ScalarType element = target->type.element;
+  std::string what = "scan(" + std::string(reduceOpSpelling(scan.op)) + ")";
   if (!coerce(*scan.neutral, neutral, element))
-    diagnostics_.error(
-        scan.neutral->range,
-        "the neutral element of " + quoted("scan(" + std::string(reduceOpSpelling(scan.op)) + ")") +
-            " must be " + quoted(scalarTypeName(element)) + ", got " + describe(neutral));
+    diagnostics_.error(scan.neutral->range, "the neutral element of " + quoted(what) + " must be " +
+                                                quoted(scalarTypeName(element)) + ", got " +
+                                                describe(neutral));
+  else
+    checkLiteralNeutral(scan.op, *scan.neutral, what);
 }
 
 void Checker::reportImmutable(const VarDecl &var, SourceRange range) {
