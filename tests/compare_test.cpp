@@ -94,8 +94,26 @@ TEST_CASE("a result that cancels to near zero is compared against its terms' mag
   inputs.params = {filled(ScalarType::F32, {3, 7}, -2.5), filled(ScalarType::I32, {}, 1000),
                    filled(ScalarType::F32, {}, 9.0)};
   CompareOptions derived = compareOptionsFor(kernel, inputs);
-  CHECK(derived.reductionLength == 21); // A's elements; the out parameter does not count
-  CHECK(derived.termMagnitude == 2.5);  // float inputs only, as magnitudes
+  CHECK(derived.reductionLength == 1000); // n may bound a loop; the out parameter does not count
+  CHECK(derived.termMagnitude == 2.5);    // float inputs only, as magnitudes
+  CHECK(derived.singlePrecisionTerms);
+  inputs.params[1] = filled(ScalarType::I32, {}, -3);
+  CHECK(compareOptionsFor(kernel, inputs).reductionLength == 21); // A's elements
+}
+
+TEST_CASE("f64 results of f32 terms are compared at f32's precision") {
+  // sum of f64(exp(x)) over f32 x: each term carries f32 rounding (and exp
+  // may differ by an ulp between engines).
+  HostArray expected = filled(ScalarType::F64, {}, 999.007683);
+  HostArray actual = filled(ScalarType::F64, {}, 999.007678);
+  CHECK_FALSE(compareArrays(expected, actual, {.reductionLength = 1000}).matches);
+  CHECK(compareArrays(expected, actual, {.reductionLength = 1000, .singlePrecisionTerms = true})
+            .matches);
+  auto loaded = test::loadText("kernel k(x: in f64[N], r: out f64) { r = 0.0; }");
+  REQUIRE(loaded->program);
+  KernelArgs inputs;
+  inputs.params = {filled(ScalarType::F64, {3}, 1.0), filled(ScalarType::F64, {}, 0.0)};
+  CHECK_FALSE(compareOptionsFor(*loaded->program->findKernel("k"), inputs).singlePrecisionTerms);
 }
 
 TEST_CASE("NaN matches NaN, and infinities must match exactly") {

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <ctime>
+#include <functional>
 #include <limits>
 
 using namespace loopc;
@@ -663,15 +664,29 @@ kernel k(x: in f32[N], y: in f64[N], n: in i64[N], single: out f32, wide: out f6
                  array(ScalarType::I64, {n}, ns), zeros(ScalarType::F32, {}),
                  zeros(ScalarType::F64, {}),      zeros(ScalarType::I64, {})};
   runOk(*loaded, "k", args);
-  float single = 0;
-  double wide = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    single += 0.1f;
-    wide += 0.1;
-  }
+  // Float sums are folded pairwise: blocks of 2^k consecutive terms, each a
+  // perfect binary tree, added to the neutral element largest block first.
+  auto pairwise = [n](auto term) {
+    using T = decltype(term);
+    std::function<T(int64_t)> tree = [&](int64_t size) {
+      return size == 1 ? term : tree(size / 2) + tree(size / 2);
+    };
+    T sum = 0;
+    for (int64_t block = int64_t{1} << 20; block >= 1; block /= 2)
+      if (n & block)
+        sum += tree(block);
+    return sum;
+  };
+  float single = pairwise(0.1f);
+  double wide = pairwise(0.1);
+  float sequential = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sequential += 0.1f;
   CHECK(scalarOf<float>(args.params[3]) == single);
   CHECK(scalarOf<double>(args.params[4]) == wide);
   CHECK(double(single) != wide);
+  // Closer to the exact 100 than a sequential f32 sum.
+  CHECK(std::fabs(single - 100.0f) < std::fabs(sequential - 100.0f));
   CHECK(scalarOf<int64_t>(args.params[5]) == 998); // i = 998 has i % 3 == 2
 }
 

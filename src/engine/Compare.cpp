@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace loopc {
@@ -39,10 +40,17 @@ bool floatsMatch(double expected, double actual, double relative, double absolut
 CompareOptions compareOptionsFor(const KernelDecl &kernel, const KernelArgs &inputs) {
   CompareOptions options;
   for (size_t position = 0; position < kernel.params.size(); ++position) {
+    options.singlePrecisionTerms |= kernel.params[position]->type.element == ScalarType::F32;
     if (kernel.params[position]->intent == Intent::Out)
       continue;
     const HostArray &input = inputs.params[position];
     options.reductionLength = std::max<uint64_t>(options.reductionLength, input.elementCount());
+    // An integer scalar may bound a loop (`for i in 0..n`).
+    constexpr uint64_t kLongestBound = uint64_t{1} << 40;
+    if (input.shape.empty() && isInteger(input.type))
+      options.reductionLength =
+          std::max(options.reductionLength,
+                   std::min(kLongestBound, static_cast<uint64_t>(std::llabs(input.getAsInt(0)))));
     if (isFloat(input.type))
       for (size_t i = 0; i < input.elementCount(); ++i)
         if (double value = std::fabs(input.getAsDouble(i)); std::isfinite(value))
@@ -51,8 +59,9 @@ CompareOptions compareOptionsFor(const KernelDecl &kernel, const KernelArgs &inp
   return options;
 }
 
-double defaultRelativeTolerance(ScalarType type, uint64_t reductionLength) {
-  double epsilon = type == ScalarType::F32 ? 0x1p-23 : 0x1p-52;
+double defaultRelativeTolerance(ScalarType type, uint64_t reductionLength,
+                                bool singlePrecisionTerms) {
+  double epsilon = type == ScalarType::F32 || singlePrecisionTerms ? 0x1p-23 : 0x1p-52;
   // Rounding errors of a sum of n terms typically grow like sqrt(n) ulps;
   // the factor leaves room for unlucky orders without hiding real bugs,
   // whose errors are of the order of the values themselves.
@@ -94,7 +103,8 @@ CompareReport compareArrays(const HostArray &expected, const HostArray &actual,
     report.relativeTolerance =
         options.relativeTolerance > 0
             ? options.relativeTolerance
-            : defaultRelativeTolerance(expected.type, options.reductionLength);
+            : defaultRelativeTolerance(expected.type, options.reductionLength,
+                                       options.singlePrecisionTerms);
     report.absoluteTolerance = options.absoluteTolerance > 0 ? options.absoluteTolerance
                                                              : report.relativeTolerance * largest;
     for (size_t i = 0; i < count; ++i)

@@ -23,6 +23,11 @@ struct CompareOptions {
   // largest input): a result that cancels to near zero carries rounding
   // errors of that size, not of its own.
   double termMagnitude = 0;
+  // Whether the terms are f32 values (the kernel has f32 parameters): an f64
+  // result computed from them (a sum of f32 exp() values in f64) carries
+  // f32's rounding, and math builtins may differ in their last bit between
+  // engines, so f64 results get f32's epsilon.
+  bool singlePrecisionTerms = false;
   // Overrides of the derived tolerances when positive.
   double relativeTolerance = 0;
   double absoluteTolerance = 0;
@@ -45,11 +50,13 @@ CompareReport compareArrays(const HostArray &expected, const HostArray &actual,
                             const CompareOptions &options = {});
 
 // The options for comparing the outputs of `kernel` run on `inputs`: no
-// reduction is longer than the largest input array, and the largest finite
-// float input gives the size of the terms.
+// reduction is longer than the largest input array or integer scalar (a
+// loop bound), the largest finite float input gives the size of the terms,
+// and f32 parameters make the terms single precision.
 CompareOptions compareOptionsFor(const KernelDecl &kernel, const KernelArgs &inputs);
 
 // The tolerances compareArrays uses for a float type and reduction length.
-double defaultRelativeTolerance(ScalarType type, uint64_t reductionLength);
+double defaultRelativeTolerance(ScalarType type, uint64_t reductionLength,
+                                bool singlePrecisionTerms = false);
 
 } // namespace loopc
