@@ -33,9 +33,27 @@ TEST_CASE("run --device cpu reports an integer division by zero and exits 1") {
   TempProgram program(kDivide);
   auto result = runLoopc("run " + program.path + " --set N=5 --set d=0 --device cpu");
   CHECK(result.exitCode == 1);
-  CHECK(result.output.find("program.loop:3:5: error: integer division by zero") !=
+  // At the division, as the interpreter reports it.
+  CHECK(result.output.find("program.loop:3:12: error: integer division by zero") !=
         std::string::npos);
   CHECK(result.output.find("q[i] = x[i] / d;") != std::string::npos);
+  auto interpreted = runLoopc("run " + program.path + " --set N=5 --set d=0 --device interp");
+  CHECK(interpreted.output.find("program.loop:3:12: error: integer division by zero") !=
+        std::string::npos);
+}
+
+TEST_CASE("a modulo by zero inside a function is reported there, as by the interpreter") {
+  TempProgram program("fn wrap(v: i32, m: i32) -> i32 { return v % m; }\n"
+                      "kernel k(x: in i32[N], m: i32, y: out i32[N]) {\n"
+                      "  parfor i in 0..N { y[i] = wrap(x[i], m); }\n"
+                      "}\n");
+  for (const char *device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto result = runLoopc("run " + program.path + " --set N=5 --set m=0 --device " + device);
+    CHECK(result.exitCode == 1);
+    CHECK(result.output.find("program.loop:1:41: error: integer modulo by zero") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("run --device cpu divides by a nonzero input as before") {

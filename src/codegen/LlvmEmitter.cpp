@@ -270,13 +270,15 @@ llvm::Value *LlvmEmitter::emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *
                                         rhs);
 }
 
-llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs) {
+llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs,
+                                              SourceRange source) {
   auto *constant = llvm::dyn_cast<llvm::ConstantInt>(rhs);
   if (constant && !constant->isZero() && !constant->isMinusOne())
     return isDivision ? builder_.CreateSDiv(lhs, rhs) : builder_.CreateSRem(lhs, rhs);
   llvm::Type *type = rhs->getType();
   llvm::Value *isZero = builder_.CreateICmpEQ(rhs, llvm::ConstantInt::get(type, 0));
-  emitDeviceErrorIf(isZero, "integer division by zero");
+  emitDeviceErrorIf(isZero, isDivision ? "integer division by zero" : "integer modulo by zero", {},
+                    source);
   llvm::Value *isMinusOne = builder_.CreateICmpEQ(rhs, llvm::ConstantInt::getSigned(type, -1));
   llvm::Value *divisor = builder_.CreateSelect(builder_.CreateOr(isZero, isMinusOne),
                                                llvm::ConstantInt::get(type, 1), rhs);
@@ -332,9 +334,11 @@ llvm::Value *LlvmEmitter::emitBinary(const Binary &binary) {
     return isFp ? builder_.CreateFMul(lhs, rhs) : builder_.CreateMul(lhs, rhs);
   // C semantics: integer division and remainder truncate toward zero.
   case BinaryOpKind::Div:
-    return isFp ? builder_.CreateFDiv(lhs, rhs) : emitIntegerDivision(true, lhs, rhs);
+    return isFp ? builder_.CreateFDiv(lhs, rhs)
+                : emitIntegerDivision(true, lhs, rhs, binary.source);
   case BinaryOpKind::Rem:
-    return isFp ? builder_.CreateFRem(lhs, rhs) : emitIntegerDivision(false, lhs, rhs);
+    return isFp ? builder_.CreateFRem(lhs, rhs)
+                : emitIntegerDivision(false, lhs, rhs, binary.source);
   case BinaryOpKind::Min:
     return emitMinMax(true, lhs, rhs, operandType);
   case BinaryOpKind::Max:

@@ -113,7 +113,8 @@ private:
                                const std::vector<llvm::Value *> &args);
   // Never traps: a zero divisor is a device error (the result is then
   // unused), a divisor of -1 wraps (INT_MIN / -1 is INT_MIN, the remainder 0).
-  llvm::Value *emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs);
+  llvm::Value *emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs,
+                                   SourceRange source);
   llvm::Value *emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *rhs, ScalarType type);
   void emitFor(const ir::For &loop);
   void emitIf(const ir::IfThenElse &branch);

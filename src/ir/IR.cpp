@@ -74,9 +74,9 @@ static ScalarType binaryResultType(BinaryOpKind op, const Expr &lhs) {
   return lhs->type;
 }
 
-Binary::Binary(BinaryOpKind op, Expr lhs, Expr rhs)
-    : ExprNode(kKind, binaryResultType(op, lhs)), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {
-}
+Binary::Binary(BinaryOpKind op, Expr lhs, Expr rhs, SourceRange source)
+    : ExprNode(kKind, binaryResultType(op, lhs)), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)),
+      source(source) {}
 
 const char *forKindName(ForKind kind) {
   switch (kind) {
@@ -107,9 +107,9 @@ Expr makeI64(int64_t value) { return std::make_shared<IntImm>(ScalarType::I64, v
 
 Expr makeVar(ScalarType type, const std::string &name) { return std::make_shared<Var>(type, name); }
 
-Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs) {
+Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs, SourceRange source) {
   assert(lhs->type == rhs->type && "binary operands must have one type");
-  return std::make_shared<Binary>(op, std::move(lhs), std::move(rhs));
+  return std::make_shared<Binary>(op, std::move(lhs), std::move(rhs), source);
 }
 
 Expr zeroOf(ScalarType type) {

@@ -143,9 +143,12 @@ bool isComparison(BinaryOpKind op);
 
 struct Binary : ExprNode {
   static constexpr Kind kKind = Kind::Binary;
-  Binary(BinaryOpKind op, Expr lhs, Expr rhs);
+  Binary(BinaryOpKind op, Expr lhs, Expr rhs, SourceRange source = {});
   const BinaryOpKind op;
   const Expr lhs, rhs;
+  // The .loop expression it came from, where an integer division by zero is
+  // reported (empty for arithmetic the passes make).
+  const SourceRange source;
 };
 
 // `cond ? a : b`. Only the chosen side is evaluated: code generation branches
@@ -431,7 +434,7 @@ struct Function {
 Expr makeInt(ScalarType type, int64_t value);
 Expr makeI64(int64_t value);
 Expr makeVar(ScalarType type, const std::string &name);
-Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs);
+Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs, SourceRange source = {});
 Stmt makeBlock(std::vector<Stmt> stmts);  // flattens nested blocks, drops nulls
 Expr zeroOf(ScalarType type);             // 0, 0.0 or false
 Expr toI64(Expr expr);                    // an integer widened (or kept) as i64

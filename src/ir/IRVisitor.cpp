@@ -243,7 +243,7 @@ Expr IRMutator::visitBinary(const Binary &node, const Expr &self) {
   Expr rhs = mutate(node.rhs);
   if (lhs == node.lhs && rhs == node.rhs)
     return self;
-  return std::make_shared<Binary>(node.op, std::move(lhs), std::move(rhs));
+  return std::make_shared<Binary>(node.op, std::move(lhs), std::move(rhs), node.source);
 }
 
 Expr IRMutator::visitSelect(const Select &node, const Expr &self) {

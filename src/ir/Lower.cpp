@@ -384,7 +384,8 @@ private:
     } else if (auto op = compoundOpKind(assign.op)) {
       for (Expr &index : indices)
         index = bindOnce("index", index, out);
-      value = makeBinary(*op, std::make_shared<Load>(buffer, indices, assign.targetRange), value);
+      value = makeBinary(*op, std::make_shared<Load>(buffer, indices, assign.targetRange), value,
+                         assign.range);
     }
     out.stmt(makeStore(buffer, std::move(indices), std::move(value), assign.range));
   }
@@ -659,7 +660,7 @@ private:
                    : choose(lhs, decided, none, rhs, rhsOut, out);
     }
     Expr rhs = lowerExpr(*binary.rhs, out);
-    return makeBinary(binaryOpKind(binary.op), lhs, rhs);
+    return makeBinary(binaryOpKind(binary.op), lhs, rhs, binary.range);
   }
 
   Expr lowerCall(const CallExpr &call, StmtEmitter &out) {
