@@ -509,3 +509,35 @@ TEST_CASE(
   CHECK(unchecked.exitCode != 0);
   CHECK(contains(unchecked.output, "--reference requires --check"));
 }
+
+TEST_CASE("deeply nested and very long expressions are errors or run, never a crash") {
+  test::TempDir directory;
+  auto program = [&](const std::string &name, const std::string &expression) {
+    return directory.file(name, "kernel f(r: out f32) { r = " + expression + "; }\n");
+  };
+  auto repeated = [](const std::string &text, int count, const std::string &separator = "") {
+    std::string out;
+    for (int i = 0; i < count; ++i)
+      out += (i ? separator : "") + text;
+    return out;
+  };
+  // Brackets are checked before the parser recurses into them.
+  auto deep = runLoopc("check " + program("deep.loop", repeated("(", 50000) + "1.0" +
+                                                           repeated(")", 50000)));
+  CHECK(deep.exitCode == 1);
+  CHECK(contains(deep.output, "deep.loop:1:10027: error: brackets nested more than 10000 deep"));
+  // A chain of a million levels parses without recursion and is refused.
+  auto chain = runLoopc("check " + program("chain.loop", repeated("1.0", 200000, "+")));
+  CHECK(chain.exitCode == 1);
+  CHECK(contains(chain.output, "error: the program nests more than 100000 levels deep"));
+  // Within the limits, on the large stack, every engine runs it (quickly:
+  // nothing in the pipeline may cost the square of an expression's size).
+  std::string nested = program("nested.loop", repeated("(", 9000) + "1.0" + repeated(")", 9000) +
+                                                  " + " + repeated("1.0", 50000, "+"));
+  for (const char *device : {"interp", "cpu"}) {
+    CAPTURE(device);
+    auto run = runLoopc("run " + nested + " --device " + device);
+    CHECK(run.exitCode == 0);
+    CHECK(contains(run.output, "value: 50001"));
+  }
+}

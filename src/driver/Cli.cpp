@@ -3,6 +3,8 @@
 
 #include "driver/Session.h"
 
+#include <pthread.h>
+
 #include <iostream>
 #include <new>
 
@@ -30,6 +32,29 @@ int runApp(CLI::App &app, int argc, char **argv) {
     printError(std::string("internal error: ") + error.what());
   }
   return 1;
+}
+
+int runWithLargeStack(const std::function<int()> &body) {
+  constexpr size_t kStackBytes = size_t{1} << 30;
+  struct Call {
+    const std::function<int()> &body;
+    int result = 1;
+  } call{body};
+  auto entry = [](void *argument) -> void * {
+    auto *pending = static_cast<Call *>(argument);
+    pending->result = pending->body();
+    return nullptr;
+  };
+  pthread_attr_t attributes;
+  pthread_t thread;
+  bool started = pthread_attr_init(&attributes) == 0 &&
+                 pthread_attr_setstacksize(&attributes, kStackBytes) == 0 &&
+                 pthread_create(&thread, &attributes, entry, &call) == 0;
+  pthread_attr_destroy(&attributes);
+  if (!started) // no room for the stack: run on this one, nesting bounded as ever
+    return body();
+  pthread_join(thread, nullptr);
+  return call.result;
 }
 
 } // namespace loopc::driver

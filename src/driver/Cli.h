@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
+
 namespace loopc::driver {
 
 // Settings shared by every subcommand: one-line errors, a subcommand required.
@@ -13,5 +15,11 @@ void configureApp(CLI::App &app);
 // Parses the command line and runs the chosen subcommand; returns the exit
 // status.
 int runApp(CLI::App &app, int argc, char **argv);
+
+// Runs `body` on a thread with a stack of 1 GiB (reserved, touched only as
+// used) and returns its result: the parser, the checker and the lowering
+// recurse once per level of a program's nesting, which the front end bounds
+// (frontend/Parser.cpp) far beyond what a default 8 MiB stack holds.
+int runWithLargeStack(const std::function<int()> &body);
 
 } // namespace loopc::driver

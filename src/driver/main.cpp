@@ -10,14 +10,16 @@
 
 int main(int argc, char **argv) {
   using namespace loopc::driver;
-  CLI::App app{"loopc: a compiler for parallel loop nests (.loop files)", "loopc"};
-  configureApp(app);
-  addCheckCommand(app);
-  addRunCommand(app);
-  addExplainCommand(app);
-  addCompileCommand(app);
-  addBenchCommand(app);
-  addTuneCommand(app);
-  addReplCommand(app);
-  return runApp(app, argc, argv);
+  return runWithLargeStack([&] {
+    CLI::App app{"loopc: a compiler for parallel loop nests (.loop files)", "loopc"};
+    configureApp(app);
+    addCheckCommand(app);
+    addRunCommand(app);
+    addExplainCommand(app);
+    addCompileCommand(app);
+    addBenchCommand(app);
+    addTuneCommand(app);
+    addReplCommand(app);
+    return runApp(app, argc, argv);
+  });
 }

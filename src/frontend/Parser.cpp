@@ -9,7 +9,62 @@
 #include "LoopLexer.h"
 #include "LoopParser.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace loopc {
+
+namespace {
+
+// How deep a program may nest. The parser, the checker, the lowering and the
+// printers recurse once per level; loopc's main thread has a stack of 1 GiB
+// (Cli.h), which these limits keep far from full. Real programs nest a few
+// dozen levels.
+constexpr size_t kMaxTokens = 1'000'000;
+constexpr int kMaxBracketDepth = 10'000;
+constexpr size_t kMaxTreeDepth = 100'000;
+
+// The first token past kMaxTokens, or opening brackets past
+// kMaxBracketDepth, reported before the parser recurses into them.
+bool nestingFits(antlr4::CommonTokenStream &tokens, SyntaxErrorReporter &reporter) {
+  int depth = 0;
+  for (antlr4::Token *token : tokens.getTokens()) {
+    if (token->getTokenIndex() >= kMaxTokens) {
+      reporter.report(reporter.rangeOf(token), "the file has more than " +
+                                                   std::to_string(kMaxTokens) +
+                                                   " tokens: split it into modules");
+      return false;
+    }
+    const std::string text = token->getText();
+    if (text == "(" || text == "[" || text == "{")
+      ++depth;
+    else if (text == ")" || text == "]" || text == "}")
+      --depth;
+    if (depth > kMaxBracketDepth) {
+      reporter.report(reporter.rangeOf(token),
+                      "brackets nested more than " + std::to_string(kMaxBracketDepth) + " deep");
+      return false;
+    }
+  }
+  return true;
+}
+
+// The depth of the parse tree (a chain of a million `+` is a million levels,
+// which the parser builds without recursing), measured without recursion.
+size_t treeDepth(antlr4::tree::ParseTree *root) {
+  size_t deepest = 0;
+  std::vector<std::pair<antlr4::tree::ParseTree *, size_t>> pending = {{root, 1}};
+  while (!pending.empty()) {
+    auto [node, depth] = pending.back();
+    pending.pop_back();
+    deepest = std::max(deepest, depth);
+    for (antlr4::tree::ParseTree *child : node->children)
+      pending.push_back({child, depth + 1});
+  }
+  return deepest;
+}
+
+} // namespace
 
 std::unique_ptr<Module> parseModule(uint32_t file, const SourceManager &sources,
                                     DiagnosticEngine &diagnostics) {
@@ -30,6 +85,9 @@ std::unique_ptr<Module> parseModule(uint32_t file, const SourceManager &sources,
   lexer.removeErrorListeners();
   lexer.addErrorListener(&reporter);
   antlr4::CommonTokenStream tokens(&lexer);
+  tokens.fill();
+  if (!nestingFits(tokens, reporter))
+    return nullptr;
   grammar::LoopParser parser(&tokens);
   parser.removeErrorListeners();
   parser.addErrorListener(&reporter);
@@ -37,6 +95,12 @@ std::unique_ptr<Module> parseModule(uint32_t file, const SourceManager &sources,
   grammar::LoopParser::ProgramContext *tree = parser.program();
   if (reporter.errorCount() > 0 || parser.getNumberOfSyntaxErrors() > 0)
     return nullptr;
+  if (treeDepth(tree) > kMaxTreeDepth) {
+    reporter.report(reporter.rangeOf(tree->getStart()),
+                    "the program nests more than " + std::to_string(kMaxTreeDepth) +
+                        " levels deep (a very long expression?)");
+    return nullptr;
+  }
   return AstBuilder(file, diagnostics).build(tree);
 }
 

@@ -60,16 +60,20 @@ protected:
   }
 
   void visitBinary(const Binary &node) override {
-    std::string text = toString(node.lhs) + " " + binaryOpName(node.op) + " " + toString(node.rhs);
+    // Printed only for a message: printing every node would cost the square
+    // of an expression's size.
+    auto text = [&] {
+      return toString(node.lhs) + " " + binaryOpName(node.op) + " " + toString(node.rhs);
+    };
     if (node.lhs->type != node.rhs->type)
       fail(std::string("operands of '") + binaryOpName(node.op) + "' have different types (" +
            scalarTypeName(node.lhs->type) + " and " + scalarTypeName(node.rhs->type) + ") in " +
-           text);
+           text());
     bool logical = node.op == BinaryOpKind::And || node.op == BinaryOpKind::Or;
     if (logical && node.lhs->type != ScalarType::Bool)
-      fail("logical operator on non-bool operands in " + text);
+      fail("logical operator on non-bool operands in " + text());
     if (!logical && !isComparison(node.op) && node.lhs->type == ScalarType::Bool)
-      fail("arithmetic on bool operands in " + text);
+      fail("arithmetic on bool operands in " + text());
     IRVisitor::visitBinary(node);
   }
 
@@ -198,18 +202,21 @@ protected:
 
   void visitWarpShuffle(const WarpShuffle &node) override {
     checkAccess(*node.target, {}, "shuffle into");
-    std::string text = node.target->name + " = shuffle_xor(" + toString(node.value) + ", " +
-                       std::to_string(node.laneMask) + ")";
+    auto text = [&] {
+      return node.target->name + " = shuffle_xor(" + toString(node.value) + ", " +
+             std::to_string(node.laneMask) + ")";
+    };
     if (node.target->memory != MemorySpace::Register)
-      fail("a shuffle into a buffer outside registers: " + text);
+      fail("a shuffle into a buffer outside registers: " + text());
     if (node.value->type != node.target->element)
-      fail("a shuffle whose value's type differs from its target's: " + text);
+      fail("a shuffle whose value's type differs from its target's: " + text());
     if (node.laneMask < 1 || node.laneMask > 16 || (node.laneMask & (node.laneMask - 1)) != 0)
-      fail("a shuffle's lane mask must be 1, 2, 4, 8 or 16: " + text);
+      fail("a shuffle's lane mask must be 1, 2, 4, 8 or 16: " + text());
     if (threadDepth_ == 0)
-      fail("a shuffle outside any gpu_thread loop: " + text);
+      fail("a shuffle outside any gpu_thread loop: " + text());
     else if (divergentDepth_ > 0)
-      fail("a shuffle under control flow that depends on the thread (not block-uniform): " + text);
+      fail("a shuffle under control flow that depends on the thread (not block-uniform): " +
+           text());
     visit(node.value);
   }
 
