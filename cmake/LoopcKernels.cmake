@@ -34,9 +34,17 @@ function(loopc_add_kernels target)
   endforeach()
   set(output_dir ${CMAKE_CURRENT_BINARY_DIR}/loopc_kernels/${target})
   file(MAKE_DIRECTORY ${output_dir})
+  set(names_seen)
   foreach(source IN LISTS LOOPC_SOURCES)
     get_filename_component(source ${source} ABSOLUTE)
-    get_filename_component(name ${source} NAME_WE)
+    # lin.f32.loop gives lin.f32.h: only the last extension goes.
+    get_filename_component(name ${source} NAME_WLE)
+    if(name IN_LIST names_seen)
+      message(FATAL_ERROR "loopc_add_kernels: two SOURCES of ${target} are named ${name}.loop; "
+                          "their headers would both be ${name}.h: give them different names or "
+                          "call loopc_add_kernels for another target")
+    endif()
+    list(APPEND names_seen ${name})
     set(object ${output_dir}/${name}${CMAKE_C_OUTPUT_EXTENSION})
     if(NOT CMAKE_C_OUTPUT_EXTENSION)
       set(object ${output_dir}/${name}.o)

@@ -334,7 +334,7 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   REQUIRE(header.exitCode == 0);
   std::ifstream headerFile(dir.at("h.h"));
   std::string text((std::istreambuf_iterator<char>(headerFile)), std::istreambuf_iterator<char>());
-  CHECK(contains(text, "#ifndef LOOPC_H_H"));
+  CHECK(contains(text, "#ifndef LOOPC_H_"));
   CHECK(contains(text, "loopc_status bin_stats(const int32_t *keys, const float *values, float "
                        "*sum, float *largest, int64_t N, int64_t B);"));
   CHECK(contains(text, "loopc_status histogram(const float *x, float lo, float hi, int32_t *H, "
@@ -342,8 +342,23 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   CHECK(contains(text, " *   largest: inout f32[B]"));
   auto one = runLoopc("compile samples/histogram.loop --emit header --kernel histogram");
   CHECK(one.exitCode == 0);
-  CHECK(contains(one.output, "#ifndef LOOPC_HISTOGRAM_H"));
+  CHECK(contains(one.output, "#ifndef LOOPC_HISTOGRAM_"));
   CHECK(!contains(one.output, "bin_stats"));
+  // The guard names the functions: headers of one name from two folders
+  // (or two kernels' choices) can be included together.
+  auto other = runLoopc("compile samples/histogram.loop --emit header --kernel bin_stats");
+  std::string guardOf = one.output.substr(one.output.find("#ifndef "), 30);
+  CHECK(!contains(other.output, guardOf));
+  // Several kernels by repeating --kernel (loopc_add_kernels' KERNELS).
+  auto two = runLoopc("compile samples/histogram.loop --emit header --kernel histogram --kernel "
+                      "bin_stats");
+  CHECK(two.exitCode == 0);
+  CHECK(contains(two.output, "loopc_status histogram("));
+  CHECK(contains(two.output, "loopc_status bin_stats("));
+  auto twoPtx = runLoopc("compile samples/histogram.loop --emit ptx --kernel histogram --kernel "
+                         "bin_stats");
+  CHECK(twoPtx.exitCode == 2);
+  CHECK(contains(twoPtx.output, "--emit ptx compiles one kernel"));
 
   auto object = runLoopc("compile samples/histogram.loop --emit object --cpu x86-64-v2 -o " +
                          dir.at("h.o") + " --depfile " + dir.at("h.d"));
@@ -379,6 +394,17 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   CHECK(prefixed.exitCode == 0);
   CHECK(
       contains(prefixed.output, "loopc_status lib_main(const float *x, float *int_, int64_t N);"));
+  // A C library function the program (and the object itself) calls, and
+  // parameter names the header uses, are not taken.
+  std::string libc = dir.file("libc.loop", "kernel memset(y: out f32[N], int64_t: f32, NULL: f32) "
+                                           "{ parfor i in 0..N { y[i] = int64_t + NULL; } }\n");
+  auto clash = runLoopc("compile " + libc + " --emit header");
+  CHECK(clash.exitCode == 1);
+  CHECK(contains(clash.output, "kernel 'memset' cannot be a C function named 'memset' (a name "
+                               "of the C library"));
+  auto renamed = runLoopc("compile " + libc + " --emit header --prefix my_");
+  CHECK(contains(renamed.output,
+                 "loopc_status my_memset(float *y, float int64_t_, float NULL_, int64_t N);"));
   auto badPrefix = runLoopc("compile " + reserved + " --emit header --prefix 9");
   CHECK(contains(badPrefix.output, "'9main' is not a C identifier"));
   auto depfileAlone =

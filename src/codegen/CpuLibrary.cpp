@@ -403,6 +403,35 @@ Expected<std::unique_ptr<llvm::Module>> kernelModule(const LibraryKernel &kernel
 
 } // namespace
 
+namespace {
+
+// Functions of the C library a program links, which a kernel's function may
+// not replace: the object's own code calls the memory, formatting and math
+// ones (a kernel named memset would be called by its own zeroing, forever).
+bool isCLibraryFunction(const std::string &name) {
+  static const std::set<std::string> functions = {
+      "abort",  "calloc", "exit",    "fprintf",  "free",   "malloc", "memcmp", "memcpy", "memmove",
+      "memset", "printf", "realloc", "snprintf", "strcmp", "strlen", "puts",   "sqrt",   "sqrtf",
+      "exp",    "expf",   "log",     "logf",     "sin",    "sinf",   "cos",    "cosf",   "tanh",
+      "tanhf",  "pow",    "powf",    "floor",    "floorf", "ceil",   "ceilf",  "fabs",   "fabsf",
+      "fma",    "fmaf",   "fmin",    "fminf",    "fmax",   "fmaxf",  "abs",    "labs"};
+  return functions.contains(name);
+}
+
+// Names a generated header uses or includes (its types and macros, the
+// runtime's loopc_ and LOOPC_ names), which a parameter may not take.
+bool isHeaderName(const std::string &name) {
+  static const std::set<std::string> names = {
+      "NULL",      "bool",     "true",      "false",     "size_t",    "int8_t",
+      "int16_t",   "int32_t",  "int64_t",   "uint8_t",   "uint16_t",  "uint32_t",
+      "uint64_t",  "intptr_t", "uintptr_t", "INT8_MAX",  "INT16_MAX", "INT32_MAX",
+      "INT64_MAX", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN"};
+  return names.contains(name) || name.starts_with("loopc_") || name.starts_with("LOOPC_") ||
+         isReservedInC(name);
+}
+
+} // namespace
+
 Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string &prefix) {
   std::string symbol = prefix + kernel.name;
   bool identifier = !std::isdigit(static_cast<unsigned char>(symbol[0]));
@@ -416,6 +445,11 @@ Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string 
   if (isReservedInC(symbol))
     return makeError("kernel '" + kernel.name + "' cannot be a C function named '" + symbol +
                          "' (a C or C++ keyword, or main): give it a --prefix",
+                     kernel.nameRange);
+  if (isCLibraryFunction(symbol) || isHeaderName(symbol))
+    return makeError("kernel '" + kernel.name + "' cannot be a C function named '" + symbol +
+                         "' (a name of the C library or of loopc's runtime, which the program "
+                         "and the kernels' code use): give it a --prefix",
                      kernel.nameRange);
   return symbol;
 }
@@ -473,9 +507,10 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
     }
     header += " */\nloopc_status " + kernel.symbol + "(";
     std::vector<std::string> params;
-    // A parameter's name is only documentation in C: a reserved one gets a `_`.
+    // A parameter's name is only documentation in C: one the header itself
+    // uses (a keyword, a type, a macro) gets a `_`.
     auto name = [](const VarDecl &decl) {
-      return isReservedInC(decl.name) ? decl.name + "_" : decl.name;
+      return isHeaderName(decl.name) ? decl.name + "_" : decl.name;
     };
     for (const VarDeclPtr &param : declaration.params) {
       std::string type = cType(param->type.element);

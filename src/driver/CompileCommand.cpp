@@ -11,7 +11,9 @@
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,7 +25,7 @@ namespace {
 
 struct CompileOptions {
   std::string file;
-  std::string kernel;
+  std::vector<std::string> kernels; // several only for --emit object and header
   std::string emit = "llvm";
   std::string target; // empty: cpu for llvm, gpu for ptx and module
   PassChoiceOptions passes;
@@ -67,8 +69,11 @@ bool isLibrary(const CompileOptions &options) {
   return options.emit == "object" || options.emit == "header";
 }
 
-// LOOPC_<NAME>_H for the header written to `output` (or for `file`).
-std::string headerGuard(const CompileOptions &options) {
+// LOOPC_<NAME>_<HASH>_H for the header written to `output` (or for `file`),
+// the hash of its functions' names: headers of the same name in two folders
+// may be included together, and declare different functions.
+std::string headerGuard(const CompileOptions &options,
+                        const std::vector<codegen::LibraryKernel> &kernels) {
   std::string stem =
       std::filesystem::path(options.output.empty() || options.output == "-" ? options.file
                                                                             : options.output)
@@ -79,26 +84,34 @@ std::string headerGuard(const CompileOptions &options) {
     guard += std::isalnum(static_cast<unsigned char>(c))
                  ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
                  : '_';
-  return guard + "_H";
+  uint32_t hash = 2166136261u; // FNV-1a
+  for (const codegen::LibraryKernel &kernel : kernels)
+    for (char c : kernel.symbol + ",")
+      hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08X", hash);
+  return guard + "_" + hex + "_H";
 }
 
-// The object file or header of the kernels of the main file (or the one
+// The object file or header of the kernels of the main file (or those
 // --kernel names).
 Expected<std::string> generateLibrary(const CompileOptions &options, const Session &session,
                                       const passes::PipelineOptions &pipeline) {
   if (options.target == "gpu")
     return makeError("--emit " + options.emit + " embeds CPU code; it takes no --target gpu");
   std::vector<const KernelDecl *> declarations;
-  if (options.kernel.empty()) {
+  if (options.kernels.empty()) {
     for (const auto &kernel : session.program->modules.front()->kernels)
       declarations.push_back(kernel.get());
     if (declarations.empty())
       return makeError("'" + options.file + "' has no kernel to compile");
-  } else {
-    auto kernel = selectKernel(*session.program, options.kernel);
+  }
+  for (const std::string &name : options.kernels) {
+    auto kernel = selectKernel(*session.program, name);
     if (!kernel)
       return std::unexpected(kernel.error());
-    declarations.push_back(*kernel);
+    if (std::ranges::find(declarations, *kernel) == declarations.end())
+      declarations.push_back(*kernel);
   }
   std::vector<codegen::LibraryKernel> kernels;
   for (const KernelDecl *declaration : declarations) {
@@ -112,7 +125,7 @@ Expected<std::string> generateLibrary(const CompileOptions &options, const Sessi
     kernels.push_back({declaration, std::move(*function), std::move(*symbol)});
   }
   if (options.emit == "header")
-    return codegen::libraryHeader(kernels, session.sources, headerGuard(options));
+    return codegen::libraryHeader(kernels, session.sources, headerGuard(options, kernels));
   return codegen::compileCpuObject(kernels, session.sources, options.cpu);
 }
 
@@ -183,7 +196,13 @@ int runCompile(const CompileOptions &options) {
   auto session = openSession(options.file);
   if (!session)
     return 1;
-  Expected<const KernelDecl *> kernel = selectKernel(*session->program, options.kernel);
+  if (options.kernels.size() > 1 && !isLibrary(options)) {
+    printError("--emit " + options.emit +
+               " compiles one kernel: name several with --kernel only for --emit object or header");
+    return 2;
+  }
+  Expected<const KernelDecl *> kernel =
+      selectKernel(*session->program, options.kernels.empty() ? "" : options.kernels.front());
   if (!kernel) {
     session->report(kernel.error());
     return 1;
@@ -229,9 +248,12 @@ void addCompileCommand(CLI::App &app) {
   auto options = std::make_shared<CompileOptions>();
   CLI::App *command = app.add_subcommand("compile", "Compile a kernel and print the code");
   command->add_option("FILE", options->file, "The .loop file")->required();
-  command->add_option("--kernel", options->kernel,
-                      "The kernel to compile (default: the last kernel of the file; for --emit "
-                      "object and header, every kernel of the file)");
+  command
+      ->add_option("--kernel", options->kernels,
+                   "The kernel to compile (default: the last kernel of the file; for --emit "
+                   "object and header, every kernel of the file, or those named by repeating it)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   command
       ->add_option("--emit", options->emit,
                    "What to emit: llvm (LLVM IR), ptx, module (manifest and PTX as JSON), or "

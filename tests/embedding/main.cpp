@@ -4,6 +4,7 @@
 // Exits 0 when all hold, printing what failed otherwise.
 #include "checked.h"
 #include "kernels.h"
+#include "vector.ops.h"
 
 #include <cmath>
 #include <cstdio>
@@ -133,7 +134,7 @@ void checkDivide() {
   expectSuccess(negate_in_c(a.data(), q.data(), N), "divide called from C");
   expect(q[1] == -a[1], "divide called from C negates");
   expectFailure(divide(a.data(), 0, false, q.data(), N), LOOPC_ERROR_KERNEL_FAULT,
-                "kernels.loop:33:10: kernel 'divide': integer division by zero", "divide by zero");
+                "kernels.loop:34:17: kernel 'divide': integer division by zero", "divide by zero");
 }
 
 void checkRunningTotal() {
@@ -161,6 +162,14 @@ void checkGather() {
                 "gather out of range");
 }
 
+// Two of vector.ops.loop's three kernels, chosen by KERNELS.
+void checkVectorOps() {
+  std::vector<float> x = {1, 2, 3}, y = {10, 20, 30};
+  expectSuccess(vec_axpy(2.0f, x.data(), y.data(), 3), "vec_axpy");
+  expectSuccess(vec_scale(0.5f, y.data(), 3), "vec_scale");
+  expect(y == std::vector<float>{6, 12, 18}, "vec_axpy then vec_scale: wrong values");
+}
+
 } // namespace
 
 int main() {
@@ -170,6 +179,7 @@ int main() {
   checkDivide();
   checkRunningTotal();
   checkGather();
+  checkVectorOps();
   if (failures == 0)
     std::printf("embedding: every kernel agrees with its reference and every bad call fails\n");
   return failures == 0 ? 0 : 1;
