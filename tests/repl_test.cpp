@@ -128,6 +128,11 @@ TEST_CASE(":explain, :llvm, :device, :load, :reset, :help and unknown commands")
   std::ofstream(file) << "kernel ones(y: out i64[N]) {\n  parfor i in 0..N { y[i] = 1; }\n}\n";
   CHECK(session.type(":load " + file.string()) == "defined kernel 'ones'\n");
   std::filesystem::remove(file);
+  CHECK(session.type(":load " + file.string()) ==
+        "loopc: error: cannot read '" + file.string() + "': No such file or directory\n");
+  std::string folder = std::filesystem::temp_directory_path().string();
+  CHECK(session.type(":load " + folder) ==
+        "loopc: error: cannot read '" + folder + "': is a directory\n");
   CHECK(session.type(":list") == "kernel iota(y: out i64[N])\nkernel ones(y: out i64[N])\n");
 
   CHECK(session.type(":reset") == "every definition forgotten\n");

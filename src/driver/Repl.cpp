@@ -381,14 +381,12 @@ bool Repl::addDefinitions(std::string text, const std::string &origin) {
 }
 
 bool Repl::loadFile(const std::string &path) {
-  std::ifstream in(path);
-  if (!in) {
-    err_ << "loopc: error: cannot read '" << path << "'\n";
+  Expected<std::string> text = readSourceFile(path);
+  if (!text) {
+    err_ << "loopc: error: cannot read '" << path << "': " << text.error().message << "\n";
     return false;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return addDefinitions(text.str(), path);
+  return addDefinitions(*text, path);
 }
 
 bool Repl::handleCommand(const std::string &line) {

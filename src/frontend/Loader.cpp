@@ -21,26 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Expected<std::string> readFile(const fs::path &path) {
-  std::error_code error;
-  if (fs::is_directory(path, error))
-    return makeError("is a directory");
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    return makeError(std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  size_t count;
-  while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0)
-    text.append(buffer, count);
-  bool failed = std::ferror(file);
-  int readErrno = errno;
-  std::fclose(file);
-  if (failed)
-    return makeError(std::strerror(readErrno));
-  return text;
-}
-
 // The identity of a file for "load each file once".
 std::string fileIdentity(const fs::path &path) {
   std::error_code error;
@@ -127,7 +107,7 @@ void ProgramLoader::loadImport(const ImportDecl &import, const fs::path &importe
   }
   if (!loaded_.insert(fileIdentity(*found)).second)
     return;
-  Expected<std::string> text = readFile(*found);
+  Expected<std::string> text = readSourceFile(*found);
   if (!text) {
     diagnostics_.error(import.range,
                        "cannot open '" + found->string() + "': " + text.error().message);
@@ -175,7 +155,7 @@ std::vector<std::string> defaultStdlibDirs(const char *argv0) {
 
 std::unique_ptr<Program> loadProgram(const std::string &path, SourceManager &sources,
                                      DiagnosticEngine &diagnostics, const LoadOptions &options) {
-  Expected<std::string> text = readFile(path);
+  Expected<std::string> text = readSourceFile(path);
   if (!text) {
     diagnostics.error({}, "cannot open '" + path + "': " + text.error().message);
     return nullptr;
@@ -190,6 +170,26 @@ std::unique_ptr<Program> loadProgramFromText(std::string displayName, std::strin
                                              const LoadOptions &options) {
   uint32_t file = sources.addFile(std::move(displayName), std::move(text));
   return ProgramLoader(sources, diagnostics, options).load(file, fs::path("."), "");
+}
+
+Expected<std::string> readSourceFile(const std::string &path) {
+  std::error_code error;
+  if (fs::is_directory(path, error))
+    return makeError("is a directory");
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return makeError(std::strerror(errno));
+  std::string text;
+  char buffer[1 << 16];
+  size_t count;
+  while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0)
+    text.append(buffer, count);
+  bool failed = std::ferror(file);
+  int readErrno = errno;
+  std::fclose(file);
+  if (failed)
+    return makeError(std::strerror(readErrno));
+  return text;
 }
 
 } // namespace loopc

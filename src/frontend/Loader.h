@@ -6,6 +6,7 @@
 #pragma once
 
 #include "frontend/Ast.h"
+#include "support/Error.h"
 
 #include <memory>
 #include <string>
@@ -32,6 +33,10 @@ std::unique_ptr<Program> loadProgram(const std::string &path, SourceManager &sou
 // The same for a main module given as text (the REPL, tests): diagnostics
 // name it `displayName`, and its relative imports resolve against the
 // current directory.
+// The text of a source file, or why it cannot be read ("is a directory",
+// the system's reason).
+Expected<std::string> readSourceFile(const std::string &path);
+
 std::unique_ptr<Program> loadProgramFromText(std::string displayName, std::string text,
                                              SourceManager &sources, DiagnosticEngine &diagnostics,
                                              const LoadOptions &options = {});
