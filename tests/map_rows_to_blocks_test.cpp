@@ -113,6 +113,59 @@ kernel prefix_rows(X: in f32[R][C], P: out f32[R][C]) {
   CHECK(!mapsRows(*loaded->program, "prefix_rows"));
 }
 
+TEST_CASE("rows whose threads would split a private array, race on stores, or diverge keep a "
+          "thread per row") {
+  // Found by a bug hunt: each was wrong, or invalid IR, with a block per row.
+  auto loaded = test::loadText(R"(
+kernel private_row(X: in f32[R][C], y: out f32[R]) {
+  parfor r in 0..R {
+    var t: f32[C];
+    parfor c in 0..C { t[c] = X[r][c]; }
+    y[r] = t[C - 1];
+  }
+}
+
+kernel overwrite_last(X: in f32[R][C], Y: out f32[R][C]) {
+  parfor r in 0..R {
+    parfor c in 0..C { Y[r][c] = X[r][c]; }
+    Y[r][C - 1] = -1.0;
+  }
+}
+
+kernel two_writers(X: in f32[R][C], Y: out f32[R][C]) {
+  parfor r in 0..R {
+    parfor c in 0..C { Y[r][c] = X[r][c]; }
+    parfor c in 0..C / 2 { Y[r][2 * c] = 5.0; }
+  }
+}
+
+kernel reduce_if_positive(X: in f32[R][C], z: out f32[R]) {
+  parfor r in 0..R {
+    let s = redomap(+, 0.0, c in 0..C) X[r][c];
+    if s > 0.0 { z[r] = redomap(max, -inf, c in 0..C) X[r][c]; }
+  }
+}
+
+kernel reduce_if_row(X: in f32[R][C], z: out f32[R]) {
+  parfor r in 0..R {
+    let s = redomap(+, 0.0, c in 0..C) X[r][c];
+    if r % 2 == 0 { z[r] = s + redomap(max, -inf, c in 0..C) X[r][c]; }
+  }
+}
+)");
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  for (const char *kernel : {"private_row", "overwrite_last", "two_writers", "reduce_if_positive"}) {
+    CAPTURE(kernel);
+    CHECK(!mapsRows(*loaded->program, kernel));
+    test::checkGpuKernelsOnCpu(*loaded->program, kernel,
+                               {{{"R", "3"}, {"C", "300"}}, {{"R", "2"}, {"C", "64"}}}, 5);
+  }
+  // A condition on the row alone is uniform: the tree under it stays.
+  CHECK(mapsRows(*loaded->program, "reduce_if_row"));
+  test::checkGpuKernelsOnCpu(*loaded->program, "reduce_if_row", {{{"R", "3"}, {"C", "300"}}}, 5);
+}
+
 TEST_CASE("a shared row with branches, private arrays, windows, user operators and integers") {
   // Every piece a row body may hold: a let and a branch on the row, a
   // private array, a redomap over two loops (the outer one shared), a user

@@ -29,7 +29,9 @@
 #include "passes/lowering/SiblingGroups.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 
 namespace loopc::passes {
 
@@ -44,7 +46,16 @@ const int64_t kMinRowLength = kReductionThreads / 4;
 
 // Whether a row body is made of the pieces the block can share: lets, ifs,
 // register buffers and stores, redomaps into a register cell, inner parfors
-// and serial loops that store only to registers.
+// and serial loops that store only to registers. Besides, since the block's
+// threads split the row's inner parfors among them:
+// - an array private to the row (a register buffer) may not be written by
+//   an inner parfor: each thread would hold only its share of it;
+// - a global array an inner parfor writes may not be written by another
+//   statement of the row (thread 0's store, another parfor): nothing orders
+//   the two threads' stores to one element;
+// - a redomap may not sit under an `if` whose condition reads a result of
+//   the row's redomaps: every thread holds the same value, but the block
+//   tree's barriers need control flow that is visibly uniform.
 class RowBodyCheck : public IRVisitor {
 public:
   bool shareable = true;
@@ -53,9 +64,13 @@ public:
 protected:
   void visitFor(const For &node) override {
     if (node.forKind == ForKind::Parallel) {
+      if (parallelDepth_ == 0)
+        writer_ = ++parfors_;
       ++parallelDepth_;
       IRVisitor::visitFor(node);
       --parallelDepth_;
+      if (parallelDepth_ == 0)
+        writer_ = 0;
       return;
     }
     if (node.forKind != ForKind::Serial)
@@ -67,8 +82,11 @@ protected:
   void visitReduce(const Reduce &node) override {
     // Only a redomap of the row itself becomes a block tree; one inside an
     // inner loop is that loop's thread's work.
-    if (parallelDepth_ + serialDepth_ + reduceDepth_ == 0 &&
+    bool rowLevel = parallelDepth_ + serialDepth_ + reduceDepth_ == 0;
+    if (rowLevel &&
         (node.accumulator->memory != MemorySpace::Register || !node.accumulator->shape.empty()))
+      shareable = false;
+    if (rowLevel && resultConditions_ > 0)
       shareable = false;
     ++reduceDepth_;
     IRVisitor::visitReduce(node);
@@ -76,7 +94,20 @@ protected:
   }
   void visitStore(const Store &node) override {
     storesTo(*node.buffer);
+    if (parallelDepth_ > 0 && rowArrays_.contains(node.buffer.get()))
+      shareable = false;
     IRVisitor::visitStore(node);
+  }
+  void visitIfThenElse(const IfThenElse &node) override {
+    bool onResults = readsResults(node.cond);
+    resultConditions_ += onResults;
+    IRVisitor::visitIfThenElse(node);
+    resultConditions_ -= onResults;
+  }
+  void visitLetStmt(const LetStmt &node) override {
+    if (readsResults(node.value))
+      resultNames_.insert(node.var);
+    IRVisitor::visitLetStmt(node);
   }
   void visitAtomicUpdate(const AtomicUpdate &node) override {
     storesTo(*node.buffer);
@@ -90,6 +121,8 @@ protected:
   void visitAllocate(const Allocate &node) override {
     if (node.buffer->memory != MemorySpace::Register)
       shareable = false;
+    if (parallelDepth_ == 0 && !node.buffer->shape.empty())
+      rowArrays_.insert(node.buffer.get());
     IRVisitor::visitAllocate(node);
   }
   void visitBarrier(const Barrier &) override { shareable = false; }
@@ -103,9 +136,40 @@ private:
     // A serial loop runs in every thread: its global stores would repeat.
     if (serialDepth_ > 0 && parallelDepth_ == 0)
       shareable = false;
+    // Thread 0 (writer 0) or the threads of one inner parfor.
+    std::set<int> &writers = writers_[&buffer];
+    writers.insert(writer_);
+    if (writers.size() > 1 && *writers.rbegin() > 0)
+      shareable = false;
   }
 
-  int parallelDepth_ = 0, serialDepth_ = 0, reduceDepth_ = 0;
+  // Whether `expr` reads a register (a redomap's result, a row-private
+  // value) or a let derived from one.
+  bool readsResults(const Expr &expr) const {
+    class Finder : public IRVisitor {
+    public:
+      explicit Finder(const std::set<std::string> &names) : names_(names) {}
+      bool found = false;
+
+    protected:
+      void visitLoad(const Load &node) override {
+        found |= node.buffer->memory == MemorySpace::Register;
+        IRVisitor::visitLoad(node);
+      }
+      void visitVar(const Var &node) override { found |= names_.contains(node.name); }
+
+    private:
+      const std::set<std::string> &names_;
+    } finder(resultNames_);
+    finder.visit(expr);
+    return finder.found;
+  }
+
+  int parallelDepth_ = 0, serialDepth_ = 0, reduceDepth_ = 0, resultConditions_ = 0;
+  int parfors_ = 0, writer_ = 0; // the inner parfor storing now (0: thread 0)
+  std::map<const BufferInfo *, std::set<int>> writers_;
+  std::set<const BufferInfo *> rowArrays_;
+  std::set<std::string> resultNames_;
 };
 
 class RowMapper : public IRMutator {
