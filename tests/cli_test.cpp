@@ -244,7 +244,7 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, map_rows_to_blocks, "
                  "privatize_combines, fuse_sibling_reductions, combine_in_warps, tile_registers, "
-                          "stage_shared"));
+                 "stage_shared"));
   }
 }
 
@@ -472,6 +472,22 @@ TEST_CASE(
                              " --tuned --tuning-cache " + broken);
   CHECK(unreadable.exitCode == 1);
   CHECK(contains(unreadable.output, "is not a loopc tuning cache"));
+  // A directory, entries of the wrong shape and a path through a file are
+  // plain errors (they were internal ones), and tune says so before its search.
+  auto directory = runLoopc("run samples/dot.loop --set N=10 --device cpu --tuned --tuning-cache " +
+                            dir.at("."));
+  CHECK(directory.exitCode == 1);
+  CHECK(contains(directory.output, "is a directory; give a file with --tuning-cache"));
+  std::string oddKey = dir.file("odd.json", "{\"version\": 1, \"entries\": [{\"key\": 5}]}");
+  auto odd =
+      runLoopc("run samples/dot.loop --set N=10 --device cpu --tuned --tuning-cache " + oddKey);
+  CHECK(odd.exitCode == 0);
+  CHECK(!contains(odd.output, "internal error"));
+  auto throughFile = runLoopc("tune samples/dot.loop --set N=10 --device cpu --tuning-cache " +
+                              oddKey + "/t.json");
+  CHECK(throughFile.exitCode == 1);
+  CHECK(contains(throughFile.output, "' is not a folder"));
+  CHECK(!contains(throughFile.output, "tuned kernel"));
 }
 
 TEST_CASE("check reports every error of a file, not only the first") {
@@ -548,8 +564,8 @@ TEST_CASE("deeply nested and very long expressions are errors or run, never a cr
     return out;
   };
   // Brackets are checked before the parser recurses into them.
-  auto deep = runLoopc("check " + program("deep.loop", repeated("(", 50000) + "1.0" +
-                                                           repeated(")", 50000)));
+  auto deep = runLoopc("check " +
+                       program("deep.loop", repeated("(", 50000) + "1.0" + repeated(")", 50000)));
   CHECK(deep.exitCode == 1);
   CHECK(contains(deep.output, "deep.loop:1:10027: error: brackets nested more than 10000 deep"));
   // A chain of a million levels parses without recursion and is refused.

@@ -64,6 +64,8 @@ public:
         lowered_(ir::lowerKernel(*run.session->program, *run.kernel)) {}
 
   Status tune() {
+    if (Status usable = checkTuningCache(tuningCachePath(options_.target.tuningCache)); !usable)
+      return usable;
     Point point = defaults();
     visited_.insert(point);
     auto first = measure(point);

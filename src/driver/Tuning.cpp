@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -39,10 +41,19 @@ private:
 };
 
 Expected<nlohmann::json> readCache(const std::string &path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    return makeError("the tuning cache '" + path + "' is a directory; give a file with " +
+                     "--tuning-cache");
   std::ifstream in(path);
   if (!in)
     return nlohmann::json{{"version", kCacheVersion}, {"entries", nlohmann::json::array()}};
-  nlohmann::json cache = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json cache;
+  try {
+    cache = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  } catch (const std::exception &problem) { // a read error of the stream
+    return makeError("cannot read the tuning cache '" + path + "': " + problem.what());
+  }
   if (cache.is_discarded() || !cache.is_object() || !cache.contains("entries") ||
       !cache["entries"].is_array() || cache.value("version", 0) != kCacheVersion)
     return makeError("'" + path + "' is not a loopc tuning cache (version " +
@@ -59,6 +70,13 @@ std::string today() {
       << unsigned(date.month()) << "-" << (unsigned(date.day()) < 10 ? "0" : "")
       << unsigned(date.day());
   return out.str();
+}
+
+// An entry's key, or "" when it has none of the right type.
+std::string keyOf(const nlohmann::json &entry) {
+  if (!entry.is_object() || !entry.contains("key") || !entry["key"].is_string())
+    return "";
+  return entry["key"].get<std::string>();
 }
 
 } // namespace
@@ -101,7 +119,7 @@ Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path,
   if (!cache)
     return std::unexpected(cache.error());
   for (const nlohmann::json &entry : (*cache)["entries"]) {
-    if (!entry.is_object() || entry.value("key", "") != key.hash)
+    if (keyOf(entry) != key.hash)
       continue;
     TunedChoice choice;
     try {
@@ -131,7 +149,7 @@ Status storeTunedChoice(const std::string &path, const TuningKey &key, const std
     return std::unexpected(cache.error());
   nlohmann::json kept = nlohmann::json::array();
   for (const nlohmann::json &entry : (*cache)["entries"])
-    if (!entry.is_object() || entry.value("key", "") != key.hash)
+    if (keyOf(entry) != key.hash)
       kept.push_back(entry);
   const passes::PassParameters &parameters = choice.choices.parameters;
   kept.push_back({{"key", key.hash},
@@ -155,7 +173,27 @@ Status storeTunedChoice(const std::string &path, const TuningKey &key, const std
   std::ofstream out(path);
   out << cache->dump(2) << "\n";
   if (!out)
-    return makeError("cannot write the tuning cache '" + path + "'");
+    return makeError("cannot write the tuning cache '" + path +
+                     "': " + (error ? error.message() : std::strerror(errno)));
+  return {};
+}
+
+Status checkTuningCache(const std::string &path) {
+  // The nearest existing folder on the way must be one (a file there would
+  // make the write at the end fail).
+  std::error_code error;
+  for (std::filesystem::path folder = std::filesystem::path(path).parent_path(); !folder.empty();
+       folder = folder.parent_path()) {
+    if (!std::filesystem::exists(folder, error))
+      continue;
+    if (!std::filesystem::is_directory(folder, error))
+      return makeError("cannot write the tuning cache '" + path + "': '" + folder.string() +
+                       "' is not a folder");
+    break;
+  }
+  auto cache = readCache(path);
+  if (!cache)
+    return std::unexpected(cache.error());
   return {};
 }
 

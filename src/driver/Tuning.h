@@ -50,6 +50,10 @@ Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path, co
 Status storeTunedChoice(const std::string &path, const TuningKey &key, const std::string &file,
                         const TunedChoice &choice);
 
+// Whether the cache at `path` can be read (absent is fine): `tune` checks it
+// before its search, not after.
+Status checkTuningCache(const std::string &path);
+
 // "register_tile=8 stage_length=16, skipping stage_shared"; "the defaults".
 std::string describeChoices(const passes::PassChoices &choices);
 
