@@ -583,3 +583,23 @@ TEST_CASE("deeply nested and very long expressions are errors or run, never a cr
     CHECK(contains(run.output, "value: 50001"));
   }
 }
+
+TEST_CASE("--out paths are checked before the run, and --seed takes whole numbers only") {
+  TempDir dir;
+  auto missingFolder =
+      runLoopc("run samples/dot.loop --set N=8 --device cpu --out r=" + dir.at("no/such/r.npy"));
+  CHECK(missingFolder.exitCode == 1);
+  CHECK(contains(missingFolder.output, "no/such/r.npy': No such file or directory"));
+  CHECK(!contains(missingFolder.output, "ran on"));
+  auto folder = runLoopc("run samples/dot.loop --set N=8 --device cpu --out r=" + dir.at("."));
+  CHECK(folder.exitCode == 1);
+  CHECK(contains(folder.output, "': it is a directory"));
+  for (const char *seed : {"-1", "18446744073709551616", "1.5"}) {
+    CAPTURE(seed);
+    auto bad = runLoopc(std::string("run samples/dot.loop --set N=8 --device cpu --seed ") + seed);
+    CHECK(bad.exitCode == 2);
+    CHECK(contains(bad.output, "a seed is a whole number from 0 to 18446744073709551615"));
+  }
+  CHECK(runLoopc("run samples/dot.loop --set N=8 --device cpu --seed 18446744073709551615")
+            .exitCode == 0);
+}

@@ -12,7 +12,12 @@
 #include "ir/Lower.h"
 #include "passes/analysis/WorkCount.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -36,6 +41,20 @@ bool isOutput(const VarDecl &param) {
   return param.intent == Intent::Out || param.intent == Intent::InOut;
 }
 
+// Whether `path` can be written, checked before the kernel runs: a folder,
+// a missing folder or one without write permission, with the system's reason.
+Status checkWritable(const std::string &path) {
+  std::error_code error;
+  std::filesystem::path file(path);
+  if (std::filesystem::is_directory(file, error))
+    return makeError("cannot write '" + path + "': it is a directory");
+  std::filesystem::path folder = file.parent_path().empty() ? "." : file.parent_path();
+  bool exists = std::filesystem::exists(file, error);
+  if (::access(exists ? file.c_str() : folder.c_str(), W_OK) != 0)
+    return makeError("cannot write '" + path + "': " + std::strerror(errno));
+  return {};
+}
+
 // Out and inout parameters by position, each with the file to write, if any.
 Expected<std::vector<std::pair<size_t, std::string>>>
 selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFiles) {
@@ -51,6 +70,8 @@ selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFi
                        kernel.name + "'");
     if (!files.emplace(assignment->first, assignment->second).second)
       return makeError("'" + assignment->first + "' is given twice with --out");
+    if (Status writable = checkWritable(assignment->second); !writable)
+      return std::unexpected(writable.error());
   }
   std::vector<std::pair<size_t, std::string>> outputs;
   for (size_t position = 0; position < kernel.params.size(); ++position) {

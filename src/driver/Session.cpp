@@ -7,6 +7,7 @@
 #include "frontend/Loader.h"
 #include "sema/Sema.h"
 
+#include <charconv>
 #include <iostream>
 
 namespace loopc::driver {
@@ -61,7 +62,18 @@ void ArgumentOptions::addTo(CLI::App &command) {
   command.add_option("--in", inputs, "Input array from a .npy file (default: seeded random data)")
       ->type_name("NAME=FILE")
       ->allow_extra_args(false);
-  command.add_option("--seed", seed, "Seed of the random inputs")->capture_default_str();
+  command.add_option("--seed", seed, "Seed of the random inputs")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](const std::string &text) -> std::string {
+            uint64_t value = 0;
+            auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+            return error == std::errc() && end == text.data() + text.size()
+                       ? ""
+                       : "a seed is a whole number from 0 to 18446744073709551615, got '" + text +
+                             "'";
+          },
+          "UINT"));
 }
 
 Expected<ArgumentRequest> ArgumentOptions::toRequest() const {

@@ -6,6 +6,8 @@
 #include "engine/Npy.h"
 
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -317,14 +319,15 @@ Expected<HostArray> readNpy(const std::string &path) {
 }
 
 Status writeNpy(const std::string &path, const HostArray &array) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out)
-    return makeError("cannot write '" + path + "'");
+    return makeError("cannot write '" + path + "': " + std::strerror(errno));
   std::string encoded = encodeNpy(array);
   out.write(encoded.data(), static_cast<std::streamsize>(encoded.size()));
   out.close();
   if (!out)
-    return makeError("cannot write '" + path + "' (disk full?)");
+    return makeError("cannot write '" + path + "': " + std::strerror(errno ? errno : EIO));
   return {};
 }
 
