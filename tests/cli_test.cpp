@@ -603,3 +603,10 @@ TEST_CASE("--out paths are checked before the run, and --seed takes whole number
   CHECK(runLoopc("run samples/dot.loop --set N=8 --device cpu --seed 18446744073709551615")
             .exitCode == 0);
 }
+
+TEST_CASE("a misspelt command is named, with the commands there are") {
+  auto bogus = runLoopc("bogus samples/dot.loop");
+  CHECK(bogus.exitCode == 2);
+  CHECK(bogus.output == "loopc: error: unknown command 'bogus' (the commands are check, run, "
+                        "explain, compile, bench, tune, repl; see --help)\n");
+}

@@ -18,6 +18,20 @@ void configureApp(CLI::App &app) {
 }
 
 int runApp(CLI::App &app, int argc, char **argv) {
+  // CLI11 would answer a misspelt command with "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string commands;
+    bool known = false;
+    for (const CLI::App *command : app.get_subcommands([](const CLI::App *) { return true; })) {
+      known |= command->get_name() == argv[1];
+      commands += (commands.empty() ? "" : ", ") + command->get_name();
+    }
+    if (!known) {
+      printError("unknown command '" + std::string(argv[1]) + "' (the commands are " + commands +
+                 "; see --help)");
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
     return 0;

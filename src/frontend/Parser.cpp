@@ -25,10 +25,19 @@ constexpr int kMaxBracketDepth = 10'000;
 constexpr size_t kMaxTreeDepth = 100'000;
 
 // The first token past kMaxTokens, or opening brackets past
-// kMaxBracketDepth, reported before the parser recurses into them.
+// kMaxBracketDepth, reported before the parser recurses into them; and a
+// `/*` that no `*/` closes (the lexer then reads `/` and `*`, which the
+// parser would call an unexpected operator).
 bool nestingFits(antlr4::CommonTokenStream &tokens, SyntaxErrorReporter &reporter) {
   int depth = 0;
+  antlr4::Token *previous = nullptr;
   for (antlr4::Token *token : tokens.getTokens()) {
+    if (previous && previous->getText() == "/" && token->getText() == "*" &&
+        token->getStartIndex() == previous->getStopIndex() + 1) {
+      reporter.report(reporter.rangeOf(previous), "unterminated comment: '/*' without '*/'");
+      return false;
+    }
+    previous = token;
     if (token->getTokenIndex() >= kMaxTokens) {
       reporter.report(reporter.rangeOf(token), "the file has more than " +
                                                    std::to_string(kMaxTokens) +
