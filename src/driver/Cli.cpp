@@ -17,6 +17,12 @@ void configureApp(CLI::App &app) {
   });
 }
 
+CLI::Validator nonEmpty() {
+  return CLI::Validator(
+      [](const std::string &value) { return value.empty() ? "needs a value, got ''" : ""; },
+      "TEXT");
+}
+
 int runApp(CLI::App &app, int argc, char **argv) {
   // CLI11 would answer a misspelt command with "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {

@@ -12,6 +12,10 @@ namespace loopc::driver {
 // Settings shared by every subcommand: one-line errors, a subcommand required.
 void configureApp(CLI::App &app);
 
+// A validator refusing an empty value (`--kernel ''` would otherwise mean
+// the default silently).
+CLI::Validator nonEmpty();
+
 // Parses the command line and runs the chosen subcommand; returns the exit
 // status.
 int runApp(CLI::App &app, int argc, char **argv);

@@ -7,6 +7,7 @@
 #include "codegen/ModuleFile.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
+#include "driver/Cli.h"
 #include "driver/Session.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -253,7 +254,8 @@ void addCompileCommand(CLI::App &app) {
                    "The kernel to compile (default: the last kernel of the file; for --emit "
                    "object and header, every kernel of the file, or those named by repeating it)")
       ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(nonEmpty());
   command
       ->add_option("--emit", options->emit,
                    "What to emit: llvm (LLVM IR), ptx, module (manifest and PTX as JSON), or "

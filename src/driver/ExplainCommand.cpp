@@ -3,6 +3,7 @@
 // name). Exit status 1 when the program does not check or PASS is unknown.
 #include "driver/ExplainCommand.h"
 
+#include "driver/Cli.h"
 #include "driver/Session.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
@@ -116,9 +117,12 @@ void addExplainCommand(CLI::App &app) {
   CLI::App *command =
       app.add_subcommand("explain", "Print a kernel's Loop IR after each compiler pass");
   command->add_option("FILE", options->file, "The .loop file")->required();
-  command->add_option("--kernel", options->kernel,
-                      "The kernel to explain (default: the last kernel of the file)");
-  command->add_option("--after", options->after, "Print the IR only after this pass");
+  command
+      ->add_option("--kernel", options->kernel,
+                   "The kernel to explain (default: the last kernel of the file)")
+      ->check(nonEmpty());
+  command->add_option("--after", options->after, "Print the IR only after this pass")
+      ->check(nonEmpty());
   command
       ->add_option("--target", options->target,
                    "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")

@@ -3,6 +3,7 @@
 // build, which must not need libraries beyond libc, leaves it out.
 #include "driver/ReplCommand.h"
 
+#include "driver/Cli.h"
 #include "driver/Repl.h"
 
 #include <cstdlib>
@@ -86,8 +87,10 @@ void addReplCommand(CLI::App &app) {
   CLI::App *command = app.add_subcommand(
       "repl", "An interactive session: define kernels, run, time and explain them");
   command->add_option("FILE", options->file, "A .loop file whose definitions to start with");
-  command->add_option("--device", options->device,
-                      "interp, cpu, gpu or gpu-on-cpu (default: the best one available)");
+  command
+      ->add_option("--device", options->device,
+                   "interp, cpu, gpu or gpu-on-cpu (default: the best one available)")
+      ->check(nonEmpty());
   command->callback([options] {
     if (int exitCode = runRepl(*options))
       throw CLI::RuntimeError(exitCode);

@@ -1,5 +1,6 @@
 // The shared front half of the subcommands (see Session.h).
 #include "driver/Session.h"
+#include "driver/Cli.h"
 
 #include "driver/Engines.h"
 #include "driver/Tuning.h"
@@ -102,10 +103,14 @@ Expected<ArgumentRequest> ArgumentOptions::toRequest() const {
 
 void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
   command.add_option("FILE", file, "The .loop file")->required();
-  command.add_option("--kernel", kernel,
-                     "The kernel to " + verb + " (default: the last kernel of FILE)");
-  command.add_option("--device", device,
-                     "interp, cpu, gpu or gpu-on-cpu (default: the best one available)");
+  command
+      .add_option("--kernel", kernel,
+                  "The kernel to " + verb + " (default: the last kernel of FILE)")
+      ->check(nonEmpty());
+  command
+      .add_option("--device", device,
+                  "interp, cpu, gpu or gpu-on-cpu (default: the best one available)")
+      ->check(nonEmpty());
   passes.addTo(command);
   arguments.addTo(command);
   command.add_flag("--tuned", tuned,
