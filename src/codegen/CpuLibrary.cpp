@@ -156,8 +156,9 @@ Expected<std::unique_ptr<llvm::TargetMachine>> objectMachine(const std::string &
   if (cpu == "native")
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       features.AddFeature(feature.first(), feature.second);
-  std::unique_ptr<llvm::MCSubtargetInfo> known(
-      target->createMCSubtargetInfo(triple, cpuName, features.getString()));
+  // Asked of a generic subtarget: one made for an unknown CPU name prints
+  // LLVM's own warning to stderr first.
+  std::unique_ptr<llvm::MCSubtargetInfo> known(target->createMCSubtargetInfo(triple, "", ""));
   if (!known || !known->isCPUStringValid(cpuName))
     return makeError("unknown CPU '" + cpu + "' for " + triple +
                      " (give an LLVM CPU name such as x86-64-v3, or native)");
