@@ -50,6 +50,14 @@ kernel rows_user(x: in f64[R][C], u: out f64[R]) {
     u[r] = redomap(absmax, 0.0, c in 0..C) x[r][c] / f64(c + 1);
   }
 }
+
+assoc fn first(a: i64, b: i64) -> i64 { return a != 0 ? a : b; }
+
+kernel rows_first(x: in f64[R][C], f: out i64[R]) {
+  parfor r in 0..R {
+    f[r] = redomap(first, 0, c in 0..C) (x[r][c] > 2.5 ? c + 1 : 0);
+  }
+}
 )";
 
 ir::Function compiled(const std::string &source, const std::string &kernel,
@@ -114,11 +122,15 @@ TEST_CASE("every member of a group and every row tree is combined in warps") {
   CHECK_FALSE(contains(rows, " < 128"));
   CHECK(contains(rows, "acc_3.tile.lane = acc_3.tile.lane && acc_3.tile.partner"));
   CHECK(contains(rows, "acc_2.tile.lane = min(acc_2.tile.lane, acc_2.tile.partner)"));
-  // A user's operator keeps the range's order (neighbours pair up in its
-  // tree), which butterflies would not: it is left as it is.
+  // A user's operator whose combine is symmetric in its operands commutes:
+  // its combine is rebuilt for the shuffled operands.
   std::string user = kernelsText(compiled(kReductions, "rows_user"));
-  CHECK_FALSE(contains(user, "shuffle_xor"));
-  CHECK(contains(user, "if (r.thread % 2 == 0) {"));
+  CHECK(contains(user, "acc.tile.lane = max(abs(acc.tile.lane), abs(acc.tile.partner))"));
+  // One that does not keeps the range's order (neighbours pair up in its
+  // tree), which butterflies would not: it is left as it is.
+  std::string first = kernelsText(compiled(kReductions, "rows_first"));
+  CHECK_FALSE(contains(first, "shuffle_xor"));
+  CHECK(contains(first, "if (r.thread % 2 == 0) {"));
 }
 
 TEST_CASE("a tree whose tile is read again after it keeps its halving steps") {
