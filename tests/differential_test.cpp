@@ -509,6 +509,23 @@ kernel reductions(x: in i32[N], y: in f64[N], z: in f32[N], a: out i32, p: out i
               {"N=0", "N=1", "N=7", "N=33", "N=257"});
 }
 
+TEST_CASE("Rodinia's lud, whose reads the race check proves disjoint by sweeping k") {
+  checkSource(R"(
+kernel lud(a: inout f32[N][N]) {
+  parfor d in 0..N { a[d][d] = a[d][d] + 2.0 * f32(N); }
+  for i in 0..N {
+    parfor j in i..N { a[i][j] = a[i][j] - redomap(+, 0.0, k in 0..i) a[i][k] * a[k][j]; }
+    parfor j in i + 1..N {
+      var s: f32 = 0.0;
+      for k in 0..i { s += a[j][k] * a[k][i]; }
+      a[j][i] = (a[j][i] - s) / a[i][i];
+    }
+  }
+}
+)",
+              {"N=1", "N=2", "N=17", "N=40"});
+}
+
 TEST_CASE("user operators that do not commute combine in the range's order") {
   // first and last are associative, not commutative: a reduction that walks
   // its range interleaved over threads (as builtin operators do) picks

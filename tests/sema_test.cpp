@@ -350,6 +350,42 @@ kernel lu_step(A: inout f32[N][N]) {
 )");
 }
 
+TEST_CASE("the race check sweeps the loops inside the parfor over their ranges") {
+  // Rodinia's lud: row i's reads a[i][k] and column i's reads a[k][i], for
+  // k below i, never meet the elements the parfors write (found by a bug
+  // hunt: indices varying inside the parfor were never proven disjoint).
+  checked(R"(
+kernel lud(a: inout f32[N][N]) {
+  for i in 0..N {
+    parfor j in i..N { a[i][j] = a[i][j] - redomap(+, 0.0, k in 0..i) a[i][k] * a[k][j]; }
+    parfor j in i + 1..N {
+      var s: f32 = 0.0;
+      for k in 0..i { s += a[j][k] * a[k][i]; }
+      a[j][i] = (a[j][i] - s) / a[i][i];
+    }
+  }
+}
+kernel head(a: inout f32[N]) {
+  parfor j in 5..N { a[j] = a[j] - redomap(+, 0.0, k in 0..5) a[k]; }
+}
+)");
+  // One element too many: k = 4 meets j = 4.
+  auto overlapping = test::loadText(R"(
+kernel head(a: inout f32[N]) {
+  parfor j in 4..N { a[j] = a[j] - redomap(+, 0.0, k in 0..5) a[k]; }
+}
+)");
+  CHECK(overlapping->program == nullptr);
+  CHECK(overlapping->diagnostics.find("read-write race") != std::string::npos);
+  // A loop whose range follows the parfor's variable proves nothing.
+  auto following = test::loadText(R"(
+kernel tail(a: inout f32[N]) {
+  parfor j in 0..N { a[j] = a[j] - redomap(+, 0.0, k in j + 1..N) a[k]; }
+}
+)");
+  CHECK(following->program == nullptr);
+}
+
 TEST_CASE("the race check does not equate different non-affine indices") {
   auto loaded = test::loadText(R"(
 kernel k(A: inout f32[N]) {

@@ -24,9 +24,11 @@
 //   (b) in some dimension the two index sets are provably disjoint: both
 //       indices are invariant and differ by a non-zero constant; or W's index
 //       is `c*v + r` and the read's `c*v + r + k` with c not dividing k
-//       (red-black sweeps); or the read's index is invariant and outside the
-//       values W's index takes while v sweeps its range (row k read while
-//       rows k+1.. are written).
+//       (red-black sweeps); or the read's index, invariant or swept over the
+//       ranges of the loops and redomaps inside the nest that it reads (when
+//       those ranges are invariant), stays outside the values W's index
+//       takes while v sweeps its range (row k read while rows k+1.. are
+//       written; a[k] for k in 0..i while a[i..N) is written).
 // Variables and arrays declared inside the parfor body are private to an
 // iteration and never race. Writes to scalars declared outside the parfor
 // (scalar outputs, outer `var`s) are always races: use redomap.
@@ -135,6 +137,7 @@ private:
     if (range.step)
       visitExpr(*range.step);
     declare(*range.var);
+    innerRangeOf_[range.var.get()] = &range;
   }
 
   void visitParfor(const ParforStmt &parfor) {
@@ -378,16 +381,50 @@ private:
       AffineForm difference = other.plus(write, -1);
       if (isConstant(difference) && difference.constant % scale != 0)
         return true;
-      if (isInvariant(other, targetDepth) && outsideSweep(write, var, other, targetDepth))
+      if (auto swept = sweepBounds(other, targetDepth);
+          swept && outsideSweep(write, var, swept->first, swept->second, targetDepth))
         return true;
     }
     return false;
   }
 
-  // True when the invariant index `other` lies outside every value the
-  // write's index `c*var + rest` takes while `var` sweeps its range.
-  bool outsideSweep(const AffineForm &write, const VarDecl *var, const AffineForm &other,
-                    size_t targetDepth) const {
+  // The least and greatest values of `form`, invariant at targetDepth, as
+  // the variables of the loops and redomaps inside the nest that it reads
+  // sweep their ranges (`a[k]` for `k in 0..5`: 0 and 4); nullopt when one
+  // of them is a parfor variable or has bounds that vary. An invariant form
+  // is its own bounds.
+  std::optional<std::pair<AffineForm, AffineForm>> sweepBounds(const AffineForm &form,
+                                                               size_t targetDepth) const {
+    if (!form.isExact())
+      return std::nullopt;
+    AffineForm low = form, high = form;
+    for (const auto &[var, coefficient] : form.coefficients) {
+      if (depthOf(var) <= targetDepth)
+        continue;
+      auto range = innerRangeOf_.find(var);
+      if (range == innerRangeOf_.end() || rangeOf_.contains(var))
+        return std::nullopt;
+      AffineForm first = AffineForm::of(*range->second->lo, letValue());
+      AffineForm last = AffineForm::of(*range->second->hi, letValue());
+      last.constant -= 1;
+      if (!first.isExact() || !last.isExact() || !isInvariant(first, targetDepth) ||
+          !isInvariant(last, targetDepth))
+        return std::nullopt;
+      low.coefficients.erase(var);
+      high.coefficients.erase(var);
+      low = low.plus(coefficient > 0 ? first : last, coefficient);
+      high = high.plus(coefficient > 0 ? last : first, coefficient);
+    }
+    if (!isInvariant(low, targetDepth) || !isInvariant(high, targetDepth))
+      return std::nullopt;
+    return std::pair{low, high};
+  }
+
+  // True when every value from `otherLow` to `otherHigh` (invariant) lies
+  // outside the values the write's index `c*var + rest` takes while `var`
+  // sweeps its range.
+  bool outsideSweep(const AffineForm &write, const VarDecl *var, const AffineForm &otherLow,
+                    const AffineForm &otherHigh, size_t targetDepth) const {
     const Range *range = rangeOf_.at(var);
     AffineForm lo = AffineForm::of(*range->lo, letValue());
     AffineForm last = AffineForm::of(*range->hi, letValue());
@@ -400,8 +437,8 @@ private:
     rest.coefficients.erase(var);
     AffineForm low = rest.plus(scale > 0 ? lo : last, scale);
     AffineForm high = rest.plus(scale > 0 ? last : lo, scale);
-    AffineForm belowLow = other.plus(low, -1);
-    AffineForm aboveHigh = other.plus(high, -1);
+    AffineForm belowLow = otherHigh.plus(low, -1);
+    AffineForm aboveHigh = otherLow.plus(high, -1);
     return (isConstant(belowLow) && belowLow.constant < 0) ||
            (isConstant(aboveHigh) && aboveHigh.constant > 0);
   }
@@ -577,7 +614,8 @@ private:
   DiagnosticEngine &diagnostics_;
   std::map<const VarDecl *, size_t> depth_; // the number of enclosing parfors
   std::map<const VarDecl *, const Expr *> letValues_;
-  std::map<const VarDecl *, const Range *> rangeOf_; // parfor variables
+  std::map<const VarDecl *, const Range *> rangeOf_;      // parfor variables
+  std::map<const VarDecl *, const Range *> innerRangeOf_; // for, redomap and scan variables
   std::vector<const ParforStmt *> chain_;
   std::vector<Access> accesses_; // of the current outermost parfor nest
 };
