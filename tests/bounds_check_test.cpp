@@ -92,6 +92,23 @@ kernel bins(keys: in i32[N], H: out i32[B]) {
   checkSameError(source, "bins", {{"N", "1000"}, {"B", "8"}});
 }
 
+TEST_CASE("of several bad accesses in one statement, the target's is reported, as by the "
+          "interpreter") {
+  // Found by a bug hunt: compiled code reported the first bad load of the
+  // value, computed before the store's indices were checked.
+  const std::string source = R"(kernel copy(x: out f32[N], y: in f32[N]) {
+  for i in 0..N + 1 { x[i] = y[i] * 2.0; }
+}
+kernel update(A: inout f32[N][N]) {
+  for i in 0..N + 1 { A[i][i] -= A[i][0] * A[0][i]; }
+}
+)";
+  checkSameError(source, "copy", {{"N", "7"}},
+                 "index 7 out of range for dimension 0 of 'x' (extent 7)");
+  checkSameError(source, "update", {{"N", "5"}},
+                 "index 5 out of range for dimension 0 of 'A' (extent 5)");
+}
+
 TEST_CASE("the second dimension, a row on a block, a register-tiled nest and host code") {
   const std::string source = R"(kernel column(A: in f64[M][N], c: i64, y: out f64[M]) {
   parfor i in 0..M {

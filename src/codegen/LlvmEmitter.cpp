@@ -136,15 +136,14 @@ void LlvmEmitter::setBoundsChecks(const ir::Function &function) {
     provenInBounds_ = passes::proveAccessesInBounds(function);
 }
 
-llvm::Value *LlvmEmitter::emitAccess(const void *site, const BufferInfo &buffer,
-                                     const std::vector<ir::Expr> &indices, SourceRange use,
-                                     const std::function<llvm::Value *(llvm::Value *)> &access) {
+llvm::Value *LlvmEmitter::emitBoundsChecks(const void *site, const BufferInfo &buffer,
+                                           const std::vector<ir::Expr> &indices, SourceRange use) {
   std::vector<size_t> unproven;
   for (size_t dim = 0; boundsChecks_ && dim < indices.size() && dim < buffer.shape.size(); ++dim)
     if (!provenInBounds_.proven(site, dim))
       unproven.push_back(dim);
   if (unproven.empty())
-    return access(elementAddress(buffer, indices, use));
+    return nullptr;
   // Every index within its extent (unsigned, so negative ones are caught).
   llvm::Value *inBounds = builder_.getTrue();
   for (size_t dim : unproven) {
@@ -157,6 +156,15 @@ llvm::Value *LlvmEmitter::emitAccess(const void *site, const BufferInfo &buffer,
                       {index, extent}, use);
     inBounds = builder_.CreateAnd(inBounds, builder_.CreateNot(outside));
   }
+  return inBounds;
+}
+
+llvm::Value *LlvmEmitter::emitAccess(const void *site, const BufferInfo &buffer,
+                                     const std::vector<ir::Expr> &indices, SourceRange use,
+                                     const std::function<llvm::Value *(llvm::Value *)> &access) {
+  llvm::Value *inBounds = emitBoundsChecks(site, buffer, indices, use);
+  if (!inBounds)
+    return access(elementAddress(buffer, indices, use));
   llvm::Function *function = builder_.GetInsertBlock()->getParent();
   auto *run = llvm::BasicBlock::Create(context(), "in_bounds", function);
   auto *done = llvm::BasicBlock::Create(context(), "access_done", function);
@@ -689,6 +697,10 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
     SourceRange enclosing = errorRange_;
     if (store.source.valid())
       errorRange_ = store.source;
+    // The target's indices are checked before the value is computed, as the
+    // interpreter does: of several bad accesses, the same one is reported.
+    if (boundsChecks_)
+      emitBoundsChecks(&store, *store.buffer, store.indices, store.source);
     llvm::Value *combined = emitExpr(*store.value);
     // The combine of a reduction may be reassociated across iterations, which
     // lets LLVM keep several partial results (vector lanes) for a float sum.

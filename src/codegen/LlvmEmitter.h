@@ -64,6 +64,11 @@ public:
   // load then reads zero.
   // `site` is the Load, Store or AtomicUpdate node: its indices proven in
   // range (setBoundsChecks) are not checked.
+  // The device errors of the indices of buffer[indices] not proven in range
+  // (bounds checks on); the condition that all are in range, or null when
+  // nothing was checked.
+  llvm::Value *emitBoundsChecks(const void *site, const ir::BufferInfo &buffer,
+                                const std::vector<ir::Expr> &indices, SourceRange use);
   llvm::Value *emitAccess(const void *site, const ir::BufferInfo &buffer,
                           const std::vector<ir::Expr> &indices, SourceRange use,
                           const std::function<llvm::Value *(llvm::Value *address)> &access);
