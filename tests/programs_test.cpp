@@ -1,0 +1,86 @@
+// Whole programs written the way users write them, kept as regression tests:
+// tests/programs/<suite>/ holds .loop files and cases.txt, one case a line
+// (`file kernel NAME=VALUE...`). Each case runs on the interpreter, the CPU
+// pipeline, the GPU pipeline's kernels on the CPU JIT, and those again with
+// bounds checks, which must all agree. polybench/ is the PolyBench/C 4.2
+// linear-algebra and data-mining suite ported to the language (f32; the
+// factorizations build a well-conditioned matrix first).
+#include "TestSupport.h"
+#include "support/Differential.h"
+
+#include "codegen/CpuEngine.h"
+#include "interp/Interpreter.h"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+
+using namespace loopc;
+
+namespace {
+
+struct ProgramCase {
+  std::string file, kernel;
+  std::map<std::string, std::string> values;
+  int line = 0;
+};
+
+std::vector<ProgramCase> readCases(const std::string &suite) {
+  std::ifstream in(test::sourcePath("tests/programs/" + suite + "/cases.txt"));
+  REQUIRE_MESSAGE(in, "no cases.txt in tests/programs/" << suite);
+  std::vector<ProgramCase> cases;
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line) {
+    std::istringstream words(text);
+    ProgramCase programCase;
+    programCase.line = line;
+    if (!(words >> programCase.file >> programCase.kernel))
+      continue;
+    for (std::string assignment; words >> assignment;) {
+      size_t equals = assignment.find('=');
+      REQUIRE_MESSAGE(equals != std::string::npos, "cases.txt:" << line << ": " << assignment);
+      programCase.values[assignment.substr(0, equals)] = assignment.substr(equals + 1);
+    }
+    cases.push_back(std::move(programCase));
+  }
+  return cases;
+}
+
+void checkSuite(const std::string &suite) {
+  Interpreter interpreter;
+  codegen::CpuEngine cpu;
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  codegen::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &checkedGpuKernels};
+  std::map<std::string, std::unique_ptr<test::LoadedProgram>> programs;
+  std::vector<ProgramCase> cases = readCases(suite);
+  CHECK(cases.size() >= 20);
+  for (const ProgramCase &programCase : cases) {
+    CAPTURE(programCase.line);
+    CAPTURE(programCase.file);
+    CAPTURE(programCase.kernel);
+    auto &loaded = programs[programCase.file];
+    if (!loaded)
+      loaded = test::loadFile(test::sourcePath("tests/programs/" + suite + "/" + programCase.file));
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    const KernelDecl *kernel = loaded->program->findKernel(programCase.kernel);
+    REQUIRE(kernel);
+    ArgumentRequest request;
+    request.seed = 1;
+    request.values = programCase.values;
+    test::DifferentialOutcome outcome =
+        test::runDifferential(*loaded->program, *kernel, request, engines);
+    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
+} // namespace
+
+TEST_CASE("PolyBench's linear algebra and data mining agree on every engine") {
+  checkSuite("polybench");
+}
