@@ -4,7 +4,10 @@
 // pipeline, the GPU pipeline's kernels on the CPU JIT, and those again with
 // bounds checks, which must all agree. polybench/ is the PolyBench/C 4.2
 // linear-algebra and data-mining suite ported to the language (f32; the
-// factorizations build a well-conditioned matrix first).
+// factorizations build a well-conditioned matrix first); rodinia/ holds
+// PolyBench's stencils and medley and Rodinia's hotspot, pathfinder,
+// needleman-wunsch, srad, backprop, lud, gaussian, kmeans, nn and
+// streamcluster's gain, f32 and f64.
 #include "TestSupport.h"
 #include "support/Differential.h"
 
@@ -83,4 +86,8 @@ void checkSuite(const std::string &suite) {
 
 TEST_CASE("PolyBench's linear algebra and data mining agree on every engine") {
   checkSuite("polybench");
+}
+
+TEST_CASE("PolyBench's stencils and medley, and Rodinia's kernels agree on every engine") {
+  checkSuite("rodinia");
 }
