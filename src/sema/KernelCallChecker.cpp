@@ -28,8 +28,10 @@ namespace {
 
 std::string typeSpelling(const TypeSpec &type) {
   std::string text = scalarTypeName(type.element);
-  for (size_t d = 0; d < type.rank(); ++d)
-    text += "[]";
+  for (const ExprPtr &extent : type.dims) {
+    AffineForm form = AffineForm::of(*extent);
+    text += "[" + (form.isExact() ? form.str() : std::string("...")) + "]";
+  }
   return quoted(text);
 }
 
