@@ -622,3 +622,10 @@ TEST_CASE("empty names for --kernel, --device and --after are refused, not read 
     CHECK(contains(result.output, ": needs a value, got ''"));
   }
 }
+
+TEST_CASE("a pass parameter given twice is an error, as a size is") {
+  auto twice = runLoopc("run samples/dot.loop --set N=3 --device cpu --pass-param register_tile=1 "
+                        "--pass-param register_tile=2");
+  CHECK(twice.exitCode == 1);
+  CHECK(contains(twice.output, "pass parameter 'register_tile' is given twice with --pass-param"));
+}

@@ -10,6 +10,7 @@
 
 #include <charconv>
 #include <iostream>
+#include <set>
 
 namespace loopc::driver {
 
@@ -137,9 +138,15 @@ Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
   passes::PassChoices choices;
   choices.skipped = {skippedPasses.begin(), skippedPasses.end()};
   choices.boundsChecks = boundsChecks;
-  for (const std::string &parameter : parameters)
+  std::set<std::string> named;
+  for (const std::string &parameter : parameters) {
     if (Status set = passes::setPassParameter(choices.parameters, parameter); !set)
       return std::unexpected(set.error());
+    // As for --set, one value per name.
+    if (!named.insert(parameter.substr(0, parameter.find('='))).second)
+      return makeError("pass parameter '" + parameter.substr(0, parameter.find('=')) +
+                       "' is given twice with --pass-param");
+  }
   return choices;
 }
 
