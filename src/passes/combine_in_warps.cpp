@@ -231,24 +231,30 @@ protected:
     const auto *block = mutated->as<Block>();
     if (thread_.empty() || !block)
       return mutated;
-    for (size_t first = 0; first < block->stmts.size(); ++first) {
-      auto members = matchTree(block->stmts, first, thread_);
+    return makeBlock(combineTrees(block->stmts));
+  }
+
+private:
+  // `stmts` with each tree among them (not inside them: those were done
+  // first) combined in warps, the statements after one read its totals.
+  std::vector<Stmt> combineTrees(const std::vector<Stmt> &stmts) const {
+    for (size_t first = 0; first < stmts.size(); ++first) {
+      auto members = matchTree(stmts, first, thread_);
       if (!members)
         continue;
-      std::vector<Stmt> after(block->stmts.begin() + first + 2 * kHalvingSteps, block->stmts.end());
+      std::vector<Stmt> after(stmts.begin() + first + 2 * kHalvingSteps, stmts.end());
       TileUses uses(*members);
       for (const Stmt &stmt : after)
         uses.visit(stmt);
       if (uses.conflicts)
         continue;
-      std::vector<Stmt> stmts(block->stmts.begin(), block->stmts.begin() + first);
-      stmts.push_back(warpTree(*members, after));
-      return makeBlock(std::move(stmts));
+      std::vector<Stmt> combined(stmts.begin(), stmts.begin() + first);
+      combined.push_back(warpTree(*members, combineTrees(after)));
+      return combined;
     }
-    return mutated;
+    return stmts;
   }
 
-private:
   // The tree's registers live only as long as they are needed: a lane value
   // per member and a partner per element type (the members exchange one after
   // the other) through the shuffles, a total per member after them, so the
