@@ -7,6 +7,10 @@
 // each integer literal fits.
 #include "sema/Checker.h"
 
+#include <cmath>
+#include <limits>
+#include <sstream>
+
 namespace loopc::sema {
 namespace {
 
@@ -526,7 +530,18 @@ void Checker::finalize(Expr &expr, ScalarType type, bool negated) {
     finalize(*redomap->body, type);
     return;
   }
-  case Expr::Kind::FloatLit:
+  case Expr::Kind::FloatLit: {
+    // As an integer literal must fit its type: 1e39 is no f32 (it would be inf).
+    double value = expr.as<FloatLitExpr>()->value;
+    if (type == ScalarType::F32 && std::isfinite(value) &&
+        std::fabs(value) > std::numeric_limits<float>::max()) {
+      std::ostringstream text;
+      text << value;
+      diagnostics_.error(expr.range, "float literal " + text.str() +
+                                         " does not fit in 'f32' (its largest is about 3.4e38)");
+    }
+    return;
+  }
   case Expr::Kind::BoolLit:
   case Expr::Kind::Name:
   case Expr::Kind::Index:

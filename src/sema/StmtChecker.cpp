@@ -295,8 +295,12 @@ void Checker::checkScan(ScanStmt &scan) {
 }
 
 void Checker::reportImmutable(const VarDecl &var, SourceRange range) {
+  // A function's parameters cannot be made results: copy one into a var.
+  bool fnParameter = currentFn_ && var.kind == VarDecl::Kind::Param;
   diagnostics_.error(range, "cannot assign to " + quoted(var.name) + ": " +
-                                immutableReason(var, /*advice=*/true));
+                                (fnParameter ? "it is a parameter of a function; copy it into a "
+                                               "'var' to change it"
+                                             : immutableReason(var, /*advice=*/true)));
   diagnostics_.note(var.range, quoted(var.name) + " is declared here");
 }
 
