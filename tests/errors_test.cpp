@@ -62,3 +62,19 @@ TEST_CASE("run --device cpu divides by a nonzero input as before") {
   CHECK(result.exitCode == 0);
   CHECK(result.output.find("PASS: 1 output matches the interpreter") != std::string::npos);
 }
+
+TEST_CASE("a range step that is not positive at run time fails at the step on every engine") {
+  // Found by a bug hunt: a negative step ran no iteration silently, a zero
+  // one divided by zero somewhere in the kernel.
+  TempProgram program("kernel k(s: i64, r: out i64) { for i in 0..10 by s { r += 1; } }\n");
+  for (const char *step : {"0", "-1"})
+    for (const char *device : {"interp", "cpu", "gpu-on-cpu"}) {
+      CAPTURE(step);
+      CAPTURE(device);
+      auto result = runLoopc("run " + program.path + " --set s=" + step + " --device " + device);
+      CHECK(result.exitCode == 1);
+      CHECK(result.output.find("program.loop:1:50: error: ") != std::string::npos);
+    }
+  auto fine = runLoopc("run " + program.path + " --set s=3 --device cpu --check");
+  CHECK(fine.exitCode == 0);
+}

@@ -435,7 +435,13 @@ private:
                               makeInt(wide, 1));
     result.loopVar = claimName(name + ".t");
     result.min = makeInt(wide, 0);
-    result.extent = makeBinary(BinaryOpKind::Div, rounded, wideStep);
+    // A step that is not positive at run time (sema refuses constant ones)
+    // divides by zero here, reported at the step, instead of running no
+    // iteration silently (a negative one) or failing elsewhere.
+    Expr positiveStep = wideStep->as<IntImm>()
+                            ? wideStep
+                            : makeBinary(BinaryOpKind::Max, wideStep, makeInt(wide, 0));
+    result.extent = makeBinary(BinaryOpKind::Div, rounded, positiveStep, range.step->range);
     Expr value = makeBinary(BinaryOpKind::Add, wideLo,
                             makeBinary(BinaryOpKind::Mul, wideStep, makeVar(wide, result.loopVar)));
     result.stepLet = {name, type == wide ? value : std::make_shared<Cast>(type, value)};
