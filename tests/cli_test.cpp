@@ -613,9 +613,9 @@ TEST_CASE("a misspelt command is named, with the commands there are") {
 }
 
 TEST_CASE("empty names for --kernel, --device and --after are refused, not read as the default") {
-  for (const char *option : {"run samples/dot.loop --set N=3 --kernel ''",
-                             "run samples/dot.loop --set N=3 --device ''",
-                             "explain samples/dot.loop --after ''"}) {
+  for (const char *option :
+       {"run samples/dot.loop --set N=3 --kernel ''", "run samples/dot.loop --set N=3 --device ''",
+        "explain samples/dot.loop --after ''"}) {
     CAPTURE(option);
     auto result = runLoopc(option);
     CHECK(result.exitCode == 2);

@@ -155,7 +155,8 @@ kernel reduce_if_row(X: in f32[R][C], z: out f32[R]) {
 )");
   INFO(loaded->diagnostics);
   REQUIRE(loaded->program);
-  for (const char *kernel : {"private_row", "overwrite_last", "two_writers", "reduce_if_positive"}) {
+  for (const char *kernel :
+       {"private_row", "overwrite_last", "two_writers", "reduce_if_positive"}) {
     CAPTURE(kernel);
     CHECK(!mapsRows(*loaded->program, kernel));
     test::checkGpuKernelsOnCpu(*loaded->program, kernel,

@@ -52,8 +52,8 @@ void bindSize(DiagnosticEngine &diagnostics, const Expr &calleeExtent, const Exp
   AffineForm first = AffineForm::of(*it->second);
   AffineForm second = AffineForm::of(callerExtent);
   if (first.isExact() && second.isExact() && !(first == second))
-    diagnostics.error(arg.range, "shape mismatch: dimension " + std::to_string(dimension) +
-                                     " of " + quoted(arg.as<NameExpr>()->name) + " is " +
+    diagnostics.error(arg.range, "shape mismatch: dimension " + std::to_string(dimension) + " of " +
+                                     quoted(arg.as<NameExpr>()->name) + " is " +
                                      quoted(second.str()) + ", but the callee's size " +
                                      quoted(name->name) + " is already bound to " +
                                      quoted(first.str()) + " by an earlier argument");
@@ -83,10 +83,10 @@ void checkCompositeExtent(DiagnosticEngine &diagnostics, const KernelDecl &calle
   if (expected == callerForm)
     return;
   diagnostics.error(composite.arg->range,
-                    "shape mismatch: dimension " + std::to_string(composite.dimension) +
-                        " of " + quoted(composite.arg->name) + " is " + quoted(callerForm.str()) +
-                        ", but " + quoted(callee.name) + " needs " + quoted(calleeForm.str()) +
-                        ", which is " + quoted(expected.str()) + " here");
+                    "shape mismatch: dimension " + std::to_string(composite.dimension) + " of " +
+                        quoted(composite.arg->name) + " is " + quoted(callerForm.str()) + ", but " +
+                        quoted(callee.name) + " needs " + quoted(calleeForm.str()) + ", which is " +
+                        quoted(expected.str()) + " here");
 }
 
 void reportAliasedArguments(DiagnosticEngine &diagnostics, const CallStmt &call,
