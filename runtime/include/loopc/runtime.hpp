@@ -10,8 +10,7 @@
 
 #include <version>
 #if !defined(__cpp_lib_expected)
-#error                                                                                             \
-    "loopc/runtime.hpp needs C++23 (std::expected): compile with -std=c++23, or use the C API of loopc/runtime.h"
+#error "loopc/runtime.hpp needs C++23 (std::expected); from C or older C++ use loopc/runtime.h"
 #endif
 
 #include <array>
