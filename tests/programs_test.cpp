@@ -7,7 +7,10 @@
 // factorizations build a well-conditioned matrix first); rodinia/ holds
 // PolyBench's stencils and medley and Rodinia's hotspot, pathfinder,
 // needleman-wunsch, srad, backprop, lud, gaussian, kmeans, nn and
-// streamcluster's gain, f32 and f64.
+// streamcluster's gain, f32 and f64; passes/ holds programs written to make
+// each optimization pass fire, alone and together (fusion, dropped fills,
+// split rows, rows on blocks, private histograms, sibling reductions,
+// register tiles, shared staging).
 #include "TestSupport.h"
 #include "support/Differential.h"
 
@@ -90,4 +93,8 @@ TEST_CASE("PolyBench's linear algebra and data mining agree on every engine") {
 
 TEST_CASE("PolyBench's stencils and medley, and Rodinia's kernels agree on every engine") {
   checkSuite("rodinia");
+}
+
+TEST_CASE("programs aimed at each optimization pass agree on every engine") {
+  checkSuite("passes");
 }
