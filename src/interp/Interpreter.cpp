@@ -10,6 +10,7 @@
 #include "interp/Value.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <chrono>
 #include <memory>
@@ -964,7 +965,9 @@ Expected<Value> Executor::evalRedomap(const RedomapExpr &redomap) {
   Value accumulator = *neutral;
   bool pairwise = isFloat(neutral->type) && (redomap.op.kind == ReduceOp::Kind::Add ||
                                              redomap.op.kind == ReduceOp::Kind::Mul);
-  std::vector<std::optional<Value>> levels;
+  // Level k holds 2^k values: 64 levels hold any range the loops can count.
+  std::array<std::optional<Value>, 64> levels;
+  size_t usedLevels = 0;
   Expected<Flow> flow = forEachInNest(redomap.ranges, 0, [&]() -> Expected<Flow> {
     if (!pairwise) {
       Expected<Value> combined = evalCombine(redomap.op, accumulator, *redomap.body);
@@ -978,8 +981,7 @@ Expected<Value> Executor::evalRedomap(const RedomapExpr &redomap) {
       return propagate(value.error());
     Value carry = *value;
     for (size_t level = 0;; ++level) {
-      if (level == levels.size())
-        levels.emplace_back();
+      usedLevels = std::max(usedLevels, level + 1);
       if (!levels[level]) {
         levels[level] = carry;
         break;
@@ -991,7 +993,7 @@ Expected<Value> Executor::evalRedomap(const RedomapExpr &redomap) {
   });
   if (!flow)
     return propagate(flow.error());
-  for (size_t level = levels.size(); level-- > 0;)
+  for (size_t level = usedLevels; level-- > 0;)
     if (levels[level])
       accumulator = interp::combineReduction(redomap.op.kind, accumulator, *levels[level]);
   return accumulator;

@@ -59,6 +59,10 @@ protected:
     arrays.insert(node.target.get());
     IRVisitor::visitScan(node);
   }
+  void visitWarpShuffle(const WarpShuffle &node) override {
+    arrays.insert(node.target.get());
+    IRVisitor::visitWarpShuffle(node);
+  }
 };
 
 } // namespace
