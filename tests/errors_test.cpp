@@ -63,18 +63,73 @@ TEST_CASE("run --device cpu divides by a nonzero input as before") {
   CHECK(result.output.find("PASS: 1 output matches the interpreter") != std::string::npos);
 }
 
-TEST_CASE("a range step that is not positive at run time fails at the step on every engine") {
-  // Found by a bug hunt: a negative step ran no iteration silently, a zero
-  // one divided by zero somewhere in the kernel.
-  TempProgram program("kernel k(s: i64, r: out i64) { for i in 0..10 by s { r += 1; } }\n");
-  for (const char *step : {"0", "-1"})
-    for (const char *device : {"interp", "cpu", "gpu-on-cpu"}) {
-      CAPTURE(step);
+// Where a run-time step or extent can appear: each lowering puts its check
+// before the loop or allocation (ir::Check), and the code after a failed
+// check must stay harmless.
+constexpr const char *kRunTimeShapes =
+    "kernel for_step(x: in i64[N], s: i64, r: out i64) { for i in 0..10 by s { r += 1; } }\n"
+    "kernel parfor_step(x: in f32[N], s: i64, y: out f32[N]) {\n"
+    "  parfor i in 0..N by s { y[i] = x[i]; }\n"
+    "}\n"
+    "kernel inner_parfor_step(x: in f32[N][N], s: i32, y: out f32[N][N]) {\n"
+    "  parfor i in 0..N, j in 0..N by i64(s) { y[i][j] = x[i][j]; }\n"
+    "}\n"
+    "kernel redomap_step(x: in f32[N], s: i64, r: out f32) {\n"
+    "  r = redomap(+, 0.0, i in 0..N by s) x[i];\n"
+    "}\n"
+    "kernel redomap_inner_step(x: in f32[N][N], s: i64, y: out f32[N]) {\n"
+    "  parfor i in 0..N { y[i] = redomap(+, 0.0, a in 0..1, j in 0..N by s) x[i][j]; }\n"
+    "}\n"
+    "kernel scan_step(x: in f32[N], s: i64, y: out f32[N]) {\n"
+    "  scan(+, 0.0, i in 0..N by s) y[i] = x[i];\n"
+    "}\n"
+    "kernel i32_step(x: in i32[N], s: i32, r: out i32) { for i in 0..10 by s { r += i; } }\n"
+    "kernel global_extent(x: in f32[N], y: out f32[N], s: i64) {\n"
+    "  var t: f32[N][s - 1];\n"
+    "  parfor i in 0..N { y[i] = x[i]; }\n"
+    "}\n"
+    "kernel private_extent(x: in f32[N], y: out f32[N], s: i32) {\n"
+    "  parfor i in 0..N {\n"
+    "    var t: f32[s];\n"
+    "    for j in 0..s { t[j] = x[i]; }\n"
+    "    y[i] = redomap(+, 0.0, j in 0..s) t[j];\n"
+    "  }\n"
+    "}\n";
+
+TEST_CASE("a step or local extent that is wrong at run time fails there on every engine") {
+  // Found by bug hunts: a negative step ran no iteration silently and a zero
+  // one was called a division by zero; a negative extent ran silently.
+  TempProgram program(kRunTimeShapes);
+  struct Case {
+    const char *kernel, *step, *message;
+  };
+  const Case cases[] = {
+      {"for_step", "0", "1:71: error: the step of a range must be positive, but it is 0"},
+      {"parfor_step", "-1", "3:23: error: the step of a range must be positive, but it is -1"},
+      {"inner_parfor_step", "-2",
+       "6:34: error: the step of a range must be positive, but it is -2"},
+      {"redomap_step", "0", "9:36: error: the step of a range must be positive, but it is 0"},
+      {"redomap_inner_step", "-1",
+       "12:69: error: the step of a range must be positive, but it is -1"},
+      {"scan_step", "-5", "15:29: error: the step of a range must be positive, but it is -5"},
+      {"i32_step", "-3", "17:71: error: the step of a range must be positive, but it is -3"},
+      {"global_extent", "-1", "19:17: error: extent -2 of local array 't' is negative"},
+      {"private_extent", "-4", "24:16: error: extent -4 of local array 't' is negative"},
+  };
+  for (const Case &each : cases)
+    for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+      std::string kernel = each.kernel;
+      CAPTURE(kernel);
       CAPTURE(device);
-      auto result = runLoopc("run " + program.path + " --set s=" + step + " --device " + device);
+      auto result = runLoopc("run " + program.path + " --kernel " + kernel +
+                             " --set N=7 --set s=" + each.step + " --device " + device);
       CHECK(result.exitCode == 1);
-      CHECK(result.output.find("program.loop:1:50: error: ") != std::string::npos);
+      CHECK(result.output.find(std::string("program.loop:") + each.message) != std::string::npos);
+      // Valid values run as the interpreter does.
+      if (device == "interp")
+        continue;
+      auto fine = runLoopc("run " + program.path + " --kernel " + kernel +
+                           " --set N=37 --set s=3 --check --device " + device);
+      CHECK(fine.exitCode == 0);
     }
-  auto fine = runLoopc("run " + program.path + " --set s=3 --device cpu --check");
-  CHECK(fine.exitCode == 0);
 }

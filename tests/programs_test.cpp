@@ -10,7 +10,10 @@
 // streamcluster's gain, f32 and f64; passes/ holds programs written to make
 // each optimization pass fire, alone and together (fusion, dropped fills,
 // split rows, rows on blocks, private histograms, sibling reductions,
-// register tiles, shared staging).
+// register tiles, shared staging); science/ holds programs from a bug hunt
+// in scientific computing (sparse rows, Mandelbrot, Monte Carlo, k-means,
+// FFT, bitonic sort, stream compaction, heat, Cholesky, attention, images,
+// particles, multigrid) and functions inlined around vector math calls.
 #include "TestSupport.h"
 #include "support/Differential.h"
 
@@ -97,4 +100,8 @@ TEST_CASE("PolyBench's stencils and medley, and Rodinia's kernels agree on every
 
 TEST_CASE("programs aimed at each optimization pass agree on every engine") {
   checkSuite("passes");
+}
+
+TEST_CASE("scientific programs and inlined functions agree on every engine") {
+  checkSuite("science");
 }

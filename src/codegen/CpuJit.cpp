@@ -37,6 +37,7 @@ Expected<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder() {
   if (!builder)
     return makeError("cannot target the host CPU: " + describe(builder.takeError()));
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  avoidMiscompiledCpuFeatures(builder->getFeatures());
   return std::move(*builder);
 }
 
@@ -44,8 +45,7 @@ Expected<llvm::orc::JITTargetMachineBuilder> hostMachineBuilder() {
 // the JIT resolves the calls vectorized loops make into it (loaded on first
 // use; false on a system without it, whose loops then call scalar math).
 bool vectorMathLoaded(const llvm::Triple &triple) {
-  static const bool loaded =
-      !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
+  static const bool loaded = !llvm::sys::DynamicLibrary::LoadLibraryPermanently("libmvec.so.1");
   return triple.getArch() == llvm::Triple::x86_64 && loaded;
 }
 
@@ -63,9 +63,9 @@ hostModule(const ir::Function &function, llvm::LLVMContext &context,
   (*module)->setDataLayout((*machine)->createDataLayout());
   (*module)->setTargetTriple((*machine)->getTargetTriple().str());
   if (optimize)
-    optimizeModule(**module, **machine,
-                   {.vectorize = true,
-                    .vectorMath = vectorMathLoaded((*machine)->getTargetTriple())});
+    optimizeModule(
+        **module, **machine,
+        {.vectorize = true, .vectorMath = vectorMathLoaded((*machine)->getTargetTriple())});
   return module;
 }
 

@@ -156,6 +156,7 @@ Expected<std::unique_ptr<llvm::TargetMachine>> objectMachine(const std::string &
   if (cpu == "native")
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       features.AddFeature(feature.first(), feature.second);
+  avoidMiscompiledCpuFeatures(features);
   // Asked of a generic subtarget: one made for an unknown CPU name prints
   // LLVM's own warning to stderr first.
   std::unique_ptr<llvm::MCSubtargetInfo> known(target->createMCSubtargetInfo(triple, "", ""));

@@ -247,6 +247,8 @@ public:
       return makeError("GPU engine: a barrier in host code");
     case StmtNode::Kind::WarpShuffle:
       return makeError("GPU engine: a warp shuffle in host code");
+    case StmtNode::Kind::Check:
+      return runCheck(*stmt.as<ir::Check>());
     case StmtNode::Kind::Reduce:
       return makeError("GPU engine: a Reduce was not lowered by the pass pipeline",
                        stmt.as<ir::Reduce>()->source);
@@ -355,6 +357,19 @@ private:
   // Global temporaries, and the Register cells of kernel-level variables
   // (`var s = alpha;` read by a later parfor as a scalar parameter), live in
   // device memory, where the host program's loads and stores reach them.
+  Status runCheck(const ir::Check &check) {
+    auto holds = eval(*check.condition);
+    if (!holds)
+      return std::unexpected(holds.error());
+    if (holds->integer)
+      return {};
+    auto value = eval(*check.value);
+    if (!value)
+      return std::unexpected(value.error());
+    const int64_t values[2] = {value->integer, 0};
+    return makeError(formatDeviceError(check.message, values), check.source);
+  }
+
   Status runAllocate(const ir::Allocate &allocate) {
     const BufferInfo &buffer = *allocate.buffer;
     if (buffer.memory == MemorySpace::Shared)
@@ -580,7 +595,9 @@ private:
     case BinaryOpKind::Div:
     case BinaryOpKind::Rem:
       if (rhs->integer == 0)
-        return makeError("integer division by zero in host code");
+        return makeError(binary.op == BinaryOpKind::Div ? "integer division by zero"
+                                                        : "integer modulo by zero",
+                         binary.source);
       if (rhs->integer == -1) // avoids INT64_MIN / -1
         return HostScalar::ofInteger(
             type, binary.op == BinaryOpKind::Div ? static_cast<int64_t>(0ULL - a) : 0);

@@ -3,6 +3,7 @@
 
 #include "ir/IRVisitor.h"
 
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
@@ -186,10 +187,16 @@ llvm::Value *LlvmEmitter::emitAccess(const void *site, const BufferInfo &buffer,
 
 // ------------------------------------------------------------ addressing ---
 
+// A negative extent counts as 0: an ir::Check before the allocation has
+// reported it, and the code after a failed check must stay harmless.
 llvm::Value *LlvmEmitter::elementCount(const BufferInfo &buffer) {
   llvm::Value *count = builder_.getInt64(1);
-  for (const ir::Expr &extent : buffer.shape)
-    count = builder_.CreateMul(count, emitExprAs(*extent, ScalarType::I64));
+  for (const ir::Expr &extent : buffer.shape) {
+    llvm::Value *value = emitExprAs(*extent, ScalarType::I64);
+    if (!llvm::isa<llvm::Constant>(value))
+      value = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, value, builder_.getInt64(0));
+    count = builder_.CreateMul(count, value);
+  }
   return count;
 }
 
@@ -280,8 +287,10 @@ llvm::Value *LlvmEmitter::emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *
 
 llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs,
                                               SourceRange source) {
-  auto *constant = llvm::dyn_cast<llvm::ConstantInt>(rhs);
-  if (constant && !constant->isZero() && !constant->isMinusOne())
+  // A divisor that cannot be 0 or -1 (a constant, `max(s, 1)`) needs no guard.
+  llvm::ConstantRange divisors = llvm::computeConstantRange(rhs, /*ForSigned=*/true);
+  if (!divisors.contains(llvm::APInt::getZero(divisors.getBitWidth())) &&
+      !divisors.contains(llvm::APInt::getAllOnes(divisors.getBitWidth())))
     return isDivision ? builder_.CreateSDiv(lhs, rhs) : builder_.CreateSRem(lhs, rhs);
   llvm::Type *type = rhs->getType();
   llvm::Value *isZero = builder_.CreateICmpEQ(rhs, llvm::ConstantInt::get(type, 0));
@@ -730,6 +739,12 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
                                                     shuffle.value->type, shuffle.laneMask);
     builder_.CreateStore(toMemory(exchanged, shuffle.target->element),
                          lookupBuffer(*shuffle.target, SourceRange{}));
+    return;
+  }
+  case StmtNode::Kind::Check: {
+    auto &check = *stmt.as<ir::Check>();
+    emitDeviceErrorIf(builder_.CreateNot(emitExpr(*check.condition)), check.message,
+                      {emitExprAs(*check.value, ScalarType::I64)}, check.source);
     return;
   }
   case StmtNode::Kind::Block:

@@ -5,6 +5,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
 
 namespace loopc::codegen {
 
@@ -36,6 +37,10 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, sccs, modules);
   passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+}
+
+void avoidMiscompiledCpuFeatures(llvm::SubtargetFeatures &features) {
+  features.AddFeature("avx512bw", false);
 }
 
 } // namespace loopc::codegen

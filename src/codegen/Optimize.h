@@ -8,6 +8,7 @@
 
 namespace llvm {
 class Module;
+class SubtargetFeatures;
 class TargetMachine;
 } // namespace llvm
 
@@ -25,5 +26,14 @@ struct OptimizeOptions {
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
                     const OptimizeOptions &options = {});
+
+// Leaves out the x86 features LLVM 19 miscompiles our code with. AVX512BW:
+// a vectorized loop over bools (bytes) with a vector math call in it keeps
+// the mask of an 8-lane byte store in a 16-bit mask register, spills and
+// reloads all 16 bits around the call, and stores 16 bytes where 8 were
+// meant (clobbering the next lanes' flags: a bug hunt's early-return
+// function gave 0 for 3 of every 4 elements). Without it the bytes are
+// stored one by one; float and integer code keeps its 512-bit vectors.
+void avoidMiscompiledCpuFeatures(llvm::SubtargetFeatures &features);
 
 } // namespace loopc::codegen

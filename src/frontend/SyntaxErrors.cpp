@@ -30,7 +30,8 @@ const std::vector<TokenGroup> &tokenGroups() {
        {"'-'", "'!'", "'redomap'", "'('", "INT", "FLOAT", "'true'", "'false'", "'inf'", "ID",
         "'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
       {"a statement",
-       {"'let'", "'var'", "'combine'", "'scan'", "'for'", "'parfor'", "'if'", "'return'", "'{'", "ID"}},
+       {"'let'", "'var'", "'combine'", "'scan'", "'for'", "'parfor'", "'if'", "'return'", "'{'",
+        "ID"}},
       {"a type", {"'i32'", "'i64'", "'f32'", "'f64'", "'bool'"}},
       {"a declaration", {"'kernel'", "'fn'", "'assoc'"}},
       {"an assignment operator", {"'='", "'+='", "'-='", "'*='", "'/='", "'%='"}},
@@ -98,8 +99,13 @@ std::string unexpectedMessage(antlr4::Token *token) {
 }
 
 // What the parser matched last in `ctx`: the innermost expression, or the
-// last token, for "expected ';' after expression" / "after 'x'".
-std::string describeLastMatched(antlr4::tree::ParseTree *tree) {
+// last token, for "expected ';' after expression" / "after 'x'". An
+// expression not yet begun follows the token before it: "after '+'".
+std::string describeLastMatched(antlr4::Parser *parser) {
+  antlr4::tree::ParseTree *tree = parser->getContext();
+  if (dynamic_cast<grammar::LoopParser::ExprContext *>(tree) && tree->children.empty())
+    if (antlr4::Token *previous = parser->getTokenStream()->LT(-1))
+      return "'" + previous->getText() + "'";
   while (tree) {
     if (dynamic_cast<grammar::LoopParser::ExprContext *>(tree))
       return "expression";
@@ -227,7 +233,7 @@ void SyntaxErrorStrategy::reportAt(antlr4::Parser *parser, antlr4::Token *token,
   // Name what came before only when the parser stopped at `token`; a failed
   // prediction may have looked further ahead.
   if (what && token == parser->getCurrentToken() && token->getType() != antlr4::Token::EOF)
-    if (std::string after = describeLastMatched(parser->getContext()); !after.empty())
+    if (std::string after = describeLastMatched(parser); !after.empty())
       message += " after " + after;
   reporter_.report(locate(parser, token), message);
 }
@@ -271,6 +277,13 @@ void SyntaxErrorStrategy::reportUnwantedToken(antlr4::Parser *parser) {
   reportAt(parser, token, expected);
 }
 
+antlr4::Token *SyntaxErrorStrategy::singleTokenDeletion(antlr4::Parser *parser) {
+  if (dynamic_cast<grammar::LoopParser::ExprContext *>(parser->getContext()) &&
+      parser->getCurrentToken()->getText() == ";")
+    return nullptr;
+  return DefaultErrorStrategy::singleTokenDeletion(parser);
+}
+
 void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
   if (inErrorRecoveryMode(parser))
     return;
@@ -285,7 +298,7 @@ void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
   // Like a C compiler, point just past what came before the missing token:
   // that is where it has to be typed.
   std::string message = "expected " + *what;
-  if (std::string after = describeLastMatched(parser->getContext()); !after.empty())
+  if (std::string after = describeLastMatched(parser); !after.empty())
     message += " after " + after;
   reporter_.report(justAfter(previous), message);
 }

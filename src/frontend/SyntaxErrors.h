@@ -61,6 +61,10 @@ protected:
                              const antlr4::FailedPredicateException &e) override;
   void reportUnwantedToken(antlr4::Parser *parser) override;
   void reportMissingToken(antlr4::Parser *parser) override;
+  // ANTLR's deletion, except of a ';' where an expression should begin: it
+  // ends the statement (`r = a + ;`), and deleting it would make the next
+  // statement's first name the missing operand, with a second, false error.
+  antlr4::Token *singleTokenDeletion(antlr4::Parser *parser) override;
 
 private:
   // `expected <set>` at the token when the set is short enough to read,

@@ -200,6 +200,7 @@ struct StmtNode {
     Allocate,
     Barrier,
     WarpShuffle,
+    Check,
     Block,
     Reduce,
     Scan,
@@ -294,6 +295,24 @@ struct WarpShuffle : StmtNode {
   const Buffer target; // a rank-0 register buffer of value's type
   const Expr value;
   const int laneMask;
+};
+
+// Fails the run with `message` at `source` unless `condition` holds: a
+// condition of the program that only the run decides, such as a range's step
+// being positive or a local array's extent not negative (the interpreter
+// reports the same). "{0}" in the message quotes `value` (an integer). Like
+// an integer division by zero, a failure is recorded and the code goes on:
+// what follows must stay harmless when the condition is false (a clamped
+// allocation, a step of at least 1), as the first failure is the one reported.
+struct Check : StmtNode {
+  static constexpr Kind kKind = Kind::Check;
+  Check(Expr condition, std::string message, Expr value, SourceRange source)
+      : StmtNode(kKind), condition(std::move(condition)), message(std::move(message)),
+        value(std::move(value)), source(source) {}
+  const Expr condition; // bool
+  const std::string message;
+  const Expr value;
+  const SourceRange source;
 };
 
 struct Block : StmtNode {

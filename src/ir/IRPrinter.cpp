@@ -312,6 +312,11 @@ std::string describe(const Stmt &stmt) {
     return shuffle.target->name + " = shuffle_xor(" + toString(shuffle.value) + ", " +
            std::to_string(shuffle.laneMask) + ")";
   }
+  case StmtNode::Kind::Check: {
+    const auto &check = *stmt->as<Check>();
+    return "check (" + toString(check.condition) + ") else error \"" + check.message +
+           "\" with {0} = " + toString(check.value);
+  }
   case StmtNode::Kind::Block:
     return "block of " + std::to_string(stmt->as<Block>()->stmts.size()) + " statements";
   case StmtNode::Kind::Reduce: {

@@ -52,6 +52,8 @@ void IRVisitor::visit(const Stmt &stmt) {
     return visitBarrier(*stmt->as<Barrier>());
   case StmtNode::Kind::WarpShuffle:
     return visitWarpShuffle(*stmt->as<WarpShuffle>());
+  case StmtNode::Kind::Check:
+    return visitCheck(*stmt->as<Check>());
   case StmtNode::Kind::Block:
     return visitBlock(*stmt->as<Block>());
   case StmtNode::Kind::Reduce:
@@ -105,6 +107,10 @@ void IRVisitor::visitStore(const Store &node) {
   visit(node.value);
 }
 void IRVisitor::visitWarpShuffle(const WarpShuffle &node) { visit(node.value); }
+void IRVisitor::visitCheck(const Check &node) {
+  visit(node.condition);
+  visit(node.value);
+}
 void IRVisitor::visitAllocate(const Allocate &node) {
   for (const Expr &extent : node.buffer->shape)
     visit(extent);
@@ -199,6 +205,8 @@ Stmt IRMutator::mutate(const Stmt &stmt) {
     return visitBarrier(*stmt->as<Barrier>(), stmt);
   case StmtNode::Kind::WarpShuffle:
     return visitWarpShuffle(*stmt->as<WarpShuffle>(), stmt);
+  case StmtNode::Kind::Check:
+    return visitCheck(*stmt->as<Check>(), stmt);
   case StmtNode::Kind::Block:
     return visitBlock(*stmt->as<Block>(), stmt);
   case StmtNode::Kind::Reduce:
@@ -311,6 +319,14 @@ Stmt IRMutator::visitWarpShuffle(const WarpShuffle &node, const Stmt &self) {
   if (value == node.value)
     return self;
   return std::make_shared<WarpShuffle>(node.target, std::move(value), node.laneMask);
+}
+
+Stmt IRMutator::visitCheck(const Check &node, const Stmt &self) {
+  Expr condition = mutate(node.condition);
+  Expr value = mutate(node.value);
+  if (condition == node.condition && value == node.value)
+    return self;
+  return std::make_shared<Check>(std::move(condition), node.message, std::move(value), node.source);
 }
 
 Stmt IRMutator::visitAllocate(const Allocate &node, const Stmt &self) {

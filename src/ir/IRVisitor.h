@@ -42,6 +42,7 @@ protected:
   virtual void visitAllocate(const Allocate &node);
   virtual void visitBarrier(const Barrier &) {}
   virtual void visitWarpShuffle(const WarpShuffle &node);
+  virtual void visitCheck(const Check &node);
   virtual void visitBlock(const Block &node);
   virtual void visitReduce(const Reduce &node);
   virtual void visitScan(const Scan &node);
@@ -76,6 +77,7 @@ protected:
   virtual Stmt visitAllocate(const Allocate &node, const Stmt &self);
   virtual Stmt visitBarrier(const Barrier &, const Stmt &self) { return self; }
   virtual Stmt visitWarpShuffle(const WarpShuffle &node, const Stmt &self);
+  virtual Stmt visitCheck(const Check &node, const Stmt &self);
   virtual Stmt visitBlock(const Block &node, const Stmt &self);
   virtual Stmt visitReduce(const Reduce &node, const Stmt &self);
   virtual Stmt visitScan(const Scan &node, const Stmt &self);

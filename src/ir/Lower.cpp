@@ -12,6 +12,7 @@
 
 #include "ir/IRVisitor.h"
 
+#include <algorithm>
 #include <cassert>
 #include <optional>
 #include <set>
@@ -350,8 +351,14 @@ private:
     auto buffer = makeCell(var.name, var.type.element, MemorySpace::Register, var.range);
     if (var.isArray()) {
       buffer->memory = localMemory();
-      for (const ExprPtr &extent : var.type.dims)
+      for (const ExprPtr &extent : var.type.dims) {
         buffer->shape.push_back(toI64(lowerExpr(*extent, out)));
+        if (!isNonNegative(*extent))
+          out.stmt(std::make_shared<Check>(
+              makeBinary(BinaryOpKind::Ge, buffer->shape.back(), makeInt(ScalarType::I64, 0)),
+              "extent {0} of local array '" + var.name + "' is negative", buffer->shape.back(),
+              extent->range));
+      }
     }
     Expr init = decl.init ? lowerExpr(*decl.init, out) : nullptr;
     out.allocate(buffer);
@@ -390,6 +397,24 @@ private:
     out.stmt(makeStore(buffer, std::move(indices), std::move(value), assign.range));
   }
 
+  // Whether an extent is non-negative whatever the run binds: built from
+  // literals and sizes (which are extents of arrays) by + * / max.
+  static bool isNonNegative(const loopc::Expr &extent) {
+    if (extent.as<IntLitExpr>())
+      return true;
+    if (const auto *name = extent.as<NameExpr>())
+      return name->decl && name->decl->kind == VarDecl::Kind::Size;
+    if (const auto *binary = extent.as<BinaryExpr>())
+      return (binary->op == BinaryOp::Add || binary->op == BinaryOp::Mul ||
+              binary->op == BinaryOp::Div) &&
+             isNonNegative(*binary->lhs) && isNonNegative(*binary->rhs);
+    if (const auto *call = extent.as<CallExpr>())
+      return call->isBuiltin && call->builtin == Builtin::Max &&
+             std::any_of(call->args.begin(), call->args.end(),
+                         [](const ExprPtr &arg) { return isNonNegative(*arg); });
+    return false;
+  }
+
   // A range `v in lo..hi by s` as a normalized loop [min, min + extent): with
   // no step the loop variable is v itself; with a step the loop counts
   // iterations t and `v = lo + s * t` is bound inside (returned as `stepLet`).
@@ -421,6 +446,14 @@ private:
       return result;
     }
     Expr step = once(name + ".step", lowerExpr(*range.step, out));
+    // A step that is not positive at run time (sema refuses constant ones)
+    // fails the run at the step; the loop then runs as with a step of 1.
+    if (!step->as<IntImm>()) {
+      out.stmt(std::make_shared<Check>(makeBinary(BinaryOpKind::Gt, step, makeInt(type, 0)),
+                                       "the step of a range must be positive, but it is {0}", step,
+                                       range.step->range));
+      step = makeBinary(BinaryOpKind::Max, step, makeInt(type, 1));
+    }
     lo = once(name + ".min", lo);
     // The trip count and the iteration's value are computed in i64: in i32,
     // `hi - lo + step - 1` overflows for ranges spanning more than half the
@@ -435,13 +468,7 @@ private:
                               makeInt(wide, 1));
     result.loopVar = claimName(name + ".t");
     result.min = makeInt(wide, 0);
-    // A step that is not positive at run time (sema refuses constant ones)
-    // divides by zero here, reported at the step, instead of running no
-    // iteration silently (a negative one) or failing elsewhere.
-    Expr positiveStep = wideStep->as<IntImm>()
-                            ? wideStep
-                            : makeBinary(BinaryOpKind::Max, wideStep, makeInt(wide, 0));
-    result.extent = makeBinary(BinaryOpKind::Div, rounded, positiveStep, range.step->range);
+    result.extent = makeBinary(BinaryOpKind::Div, rounded, wideStep);
     Expr value = makeBinary(BinaryOpKind::Add, wideLo,
                             makeBinary(BinaryOpKind::Mul, wideStep, makeVar(wide, result.loopVar)));
     result.stepLet = {name, type == wide ? value : std::make_shared<Cast>(type, value)};

@@ -200,6 +200,14 @@ protected:
       fail("barrier under control flow that depends on the thread (not block-uniform)");
   }
 
+  void visitCheck(const Check &node) override {
+    IRVisitor::visitCheck(node);
+    if (node.condition->type != ScalarType::Bool)
+      fail("a check whose condition is not bool: " + toString(node.condition));
+    if (!isInteger(node.value->type))
+      fail("a check quoting a value that is not an integer: " + toString(node.value));
+  }
+
   void visitWarpShuffle(const WarpShuffle &node) override {
     checkAccess(*node.target, {}, "shuffle into");
     auto text = [&] {

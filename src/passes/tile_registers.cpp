@@ -168,6 +168,8 @@ private:
       return jamStore(*stmt->as<Store>(), copy);
     case StmtNode::Kind::AtomicUpdate:
       return jamAtomicUpdate(*stmt->as<AtomicUpdate>(), copy);
+    case StmtNode::Kind::Check:
+      return jamCheck(*stmt->as<Check>(), copy);
     case StmtNode::Kind::For:
       return jamFor(*stmt->as<For>(), copy);
     case StmtNode::Kind::IfThenElse:
@@ -343,6 +345,20 @@ private:
       stores.push_back(perCopyBuffer ? copied : storeInRange(copied, each));
     });
     return makeBlock(std::move(stores));
+  }
+
+  // Each copy checks its own values, when its indices are in range (an
+  // iteration outside the original space checks nothing).
+  Stmt jamCheck(const Check &check, const CopyIndex &copy) {
+    DimMask deps = depsOf({check.condition, check.value});
+    std::vector<Stmt> checks;
+    forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      checks.push_back(
+          storeInRange(std::make_shared<Check>(rewrite(check.condition, each), check.message,
+                                               rewrite(check.value, each), check.source),
+                       each));
+    });
+    return makeBlock(std::move(checks));
   }
 
   // Unlike a store, an update repeated is not the same update: every copy

@@ -178,10 +178,11 @@ private:
   Ty checkBinary(BinaryExpr &binary);
   Ty checkConditional(ConditionalExpr &conditional);
   Ty checkRedomap(RedomapExpr &redomap);
-  // A literal neutral element of + or * other than 0 or 1: the lowering may
+  // A constant neutral element of + or * other than 0 or 1 (literals and
+  // arithmetic on them): the lowering may
   // combine it in once per partial result, which for these operators (not
   // idempotent, unlike min, max, && and ||) changes the result.
-  void checkLiteralNeutral(const ReduceOp &op, const Expr &neutral, const std::string &construct);
+  void checkConstantNeutral(const ReduceOp &op, const Expr &neutral, const std::string &construct);
   // The `assoc fn` a user operator of `construct` (redomap, combine) names,
   // or null (reported) when there is none or it is not associative.
   FnDecl *resolveUserOperator(ReduceOp &op, const std::string &construct);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 namespace loopc::sema {
@@ -356,7 +357,7 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
   Ty type = unify(*redomap.neutral, neutral, *redomap.body, body, what.c_str());
   if (type.isPoison())
     return type;
-  checkLiteralNeutral(op, *redomap.neutral, what);
+  checkConstantNeutral(op, *redomap.neutral, what);
   bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
   if (logical) {
     if (!coerce(*redomap.neutral, type, ScalarType::Bool)) {
@@ -373,25 +374,68 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
   return withType(redomap, type);
 }
 
-void Checker::checkLiteralNeutral(const ReduceOp &op, const Expr &neutral,
-                                  const std::string &construct) {
+namespace {
+
+// The value of an expression built from literals by `- + * /` and
+// conversions (`0.0 + 1.0`, `-(2 - 1)`, `f32(1)`), integer division
+// truncating; nothing for anything that names a variable or calls.
+std::optional<double> constantValue(const Expr &expr, bool &integral) {
+  if (const auto *integer = expr.as<IntLitExpr>()) {
+    integral = true;
+    return static_cast<double>(integer->value);
+  }
+  if (const auto *real = expr.as<FloatLitExpr>()) {
+    integral = false;
+    return real->value;
+  }
+  if (const auto *negated = expr.as<UnaryExpr>(); negated && negated->op == UnaryOp::Neg) {
+    std::optional<double> value = constantValue(*negated->operand, integral);
+    return value ? std::optional(-*value) : std::nullopt;
+  }
+  if (const auto *cast = expr.as<CastExpr>()) {
+    std::optional<double> value = constantValue(*cast->operand, integral);
+    if (!value || cast->target == ScalarType::Bool)
+      return std::nullopt;
+    integral = cast->target == ScalarType::I32 || cast->target == ScalarType::I64;
+    return integral ? std::trunc(*value) : *value;
+  }
+  const auto *binary = expr.as<BinaryExpr>();
+  if (!binary)
+    return std::nullopt;
+  bool lhsIntegral = false, rhsIntegral = false;
+  std::optional<double> lhs = constantValue(*binary->lhs, lhsIntegral);
+  std::optional<double> rhs = constantValue(*binary->rhs, rhsIntegral);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  integral = lhsIntegral && rhsIntegral;
+  switch (binary->op) {
+  case BinaryOp::Add:
+    return *lhs + *rhs;
+  case BinaryOp::Sub:
+    return *lhs - *rhs;
+  case BinaryOp::Mul:
+    return *lhs * *rhs;
+  case BinaryOp::Div:
+    if (*rhs == 0)
+      return std::nullopt;
+    return integral ? std::trunc(*lhs / *rhs) : *lhs / *rhs;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
+void Checker::checkConstantNeutral(const ReduceOp &op, const Expr &neutral,
+                                   const std::string &construct) {
   if (op.kind != ReduceOp::Kind::Add && op.kind != ReduceOp::Kind::Mul)
     return;
-  const Expr *literal = &neutral;
-  double sign = 1;
-  if (const auto *negated = neutral.as<UnaryExpr>(); negated && negated->op == UnaryOp::Neg) {
-    literal = negated->operand.get();
-    sign = -1;
-  }
-  double value = 0;
-  if (const auto *integer = literal->as<IntLitExpr>())
-    value = sign * static_cast<double>(integer->value);
-  else if (const auto *real = literal->as<FloatLitExpr>())
-    value = sign * real->value;
-  else
-    return; // a name or an expression: its value is the program's business
+  bool integral = false;
+  std::optional<double> value = constantValue(neutral, integral);
+  if (!value)
+    return; // a name or a call: its value is the program's business
   double expected = op.kind == ReduceOp::Kind::Add ? 0 : 1;
-  if (value == expected)
+  if (*value == expected)
     return;
   bool add = op.kind == ReduceOp::Kind::Add;
   diagnostics_.error(neutral.range,

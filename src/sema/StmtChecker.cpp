@@ -291,7 +291,7 @@ void Checker::checkScan(ScanStmt &scan) {
                                                 quoted(scalarTypeName(element)) + ", got " +
                                                 describe(neutral));
   else
-    checkLiteralNeutral(scan.op, *scan.neutral, what);
+    checkConstantNeutral(scan.op, *scan.neutral, what);
 }
 
 void Checker::reportImmutable(const VarDecl &var, SourceRange range) {
@@ -328,8 +328,17 @@ void Checker::checkRange(Range &range) {
   if (type.isPoison()) {
     poisoned_.insert(range.var.get());
   } else if (type.cannotBeInteger()) {
-    diagnostics_.error(range.range,
-                       "the bounds of a range must be integers, got " + describe(type));
+    // At the part that is not an integer, when one is (`by 2.0`).
+    if (range.step && step.cannotBeInteger())
+      diagnostics_.error(range.step->range,
+                         "the step of a range must be an integer, got " + describe(step));
+    else if (lo.cannotBeInteger() || hi.cannotBeInteger())
+      diagnostics_.error(lo.cannotBeInteger() ? range.lo->range : range.hi->range,
+                         "the bounds of a range must be integers, got " +
+                             describe(lo.cannotBeInteger() ? lo : hi));
+    else
+      diagnostics_.error(range.range,
+                         "the bounds of a range must be integers, got " + describe(type));
     poisoned_.insert(range.var.get());
   } else {
     varType = type.isKnown() ? type.scalar : ScalarType::I64;
