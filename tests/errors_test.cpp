@@ -133,3 +133,42 @@ TEST_CASE("a step or local extent that is wrong at run time fails there on every
       CHECK(fine.exitCode == 0);
     }
 }
+
+TEST_CASE("a called kernel's extents that differ from its arguments' fail at the call") {
+  // From bug hunts: an image pyramid level of H / 2 rows passed where the
+  // callee's type needs (H + 1) / 2 ran the callee over the wrong extents on
+  // the compiled engines (heap corruption for odd H; zero padding for too
+  // large an argument), and an extent from a scalar argument likewise.
+  TempProgram program(
+      "kernel down2(X: in f32[H][W], Y: out f32[(H + 1) / 2][(W + 1) / 2]) {\n"
+      "  parfor i in 0..(H + 1) / 2, j in 0..(W + 1) / 2 {\n"
+      "    Y[i][j] = X[2 * i][2 * j] + X[min(2 * i + 1, H - 1)][min(2 * j + 1, W - 1)];\n"
+      "  }\n"
+      "}\n"
+      "kernel pyramid(X: in f32[H][W], L1: out f32[H / 2][W / 2]) {\n"
+      "  var level: f32[H / 2][W / 2];\n"
+      "  down2(X, level);\n"
+      "  parfor i in 0..H / 2, j in 0..W / 2 { L1[i][j] = level[i][j]; }\n"
+      "}\n"
+      "kernel fill(n: i64, y: out f32[n]) { parfor i in 0..n { y[i] = 1.0; } }\n"
+      "kernel caller(B: out f32[M]) { fill(M + 1, B); }\n");
+  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto odd = runLoopc("run " + program.path + " --kernel pyramid --set H=7 --set W=8 --device " +
+                        device);
+    CHECK(odd.exitCode == 1);
+    CHECK(odd.output.find(
+              "program.loop:8:12: error: 'Y' has extent 3 in dimension 0, but its type needs 4") !=
+          std::string::npos);
+    auto scalar = runLoopc("run " + program.path + " --kernel caller --set M=5 --device " + device);
+    CHECK(scalar.exitCode == 1);
+    CHECK(scalar.output.find(
+              "program.loop:12:44: error: 'y' has extent 5 in dimension 0, but its type needs 6") !=
+          std::string::npos);
+    if (device == "interp")
+      continue;
+    auto even = runLoopc("run " + program.path +
+                         " --kernel pyramid --set H=8 --set W=10 --check --device " + device);
+    CHECK(even.exitCode == 0);
+  }
+}

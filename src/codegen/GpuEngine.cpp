@@ -363,11 +363,11 @@ private:
       return std::unexpected(holds.error());
     if (holds->integer)
       return {};
-    auto value = eval(*check.value);
-    if (!value)
-      return std::unexpected(value.error());
-    const int64_t values[2] = {value->integer, 0};
-    return makeError(formatDeviceError(check.message, values), check.source);
+    auto values = evalAll(check.values);
+    if (!values)
+      return std::unexpected(values.error());
+    values->resize(2, 0);
+    return makeError(formatDeviceError(check.message, values->data()), check.source);
   }
 
   Status runAllocate(const ir::Allocate &allocate) {

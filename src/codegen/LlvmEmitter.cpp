@@ -743,8 +743,11 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
   }
   case StmtNode::Kind::Check: {
     auto &check = *stmt.as<ir::Check>();
-    emitDeviceErrorIf(builder_.CreateNot(emitExpr(*check.condition)), check.message,
-                      {emitExprAs(*check.value, ScalarType::I64)}, check.source);
+    std::vector<llvm::Value *> values;
+    for (const ir::Expr &value : check.values)
+      values.push_back(emitExprAs(*value, ScalarType::I64));
+    emitDeviceErrorIf(builder_.CreateNot(emitExpr(*check.condition)), check.message, values,
+                      check.source);
     return;
   }
   case StmtNode::Kind::Block:

@@ -299,19 +299,20 @@ struct WarpShuffle : StmtNode {
 
 // Fails the run with `message` at `source` unless `condition` holds: a
 // condition of the program that only the run decides, such as a range's step
-// being positive or a local array's extent not negative (the interpreter
-// reports the same). "{0}" in the message quotes `value` (an integer). Like
-// an integer division by zero, a failure is recorded and the code goes on:
-// what follows must stay harmless when the condition is false (a clamped
+// being positive, a local array's extent not negative, or a called kernel's
+// extent matching its argument's (the interpreter reports the same). "{0}"
+// and "{1}" in the message quote `values` (integers, at most two). Like an
+// integer division by zero, a failure is recorded and the code goes on: what
+// follows must stay harmless when the condition is false (a clamped
 // allocation, a step of at least 1), as the first failure is the one reported.
 struct Check : StmtNode {
   static constexpr Kind kKind = Kind::Check;
-  Check(Expr condition, std::string message, Expr value, SourceRange source)
+  Check(Expr condition, std::string message, std::vector<Expr> values, SourceRange source)
       : StmtNode(kKind), condition(std::move(condition)), message(std::move(message)),
-        value(std::move(value)), source(source) {}
+        values(std::move(values)), source(source) {}
   const Expr condition; // bool
   const std::string message;
-  const Expr value;
+  const std::vector<Expr> values;
   const SourceRange source;
 };
 

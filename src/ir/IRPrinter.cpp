@@ -314,8 +314,11 @@ std::string describe(const Stmt &stmt) {
   }
   case StmtNode::Kind::Check: {
     const auto &check = *stmt->as<Check>();
-    return "check (" + toString(check.condition) + ") else error \"" + check.message +
-           "\" with {0} = " + toString(check.value);
+    std::string text =
+        "check (" + toString(check.condition) + ") else error \"" + check.message + "\"";
+    for (size_t i = 0; i < check.values.size(); ++i)
+      text += (i ? ", {" : " with {") + std::to_string(i) + "} = " + toString(check.values[i]);
+    return text;
   }
   case StmtNode::Kind::Block:
     return "block of " + std::to_string(stmt->as<Block>()->stmts.size()) + " statements";

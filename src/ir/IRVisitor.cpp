@@ -109,7 +109,8 @@ void IRVisitor::visitStore(const Store &node) {
 void IRVisitor::visitWarpShuffle(const WarpShuffle &node) { visit(node.value); }
 void IRVisitor::visitCheck(const Check &node) {
   visit(node.condition);
-  visit(node.value);
+  for (const Expr &value : node.values)
+    visit(value);
 }
 void IRVisitor::visitAllocate(const Allocate &node) {
   for (const Expr &extent : node.buffer->shape)
@@ -323,10 +324,12 @@ Stmt IRMutator::visitWarpShuffle(const WarpShuffle &node, const Stmt &self) {
 
 Stmt IRMutator::visitCheck(const Check &node, const Stmt &self) {
   Expr condition = mutate(node.condition);
-  Expr value = mutate(node.value);
-  if (condition == node.condition && value == node.value)
+  std::vector<Expr> values;
+  bool changed = mutateAll(node.values, values);
+  if (condition == node.condition && !changed)
     return self;
-  return std::make_shared<Check>(std::move(condition), node.message, std::move(value), node.source);
+  return std::make_shared<Check>(std::move(condition), node.message, std::move(values),
+                                 node.source);
 }
 
 Stmt IRMutator::visitAllocate(const Allocate &node, const Stmt &self) {

@@ -356,8 +356,8 @@ private:
         if (!isNonNegative(*extent))
           out.stmt(std::make_shared<Check>(
               makeBinary(BinaryOpKind::Ge, buffer->shape.back(), makeInt(ScalarType::I64, 0)),
-              "extent {0} of local array '" + var.name + "' is negative", buffer->shape.back(),
-              extent->range));
+              "extent {0} of local array '" + var.name + "' is negative",
+              std::vector<Expr>{buffer->shape.back()}, extent->range));
       }
     }
     Expr init = decl.init ? lowerExpr(*decl.init, out) : nullptr;
@@ -450,8 +450,8 @@ private:
     // fails the run at the step; the loop then runs as with a step of 1.
     if (!step->as<IntImm>()) {
       out.stmt(std::make_shared<Check>(makeBinary(BinaryOpKind::Gt, step, makeInt(type, 0)),
-                                       "the step of a range must be positive, but it is {0}", step,
-                                       range.step->range));
+                                       "the step of a range must be positive, but it is {0}",
+                                       std::vector<Expr>{step}, range.step->range));
       step = makeBinary(BinaryOpKind::Max, step, makeInt(type, 1));
     }
     lo = once(name + ".min", lo);
@@ -580,12 +580,33 @@ private:
       Expr value = lowerExpr(arg, out);
       bindings_[&param] = {bindOnce(param.name, value, out), nullptr};
     }
+    // Extents the call does not bind (`f32[(H + 1) / 2]`, `f32[n]`, a size
+    // met again) must equal the argument's, which the checker could not
+    // prove: checked here, and the callee runs only when they do (not over
+    // the wrong extents, out of its arrays).
+    Expr extentsMatch;
+    for (size_t i = 0; i < callee.params.size(); ++i) {
+      const VarDecl &param = *callee.params[i];
+      for (size_t d = 0; d < param.type.dims.size(); ++d) {
+        Expr given = bindings_.at(&param).buffer->shape[d];
+        Expr needed = toI64(lowerExpr(*param.type.dims[d], out));
+        if (sameExpr(given, needed))
+          continue;
+        Expr match = makeBinary(BinaryOpKind::Eq, given, needed);
+        out.stmt(std::make_shared<Check>(match,
+                                         "'" + param.name + "' has extent {0} in dimension " +
+                                             std::to_string(d) + ", but its type needs {1}",
+                                         std::vector<Expr>{given, needed}, call.args[i]->range));
+        extentsMatch = extentsMatch ? makeBinary(BinaryOpKind::And, extentsMatch, match) : match;
+      }
+    }
     // `out` parameters start zeroed, in the callee as in an entry kernel.
-    for (const Buffer &buffer : zeroed)
-      out.stmt(zeroFill(buffer, call.range));
     StmtEmitter body;
+    for (const Buffer &buffer : zeroed)
+      body.stmt(zeroFill(buffer, call.range));
     lowerStmts(callee.body->stmts, body);
-    out.stmt(body.finish());
+    out.stmt(extentsMatch ? std::make_shared<IfThenElse>(extentsMatch, body.finish())
+                          : body.finish());
   }
 
   Stmt zeroFill(const Buffer &buffer, SourceRange source) {

@@ -204,8 +204,11 @@ protected:
     IRVisitor::visitCheck(node);
     if (node.condition->type != ScalarType::Bool)
       fail("a check whose condition is not bool: " + toString(node.condition));
-    if (!isInteger(node.value->type))
-      fail("a check quoting a value that is not an integer: " + toString(node.value));
+    if (node.values.size() > 2)
+      fail("a check quoting more than two values");
+    for (const Expr &value : node.values)
+      if (!isInteger(value->type))
+        fail("a check quoting a value that is not an integer: " + toString(value));
   }
 
   void visitWarpShuffle(const WarpShuffle &node) override {

@@ -350,12 +350,14 @@ private:
   // Each copy checks its own values, when its indices are in range (an
   // iteration outside the original space checks nothing).
   Stmt jamCheck(const Check &check, const CopyIndex &copy) {
-    DimMask deps = depsOf({check.condition, check.value});
+    std::vector<Expr> operands = check.values;
+    operands.push_back(check.condition);
+    DimMask deps = depsOf(operands);
     std::vector<Stmt> checks;
     forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
       checks.push_back(
           storeInRange(std::make_shared<Check>(rewrite(check.condition, each), check.message,
-                                               rewrite(check.value, each), check.source),
+                                               rewrite(check.values, each), check.source),
                        each));
     });
     return makeBlock(std::move(checks));
