@@ -646,10 +646,7 @@ kernel k(x: in f64[N], positive: out bool[N], count: out i32) {
 
 TEST_CASE("reductions accumulate in the declared precision") {
   auto loaded = load(R"(
-assoc fn larger(a: i64, b: i64) -> i64 {
-  if a > b { return a; }
-  return b;
-}
+assoc fn larger(a: i64, b: i64) -> i64 { return a > b ? a : b; }
 kernel k(x: in f32[N], y: in f64[N], n: in i64[N], single: out f32, wide: out f64, top: out i64) {
   single = redomap(+, 0.0, i in 0..N) x[i];
   wide = redomap(+, 0.0, i in 0..N) y[i];

@@ -129,6 +129,9 @@ private:
   void declareKernelSignature(KernelDecl &kernel);
   void checkFnSignature(FnDecl &fn);
   void reportRecursion();
+  // An `assoc fn` used as an operator is combined as one expression: its
+  // body (and every function it calls) must be `let`s and one `return`.
+  void checkOperatorBodies();
 
   // StmtChecker.cpp: bodies and statements.
   void checkKernel(KernelDecl &kernel);
@@ -207,6 +210,12 @@ private:
   bool checkingSignature_ = false; // checking the extents of kernel parameters
   std::map<FnDecl *, std::vector<std::pair<FnDecl *, SourceRange>>> fnCalls_;
   std::map<KernelDecl *, std::vector<std::pair<KernelDecl *, SourceRange>>> kernelCalls_;
+  struct OperatorUse {
+    FnDecl *fn;
+    SourceRange range;
+    std::string construct; // "redomap", "scan", "combine"
+  };
+  std::vector<OperatorUse> operatorUses_;
 };
 
 } // namespace loopc::sema

@@ -7,6 +7,9 @@
 // checks themselves.
 #include "sema/Checker.h"
 
+#include <optional>
+#include <set>
+
 #include <algorithm>
 #include <functional>
 
@@ -268,6 +271,51 @@ void Checker::reportRecursion() {
   }
   reportCycles(diagnostics_, fns, fnCalls_, "functions");
   reportCycles(diagnostics_, kernels, kernelCalls_, "kernels");
+}
+
+namespace {
+
+// The first statement of `fn`'s body, or of a function it calls, that is
+// not a `let` or the final `return`, with the function holding it.
+std::optional<std::pair<const FnDecl *, const Stmt *>> firstNonExpressionStatement(
+    const FnDecl &fn,
+    const std::map<FnDecl *, std::vector<std::pair<FnDecl *, SourceRange>>> &calls,
+    std::set<const FnDecl *> &visited) {
+  if (!visited.insert(&fn).second)
+    return std::nullopt;
+  const std::vector<StmtPtr> &stmts = fn.body->stmts;
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    const auto *decl = stmts[i]->as<DeclStmt>();
+    bool isLet = decl && decl->var->kind == VarDecl::Kind::Let;
+    bool isFinalReturn = i + 1 == stmts.size() && stmts[i]->as<ReturnStmt>();
+    if (!isLet && !isFinalReturn)
+      return std::pair{&fn, stmts[i].get()};
+  }
+  auto callees = calls.find(const_cast<FnDecl *>(&fn));
+  if (callees != calls.end())
+    for (const auto &[callee, range] : callees->second)
+      if (auto found = firstNonExpressionStatement(*callee, calls, visited))
+        return found;
+  return std::nullopt;
+}
+
+} // namespace
+
+void Checker::checkOperatorBodies() {
+  for (const OperatorUse &use : operatorUses_) {
+    std::set<const FnDecl *> visited;
+    auto found = firstNonExpressionStatement(*use.fn, fnCalls_, visited);
+    if (!found)
+      continue;
+    diagnostics_.error(use.range,
+                       quoted(use.fn->name) + " cannot be a " + use.construct +
+                           " operator: an operator combines as one expression, so its body must "
+                           "be 'let's and one 'return' (write a choice as 'c ? a : b')");
+    const auto &[holder, stmt] = *found;
+    diagnostics_.note(stmt->range, holder == use.fn ? "this statement is not a 'let'"
+                                                    : "this statement of " + quoted(holder->name) +
+                                                          ", which it calls, is not a 'let'");
+  }
 }
 
 } // namespace loopc::sema

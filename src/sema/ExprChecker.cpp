@@ -454,6 +454,7 @@ FnDecl *Checker::resolveUserOperator(ReduceOp &op, const std::string &construct)
   }
   op.userFn = fn;
   recordFnCall(*fn, op.range);
+  operatorUses_.push_back({fn, op.range, construct});
   if (!fn->associative) {
     diagnostics_.error(op.range, "function " + quoted(fn->name) +
                                      " is not declared 'assoc', so it cannot be a " + construct +

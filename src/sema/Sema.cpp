@@ -32,6 +32,7 @@ bool Checker::run() {
   forEachInSourceOrder([&](FnDecl &fn) { checkFnBody(fn); },
                        [&](KernelDecl &kernel) { checkKernel(kernel); });
   reportRecursion();
+  checkOperatorBodies();
   return !diagnostics_.hasErrors();
 }
 
