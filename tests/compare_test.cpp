@@ -87,7 +87,8 @@ TEST_CASE("a result that cancels to near zero is compared against its terms' mag
   // An error of the terms' own size is still a mismatch.
   CHECK_FALSE(compareArrays(expected, filled(ScalarType::F32, {}, 0.5), options).matches);
 
-  auto loaded = test::loadText("kernel k(A: in f32[M][N], n: i32, r: out f32) { r = 0.0; }");
+  auto loaded = test::loadText(
+      "kernel k(A: in f32[M][N], n: i32, r: out f32) { r = redomap(+, 0.0, i in 0..n) 1.0; }");
   REQUIRE(loaded->program);
   const KernelDecl &kernel = *loaded->program->findKernel("k");
   KernelArgs inputs;
@@ -99,6 +100,29 @@ TEST_CASE("a result that cancels to near zero is compared against its terms' mag
   CHECK(derived.singlePrecisionTerms);
   inputs.params[1] = filled(ScalarType::I32, {}, -3);
   CHECK(compareOptionsFor(kernel, inputs).reductionLength == 21); // A's elements
+}
+
+TEST_CASE("only integer scalars that may bound a loop lengthen the reductions") {
+  // From a bug hunt: a seed of 10^12 that bounds nothing made the tolerance
+  // 190%, so --check passed wrong results.
+  auto loaded = test::loadText(R"(
+fn steps(n: i64) -> f32 { var s: f32 = 0.0; for i in 0..n { s += 1.0; } return s; }
+kernel fill(m: i64, y: out f32[M]) { parfor i in 0..M { y[i] = f32(m); } }
+kernel k(x: in f32[N], seed: i64, viaFn: i64, viaCall: i64, y: out f32[N]) {
+  parfor i in 0..N { y[i] = x[i] * f32(seed % 7) + steps(viaFn); }
+  fill(viaCall, y);
+})");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->findKernel("k");
+  KernelArgs inputs;
+  inputs.params = {filled(ScalarType::F32, {5}, 1.0), filled(ScalarType::I64, {}, 1000000),
+                   filled(ScalarType::I64, {}, 300), filled(ScalarType::I64, {}, 200),
+                   filled(ScalarType::F32, {5}, 0.0)};
+  CHECK(compareOptionsFor(kernel, inputs).reductionLength == 300);
+  inputs.params[2] = filled(ScalarType::I64, {}, 2);
+  CHECK(compareOptionsFor(kernel, inputs).reductionLength == 200);
+  inputs.params[3] = filled(ScalarType::I64, {}, 3);
+  CHECK(compareOptionsFor(kernel, inputs).reductionLength == 5); // x's elements
 }
 
 TEST_CASE("f64 results of f32 terms are compared at f32's precision") {
@@ -114,6 +138,15 @@ TEST_CASE("f64 results of f32 terms are compared at f32's precision") {
   KernelArgs inputs;
   inputs.params = {filled(ScalarType::F64, {3}, 1.0), filled(ScalarType::F64, {}, 0.0)};
   CHECK_FALSE(compareOptionsFor(*loaded->program->findKernel("k"), inputs).singlePrecisionTerms);
+}
+
+TEST_CASE("integer mismatches are written exactly") {
+  HostArray expected = filled(ScalarType::I64, {2}, 0);
+  expected.setFromDouble(1, 9007199254740992.0);
+  HostArray actual = expected;
+  actual.data<int64_t>()[1] = 9007199254740993;
+  CHECK(compareArrays(expected, actual).describe("z") ==
+        "z[1]: expected 9007199254740992, got 9007199254740993 (1 element differ)");
 }
 
 TEST_CASE("NaN matches NaN, and infinities must match exactly") {

@@ -667,6 +667,28 @@ kernel integers(x: in i32[N], s: out i32, w: out i32[N], q: out i32[N], r: out i
   CHECK(integers(result["d"]) == std::vector<int64_t>{-198, -98, -100, 0, 100, 98});
 }
 
+TEST_CASE("integer literals of float type round once from the value written") {
+  // From a bug hunt: 9223372036854775808 became INT64_MIN before its
+  // negation (the sign flipped), and f32 literals rounded through f64.
+  const char *source = R"(
+kernel literals(x: in i32[N], f: out f32[N], d: out f64[N], g: out f32[N]) {
+  parfor i in 0..N {
+    f[i] = f32(x[i]) * -9223372036854775808;
+    d[i] = f64(x[i]) * -9223372036854775808;
+    g[i] = f32(x[i]) * 4611686293305294849;
+  }
+}
+)";
+  ArgumentRequest request;
+  request.arrays["x"] = i32Vector({1});
+  auto result = runAgreeing(source, "literals", request);
+  CHECK(result["f"].getAsDouble(0) == -9223372036854775808.0);
+  CHECK(result["d"].getAsDouble(0) == -9223372036854775808.0);
+  CHECK(result["g"].getAsDouble(0) == static_cast<double>(4611686293305294849.0f));
+  CHECK(result["g"].getAsDouble(0) !=
+        static_cast<double>(static_cast<float>(4611686293305294849.0)));
+}
+
 TEST_CASE("reductions over empty ranges give the neutral element") {
   const char *source = R"(
 assoc fn larger(a: f32, b: f32) -> f32 { return a > b ? a : b; }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
+#include <span>
 #include <sstream>
 
 namespace loopc {
@@ -35,19 +37,113 @@ bool floatsMatch(double expected, double actual, double relative, double absolut
   return std::fabs(expected - actual) <= absolute + relative * scale;
 }
 
+// The variables a range of `kernel` may be bounded by: those named in the
+// bounds of its loops, redomaps and scans, and, as the callee's loops may use
+// them, in the arguments of its kernel and function calls.
+class BoundNames {
+public:
+  explicit BoundNames(const KernelDecl &kernel) { visit(*kernel.body); }
+  bool contains(const VarDecl *var) const { return names_.contains(var); }
+
+private:
+  void visit(const Stmt &stmt) {
+    if (const auto *block = stmt.as<BlockStmt>()) {
+      for (const StmtPtr &inner : block->stmts)
+        visit(*inner);
+    } else if (const auto *decl = stmt.as<DeclStmt>()) {
+      visitExpr(decl->init.get(), false);
+    } else if (const auto *assign = stmt.as<AssignStmt>()) {
+      for (const ExprPtr &index : assign->indices)
+        visitExpr(index.get(), false);
+      visitExpr(assign->value.get(), false);
+    } else if (const auto *scan = stmt.as<ScanStmt>()) {
+      visitRanges(scan->ranges);
+      visit(*scan->write);
+    } else if (const auto *loop = stmt.as<ForStmt>()) {
+      visitRanges({&loop->range, 1});
+      visit(*loop->body);
+    } else if (const auto *parfor = stmt.as<ParforStmt>()) {
+      visitRanges(parfor->ranges);
+      visit(*parfor->body);
+    } else if (const auto *branch = stmt.as<IfStmt>()) {
+      visitExpr(branch->cond.get(), false);
+      visit(*branch->thenBody);
+      if (branch->elseBody)
+        visit(*branch->elseBody);
+    } else if (const auto *call = stmt.as<CallStmt>()) {
+      for (const ExprPtr &arg : call->args)
+        visitExpr(arg.get(), true);
+    }
+  }
+
+  void visitRanges(std::span<const Range> ranges) {
+    for (const Range &range : ranges) {
+      visitExpr(range.lo.get(), true);
+      visitExpr(range.hi.get(), true);
+    }
+  }
+
+  // `bounds`: the names in `expr` may bound a loop.
+  void visitExpr(const Expr *expr, bool bounds) {
+    if (!expr)
+      return;
+    if (const auto *name = expr->as<NameExpr>()) {
+      if (bounds && name->decl)
+        names_.insert(name->decl);
+    } else if (const auto *index = expr->as<IndexExpr>()) {
+      for (const ExprPtr &i : index->indices)
+        visitExpr(i.get(), bounds);
+    } else if (const auto *call = expr->as<CallExpr>()) {
+      for (const ExprPtr &arg : call->args)
+        visitExpr(arg.get(), bounds || !call->isBuiltin);
+    } else if (const auto *cast = expr->as<CastExpr>()) {
+      visitExpr(cast->operand.get(), bounds);
+    } else if (const auto *unary = expr->as<UnaryExpr>()) {
+      visitExpr(unary->operand.get(), bounds);
+    } else if (const auto *binary = expr->as<BinaryExpr>()) {
+      visitExpr(binary->lhs.get(), bounds);
+      visitExpr(binary->rhs.get(), bounds);
+    } else if (const auto *conditional = expr->as<ConditionalExpr>()) {
+      visitExpr(conditional->cond.get(), bounds);
+      visitExpr(conditional->thenExpr.get(), bounds);
+      visitExpr(conditional->elseExpr.get(), bounds);
+    } else if (const auto *redomap = expr->as<RedomapExpr>()) {
+      visitRanges(redomap->ranges);
+      visitExpr(redomap->neutral.get(), bounds);
+      visitExpr(redomap->body.get(), bounds);
+    }
+  }
+
+  std::set<const VarDecl *> names_;
+};
+
+// An element as a mismatch shows it: integers exactly, floats to 9 digits
+// (enough to tell two f32 values apart).
+std::string valueText(const HostArray &array, size_t i) {
+  if (!isFloat(array.type))
+    return std::to_string(array.getAsInt(i));
+  std::ostringstream out;
+  out.precision(9);
+  out << array.getAsDouble(i);
+  return out.str();
+}
+
 } // namespace
 
 CompareOptions compareOptionsFor(const KernelDecl &kernel, const KernelArgs &inputs) {
   CompareOptions options;
+  BoundNames bounds(kernel);
   for (size_t position = 0; position < kernel.params.size(); ++position) {
     options.singlePrecisionTerms |= kernel.params[position]->type.element == ScalarType::F32;
     if (kernel.params[position]->intent == Intent::Out)
       continue;
     const HostArray &input = inputs.params[position];
     options.reductionLength = std::max<uint64_t>(options.reductionLength, input.elementCount());
-    // An integer scalar may bound a loop (`for i in 0..n`).
+    // An integer scalar may bound a loop (`for i in 0..n`); one that bounds
+    // none (a seed, a tag) says nothing of the reductions.
     constexpr uint64_t kLongestBound = uint64_t{1} << 40;
-    if (input.shape.empty() && isInteger(input.type))
+    if (input.shape.empty() && isInteger(input.type) &&
+        bounds.contains(kernel.params[position].get()))
       options.reductionLength =
           std::max(options.reductionLength,
                    std::min(kLongestBound, static_cast<uint64_t>(std::llabs(input.getAsInt(0)))));
@@ -81,8 +177,8 @@ CompareReport compareArrays(const HostArray &expected, const HostArray &actual,
   auto recordMismatch = [&](size_t i) {
     if (report.mismatchCount++ == 0) {
       report.firstIndex = unflatten(i, expected.shape);
-      report.expectedValue = expected.getAsDouble(i);
-      report.actualValue = actual.getAsDouble(i);
+      report.expectedValue = valueText(expected, i);
+      report.actualValue = valueText(actual, i);
     }
   };
 

@@ -38,7 +38,8 @@ struct CompareReport {
   std::string problem;        // set when the types or shapes differ
   uint64_t mismatchCount = 0; // elements outside the tolerance
   std::vector<int64_t> firstIndex;
-  double expectedValue = 0, actualValue = 0; // at firstIndex
+  // The values at firstIndex, as the message writes them (integers exactly).
+  std::string expectedValue, actualValue;
   double relativeTolerance = 0, absoluteTolerance = 0;
 
   // One line: "C[3][17]: expected 1.25, got 1.5 (42 of 4096 elements differ, ...)".

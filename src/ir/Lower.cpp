@@ -628,8 +628,14 @@ private:
   Expr lowerExpr(const loopc::Expr &expr, StmtEmitter &out) {
     switch (expr.kind) {
     case loopc::Expr::Kind::IntLit: {
-      auto value = static_cast<int64_t>(expr.as<IntLitExpr>()->value);
-      return makeInt(expr.type, value);
+      uint64_t written = expr.as<IntLitExpr>()->value;
+      // An integer literal of a float type is rounded once, from the value as
+      // written (2^63 is not INT64_MIN, and f32 does not round through f64).
+      if (expr.type == ScalarType::F32)
+        return std::make_shared<FloatImm>(expr.type, static_cast<float>(written));
+      if (expr.type == ScalarType::F64)
+        return std::make_shared<FloatImm>(expr.type, static_cast<double>(written));
+      return makeInt(expr.type, static_cast<int64_t>(written));
     }
     case loopc::Expr::Kind::FloatLit:
       return std::make_shared<FloatImm>(expr.type, expr.as<FloatLitExpr>()->value);
