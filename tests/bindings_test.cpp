@@ -145,6 +145,9 @@ TEST_CASE_FIXTURE(Fixture, "values are parsed by their declared type") {
   CHECK(errorFor("n", "99999999999999999999") ==
         "value 99999999999999999999 for 'n' is out of range for i32");
   CHECK(errorFor("f", "1e39") == "value 1e39 for 'f' is out of range for f32");
+  CHECK(errorFor("f", "3.40282357e38") == "value 3.40282357e38 for 'f' is out of range for f32");
+  request.values["f"] = "3.4028235e38"; // FLT_MAX as printed rounds to FLT_MAX
+  CHECK(bindKernelArguments(kernel("params"), request).has_value());
   CHECK(errorFor("f", "0.5x") == "invalid value '0.5x' for 'f' (a f32)");
   CHECK(errorFor("flag", "yes") == "invalid value 'yes' for 'flag' (a bool)");
 

@@ -98,6 +98,13 @@ kernel k(A: inout f32[N], n: i32, d: out f64) {
   CHECK(comparison.init->as<BinaryExpr>()->lhs->type == ScalarType::F64);
 }
 
+TEST_CASE("an f32 literal fits when it rounds to a finite f32") {
+  // FLT_MAX as printf("%.8g") and numpy print it is above FLT_MAX in f64,
+  // but rounds to it (found by a bug hunt: it was refused).
+  auto loaded = checked("kernel k(r: out f32) { r = min(3.4028235e38, -3.4028235e38); }");
+  CHECK(kernel(*loaded, "k").name == "k");
+}
+
 TEST_CASE("sizes are declared by bare extents, in order of first appearance") {
   auto loaded = checked(R"(
 kernel k(x: in f32[N], A: in f32[M][K], steps: i32, B: in f32[K][N], C: out f32[M][N], D: out f32[N-2], E: out f32[steps]) {

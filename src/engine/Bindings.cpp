@@ -100,8 +100,10 @@ Expected<HostArray> parseScalar(const std::string &name, ScalarType type, const 
     auto value = parseFloat(text);
     if (!value)
       return junk();
+    // Out of f32's range when it rounds to infinity (3.4028235e38, FLT_MAX
+    // as printed, is above FLT_MAX but rounds to it).
     if (type == ScalarType::F32 && std::isfinite(*value) &&
-        std::fabs(*value) > std::numeric_limits<float>::max())
+        std::isinf(static_cast<float>(*value)))
       return outOfRange();
     array.setFromDouble(0, *value);
     return array;

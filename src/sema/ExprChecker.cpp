@@ -576,11 +576,13 @@ void Checker::finalize(Expr &expr, ScalarType type, bool negated) {
     return;
   }
   case Expr::Kind::FloatLit: {
-    // As an integer literal must fit its type: 1e39 is no f32 (it would be inf).
+    // As an integer literal must fit its type: 1e39 is no f32 (it would be
+    // inf); 3.4028235e38, FLT_MAX as printed, rounds to FLT_MAX and fits.
     double value = expr.as<FloatLitExpr>()->value;
     if (type == ScalarType::F32 && std::isfinite(value) &&
-        std::fabs(value) > std::numeric_limits<float>::max()) {
+        std::isinf(static_cast<float>(value))) {
       std::ostringstream text;
+      text.precision(9);
       text << value;
       diagnostics_.error(expr.range, "float literal " + text.str() +
                                          " does not fit in 'f32' (its largest is about 3.4e38)");
