@@ -406,6 +406,19 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   auto renamed = runLoopc("compile " + libc + " --emit header --prefix my_");
   CHECK(contains(renamed.output,
                  "loopc_status my_memset(float *y, float int64_t_, float NULL_, int64_t N);"));
+  // From a bug hunt: any function of the C library (pthread_create made the
+  // runtime's thread pool call the kernel, forever), C++'s alternative
+  // tokens, the implementation's names and standard macros.
+  std::string threads =
+      dir.file("threads.loop", "kernel pthread_create(y: out f32[N], bitand: f32, _Bool: f32, "
+                               "EOF: f32) { parfor i in 0..N { y[i] = bitand + _Bool + EOF; } }\n");
+  auto pool = runLoopc("compile " + threads + " --emit header");
+  CHECK(pool.exitCode == 1);
+  CHECK(contains(pool.output, "kernel 'pthread_create' cannot be a C function named "
+                              "'pthread_create' (a name of the C library"));
+  auto escaped = runLoopc("compile " + threads + " --emit header --prefix my_");
+  CHECK(contains(escaped.output, "loopc_status my_pthread_create(float *y, float bitand_, float "
+                                 "_Bool_, float EOF_, int64_t N);"));
   auto badPrefix = runLoopc("compile " + reserved + " --emit header --prefix 9");
   CHECK(contains(badPrefix.output, "'9main' is not a C identifier"));
   auto depfileAlone =

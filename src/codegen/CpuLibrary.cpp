@@ -22,6 +22,7 @@
 #include <llvm/TargetParser/SubtargetFeature.h>
 
 #include <cctype>
+#include <dlfcn.h>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -53,91 +54,27 @@ bool passedByPointer(const VarDecl &param) { return param.isArray() || param.isS
 
 // Words a C or C++ compiler reads as its own (and C's entry point).
 bool isReservedInC(const std::string &name) {
-  static const std::set<std::string> reserved = {"alignas",
-                                                 "alignof",
-                                                 "and",
-                                                 "asm",
-                                                 "auto",
-                                                 "bool",
-                                                 "break",
-                                                 "case",
-                                                 "catch",
-                                                 "char",
-                                                 "class",
-                                                 "concept",
-                                                 "const",
-                                                 "consteval",
-                                                 "constexpr",
-                                                 "constinit",
-                                                 "const_cast",
-                                                 "continue",
-                                                 "co_await",
-                                                 "co_return",
-                                                 "co_yield",
-                                                 "decltype",
-                                                 "default",
-                                                 "delete",
-                                                 "do",
-                                                 "double",
-                                                 "dynamic_cast",
-                                                 "else",
-                                                 "enum",
-                                                 "explicit",
-                                                 "export",
-                                                 "extern",
-                                                 "false",
-                                                 "float",
-                                                 "for",
-                                                 "friend",
-                                                 "goto",
-                                                 "if",
-                                                 "inline",
-                                                 "int",
-                                                 "long",
-                                                 "main",
-                                                 "mutable",
-                                                 "namespace",
-                                                 "new",
-                                                 "noexcept",
-                                                 "not",
-                                                 "nullptr",
-                                                 "operator",
-                                                 "or",
-                                                 "private",
-                                                 "protected",
-                                                 "public",
-                                                 "register",
-                                                 "reinterpret_cast",
-                                                 "requires",
-                                                 "restrict",
-                                                 "return",
-                                                 "short",
-                                                 "signed",
-                                                 "sizeof",
-                                                 "static",
-                                                 "static_assert",
-                                                 "static_cast",
-                                                 "struct",
-                                                 "switch",
-                                                 "template",
-                                                 "this",
-                                                 "thread_local",
-                                                 "throw",
-                                                 "true",
-                                                 "try",
-                                                 "typedef",
-                                                 "typeid",
-                                                 "typename",
-                                                 "union",
-                                                 "unsigned",
-                                                 "using",
-                                                 "virtual",
-                                                 "void",
-                                                 "volatile",
-                                                 "wchar_t",
-                                                 "while",
-                                                 "xor"};
-  return reserved.contains(name);
+  static const std::set<std::string> reserved = {
+      "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class",
+      "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue",
+      "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for",
+      "friend", "goto", "if", "inline", "int", "long", "main", "mutable", "namespace", "new",
+      "noexcept", "not", "nullptr", "operator", "or", "private", "protected", "public", "register",
+      "reinterpret_cast", "requires", "restrict", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local",
+      "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using",
+      "virtual", "void", "volatile", "wchar_t", "while", "xor",
+      // C++'s other alternative tokens
+      "and_eq", "bitand", "bitor", "compl", "not_eq", "or_eq", "xor_eq", "char8_t", "char16_t",
+      "char32_t",
+      // C's own, and GNU C's
+      "typeof", "typeof_unqual"};
+  // `_Bool`, `_Generic`, `__STDC__`: the implementation's names, in both.
+  bool implementationName =
+      (name.size() > 1 && name[0] == '_' && std::isupper(static_cast<unsigned char>(name[1]))) ||
+      name.find("__") != std::string::npos;
+  return reserved.contains(name) || implementationName;
 }
 
 Expected<std::unique_ptr<llvm::TargetMachine>> objectMachine(const std::string &cpu) {
@@ -411,6 +348,15 @@ namespace {
 // not replace: the object's own code calls the memory, formatting and math
 // ones (a kernel named memset would be called by its own zeroing, forever).
 bool isCLibraryFunction(const std::string &name) {
+  // Every name the C and math libraries define (pthread_create, rand, time:
+  // a kernel of that name would replace it in the whole program), as loaded
+  // in this process; the list covers what the object calls where they are
+  // not loaded.
+  static void *const libraries[] = {dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD),
+                                    dlopen("libm.so.6", RTLD_LAZY | RTLD_NOLOAD)};
+  for (void *library : libraries)
+    if (library && dlsym(library, name.c_str()))
+      return true;
   static const std::set<std::string> functions = {
       "abort",  "calloc", "exit",    "fprintf",  "free",   "malloc", "memcmp", "memcpy", "memmove",
       "memset", "printf", "realloc", "snprintf", "strcmp", "strlen", "puts",   "sqrt",   "sqrtf",
@@ -424,10 +370,16 @@ bool isCLibraryFunction(const std::string &name) {
 // runtime's loopc_ and LOOPC_ names), which a parameter may not take.
 bool isHeaderName(const std::string &name) {
   static const std::set<std::string> names = {
-      "NULL",      "bool",     "true",      "false",     "size_t",    "int8_t",
-      "int16_t",   "int32_t",  "int64_t",   "uint8_t",   "uint16_t",  "uint32_t",
-      "uint64_t",  "intptr_t", "uintptr_t", "INT8_MAX",  "INT16_MAX", "INT32_MAX",
-      "INT64_MAX", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN"};
+      "NULL", "bool", "true", "false", "size_t", "int8_t", "int16_t", "int32_t", "int64_t",
+      "uint8_t", "uint16_t", "uint32_t", "uint64_t", "intptr_t", "uintptr_t", "INT8_MAX",
+      "INT16_MAX", "INT32_MAX", "INT64_MAX", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN",
+      // Macros of the standard headers a program may include before it.
+      "EOF", "NAN", "INFINITY", "HUGE_VAL", "HUGE_VALF", "SIZE_MAX", "RAND_MAX", "CHAR_BIT",
+      "INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LONG_MIN", "FLT_MAX", "FLT_MIN", "FLT_EPSILON",
+      "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "EXIT_SUCCESS", "EXIT_FAILURE", "BUFSIZ", "FILENAME_MAX",
+      "NDEBUG", "M_PI", "M_E", "errno", "stdin", "stdout", "stderr", "assert", "offsetof",
+      "static_assert", "alignas", "alignof", "noreturn", "complex", "imaginary", "I",
+      "unreachable"};
   return names.contains(name) || name.starts_with("loopc_") || name.starts_with("LOOPC_") ||
          isReservedInC(name);
 }
