@@ -107,9 +107,18 @@ void Checker::collectGlobalNames() {
     }
     auto [it, inserted] = globalRanges_.try_emplace(name, range);
     if (!inserted) {
-      diagnostics_.error(range, "duplicate definition of " + quoted(name) +
-                                    ": kernels and functions share one namespace");
-      diagnostics_.note(it->second, quoted(name) + " is first defined here");
+      // The main file comes first and keeps its definition; a clash with an
+      // imported file is reported at the importing file's, which its author
+      // can rename.
+      std::string message =
+          "duplicate definition of " + quoted(name) + ": kernels and functions share one namespace";
+      if (it->second.begin.file != range.begin.file) {
+        diagnostics_.error(it->second, message);
+        diagnostics_.note(range, quoted(name) + " is also defined here, in an imported file");
+      } else {
+        diagnostics_.error(range, message);
+        diagnostics_.note(it->second, quoted(name) + " is first defined here");
+      }
       return false;
     }
     return true;

@@ -124,7 +124,7 @@ void Checker::checkCallStmt(CallStmt &call) {
     diagnostics_.error(call.range, "kernel calls are not allowed in a function");
     return skipArguments();
   }
-  if (parforDepth_ > 0)
+  if (parforDepth_ > 0 && callee)
     diagnostics_.error(call.range, "a kernel cannot be called inside a 'parfor'");
   if (!callee) {
     if (findFn(call.callee))
