@@ -563,7 +563,23 @@ private:
       bool mentioned = false;
       for (const AffineForm &index : write.indices)
         mentioned = mentioned || index.mentions(var);
-      if (mentioned)
+      const VarDecl *mutableIndex = nullptr;
+      for (const AffineForm &index : write.indices) {
+        for (const auto &[atom, coefficient] : index.coefficients)
+          if (atom->kind == VarDecl::Kind::Var)
+            mutableIndex = mutableIndex ? mutableIndex : atom;
+        for (const VarDecl *atom : index.nonAffineVars)
+          if (atom->kind == VarDecl::Kind::Var)
+            mutableIndex = mutableIndex ? mutableIndex : atom;
+      }
+      if (!mentioned && mutableIndex)
+        diagnostics_.error(write.range, "race: the write to " + name + " is indexed by " +
+                                            quoted(mutableIndex->name) +
+                                            ", a 'var', whose values the checker does not "
+                                            "follow, so it cannot prove the write injective in "
+                                            "parfor variable " +
+                                            quoted(var->name) + "; compute the index with 'let'");
+      else if (mentioned)
         diagnostics_.error(write.range, "race: cannot prove that the write to " + name +
                                             " is injective in parfor variable " +
                                             quoted(var->name) + "; index one dimension by " +
