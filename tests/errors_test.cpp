@@ -2,9 +2,11 @@
 // program that divides by zero prints the interpreter's message with the
 // source line and exits 1, instead of dying of SIGFPE.
 #include "TestSupport.h"
+#include "engine/Npy.h"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -170,5 +172,55 @@ TEST_CASE("a called kernel's extents that differ from its arguments' fail at the
     auto even = runLoopc("run " + program.path +
                          " --kernel pyramid --set H=8 --set W=10 --check --device " + device);
     CHECK(even.exitCode == 0);
+  }
+}
+
+TEST_CASE(
+    "a division by zero whose value is not needed is still reported, as the interpreter does") {
+  // From a bug hunt: simplify removed dead lets and folded `e * 0`, and the
+  // fault went with them on the compiled engines.
+  TempProgram program("kernel dead_let(a: in i32[N], b: in i32[N], q: out i32[N]) {\n"
+                      "  parfor i in 0..N { let z = a[i] / b[i]; q[i] = a[i]; }\n"
+                      "}\n"
+                      "kernel times_zero(a: in i32[N], b: in i32[N], q: out i32[N]) {\n"
+                      "  parfor i in 0..N { q[i] = (a[i] % b[i]) * 0; }\n"
+                      "}\n"
+                      "kernel and_false(a: in i32[N], b: in i32[N], q: out bool[N]) {\n"
+                      "  parfor i in 0..N { q[i] = (a[i] / b[i] > 0) && false; }\n"
+                      "}\n"
+                      "kernel dead_read(x: in i32[N], b: in i32[N], q: out i32[N]) {\n"
+                      "  parfor i in 0..N { let z = x[b[i] + 100]; q[i] = 0; }\n"
+                      "}\n");
+  auto write = [&](const std::string &name, std::initializer_list<int32_t> values) {
+    std::string path = program.directory.at(name);
+    loopc::HostArray array(loopc::ScalarType::I32, {static_cast<int64_t>(values.size())});
+    std::ranges::copy(values, array.data<int32_t>());
+    REQUIRE(loopc::writeNpy(path, array).has_value());
+    return path;
+  };
+  std::string a = write("a.npy", {1, 2, 3}), b = write("b.npy", {1, 0, 1});
+  const char *cases[][2] = {{"dead_let", "2:30"}, {"times_zero", "5:29"}, {"and_false", "8:30"}};
+  for (const auto &[kernel, place] : cases)
+    for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+      CAPTURE(kernel);
+      CAPTURE(device);
+      auto result = runLoopc("run " + program.path + " --kernel " + kernel + " --in a=" + a +
+                             " --in b=" + b + " --device " + device);
+      CHECK(result.exitCode == 1);
+      bool reported =
+          result.output.find(std::string("program.loop:") + place +
+                             ": error: integer division by zero") != std::string::npos ||
+          result.output.find(std::string("program.loop:") + place +
+                             ": error: integer modulo by zero") != std::string::npos;
+      CHECK(reported);
+    }
+  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto result =
+        runLoopc("run " + program.path + " --kernel dead_read --bounds-check --in x=" + a +
+                 " --in b=" + b + " --device " + device);
+    CHECK(result.exitCode == 1);
+    CHECK(result.output.find("program.loop:11:30: error: index 101 out of range for dimension 0 "
+                             "of 'x' (extent 3)") != std::string::npos);
   }
 }

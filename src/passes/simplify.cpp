@@ -1,6 +1,7 @@
 // simplify: constant folding, algebraic identities (x + 0, x * 1, ...),
 // branches on constant conditions, and lets that are trivial (bound to a
-// constant or another variable: substituted) or dead (removed). The lowering
+// constant or another variable: substituted) or dead (removed, unless they
+// may report a run-time error, as the interpreter would). The lowering
 // and the GPU mapping write index arithmetic naively (`0 + i.block * 256 +
 // i.thread`, `(N - 0 + 255) / 256`); this keeps what `explain` prints and
 // what code generation sees close to what a person would write.
@@ -80,7 +81,42 @@ std::optional<Expr> foldInts(BinaryOpKind op, ScalarType type, int64_t a, int64_
   }
 }
 
+// Whether evaluating `expr` may report a run-time error: an integer division
+// or remainder by a divisor that is not a nonzero constant, or, with bounds
+// checks, a load. Such an expression is kept even when its value is not
+// needed (`let z = a / b` unused, `(a / b) * 0`), as the program's error is
+// reported wherever the interpreter reports it.
+class FaultFinder : public IRVisitor {
+public:
+  explicit FaultFinder(bool loadsChecked) : loadsChecked_(loadsChecked) {}
+  bool mayFault(const Expr &expr) {
+    found_ = false;
+    visit(expr);
+    return found_;
+  }
+
+protected:
+  void visitBinary(const Binary &node) override {
+    const auto *divisor = asInt(node.rhs);
+    if (isInteger(node.type) && (node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem) &&
+        !(divisor && divisor->value != 0))
+      found_ = true;
+    IRVisitor::visitBinary(node);
+  }
+  void visitLoad(const Load &node) override {
+    found_ |= loadsChecked_;
+    IRVisitor::visitLoad(node);
+  }
+
+private:
+  bool loadsChecked_;
+  bool found_ = false;
+};
+
 class Simplifier : public IRMutator {
+public:
+  explicit Simplifier(bool loadsChecked) : faults_(loadsChecked) {}
+
 protected:
   Expr visitBinary(const Binary &node, const Expr &self) override {
     Expr folded = IRMutator::visitBinary(node, self);
@@ -112,7 +148,8 @@ protected:
         return lhs;
       if (isOne(lhs))
         return rhs;
-      if (isInt && (isZero(lhs) || isZero(rhs)))
+      if (isInt &&
+          ((isZero(lhs) && !faults_.mayFault(rhs)) || (isZero(rhs) && !faults_.mayFault(lhs))))
         return makeInt(type, 0);
       break;
     case BinaryOpKind::Div:
@@ -126,10 +163,12 @@ protected:
         if (const auto *imm = (*side)->as<BoolImm>()) {
           const Expr &other = side == &lhs ? rhs : lhs;
           // true && x = x, false && x = false (and dually for ||); both sides
-          // of an IR And are evaluated, so dropping one is safe.
+          // of an IR And are evaluated, so dropping one is safe unless it
+          // may fail.
           if (imm->value == isAnd)
             return other;
-          return *side;
+          if (!faults_.mayFault(other))
+            return *side;
         }
       break;
     }
@@ -208,8 +247,8 @@ protected:
       return std::make_shared<LetStmt>(node.var, value, body);
     }
     Stmt body = mutate(node.body);
-    if (!freeVars(body).contains(node.var))
-      return body; // dead: values have no side effects
+    if (!freeVars(body).contains(node.var) && !faults_.mayFault(value))
+      return body; // dead: its value has no effect
     if (value == node.value && body == node.body)
       return self;
     return std::make_shared<LetStmt>(node.var, value, body);
@@ -217,12 +256,13 @@ protected:
 
 private:
   int insideValueSetup_ = 0;
+  FaultFinder faults_;
 };
 
 } // namespace
 
 Function simplify(Function function) {
-  Simplifier simplifier;
+  Simplifier simplifier(function.boundsChecked);
   function.body = simplifier.mutate(function.body);
   for (KernelFunc &kernel : function.kernels)
     kernel.body = simplifier.mutate(kernel.body);
