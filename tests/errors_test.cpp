@@ -224,3 +224,19 @@ TEST_CASE(
                              "of 'x' (extent 3)") != std::string::npos);
   }
 }
+
+TEST_CASE("a write out of range is marked at its target, as the interpreter marks it") {
+  TempProgram program("kernel k(x: in f32[N], y: out f32[N]) {\n"
+                      "  parfor i in 0..N {\n"
+                      "    y[2 * i] = x[i];\n"
+                      "  }\n"
+                      "}\n");
+  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto result = runLoopc("run " + program.path + " --bounds-check --set N=10 --device " + device);
+    CHECK(result.exitCode == 1);
+    CHECK(result.output.find("program.loop:3:5: error: index 10 out of range for dimension 0 of "
+                             "'y' (extent 10)\n    y[2 * i] = x[i];\n    ^~~~~~~~\n") !=
+          std::string::npos);
+  }
+}

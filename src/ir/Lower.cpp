@@ -394,7 +394,7 @@ private:
       value = makeBinary(*op, std::make_shared<Load>(buffer, indices, assign.targetRange), value,
                          assign.range);
     }
-    out.stmt(makeStore(buffer, std::move(indices), std::move(value), assign.range));
+    out.stmt(makeStore(buffer, std::move(indices), std::move(value), assign.targetRange));
   }
 
   // Whether an extent is non-negative whatever the run binds: built from
