@@ -159,14 +159,12 @@ TEST_CASE("a called kernel's extents that differ from its arguments' fail at the
     auto odd = runLoopc("run " + program.path + " --kernel pyramid --set H=7 --set W=8 --device " +
                         device);
     CHECK(odd.exitCode == 1);
-    CHECK(odd.output.find(
-              "program.loop:8:12: error: 'Y' has extent 3 in dimension 0, but its type needs 4") !=
-          std::string::npos);
+    CHECK(odd.output.find("program.loop:8:12: error: 'level' has extent 3 in dimension 0, but "
+                          "parameter 'Y' of 'down2' needs 4") != std::string::npos);
     auto scalar = runLoopc("run " + program.path + " --kernel caller --set M=5 --device " + device);
     CHECK(scalar.exitCode == 1);
-    CHECK(scalar.output.find(
-              "program.loop:12:44: error: 'y' has extent 5 in dimension 0, but its type needs 6") !=
-          std::string::npos);
+    CHECK(scalar.output.find("program.loop:12:44: error: 'B' has extent 5 in dimension 0, but "
+                             "parameter 'y' of 'fill' needs 6") != std::string::npos);
     if (device == "interp")
       continue;
     auto even = runLoopc("run " + program.path +

@@ -261,6 +261,7 @@ struct BoundArgument {
   HostArray *array = nullptr; // arrays and scalar outputs
   Value scalar;               // scalar inputs
   SourceRange range;          // where a mismatch is reported
+  std::string name;           // the array a kernel call passes (empty at entry)
 };
 
 // Plain switches rather than visitScalarType: these run for every array
@@ -516,11 +517,15 @@ Status Executor::bindKernelParameters(const KernelDecl &kernel,
       Expected<int64_t> extent = evalInteger(*param.type.dims[d]);
       if (!extent)
         return propagate(extent.error());
-      if (*extent != array.shape[d])
-        return makeError("'" + param.name + "' has extent " + std::to_string(array.shape[d]) +
-                             " in dimension " + std::to_string(d) + ", but its type needs " +
-                             std::to_string(*extent),
+      if (*extent != array.shape[d]) {
+        std::string needs = arguments[i].name.empty() ? ", but its type needs "
+                                                      : ", but parameter '" + param.name +
+                                                            "' of '" + kernel.name + "' needs ";
+        return makeError("'" + (arguments[i].name.empty() ? param.name : arguments[i].name) +
+                             "' has extent " + std::to_string(array.shape[d]) + " in dimension " +
+                             std::to_string(d) + needs + std::to_string(*extent),
                          arguments[i].range);
+      }
     }
   }
 
@@ -738,6 +743,7 @@ Status Executor::execKernelCall(const CallStmt &call) {
     if (!name)
       return makeError("the argument for '" + param.name + "' must name a variable", arg.range);
     Slot &source = slot(name->decl);
+    arguments[i].name = name->name;
     if (name->decl->isArray() || name->decl->isScalarOutput()) {
       arguments[i].array = source.array;
       continue;

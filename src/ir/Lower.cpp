@@ -593,9 +593,11 @@ private:
         if (sameExpr(given, needed))
           continue;
         Expr match = makeBinary(BinaryOpKind::Eq, given, needed);
+        const auto &argument = *call.args[i]->as<NameExpr>();
         out.stmt(std::make_shared<Check>(match,
-                                         "'" + param.name + "' has extent {0} in dimension " +
-                                             std::to_string(d) + ", but its type needs {1}",
+                                         "'" + argument.name + "' has extent {0} in dimension " +
+                                             std::to_string(d) + ", but parameter '" + param.name +
+                                             "' of '" + callee.name + "' needs {1}",
                                          std::vector<Expr>{given, needed}, call.args[i]->range));
         extentsMatch = extentsMatch ? makeBinary(BinaryOpKind::And, extentsMatch, match) : match;
       }
