@@ -685,6 +685,21 @@ private:
       emitter_.target().release(emitter_, buffer, storage);
       return;
     }
+    // Extents that differ between threads (`var t: f32[i + 1]`): each
+    // thread's slot is as large as the largest thread's array.
+    if (!std::ranges::all_of(buffer.shape,
+                             [&](const ir::Expr &extent) { return isUniform(extent); })) {
+      llvm::Value *largest =
+          emitter_.createEntryAlloca(builder_.getInt64Ty(), nullptr, buffer.name + ".largest");
+      builder_.CreateStore(builder_.getInt64(0), largest);
+      forEachThread([&](llvm::Value *) {
+        llvm::Value *own = emitter_.elementCount(buffer);
+        llvm::Value *known = builder_.CreateLoad(builder_.getInt64Ty(), largest);
+        builder_.CreateStore(builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, known, own),
+                             largest);
+      });
+      count = builder_.CreateLoad(builder_.getInt64Ty(), largest);
+    }
     llvm::Type *elementType = emitter_.memoryType(buffer.element);
     llvm::Value *total = builder_.CreateMul(count, threadCount_);
     llvm::Value *storage = builder_.CreateAlloca(elementType, total, buffer.name + ".per_thread");
