@@ -3,6 +3,7 @@
 #include "codegen/CpuTarget.h"
 
 #include "codegen/CpuPanel.h"
+#include "codegen/CpuScratch.h"
 #include "codegen/CpuThreadNest.h"
 #include "codegen/CpuWarpShuffles.h"
 #include "codegen/LlvmEmitter.h"
@@ -61,9 +62,9 @@ llvm::Value *CpuTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &buf
   if (llvm::isa<llvm::ConstantInt>(elementCount)) {
     storage = emitter.createEntryAlloca(elementType, elementCount, buffer.name);
   } else {
-    llvm::Value *stack = builder.CreateStackSave();
-    storage = builder.CreateAlloca(elementType, elementCount, buffer.name);
-    savedStacks_[storage] = stack;
+    ScratchStorage scratch(emitter, elementType, elementSize, elementCount, buffer.name);
+    storage = scratch.pointer();
+    scratches_.emplace(storage, scratch);
   }
   // Shared storage starts undefined (ir::Allocate): all-ones bytes, NaN or
   // -1, so a pass that reads it before writing fails the differential tests
@@ -83,10 +84,10 @@ void CpuTarget::release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm
     builder.CreateCall(free, {storage});
     return;
   }
-  auto saved = savedStacks_.find(storage);
-  if (saved != savedStacks_.end()) {
-    builder.CreateStackRestore(saved->second);
-    savedStacks_.erase(saved);
+  auto scratch = scratches_.find(storage);
+  if (scratch != scratches_.end()) {
+    scratch->second.release(emitter, /*restoreStack=*/true);
+    scratches_.erase(scratch);
   }
 }
 

@@ -15,6 +15,7 @@
 // `loopc_device_error`.
 #pragma once
 
+#include "codegen/CpuScratch.h"
 #include "codegen/CpuThreadNest.h"
 #include "codegen/DeviceErrors.h"
 #include "codegen/Target.h"
@@ -56,8 +57,8 @@ public:
 
 private:
   std::map<std::string, RowSweep> rowSweeps_;
-  // Stack pointers saved by allocations of run-time size, restored on release.
-  std::map<llvm::Value *, llvm::Value *> savedStacks_;
+  // Allocations of run-time size, released on release.
+  std::map<llvm::Value *, ScratchStorage> scratches_;
 };
 
 // The unoptimized module of `function` (see the file comment), whose

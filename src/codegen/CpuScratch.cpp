@@ -1,0 +1,51 @@
+// Scratch storage on the stack or the heap (see CpuScratch.h).
+#include "codegen/CpuScratch.h"
+
+namespace loopc::codegen {
+
+ScratchStorage::ScratchStorage(LlvmEmitter &emitter, llvm::Type *elementType, uint64_t elementSize,
+                               llvm::Value *count, const std::string &name) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  llvm::Function *function = builder.GetInsertBlock()->getParent();
+  llvm::Value *bytes = builder.CreateMul(count, builder.getInt64(elementSize));
+  onStack_ = builder.CreateICmpULE(bytes, builder.getInt64(kStackScratchBytes));
+  savedStack_ = builder.CreateStackSave();
+  auto *stack = llvm::BasicBlock::Create(emitter.context(), name + ".stack", function);
+  auto *heap = llvm::BasicBlock::Create(emitter.context(), name + ".heap", function);
+  auto *ready = llvm::BasicBlock::Create(emitter.context(), name + ".ready", function);
+  builder.CreateCondBr(onStack_, stack, heap);
+  builder.SetInsertPoint(stack);
+  llvm::Value *onStackPointer = builder.CreateAlloca(elementType, count, name);
+  builder.CreateBr(ready);
+  builder.SetInsertPoint(heap);
+  llvm::FunctionCallee malloc = emitter.module().getOrInsertFunction(
+      "malloc", llvm::FunctionType::get(builder.getPtrTy(), {builder.getInt64Ty()}, false));
+  llvm::Value *onHeapPointer = builder.CreateCall(malloc, {bytes}, name + ".heap");
+  builder.CreateBr(ready);
+  builder.SetInsertPoint(ready);
+  llvm::PHINode *pointer = builder.CreatePHI(builder.getPtrTy(), 2, name);
+  pointer->addIncoming(onStackPointer, stack);
+  pointer->addIncoming(onHeapPointer, heap);
+  pointer_ = pointer;
+}
+
+void ScratchStorage::release(LlvmEmitter &emitter, bool restoreStack) const {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  llvm::Function *function = builder.GetInsertBlock()->getParent();
+  auto *restore = llvm::BasicBlock::Create(emitter.context(), "scratch.restore", function);
+  auto *free = llvm::BasicBlock::Create(emitter.context(), "scratch.free", function);
+  auto *done = llvm::BasicBlock::Create(emitter.context(), "scratch.released", function);
+  builder.CreateCondBr(onStack_, restore, free);
+  builder.SetInsertPoint(restore);
+  if (restoreStack)
+    builder.CreateStackRestore(savedStack_);
+  builder.CreateBr(done);
+  builder.SetInsertPoint(free);
+  llvm::FunctionCallee freeFunction = emitter.module().getOrInsertFunction(
+      "free", llvm::FunctionType::get(builder.getVoidTy(), {builder.getPtrTy()}, false));
+  builder.CreateCall(freeFunction, {pointer_});
+  builder.CreateBr(done);
+  builder.SetInsertPoint(done);
+}
+
+} // namespace loopc::codegen
