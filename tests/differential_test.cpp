@@ -689,6 +689,23 @@ kernel literals(x: in i32[N], f: out f32[N], d: out f64[N], g: out f32[N]) {
         static_cast<double>(static_cast<float>(4611686293305294849.0)));
 }
 
+TEST_CASE("guards against the ends of i32 become thread ranges without wrapping") {
+  // From a bug hunt: the CPU turns `if i <= m` into a clipped range of
+  // threads; its bound m + 1 was computed in i64 and narrowed to i32, so
+  // m = INT32_MAX ran no thread and m = INT32_MIN - 1 all of them.
+  checkSource(R"(
+kernel gt(n: i32, m: i32, o: out i32[S]) { parfor i in 0..n { if i > m { o[i] = 1; } } }
+kernel le(n: i32, m: i32, o: out i32[S]) { parfor i in 0..n { if i <= m { o[i] = 1; } } }
+kernel lt(n: i32, m: i32, o: out i32[S]) { parfor i in 1..n { if i < m { o[i] = 1; } } }
+kernel between(n: i32, lo: i32, hi: i32, o: out i32[S]) {
+  parfor i in 1..n - 1 { if i >= lo && i <= hi { o[i] = i; } }
+}
+)",
+              {"S=300 n=300 m=2147483647 lo=-2147483648 hi=2147483647",
+               "S=300 n=300 m=-2147483648 lo=-2147483648 hi=-2147483648",
+               "S=300 n=300 m=7 lo=5 hi=9"});
+}
+
 TEST_CASE("reductions over empty ranges give the neutral element") {
   const char *source = R"(
 assoc fn larger(a: f32, b: f32) -> f32 { return a > b ? a : b; }

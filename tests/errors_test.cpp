@@ -238,3 +238,30 @@ TEST_CASE("a write out of range is marked at its target, as the interpreter mark
           std::string::npos);
   }
 }
+
+TEST_CASE("after a division by zero the code goes on harmlessly until the error is reported") {
+  // From a bug hunt: the quotient went on as x / 1 (a loop of 2e9 / 0
+  // iterations ran for minutes) and an empty array was a null pointer (its
+  // element read after `t % 0` crashed).
+  TempProgram program("kernel cyclic(A: in i32[C], o: out i32[T]) {\n"
+                      "  parfor t in 0..T { o[t] = A[t % C]; }\n"
+                      "}\n"
+                      "kernel long_loop(d: i32, o: out i32[T]) {\n"
+                      "  for k in 0..2000000000 / d {\n"
+                      "    parfor t in 0..i32(T) { o[t] += t + k; }\n"
+                      "  }\n"
+                      "}\n");
+  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto cyclic =
+        runLoopc("run " + program.path + " --kernel cyclic --set T=5 --set C=0 --device " + device);
+    CHECK(cyclic.exitCode == 1);
+    CHECK(cyclic.output.find("program.loop:2:31: error: integer modulo by zero") !=
+          std::string::npos);
+    auto loop = runLoopc("run " + program.path +
+                         " --kernel long_loop --set T=64 --set d=0 --device " + device);
+    CHECK(loop.exitCode == 1);
+    CHECK(loop.output.find("program.loop:5:15: error: integer division by zero") !=
+          std::string::npos);
+  }
+}

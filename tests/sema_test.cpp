@@ -340,6 +340,29 @@ kernel k(A: out f32[N]) {
   CHECK(call->args[0]->type == ScalarType::F32);
 }
 
+TEST_CASE("the race check keeps an offset computed before the parfor as one value") {
+  // From a bug hunt: odd-even transposition sort's phase offset `q % 2` was
+  // substituted into the indices, where a remainder proves nothing.
+  auto loaded = checked(R"(
+kernel phase(q: i32, y: inout i32[N]) {
+  let off = q % 2;
+  parfor i in 0..i32(N) / 2 - 1 {
+    y[2 * i + off + 1] = y[2 * i + off];
+  }
+}
+)");
+  CHECK(kernel(*loaded, "phase").name == "phase");
+  auto racy = test::loadText(R"(
+kernel shifted(q: i32, y: inout i32[N]) {
+  parfor i in 0..i32(N) / 2 - 1 {
+    let off = i % 2;
+    y[2 * i + off + 1] = y[2 * i + off];
+  }
+}
+)");
+  CHECK_FALSE(racy->program);
+}
+
 TEST_CASE("the race check accepts strided writes and red-black sweeps") {
   checked(R"(
 kernel interleave(A: in f32[N], B: out f32[2*N]) {

@@ -64,9 +64,15 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
   auto bound = bindFunctionArguments(kernel, (*compiled)->function, args, "CPU");
   if (!bound)
     return std::unexpected(bound.error());
+  // An empty array is passed as a few zeroed bytes, not a null pointer: the
+  // code after a recorded fault (`A[t % C]` with C = 0 goes on with t % C =
+  // 0) then reads a harmless element before the fault is reported.
+  alignas(16) static thread_local std::byte emptyArray[64];
   std::vector<void *> buffers;
-  for (size_t param : bound->bufferParams)
-    buffers.push_back(args.params[param].bytes.data());
+  for (size_t param : bound->bufferParams) {
+    std::vector<unsigned char> &bytes = args.params[param].bytes;
+    buffers.push_back(bytes.empty() ? static_cast<void *>(emptyArray) : bytes.data());
+  }
 
   auto start = std::chrono::steady_clock::now();
   Status ran = (*compiled)->code->run(buffers.data(), bound->scalarSlots.data());

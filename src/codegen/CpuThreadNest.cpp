@@ -2,6 +2,8 @@
 // loops moved inside sequential loops (see CpuThreadNest.h).
 #include "codegen/CpuThreadNest.h"
 
+#include "codegen/CpuScratch.h"
+
 #include "codegen/LlvmEmitter.h"
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
@@ -582,12 +584,22 @@ private:
           loop.end = builder_.CreateSelect(emitter_.emitExpr(*clip.bound), loop.end, loop.begin);
           continue;
         }
-        llvm::Value *bound =
-            emitter_.emitCast(emitter_.emitExpr(*clip.bound), ScalarType::I64, loop.type);
+        // In i64, kept within [begin, end] before narrowing to the loop's
+        // type: a bound past i32 (`i <= m` with m = INT32_MAX gives m + 1)
+        // would wrap.
+        llvm::Value *bound = emitter_.emitExpr(*clip.bound);
+        llvm::Value *begin = emitter_.emitCast(loop.begin, loop.type, ScalarType::I64);
+        llvm::Value *end = emitter_.emitCast(loop.end, loop.type, ScalarType::I64);
+        auto within = [&](llvm::Value *value) {
+          llvm::Value *clamped = builder_.CreateBinaryIntrinsic(
+              llvm::Intrinsic::smax,
+              builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, value, end), begin);
+          return emitter_.emitCast(clamped, ScalarType::I64, loop.type);
+        };
         if (clip.kind == Clip::Kind::Upper)
-          loop.end = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, loop.end, bound);
+          loop.end = within(bound);
         else
-          loop.begin = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, loop.begin, bound);
+          loop.begin = within(bound);
       }
       if (!containsInterchangedLoop(*branch.thenCase)) {
         split(*branch.thenCase);
@@ -702,14 +714,18 @@ private:
     }
     llvm::Type *elementType = emitter_.memoryType(buffer.element);
     llvm::Value *total = builder_.CreateMul(count, threadCount_);
-    llvm::Value *storage = builder_.CreateAlloca(elementType, total, buffer.name + ".per_thread");
+    ScratchStorage scratch(emitter_, elementType, scalarSize(buffer.element), total,
+                           buffer.name + ".per_thread");
     ++stackAllocations_;
-    builder_.CreateMemSet(storage, builder_.getInt8(0),
+    builder_.CreateMemSet(scratch.pointer(), builder_.getInt8(0),
                           builder_.CreateMul(total, builder_.getInt64(scalarSize(buffer.element))),
                           llvm::MaybeAlign(scalarSize(buffer.element)));
-    buffers_.push_back({&buffer, storage, count});
+    buffers_.push_back({&buffer, scratch.pointer(), count});
     split(*allocate.body);
     buffers_.pop_back();
+    // On the stack, the slots stay until the enclosing stack scope ends, as
+    // the per-thread values computed after them do (withStackScope).
+    scratch.release(emitter_, /*restoreStack=*/false);
   }
 
   // Runs `body` between a stack save and restore when it allocates

@@ -299,9 +299,13 @@ llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs,
   llvm::Value *isMinusOne = builder_.CreateICmpEQ(rhs, llvm::ConstantInt::getSigned(type, -1));
   llvm::Value *divisor = builder_.CreateSelect(builder_.CreateOr(isZero, isMinusOne),
                                                llvm::ConstantInt::get(type, 1), rhs);
+  // After a division by zero the code goes on with a quotient of 0 (as the
+  // remainder is): a loop bounded by it runs no iteration, where x / 1 could
+  // run billions before the error is reported.
   if (isDivision)
-    return builder_.CreateSelect(isMinusOne, builder_.CreateNeg(lhs),
-                                 builder_.CreateSDiv(lhs, divisor));
+    return builder_.CreateSelect(isZero, llvm::ConstantInt::get(type, 0),
+                                 builder_.CreateSelect(isMinusOne, builder_.CreateNeg(lhs),
+                                                       builder_.CreateSDiv(lhs, divisor)));
   return builder_.CreateSelect(isMinusOne, llvm::ConstantInt::get(type, 0),
                                builder_.CreateSRem(lhs, divisor));
 }

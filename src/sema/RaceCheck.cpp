@@ -266,10 +266,20 @@ private:
     return access;
   }
 
+  // A let's value, substituted for it in index forms; except a let declared
+  // outside every parfor whose value is not affine (`let off = q % 2`): it
+  // is the same for every iteration, so it stays a variable of its own, and
+  // `y[2*i + off]` and `y[2*i + off + 1]` stay provably different.
   AffineForm::LetValue letValue() const {
     return [this](const VarDecl &var) -> const Expr * {
       auto it = letValues_.find(&var);
-      return it == letValues_.end() ? nullptr : it->second;
+      if (it == letValues_.end())
+        return nullptr;
+      auto depth = depth_.find(&var);
+      if (depth != depth_.end() && depth->second == 0 &&
+          !AffineForm::of(*it->second, letValue()).isExact())
+        return nullptr;
+      return it->second;
     };
   }
 
