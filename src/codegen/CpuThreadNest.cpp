@@ -723,8 +723,10 @@ private:
     buffers_.push_back({&buffer, scratch.pointer(), count});
     split(*allocate.body);
     buffers_.pop_back();
-    // On the stack, the slots stay until the enclosing stack scope ends, as
-    // the per-thread values computed after them do (withStackScope).
+    // On the stack, the slots stay until the enclosing stack scope ends
+    // (withStackScope), as they did before heap slots existed: restoring the
+    // stack here broke the sibling reductions of a row kernel (packed.loop in
+    // tests/programs/science), whose later stack slots outlive this scope.
     scratch.release(emitter_, /*restoreStack=*/false);
   }
 
