@@ -265,3 +265,31 @@ TEST_CASE("after a division by zero the code goes on harmlessly until the error 
           std::string::npos);
   }
 }
+
+TEST_CASE("a call's extents named by a let are compared when the call runs") {
+  // From a bug hunt: `let N1 = (N - 1) / 2 + 1` made the checker refuse a
+  // valid multigrid step (N1 was a symbol of its own); now it is the call's
+  // run-time check that decides.
+  TempProgram program("kernel prolong(ec: in f32[M], u: inout f32[2 * M - 1]) {\n"
+                      "  parfor i in 0..M - 1 {\n"
+                      "    u[2 * i] += ec[i];\n"
+                      "    u[2 * i + 1] += 0.5 * (ec[i] + ec[i + 1]);\n"
+                      "  }\n"
+                      "}\n"
+                      "kernel twolevel(u: inout f32[N]) {\n"
+                      "  let N1 = (N - 1) / 2 + 1;\n"
+                      "  var u1: f32[N1];\n"
+                      "  parfor i in 0..N1 { u1[i] = 1.0; }\n"
+                      "  prolong(u1, u);\n"
+                      "}\n");
+  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto even = runLoopc("run " + program.path + " --set N=34 --device " + device);
+    CHECK(even.exitCode == 1);
+    CHECK(even.output.find("program.loop:11:15: error: 'u' has extent 34 in dimension 0, but "
+                           "parameter 'u' of 'prolong' needs 33") != std::string::npos);
+    if (device == "interp")
+      continue;
+    CHECK(runLoopc("run " + program.path + " --set N=33 --check --device " + device).exitCode == 0);
+  }
+}

@@ -8,6 +8,8 @@
 #include "sema/AffineForm.h"
 #include "sema/Checker.h"
 
+#include <algorithm>
+
 namespace loopc::sema {
 
 // What a kernel call learns about shapes: for each size of the callee, the
@@ -35,6 +37,16 @@ std::string typeSpelling(const TypeSpec &type) {
   return quoted(text);
 }
 
+// Whether two extents that differ as forms are different programs: when
+// each is made of sizes and constants only. A `let` or a scalar parameter
+// (`let N1 = N`, `f32[n]`) may hold any value, so such extents are left to
+// the run-time check of the call.
+bool decidable(const AffineForm &form) {
+  return form.isExact() && std::ranges::all_of(form.coefficients, [](const auto &term) {
+           return term.first->kind == VarDecl::Kind::Size;
+         });
+}
+
 // Unifies a callee extent that is a bare size with the caller's extent:
 // two caller extents bound to one callee size must be equal as affine
 // forms. Extents that are not affine (or callee extents that are
@@ -51,7 +63,7 @@ void bindSize(DiagnosticEngine &diagnostics, const Expr &calleeExtent, const Exp
     return;
   AffineForm first = AffineForm::of(*it->second);
   AffineForm second = AffineForm::of(callerExtent);
-  if (first.isExact() && second.isExact() && !(first == second))
+  if (decidable(first) && decidable(second) && !(first == second))
     diagnostics.error(arg.range, "shape mismatch: dimension " + std::to_string(dimension) + " of " +
                                      quoted(arg.as<NameExpr>()->name) + " is " +
                                      quoted(second.str()) + ", but the callee's size " +
@@ -67,7 +79,7 @@ void checkCompositeExtent(DiagnosticEngine &diagnostics, const KernelDecl &calle
                           const SizeBindings::Composite &composite, const SizeBindings &bindings) {
   AffineForm calleeForm = AffineForm::of(*composite.calleeExtent);
   AffineForm callerForm = AffineForm::of(*composite.callerExtent);
-  if (!calleeForm.isExact() || !callerForm.isExact())
+  if (!calleeForm.isExact() || !decidable(callerForm))
     return;
   AffineForm expected;
   expected.constant = calleeForm.constant;
@@ -76,7 +88,7 @@ void checkCompositeExtent(DiagnosticEngine &diagnostics, const KernelDecl &calle
     if (bound == bindings.sizes.end())
       return;
     AffineForm boundForm = AffineForm::of(*bound->second);
-    if (!boundForm.isExact())
+    if (!decidable(boundForm))
       return;
     expected = expected.plus(boundForm, coefficient);
   }
