@@ -293,3 +293,19 @@ TEST_CASE("a call's extents named by a let are compared when the call runs") {
     CHECK(runLoopc("run " + program.path + " --set N=33 --check --device " + device).exitCode == 0);
   }
 }
+
+TEST_CASE("a local array too large to allocate is an error on every engine, not a crash") {
+  // From a bug hunt: the compiled engines used calloc's null result.
+  TempProgram program("kernel k(x: in f32[N], K: i64, y: out f32[N]) {\n"
+                      "  var t: f32[K];\n"
+                      "  parfor i in 0..N { y[i] = x[i] + t[i % K]; }\n"
+                      "}\n");
+  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto huge =
+        runLoopc("run " + program.path + " --set N=10 --set K=100000000000 --device " + device);
+    CHECK(huge.exitCode == 1);
+    CHECK(huge.output.find("program.loop:2:7: error: local array 't' is too large to allocate") !=
+          std::string::npos);
+  }
+}

@@ -593,11 +593,30 @@ void LlvmEmitter::emitIf(const IfThenElse &branch) {
 
 void LlvmEmitter::emitAllocate(const ir::Allocate &allocate) {
   const BufferInfo &buffer = *allocate.buffer;
-  llvm::Value *storage = target_.allocate(*this, buffer, elementCount(buffer));
-  {
+  llvm::Value *count = elementCount(buffer);
+  llvm::Value *storage = target_.allocate(*this, buffer, count);
+  auto emitBody = [&] {
     ScopedBindings scope(*this);
     scope.buffer(&buffer, storage);
     emitStmt(*allocate.body);
+  };
+  if (buffer.memory != MemorySpace::Global) {
+    emitBody();
+  } else {
+    // Heap storage (a local array of the host code) may not be had: the
+    // interpreter's error, and the code using it is skipped.
+    llvm::Value *failed = builder_.CreateAnd(builder_.CreateIsNull(storage),
+                                             builder_.CreateICmpNE(count, builder_.getInt64(0)));
+    emitDeviceErrorIf(failed, "local array '" + buffer.name + "' is too large to allocate", {},
+                      buffer.declared);
+    llvm::Function *function = builder_.GetInsertBlock()->getParent();
+    auto *use = llvm::BasicBlock::Create(context(), buffer.name + ".allocated", function);
+    auto *after = llvm::BasicBlock::Create(context(), buffer.name + ".done", function);
+    builder_.CreateCondBr(failed, after, use);
+    builder_.SetInsertPoint(use);
+    emitBody();
+    builder_.CreateBr(after);
+    builder_.SetInsertPoint(after);
   }
   target_.release(*this, buffer, storage);
 }
