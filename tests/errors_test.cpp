@@ -29,6 +29,26 @@ constexpr const char *kDivide = "kernel divide(x: in i32[N], d: i32, q: out i32[
                                 "  }\n"
                                 "}\n";
 
+// `loopc run ARGUMENTS` on every engine: each must fail (exit 1) printing
+// `message`, the same error at the same place.
+void failsOnEveryEngine(const std::string &arguments, const std::string &message) {
+  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto result = runLoopc("run " + arguments + " --device " + device);
+    CHECK(result.exitCode == 1);
+    CHECK(result.output.find(message) != std::string::npos);
+  }
+}
+
+// `loopc run ARGUMENTS --check` on the compiled engines: each must agree with
+// the interpreter.
+void agreesOnCompiledEngines(const std::string &arguments) {
+  for (std::string device : {"cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    CHECK(runLoopc("run " + arguments + " --check --device " + device).exitCode == 0);
+  }
+}
+
 } // namespace
 
 TEST_CASE("run --device cpu reports an integer division by zero and exits 1") {
@@ -49,13 +69,8 @@ TEST_CASE("a modulo by zero inside a function is reported there, as by the inter
                       "kernel k(x: in i32[N], m: i32, y: out i32[N]) {\n"
                       "  parfor i in 0..N { y[i] = wrap(x[i], m); }\n"
                       "}\n");
-  for (const char *device : {"interp", "cpu", "gpu-on-cpu"}) {
-    CAPTURE(device);
-    auto result = runLoopc("run " + program.path + " --set N=5 --set m=0 --device " + device);
-    CHECK(result.exitCode == 1);
-    CHECK(result.output.find("program.loop:1:41: error: integer modulo by zero") !=
-          std::string::npos);
-  }
+  failsOnEveryEngine(program.path + " --set N=5 --set m=0",
+                     "program.loop:1:41: error: integer modulo by zero");
 }
 
 TEST_CASE("run --device cpu divides by a nonzero input as before") {
@@ -154,23 +169,13 @@ TEST_CASE("a called kernel's extents that differ from its arguments' fail at the
       "}\n"
       "kernel fill(n: i64, y: out f32[n]) { parfor i in 0..n { y[i] = 1.0; } }\n"
       "kernel caller(B: out f32[M]) { fill(M + 1, B); }\n");
-  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
-    CAPTURE(device);
-    auto odd = runLoopc("run " + program.path + " --kernel pyramid --set H=7 --set W=8 --device " +
-                        device);
-    CHECK(odd.exitCode == 1);
-    CHECK(odd.output.find("program.loop:8:12: error: 'level' has extent 3 in dimension 0, but "
-                          "parameter 'Y' of 'down2' needs 4") != std::string::npos);
-    auto scalar = runLoopc("run " + program.path + " --kernel caller --set M=5 --device " + device);
-    CHECK(scalar.exitCode == 1);
-    CHECK(scalar.output.find("program.loop:12:44: error: 'B' has extent 5 in dimension 0, but "
-                             "parameter 'y' of 'fill' needs 6") != std::string::npos);
-    if (device == "interp")
-      continue;
-    auto even = runLoopc("run " + program.path +
-                         " --kernel pyramid --set H=8 --set W=10 --check --device " + device);
-    CHECK(even.exitCode == 0);
-  }
+  failsOnEveryEngine(program.path + " --kernel pyramid --set H=7 --set W=8",
+                     "program.loop:8:12: error: 'level' has extent 3 in dimension 0, but "
+                     "parameter 'Y' of 'down2' needs 4");
+  failsOnEveryEngine(program.path + " --kernel caller --set M=5",
+                     "program.loop:12:44: error: 'B' has extent 5 in dimension 0, but "
+                     "parameter 'y' of 'fill' needs 6");
+  agreesOnCompiledEngines(program.path + " --kernel pyramid --set H=8 --set W=10");
 }
 
 TEST_CASE(
@@ -212,15 +217,10 @@ TEST_CASE(
                              ": error: integer modulo by zero") != std::string::npos;
       CHECK(reported);
     }
-  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
-    CAPTURE(device);
-    auto result =
-        runLoopc("run " + program.path + " --kernel dead_read --bounds-check --in x=" + a +
-                 " --in b=" + b + " --device " + device);
-    CHECK(result.exitCode == 1);
-    CHECK(result.output.find("program.loop:11:30: error: index 101 out of range for dimension 0 "
-                             "of 'x' (extent 3)") != std::string::npos);
-  }
+  failsOnEveryEngine(program.path + " --kernel dead_read --bounds-check --in x=" + a +
+                         " --in b=" + b,
+                     "program.loop:11:30: error: index 101 out of range for dimension 0 of 'x' "
+                     "(extent 3)");
 }
 
 TEST_CASE("a write out of range is marked at its target, as the interpreter marks it") {
@@ -229,14 +229,9 @@ TEST_CASE("a write out of range is marked at its target, as the interpreter mark
                       "    y[2 * i] = x[i];\n"
                       "  }\n"
                       "}\n");
-  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
-    CAPTURE(device);
-    auto result = runLoopc("run " + program.path + " --bounds-check --set N=10 --device " + device);
-    CHECK(result.exitCode == 1);
-    CHECK(result.output.find("program.loop:3:5: error: index 10 out of range for dimension 0 of "
-                             "'y' (extent 10)\n    y[2 * i] = x[i];\n    ^~~~~~~~\n") !=
-          std::string::npos);
-  }
+  failsOnEveryEngine(program.path + " --bounds-check --set N=10",
+                     "program.loop:3:5: error: index 10 out of range for dimension 0 of 'y' "
+                     "(extent 10)\n    y[2 * i] = x[i];\n    ^~~~~~~~\n");
 }
 
 TEST_CASE("after a division by zero the code goes on harmlessly until the error is reported") {
@@ -251,19 +246,10 @@ TEST_CASE("after a division by zero the code goes on harmlessly until the error 
                       "    parfor t in 0..i32(T) { o[t] += t + k; }\n"
                       "  }\n"
                       "}\n");
-  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
-    CAPTURE(device);
-    auto cyclic =
-        runLoopc("run " + program.path + " --kernel cyclic --set T=5 --set C=0 --device " + device);
-    CHECK(cyclic.exitCode == 1);
-    CHECK(cyclic.output.find("program.loop:2:31: error: integer modulo by zero") !=
-          std::string::npos);
-    auto loop = runLoopc("run " + program.path +
-                         " --kernel long_loop --set T=64 --set d=0 --device " + device);
-    CHECK(loop.exitCode == 1);
-    CHECK(loop.output.find("program.loop:5:15: error: integer division by zero") !=
-          std::string::npos);
-  }
+  failsOnEveryEngine(program.path + " --kernel cyclic --set T=5 --set C=0",
+                     "program.loop:2:31: error: integer modulo by zero");
+  failsOnEveryEngine(program.path + " --kernel long_loop --set T=64 --set d=0",
+                     "program.loop:5:15: error: integer division by zero");
 }
 
 TEST_CASE("a call's extents named by a let are compared when the call runs") {
@@ -282,16 +268,10 @@ TEST_CASE("a call's extents named by a let are compared when the call runs") {
                       "  parfor i in 0..N1 { u1[i] = 1.0; }\n"
                       "  prolong(u1, u);\n"
                       "}\n");
-  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
-    CAPTURE(device);
-    auto even = runLoopc("run " + program.path + " --set N=34 --device " + device);
-    CHECK(even.exitCode == 1);
-    CHECK(even.output.find("program.loop:11:15: error: 'u' has extent 34 in dimension 0, but "
-                           "parameter 'u' of 'prolong' needs 33") != std::string::npos);
-    if (device == "interp")
-      continue;
-    CHECK(runLoopc("run " + program.path + " --set N=33 --check --device " + device).exitCode == 0);
-  }
+  failsOnEveryEngine(program.path + " --set N=34",
+                     "program.loop:11:15: error: 'u' has extent 34 in dimension 0, but parameter "
+                     "'u' of 'prolong' needs 33");
+  agreesOnCompiledEngines(program.path + " --set N=33");
 }
 
 TEST_CASE("a local array too large to allocate is an error on every engine, not a crash") {
@@ -300,12 +280,6 @@ TEST_CASE("a local array too large to allocate is an error on every engine, not 
                       "  var t: f32[K];\n"
                       "  parfor i in 0..N { y[i] = x[i] + t[i % K]; }\n"
                       "}\n");
-  for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {
-    CAPTURE(device);
-    auto huge =
-        runLoopc("run " + program.path + " --set N=10 --set K=100000000000 --device " + device);
-    CHECK(huge.exitCode == 1);
-    CHECK(huge.output.find("program.loop:2:7: error: local array 't' is too large to allocate") !=
-          std::string::npos);
-  }
+  failsOnEveryEngine(program.path + " --set N=10 --set K=100000000000",
+                     "program.loop:2:7: error: local array 't' is too large to allocate");
 }

@@ -454,12 +454,13 @@ private:
   }
 
   // The same value in every thread, and safe to evaluate once for the block.
-  bool isUniform(const ir::Expr &expr) const {
-    if (mayFault(*expr))
-      return false;
+  bool isUniform(const ir::Expr &expr) const { return !mayFault(*expr) && !variesByThread(expr); }
+
+  // Whether `expr` names a value that differs between the threads.
+  bool variesByThread(const ir::Expr &expr) const {
     MentionsVarying mentions(varying_);
     mentions.visit(expr);
-    return !mentions.found;
+    return mentions.found;
   }
 
   void splitLoop(const For &loop) {
@@ -699,8 +700,8 @@ private:
     }
     // Extents that differ between threads (`var t: f32[i + 1]`): each
     // thread's slot is as large as the largest thread's array.
-    if (!std::ranges::all_of(buffer.shape,
-                             [&](const ir::Expr &extent) { return isUniform(extent); })) {
+    if (std::ranges::any_of(buffer.shape,
+                            [&](const ir::Expr &extent) { return variesByThread(extent); })) {
       llvm::Value *largest =
           emitter_.createEntryAlloca(builder_.getInt64Ty(), nullptr, buffer.name + ".largest");
       builder_.CreateStore(builder_.getInt64(0), largest);

@@ -7,11 +7,10 @@
 // checks themselves.
 #include "sema/Checker.h"
 
-#include <optional>
-#include <set>
-
 #include <algorithm>
 #include <functional>
+#include <optional>
+#include <set>
 
 namespace loopc::sema {
 namespace {
@@ -287,8 +286,7 @@ namespace {
 // The first statement of `fn`'s body, or of a function it calls, that is
 // not a `let` or the final `return`, with the function holding it.
 std::optional<std::pair<const FnDecl *, const Stmt *>> firstNonExpressionStatement(
-    const FnDecl &fn,
-    const std::map<FnDecl *, std::vector<std::pair<FnDecl *, SourceRange>>> &calls,
+    FnDecl &fn, const std::map<FnDecl *, std::vector<std::pair<FnDecl *, SourceRange>>> &calls,
     std::set<const FnDecl *> &visited) {
   if (!visited.insert(&fn).second)
     return std::nullopt;
@@ -300,7 +298,7 @@ std::optional<std::pair<const FnDecl *, const Stmt *>> firstNonExpressionStateme
     if (!isLet && !isFinalReturn)
       return std::pair{&fn, stmts[i].get()};
   }
-  auto callees = calls.find(const_cast<FnDecl *>(&fn));
+  auto callees = calls.find(&fn);
   if (callees != calls.end())
     for (const auto &[callee, range] : callees->second)
       if (auto found = firstNonExpressionStatement(*callee, calls, visited))
