@@ -155,6 +155,12 @@ TEST_CASE("unknown kernels and unavailable devices are reported clearly") {
   auto kernel = runLoopc("run samples/dot.loop --kernel nope --set N=3");
   CHECK(kernel.exitCode == 1);
   CHECK(kernel.output == "loopc: error: no kernel named 'nope' (available: dot)\n");
+  TempDir dir;
+  std::string importer = dir.file("importer.loop", "import reduce;\n");
+  auto imported = runLoopc("run " + importer + " --set N=3");
+  CHECK(imported.exitCode == 1);
+  CHECK(contains(imported.output, "loopc: error: the file defines no kernel of its own; choose an "
+                                  "imported one with --kernel (available: "));
   auto device = runLoopc("run samples/dot.loop --set N=3 --device tpu");
   CHECK(device.exitCode == 1);
   CHECK(device.output ==

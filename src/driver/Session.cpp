@@ -33,18 +33,23 @@ std::unique_ptr<Session> openSession(const std::string &path) {
 }
 
 Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name) {
-  if (name.empty()) {
-    const Module &main = *program.modules.front();
-    if (main.kernels.empty())
-      return makeError("the program has no kernel to run");
-    return main.kernels.back().get();
-  }
-  if (const KernelDecl *kernel = program.findKernel(name))
-    return kernel;
   std::string available;
   for (const auto &module : program.modules)
     for (const auto &kernel : module->kernels)
       available += (available.empty() ? "" : ", ") + kernel->name;
+  if (name.empty()) {
+    const Module &main = *program.modules.front();
+    if (!main.kernels.empty())
+      return main.kernels.back().get();
+    if (available.empty())
+      return makeError("the program has no kernel to run");
+    // A file that only imports: its kernels are all another file's.
+    return makeError("the file defines no kernel of its own; choose an imported one with --kernel "
+                     "(available: " +
+                     available + ")");
+  }
+  if (const KernelDecl *kernel = program.findKernel(name))
+    return kernel;
   return makeError("no kernel named '" + name +
                    "' (available: " + (available.empty() ? "none" : available) + ")");
 }
