@@ -177,6 +177,14 @@ TEST_CASE("--device gpu-on-cpu runs the GPU pipeline's kernels on the CPU JIT") 
   CHECK_FALSE(contains(cpu.output, "GPU kernels"));
 }
 
+TEST_CASE("times are printed in milliseconds with three significant digits below 0.1 ms") {
+  CHECK(loopc::driver::formatMilliseconds(1.5) == "1500.000");
+  CHECK(loopc::driver::formatMilliseconds(0.0001234) == "0.123");
+  CHECK(loopc::driver::formatMilliseconds(0.00004123) == "0.0412");
+  CHECK(loopc::driver::formatMilliseconds(4.126e-7) == "0.000413");
+  CHECK(loopc::driver::formatMilliseconds(0) == "0.000");
+}
+
 TEST_CASE("run --repeat N reports the median of N runs and rejects a bad N") {
   auto repeated = runLoopc("run samples/dot.loop --set N=100 --device interp --repeat 5");
   CHECK(repeated.exitCode == 0);

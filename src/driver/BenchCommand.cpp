@@ -71,10 +71,10 @@ int runBench(const BenchOptions &options) {
     std::cout << result.dump() << "\n";
     return 0;
   }
-  std::cout << std::fixed << std::setprecision(3);
   std::cout << "kernel '" << kernel.name << "' on " << run->engine->name() << ": median "
-            << median * 1e3 << " ms, min " << minimum * 1e3 << " ms, spread "
-            << std::setprecision(1) << spread * 100 << "% over " << options.repeat << " runs\n";
+            << formatMilliseconds(median) << " ms, min " << formatMilliseconds(minimum)
+            << " ms, spread " << std::fixed << std::setprecision(1) << spread * 100 << "% over "
+            << options.repeat << " runs\n";
   std::cout << std::setprecision(2) << "  " << gflops << " GFLOP/s (" << work.flops / 1e9
             << " GFLOP), " << gbytes << " GB/s (" << work.bytes / 1e9
             << " GB, each array once: a lower bound)"

@@ -489,10 +489,9 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
     return;
   }
   out_ << "kernel '" << run->kernel->name << "' on " << run->engine->name() << ": median "
-       << std::fixed << std::setprecision(3) << medianOf(*times) * 1e3 << " ms, min "
-       << times->front() * 1e3 << " ms, max " << times->back() * 1e3 << " ms over " << repeat
-       << " run" << (repeat == 1 ? "" : "s") << "\n";
-  out_.unsetf(std::ios::fixed);
+       << formatMilliseconds(medianOf(*times)) << " ms, min " << formatMilliseconds(times->front())
+       << " ms, max " << formatMilliseconds(times->back()) << " ms over " << repeat << " run"
+       << (repeat == 1 ? "" : "s") << "\n";
 }
 
 void Repl::explainCommand(const std::string &arguments) {

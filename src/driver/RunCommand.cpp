@@ -16,12 +16,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 namespace loopc::driver {
@@ -218,17 +220,26 @@ double medianOf(const std::vector<double> &sortedSeconds) {
                                   : (sortedSeconds[middle - 1] + sortedSeconds[middle]) / 2;
 }
 
+std::string formatMilliseconds(double seconds) {
+  double milliseconds = seconds * 1e3;
+  int decimals = 3;
+  if (milliseconds > 0 && milliseconds < 0.1)
+    decimals = 2 - static_cast<int>(std::floor(std::log10(milliseconds)));
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(decimals) << milliseconds;
+  return text.str();
+}
+
 void printRunReport(std::ostream &out, const KernelDecl &kernel, const KernelArgs &args,
                     const std::string &device, double seconds, int repeat) {
   for (size_t position = 0; position < kernel.params.size(); ++position)
     if (isOutput(*kernel.params[position]))
       out << summarizeArray(kernel.params[position]->name, args.params[position]) << "\n";
-  out << "kernel '" << kernel.name << "' ran on " << device << " in " << std::fixed
-      << std::setprecision(3) << seconds * 1e3 << " ms";
+  out << "kernel '" << kernel.name << "' ran on " << device << " in " << formatMilliseconds(seconds)
+      << " ms";
   if (repeat > 1)
     out << " (median of " << repeat << " runs)";
   out << "\n";
-  out.unsetf(std::ios::fixed);
 }
 
 void addRunCommand(CLI::App &app) {

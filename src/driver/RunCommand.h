@@ -33,6 +33,10 @@ std::string autoReferenceEngine(double operations, const std::string &engineUnde
 // The median of sorted times.
 double medianOf(const std::vector<double> &sortedSeconds);
 
+// `seconds` in milliseconds, with three decimals, or three significant
+// digits below 0.1 ms (a tiny kernel's 0.000412 rather than 0.000).
+std::string formatMilliseconds(double seconds);
+
 // What `loopc run` prints after a run: a summary of every out and inout
 // parameter, then the device and the time (the median when `repeat` > 1).
 // Shared with the REPL's :run.

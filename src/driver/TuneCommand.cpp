@@ -105,11 +105,12 @@ public:
     TuningKey key = tuningKey(run_.session->sources, *run_.kernel, inputs_, device_);
     if (Status stored = storeTunedChoice(path, key, options_.target.file, tuned); !stored)
       return stored;
-    std::cout << std::fixed << std::setprecision(3) << "tuned kernel '" << run_.kernel->name
-              << "' on " << device_ << ": " << describeChoices(*choices) << ", " << best * 1e3
-              << " ms, " << std::setprecision(2) << defaultSeconds / best
-              << "x the defaults' speed (" << std::setprecision(3) << defaultSeconds * 1e3
-              << " ms); kept in " << path << "\n";
+    std::cout << "tuned kernel '" << run_.kernel->name << "' on " << device_ << ": "
+              << describeChoices(*choices) << ", " << formatMilliseconds(best) << " ms, "
+              << std::fixed << std::setprecision(2) << defaultSeconds / best
+              << "x the defaults' speed (" << formatMilliseconds(defaultSeconds) << " ms); kept in "
+              << path << "\n";
+    std::cout.unsetf(std::ios::fixed);
     return {};
   }
 
@@ -169,9 +170,7 @@ private:
       return std::nullopt;
     }
     double median = medianOf(*times);
-    std::cout << std::fixed << std::setprecision(3) << "  " << label << ": " << median * 1e3
-              << " ms\n";
-    std::cout.unsetf(std::ios::fixed);
+    std::cout << "  " << label << ": " << formatMilliseconds(median) << " ms\n";
     return median;
   }
 
