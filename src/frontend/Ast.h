@@ -284,7 +284,7 @@ struct ScanStmt : Stmt {
   ScanStmt() : Stmt(kKind) {}
   ReduceOp op;
   ExprPtr neutral;
-  std::vector<Range> ranges;          // exactly one, a vector for the nest helpers
+  std::vector<Range> ranges;         // exactly one, a vector for the nest helpers
   std::unique_ptr<AssignStmt> write; // `Y[k] = e`, its value the scanned body
 };
 
@@ -349,6 +349,7 @@ struct KernelDecl {
 struct FnDecl {
   std::string name;
   bool associative = false;
+  bool commutes = false; // set by Sema for an assoc fn used as an operator
   std::vector<VarDeclPtr> params;
   ScalarType result = ScalarType::F32;
   std::unique_ptr<BlockStmt> body;

@@ -330,6 +330,9 @@ struct ReduceOperator {
   std::string userName;
   std::string lhsVar, rhsVar;
   Expr combine;
+  // A user's operator whose combine gives the same value with its operands
+  // swapped (the checker's sema::commutesAsWritten); the builtins all do.
+  bool userCommutes = false;
 };
 
 // `accumulator[indices] = op-fold of value over the loop nest`, starting from

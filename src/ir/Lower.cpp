@@ -794,6 +794,7 @@ private:
     }
     result.kind = ReduceOperator::Kind::User;
     result.userName = op.userName;
+    result.userCommutes = op.userFn->commutes;
     result.lhsVar = claimName(op.userName + ".lhs");
     result.rhsVar = claimName(op.userName + ".rhs");
     StmtEmitter body;

@@ -6,6 +6,7 @@
 // statement and expression checks look things up in, kept apart from the
 // checks themselves.
 #include "sema/Checker.h"
+#include "sema/OperatorSymmetry.h"
 
 #include <algorithm>
 #include <functional>
@@ -312,8 +313,24 @@ void Checker::checkOperatorBodies() {
   for (const OperatorUse &use : operatorUses_) {
     std::set<const FnDecl *> visited;
     auto found = firstNonExpressionStatement(*use.fn, fnCalls_, visited);
-    if (!found)
+    if (!found) {
+      use.fn->commutes = commutesAsWritten(*use.fn);
+      // (An operator without two parameters has its error already.)
+      if (use.construct == "combine" && !use.fn->commutes && use.fn->params.size() == 2) {
+        diagnostics_.error(use.range,
+                           quoted(use.fn->name) +
+                               " cannot be a combine operator: the iterations combine in no fixed "
+                               "order, so the operator must commute, and swapping its "
+                               "parameters " +
+                               quoted(use.fn->params[0]->name) + " and " +
+                               quoted(use.fn->params[1]->name) + " changes its expression");
+        diagnostics_.note(use.fn->nameRange,
+                          quoted(use.fn->name) +
+                              " is declared here; write it symmetrically (max(a, b) rather than "
+                              "a > b ? a : b), or use a redomap, which combines in order");
+      }
       continue;
+    }
     diagnostics_.error(use.range,
                        quoted(use.fn->name) + " cannot be a " + use.construct +
                            " operator: an operator combines as one expression, so its body must "

@@ -1,10 +1,7 @@
 // The reduction pieces shared by the lowering passes (see ReductionTrees.h).
 #include "passes/lowering/ReductionTrees.h"
 
-#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
-
-#include <set>
 
 namespace loopc::passes {
 
@@ -35,40 +32,8 @@ Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
                                  /*isReductionStep=*/op.kind != ReduceOperator::Kind::User);
 }
 
-namespace {
-
-// `expr` with the operands of every commutative operator in one order (by
-// their printed form), so two expressions equal up to commuting operands
-// print the same.
-std::string canonicalText(const Expr &expr) {
-  class Canonicalizer : public IRMutator {
-  protected:
-    Expr visitBinary(const Binary &node, const Expr &self) override {
-      Expr mutated = IRMutator::visitBinary(node, self);
-      const auto &binary = *mutated->as<Binary>();
-      static const std::set<BinaryOpKind> commutative = {
-          BinaryOpKind::Add, BinaryOpKind::Mul, BinaryOpKind::Min, BinaryOpKind::Max,
-          BinaryOpKind::Eq,  BinaryOpKind::Ne,  BinaryOpKind::And, BinaryOpKind::Or};
-      if (!commutative.contains(binary.op) || toString(binary.lhs) <= toString(binary.rhs))
-        return mutated;
-      return makeBinary(binary.op, binary.rhs, binary.lhs);
-    }
-  } canonicalizer;
-  return toString(canonicalizer.mutate(expr));
-}
-
-} // namespace
-
-// A user's operator commutes when its combine, with its two operands
-// swapped, is the same expression up to the order of the operands of
-// commutative operators (`max(abs(a), abs(b))`, `a * b + a + b`); the
-// builtin operators all do.
 bool commutes(const ReduceOperator &op) {
-  if (op.kind != ReduceOperator::Kind::User)
-    return true;
-  Expr lhs = makeVar(op.combine->type, op.lhsVar), rhs = makeVar(op.combine->type, op.rhsVar);
-  Expr swapped = substitute(op.combine, {{op.lhsVar, rhs}, {op.rhsVar, lhs}});
-  return canonicalText(op.combine) == canonicalText(swapped);
+  return op.kind != ReduceOperator::Kind::User || op.userCommutes;
 }
 
 Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, const Expr &thread,

@@ -21,9 +21,10 @@ inline constexpr int64_t kReductionThreads = 256;
 ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Buffer &cell, ir::Expr value);
 
 // Whether the lowering may combine points in any order: the builtin
-// operators commute, and a user's `assoc fn` whose combine is visibly
-// symmetric in its operands (`max(abs(a), abs(b))`); any other need only be
-// associative, so its points must combine in the order of the range.
+// operators commute, and a user's `assoc fn` the checker found symmetric in
+// its operands (`max(abs(a), abs(b))`, sema::commutesAsWritten); any other
+// need only be associative, so its points must combine in the order of the
+// range.
 bool commutes(const ir::ReduceOperator &op);
 
 // Combines each tile[0..kReductionThreads) into its tile[0] with its

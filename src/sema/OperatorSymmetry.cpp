@@ -1,0 +1,204 @@
+// The symmetry test of user operators (see OperatorSymmetry.h). The passes
+// ask the same question of the lowered operator (passes/lowering
+// ReductionTrees: commutes) to choose a reduction's walk; this one runs on
+// the checked AST, before lowering, so that a `combine` with an operator
+// that does not commute is an error at its use.
+#include "sema/OperatorSymmetry.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace loopc::sema {
+
+namespace {
+
+// The canonical text of an expression, the text of each name it reads
+// looked up in `names` (parameters and lets, already canonical).
+class CanonicalText {
+public:
+  // The canonical text of `fn`'s result with its parameters' texts given.
+  std::optional<std::string> ofCall(const FnDecl &fn, const std::vector<std::string> &arguments) {
+    if (fn.body->stmts.empty() || fn.params.size() != arguments.size())
+      return std::nullopt;
+    std::map<const VarDecl *, std::string> names;
+    for (size_t i = 0; i < arguments.size(); ++i)
+      names[fn.params[i].get()] = arguments[i];
+    std::swap(names, names_);
+    std::optional<std::string> result = ofBody(*fn.body);
+    std::swap(names, names_);
+    return result;
+  }
+
+private:
+  // Expressions past this length are not compared (each inlined call may
+  // double the text).
+  static constexpr size_t kMaxLength = 1 << 16;
+
+  std::optional<std::string> ofBody(const BlockStmt &body) {
+    for (size_t i = 0; i + 1 < body.stmts.size(); ++i) {
+      const auto *let = body.stmts[i]->as<DeclStmt>();
+      if (!let || !let->init)
+        return std::nullopt;
+      std::optional<std::string> value = of(*let->init);
+      if (!value)
+        return std::nullopt;
+      names_[let->var.get()] = *value;
+    }
+    const auto *result = body.stmts.back()->as<ReturnStmt>();
+    if (!result || !result->value)
+      return std::nullopt;
+    return of(*result->value);
+  }
+
+  // `name(operands)`, the operands sorted when the operator commutes.
+  static std::optional<std::string> apply(const std::string &name,
+                                          std::vector<std::string> operands, bool commutative) {
+    if (commutative)
+      std::ranges::sort(operands);
+    std::string text = name + "(";
+    for (size_t i = 0; i < operands.size(); ++i)
+      text += (i ? "," : "") + operands[i];
+    text += ")";
+    if (text.size() > kMaxLength)
+      return std::nullopt;
+    return text;
+  }
+
+  // The operands of an associative and commutative operation (`+ * && ||
+  // min max`). On integers and bools, whose
+  // `+ * min max && ||` are exactly associative, nested operations of the
+  // same operator and type are one operation of all their operands, so
+  // `a * b + a + b` is symmetric; on floats, `(x + y) + z` rounds otherwise
+  // than `(x + z) + y`, and grouping counts.
+  static std::vector<const Expr *> chain(const Expr &expr) {
+    auto operandsOf = [](const Expr &node) -> std::optional<std::vector<const Expr *>> {
+      if (const auto *binary = node.as<BinaryExpr>())
+        return std::vector<const Expr *>{binary->lhs.get(), binary->rhs.get()};
+      if (const auto *call = node.as<CallExpr>(); call && call->isBuiltin) {
+        std::vector<const Expr *> args;
+        for (const ExprPtr &arg : call->args)
+          args.push_back(arg.get());
+        return args;
+      }
+      return std::nullopt;
+    };
+    auto sameOperation = [&expr](const Expr &node) {
+      if (node.type != expr.type || node.kind != expr.kind || isFloat(expr.type))
+        return false;
+      if (const auto *binary = node.as<BinaryExpr>())
+        return binary->op == expr.as<BinaryExpr>()->op;
+      const auto *call = node.as<CallExpr>();
+      return call->isBuiltin && expr.as<CallExpr>()->isBuiltin &&
+             call->builtin == expr.as<CallExpr>()->builtin;
+    };
+    std::vector<const Expr *> operands, direct = *operandsOf(expr);
+    for (const Expr *operand : direct) {
+      if (sameOperation(*operand)) {
+        std::vector<const Expr *> nested = chain(*operand);
+        operands.insert(operands.end(), nested.begin(), nested.end());
+      } else {
+        operands.push_back(operand);
+      }
+    }
+    return operands;
+  }
+
+  std::optional<std::vector<std::string>> ofEach(const std::vector<const Expr *> &exprs) {
+    std::vector<std::string> texts;
+    for (const Expr *expr : exprs) {
+      std::optional<std::string> text = of(*expr);
+      if (!text)
+        return std::nullopt;
+      texts.push_back(std::move(*text));
+    }
+    return texts;
+  }
+
+  std::optional<std::string> of(const Expr &expr) {
+    std::string type = scalarTypeName(expr.type);
+    switch (expr.kind) {
+    case Expr::Kind::IntLit:
+      return std::to_string(expr.as<IntLitExpr>()->value) + ":" + type;
+    case Expr::Kind::FloatLit: {
+      char text[40];
+      std::snprintf(text, sizeof text, "%a", expr.as<FloatLitExpr>()->value);
+      return text + (":" + type);
+    }
+    case Expr::Kind::BoolLit:
+      return expr.as<BoolLitExpr>()->value ? "true" : "false";
+    case Expr::Kind::Name: {
+      auto found = names_.find(expr.as<NameExpr>()->decl);
+      if (found == names_.end())
+        return std::nullopt;
+      return found->second;
+    }
+    case Expr::Kind::Call: {
+      const auto &call = *expr.as<CallExpr>();
+      std::vector<const Expr *> args;
+      bool minOrMax =
+          call.isBuiltin && (call.builtin == Builtin::Min || call.builtin == Builtin::Max);
+      if (minOrMax)
+        args = chain(expr);
+      else
+        for (const ExprPtr &arg : call.args)
+          args.push_back(arg.get());
+      auto texts = ofEach(args);
+      if (!texts)
+        return std::nullopt;
+      if (call.isBuiltin)
+        return apply(builtinName(call.builtin), std::move(*texts), minOrMax);
+      if (!call.fn)
+        return std::nullopt;
+      return ofCall(*call.fn, *texts);
+    }
+    case Expr::Kind::Cast: {
+      const auto &cast = *expr.as<CastExpr>();
+      auto texts = ofEach({cast.operand.get()});
+      return texts ? apply(type, std::move(*texts), false) : std::nullopt;
+    }
+    case Expr::Kind::Unary: {
+      const auto &unary = *expr.as<UnaryExpr>();
+      auto texts = ofEach({unary.operand.get()});
+      return texts ? apply(unary.op == UnaryOp::Neg ? "neg" : "not", std::move(*texts), false)
+                   : std::nullopt;
+    }
+    case Expr::Kind::Binary: {
+      const auto &binary = *expr.as<BinaryExpr>();
+      static const BinaryOp commutative[] = {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Eq,
+                                             BinaryOp::Ne,  BinaryOp::And, BinaryOp::Or};
+      bool commutes = std::ranges::find(commutative, binary.op) != std::end(commutative);
+      bool associates = binary.op != BinaryOp::Eq && binary.op != BinaryOp::Ne;
+      auto texts = ofEach(commutes && associates
+                              ? chain(expr)
+                              : std::vector<const Expr *>{binary.lhs.get(), binary.rhs.get()});
+      return texts ? apply(binaryOpSpelling(binary.op), std::move(*texts), commutes) : std::nullopt;
+    }
+    case Expr::Kind::Conditional: {
+      const auto &conditional = *expr.as<ConditionalExpr>();
+      auto texts =
+          ofEach({conditional.cond.get(), conditional.thenExpr.get(), conditional.elseExpr.get()});
+      return texts ? apply("select", std::move(*texts), false) : std::nullopt;
+    }
+    case Expr::Kind::Index:
+    case Expr::Kind::Redomap:
+      return std::nullopt; // no array or reduction reaches an operator's body
+    }
+    return std::nullopt;
+  }
+
+  std::map<const VarDecl *, std::string> names_;
+};
+
+} // namespace
+
+bool commutesAsWritten(const FnDecl &op) {
+  if (op.params.size() != 2)
+    return false;
+  std::optional<std::string> forward = CanonicalText().ofCall(op, {"#0", "#1"});
+  std::optional<std::string> swapped = CanonicalText().ofCall(op, {"#1", "#0"});
+  return forward && swapped && *forward == *swapped;
+}
+
+} // namespace loopc::sema
