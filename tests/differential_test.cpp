@@ -783,3 +783,23 @@ kernel wide_steps(x: in i32[N], n: i32, c: out i32, e: out i32, y: out i32[N]) {
   CHECK(integers(result["y"]) == std::vector<int64_t>{8, 16, 24});
   checkSource(source, {"N=1 n=0", "N=7 n=5", "N=257 n=-3"});
 }
+
+// Regression (found by a bug hunt): `(span + step - 1) / step` overflowed
+// for an i64 step near INT64_MAX, and the compiled loops ran no iteration.
+TEST_CASE("i64 steps near INT64_MAX run one iteration per range") {
+  const char *source = R"(
+kernel huge_steps(x: in i64[N], s: i64, r: out i64, t: out i64) {
+  for i in 0..10 by s { r += 1; }
+  t = redomap(+, 0, i in 3..N by s) x[i];
+}
+)";
+  ArgumentRequest request;
+  HostArray x(ScalarType::I64, {5});
+  std::ranges::copy(std::vector<int64_t>{0, 10, 20, 30, 40}, x.data<int64_t>());
+  request.arrays["x"] = x;
+  request.values["s"] = "9223372036854775807";
+  auto result = runAgreeing(source, "huge_steps", request);
+  CHECK(result["r"].getAsInt(0) == 1);
+  CHECK(result["t"].getAsInt(0) == 30);
+  checkSource(source, {"N=0 s=9223372036854775806", "N=4 s=3", "N=37 s=9223372036854775807"});
+}

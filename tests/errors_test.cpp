@@ -111,9 +111,19 @@ constexpr const char *kRunTimeShapes =
     "    for j in 0..s { t[j] = x[i]; }\n"
     "    y[i] = redomap(+, 0.0, j in 0..s) t[j];\n"
     "  }\n"
+    "}\n"
+    "kernel redomap_neutral(x: in f32[N], s: i64, r: out f32) {\n"
+    "  r = redomap(+, f32(s - 3), i in 0..N) x[i];\n"
+    "}\n"
+    "kernel scan_neutral(x: in f64[N], s: i64, y: out f64[N]) {\n"
+    "  scan(*, f64(s - 2), i in 0..N) y[i] = x[i];\n"
+    "}\n"
+    "kernel row_neutral(x: in i32[N][N], s: i32, y: out i32[N]) {\n"
+    "  parfor i in 0..N { y[i] = redomap(+, s - 3, j in 0..N) x[i][j]; }\n"
     "}\n";
 
-TEST_CASE("a step or local extent that is wrong at run time fails there on every engine") {
+TEST_CASE("a step, local extent or neutral element that is wrong at run time fails there on every "
+          "engine") {
   // Found by bug hunts: a negative step ran no iteration silently and a zero
   // one was called a division by zero; a negative extent ran silently.
   TempProgram program(kRunTimeShapes);
@@ -132,6 +142,17 @@ TEST_CASE("a step or local extent that is wrong at run time fails there on every
       {"i32_step", "-3", "17:71: error: the step of a range must be positive, but it is -3"},
       {"global_extent", "-1", "19:17: error: extent -2 of local array 't' is negative"},
       {"private_extent", "-4", "24:16: error: extent -4 of local array 't' is negative"},
+      // From a bug hunt: a neutral element from a variable was combined in
+      // once per partial result, a different total on every engine.
+      {"redomap_neutral", "-1",
+       "30:18: error: the neutral element of 'redomap(+)' must be 0: it may be combined in once "
+       "per partial result"},
+      {"scan_neutral", "-1",
+       "33:11: error: the neutral element of 'scan(*)' must be 1: it may be combined in once per "
+       "partial result"},
+      {"row_neutral", "-1",
+       "36:40: error: the neutral element of 'redomap(+)' must be 0: it may be combined in once "
+       "per partial result"},
   };
   for (const Case &each : cases)
     for (std::string device : {"interp", "cpu", "gpu-on-cpu"}) {

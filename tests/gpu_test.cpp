@@ -487,7 +487,7 @@ TEST_CASE("the GPU engine reports a device error and a kernel's failure at the p
 TEST_CASE("combines are atomics in global and shared memory, compare-and-swap loops for * and "
           "user operators") {
   auto loaded = test::loadText(R"(
-assoc fn larger(a: f32, b: f32) -> f32 { return a > b ? a : b; }
+assoc fn larger(a: f32, b: f32) -> f32 { return max(a, b); }
 kernel updates(x: in f32[N], S: out f32[B], P: inout f64[B], U: inout f32[B], C: out i32[B]) {
   parfor i in 0..N {
     combine(+) S[i % B] = x[i];

@@ -237,7 +237,7 @@ kernel evens(x: inout f32[N]) {
 }
 )",
                                          "evens"));
-  CHECK(contains(printed, "for i.t in [0, (N - 1 + 2 - 1) / 2) {"));
+  CHECK(contains(printed, "for i.t in [0, (N - 1) / 2 + min((N - 1) % 2, 1)) {"));
   CHECK(contains(printed, "let i = 1 + 2 * i.t"));
 }
 

@@ -35,6 +35,22 @@ size_t scalarSize(ScalarType type) {
   return 0;
 }
 
+std::optional<int> requiredNeutral(const ReduceOp &op) {
+  if (op.kind == ReduceOp::Kind::Add)
+    return 0;
+  if (op.kind == ReduceOp::Kind::Mul)
+    return 1;
+  return std::nullopt;
+}
+
+std::string wrongNeutralMessage(const ReduceOp &op, const std::string &construct) {
+  bool add = op.kind == ReduceOp::Kind::Add;
+  return "the neutral element of '" + construct + "' must be " + (add ? "0" : "1") +
+         ": it may be combined in once per partial result; " +
+         (add ? "add the starting value to the result instead"
+              : "multiply the result by the starting value instead");
+}
+
 const char *reduceOpSpelling(const ReduceOp &op) {
   switch (op.kind) {
   case ReduceOp::Kind::Add:

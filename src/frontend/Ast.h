@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -210,6 +211,15 @@ struct ReduceOp {
 
 // `+`, `min`, ... or the user function's name.
 const char *reduceOpSpelling(const ReduceOp &op);
+
+// The one neutral element a reduction with `op` may start from: 0 for `+`,
+// 1 for `*` (a partial result may start from it, so it may be combined in
+// more than once); none for the others, which give the same result however
+// often their neutral is combined in. `wrongNeutralMessage` is the error
+// for another value, in `construct` (`redomap(+)`), the checker's for a
+// constant and every engine's at run time.
+std::optional<int> requiredNeutral(const ReduceOp &op);
+std::string wrongNeutralMessage(const ReduceOp &op, const std::string &construct);
 
 // `redomap(op, neutral, r1, r2, ...) body`: evaluates body for every point of
 // the range nest and combines the values with op, starting from neutral.

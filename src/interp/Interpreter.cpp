@@ -406,6 +406,8 @@ private:
   // `target op= value`: `target = target op value`, fused as evalBinary would.
   Expected<Value> evalCompound(const AssignStmt &assign, const Value &target);
   Expected<Flow> execScan(const ScanStmt &scan);
+  Status checkNeutral(const ReduceOp &op, const Value &neutral, const Expr &expr,
+                      const std::string &construct);
   // Stores `value` into the array element `assign` targets.
   Status storeTo(const AssignStmt &assign, const Value &value);
   // `accumulator op value` for a redomap or combine operator.
@@ -671,11 +673,24 @@ Status Executor::storeTo(const AssignStmt &assign, const Value &value) {
   return {};
 }
 
+// A neutral element the checker could not see (a variable's value) is
+// checked when the reduction starts (requiredNeutral).
+Status Executor::checkNeutral(const ReduceOp &op, const Value &neutral, const Expr &expr,
+                              const std::string &construct) {
+  std::optional<int> expected = requiredNeutral(op);
+  if (!expected || convertValue(neutral, ScalarType::F64).f64 == *expected)
+    return {};
+  return makeError(wrongNeutralMessage(op, construct + "(" + reduceOpSpelling(op) + ")"),
+                   expr.range);
+}
+
 // In order, one of the schedules the scan allows.
 Expected<Flow> Executor::execScan(const ScanStmt &scan) {
   Expected<Value> accumulator = eval(*scan.neutral);
   if (!accumulator)
     return propagate(accumulator.error());
+  if (Status valid = checkNeutral(scan.op, *accumulator, *scan.neutral, "scan"); !valid)
+    return propagate(valid.error());
   return forEachInRange(scan.ranges.front(), [&]() -> Expected<Flow> {
     accumulator = evalCombine(scan.op, *accumulator, *scan.write->value);
     if (!accumulator)
@@ -968,6 +983,8 @@ Expected<Value> Executor::evalRedomap(const RedomapExpr &redomap) {
   Expected<Value> neutral = eval(*redomap.neutral);
   if (!neutral)
     return neutral;
+  if (Status valid = checkNeutral(redomap.op, *neutral, *redomap.neutral, "redomap"); !valid)
+    return propagate(valid.error());
   Value accumulator = *neutral;
   bool pairwise = isFloat(neutral->type) && (redomap.op.kind == ReduceOp::Kind::Add ||
                                              redomap.op.kind == ReduceOp::Kind::Mul);

@@ -456,19 +456,23 @@ private:
     }
     lo = once(name + ".min", lo);
     // The trip count and the iteration's value are computed in i64: in i32,
-    // `hi - lo + step - 1` overflows for ranges spanning more than half the
-    // type (`-2147483647..2147483647 by 1073741824` has four iterations).
+    // the span overflows for ranges spanning more than half the type
+    // (`-2147483647..2147483647 by 1073741824` has four iterations). The
+    // count is span / step, plus one for a partial step (the remainder, at
+    // most 1; not positive for an empty range): `(span + step - 1) / step`
+    // would overflow for a step near INT64_MAX.
     ScalarType wide = ScalarType::I64;
     auto widen = [&](Expr value) {
       return type == wide ? value : std::make_shared<Cast>(wide, std::move(value));
     };
     Expr wideStep = widen(step), wideLo = widen(lo);
     Expr span = makeBinary(BinaryOpKind::Sub, widen(hi), wideLo);
-    Expr rounded = makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, span, wideStep),
-                              makeInt(wide, 1));
     result.loopVar = claimName(name + ".t");
     result.min = makeInt(wide, 0);
-    result.extent = makeBinary(BinaryOpKind::Div, rounded, wideStep);
+    result.extent =
+        makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Div, span, wideStep),
+                   makeBinary(BinaryOpKind::Min, makeBinary(BinaryOpKind::Rem, span, wideStep),
+                              makeInt(wide, 1)));
     Expr value = makeBinary(BinaryOpKind::Add, wideLo,
                             makeBinary(BinaryOpKind::Mul, wideStep, makeVar(wide, result.loopVar)));
     result.stepLet = {name, type == wide ? value : std::make_shared<Cast>(type, value)};
@@ -494,7 +498,7 @@ private:
     const AssignStmt &write = *scan.write;
     Buffer target = bindings_.at(write.decl).buffer;
     target->isWritten = true;
-    Expr neutral = lowerExpr(*scan.neutral, out);
+    Expr neutral = checkedNeutral(scan.op, *scan.neutral, "scan", out);
     ReduceOperator op = lowerReduceOp(scan.op, target->element);
     NormalizedRange range = normalizeRange(scan.ranges.front(), out, true);
     StmtEmitter valueOut;
@@ -807,10 +811,31 @@ private:
     return result;
   }
 
+  // The neutral element of a reduction in `construct` ("redomap"), lowered
+  // and, for `+` and `*`, checked at run time to be 0 or 1 as the
+  // interpreter does (the checker refuses constants that are not).
+  Expr checkedNeutral(const ReduceOp &op, const loopc::Expr &source, const std::string &construct,
+                      StmtEmitter &out) {
+    Expr neutral = lowerExpr(source, out);
+    std::optional<int> expected = requiredNeutral(op);
+    // (A literal is the checker's: it refused any other value.)
+    if (!expected || neutral->as<IntImm>() || neutral->as<FloatImm>())
+      return neutral;
+    neutral = bindOnce("neutral", neutral, out);
+    Expr required = isFloat(neutral->type)
+                        ? Expr(std::make_shared<FloatImm>(neutral->type, *expected))
+                        : makeInt(neutral->type, *expected);
+    out.stmt(std::make_shared<Check>(
+        makeBinary(BinaryOpKind::Eq, neutral, required),
+        wrongNeutralMessage(op, construct + "(" + reduceOpSpelling(op) + ")"), std::vector<Expr>{},
+        source.range));
+    return neutral;
+  }
+
   // A redomap becomes a rank-0 accumulator holding the neutral element and a
   // Reduce folding the body into it; the value is the accumulator afterwards.
   Expr lowerRedomap(const RedomapExpr &redomap, StmtEmitter &out) {
-    Expr neutral = lowerExpr(*redomap.neutral, out);
+    Expr neutral = checkedNeutral(redomap.op, *redomap.neutral, "redomap", out);
     Buffer accumulator = makeCell("acc", redomap.type, localMemory(), redomap.range);
     out.allocate(accumulator);
     out.stmt(makeStore(accumulator, {}, neutral, redomap.range));

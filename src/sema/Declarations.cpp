@@ -284,9 +284,38 @@ void Checker::reportRecursion() {
 
 namespace {
 
-// The first statement of `fn`'s body, or of a function it calls, that is
-// not a `let` or the final `return`, with the function holding it.
-std::optional<std::pair<const FnDecl *, const Stmt *>> firstNonExpressionStatement(
+// The first redomap in `expr`, or null.
+const RedomapExpr *findRedomap(const Expr &expr) {
+  if (const auto *redomap = expr.as<RedomapExpr>())
+    return redomap;
+  std::vector<const Expr *> children;
+  if (const auto *call = expr.as<CallExpr>())
+    for (const ExprPtr &arg : call->args)
+      children.push_back(arg.get());
+  else if (const auto *cast = expr.as<CastExpr>())
+    children = {cast->operand.get()};
+  else if (const auto *unary = expr.as<UnaryExpr>())
+    children = {unary->operand.get()};
+  else if (const auto *binary = expr.as<BinaryExpr>())
+    children = {binary->lhs.get(), binary->rhs.get()};
+  else if (const auto *conditional = expr.as<ConditionalExpr>())
+    children = {conditional->cond.get(), conditional->thenExpr.get(), conditional->elseExpr.get()};
+  for (const Expr *child : children)
+    if (const RedomapExpr *found = child ? findRedomap(*child) : nullptr)
+      return found;
+  return nullptr;
+}
+
+// What keeps an operator from being one expression: a statement that is not
+// a `let` or the final `return`, or a redomap (a loop), in its body or in a
+// function it calls.
+struct NonExpressionPart {
+  const FnDecl *holder;
+  SourceRange range;
+  bool isRedomap;
+};
+
+std::optional<NonExpressionPart> firstNonExpressionPart(
     FnDecl &fn, const std::map<FnDecl *, std::vector<std::pair<FnDecl *, SourceRange>>> &calls,
     std::set<const FnDecl *> &visited) {
   if (!visited.insert(&fn).second)
@@ -294,15 +323,19 @@ std::optional<std::pair<const FnDecl *, const Stmt *>> firstNonExpressionStateme
   const std::vector<StmtPtr> &stmts = fn.body->stmts;
   for (size_t i = 0; i < stmts.size(); ++i) {
     const auto *decl = stmts[i]->as<DeclStmt>();
+    const auto *result = stmts[i]->as<ReturnStmt>();
     bool isLet = decl && decl->var->kind == VarDecl::Kind::Let;
-    bool isFinalReturn = i + 1 == stmts.size() && stmts[i]->as<ReturnStmt>();
+    bool isFinalReturn = i + 1 == stmts.size() && result;
     if (!isLet && !isFinalReturn)
-      return std::pair{&fn, stmts[i].get()};
+      return NonExpressionPart{&fn, stmts[i]->range, false};
+    const Expr *value = isLet ? decl->init.get() : result->value.get();
+    if (const RedomapExpr *redomap = value ? findRedomap(*value) : nullptr)
+      return NonExpressionPart{&fn, redomap->range, true};
   }
   auto callees = calls.find(&fn);
   if (callees != calls.end())
     for (const auto &[callee, range] : callees->second)
-      if (auto found = firstNonExpressionStatement(*callee, calls, visited))
+      if (auto found = firstNonExpressionPart(*callee, calls, visited))
         return found;
   return std::nullopt;
 }
@@ -312,7 +345,7 @@ std::optional<std::pair<const FnDecl *, const Stmt *>> firstNonExpressionStateme
 void Checker::checkOperatorBodies() {
   for (const OperatorUse &use : operatorUses_) {
     std::set<const FnDecl *> visited;
-    auto found = firstNonExpressionStatement(*use.fn, fnCalls_, visited);
+    auto found = firstNonExpressionPart(*use.fn, fnCalls_, visited);
     if (!found) {
       use.fn->commutes = commutesAsWritten(*use.fn);
       // (An operator without two parameters has its error already.)
@@ -334,11 +367,12 @@ void Checker::checkOperatorBodies() {
     diagnostics_.error(use.range,
                        quoted(use.fn->name) + " cannot be a " + use.construct +
                            " operator: an operator combines as one expression, so its body must "
-                           "be 'let's and one 'return' (write a choice as 'c ? a : b')");
-    const auto &[holder, stmt] = *found;
-    diagnostics_.note(stmt->range, holder == use.fn ? "this statement is not a 'let'"
-                                                    : "this statement of " + quoted(holder->name) +
-                                                          ", which it calls, is not a 'let'");
+                           "be 'let's and one 'return' with no redomap (write a choice as 'c ? "
+                           "a : b')");
+    const auto &[holder, range, isRedomap] = *found;
+    std::string where = holder == use.fn ? "" : " of " + quoted(holder->name) + ", which it calls,";
+    diagnostics_.note(range, isRedomap ? "this redomap" + where + " is a loop"
+                                       : "this statement" + where + " is not a 'let'");
   }
 }
 

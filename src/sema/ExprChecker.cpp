@@ -376,10 +376,10 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
 
 namespace {
 
-// The value of an expression built from literals by `- + * /` and
-// conversions (`0.0 + 1.0`, `-(2 - 1)`, `f32(1)`), integer division
-// truncating; nothing for anything that names a variable or calls.
-std::optional<double> constantValue(const Expr &expr, bool &integral) {
+std::optional<double> constantValue(const Expr &expr, bool &integral);
+
+// The value of one operation of `expr` on its operands' constant values.
+std::optional<double> foldConstant(const Expr &expr, bool &integral) {
   if (const auto *integer = expr.as<IntLitExpr>()) {
     integral = true;
     return static_cast<double>(integer->value);
@@ -424,25 +424,31 @@ std::optional<double> constantValue(const Expr &expr, bool &integral) {
   }
 }
 
+// The value of an expression built from literals by `- + * /` and
+// conversions (`0.0 + 1.0`, `-(2 - 1)`, `f32(1)`), integer division
+// truncating, each step rounded to its type as the program computes it
+// (16777216.0 + 1.0 - 16777216.0 - 1.0 is -1 in f32, though 0 in f64);
+// nothing for anything that names a variable or calls.
+std::optional<double> constantValue(const Expr &expr, bool &integral) {
+  std::optional<double> value = foldConstant(expr, integral);
+  if (value && expr.type == ScalarType::F32)
+    return static_cast<double>(static_cast<float>(*value));
+  return value;
+}
+
 } // namespace
 
 void Checker::checkConstantNeutral(const ReduceOp &op, const Expr &neutral,
                                    const std::string &construct) {
-  if (op.kind != ReduceOp::Kind::Add && op.kind != ReduceOp::Kind::Mul)
+  std::optional<int> expected = requiredNeutral(op);
+  if (!expected)
     return;
   bool integral = false;
   std::optional<double> value = constantValue(neutral, integral);
   if (!value)
-    return; // a name or a call: its value is the program's business
-  double expected = op.kind == ReduceOp::Kind::Add ? 0 : 1;
-  if (*value == expected)
-    return;
-  bool add = op.kind == ReduceOp::Kind::Add;
-  diagnostics_.error(neutral.range,
-                     "the neutral element of '" + construct + "' must be " + (add ? "0" : "1") +
-                         ": it may be combined in once per partial result; " +
-                         (add ? "add the starting value to the result instead"
-                              : "multiply the result by the starting value instead"));
+    return; // a name or a call: checked when the program runs
+  if (*value != *expected)
+    diagnostics_.error(neutral.range, wrongNeutralMessage(op, construct));
 }
 
 FnDecl *Checker::resolveUserOperator(ReduceOp &op, const std::string &construct) {
@@ -579,8 +585,7 @@ void Checker::finalize(Expr &expr, ScalarType type, bool negated) {
     // As an integer literal must fit its type: 1e39 is no f32 (it would be
     // inf); 3.4028235e38, FLT_MAX as printed, rounds to FLT_MAX and fits.
     double value = expr.as<FloatLitExpr>()->value;
-    if (type == ScalarType::F32 && std::isfinite(value) &&
-        std::isinf(static_cast<float>(value))) {
+    if (type == ScalarType::F32 && std::isfinite(value) && std::isinf(static_cast<float>(value))) {
       std::ostringstream text;
       text.precision(9);
       text << value;

@@ -317,10 +317,18 @@ private:
         visitRange(range);
       return visitExpr(*redomap->body);
     }
+    case Expr::Kind::Name: {
+      // A scalar the iterations share (a scalar result, an outer `var`):
+      // read while another iteration may combine into it.
+      const VarDecl *decl = expr.as<NameExpr>()->decl;
+      if (!chain_.empty() && decl && !decl->isArray() &&
+          (decl->kind == VarDecl::Kind::Var || decl->isScalarOutput()))
+        accesses_.push_back(makeAccess(*decl, {}, expr.range));
+      return;
+    }
     case Expr::Kind::IntLit:
     case Expr::Kind::FloatLit:
     case Expr::Kind::BoolLit:
-    case Expr::Kind::Name:
       return;
     }
   }
@@ -537,9 +545,10 @@ private:
                                           spelling(*other.combine) +
                                           ", whose order matters; use one operator");
     else
-      diagnostics_.error(other.range, "read-write race: another iteration over " +
-                                          quoted(free->name) +
-                                          " may combine into this element of " + name);
+      diagnostics_.error(other.range,
+                         "read-write race: another iteration over " + quoted(free->name) +
+                             " may combine into " +
+                             (combine.indices.empty() ? name : "this element of " + name));
     diagnostics_.note(combine.range, name + " is combined into here");
     return false;
   }
