@@ -290,10 +290,14 @@ private:
             store(lane, {}, combineOf(member, thread_, load(lane), load(partner))));
       }
       publish.push_back(store(tile, {thread}, load(lane)));
-      Expr folded = load(tile, {makeI64(0)});
+      // One statement per warp: nesting the combines into one expression
+      // would copy an operator that uses an operand twice (a log-sum-exp)
+      // 2^7 times or more.
+      fold.push_back(store(total, {}, load(tile, {makeI64(0)})));
       for (int64_t warp = 1; warp < kWarps; ++warp)
-        folded = combineOf(member, thread_, folded, load(tile, {makeI64(warp * kWarpSize)}));
-      fold.push_back(store(total, {}, folded));
+        fold.push_back(store(
+            total, {},
+            combineOf(member, thread_, load(total), load(tile, {makeI64(warp * kWarpSize)}))));
     }
     std::vector<Stmt> shuffles = start;
     for (const std::vector<Stmt> &exchange : exchanges)
