@@ -530,9 +530,11 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
 TEST_CASE("a multiply inside an add or subtract rounds once, on every engine") {
   // x * x is 1 + 2^-11 + 2^-24, which f32 cannot hold: rounded on its own
   // the difference with 1 + 2^-11 is 0, fused it is 2^-24. Products bound to
-  // a name first, and products combined by a multiply, round on their own.
+  // a name first, and products combined by a multiply, round on their own
+  // (simplify dropped the `* 1.0` of `x * x * 1.0 - y`, which then fused:
+  // found by a bug hunt).
   auto loaded = loopc::test::loadText(R"(
-kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][5]) {
+kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][8]) {
   parfor i in 0..N {
     r[i][0] = x[i] * x[i] - y[i];
     r[i][1] = -y[i] + x[i] * x[i];
@@ -542,6 +544,9 @@ kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][5]) {
     s += x[i] * x[i];
     r[i][3] = s;
     r[i][4] = y[i] - x[i] * x[i];
+    r[i][5] = x[i] * x[i] * 1.0 - y[i];
+    r[i][6] = 1.0 * (x[i] * x[i]) - y[i];
+    r[i][7] = x[i] * x[i] / 1.0 - y[i];
   }
 }
 )");
@@ -558,7 +563,7 @@ kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][5]) {
     args.sizes["N"] = 3;
     args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{3});
     args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{3});
-    args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{3, 5});
+    args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{3, 8});
     for (int i = 0; i < 3; ++i) {
       args.params[0].data<float>()[i] = x;
       args.params[1].data<float>()[i] = y;
@@ -566,12 +571,14 @@ kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][5]) {
     auto ran = engine->run(*loaded->program, kernel, args);
     REQUIRE_MESSAGE(ran.has_value(), (ran ? "" : ran.error().message));
     for (int i = 0; i < 3; ++i) {
-      const float *row = args.params[2].data<float>() + 5 * i;
+      const float *row = args.params[2].data<float>() + 8 * i;
       CHECK(row[0] == fused);
       CHECK(row[1] == fused);
       CHECK(row[2] == 0.0f);
       CHECK(row[3] == fused);
       CHECK(row[4] == -fused);
+      for (int rounded = 5; rounded < 8; ++rounded)
+        CHECK(row[rounded] == 0.0f);
     }
   }
 }

@@ -118,6 +118,11 @@ public:
   explicit Simplifier(bool loadsChecked) : faults_(loadsChecked) {}
 
 protected:
+  static bool isFloatProduct(const Expr &expr) {
+    const auto *binary = expr->as<Binary>();
+    return binary && binary->op == BinaryOpKind::Mul && isFloat(binary->type);
+  }
+
   Expr visitBinary(const Binary &node, const Expr &self) override {
     Expr folded = IRMutator::visitBinary(node, self);
     const auto *binary = folded->as<Binary>();
@@ -144,16 +149,18 @@ protected:
         return lhs;
       break;
     case BinaryOpKind::Mul:
-      if (isOne(rhs))
+      // A float product left bare would fuse with an add around it (one
+      // rounding, language.md), where `(a * a) * 1.0 + c` rounds a * a first.
+      if (isOne(rhs) && (isInt || !isFloatProduct(lhs)))
         return lhs;
-      if (isOne(lhs))
+      if (isOne(lhs) && (isInt || !isFloatProduct(rhs)))
         return rhs;
       if (isInt &&
           ((isZero(lhs) && !faults_.mayFault(rhs)) || (isZero(rhs) && !faults_.mayFault(lhs))))
         return makeInt(type, 0);
       break;
     case BinaryOpKind::Div:
-      if (isOne(rhs))
+      if (isOne(rhs) && (isInt || !isFloatProduct(lhs)))
         return lhs;
       break;
     case BinaryOpKind::And:
