@@ -65,6 +65,13 @@ Stmt ReductionPlacement::visitFor(const For &node, const Stmt &self) {
   return result;
 }
 
+Stmt ReductionPlacement::visitReduce(const Reduce &node, const Stmt &self) {
+  ++parallelDepth_;
+  Stmt result = IRMutator::visitReduce(node, self);
+  --parallelDepth_;
+  return result;
+}
+
 GroupMember renamedLoops(GroupMember member, const Reduce &first) {
   std::map<std::string, Expr> renames;
   for (size_t i = 0; i < first.loops.size(); ++i)

@@ -19,6 +19,9 @@ namespace loopc::passes {
 class ReductionPlacement : public ir::IRMutator {
 protected:
   ir::Stmt visitFor(const ir::For &node, const ir::Stmt &self) override;
+  // A reduction's value is computed per point, inside the threads its
+  // lowering makes: the reductions nested in it are not in host code.
+  ir::Stmt visitReduce(const ir::Reduce &node, const ir::Stmt &self) override;
   bool inHostCode() const { return parallelDepth_ == 0; }
 
   int parallelDepth_ = 0; // parallel loops around the node
