@@ -71,6 +71,28 @@ kernel scale_rows(W: in f32[K][N], X: inout f32[M][N]) {
   CHECK(compiled.after("tile_registers") == compiled.after("combine_in_warps"));
 }
 
+TEST_CASE("a window that moves with the point keeps one point a thread") {
+  // From a bug hunt: each copy of a box filter has its own window loops, so
+  // nothing loaded is shared, yet the tile was chosen (x[a][b] does not
+  // name i or j): 64 copies of the window loops took LLVM 37 s at
+  // register_tile=8. A window of constant bounds (conv2d) still tiles.
+  auto loaded = test::loadText(R"(
+kernel box(x: in f32[H][W], y: out f32[H][W], r: i64) {
+  parfor i in r..H - r, j in r..W - r {
+    y[i][j] = redomap(+, 0.0, a in i - r..i + r + 1, b in j - r..j + r + 1) x[a][b];
+  }
+}
+)");
+  REQUIRE(loaded->program);
+  test::PassTrace box = test::tracePasses(*loaded->program, "box");
+  CHECK(box.after("tile_registers") == box.after("combine_in_warps"));
+  auto conv = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
+  REQUIRE(conv->program);
+  test::PassTrace convolution =
+      test::tracePasses(*conv->program, conv->program->modules.front()->kernels.back()->name);
+  CHECK(contains(convolution.after("tile_registers"), ".x1"));
+}
+
 TEST_CASE("copies whose loops, branches, lets and private arrays depend on the copy") {
   // A triangular loop (its bounds differ per copy), a branch on the copy's
   // column inside the shared loop, a let of the row, a private array and a

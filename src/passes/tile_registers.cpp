@@ -579,6 +579,7 @@ private:
     std::set<std::string> threadVars;
     for (const MappedDim &dim : dims)
       threadVars.insert(dim.thread->var);
+    std::map<std::string, std::set<std::string>> boundDeps = loopBoundDependences(threadNest, dims);
     auto x = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
     for (const BufferAccess &access : collectAccesses(threadNest)) {
       if (access.isStore || access.buffer->memory != MemorySpace::Global)
@@ -590,10 +591,57 @@ private:
         continue;
       bool warpWide =
           x != dims.end() && strideAlong(access, x->thread->var).kind != Stride::Kind::Zero;
-      for (MappedDim &dim : dims)
-        if (strideAlong(access, dim.thread->var).kind == Stride::Kind::Zero)
+      for (MappedDim &dim : dims) {
+        // A loop whose bounds move along the dimension is copied per copy
+        // (a window per pixel of a box filter): its loads are not shared.
+        bool ownLoopPerCopy = std::ranges::any_of(access.enclosingLoops, [&](const auto &loop) {
+          auto deps = boundDeps.find(loop);
+          return deps != boundDeps.end() && deps->second.contains(dim.thread->var);
+        });
+        if (!ownLoopPerCopy && strideAlong(access, dim.thread->var).kind == Stride::Kind::Zero)
           dim.reuse += warpWide ? kWarpWideLoad : 1;
+      }
     }
+  }
+
+  // Per loop variable inside the thread nest, the mapped dimensions (by
+  // their thread variable) its loop's bounds depend on, through lets and
+  // outer loops' variables.
+  static std::map<std::string, std::set<std::string>>
+  loopBoundDependences(const Stmt &threadNest, const std::vector<MappedDim> &dims) {
+    class Dependences : public IRVisitor {
+    public:
+      explicit Dependences(const std::vector<MappedDim> &dims) {
+        for (const MappedDim &dim : dims)
+          for (const For *loop : {dim.block, dim.thread})
+            deps_[loop->var] = {dim.thread->var};
+      }
+      std::map<std::string, std::set<std::string>> loopDeps;
+
+    protected:
+      void visitLetStmt(const LetStmt &node) override {
+        deps_[node.var] = depsOf({node.value});
+        IRVisitor::visitLetStmt(node);
+      }
+      void visitFor(const For &node) override {
+        if (!deps_.contains(node.var))
+          deps_[node.var] = loopDeps[node.var] = depsOf({node.min, node.extent});
+        IRVisitor::visitFor(node);
+      }
+
+    private:
+      std::set<std::string> depsOf(const std::vector<Expr> &exprs) const {
+        std::set<std::string> result;
+        for (const Expr &expr : exprs)
+          for (const std::string &name : freeVars(expr))
+            if (auto deps = deps_.find(name); deps != deps_.end())
+              result.insert(deps->second.begin(), deps->second.end());
+        return result;
+      }
+      std::map<std::string, std::set<std::string>> deps_;
+    } dependences(dims);
+    dependences.visit(threadNest);
+    return dependences.loopDeps;
   }
 
   // Factors for the dimensions with reuse, most reuse first (x on a tie),
