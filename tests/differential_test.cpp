@@ -784,6 +784,26 @@ kernel wide_steps(x: in i32[N], n: i32, c: out i32, e: out i32, y: out i32[N]) {
   checkSource(source, {"N=1 n=0", "N=7 n=5", "N=257 n=-3"});
 }
 
+// Regression (found by a bug hunt): the CPU turned `i < i64(t)` into the
+// thread range below i64(t) - i.block * 32, which wrapped for t = -inf
+// (INT64_MIN): the second block's iterations ran the guarded store.
+TEST_CASE("guards against converted infinities narrow the thread ranges without wrapping") {
+  const char *source = R"(
+kernel extremes(t: f32, u: f32, y: out i64[N], z: out i64[N]) {
+  parfor i in 0..N {
+    if i < i64(t) { y[i] = i + 1; }
+    if i >= i64(u) && i < N { z[i] = i + 2; }
+  }
+}
+)";
+  ArgumentRequest request;
+  request.values = {{"N", "37"}, {"t", "-inf"}, {"u", "inf"}};
+  auto result = runAgreeing(source, "extremes", request);
+  CHECK(integers(result["y"]) == std::vector<int64_t>(37, 0));
+  CHECK(integers(result["z"]) == std::vector<int64_t>(37, 0));
+  checkSource(source, {"N=300 t=-inf u=inf", "N=300 t=1e30 u=-1e30", "N=65 t=40 u=7"});
+}
+
 // Regression (found by a bug hunt): `(span + step - 1) / step` overflowed
 // for an i64 step near INT64_MAX, and the compiled loops ran no iteration.
 TEST_CASE("i64 steps near INT64_MAX run one iteration per range") {

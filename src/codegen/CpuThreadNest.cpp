@@ -401,6 +401,30 @@ private:
     }
   }
 
+  // `expr` (a clip's bound) with its i64 additions, subtractions and
+  // multiplications saturating at the i64 limits instead of wrapping: the
+  // bound is the program's comparison rearranged (`i < i64(t)` becomes
+  // i.thread < i64(t) - i.block * 32), which may overflow where the program
+  // computes nothing that does (t = -inf: i64(t) is INT64_MIN). A saturated
+  // bound lies far outside the thread range, as the exact one does.
+  llvm::Value *emitSaturating(const ExprNode &expr) {
+    const auto *binary = expr.as<Binary>();
+    if (!binary || expr.type != ScalarType::I64 ||
+        (binary->op != BinaryOpKind::Add && binary->op != BinaryOpKind::Sub &&
+         binary->op != BinaryOpKind::Mul))
+      return emitter_.emitExpr(expr);
+    llvm::Value *lhs = emitSaturating(*binary->lhs), *rhs = emitSaturating(*binary->rhs);
+    switch (binary->op) {
+    case BinaryOpKind::Add:
+      return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_sat, lhs, rhs);
+    case BinaryOpKind::Sub:
+      return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::ssub_sat, lhs, rhs);
+    default:
+      return builder_.CreateIntrinsic(llvm::Intrinsic::smul_fix_sat, {lhs->getType()},
+                                      {lhs, rhs, builder_.getInt32(0)});
+    }
+  }
+
   bool mentionsNestNames(const ExprNode &expr) const {
     MentionsVarying mentions(boundInNest_);
     mentions.visit(ir::Expr(ir::Expr(), &expr));
@@ -588,7 +612,7 @@ private:
         // In i64, kept within [begin, end] before narrowing to the loop's
         // type: a bound past i32 (`i <= m` with m = INT32_MAX gives m + 1)
         // would wrap.
-        llvm::Value *bound = emitter_.emitExpr(*clip.bound);
+        llvm::Value *bound = emitSaturating(*clip.bound);
         llvm::Value *begin = emitter_.emitCast(loop.begin, loop.type, ScalarType::I64);
         llvm::Value *end = emitter_.emitCast(loop.end, loop.type, ScalarType::I64);
         auto within = [&](llvm::Value *value) {
