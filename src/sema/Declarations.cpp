@@ -347,9 +347,11 @@ void Checker::checkOperatorBodies() {
     std::set<const FnDecl *> visited;
     auto found = firstNonExpressionPart(*use.fn, fnCalls_, visited);
     if (!found) {
-      use.fn->commutes = commutesAsWritten(*use.fn);
-      // (An operator without two parameters has its error already.)
-      if (use.construct == "combine" && !use.fn->commutes && use.fn->params.size() == 2) {
+      std::optional<bool> commutes = commutesAsWritten(*use.fn);
+      use.fn->commutes = commutes.value_or(false);
+      // (An operator without two parameters, or recursive, has its error
+      // already.)
+      if (use.construct == "combine" && commutes == false && use.fn->params.size() == 2) {
         diagnostics_.error(use.range,
                            quoted(use.fn->name) +
                                " cannot be a combine operator: the iterations combine in no fixed "

@@ -1,13 +1,13 @@
-// The symmetry test of user operators (see OperatorSymmetry.h). The passes
-// ask the same question of the lowered operator (passes/lowering
-// ReductionTrees: commutes) to choose a reduction's walk; this one runs on
-// the checked AST, before lowering, so that a `combine` with an operator
-// that does not commute is an error at its use.
+// The symmetry test of user operators (see OperatorSymmetry.h), on the
+// checked AST: a `combine` with an operator that does not commute is an
+// error at its use, and the lowering carries the answer to the passes
+// (ir::ReduceOperator::userCommutes), which choose a reduction's walk by it.
 #include "sema/OperatorSymmetry.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace loopc::sema {
@@ -18,8 +18,14 @@ namespace {
 // looked up in `names` (parameters and lets, already canonical).
 class CanonicalText {
 public:
+  bool recursive = false; // a call reached a function being expanded
+
   // The canonical text of `fn`'s result with its parameters' texts given.
   std::optional<std::string> ofCall(const FnDecl &fn, const std::vector<std::string> &arguments) {
+    if (!expanding_.insert(&fn).second) {
+      recursive = true; // no finite text
+      return std::nullopt;
+    }
     if (fn.body->stmts.empty() || fn.params.size() != arguments.size())
       return std::nullopt;
     std::map<const VarDecl *, std::string> names;
@@ -28,6 +34,7 @@ public:
     std::swap(names, names_);
     std::optional<std::string> result = ofBody(*fn.body);
     std::swap(names, names_);
+    expanding_.erase(&fn);
     return result;
   }
 
@@ -189,15 +196,19 @@ private:
   }
 
   std::map<const VarDecl *, std::string> names_;
+  std::set<const FnDecl *> expanding_; // the calls being expanded
 };
 
 } // namespace
 
-bool commutesAsWritten(const FnDecl &op) {
+std::optional<bool> commutesAsWritten(const FnDecl &op) {
   if (op.params.size() != 2)
     return false;
-  std::optional<std::string> forward = CanonicalText().ofCall(op, {"#0", "#1"});
-  std::optional<std::string> swapped = CanonicalText().ofCall(op, {"#1", "#0"});
+  CanonicalText text;
+  std::optional<std::string> forward = text.ofCall(op, {"#0", "#1"});
+  std::optional<std::string> swapped = text.ofCall(op, {"#1", "#0"});
+  if (text.recursive)
+    return std::nullopt;
   return forward && swapped && *forward == *swapped;
 }
 
