@@ -112,6 +112,29 @@ private:
     return operands;
   }
 
+  // `x > y ? x : y` on integers is max(x, y), and `x < y ? x : y` min(x,
+  // y), exactly (on floats NaN and signed zeros tell them apart). `texts`
+  // are the condition's, then's and else's.
+  std::optional<std::string> minOrMaxChoice(const ConditionalExpr &conditional,
+                                            const std::vector<std::string> &texts) {
+    const auto *compare = conditional.cond->as<BinaryExpr>();
+    if (!isInteger(conditional.type) || !compare || !isInteger(compare->lhs->type))
+      return std::nullopt;
+    bool greater = compare->op == BinaryOp::Gt || compare->op == BinaryOp::Ge;
+    if (!greater && compare->op != BinaryOp::Lt && compare->op != BinaryOp::Le)
+      return std::nullopt;
+    std::optional<std::string> lhs = of(*compare->lhs), rhs = of(*compare->rhs);
+    const std::string &then = texts[1], &otherwise = texts[2];
+    bool picksLarger;
+    if (lhs == then && rhs == otherwise)
+      picksLarger = greater; // x > y ? x : y
+    else if (lhs == otherwise && rhs == then)
+      picksLarger = !greater; // y < x ? x : y
+    else
+      return std::nullopt;
+    return apply(picksLarger ? "max" : "min", {then, otherwise}, true);
+  }
+
   std::optional<std::vector<std::string>> ofEach(const std::vector<const Expr *> &exprs) {
     std::vector<std::string> texts;
     for (const Expr *expr : exprs) {
@@ -186,7 +209,11 @@ private:
       const auto &conditional = *expr.as<ConditionalExpr>();
       auto texts =
           ofEach({conditional.cond.get(), conditional.thenExpr.get(), conditional.elseExpr.get()});
-      return texts ? apply("select", std::move(*texts), false) : std::nullopt;
+      if (!texts)
+        return std::nullopt;
+      if (std::optional<std::string> extreme = minOrMaxChoice(conditional, *texts))
+        return extreme;
+      return apply("select", std::move(*texts), false);
     }
     case Expr::Kind::Index:
     case Expr::Kind::Redomap:
