@@ -378,6 +378,36 @@ namespace {
 
 std::optional<double> constantValue(const Expr &expr, bool &integral);
 
+// `a * b + c`, `c - a * b`, ... on floats, rounded once as the program
+// computes it (language.md: a product written as an operand of a sum is a
+// fused multiply-add; the first operand on a tie), when all are constant.
+std::optional<double> foldFusedMultiplyAdd(const BinaryExpr &sum) {
+  auto floatProduct = [](const Expr &operand) {
+    const auto *product = operand.as<BinaryExpr>();
+    return product && product->op == BinaryOp::Mul && isFloat(product->type) ? product : nullptr;
+  };
+  if ((sum.op != BinaryOp::Add && sum.op != BinaryOp::Sub) || !isFloat(sum.type))
+    return std::nullopt;
+  const BinaryExpr *product = floatProduct(*sum.lhs);
+  bool productFirst = product != nullptr;
+  if (!product)
+    product = floatProduct(*sum.rhs);
+  if (!product)
+    return std::nullopt;
+  bool integral = false;
+  std::optional<double> a = constantValue(*product->lhs, integral);
+  std::optional<double> b = constantValue(*product->rhs, integral);
+  std::optional<double> addend = constantValue(productFirst ? *sum.rhs : *sum.lhs, integral);
+  if (!a || !b || !addend)
+    return std::nullopt;
+  bool subtract = sum.op == BinaryOp::Sub;
+  double left = subtract && !productFirst ? -*a : *a;
+  double right = subtract && productFirst ? -*addend : *addend;
+  if (sum.type == ScalarType::F32)
+    return std::fmaf(static_cast<float>(left), static_cast<float>(*b), static_cast<float>(right));
+  return std::fma(left, *b, right);
+}
+
 // The value of one operation of `expr` on its operands' constant values.
 std::optional<double> foldConstant(const Expr &expr, bool &integral) {
   if (const auto *integer = expr.as<IntLitExpr>()) {
@@ -402,6 +432,8 @@ std::optional<double> foldConstant(const Expr &expr, bool &integral) {
   const auto *binary = expr.as<BinaryExpr>();
   if (!binary)
     return std::nullopt;
+  if (std::optional<double> fused = foldFusedMultiplyAdd(*binary))
+    return fused;
   bool lhsIntegral = false, rhsIntegral = false;
   std::optional<double> lhs = constantValue(*binary->lhs, lhsIntegral);
   std::optional<double> rhs = constantValue(*binary->rhs, rhsIntegral);
