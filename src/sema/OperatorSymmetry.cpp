@@ -112,6 +112,32 @@ private:
     return operands;
   }
 
+  // A float product written as an operand of a sum is one fused multiply-add
+  // with it (language.md; the first product on a tie): `a * a + b * b` is
+  // fma(a, a, b * b), which swapping a and b changes. None for anything else.
+  std::optional<std::string> fusedMultiplyAdd(const BinaryExpr &sum) {
+    auto floatProduct = [](const Expr &operand) {
+      const auto *product = operand.as<BinaryExpr>();
+      return product && product->op == BinaryOp::Mul && isFloat(product->type) ? product : nullptr;
+    };
+    if ((sum.op != BinaryOp::Add && sum.op != BinaryOp::Sub) || !isFloat(sum.type))
+      return std::nullopt;
+    const BinaryExpr *product = floatProduct(*sum.lhs);
+    bool productFirst = product != nullptr;
+    if (!product)
+      product = floatProduct(*sum.rhs);
+    if (!product)
+      return std::nullopt;
+    auto factors = ofEach({product->lhs.get(), product->rhs.get()});
+    auto addend = of(productFirst ? *sum.rhs : *sum.lhs);
+    auto fusedProduct = factors ? apply("*", std::move(*factors), true) : std::nullopt;
+    if (!fusedProduct || !addend)
+      return std::nullopt;
+    // a * b + c and c + a * b are one; a * b - c and c - a * b are not.
+    std::string name = sum.op == BinaryOp::Add ? "fma" : productFirst ? "fms" : "fnma";
+    return apply(name, {*fusedProduct, *addend}, false);
+  }
+
   // `x > y ? x : y` on integers is max(x, y), and `x < y ? x : y` min(x,
   // y), exactly (on floats NaN and signed zeros tell them apart). `texts`
   // are the condition's, then's and else's.
@@ -196,6 +222,8 @@ private:
     }
     case Expr::Kind::Binary: {
       const auto &binary = *expr.as<BinaryExpr>();
+      if (std::optional<std::string> fused = fusedMultiplyAdd(binary))
+        return fused;
       static const BinaryOp commutative[] = {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Eq,
                                              BinaryOp::Ne,  BinaryOp::And, BinaryOp::Or};
       bool commutes = std::ranges::find(commutative, binary.op) != std::end(commutative);
