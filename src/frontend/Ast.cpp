@@ -35,6 +35,18 @@ size_t scalarSize(ScalarType type) {
   return 0;
 }
 
+const BinaryExpr *floatProduct(const Expr &operand) {
+  const auto *product = operand.as<BinaryExpr>();
+  return product && product->op == BinaryOp::Mul && isFloat(product->type) ? product : nullptr;
+}
+
+const BinaryExpr *fusedProduct(BinaryOp op, const Expr &lhs, const Expr &rhs) {
+  if (op != BinaryOp::Add && op != BinaryOp::Sub)
+    return nullptr;
+  const BinaryExpr *product = floatProduct(lhs);
+  return product ? product : floatProduct(rhs);
+}
+
 std::optional<int> requiredNeutral(const ReduceOp &op) {
   if (op.kind == ReduceOp::Kind::Add)
     return 0;

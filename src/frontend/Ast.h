@@ -184,6 +184,13 @@ struct BinaryExpr : Expr {
   ExprPtr lhs, rhs;
 };
 
+// A float multiply, as an operand of a sum: `a * b + c`, `c + a * b`,
+// `a * b - c` and `c - a * b` round once, as a fused multiply-add
+// (language.md). `floatProduct` is `operand` when it is a float multiply;
+// `fusedProduct` the product a sum fuses with (the first on a tie), or null.
+const BinaryExpr *floatProduct(const Expr &operand);
+const BinaryExpr *fusedProduct(BinaryOp op, const Expr &lhs, const Expr &rhs);
+
 // `cond ? a : b`; only the chosen operand is evaluated.
 struct ConditionalExpr : Expr {
   static constexpr Kind kKind = Kind::Conditional;

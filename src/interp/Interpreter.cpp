@@ -322,21 +322,6 @@ BinaryOp compoundOperator(AssignOp op) {
   std::unreachable();
 }
 
-// A float multiply: as the operand of `a * b + c`, `c + a * b`, `a * b - c`
-// or `c - a * b` (the first on a tie) it rounds once with the sum, as a
-// fused multiply-add (docs/language.md), as compiled code computes it.
-const BinaryExpr *floatProduct(const Expr &operand) {
-  const auto *product = operand.as<BinaryExpr>();
-  return product && product->op == BinaryOp::Mul && isFloat(product->type) ? product : nullptr;
-}
-
-const BinaryExpr *fusedProduct(BinaryOp op, const Expr &lhs, const Expr &rhs) {
-  if (op != BinaryOp::Add && op != BinaryOp::Sub)
-    return nullptr;
-  const BinaryExpr *product = floatProduct(lhs);
-  return product ? product : floatProduct(rhs);
-}
-
 // `addend ± a * b`, or `a * b ± addend` when the product comes first,
 // rounded once.
 Value fusedMultiplyAdd(const Value &a, const Value &b, const Value &addend, bool subtract,

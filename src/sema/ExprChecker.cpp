@@ -382,18 +382,10 @@ std::optional<double> constantValue(const Expr &expr, bool &integral);
 // computes it (language.md: a product written as an operand of a sum is a
 // fused multiply-add; the first operand on a tie), when all are constant.
 std::optional<double> foldFusedMultiplyAdd(const BinaryExpr &sum) {
-  auto floatProduct = [](const Expr &operand) {
-    const auto *product = operand.as<BinaryExpr>();
-    return product && product->op == BinaryOp::Mul && isFloat(product->type) ? product : nullptr;
-  };
-  if ((sum.op != BinaryOp::Add && sum.op != BinaryOp::Sub) || !isFloat(sum.type))
-    return std::nullopt;
-  const BinaryExpr *product = floatProduct(*sum.lhs);
-  bool productFirst = product != nullptr;
-  if (!product)
-    product = floatProduct(*sum.rhs);
+  const BinaryExpr *product = fusedProduct(sum.op, *sum.lhs, *sum.rhs);
   if (!product)
     return std::nullopt;
+  bool productFirst = product == sum.lhs.get();
   bool integral = false;
   std::optional<double> a = constantValue(*product->lhs, integral);
   std::optional<double> b = constantValue(*product->rhs, integral);

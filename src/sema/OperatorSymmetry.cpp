@@ -116,26 +116,18 @@ private:
   // with it (language.md; the first product on a tie): `a * a + b * b` is
   // fma(a, a, b * b), which swapping a and b changes. None for anything else.
   std::optional<std::string> fusedMultiplyAdd(const BinaryExpr &sum) {
-    auto floatProduct = [](const Expr &operand) {
-      const auto *product = operand.as<BinaryExpr>();
-      return product && product->op == BinaryOp::Mul && isFloat(product->type) ? product : nullptr;
-    };
-    if ((sum.op != BinaryOp::Add && sum.op != BinaryOp::Sub) || !isFloat(sum.type))
-      return std::nullopt;
-    const BinaryExpr *product = floatProduct(*sum.lhs);
-    bool productFirst = product != nullptr;
-    if (!product)
-      product = floatProduct(*sum.rhs);
+    const BinaryExpr *product = fusedProduct(sum.op, *sum.lhs, *sum.rhs);
     if (!product)
       return std::nullopt;
+    bool productFirst = product == sum.lhs.get();
     auto factors = ofEach({product->lhs.get(), product->rhs.get()});
     auto addend = of(productFirst ? *sum.rhs : *sum.lhs);
-    auto fusedProduct = factors ? apply("*", std::move(*factors), true) : std::nullopt;
-    if (!fusedProduct || !addend)
+    auto productText = factors ? apply("*", std::move(*factors), true) : std::nullopt;
+    if (!productText || !addend)
       return std::nullopt;
     // a * b + c and c + a * b are one; a * b - c and c - a * b are not.
     std::string name = sum.op == BinaryOp::Add ? "fma" : productFirst ? "fms" : "fnma";
-    return apply(name, {*fusedProduct, *addend}, false);
+    return apply(name, {*productText, *addend}, false);
   }
 
   // `x > y ? x : y` on integers is max(x, y), and `x < y ? x : y` min(x,
