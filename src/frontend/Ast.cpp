@@ -57,8 +57,8 @@ std::optional<int> requiredNeutral(const ReduceOp &op) {
 
 std::string wrongNeutralMessage(const ReduceOp &op, const std::string &construct) {
   bool add = op.kind == ReduceOp::Kind::Add;
-  return "the neutral element of '" + construct + "' must be " + (add ? "0" : "1") +
-         ": it may be combined in once per partial result; " +
+  return "the neutral element of '" + construct + "(" + reduceOpSpelling(op) + ")' must be " +
+         (add ? "0" : "1") + ": it may be combined in once per partial result; " +
          (add ? "add the starting value to the result instead"
               : "multiply the result by the starting value instead");
 }

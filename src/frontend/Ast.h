@@ -223,7 +223,7 @@ const char *reduceOpSpelling(const ReduceOp &op);
 // 1 for `*` (a partial result may start from it, so it may be combined in
 // more than once); none for the others, which give the same result however
 // often their neutral is combined in. `wrongNeutralMessage` is the error
-// for another value, in `construct` (`redomap(+)`), the checker's for a
+// for another value, in `construct` ("redomap" or "scan"), the checker's for a
 // constant and every engine's at run time.
 std::optional<int> requiredNeutral(const ReduceOp &op);
 std::string wrongNeutralMessage(const ReduceOp &op, const std::string &construct);

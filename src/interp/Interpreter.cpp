@@ -665,8 +665,7 @@ Status Executor::checkNeutral(const ReduceOp &op, const Value &neutral, const Ex
   std::optional<int> expected = requiredNeutral(op);
   if (!expected || convertValue(neutral, ScalarType::F64).f64 == *expected)
     return {};
-  return makeError(wrongNeutralMessage(op, construct + "(" + reduceOpSpelling(op) + ")"),
-                   expr.range);
+  return makeError(wrongNeutralMessage(op, construct), expr.range);
 }
 
 // In order, one of the schedules the scan allows.

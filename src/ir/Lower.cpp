@@ -822,13 +822,9 @@ private:
     if (!expected || neutral->as<IntImm>() || neutral->as<FloatImm>())
       return neutral;
     neutral = bindOnce("neutral", neutral, out);
-    Expr required = isFloat(neutral->type)
-                        ? Expr(std::make_shared<FloatImm>(neutral->type, *expected))
-                        : makeInt(neutral->type, *expected);
     out.stmt(std::make_shared<Check>(
-        makeBinary(BinaryOpKind::Eq, neutral, required),
-        wrongNeutralMessage(op, construct + "(" + reduceOpSpelling(op) + ")"), std::vector<Expr>{},
-        source.range));
+        makeBinary(BinaryOpKind::Eq, neutral, makeInt(neutral->type, *expected)),
+        wrongNeutralMessage(op, construct), std::vector<Expr>{}, source.range));
     return neutral;
   }
 

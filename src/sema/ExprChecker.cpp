@@ -357,7 +357,7 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
   Ty type = unify(*redomap.neutral, neutral, *redomap.body, body, what.c_str());
   if (type.isPoison())
     return type;
-  checkConstantNeutral(op, *redomap.neutral, what);
+  checkConstantNeutral(op, *redomap.neutral, "redomap");
   bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
   if (logical) {
     if (!coerce(*redomap.neutral, type, ScalarType::Bool)) {

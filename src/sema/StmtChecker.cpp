@@ -291,7 +291,7 @@ void Checker::checkScan(ScanStmt &scan) {
                                                 quoted(scalarTypeName(element)) + ", got " +
                                                 describe(neutral));
   else
-    checkConstantNeutral(scan.op, *scan.neutral, what);
+    checkConstantNeutral(scan.op, *scan.neutral, "scan");
 }
 
 void Checker::reportImmutable(const VarDecl &var, SourceRange range) {
