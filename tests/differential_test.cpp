@@ -362,6 +362,24 @@ kernel shifted(A: in f32[M][K], B: in f32[K][W], C: out f32[M][N]) {
       {"M=5 N=40 K=150 W=42", "M=70 N=100 K=200 W=102", "M=9 N=31 K=129 W=33", "M=3 N=3 K=3 W=5"});
 }
 
+TEST_CASE("a panel that starts before the array's first column") {
+  // B[k][j - 3]: the first column's panel starts at -3, so its copy starts
+  // three elements in (CpuPanel.cpp clips the row copy at both ends).
+  checkSource(
+      R"(
+kernel behind(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    if (j >= 3) {
+      C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j - 3];
+    } else {
+      C[i][j] = 0.0;
+    }
+  }
+}
+)",
+      {"M=5 N=40 K=150", "M=33 N=70 K=130", "M=9 N=3 K=129", "M=2 N=2 K=200", "M=17 N=35 K=140"});
+}
+
 TEST_CASE("a whole-array reduction over values that are reductions themselves") {
   // The inner redomap runs inside the GPU threads of the outer one's tree:
   // lower_reductions must make it a serial loop there, not a second tree.

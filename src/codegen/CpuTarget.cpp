@@ -198,13 +198,18 @@ public:
     llvm::Value *worth =
         builder_.CreateAnd(builder_.CreateICmpUGE(bytes, builder_.getInt64(kSmallestPanel)),
                            builder_.CreateICmpULE(bytes, builder_.getInt64(kLargestPanel)));
-    llvm::FunctionCallee malloc = emitter.module().getOrInsertFunction(
-        "malloc", llvm::FunctionType::get(builder_.getPtrTy(), {i64}, false));
+    // Rows of a cache line each start on one: malloc's 16-byte alignment
+    // split every vector load of matmul's panel across two lines.
+    llvm::FunctionCallee alignedAlloc = emitter.module().getOrInsertFunction(
+        "aligned_alloc", llvm::FunctionType::get(builder_.getPtrTy(), {i64, i64}, false));
     llvm::BasicBlock *before = builder_.GetInsertBlock();
     llvm::BasicBlock *allocated = newBlock("panel.allocate"), *joined = newBlock("panel.ready");
     builder_.CreateCondBr(worth, allocated, joined);
     builder_.SetInsertPoint(allocated);
-    llvm::Value *storage = builder_.CreateCall(malloc, {bytes}, panel.packed->name);
+    llvm::Value *wholeLines = builder_.CreateAnd(
+        builder_.CreateAdd(bytes, builder_.getInt64(kCacheLine - 1)), ~(kCacheLine - 1));
+    llvm::Value *storage = builder_.CreateCall(
+        alignedAlloc, {builder_.getInt64(kCacheLine), wholeLines}, panel.packed->name);
     builder_.CreateBr(joined);
     builder_.SetInsertPoint(joined);
     auto *phi = builder_.CreatePHI(builder_.getPtrTy(), 2, panel.packed->name);
@@ -254,6 +259,7 @@ public:
 
 private:
   static constexpr int64_t kSmallestPanel = 16 << 10, kLargestPanel = 4 << 20;
+  static constexpr uint64_t kCacheLine = 64;
 
   llvm::BasicBlock *newBlock(const char *name) {
     return llvm::BasicBlock::Create(emitter_.context(), name,
