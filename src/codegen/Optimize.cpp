@@ -2,12 +2,41 @@
 #include "codegen/Optimize.h"
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/InstIterator.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
 namespace loopc::codegen {
+
+namespace {
+
+// llvm.fmuladd lets the backend fuse or not; x86 fuses only where the CPU has
+// FMA. The language promises one rounding (docs/language.md), so for a CPU
+// without it (`--cpu x86-64`) every fmuladd becomes llvm.fma, which the
+// backend computes exactly (libm's fma where there is no instruction). Done
+// after O3, whose vectorizer knows fmuladd reductions (dot products) but not
+// llvm.fma.
+void keepMultiplyAddsFused(llvm::Module &module, const llvm::TargetMachine &machine) {
+  if (!machine.getTargetTriple().isX86() || machine.getMCSubtargetInfo()->checkFeatures("+fma"))
+    return;
+  std::vector<llvm::IntrinsicInst *> multiplyAdds;
+  for (llvm::Function &function : module)
+    for (llvm::Instruction &instruction : llvm::instructions(function))
+      if (auto *intrinsic = llvm::dyn_cast<llvm::IntrinsicInst>(&instruction);
+          intrinsic && intrinsic->getIntrinsicID() == llvm::Intrinsic::fmuladd)
+        multiplyAdds.push_back(intrinsic);
+  for (llvm::IntrinsicInst *multiplyAdd : multiplyAdds) {
+    llvm::Function *fma =
+        llvm::Intrinsic::getDeclaration(&module, llvm::Intrinsic::fma, {multiplyAdd->getType()});
+    multiplyAdd->setCalledFunction(fma);
+  }
+}
+
+} // namespace
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
                     const OptimizeOptions &options) {
@@ -37,6 +66,7 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   passes.registerLoopAnalyses(loops);
   passes.crossRegisterProxies(loops, functions, sccs, modules);
   passes.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+  keepMultiplyAddsFused(module, machine);
 }
 
 void avoidMiscompiledCpuFeatures(llvm::SubtargetFeatures &features) {

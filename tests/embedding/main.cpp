@@ -3,6 +3,7 @@
 // plain C++ reference and every bad call against its status and message.
 // Exits 0 when all hold, printing what failed otherwise.
 #include "checked.h"
+#include "fused.h"
 #include "kernels.h"
 #include "vector.ops.h"
 
@@ -170,6 +171,23 @@ void checkVectorOps() {
   expect(y == std::vector<float>{6, 12, 18}, "vec_axpy then vec_scale: wrong values");
 }
 
+// fused.loop, built for x86-64 (no FMA instruction): a * b - c rounded once.
+// At a = 1 + 2^-30, b = 1 - 2^-30, c = 1 the exact result is -2^-60; the
+// product rounded first gives 0.
+void checkFusedWithoutFma() {
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::vector<double> a(101), b(101), c(101), r(101);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = uniform(random), b[i] = uniform(random), c[i] = a[i] * b[i];
+  }
+  a[0] = 1 + std::ldexp(1.0, -30), b[0] = 1 - std::ldexp(1.0, -30), c[0] = 1;
+  expectSuccess(residual(a.data(), b.data(), c.data(), r.data(), 101), "residual");
+  for (size_t i = 0; i < a.size(); ++i)
+    expect(r[i] == std::fma(a[i], b[i], -c[i]),
+           "residual[" + std::to_string(i) + "] is not a * b - c rounded once");
+}
+
 } // namespace
 
 int main() {
@@ -180,6 +198,7 @@ int main() {
   checkRunningTotal();
   checkGather();
   checkVectorOps();
+  checkFusedWithoutFma();
   if (failures == 0)
     std::printf("embedding: every kernel agrees with its reference and every bad call fails\n");
   return failures == 0 ? 0 : 1;
