@@ -304,3 +304,49 @@ TEST_CASE("a local array too large to allocate is an error on every engine, not 
   failsOnEveryEngine(program.path + " --set N=10 --set K=100000000000",
                      "program.loop:2:7: error: local array 't' is too large to allocate");
 }
+
+TEST_CASE("a local array's extent is the value of its `var` at the declaration, on every engine") {
+  // From a bug hunt: the compiled engines read the extent's var again at
+  // every index and when sizing the storage, so assigning it afterwards gave
+  // wrong rows, a heap overrun past the real storage, or an internal error.
+  TempProgram program(R"(kernel grown(x: in f32[N], y: out f32[N]) {
+  var n = N;
+  var t: f32[n];
+  n = n + 5;
+  for i in 0..n { t[i] = 1.0; }
+  for i in 0..N { y[i] = t[i] + x[i]; }
+}
+
+kernel shrunk(x: in f32[N], y: out f32[N]) {
+  var n = N;
+  var t: f32[2][n];
+  n = 1;
+  for i in 0..N { t[0][i] = x[i]; t[1][i] = 2.0 * x[i]; }
+  for i in 0..N { y[i] = t[0][i] + t[1][i]; }
+}
+
+kernel square(x: in f32[N], y: out f32[N]) {
+  var n = N;
+  var t: f32[n][n];
+  parfor i in 0..N { t[i][i] = x[i]; }
+  parfor i in 0..N { y[i] = t[i][i] * 2.0; }
+}
+
+kernel private_rows(x: in f32[N], y: out f32[N]) {
+  parfor j in 0..N {
+    var m = 3;
+    if j > 2 { m = 4; }
+    var t: f32[m][2];
+    for a in 0..m { for b in 0..2 { t[a][b] = x[j] * f32(a + b); } }
+    y[j] = redomap(+, 0.0, a in 0..m, b in 0..2) t[a][b];
+  }
+}
+)");
+  failsOnEveryEngine(program.path + " --kernel grown --set N=3 --bounds-check",
+                     "program.loop:5:19: error: index 3 out of range for dimension 0 of 't' "
+                     "(extent 3)");
+  for (const char *kernel : {"shrunk", "square", "private_rows"})
+    for (const char *size : {"1", "7", "40"})
+      for (const char *bounds : {"", " --bounds-check"})
+        agreesOnCompiledEngines(program.path + " --kernel " + kernel + " --set N=" + size + bounds);
+}

@@ -137,6 +137,20 @@ bool cannotFault(const Expr &expr) {
   return !finder.risky;
 }
 
+// Whether `expr` reads memory (a var, a result scalar, an array element),
+// which later statements may change.
+bool readsMemory(const Expr &expr) {
+  class Finder : public IRVisitor {
+  public:
+    bool reads = false;
+
+  protected:
+    void visitLoad(const Load &) override { reads = true; }
+  } finder;
+  finder.visit(expr);
+  return finder.reads;
+}
+
 bool isTrivial(const Expr &expr) {
   return expr->as<Var>() || expr->as<IntImm>() || expr->as<FloatImm>() || expr->as<BoolImm>();
 }
@@ -352,7 +366,16 @@ private:
     if (var.isArray()) {
       buffer->memory = localMemory();
       for (const ExprPtr &extent : var.type.dims) {
-        buffer->shape.push_back(toI64(lowerExpr(*extent, out)));
+        // The extent is the value at the declaration: one read from a `var`
+        // assigned later is kept in a let (the shape is read again by every
+        // index and by the storage's size).
+        Expr value = toI64(lowerExpr(*extent, out));
+        if (readsMemory(value)) {
+          std::string name = claimName(var.name + ".extent" + std::to_string(buffer->shape.size()));
+          out.let(name, std::move(value));
+          value = makeVar(ScalarType::I64, name);
+        }
+        buffer->shape.push_back(std::move(value));
         if (!isNonNegative(*extent))
           out.stmt(std::make_shared<Check>(
               makeBinary(BinaryOpKind::Ge, buffer->shape.back(), makeInt(ScalarType::I64, 0)),

@@ -210,6 +210,61 @@ void Checker::declareParameter(Scope &scope, VarDecl &param) {
   }
 }
 
+namespace {
+
+// Why `extent`, an extent of a kernel parameter, is not fixed when the
+// kernel starts, or is not a form the engines evaluate from the sizes before
+// running (engine/Bindings.cpp, evaluateExtent), with the part at fault; an
+// empty reason when it is fine. Allowed: integer literals, sizes, integer
+// value parameters, - + * / %, min, max, abs and integer casts of these.
+std::pair<const Expr *, std::string> unfixedExtentPart(const Expr &extent) {
+  if (extent.as<IntLitExpr>())
+    return {nullptr, ""};
+  if (const auto *name = extent.as<NameExpr>()) {
+    const VarDecl *decl = name->decl;
+    if (!decl || decl->kind == VarDecl::Kind::Size)
+      return {nullptr, ""};
+    if (decl->isScalarOutput())
+      return {&extent, quoted(name->name) + " is a result of the kernel ('" +
+                           intentName(decl->intent) +
+                           "'), which the kernel may change: an extent must be fixed when it "
+                           "starts"};
+    if (!decl->type.isArray() && isInteger(decl->type.element))
+      return {nullptr, ""};
+    return {&extent, quoted(name->name) + " is not a size or an integer parameter"};
+  }
+  if (const auto *unary = extent.as<UnaryExpr>(); unary && unary->op == UnaryOp::Neg)
+    return unfixedExtentPart(*unary->operand);
+  if (const auto *cast = extent.as<CastExpr>(); cast && isInteger(cast->target))
+    return unfixedExtentPart(*cast->operand);
+  if (const auto *binary = extent.as<BinaryExpr>()) {
+    switch (binary->op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Mul:
+    case BinaryOp::Div:
+    case BinaryOp::Rem:
+      if (auto lhs = unfixedExtentPart(*binary->lhs); lhs.first)
+        return lhs;
+      return unfixedExtentPart(*binary->rhs);
+    default:
+      break;
+    }
+  } else if (const auto *call = extent.as<CallExpr>();
+             call && call->isBuiltin &&
+             (call->builtin == Builtin::Min || call->builtin == Builtin::Max ||
+              call->builtin == Builtin::Abs)) {
+    for (const ExprPtr &arg : call->args)
+      if (auto part = unfixedExtentPart(*arg); part.first)
+        return part;
+    return {nullptr, ""};
+  }
+  return {&extent, "a parameter's extent is built from integer literals, sizes and integer "
+                   "parameters with + - * / %, min, max, abs and integer casts"};
+}
+
+} // namespace
+
 // Declares the sizes of a kernel (bare-name extents of its parameter types
 // that are not parameters, in order of first appearance) and checks the
 // parameters. The kernel's scope (parameters and sizes) is kept for the
@@ -237,8 +292,13 @@ void Checker::declareKernelSignature(KernelDecl &kernel) {
   scopes_.assign(1, scope);
   checkingSignature_ = true;
   for (const auto &param : kernel.params)
-    for (const auto &extent : param->type.dims)
+    for (const auto &extent : param->type.dims) {
       checkExtent(*extent);
+      if (!isInteger(extent->type)) // reported by checkExtent
+        continue;
+      if (auto [part, reason] = unfixedExtentPart(*extent); part)
+        diagnostics_.error(part->range, "in the type of " + quoted(param->name) + ": " + reason);
+    }
   checkingSignature_ = false;
   scopes_.clear();
 }
