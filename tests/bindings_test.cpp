@@ -141,6 +141,10 @@ TEST_CASE_FIXTURE(Fixture, "values are parsed by their declared type") {
   };
   CHECK(errorFor("n", "abc") == "invalid value 'abc' for 'n' (a i32)");
   CHECK(errorFor("n", "1.5") == "invalid value '1.5' for 'n' (a i32)");
+  // In range but not integers (a bug hunt saw "out of range" for these).
+  CHECK(errorFor("n", "1.0") == "invalid value '1.0' for 'n' (a i32)");
+  CHECK(errorFor("n", "1e3") == "invalid value '1e3' for 'n' (a i32)");
+  CHECK(errorFor("n", "-3000000000") == "value -3000000000 for 'n' is out of range for i32");
   CHECK(errorFor("n", "3000000000") == "value 3000000000 for 'n' is out of range for i32");
   CHECK(errorFor("n", "99999999999999999999") ==
         "value 99999999999999999999 for 'n' is out of range for i32");
@@ -161,6 +165,10 @@ TEST_CASE_FIXTURE(Fixture, "values are parsed by their declared type") {
   CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)) ==
         "kernel 'shrink' has no parameter or size named 'bogus' (it has steps, x, y, total, N)");
   request.values.erase("bogus");
+  request.arrays["N"] = HostArray(ScalarType::F64, {4});
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)) ==
+        "'N' is a size of kernel 'shrink', not an array: give its value with --set N=...");
+  request.arrays.erase("N");
   request.values["x"] = "1";
   CHECK(errorOf(bindKernelArguments(kernel("shrink"), request)).find("is an array") !=
         std::string::npos);

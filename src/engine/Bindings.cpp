@@ -4,6 +4,8 @@
 // total memory is checked, and only then is anything allocated.
 #include "engine/Bindings.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -81,9 +83,14 @@ Expected<HostArray> parseScalar(const std::string &name, ScalarType type, const 
   case ScalarType::I64: {
     auto value = parseInteger(text);
     if (!value) {
-      // Distinguish a number too large from junk.
-      auto asFloat = parseFloat(text);
-      return asFloat && std::floor(*asFloat) == *asFloat ? outOfRange() : junk();
+      // Distinguish a number too large (digits only) from junk, 1.0 and 1e3.
+      std::string_view digits = text;
+      if (digits.starts_with('+') || digits.starts_with('-'))
+        digits.remove_prefix(1);
+      bool tooLarge = !digits.empty() && std::ranges::all_of(digits, [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c)) != 0;
+      });
+      return tooLarge ? outOfRange() : junk();
     }
     if (type == ScalarType::I32) {
       if (*value < std::numeric_limits<int32_t>::min() ||
@@ -102,8 +109,7 @@ Expected<HostArray> parseScalar(const std::string &name, ScalarType type, const 
       return junk();
     // Out of f32's range when it rounds to infinity (3.4028235e38, FLT_MAX
     // as printed, is above FLT_MAX but rounds to it).
-    if (type == ScalarType::F32 && std::isfinite(*value) &&
-        std::isinf(static_cast<float>(*value)))
+    if (type == ScalarType::F32 && std::isfinite(*value) && std::isinf(static_cast<float>(*value)))
       return outOfRange();
     array.setFromDouble(0, *value);
     return array;
@@ -322,6 +328,9 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
   }
   for (const auto &[name, array] : request.arrays) {
     const VarDecl *param = findParam(name);
+    if (!param && isSize(name))
+      return makeError("'" + name + "' is a size of kernel '" + kernel.name +
+                       "', not an array: give its value with --set " + name + "=...");
     if (!param)
       return makeError("kernel '" + kernel.name + "' has no parameter named '" + name +
                        "' (it has " + knownNames() + ")");
