@@ -211,23 +211,41 @@ private:
       ++position;
     const VarDecl &param = *declaration.params[position];
     llvm::Value *pointer = function_->getArg(position);
+    std::string type = sources_.text(param.type.range);
+    // The element and byte counts are products of extents that may overflow
+    // (2^32 x 2^32 wraps to 0): an array has elements when every extent is
+    // positive, and one whose size in bytes does not fit in an int64_t cannot
+    // exist. A zero extent makes the array empty whatever the others are.
+    llvm::Value *hasElements = builder_.getTrue();
+    llvm::Value *overflows = builder_.getFalse();
     llvm::Value *count = builder_.getInt64(1);
+    auto multiply = [&](llvm::Value *left, llvm::Value *right) {
+      llvm::Value *product =
+          builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smul_with_overflow, left, right);
+      overflows = builder_.CreateOr(overflows, builder_.CreateExtractValue(product, 1));
+      return builder_.CreateExtractValue(product, 0);
+    };
     for (const ir::Expr &extent : buffer.shape) {
       llvm::Value *value = emitter_.emitExprAs(*extent, ScalarType::I64);
       failIf(builder_.CreateICmpSLT(value, builder_.getInt64(0)), LOOPC_ERROR_INVALID_ARGUMENT,
-             prefix() + "'" + param.name + "' would have a negative extent (its type is " +
-                 sources_.text(param.type.range) + ")");
-      count = builder_.CreateMul(count, value);
+             prefix() + "'" + param.name + "' would have a negative extent (its type is " + type +
+                 ")");
+      hasElements =
+          builder_.CreateAnd(hasElements, builder_.CreateICmpSGT(value, builder_.getInt64(0)));
+      count = multiply(count, value);
     }
-    failIf(builder_.CreateAnd(builder_.CreateIsNull(pointer),
-                              builder_.CreateICmpNE(count, builder_.getInt64(0))),
+    llvm::Type *element = emitter_.memoryType(buffer.element);
+    llvm::Value *bytes =
+        multiply(count, builder_.getInt64(module_.getDataLayout().getTypeAllocSize(element)));
+    failIf(builder_.CreateAnd(hasElements, overflows), LOOPC_ERROR_INVALID_ARGUMENT,
+           prefix() + "'" + param.name + "' would be too large (its type is " + type +
+               "): its size in bytes overflows int64_t");
+    failIf(builder_.CreateAnd(builder_.CreateIsNull(pointer), hasElements),
            LOOPC_ERROR_INVALID_ARGUMENT, prefix() + "'" + param.name + "' is NULL");
-    if (param.intent == Intent::Out) {
-      llvm::Type *element = emitter_.memoryType(buffer.element);
-      llvm::Value *bytes = builder_.CreateMul(
-          count, builder_.getInt64(module_.getDataLayout().getTypeAllocSize(element)));
-      builder_.CreateMemSet(pointer, builder_.getInt8(0), bytes, llvm::MaybeAlign(1));
-    }
+    if (param.intent == Intent::Out)
+      builder_.CreateMemSet(pointer, builder_.getInt8(0),
+                            builder_.CreateSelect(hasElements, bytes, builder_.getInt64(0)),
+                            llvm::MaybeAlign(1));
     return pointer;
   }
 

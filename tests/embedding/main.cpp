@@ -79,6 +79,16 @@ void checkMatmul() {
   // Empty arrays may be NULL.
   expectSuccess(matmul(nullptr, nullptr, C.data(), 3, 0, 5), "matmul with K = 0");
   expect(C == std::vector<float>(3 * 5, 0.0f), "matmul with K = 0 gives zeros");
+  // From a bug hunt: 2^32 x 2^32 elements, whose count wraps to 0 in int64,
+  // are not an empty array; a size in bytes beyond int64 is refused.
+  const int64_t big = int64_t(1) << 32;
+  expectFailure(matmul(nullptr, nullptr, nullptr, big, big, 0), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'matmul': 'A' would be too large (its type is f32[M][K]): its size in "
+                "bytes overflows int64_t",
+                "matmul with M = K = 2^32");
+  expectFailure(matmul(nullptr, nullptr, nullptr, int64_t(1) << 62, 1, 0),
+                LOOPC_ERROR_INVALID_ARGUMENT, "'A' would be too large", "matmul with 2^62 floats");
+  expectSuccess(matmul(nullptr, nullptr, nullptr, 0, big, 0), "matmul with M = N = 0, K = 2^32");
 }
 
 void checkDotAndSmooth() {
