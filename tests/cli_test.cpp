@@ -441,6 +441,56 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   CHECK(contains(depfileAlone.output, "--depfile needs an output file (-o FILE)"));
 }
 
+TEST_CASE("compile --emit header renames parameters that standard headers or GCC define, uniquely, "
+          "and refuses such kernel names") {
+  // From a bug hunt: macros of <inttypes.h> and other standard headers,
+  // GCC's predefined `linux` and `unix`, and a renamed name that was already
+  // another parameter's (NULL_ beside NULL, int_ beside int).
+  TempDir dir;
+  std::string names = dir.file(
+      "names.loop", "kernel k(NULL_: in f32[NULL], int_: f32, int: f32, PRId64: f32, linux: f32, "
+                    "unix: f32, i386: f32, EINVAL: f32, SIGINT: f32, M_PI: f32, si_pid: f32, "
+                    "WEOF: f32, INT_FAST8_MAX: f32, y: out f32[NULL][SCNd32]) {\n"
+                    "  parfor i in 0..NULL, j in 0..SCNd32 { y[i][j] = NULL_[i] + int_ + int + "
+                    "PRId64 + linux + unix + i386 + EINVAL + SIGINT + M_PI + si_pid + WEOF + "
+                    "INT_FAST8_MAX; }\n}\n");
+  auto header = runLoopc("compile " + names + " --emit header -o " + dir.at("names.h"));
+  REQUIRE(header.exitCode == 0);
+  CHECK(contains(test::readFile(dir.at("names.h")),
+                 "loopc_status k(const float *NULL_, float int_, float int_2, float PRId64_, float "
+                 "linux_, float unix_, float i386_, float EINVAL_, float SIGINT_, float M_PI_, "
+                 "float si_pid_, float WEOF_, float INT_FAST8_MAX_, float *y, int64_t NULL_2, "
+                 "int64_t SCNd32_);"));
+  // The header compiles after every standard header, as C11, GNU C and C++.
+  std::string includes;
+  for (const char *name :
+       {"assert", "complex", "errno",  "fenv",   "float",  "inttypes",  "limits",
+        "locale", "math",    "setjmp", "signal", "stdarg", "stdatomic", "stddef",
+        "stdint", "stdio",   "stdlib", "string", "time",   "wchar",     "wctype"})
+    includes += std::string("#include <") + name + ".h>\n";
+  std::string program = dir.file("main.c", includes + "#include \"names.h\"\n");
+  std::string include = " -fsyntax-only -I" + test::sourcePath("runtime/include") + " ";
+  for (const char *compiler : {"gcc -std=c11", "gcc", "g++ -x c++"}) {
+    auto compiled = test::runShell(compiler + include + program);
+    CAPTURE(compiler);
+    CHECK(compiled.output == "");
+    CHECK(compiled.exitCode == 0);
+  }
+  // Kernel names: functions glibc links statically (atexit), and macros.
+  for (const char *kernel : {"atexit", "at_quick_exit", "alloca", "sigsetjmp", "signbit", "PRId64",
+                             "linux", "va_start", "EINVAL"}) {
+    std::string source =
+        dir.file(std::string(kernel) + ".loop", std::string("kernel ") + kernel +
+                                                    "(x: in f32[N], y: out f32[N]) {\n"
+                                                    "  parfor i in 0..N { y[i] = x[i]; }\n}\n");
+    auto refused = runLoopc("compile " + source + " --emit header");
+    CAPTURE(kernel);
+    CHECK(refused.exitCode == 1);
+    CHECK(contains(refused.output, "cannot be a C function named '" + std::string(kernel) + "'"));
+    CHECK(runLoopc("compile " + source + " --emit header --prefix my_").exitCode == 0);
+  }
+}
+
 TEST_CASE(
     "tune keeps the fastest choices per kernel, sizes and device, and run --tuned uses them") {
   TempDir dir;

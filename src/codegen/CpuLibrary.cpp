@@ -21,6 +21,7 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
+#include <algorithm>
 #include <cctype>
 #include <dlfcn.h>
 #include <functional>
@@ -369,37 +370,103 @@ bool isCLibraryFunction(const std::string &name) {
   // Every name the C and math libraries define (pthread_create, rand, time:
   // a kernel of that name would replace it in the whole program), as loaded
   // in this process; the list covers what the object calls where they are
-  // not loaded.
+  // not loaded, and what glibc links statically from libc_nonshared.a
+  // (atexit: not in libc.so.6, so dlsym does not see it).
   static void *const libraries[] = {dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD),
                                     dlopen("libm.so.6", RTLD_LAZY | RTLD_NOLOAD)};
   for (void *library : libraries)
     if (library && dlsym(library, name.c_str()))
       return true;
   static const std::set<std::string> functions = {
-      "abort",  "calloc", "exit",    "fprintf",  "free",   "malloc", "memcmp", "memcpy", "memmove",
-      "memset", "printf", "realloc", "snprintf", "strcmp", "strlen", "puts",   "sqrt",   "sqrtf",
-      "exp",    "expf",   "log",     "logf",     "sin",    "sinf",   "cos",    "cosf",   "tanh",
-      "tanhf",  "pow",    "powf",    "floor",    "floorf", "ceil",   "ceilf",  "fabs",   "fabsf",
-      "fma",    "fmaf",   "fmin",    "fminf",    "fmax",   "fmaxf",  "abs",    "labs"};
+      "abort", "calloc", "exit", "fprintf", "free", "malloc", "memcmp", "memcpy", "memmove",
+      "memset", "printf", "realloc", "snprintf", "strcmp", "strlen", "puts", "sqrt", "sqrtf", "exp",
+      "expf", "log", "logf", "sin", "sinf", "cos", "cosf", "tanh", "tanhf", "pow", "powf", "floor",
+      "floorf", "ceil", "ceilf", "fabs", "fabsf", "fma", "fmaf", "fmin", "fminf", "fmax", "fmaxf",
+      "abs", "labs",
+      // libc_nonshared.a, now or in older glibc
+      "atexit", "at_quick_exit", "pthread_atfork", "stat", "fstat", "lstat", "fstatat", "mknod",
+      "mknodat", "stat64", "fstat64", "lstat64", "fstatat64"};
   return functions.contains(name);
 }
 
-// Names a generated header uses or includes (its types and macros, the
-// runtime's loopc_ and LOOPC_ names), which a parameter may not take.
-bool isHeaderName(const std::string &name) {
+// Macros of the standard headers (C11 to C23; C++'s <cxxx> headers define
+// the same ones) and of GCC's predefines, which would replace a parameter's
+// or function's name in the header of a program that includes them first.
+// Whole families go by the prefixes the C standard reserves for them
+// ("Future library directions": E[A-Z0-9] for <errno.h>, PRI and SCN for
+// <inttypes.h>, ...) and by those glibc uses in the same headers in its GNU
+// mode (g++ always defines _GNU_SOURCE: <signal.h> brings SA_, si_, ...).
+// Function-like macros matter for kernel names only, object-like ones for
+// both; one list serves both, as renaming a parameter costs nothing.
+bool isStandardMacro(const std::string &name) {
   static const std::set<std::string> names = {
-      "NULL", "bool", "true", "false", "size_t", "int8_t", "int16_t", "int32_t", "int64_t",
-      "uint8_t", "uint16_t", "uint32_t", "uint64_t", "intptr_t", "uintptr_t", "INT8_MAX",
-      "INT16_MAX", "INT32_MAX", "INT64_MAX", "INT8_MIN", "INT16_MIN", "INT32_MIN", "INT64_MIN",
-      // Macros of the standard headers a program may include before it.
-      "EOF", "NAN", "INFINITY", "HUGE_VAL", "HUGE_VALF", "SIZE_MAX", "RAND_MAX", "CHAR_BIT",
-      "INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LONG_MIN", "FLT_MAX", "FLT_MIN", "FLT_EPSILON",
-      "DBL_MAX", "DBL_MIN", "DBL_EPSILON", "EXIT_SUCCESS", "EXIT_FAILURE", "BUFSIZ", "FILENAME_MAX",
-      "NDEBUG", "M_PI", "M_E", "errno", "stdin", "stdout", "stderr", "assert", "offsetof",
-      "static_assert", "alignas", "alignof", "noreturn", "complex", "imaginary", "I",
-      "unreachable"};
+      // <assert.h>, <complex.h>, <errno.h>, <math.h>, <setjmp.h>, <stdarg.h>
+      "assert", "NDEBUG", "static_assert", "complex", "imaginary", "I", "CMPLX", "CMPLXF", "CMPLXL",
+      "errno", "HUGE_VAL", "HUGE_VALF", "HUGE_VALL", "INFINITY", "NAN", "MAXFLOAT", "MATH_ERRNO",
+      "MATH_ERREXCEPT", "math_errhandling", "fpclassify", "isfinite", "isinf", "isnan", "isnormal",
+      "issubnormal", "iszero", "signbit", "isgreater", "isgreaterequal", "isless", "islessequal",
+      "islessgreater", "isunordered", "iscanonical", "issignaling", "setjmp", "sigsetjmp", "va_arg",
+      "va_copy", "va_end", "va_start",
+      // <float.h>, <limits.h> (their FLT_, DBL_ and _MAX names by pattern)
+      "DECIMAL_DIG", "CHAR_BIT", "MB_LEN_MAX", "LONG_BIT", "WORD_BIT",
+      // <stdalign.h>, <stdatomic.h>, <stdbool.h>, <stddef.h>, <stdnoreturn.h>, <threads.h>
+      "alignas", "alignof", "kill_dependency", "bool", "true", "false", "NULL", "offsetof",
+      "unreachable", "noreturn", "thread_local", "ONCE_FLAG_INIT", "TSS_DTOR_ITERATIONS",
+      // <stdio.h>, <stdlib.h>, <time.h>, <wchar.h>, and glibc's in GNU mode
+      "BUFSIZ", "EOF", "FILENAME_MAX", "FOPEN_MAX", "L_tmpnam", "L_ctermid", "L_cuserid",
+      "P_tmpdir", "TMP_MAX", "stdin", "stdout", "stderr", "EXIT_SUCCESS", "EXIT_FAILURE",
+      "MB_CUR_MAX", "RAND_MAX", "alloca", "CLOCKS_PER_SEC", "WEOF", "NSIG", "MINSIGSTKSZ",
+      "SIGSTKSZ", "BIG_ENDIAN", "LITTLE_ENDIAN", "PDP_ENDIAN", "BYTE_ORDER", "NFDBITS",
+      "FD_SETSIZE", "FD_SET", "FD_CLR", "FD_ISSET", "FD_ZERO", "WCONTINUED", "WEXITED", "WNOHANG",
+      "WNOWAIT", "WSTOPPED", "WUNTRACED", "WEXITSTATUS", "WIFCONTINUED", "WIFEXITED", "WIFSIGNALED",
+      "WIFSTOPPED", "WSTOPSIG", "WTERMSIG", "F_OK", "R_OK", "W_OK", "X_OK", "STDIN_FILENO",
+      "STDOUT_FILENO", "STDERR_FILENO", "SNAN", "SNANF", "SNANL", "NZERO", "TEMP_FAILURE_RETRY",
+      "assert_perror", "strdupa", "strndupa", "sigmask", "toascii",
+      // GCC's predefines without a leading _ (in its GNU modes, the default)
+      "linux", "unix", "i386", "i486", "i586", "i686", "sun", "sparc", "mips", "vax", "mc68000",
+      "m68k", "pdp11", "hpux", "sgi", "ns32000", "pyr", "sequent", "tahoe", "gould", "u3b", "u3b2",
+      "u3b5", "u3b15", "u3b20d", "bsd4_2", "bsd4_3", "system_v", "alpha", "ppc"};
+  if (names.contains(name))
+    return true;
+  static const char *const prefixes[] = {
+      "PRI",           "SCN",  "FE_",   "LC_",       "SIG",          "ATOMIC_", "atomic_",
+      "memory_order_", "FP_",  "FLT_",  "DBL_",      "LDBL_",        "TIME_",   "CLOCK_",
+      "TIMER_",        "M_",   "SA_",   "SI_",       "SS_",          "sa_",     "si_",
+      "sigev_",        "ILL_", "FPE_",  "SEGV_",     "BUS_",         "TRAP_",   "CLD_",
+      "POLL_",         "REG_", "SEEK_", "HUGE_VAL_", "SNANF",        "ADJ_",    "MOD_",
+      "STA_",          "NL_",  "BC_",   "RENAME_",   "CLOSE_RANGE_", "XATTR_",  "htobe",
+      "htole",         "be16", "be32",  "be64",      "le16",         "le32",    "le64"};
+  for (const char *prefix : prefixes)
+    if (name.starts_with(prefix))
+      return true;
+  auto isUpperName = [&] {
+    return std::ranges::all_of(name, [](char c) {
+      return std::isupper(static_cast<unsigned char>(c)) ||
+             std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+    });
+  };
+  // <errno.h>'s E[0-9A-Z]..., <stdint.h>'s INTn_C/UINTn_MAX/..., and the
+  // limits of <limits.h>, <stdint.h> and POSIX (..._MAX, _MIN, _WIDTH).
+  if (name.size() > 1 && name[0] == 'E' &&
+      (std::isupper(static_cast<unsigned char>(name[1])) ||
+       std::isdigit(static_cast<unsigned char>(name[1]))) &&
+      isUpperName())
+    return true;
+  if ((name.starts_with("INT") || name.starts_with("UINT")) && name.ends_with("_C"))
+    return true;
+  return isUpperName() &&
+         (name.ends_with("_MAX") || name.ends_with("_MIN") || name.ends_with("_WIDTH"));
+}
+
+// Names a generated header uses or includes (its types and macros, the
+// runtime's loopc_ and LOOPC_ names, the standard ones), which a parameter
+// may not take.
+bool isHeaderName(const std::string &name) {
+  static const std::set<std::string> names = {"size_t",   "int8_t",   "int16_t",  "int32_t",
+                                              "int64_t",  "uint8_t",  "uint16_t", "uint32_t",
+                                              "uint64_t", "intptr_t", "uintptr_t"};
   return names.contains(name) || name.starts_with("loopc_") || name.starts_with("LOOPC_") ||
-         isReservedInC(name);
+         isStandardMacro(name) || isReservedInC(name);
 }
 
 } // namespace
@@ -420,8 +487,9 @@ Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string 
                      kernel.nameRange);
   if (isCLibraryFunction(symbol) || isHeaderName(symbol))
     return makeError("kernel '" + kernel.name + "' cannot be a C function named '" + symbol +
-                         "' (a name of the C library or of loopc's runtime, which the program "
-                         "and the kernels' code use): give it a --prefix",
+                         "' (a name of the C library, a standard macro or a name of loopc's "
+                         "runtime, which the program and the kernels' code use): give it a "
+                         "--prefix",
                      kernel.nameRange);
   return symbol;
 }
@@ -480,9 +548,21 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
     header += " */\nloopc_status " + kernel.symbol + "(";
     std::vector<std::string> params;
     // A parameter's name is only documentation in C: one the header itself
-    // uses (a keyword, a type, a macro) gets a `_`.
-    auto name = [](const VarDecl &decl) {
-      return isHeaderName(decl.name) ? decl.name + "_" : decl.name;
+    // uses (a keyword, a type, a macro) gets a `_`, or `_2`, `_3`... where
+    // that is another parameter's name (`NULL` beside `NULL_`).
+    std::set<std::string> taken;
+    for (const VarDeclPtr &param : declaration.params)
+      taken.insert(param->name);
+    for (const VarDeclPtr &size : declaration.sizes)
+      taken.insert(size->name);
+    auto name = [&](const VarDecl &decl) {
+      if (!isHeaderName(decl.name))
+        return decl.name;
+      std::string renamed = decl.name + "_";
+      for (int suffix = 2; taken.contains(renamed); ++suffix)
+        renamed = decl.name + "_" + std::to_string(suffix);
+      taken.insert(renamed);
+      return renamed;
     };
     for (const VarDeclPtr &param : declaration.params) {
       std::string type = cType(param->type.element);
