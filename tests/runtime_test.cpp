@@ -1,10 +1,13 @@
 // The runtime (runtime/): the cpu device, and the cuda device's driver paths
 // against a stand-in libcuda (runtime/tests/CudaDriverStub.cpp) that fails
 // chosen calls, so every message is checked on machines without a GPU.
+#include "loopc/generated.h"
 #include "loopc/runtime.h"
 #include "loopc/runtime.hpp"
 
 #include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cuda.h>
@@ -378,4 +381,42 @@ TEST_CASE("allocation failures and NULL arguments are values, not crashes") {
         "loopc_buffer_alloc: the runtime is NULL");
   CHECK(loopc_copy_to_host(runtime.handle(), nullptr, 0x1000, 4) == LOOPC_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(loopc_status_name(LOOPC_ERROR_NO_DRIVER)) == "LOOPC_ERROR_NO_DRIVER");
+}
+
+namespace {
+
+// A CPU kernel of generated code's shape: adds 1 to each block's counter.
+void countBlocks(void **buffers, void * /*scalars*/, int64_t begin, int64_t end) {
+  auto *counts = static_cast<int64_t *>(buffers[0]);
+  for (int64_t block = begin; block < end; ++block)
+    counts[block] += 1;
+}
+
+// Whether every one of the 1000 blocks ran once on the CPU thread pool.
+bool poolRunsEveryBlock() {
+  std::vector<int64_t> counts(1000, 0);
+  void *buffers[] = {counts.data()};
+  loopc_cpu_call_lock();
+  loopc_cpu_parallel_for(countBlocks, buffers, nullptr, int64_t(counts.size()));
+  loopc_cpu_call_unlock();
+  return counts == std::vector<int64_t>(counts.size(), 1);
+}
+
+} // namespace
+
+TEST_CASE("the cpu thread pool works in a fork()ed child once it has started in the parent") {
+  // From a bug hunt: the child inherited a pool whose workers it lacks, and
+  // its first launch waited for them forever.
+  REQUIRE(poolRunsEveryBlock());
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    alarm(10); // a hang fails the test instead of blocking it
+    _exit(poolRunsEveryBlock() && poolRunsEveryBlock() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(poolRunsEveryBlock()); // the parent's pool is unharmed
 }

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <pthread.h>
 #include <thread>
 #include <vector>
 
@@ -30,6 +32,10 @@ public:
   }
 
   unsigned threadCount() const { return static_cast<unsigned>(workers_.size()) + 1; }
+
+  // Held around fork() (see pool()).
+  void lockLaunches() { launchMutex_.lock(); }
+  void unlockLaunches() { launchMutex_.unlock(); }
 
   void run(loopc_cpu_kernel kernel, void **buffers, void *scalars, int64_t blockCount) {
     std::lock_guard launchLock(launchMutex_);
@@ -95,12 +101,45 @@ private:
   bool stopping_ = false;
 };
 
-ThreadPool &pool() {
-  static ThreadPool instance(std::max(1u, std::thread::hardware_concurrency()));
-  return instance;
+// The pool, started by the first launch. A fork()ed child has only the
+// forking thread: the parent's workers are gone, so the child drops the pool
+// it inherited (leaked: its threads cannot be joined) and starts a fresh one
+// on its first launch. Around fork, the call lock and the pool's launch lock
+// are held, so the child never inherits them locked by a thread it lacks
+// (the forking thread waits for a call running in another thread to end).
+std::mutex callMutex;
+std::mutex poolMutex; // guards `instance`
+std::unique_ptr<ThreadPool> instance;
+
+void prepareFork() {
+  callMutex.lock();
+  poolMutex.lock();
+  if (instance)
+    instance->lockLaunches();
 }
 
-std::mutex callMutex;
+void resumeParentAfterFork() {
+  if (instance)
+    instance->unlockLaunches();
+  poolMutex.unlock();
+  callMutex.unlock();
+}
+
+void resumeChildAfterFork() {
+  (void)instance.release();
+  poolMutex.unlock();
+  callMutex.unlock();
+}
+
+ThreadPool &pool() {
+  static std::once_flag atfork;
+  std::call_once(atfork,
+                 [] { pthread_atfork(prepareFork, resumeParentAfterFork, resumeChildAfterFork); });
+  std::lock_guard lock(poolMutex);
+  if (!instance)
+    instance = std::make_unique<ThreadPool>(std::max(1u, std::thread::hardware_concurrency()));
+  return *instance;
+}
 
 } // namespace
 
