@@ -35,6 +35,7 @@ struct CompileOptions {
   std::string prefix; // before each kernel's name in --emit object and header
   std::string output;
   std::string depfile;
+  bool skipMissingKernels = false; // --kernel names the file lacks are skipped
   bool noOptimize = false;
   bool verbose = false;
 };
@@ -109,6 +110,8 @@ Expected<std::string> generateLibrary(const CompileOptions &options, const Sessi
   }
   for (const std::string &name : options.kernels) {
     auto kernel = selectKernel(*session.program, name);
+    if (!kernel && options.skipMissingKernels)
+      continue;
     if (!kernel)
       return std::unexpected(kernel.error());
     if (std::ranges::find(declarations, *kernel) == declarations.end())
@@ -204,7 +207,7 @@ int runCompile(const CompileOptions &options) {
   }
   Expected<const KernelDecl *> kernel =
       selectKernel(*session->program, options.kernels.empty() ? "" : options.kernels.front());
-  if (!kernel) {
+  if (!kernel && !(isLibrary(options) && options.skipMissingKernels)) {
     session->report(kernel.error());
     return 1;
   }
@@ -278,6 +281,10 @@ void addCompileCommand(CLI::App &app) {
   command->add_option("--depfile", options->depfile,
                       "Also write a Makefile rule: the output depends on the .loop files it "
                       "was compiled from");
+  command->add_flag("--skip-missing-kernels", options->skipMissingKernels,
+                    "For --emit object and header: skip the kernels --kernel names that the "
+                    "program lacks instead of failing (the output may then define no function; "
+                    "loopc_add_kernels' KERNELS over several sources)");
   command->add_flag("--no-opt", options->noOptimize, "Emit the LLVM IR before optimization");
   command->add_flag("--verbose", options->verbose,
                     "Run ptxas -v on the PTX and report registers, spills and shared memory");

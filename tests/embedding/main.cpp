@@ -2,10 +2,13 @@
 // random shapes (not multiples of any tile), and checks every result against a
 // plain C++ reference and every bad call against its status and message.
 // Exits 0 when all hold, printing what failed otherwise.
-#include "checked.h"
+#include "checked_checked.h"
 #include "fused.h"
 #include "kernels.h"
-#include "vector.ops.h"
+#include "pick_a.h"
+#include "pick_b.h"
+#include "vec_checked_vector.ops.h"
+#include "vec_vector.ops.h"
 
 #include <cmath>
 #include <cstdio>
@@ -179,6 +182,13 @@ void checkVectorOps() {
   expectSuccess(vec_axpy(2.0f, x.data(), y.data(), 3), "vec_axpy");
   expectSuccess(vec_scale(0.5f, y.data(), 3), "vec_scale");
   expect(y == std::vector<float>{6, 12, 18}, "vec_axpy then vec_scale: wrong values");
+  // The same source compiled again with PREFIX vec_checked_ and BOUNDS_CHECK.
+  expectSuccess(vec_checked_axpy(1.0f, x.data(), y.data(), 3), "vec_checked_axpy");
+  expect(y == std::vector<float>{7, 14, 21}, "vec_checked_axpy: wrong values");
+  // KERNELS over pick_a.loop and pick_b.loop.
+  expectSuccess(twice(y.data(), 3), "twice");
+  expectSuccess(shift(y.data(), 3), "shift");
+  expect(y == std::vector<float>{15, 29, 43}, "twice then shift: wrong values");
 }
 
 // fused.loop, built for x86-64 (no FMA instruction): a * b - c rounded once.

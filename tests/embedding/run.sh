@@ -2,7 +2,9 @@
 # Installs loopc from a build tree into a scratch prefix, then builds and runs
 # the project in this folder against that installed package, as a user would:
 #   tests/embedding/run.sh BUILD_DIR SCRATCH_DIR
-# Fails if any step fails, or if the program links LLVM.
+# Fails if any step fails, or if the program links LLVM. Then builds the
+# C-only project in c_only/, and checks that the projects of errors/ fail
+# with loopc_add_kernels' messages.
 set -eu
 build=$(realpath "$1")
 scratch=$2
@@ -19,3 +21,26 @@ if ldd "$scratch/build/embedding_check" | grep -i llvm; then
   exit 1
 fi
 "$scratch/build/embedding_check"
+
+cmake -S "$here/c_only" -B "$scratch/c_only" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+cmake --build "$scratch/c_only"
+"$scratch/c_only/embedding_c"
+
+# expect_refused CASE MESSAGE: configuring or building errors/ with CASE fails
+# and says MESSAGE.
+expect_refused() {
+  if output=$(cmake -S "$here/errors" -B "$scratch/errors" -G Ninja -DCASE="$1" \
+    -DCMAKE_PREFIX_PATH="$scratch/prefix" 2>&1 && cmake --build "$scratch/errors" 2>&1); then
+    echo "errors/ with CASE=$1 built; expected: $2" >&2
+    exit 1
+  fi
+  if ! printf '%s\n' "$output" | tr -s ' \n' ' ' | grep -qF "$2"; then
+    printf '%s\n' "$output" >&2
+    echo "errors/ with CASE=$1 failed without saying: $2" >&2
+    exit 1
+  fi
+}
+expect_refused missing_kernel "KERNELS names 'no_such_kernel', which no source of this call for app defines"
+expect_refused defined_twice "the C function scale of app is defined by both"
+expect_refused same_prefix_twice "app already compiles a source named"
+echo "embedding: all checks passed"
