@@ -303,6 +303,47 @@ TEST_CASE("a local array too large to allocate is an error on every engine, not 
                       "}\n");
   failsOnEveryEngine(program.path + " --set N=10 --set K=100000000000",
                      "program.loop:2:7: error: local array 't' is too large to allocate");
+  // From a later hunt: an element count that wraps in i64 (2^62 x 4 is 0)
+  // was allocated as 0 elements and written past; an iteration's private
+  // array past the heap crashed (the block's slots from a null malloc); and
+  // the interpreter's 4 GiB limit was its own (the compiled engines ran
+  // 8 GB arrays).
+  TempProgram limits(R"(kernel wrapped(x: in f32[N], a: i64, b: i64, y: out f32[N]) {
+  var t: f32[a][b];
+  parfor i in 0..N { t[i][i] = x[i]; }
+  t[a - 1][b - 1] = 5.0;
+  parfor i in 0..N { y[i] = t[i][i] + t[a - 1][b - 1]; }
+}
+
+kernel private_huge(x: in f32[N], a: i64, y: out f32[N]) {
+  parfor i in 0..N {
+    var t: f32[a];
+    t[0] = x[i];
+    y[i] = t[0] + t[a - 1];
+  }
+}
+
+kernel over_limit(x: in f32[N], a: i64, y: out f32[N]) {
+  var t: f32[a];
+  parfor i in 0..N { t[i] = x[i]; }
+  parfor i in 0..N { y[i] = t[i] + t[a - 1]; }
+}
+)");
+  for (const char *bounds : {"", " --bounds-check"}) {
+    CAPTURE(bounds);
+    failsOnEveryEngine(limits.path +
+                           " --kernel wrapped --set N=3 --set a=4611686018427387904 "
+                           "--set b=4" +
+                           bounds,
+                       "program.loop:2:7: error: local array 't' is too large to allocate");
+    failsOnEveryEngine(limits.path + " --kernel private_huge --set N=3 --set a=1000000000000" +
+                           bounds,
+                       "program.loop:10:9: error: local array 't' is too large to allocate");
+    // 2^30 + 1 floats: 4 bytes past the limit.
+    failsOnEveryEngine(limits.path + " --kernel over_limit --set N=3 --set a=1073741825" + bounds,
+                       "program.loop:17:7: error: local array 't' is too large to allocate");
+  }
+  agreesOnCompiledEngines(limits.path + " --kernel private_huge --set N=37 --set a=5000");
 }
 
 TEST_CASE("a local array's extent is the value of its `var` at the declaration, on every engine") {

@@ -7,7 +7,7 @@ ScratchStorage::ScratchStorage(LlvmEmitter &emitter, llvm::Type *elementType, ui
                                llvm::Value *count, const std::string &name) {
   llvm::IRBuilder<> &builder = emitter.builder();
   llvm::Function *function = builder.GetInsertBlock()->getParent();
-  llvm::Value *bytes = builder.CreateMul(count, builder.getInt64(elementSize));
+  llvm::Value *bytes = emitter.saturatingMultiply(count, builder.getInt64(elementSize));
   onStack_ = builder.CreateICmpULE(bytes, builder.getInt64(kStackScratchBytes));
   savedStack_ = builder.CreateStackSave();
   auto *stack = llvm::BasicBlock::Create(emitter.context(), name + ".stack", function);
@@ -27,6 +27,7 @@ ScratchStorage::ScratchStorage(LlvmEmitter &emitter, llvm::Type *elementType, ui
   pointer->addIncoming(onStackPointer, stack);
   pointer->addIncoming(onHeapPointer, heap);
   pointer_ = pointer;
+  failed_ = builder.CreateIsNull(pointer);
 }
 
 void ScratchStorage::release(LlvmEmitter &emitter, bool restoreStack) const {

@@ -20,6 +20,8 @@ public:
   ScratchStorage(LlvmEmitter &emitter, llvm::Type *elementType, uint64_t elementSize,
                  llvm::Value *count, const std::string &name);
   llvm::Value *pointer() const { return pointer_; }
+  // True (i1) when the heap had no room: pointer() is then null.
+  llvm::Value *failed() const { return failed_; }
   // Emits the release: the heap storage freed, or the stack restored when
   // `restoreStack` (else an enclosing scope restores it, with the storage
   // allocated after this one).
@@ -29,6 +31,7 @@ private:
   llvm::Value *pointer_ = nullptr;
   llvm::Value *onStack_ = nullptr;
   llvm::Value *savedStack_ = nullptr;
+  llvm::Value *failed_ = nullptr;
 };
 
 } // namespace loopc::codegen

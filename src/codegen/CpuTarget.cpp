@@ -59,19 +59,22 @@ llvm::Value *CpuTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &buf
     return builder.CreateCall(calloc, {elementCount, builder.getInt64(elementSize)}, buffer.name);
   }
   llvm::Value *storage;
+  llvm::Value *bytes = builder.CreateMul(elementCount, builder.getInt64(elementSize));
   if (llvm::isa<llvm::ConstantInt>(elementCount)) {
     storage = emitter.createEntryAlloca(elementType, elementCount, buffer.name);
   } else {
     ScratchStorage scratch(emitter, elementType, elementSize, elementCount, buffer.name);
     storage = scratch.pointer();
     scratches_.emplace(storage, scratch);
+    // Heap storage the machine does not have is null (LlvmEmitter reports
+    // it and skips the array's code): nothing to fill.
+    bytes = builder.CreateSelect(scratch.failed(), builder.getInt64(0), bytes);
   }
   // Shared storage starts undefined (ir::Allocate): all-ones bytes, NaN or
   // -1, so a pass that reads it before writing fails the differential tests
   // here rather than only on a GPU.
   bool undefined = buffer.memory == MemorySpace::Shared;
-  builder.CreateMemSet(storage, builder.getInt8(undefined ? 0xff : 0),
-                       builder.CreateMul(elementCount, builder.getInt64(elementSize)),
+  builder.CreateMemSet(storage, builder.getInt8(undefined ? 0xff : 0), bytes,
                        llvm::MaybeAlign(elementSize));
   return storage;
 }

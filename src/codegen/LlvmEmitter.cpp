@@ -195,9 +195,14 @@ llvm::Value *LlvmEmitter::elementCount(const BufferInfo &buffer) {
     llvm::Value *value = emitExprAs(*extent, ScalarType::I64);
     if (!llvm::isa<llvm::Constant>(value))
       value = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, value, builder_.getInt64(0));
-    count = builder_.CreateMul(count, value);
+    count = saturatingMultiply(count, value);
   }
   return count;
+}
+
+llvm::Value *LlvmEmitter::saturatingMultiply(llvm::Value *lhs, llvm::Value *rhs) {
+  return builder_.CreateIntrinsic(llvm::Intrinsic::smul_fix_sat, {lhs->getType()},
+                                  {lhs, rhs, builder_.getInt32(0)});
 }
 
 llvm::Value *LlvmEmitter::elementAddress(const BufferInfo &buffer,
@@ -600,11 +605,13 @@ void LlvmEmitter::emitAllocate(const ir::Allocate &allocate) {
     scope.buffer(&buffer, storage);
     emitStmt(*allocate.body);
   };
-  if (buffer.memory != MemorySpace::Global) {
+  if (buffer.memory != MemorySpace::Global && llvm::isa<llvm::Constant>(count)) {
     emitBody();
   } else {
-    // Heap storage (a local array of the host code) may not be had: the
-    // interpreter's error, and the code using it is skipped.
+    // Heap storage (a local array of the host code, a CPU thread's array of
+    // run-time size past the stack's share) may not be had: the
+    // interpreter's error, and the code using it is skipped. Elsewhere the
+    // storage is never null and LLVM folds the test away.
     llvm::Value *failed = builder_.CreateAnd(builder_.CreateIsNull(storage),
                                              builder_.CreateICmpNE(count, builder_.getInt64(0)));
     emitDeviceErrorIf(failed, "local array '" + buffer.name + "' is too large to allocate", {},

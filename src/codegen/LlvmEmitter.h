@@ -53,8 +53,12 @@ public:
   llvm::Value *emitCast(llvm::Value *value, ScalarType from, ScalarType to);
   void emitStmt(const ir::StmtNode &stmt);
 
-  // The number of elements of `buffer` (1 for a scalar cell), as i64.
+  // The number of elements of `buffer` (1 for a scalar cell), as i64; a
+  // count past INT64_MAX is INT64_MAX, which no allocation can have, rather
+  // than a wrapped small one.
   llvm::Value *elementCount(const ir::BufferInfo &buffer);
+  // lhs * rhs (non-negative i64), INT64_MAX where it would overflow.
+  llvm::Value *saturatingMultiply(llvm::Value *lhs, llvm::Value *rhs);
   // The address of buffer[indices] in row-major order.
   llvm::Value *elementAddress(const ir::BufferInfo &buffer, const std::vector<ir::Expr> &indices,
                               SourceRange use);

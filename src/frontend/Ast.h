@@ -23,6 +23,10 @@ bool isInteger(ScalarType type);
 bool isFloat(ScalarType type);
 size_t scalarSize(ScalarType type); // bytes
 
+// The most bytes one local array may hold (per iteration when private to a
+// parfor's iterations), on every engine: beyond, "too large to allocate".
+inline constexpr uint64_t kMaxLocalArrayBytes = uint64_t{1} << 32;
+
 struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 

@@ -24,10 +24,6 @@ using interp::Value;
 
 namespace {
 
-// Local arrays beyond this many bytes are refused with an error rather than
-// exhausting memory.
-constexpr uint64_t kMaxLocalArrayBytes = uint64_t(1) << 32;
-
 // The slot numbers of every variable one kernel or fn declares: parameters,
 // sizes, locals, and the variables of its loops and redomaps.
 class FrameLayout {

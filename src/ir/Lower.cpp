@@ -151,6 +151,19 @@ bool readsMemory(const Expr &expr) {
   return finder.reads;
 }
 
+// Whether a local array of constant extents is known to be within
+// kMaxLocalArrayBytes (then no run-time check is needed).
+bool fitsLocalArrayLimit(const BufferInfo &buffer) {
+  uint64_t bytes = scalarSize(buffer.element);
+  for (const Expr &extent : buffer.shape) {
+    const auto *constant = extent->as<IntImm>();
+    if (!constant || constant->value < 0 ||
+        __builtin_mul_overflow(bytes, static_cast<uint64_t>(constant->value), &bytes))
+      return false;
+  }
+  return bytes <= kMaxLocalArrayBytes;
+}
+
 bool isTrivial(const Expr &expr) {
   return expr->as<Var>() || expr->as<IntImm>() || expr->as<FloatImm>() || expr->as<BoolImm>();
 }
@@ -382,6 +395,19 @@ private:
               "extent {0} of local array '" + var.name + "' is negative",
               std::vector<Expr>{buffer->shape.back()}, extent->range));
       }
+    }
+    if (var.isArray() && !fitsLocalArrayLimit(*buffer)) {
+      // The interpreter's limit on one local array (per iteration when it is
+      // private), the same on every engine; in f64, exact at this threshold
+      // and free of the i64 product's wrapping (2^62 x 4 elements is 0).
+      Expr bytes = makeInt(ScalarType::F64, static_cast<int64_t>(scalarSize(var.type.element)));
+      for (const Expr &extent : buffer->shape)
+        bytes = makeBinary(BinaryOpKind::Mul, bytes, castTo(ScalarType::F64, extent));
+      out.stmt(std::make_shared<Check>(
+          makeBinary(BinaryOpKind::Le, bytes,
+                     makeInt(ScalarType::F64, static_cast<int64_t>(kMaxLocalArrayBytes))),
+          "local array '" + var.name + "' is too large to allocate", std::vector<Expr>{},
+          var.range));
     }
     Expr init = decl.init ? lowerExpr(*decl.init, out) : nullptr;
     out.allocate(buffer);
