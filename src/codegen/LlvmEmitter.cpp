@@ -8,6 +8,8 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 
+#include <limits>
+
 namespace loopc::codegen {
 
 using namespace loopc::ir;
@@ -201,6 +203,15 @@ llvm::Value *LlvmEmitter::elementCount(const BufferInfo &buffer) {
 }
 
 llvm::Value *LlvmEmitter::saturatingMultiply(llvm::Value *lhs, llvm::Value *rhs) {
+  // Constant shapes stay constants: the NVPTX target sizes its arrays from them.
+  auto *left = llvm::dyn_cast<llvm::ConstantInt>(lhs);
+  auto *right = llvm::dyn_cast<llvm::ConstantInt>(rhs);
+  if (left && right) {
+    int64_t product = 0;
+    if (__builtin_mul_overflow(left->getSExtValue(), right->getSExtValue(), &product))
+      product = std::numeric_limits<int64_t>::max();
+    return builder_.getInt64(product);
+  }
   return builder_.CreateIntrinsic(llvm::Intrinsic::smul_fix_sat, {lhs->getType()},
                                   {lhs, rhs, builder_.getInt32(0)});
 }

@@ -361,6 +361,41 @@ private:
     }
   }
 
+  // A local array's memory space and extents, with the run-time checks on
+  // them: each extent not negative, the whole within kMaxLocalArrayBytes.
+  void lowerLocalArrayShape(const VarDecl &var, BufferInfo &buffer, StmtEmitter &out) {
+    buffer.memory = localMemory();
+    for (const ExprPtr &extent : var.type.dims) {
+      // The extent is the value at the declaration: one read from a `var`
+      // assigned later is kept in a let (the shape is read again by every
+      // index and by the storage's size).
+      Expr value = toI64(lowerExpr(*extent, out));
+      if (readsMemory(value)) {
+        std::string name = claimName(var.name + ".extent" + std::to_string(buffer.shape.size()));
+        out.let(name, std::move(value));
+        value = makeVar(ScalarType::I64, name);
+      }
+      buffer.shape.push_back(std::move(value));
+      if (!isNonNegative(*extent))
+        out.stmt(std::make_shared<Check>(
+            makeBinary(BinaryOpKind::Ge, buffer.shape.back(), makeInt(ScalarType::I64, 0)),
+            "extent {0} of local array '" + var.name + "' is negative",
+            std::vector<Expr>{buffer.shape.back()}, extent->range));
+    }
+    if (fitsLocalArrayLimit(buffer))
+      return;
+    // The interpreter's limit on one local array (per iteration when it is
+    // private), the same on every engine; in f64, exact at this threshold and
+    // free of the i64 product's wrapping (2^62 x 4 elements is 0).
+    Expr bytes = makeInt(ScalarType::F64, static_cast<int64_t>(scalarSize(var.type.element)));
+    for (const Expr &extent : buffer.shape)
+      bytes = makeBinary(BinaryOpKind::Mul, bytes, castTo(ScalarType::F64, extent));
+    out.stmt(std::make_shared<Check>(
+        makeBinary(BinaryOpKind::Le, bytes,
+                   makeInt(ScalarType::F64, static_cast<int64_t>(kMaxLocalArrayBytes))),
+        "local array '" + var.name + "' is too large to allocate", std::vector<Expr>{}, var.range));
+  }
+
   void lowerDecl(const DeclStmt &decl, StmtEmitter &out) {
     const VarDecl &var = *decl.var;
     if (var.kind == VarDecl::Kind::Let) {
@@ -376,39 +411,8 @@ private:
       return;
     }
     auto buffer = makeCell(var.name, var.type.element, MemorySpace::Register, var.range);
-    if (var.isArray()) {
-      buffer->memory = localMemory();
-      for (const ExprPtr &extent : var.type.dims) {
-        // The extent is the value at the declaration: one read from a `var`
-        // assigned later is kept in a let (the shape is read again by every
-        // index and by the storage's size).
-        Expr value = toI64(lowerExpr(*extent, out));
-        if (readsMemory(value)) {
-          std::string name = claimName(var.name + ".extent" + std::to_string(buffer->shape.size()));
-          out.let(name, std::move(value));
-          value = makeVar(ScalarType::I64, name);
-        }
-        buffer->shape.push_back(std::move(value));
-        if (!isNonNegative(*extent))
-          out.stmt(std::make_shared<Check>(
-              makeBinary(BinaryOpKind::Ge, buffer->shape.back(), makeInt(ScalarType::I64, 0)),
-              "extent {0} of local array '" + var.name + "' is negative",
-              std::vector<Expr>{buffer->shape.back()}, extent->range));
-      }
-    }
-    if (var.isArray() && !fitsLocalArrayLimit(*buffer)) {
-      // The interpreter's limit on one local array (per iteration when it is
-      // private), the same on every engine; in f64, exact at this threshold
-      // and free of the i64 product's wrapping (2^62 x 4 elements is 0).
-      Expr bytes = makeInt(ScalarType::F64, static_cast<int64_t>(scalarSize(var.type.element)));
-      for (const Expr &extent : buffer->shape)
-        bytes = makeBinary(BinaryOpKind::Mul, bytes, castTo(ScalarType::F64, extent));
-      out.stmt(std::make_shared<Check>(
-          makeBinary(BinaryOpKind::Le, bytes,
-                     makeInt(ScalarType::F64, static_cast<int64_t>(kMaxLocalArrayBytes))),
-          "local array '" + var.name + "' is too large to allocate", std::vector<Expr>{},
-          var.range));
-    }
+    if (var.isArray())
+      lowerLocalArrayShape(var, *buffer, out);
     Expr init = decl.init ? lowerExpr(*decl.init, out) : nullptr;
     out.allocate(buffer);
     if (init)
