@@ -706,3 +706,25 @@ TEST_CASE("a pass parameter given twice is an error, as a size is") {
   CHECK(twice.exitCode == 1);
   CHECK(contains(twice.output, "pass parameter 'register_tile' is given twice with --pass-param"));
 }
+
+TEST_CASE(
+    "--check allows for a float combine's order: as many values as the interpreter combined") {
+  // From a generated-program hunt: 257 x 257 values combined into one f32
+  // element in the interpreter's order (one at a time) and in the compiled
+  // engines' (per block, then blocks) differ by more than a sum over the
+  // largest input (257 values) may; the interpreter counts the combines.
+  TempDir dir;
+  std::string program = dir.file("combined.loop", R"(
+kernel total(x: in f32[N], h: out f32[1]) {
+  parfor i in 0..N, j in 0..N {
+    combine(+) h[0] = x[i % 8];
+  }
+}
+)");
+  for (std::string device : {"cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto result = runLoopc("run " + program + " --set N=257 --seed 563 --check --device " + device);
+    CHECK(result.exitCode == 0);
+    CHECK(contains(result.output, "PASS"));
+  }
+}

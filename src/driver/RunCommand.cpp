@@ -131,6 +131,7 @@ bool checkOutputs(PreparedRun &run, KernelArgs inputs,
     return false;
   }
   CompareOptions options = compareOptionsFor(kernel, inputs);
+  options.reductionLength = std::max(options.reductionLength, stats->combinesRun);
   bool allMatch = true;
   for (const auto &[position, file] : outputs) {
     const std::string &name = kernel.params[position]->name;

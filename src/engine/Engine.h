@@ -23,6 +23,10 @@ struct KernelArgs {
 
 struct RunStats {
   double seconds = 0; // wall time of the kernel's execution on the engine
+  // The combine statements the interpreter ran (0 elsewhere): the longest
+  // sum of combined values an output element can hold, for --check's
+  // tolerance (a float histogram's bins sum in another order when compiled).
+  uint64_t combinesRun = 0;
 };
 
 class Engine {

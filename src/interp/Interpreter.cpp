@@ -340,6 +340,9 @@ std::unexpected<Error> propagate(const Error &error) { return std::unexpected<Er
 class Executor {
 public:
   Status runKernel(const KernelDecl &kernel, KernelArgs &args);
+  // The combine statements run (`combine(op) h[k] = e`): no element had more
+  // values combined into it, in an order the compiled engines do not share.
+  uint64_t combinesRun() const { return combinesRun_; }
 
 private:
   // Makes `frame` current for the lifetime of the scope.
@@ -400,6 +403,7 @@ private:
                                  const std::vector<ExprPtr> &indices, SourceRange range);
 
   Frame *frame_ = nullptr;
+  uint64_t combinesRun_ = 0;
   SlotPool slotPool_;
   std::unordered_map<const void *, std::unique_ptr<FrameLayout>> layouts_;
 };
@@ -682,8 +686,10 @@ Expected<Flow> Executor::execScan(const ScanStmt &scan) {
 }
 
 Expected<Value> Executor::evalCompound(const AssignStmt &assign, const Value &target) {
-  if (assign.op == AssignOp::Combine)
+  if (assign.op == AssignOp::Combine) {
+    ++combinesRun_;
     return evalCombine(assign.combineOp, target, *assign.value);
+  }
   BinaryOp op = compoundOperator(assign.op);
   if (const BinaryExpr *product = floatProduct(*assign.value);
       product && (op == BinaryOp::Add || op == BinaryOp::Sub)) {
@@ -1031,6 +1037,7 @@ Expected<RunStats> Interpreter::run(const Program &program, const KernelDecl &ke
     return propagate(status.error());
   RunStats stats;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.combinesRun = executor.combinesRun();
   return stats;
 }
 
