@@ -10,6 +10,7 @@
 #include "ir/Lower.h"
 #include "passes/Passes.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/WorkCount.h"
 #include "support/Differential.h"
 
 #include <doctest/doctest.h>
@@ -298,6 +299,51 @@ kernel k(A: in f32[K][N], B: in f32[N][N], C: out f32[N][N]) {
   INFO(transpose);
   CHECK(transpose.contains("gpu_thread.x for j.thread in [0, 32) {"));
   CHECK(transpose.contains("gpu_thread.y for i.thread in [0, 8) {"));
+}
+
+TEST_CASE("work counts: extents that are expressions, scans, triangular nests, known branches") {
+  // From a bug hunt: y: f32[N + 1] counted as one element (and approximate),
+  // a scan as no flops, the triangular nest's inner square at k = N/2 (25%
+  // low), and a branch the sizes decide as always taken.
+  const char *program = R"(
+kernel shifted(x: in f32[N], y: out f32[N + 1]) {
+  parfor i in 0..N { y[i + 1] = x[i] * 2.0; }
+}
+kernel prefix(x: in f32[N], y: out f32[N]) {
+  scan(+, 0.0, i in 0..N) y[i] = x[i] * 2.0;
+}
+kernel tri(A: inout f32[N][N]) {
+  for k in 0..N {
+    parfor i in k + 1..N, j in k + 1..N { A[i][j] -= A[i][k] * A[k][j]; }
+  }
+}
+kernel decided(x: in f32[N], r: out f32) {
+  if N > 1000 { r = x[0] * 2.0; } else { r = x[0] + x[1] * 3.0 - 1.0; }
+}
+kernel by_data(x: in f32[N], r: out f32) {
+  if x[0] > 0.0 { r = x[0] * 2.0; }
+}
+)";
+  std::map<std::string, int64_t> sizes = {{"N", 100}};
+  WorkCount shifted = countWork(lowered(program, "shifted"), sizes);
+  CHECK(shifted.bytes == 4 * (100 + 101));
+  CHECK(shifted.flops == 100);
+  CHECK_FALSE(shifted.approximate);
+  WorkCount prefix = countWork(lowered(program, "prefix"), sizes);
+  CHECK(prefix.flops == 200); // a multiply and a combine per element
+  CHECK(prefix.bytes == 800);
+  WorkCount tri = countWork(lowered(program, "tri"), sizes);
+  double exact = 0;
+  for (int k = 0; k < 100; ++k)
+    exact += 2.0 * (99 - k) * (99 - k);
+  CHECK(tri.flops == exact);
+  CHECK_FALSE(tri.approximate);
+  // Beyond 4096 values of k, the middle value stands for all, flagged.
+  CHECK(countWork(lowered(program, "tri"), {{"N", 5000}}).approximate);
+  WorkCount decided = countWork(lowered(program, "decided"), sizes);
+  CHECK(decided.flops == 3);
+  CHECK_FALSE(decided.approximate);
+  CHECK(countWork(lowered(program, "by_data"), sizes).approximate);
 }
 
 } // namespace loopc::passes

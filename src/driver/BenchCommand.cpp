@@ -78,7 +78,7 @@ int runBench(const BenchOptions &options) {
   std::cout << std::setprecision(2) << "  " << gflops << " GFLOP/s (" << work.flops / 1e9
             << " GFLOP), " << gbytes << " GB/s (" << work.bytes / 1e9
             << " GB, each array once: a lower bound)"
-            << (work.approximate ? " [approximate: some extents depend on data]" : "") << "\n";
+            << (work.approximate ? " [approximate: some loop bounds or branches depend on data]" : "") << "\n";
   std::cout.unsetf(std::ios::fixed);
   return 0;
 }

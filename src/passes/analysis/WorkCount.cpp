@@ -1,6 +1,8 @@
 // Counting flops and bytes of a lowered kernel (see WorkCount.h).
 #include "passes/analysis/WorkCount.h"
 
+#include "ir/IRVisitor.h"
+
 #include <functional>
 #include <optional>
 #include <set>
@@ -29,12 +31,22 @@ public:
       }
       if (*extent <= 0)
         return;
-      withValue(loop.var, *min + *extent / 2, [&] { count(*loop.body, trips * *extent); });
+      overIterations(loop.var, *min, *extent, boundsDependOn(*loop.body, loop.var),
+                     [&](double times) { count(*loop.body, trips * times); });
       return;
     }
     case StmtNode::Kind::IfThenElse: {
       auto &branch = *stmt.as<IfThenElse>();
       result.flops += trips * flops(*branch.cond);
+      if (std::optional<int64_t> taken = evaluate(*branch.cond)) {
+        if (*taken)
+          count(*branch.thenCase, trips);
+        else if (branch.elseCase)
+          count(*branch.elseCase, trips);
+        return;
+      }
+      // Decided by data: both branches, an upper bound.
+      result.approximate = true;
       count(*branch.thenCase, trips);
       if (branch.elseCase)
         count(*branch.elseCase, trips);
@@ -71,12 +83,130 @@ public:
     case StmtNode::Kind::Reduce:
       countReduce(*stmt.as<ir::Reduce>(), trips, 0);
       return;
+    case StmtNode::Kind::Scan: {
+      // Like a reduction over its loop: each element's value, then one combine.
+      auto &scan = *stmt.as<ir::Scan>();
+      std::optional<int64_t> min = evaluate(*scan.loop.min);
+      std::optional<int64_t> extent = evaluate(*scan.loop.extent);
+      if (!min || !extent) {
+        result.approximate = true;
+        return;
+      }
+      if (*extent <= 0)
+        return;
+      auto element = [&](double times) {
+        if (scan.valueSetup)
+          count(*scan.valueSetup, trips * times);
+        result.flops +=
+            trips * times * (flops(*scan.value) + combineFlops(scan.op, scan.target->element));
+      };
+      overIterations(scan.loop.var, *min, *extent,
+                     scan.valueSetup && boundsDependOn(*scan.valueSetup, scan.loop.var), element);
+      return;
+    }
     default:
       return;
     }
   }
 
+  // `expr` (an extent) from the bound sizes and parameters, if it can be.
+  std::optional<int64_t> valueOf(const ExprNode &expr) const { return evaluate(expr); }
+
 private:
+  // Counts a loop's body over `extent` iterations of `var` from `min`
+  // through `countBody(times)`: once at the middle value when no loop bound
+  // inside depends on `var` (exact then), else once per value up to
+  // kEnumeratedIterations (exact: a triangular nest's inner square is not
+  // linear in the outer variable), beyond that at the middle, approximate.
+  void overIterations(const std::string &var, int64_t min, int64_t extent, bool boundsDepend,
+                      const std::function<void(double)> &countBody) {
+    constexpr int64_t kEnumeratedIterations = 4096;
+    if (!boundsDepend) {
+      withValue(var, min + extent / 2, [&] { countBody(static_cast<double>(extent)); });
+      return;
+    }
+    if (extent > kEnumeratedIterations) {
+      result.approximate = true;
+      withValue(var, min + extent / 2, [&] { countBody(static_cast<double>(extent)); });
+      return;
+    }
+    for (int64_t value = min; value < min + extent; ++value)
+      withValue(var, value, [&] { countBody(1); });
+  }
+
+  // Whether a loop bound inside `body` depends on `var` (through lets too).
+  static bool boundsDependOn(const StmtNode &body, const std::string &var) {
+    std::set<std::string> dependent = {var};
+    std::function<bool(const ExprNode &)> uses = [&](const ExprNode &expr) {
+      class Finder : public IRVisitor {
+      public:
+        explicit Finder(const std::set<std::string> &names) : names_(names) {}
+        bool found = false;
+
+      protected:
+        void visitVar(const Var &node) override { found |= names_.contains(node.name); }
+
+      private:
+        const std::set<std::string> &names_;
+      } finder(dependent);
+      finder.visit(ir::Expr(ir::Expr(), &expr));
+      return finder.found;
+    };
+    std::function<bool(const StmtNode &)> walk = [&](const StmtNode &stmt) -> bool {
+      switch (stmt.kind) {
+      case StmtNode::Kind::For: {
+        auto &loop = *stmt.as<ir::For>();
+        return uses(*loop.min) || uses(*loop.extent) || walk(*loop.body);
+      }
+      case StmtNode::Kind::IfThenElse: {
+        auto &branch = *stmt.as<IfThenElse>();
+        return uses(*branch.cond) || walk(*branch.thenCase) ||
+               (branch.elseCase && walk(*branch.elseCase));
+      }
+      case StmtNode::Kind::LetStmt: {
+        auto &let = *stmt.as<LetStmt>();
+        if (uses(*let.value))
+          dependent.insert(let.var);
+        return walk(*let.body);
+      }
+      case StmtNode::Kind::Allocate:
+        return walk(*stmt.as<ir::Allocate>()->body);
+      case StmtNode::Kind::Block:
+        for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+          if (walk(*child))
+            return true;
+        return false;
+      case StmtNode::Kind::Reduce: {
+        auto &reduce = *stmt.as<ir::Reduce>();
+        for (const ir::Reduce::Loop &loop : reduce.loops)
+          if (uses(*loop.min) || uses(*loop.extent))
+            return true;
+        return reduce.valueSetup && walk(*reduce.valueSetup);
+      }
+      case StmtNode::Kind::Scan: {
+        auto &scan = *stmt.as<ir::Scan>();
+        return uses(*scan.loop.min) || uses(*scan.loop.extent) ||
+               (scan.valueSetup && walk(*scan.valueSetup));
+      }
+      default:
+        return false;
+      }
+    };
+    return walk(body);
+  }
+
+  // Whether the bounds of `reduce`'s loops inside loop `depth`, or a loop in
+  // its value's setup, depend on `var`.
+  static bool innerBoundsDependOn(const ir::Reduce &reduce, size_t depth, const std::string &var) {
+    std::vector<ir::Reduce::Loop> inner(reduce.loops.begin() + depth + 1, reduce.loops.end());
+    ir::Stmt nest = reduce.valueSetup ? reduce.valueSetup
+                                      : std::make_shared<ir::Block>(std::vector<ir::Stmt>{});
+    for (auto loop = inner.rbegin(); loop != inner.rend(); ++loop)
+      nest =
+          std::make_shared<ir::For>(loop->var, loop->min, loop->extent, ForKind::Serial, 0, nest);
+    return boundsDependOn(*nest, var);
+  }
+
   void countReduce(const ir::Reduce &reduce, double trips, size_t depth) {
     if (depth < reduce.loops.size()) {
       const ir::Reduce::Loop &loop = reduce.loops[depth];
@@ -87,8 +217,8 @@ private:
         return;
       }
       if (*extent > 0)
-        withValue(loop.var, *min + *extent / 2,
-                  [&] { countReduce(reduce, trips * *extent, depth + 1); });
+        overIterations(loop.var, *min, *extent, innerBoundsDependOn(reduce, depth, loop.var),
+                       [&](double times) { countReduce(reduce, trips * times, depth + 1); });
       return;
     }
     if (reduce.valueSetup)
@@ -275,6 +405,13 @@ void collectReads(const StmtNode &stmt, std::set<const BufferInfo *> &reads) {
       collectReads(*reduce.valueSetup, reads);
     return;
   }
+  case StmtNode::Kind::Scan: {
+    auto &scan = *stmt.as<ir::Scan>();
+    collectReads(*scan.value, reads);
+    if (scan.valueSetup)
+      collectReads(*scan.valueSetup, reads);
+    return;
+  }
   default:
     return;
   }
@@ -319,11 +456,8 @@ WorkCount countWork(const ir::Function &function, const std::map<std::string, in
   for (const ir::Buffer &buffer : function.buffers) {
     double elements = 1;
     for (const ir::Expr &extent : buffer->shape) {
-      auto found = extent->as<Var>() ? values.find(extent->as<Var>()->name) : values.end();
-      if (auto *imm = extent->as<IntImm>())
-        elements *= static_cast<double>(imm->value);
-      else if (found != values.end())
-        elements *= static_cast<double>(found->second);
+      if (std::optional<int64_t> value = counter.valueOf(*extent))
+        elements *= static_cast<double>(*value);
       else
         counter.result.approximate = true;
     }

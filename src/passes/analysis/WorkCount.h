@@ -4,14 +4,18 @@
 //
 //  - flops: floating-point adds, subtracts, multiplies, divides, remainders,
 //    minima and maxima, one per math builtin (two per fma), and one combine
-//    per element of a floating-point reduction, each times the trip counts of
-//    the loops around it evaluated with the bound sizes. A loop whose extent
-//    depends on an outer loop variable is counted with that variable at the
-//    middle of its range, which is exact for rectangular and triangular nests.
-//    Both branches of a conditional are counted as taken (an upper bound).
+//    per element of a floating-point reduction or scan, each times the trip
+//    counts of the loops around it evaluated with the bound sizes. An outer
+//    loop whose variable moves an inner loop's bounds (a triangular nest) is
+//    counted value by value up to 4096 iterations (exact), beyond that at the
+//    middle of its range (flagged approximate); other loops count their body
+//    once at the middle, which is exact for them. A conditional the sizes
+//    decide counts the branch taken; one decided by data counts both (an
+//    upper bound, flagged approximate).
 //  - bytes: each array parameter read counted once, each one written counted
-//    once more: a lower bound on the memory traffic, the one any
-//    implementation must pay (temporaries and re-reads excluded).
+//    once more, with extents evaluated from the sizes (`N + 1`): a lower
+//    bound on the memory traffic, the one any implementation must pay
+//    (temporaries and re-reads excluded).
 #pragma once
 
 #include "ir/IR.h"
@@ -25,7 +29,8 @@ namespace loopc::passes {
 struct WorkCount {
   double flops = 0;
   double bytes = 0;
-  // Some extent could not be evaluated from the sizes (counted as zero).
+  // Some extent could not be evaluated from the sizes (counted as zero), a
+  // branch depends on data, or a long triangular nest was sampled.
   bool approximate = false;
 };
 
