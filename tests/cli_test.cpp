@@ -727,4 +727,43 @@ kernel total(x: in f32[N], h: out f32[1]) {
     CHECK(result.exitCode == 0);
     CHECK(contains(result.output, "PASS"));
   }
+
+    "outputs that would overwrite an input or one another are refused before any is written") {
+  TempDir dir;
+  const std::string program = "kernel two(x: in f32[N], a: out f32[N], b: out f32[N]) {\n"
+                              "  parfor i in 0..N { a[i] = x[i]; b[i] = x[i] + x[i]; }\n}\n";
+  std::string source = dir.file("two.loop", program);
+  // Another spelling of the same file is the same file.
+  auto overSource = runLoopc("compile " + source + " --emit header -o " + dir.at("./two.loop"));
+  CHECK(overSource.exitCode == 1);
+  CHECK(contains(overSource.output, "would overwrite the program file '" + source + "'"));
+  auto depfileOverSource = runLoopc("compile " + source + " --emit object -o " + dir.at("two.o") +
+                                    " --depfile " + source);
+  CHECK(depfileOverSource.exitCode == 1);
+  CHECK(contains(depfileOverSource.output, "--depfile " + source + " would overwrite"));
+  auto depfileOverOutput =
+      runLoopc("compile " + source + " -o " + dir.at("k.ll") + " --depfile " + dir.at("k.ll"));
+  CHECK(depfileOverOutput.exitCode == 1);
+  CHECK(contains(depfileOverOutput.output, "write the same file"));
+  CHECK(!std::filesystem::exists(dir.at("k.ll")));
+
+  std::string run = "run " + source + " --set N=3 --device cpu ";
+  auto twoOutputs = runLoopc(run + "--out a=" + dir.at("f.npy") + " --out b=" + dir.at("f.npy"));
+  CHECK(twoOutputs.exitCode == 1);
+  CHECK(contains(twoOutputs.output, "--out a=" + dir.at("f.npy") + " and --out b=" +
+                                        dir.at("f.npy") + " write the same file"));
+  CHECK(!std::filesystem::exists(dir.at("f.npy")));
+  CHECK(!contains(twoOutputs.output, "ran on"));
+  auto outOverSource = runLoopc(run + "--out b=" + source);
+  CHECK(outOverSource.exitCode == 1);
+  CHECK(contains(outOverSource.output, "--out b=" + source + " would overwrite the program file"));
+  REQUIRE(writeNpy(dir.at("x.npy"), HostArray(ScalarType::F32, {3})).has_value());
+  auto outOverInput = runLoopc("run " + source + " --device cpu --in x=" + dir.at("x.npy") +
+                               " --out a=" + dir.at("x.npy"));
+  CHECK(outOverInput.exitCode == 1);
+  CHECK(contains(outOverInput.output, "would overwrite --in x=" + dir.at("x.npy")));
+  CHECK(loopc::test::readFile(source) == program);
+  CHECK(runLoopc("compile " + source + " -o ''").exitCode == 2);
+  CHECK(runLoopc("compile " + source + " --emit object -o " + dir.at("two.o") + " --depfile ''")
+            .exitCode == 2);
 }

@@ -8,6 +8,7 @@
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "driver/Cli.h"
+#include "driver/OutputPaths.h"
 #include "driver/Session.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -196,10 +197,24 @@ bool writeOutput(const CompileOptions &options, const std::string &text,
   return writeDepfile(options, sources);
 }
 
+// -o and --depfile must not be a .loop file compiled, nor one another.
+Status checkOutputFiles(const CompileOptions &options, const SourceManager &sources) {
+  std::vector<PathUse> outputs;
+  if (!options.output.empty() && options.output != "-")
+    outputs.push_back({options.output, "-o " + options.output});
+  if (!options.depfile.empty())
+    outputs.push_back({options.depfile, "--depfile " + options.depfile});
+  return checkDistinctOutputs(sourceFileUses(sources), outputs);
+}
+
 int runCompile(const CompileOptions &options) {
   auto session = openSession(options.file);
   if (!session)
     return 1;
+  if (Status distinct = checkOutputFiles(options, session->sources); !distinct) {
+    printError(distinct.error().message);
+    return 1;
+  }
   if (options.kernels.size() > 1 && !isLibrary(options)) {
     printError("--emit " + options.emit +
                " compiles one kernel: name several with --kernel only for --emit object or header");
@@ -277,10 +292,13 @@ void addCompileCommand(CLI::App &app) {
                       "The CPU an object file is for: an LLVM CPU name such as x86-64-v3, or "
                       "native (the default: this machine's CPU and features)");
   options->passes.addTo(*command);
-  command->add_option("-o,--output", options->output, "Output file (default: stdout)");
-  command->add_option("--depfile", options->depfile,
-                      "Also write a Makefile rule: the output depends on the .loop files it "
-                      "was compiled from");
+  command->add_option("-o,--output", options->output, "Output file (default: stdout; - too)")
+      ->check(nonEmpty());
+  command
+      ->add_option("--depfile", options->depfile,
+                   "Also write a Makefile rule: the output depends on the .loop files it "
+                   "was compiled from")
+      ->check(nonEmpty());
   command->add_flag("--skip-missing-kernels", options->skipMissingKernels,
                     "For --emit object and header: skip the kernels --kernel names that the "
                     "program lacks instead of failing (the output may then define no function; "

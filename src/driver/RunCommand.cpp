@@ -5,6 +5,7 @@
 #include "driver/RunCommand.h"
 
 #include "driver/Engines.h"
+#include "driver/OutputPaths.h"
 #include "driver/Session.h"
 #include "engine/Compare.h"
 #include "engine/Npy.h"
@@ -58,9 +59,12 @@ Status checkWritable(const std::string &path) {
 }
 
 // Out and inout parameters by position, each with the file to write, if any.
+// No file may be one of `inputs` or another output's.
 Expected<std::vector<std::pair<size_t, std::string>>>
-selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFiles) {
+selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFiles,
+              const std::vector<PathUse> &inputs) {
   std::map<std::string, std::string> files;
+  std::vector<PathUse> uses;
   for (const std::string &text : outputFiles) {
     auto assignment = splitAssignment(text, "--out");
     if (!assignment)
@@ -74,7 +78,10 @@ selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFi
       return makeError("'" + assignment->first + "' is given twice with --out");
     if (Status writable = checkWritable(assignment->second); !writable)
       return std::unexpected(writable.error());
+    uses.push_back({assignment->second, "--out " + text});
   }
+  if (Status distinct = checkDistinctOutputs(inputs, uses); !distinct)
+    return std::unexpected(distinct.error());
   std::vector<std::pair<size_t, std::string>> outputs;
   for (size_t position = 0; position < kernel.params.size(); ++position) {
     const VarDecl &param = *kernel.params[position];
@@ -155,7 +162,11 @@ int runKernel(const RunOptions &options) {
   Session &session = *run->session;
   const KernelDecl &kernel = *run->kernel;
   KernelArgs &args = run->args;
-  auto outputs = selectOutputs(kernel, options.outputs);
+  std::vector<PathUse> inputFiles = sourceFileUses(session.sources);
+  for (const std::string &input : options.target.arguments.inputs)
+    if (auto assignment = splitAssignment(input, "--in"))
+      inputFiles.push_back({assignment->second, "--in " + input});
+  auto outputs = selectOutputs(kernel, options.outputs, inputFiles);
   if (!outputs) {
     session.report(outputs.error());
     return 1;
