@@ -767,3 +767,23 @@ kernel total(x: in f32[N], h: out f32[1]) {
   CHECK(runLoopc("compile " + source + " --emit object -o " + dir.at("two.o") + " --depfile ''")
             .exitCode == 2);
 }
+
+TEST_CASE("the tuning cache: a relative XDG_CACHE_HOME is ignored, and '' is no file") {
+  TempDir dir;
+  std::string run = " " + loopc::test::loopcBinary() +
+                    " run samples/dot.loop --set N=3 --device cpu --quiet --tuned";
+  auto relative = loopc::test::runShell("env -u LOOPC_TUNING_CACHE XDG_CACHE_HOME=relative/dir "
+                                        "HOME=" +
+                                        dir.at("home") + run);
+  CHECK(relative.exitCode == 0);
+  CHECK(contains(relative.output,
+                 "no tuned choices in " + dir.at("home") + "/.cache/loopc/tuning.json"));
+  auto absolute =
+      loopc::test::runShell("env -u LOOPC_TUNING_CACHE XDG_CACHE_HOME=" + dir.at("xdg") + run);
+  CHECK(contains(absolute.output, "no tuned choices in " + dir.at("xdg") + "/loopc/tuning.json"));
+  auto noHome = loopc::test::runShell("env -u LOOPC_TUNING_CACHE -u XDG_CACHE_HOME -u HOME" + run);
+  CHECK(contains(noHome.output, "no tuned choices in .loopc-tuning.json"));
+  auto empty = runLoopc("run samples/dot.loop --set N=3 --device cpu --tuned --tuning-cache ''");
+  CHECK(empty.exitCode == 2);
+  CHECK(contains(empty.output, "needs a value, got ''"));
+}

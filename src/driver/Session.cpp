@@ -122,9 +122,11 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
   command.add_flag("--tuned", tuned,
                    "Use the optimization choices `loopc tune` kept for this kernel, these sizes "
                    "and this device (the defaults, with a note, when it kept none)");
-  command.add_option("--tuning-cache", tuningCache,
-                     "The tuning cache file (default: $LOOPC_TUNING_CACHE, else "
-                     "~/.cache/loopc/tuning.json)");
+  command
+      .add_option("--tuning-cache", tuningCache,
+                  "The tuning cache file (default: $LOOPC_TUNING_CACHE, else "
+                  "$XDG_CACHE_HOME/loopc/tuning.json, else ~/.cache/loopc/tuning.json)")
+      ->check(nonEmpty());
 }
 
 void PassChoiceOptions::addTo(CLI::App &command) {

@@ -5,6 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -86,7 +91,8 @@ std::string tuningCachePath(const std::string &explicitPath) {
     return explicitPath;
   if (const char *path = std::getenv("LOOPC_TUNING_CACHE"); path && *path)
     return path;
-  if (const char *cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
+  // The XDG Base Directory spec: a relative path there is invalid and ignored.
+  if (const char *cache = std::getenv("XDG_CACHE_HOME"); cache && *cache == '/')
     return std::string(cache) + "/loopc/tuning.json";
   if (const char *home = std::getenv("HOME"); home && *home)
     return std::string(home) + "/.cache/loopc/tuning.json";
@@ -142,8 +148,82 @@ Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path,
   return std::nullopt;
 }
 
+namespace {
+
+// An exclusive advisory lock (flock) on `<cache>.lock`, held while it lives:
+// tunes running at once each re-read the cache under it, add their entry and
+// write it back, so none loses another's entry.
+class CacheLock {
+public:
+  explicit CacheLock(const std::string &cachePath)
+      : fd_(::open((cachePath + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)) {
+    int locked = -1;
+    while (fd_ >= 0 && (locked = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (fd_ < 0 || locked != 0)
+      error_ = errno;
+  }
+  ~CacheLock() {
+    if (fd_ >= 0)
+      ::close(fd_); // releases the lock
+  }
+  CacheLock(const CacheLock &) = delete;
+  CacheLock &operator=(const CacheLock &) = delete;
+  // 0 once the lock is held, else why it is not.
+  int error() const { return error_; }
+
+private:
+  int fd_;
+  int error_ = 0;
+};
+
+// Replaces the file at `path` by `text` atomically: written to a temporary
+// file in the same folder, then renamed over it, so a reader (a `run
+// --tuned`, another tune) sees the old cache or the new one, never half.
+Status replaceFile(const std::string &path, const std::string &text) {
+  std::string temporary = path + ".XXXXXX";
+  int fd = ::mkstemp(temporary.data());
+  if (fd < 0)
+    return makeError("cannot write the tuning cache '" + path + "': " + std::strerror(errno));
+  // mkstemp makes the file private; the cache gets the usual mode, or keeps its own.
+  struct stat existing;
+  mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, ::stat(path.c_str(), &existing) == 0 ? existing.st_mode & 07777 : 0666 & ~mask);
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t count = ::write(fd, text.data() + written, text.size() - written);
+    if (count < 0 && errno == EINTR)
+      continue;
+    if (count <= 0)
+      break;
+    written += static_cast<size_t>(count);
+  }
+  int problem = written == text.size() && ::fsync(fd) == 0 ? 0 : errno;
+  if (::close(fd) != 0 && problem == 0)
+    problem = errno;
+  if (problem == 0 && ::rename(temporary.c_str(), path.c_str()) != 0)
+    problem = errno;
+  if (problem != 0) {
+    ::unlink(temporary.c_str());
+    return makeError("cannot write the tuning cache '" + path + "': " + std::strerror(problem));
+  }
+  return {};
+}
+
+} // namespace
+
 Status storeTunedChoice(const std::string &path, const TuningKey &key, const std::string &file,
                         const TunedChoice &choice) {
+  std::error_code error;
+  std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty())
+    std::filesystem::create_directories(folder, error);
+  CacheLock lock(path);
+  if (lock.error() != 0)
+    return makeError("cannot lock the tuning cache '" + path + "' (with " + path +
+                     ".lock): " + std::strerror(lock.error()));
+  // Read under the lock: the entries other tunes stored since this one began are kept.
   auto cache = readCache(path);
   if (!cache)
     return std::unexpected(cache.error());
@@ -166,16 +246,7 @@ Status storeTunedChoice(const std::string &path, const TuningKey &key, const std
                   {"default_ms", choice.defaultMs},
                   {"date", choice.date.empty() ? today() : choice.date}});
   (*cache)["entries"] = std::move(kept);
-  std::error_code error;
-  std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty())
-    std::filesystem::create_directories(folder, error);
-  std::ofstream out(path);
-  out << cache->dump(2) << "\n";
-  if (!out)
-    return makeError("cannot write the tuning cache '" + path +
-                     "': " + (error ? error.message() : std::strerror(errno)));
-  return {};
+  return replaceFile(path, cache->dump(2) + "\n");
 }
 
 Status checkTuningCache(const std::string &path) {

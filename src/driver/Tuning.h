@@ -21,7 +21,9 @@
 namespace loopc::driver {
 
 // The cache file: `explicitPath` when given, else $LOOPC_TUNING_CACHE, else
-// $XDG_CACHE_HOME/loopc/tuning.json, else $HOME/.cache/loopc/tuning.json.
+// $XDG_CACHE_HOME/loopc/tuning.json (an absolute $XDG_CACHE_HOME only, as the
+// XDG spec says), else $HOME/.cache/loopc/tuning.json, else
+// .loopc-tuning.json in the current folder.
 std::string tuningCachePath(const std::string &explicitPath);
 
 // What a tuned choice is for.
@@ -46,7 +48,10 @@ struct TunedChoice {
 Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path, const TuningKey &key);
 
 // Keeps `choice` for `key` in the cache at `path` (created with its folder,
-// replacing an entry of the same key).
+// replacing an entry of the same key). Safe when processes store at once:
+// under an flock on `<path>.lock` the cache is read again and replaced by
+// renaming a complete file over it, so every process's entry is kept and a
+// reader sees the old file or the new one.
 Status storeTunedChoice(const std::string &path, const TuningKey &key, const std::string &file,
                         const TunedChoice &choice);
 
