@@ -154,3 +154,55 @@ TEST_CASE("loopc repl reads a script piped into it") {
   CHECK(contains(result.output, "kernel iota(y: out i64[N])"));
   CHECK_FALSE(contains(result.output, "loop> "));
 }
+
+TEST_CASE("a closing bracket matching no open one ends the input at its line, and the next "
+          "commands run") {
+  Session session;
+  std::string error = session.type("kernel k(r: out f32) { r = 1.0; } )");
+  CHECK(contains(error, "<input>:1:35: error: unexpected ')'"));
+  CHECK(session.repl.prompt() == "loop> ");
+  CHECK(session.type(":list") == "nothing is defined\n");
+  CHECK(contains(session.type("]"), "<input>:1:1: error:"));
+  CHECK(session.repl.prompt() == "loop> ");
+  // A closer of another kind than the bracket open is as wrong.
+  CHECK(contains(session.type("kernel k(r: out f32) { r = 1.0; )"), "error"));
+  CHECK(session.repl.prompt() == "loop> ");
+  CHECK(contains(session.type(":help"), ":explain"));
+  // Brackets still open keep the input going, even across a blank line.
+  CHECK(session.type({"kernel k(r: out f32) {", "", "  r = (1.0);"}) == "");
+  CHECK(session.repl.prompt() == "...> ");
+  CHECK(session.type("}") == "defined kernel 'k'\n");
+}
+
+TEST_CASE("a /* comment left open at the end of the input is reported") {
+  Session session;
+  session.type("kernel k(r: out f32) { r = 1.0; }");
+  CHECK(session.type("/* never closed") == "");
+  session.repl.finishInput();
+  std::string error = session.err.str();
+  CHECK(contains(error, "<input>:1:1: error: unterminated comment"));
+}
+
+TEST_CASE("a redefinition breaking an earlier definition is refused, naming both where typed") {
+  Session session;
+  session.type("fn twice(v: i32) -> i32 { return 2 * v; }");
+  session.type(
+      {"kernel iota(y: out i32[N]) {", "  parfor i in 0..N { y[i] = twice(i32(i)); }", "}"});
+  std::string error = session.type("fn twice(v: i32) -> i64 { return 2; }");
+  CHECK(contains(error, "<input>:1:4: error: the new definition of fn 'twice' is refused: it "
+                        "breaks kernel 'iota', defined before"));
+  CHECK(contains(error, "the old definition stays"));
+  // The broken caller is quoted in its own input, the second typed.
+  CHECK(contains(error, "<input 2>:2:29: error: cannot assign 'i64'"));
+  CHECK_FALSE(contains(error, "<input>:2:"));
+  CHECK(contains(session.type(":run iota --set N=3"), "sum=6"));
+
+  // A kernel whose new parameters break the kernel calling it.
+  session.type("kernel inner(a: in f32[N], b: out f32[N]) { parfor i in 0..N { b[i] = a[i]; } }");
+  session.type({"kernel outer(x: in f32[N], y: out f32[N]) {", "  inner(x, y);", "}"});
+  std::string kernelError = session.type("kernel inner(b: out f32[N]) { parfor i in 0..N "
+                                         "{ b[i] = 1.0; } }");
+  CHECK(contains(kernelError, "error: the new definition of kernel 'inner' is refused: it breaks "
+                              "kernel 'outer'"));
+  CHECK(contains(kernelError, "<input 5>:2:"));
+}

@@ -35,13 +35,18 @@ struct TextScan {
   std::vector<std::pair<size_t, size_t>> spans; // [begin, end) of each definition
   int depth = 0;                                // brackets open at the end
   bool inBlockComment = false;                  // a /* comment open at the end
-  char lastSignificant = 0;                     // outside comments and spaces
+  bool unmatchedCloser = false; // a ), ] or } that closes no bracket, or another kind
+  char lastSignificant = 0;     // outside comments and spaces
 };
+
+char openerOf(char closer) { return closer == ')' ? '(' : closer == ']' ? '[' : '{'; }
 
 TextScan scanText(const std::string &text) {
   TextScan scan;
   constexpr size_t kNone = std::string::npos;
-  size_t begin = kNone; // where the definition being scanned starts
+  size_t begin = kNone;        // where the definition being scanned starts
+  size_t commentBegin = kNone; // where the last /* comment starts
+  std::string open;            // the brackets open, innermost last
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     char next = i + 1 < text.size() ? text[i + 1] : 0;
@@ -58,6 +63,7 @@ TextScan scanText(const std::string &text) {
     }
     if (c == '/' && next == '*') {
       scan.inBlockComment = true;
+      commentBegin = i;
       ++i;
       continue;
     }
@@ -71,16 +77,24 @@ TextScan scanText(const std::string &text) {
       i = close == std::string::npos ? text.size() : text[close] == '"' ? close : close - 1;
       continue;
     }
-    if (c == '(' || c == '[' || c == '{')
-      ++scan.depth;
-    else if (c == ')' || c == ']' || c == '}')
-      --scan.depth;
-    if (scan.depth <= 0 && (c == '}' || c == ';')) {
+    if (c == '(' || c == '[' || c == '{') {
+      open.push_back(c);
+    } else if (c == ')' || c == ']' || c == '}') {
+      // A closer that matches nothing is left out of the nesting: it opens
+      // nothing, so it must not keep the input waiting for more lines.
+      if (!open.empty() && open.back() == openerOf(c))
+        open.pop_back();
+      else
+        scan.unmatchedCloser = true;
+    }
+    if (open.empty() && (c == '}' || c == ';')) {
       scan.spans.emplace_back(begin, i + 1);
       begin = kNone;
-      scan.depth = 0;
     }
   }
+  scan.depth = static_cast<int>(open.size());
+  if (begin == kNone && scan.inBlockComment)
+    begin = commentBegin; // an unterminated comment alone is an input, for the parser to report
   if (begin != kNone) {
     size_t end = text.find_last_not_of(" \t\r\n") + 1;
     scan.spans.emplace_back(begin, std::max(end, begin + 1));
@@ -89,10 +103,15 @@ TextScan scanText(const std::string &text) {
 }
 
 // Whether typed text is a whole definition: brackets closed and the last
-// thing a `}` or the `;` of an import.
+// thing a `}` or the `;` of an import; or text that cannot become one, as
+// a closing bracket matching none makes it (its error is reported at once,
+// and the next lines are read as they come, commands included).
 bool isComplete(const TextScan &scan) {
-  return scan.depth <= 0 && !scan.inBlockComment &&
-         (scan.lastSignificant == 0 || scan.lastSignificant == '}' || scan.lastSignificant == ';');
+  if (scan.inBlockComment)
+    return false;
+  return scan.unmatchedCloser ||
+         (scan.depth == 0 && (scan.lastSignificant == 0 || scan.lastSignificant == '}' ||
+                              scan.lastSignificant == ';'));
 }
 
 bool isWordCharacter(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -193,25 +212,44 @@ ProgramText assemble(const std::vector<ReplDefinition> &definitions) {
   return program;
 }
 
+// The index of the definition holding `range` in the session's program,
+// or none when it lies elsewhere (imported modules, no place).
+std::optional<size_t> definitionAt(const SourceRange &range, const std::vector<uint32_t> &lines,
+                                   uint32_t mainFile) {
+  if (!range.valid() || range.begin.file != mainFile)
+    return std::nullopt;
+  auto after = std::ranges::upper_bound(lines, range.begin.line);
+  if (after == lines.begin())
+    return std::nullopt;
+  return after - lines.begin() - 1;
+}
+
+// The name a diagnostic gives the input `definition` came from: the file
+// loaded, `<input>` for the input being added (`currentInput`), `<input N>`
+// for an earlier one.
+std::string originName(const ReplDefinition &definition, uint32_t currentInput) {
+  if (definition.input == 0 || definition.input == currentInput)
+    return definition.origin;
+  return "<input " + std::to_string(definition.input) + ">";
+}
+
 // Renders a diagnostic of the session's program as if reported in the input
 // its definition came from; diagnostics elsewhere (imported modules, no
 // place) are rendered as they are.
 std::string formatDiagnostic(const Diagnostic &diagnostic, const Session &session,
                              const std::vector<ReplDefinition> &definitions,
-                             const std::vector<uint32_t> &lines, uint32_t mainFile) {
+                             const std::vector<uint32_t> &lines, uint32_t mainFile,
+                             uint32_t currentInput) {
   const SourceRange &range = diagnostic.range;
-  if (!range.valid() || range.begin.file != mainFile)
+  std::optional<size_t> index = definitionAt(range, lines, mainFile);
+  if (!index)
     return session.diagnostics.format(diagnostic);
-  auto after = std::ranges::upper_bound(lines, range.begin.line);
-  if (after == lines.begin())
-    return session.diagnostics.format(diagnostic);
-  size_t index = after - lines.begin() - 1;
-  const ReplDefinition &definition = definitions[index];
-  uint32_t first = lines[index];
+  const ReplDefinition &definition = definitions[*index];
+  uint32_t first = lines[*index];
   uint32_t last = first + lineCount(definition.text) - 1;
 
   SourceManager shown;
-  uint32_t file = shown.addFile(definition.origin, *definition.originText);
+  uint32_t file = shown.addFile(originName(definition, currentInput), *definition.originText);
   auto move = [&](SourceLoc loc) {
     loc.file = file;
     loc.line = loc.line - first + definition.originLine;
@@ -223,6 +261,30 @@ std::string formatDiagnostic(const Diagnostic &diagnostic, const Session &sessio
                    range.end.line <= last;
   moved.range.end = endInside ? move(range.end) : moved.range.begin;
   return DiagnosticEngine(shown).format(moved);
+}
+
+// An error at the name of `definition`, in the input it was typed in.
+std::string formatAtName(const ReplDefinition &definition, const std::string &message) {
+  // The name, after the keyword (`kernel`, `fn`, `assoc`).
+  std::vector<std::string> words = leadingWords(definition.text);
+  size_t offset =
+      definition.name.empty() || words.empty()
+          ? 0
+          : definition.text.find(definition.name, definition.text.find(words[0]) + words[0].size());
+  if (offset == std::string::npos)
+    offset = 0;
+  std::string_view before(definition.text.data(), offset);
+  auto newlines = static_cast<uint32_t>(std::ranges::count(before, '\n'));
+  size_t lineStart = before.rfind('\n');
+  uint32_t column = lineStart == std::string_view::npos
+                        ? definition.originColumn + static_cast<uint32_t>(offset)
+                        : static_cast<uint32_t>(offset - lineStart);
+  SourceManager shown;
+  SourceLoc begin{shown.addFile(definition.origin, *definition.originText),
+                  definition.originLine + newlines, column};
+  SourceLoc end = begin;
+  end.col += static_cast<uint32_t>(std::max<size_t>(definition.name.size(), 1) - 1);
+  return DiagnosticEngine(shown).format({Severity::Error, {begin, end}, message});
 }
 
 // Parses a command's arguments as the command line's are parsed (CLI11),
@@ -325,10 +387,13 @@ void Repl::finishInput() {
 
 bool Repl::addDefinitions(std::string text, const std::string &origin) {
   using Kind = ReplDefinition::Kind;
-  std::vector<ReplDefinition> added =
-      splitDefinitions(std::make_shared<const std::string>(std::move(text)), origin);
+  auto shared = std::make_shared<const std::string>(std::move(text));
+  std::vector<ReplDefinition> added = splitDefinitions(shared, origin);
   if (added.empty())
     return true;
+  uint32_t input = origin == "<input>" ? ++inputsTyped_ : 0;
+  for (ReplDefinition &definition : added)
+    definition.input = input;
   auto definedBefore = [&](const ReplDefinition &definition) {
     return std::ranges::any_of(definitions_, [&](const ReplDefinition &old) {
       return old.kind == definition.kind && old.name == definition.name;
@@ -366,10 +431,12 @@ bool Repl::addDefinitions(std::string text, const std::string &origin) {
                                          session->diagnostics);
   if (session->program && !checkProgram(*session->program, session->diagnostics))
     session->program.reset();
-  for (const Diagnostic &diagnostic : session->diagnostics.diagnostics())
-    err_ << formatDiagnostic(diagnostic, *session, candidate, program.lines, mainFile);
-  if (!session->program || session->diagnostics.hasErrors())
+  if (!session->program || session->diagnostics.hasErrors()) {
+    reportRefusal(*session, candidate, program.lines, mainFile, shared, input);
     return false;
+  }
+  for (const Diagnostic &diagnostic : session->diagnostics.diagnostics())
+    err_ << formatDiagnostic(diagnostic, *session, candidate, program.lines, mainFile, input);
 
   definitions_ = std::move(candidate);
   definitionLines_ = std::move(program.lines);
@@ -378,6 +445,50 @@ bool Repl::addDefinitions(std::string text, const std::string &origin) {
   for (const std::string &message : messages)
     out_ << message << "\n";
   return true;
+}
+
+void Repl::reportRefusal(const Session &session, const std::vector<ReplDefinition> &candidate,
+                         const std::vector<uint32_t> &lines, uint32_t mainFile,
+                         const std::shared_ptr<const std::string> &input,
+                         uint32_t inputNumber) const {
+  using Kind = ReplDefinition::Kind;
+  auto isNew = [&](const ReplDefinition &definition) { return definition.originText == input; };
+  // The earlier definitions with errors: this input breaks them, which the
+  // errors, quoting them where they were typed, would not say.
+  std::vector<std::string> brokenNames;
+  for (const Diagnostic &diagnostic : session.diagnostics.diagnostics()) {
+    std::optional<size_t> index = definitionAt(diagnostic.range, lines, mainFile);
+    if (diagnostic.severity != Severity::Error || !index || isNew(candidate[*index]))
+      continue;
+    const ReplDefinition &definition = candidate[*index];
+    std::string name = kindName(definition.kind) + " '" + definition.name + "'";
+    if (std::ranges::find(brokenNames, name) == brokenNames.end())
+      brokenNames.push_back(name);
+  }
+  auto firstNew = std::ranges::find_if(candidate, isNew);
+  if (!brokenNames.empty() && firstNew != candidate.end()) {
+    std::string broken;
+    for (const std::string &name : brokenNames)
+      broken += (broken.empty() ? "" : ", ") + name;
+    const ReplDefinition *replacing = nullptr;
+    std::string replaced;
+    for (const ReplDefinition &definition : candidate)
+      if (isNew(definition) && definition.kind != Kind::Import &&
+          std::ranges::any_of(definitions_, [&](const ReplDefinition &old) {
+            return old.kind == definition.kind && old.name == definition.name;
+          })) {
+        replacing = replacing ? replacing : &definition;
+        replaced += (replaced.empty() ? "" : ", ") + kindName(definition.kind) + " '" +
+                    definition.name + "'";
+      }
+    const ReplDefinition &first = replacing ? *replacing : *firstNew;
+    err_ << formatAtName(
+        first, (replacing ? "the new definition of " + replaced : std::string("this input")) +
+                   " is refused: it breaks " + broken + ", defined before (the errors follow)" +
+                   (replacing ? "; the old definition stays" : ""));
+  }
+  for (const Diagnostic &diagnostic : session.diagnostics.diagnostics())
+    err_ << formatDiagnostic(diagnostic, session, candidate, lines, mainFile, inputNumber);
 }
 
 bool Repl::loadFile(const std::string &path) {
@@ -438,7 +549,7 @@ Expected<const KernelDecl *> Repl::kernelNamed(const std::string &name) {
 void Repl::report(const Error &error) const {
   Diagnostic diagnostic{Severity::Error, error.range, error.message};
   if (session_)
-    err_ << formatDiagnostic(diagnostic, *session_, definitions_, definitionLines_, mainFile_);
+    err_ << formatDiagnostic(diagnostic, *session_, definitions_, definitionLines_, mainFile_, 0);
   else
     err_ << "loopc: error: " << error.message << "\n";
 }

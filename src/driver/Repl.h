@@ -52,6 +52,10 @@ struct ReplDefinition {
   std::shared_ptr<const std::string> originText; // the whole input it came from
   uint32_t originLine = 1;                       // where `text` starts in it
   uint32_t originColumn = 1;
+  // The typed input it came from, counted from 1 in the session (0: a file
+  // loaded): diagnostics name an earlier input `<input N>`, the one being
+  // added `<input>`.
+  uint32_t input = 0;
 };
 
 class Repl {
@@ -77,6 +81,12 @@ public:
 
 private:
   bool addDefinitions(std::string text, const std::string &origin);
+  // Prints why a candidate program (the definitions with an input added) was
+  // refused: its diagnostics, led by an error saying which earlier
+  // definitions the input breaks when it does.
+  void reportRefusal(const Session &session, const std::vector<ReplDefinition> &candidate,
+                     const std::vector<uint32_t> &lines, uint32_t mainFile,
+                     const std::shared_ptr<const std::string> &input, uint32_t inputNumber) const;
   bool handleCommand(const std::string &line);
   void runCommand(const std::string &arguments, bool timing);
   void explainCommand(const std::string &arguments);
@@ -100,7 +110,8 @@ private:
   // The checked program of `definitions_`; null while there are none.
   std::unique_ptr<Session> session_;
   uint32_t mainFile_ = 0;
-  std::string pending_; // a definition continued over several lines
+  std::string pending_;      // a definition continued over several lines
+  uint32_t inputsTyped_ = 0; // the inputs of program text typed so far
   std::string device_;
 };
 
