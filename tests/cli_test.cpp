@@ -229,7 +229,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       "split_reductions, map_rows_to_blocks, privatize_combines, "
       "map_to_gpu, fuse_sibling_reductions, "
       "lower_reductions, combine_in_warps, "
-      "tile_registers, stage_shared, simplify, extract_kernels"));
+      "tile_registers, stage_shared, extract_kernels"));
 }
 
 TEST_CASE("skipping passes: an optimization can be left out, a pass the program needs cannot") {
@@ -319,8 +319,7 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, privatize_combines, map_to_gpu, "
-                 "fuse_sibling_reductions, lower_reductions, "
-                 "simplify, extract_kernels"));
+                 "fuse_sibling_reductions, lower_reductions, extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));
@@ -539,8 +538,16 @@ TEST_CASE(
   CHECK(contains(mixed.output, "--tuned chooses the optimizations itself"));
   auto skipping = runLoopc("tune samples/histogram.loop --kernel histogram" + sizes +
                            " --skip-pass fuse_producers --tuning-cache " + cache);
-  CHECK(skipping.exitCode == 1);
-  CHECK(contains(skipping.output, "tune searches the optimizations' choices itself"));
+  // tune makes those choices itself: it has no such options, nor lists them.
+  CHECK(skipping.exitCode == 2);
+  CHECK(contains(skipping.output, "not expected"));
+  CHECK(contains(skipping.output, "--skip-pass"));
+  std::string help = runLoopc("tune --help").output;
+  for (const char *option : {"--skip-pass", "--pass-param", "--bounds-check", "--tuned "}) {
+    CAPTURE(option);
+    CHECK_FALSE(contains(help, option));
+  }
+  CHECK(contains(help, "--tuning-cache"));
   auto interpreter =
       runLoopc("tune samples/dot.loop --set N=10 --device interp --tuning-cache " + cache);
   CHECK(interpreter.exitCode == 1);
@@ -786,4 +793,61 @@ TEST_CASE("the tuning cache: a relative XDG_CACHE_HOME is ignored, and '' is no 
   auto empty = runLoopc("run samples/dot.loop --set N=3 --device cpu --tuned --tuning-cache ''");
   CHECK(empty.exitCode == 2);
   CHECK(contains(empty.output, "needs a value, got ''"));
+}
+
+TEST_CASE("messages say what is wrong with what the user typed") {
+  // --check with the interpreter under test: refused before the run.
+  auto itself = runLoopc("run samples/dot.loop --set N=3 --device interp --check");
+  CHECK(itself.exitCode == 1);
+  CHECK(contains(itself.output, "--check on --device interp would compare the interpreter with "
+                                "itself: give --reference cpu"));
+  CHECK_FALSE(contains(itself.output, "ran on"));
+  CHECK(contains(
+      runLoopc("run samples/dot.loop --set N=3 --device interp --check --reference cpu").output,
+      "PASS"));
+
+  // A pass that exists but is left out, and each pass named once.
+  for (const char *option : {" --target cpu", " --bounds-check", " --skip-pass stage_shared"}) {
+    CAPTURE(option);
+    auto leftOut =
+        runLoopc(std::string("explain samples/matmul.loop --after stage_shared") + option);
+    CHECK(leftOut.exitCode == 1);
+    CHECK(contains(leftOut.output, "pass 'stage_shared' is not run with" + std::string(option)));
+    CHECK(loopc::test::occurrences(leftOut.output, "simplify") == 1);
+  }
+  auto unknown = runLoopc("explain samples/matmul.loop --after nosuchpass");
+  CHECK(contains(unknown.output, "no pass named 'nosuchpass'"));
+  CHECK(loopc::test::occurrences(unknown.output, "simplify") == 1);
+
+  auto negative = runLoopc("explain samples/dot.loop --set N=-1 --after extract_kernels");
+  CHECK(negative.exitCode == 1);
+  CHECK(contains(negative.output, "invalid value '-1' for size N (a non-negative integer)"));
+
+  // The GPUs accepted are those the message names.
+  for (const char *gpu : {"sm_20", "sm_35", "sm_100"}) {
+    CAPTURE(gpu);
+    auto refused = runLoopc(std::string("compile samples/dot.loop --emit ptx --gpu ") + gpu);
+    CHECK(refused.exitCode == 1);
+    CHECK(contains(refused.output, "loopc compiles for sm_50 to sm_90a"));
+  }
+  for (const char *gpu : {"sm_50", "sm_90a"}) {
+    CAPTURE(gpu);
+    CHECK(runLoopc(std::string("compile samples/dot.loop --emit ptx --gpu ") + gpu).exitCode == 0);
+  }
+
+  auto notNumber = runLoopc("bench samples/dot.loop --set N=10 --repeat abc");
+  CHECK(notNumber.exitCode == 2);
+  CHECK(contains(notNumber.output, "'abc' is not a whole number (expected 1 to 1000000)"));
+  auto outOfRange = runLoopc("run samples/dot.loop --set N=10 --repeat 0");
+  CHECK(outOfRange.exitCode == 2);
+  CHECK(contains(outOfRange.output, "0 is out of range (expected 1 to 1000000)"));
+}
+
+TEST_CASE("bench --json holds the scalar inputs and the seed, to reproduce a result") {
+  auto bench = runLoopc("bench samples/jacobi1d.loop --set N=100 --set steps=7 --device cpu "
+                        "--repeat 1 --warmup 0 --json --seed 5");
+  REQUIRE(bench.exitCode == 0);
+  CHECK(contains(bench.output, "\"sizes\":{\"N\":100}"));
+  CHECK(contains(bench.output, "\"scalars\":{\"steps\":7}"));
+  CHECK(contains(bench.output, "\"seed\":5"));
 }

@@ -16,6 +16,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -202,8 +203,15 @@ Expected<std::unique_ptr<llvm::TargetMachine>> nvptxMachine(const std::string &g
     return makeError("no NVPTX target in this LLVM: " + problem);
   std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
       target->createMCSubtargetInfo(kNvptxTriple, "", ""));
-  if (!subtarget || !subtarget->isCPUStringValid(gpu))
-    return makeError("unknown GPU '" + gpu + "' (LLVM 19 knows sm_50 to sm_90a; e.g. sm_80)");
+  // LLVM 19 also knows sm_20 to sm_37, which no ptxas since CUDA 12 assembles
+  // (nor reads the PTX ISA 8.0 below for): they are refused as unknown.
+  int version = 0;
+  bool modern =
+      gpu.starts_with("sm_") && std::sscanf(gpu.c_str() + 3, "%d", &version) == 1 && version >= 50;
+  if (!subtarget || !modern || !subtarget->isCPUStringValid(gpu))
+    return makeError("unknown GPU '" + gpu +
+                     "' (loopc compiles for sm_50 to sm_90a: what LLVM 19 knows and CUDA 12's "
+                     "ptxas accepts; e.g. sm_80)");
   // PTX ISA 8.0 covers sm_90 and is read by every ptxas and driver since CUDA 12.0.
   llvm::TargetOptions options;
   std::unique_ptr<llvm::TargetMachine> machine(

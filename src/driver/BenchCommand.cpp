@@ -2,6 +2,7 @@
 // --repeat`'s (timeRuns), so both commands measure alike.
 #include "driver/BenchCommand.h"
 
+#include "driver/Cli.h"
 #include "driver/RunCommand.h"
 #include "driver/Session.h"
 #include "ir/Lower.h"
@@ -54,10 +55,25 @@ int runBench(const BenchOptions &options) {
   double gbytes = median > 0 ? work.bytes / median / 1e9 : 0;
 
   if (options.json) {
+    // The scalar inputs' values (--set, or seeded random ones): the work and
+    // the time depend on them as on the sizes.
+    nlohmann::json scalars = nlohmann::json::object();
+    for (size_t i = 0; i < kernel.params.size(); ++i) {
+      const HostArray &value = (*inputs).params[i];
+      Intent intent = kernel.params[i]->intent;
+      if (intent == Intent::Out || intent == Intent::InOut || value.rank() != 0)
+        continue;
+      if (isInteger(value.type))
+        scalars[kernel.params[i]->name] = value.getAsInt(0);
+      else
+        scalars[kernel.params[i]->name] = value.getAsDouble(0);
+    }
     nlohmann::json result = {{"kernel", kernel.name},
                              {"file", options.target.file},
                              {"device", run->engine->name()},
                              {"sizes", args.sizes},
+                             {"scalars", scalars},
+                             {"seed", options.target.arguments.seed},
                              {"runs", options.repeat},
                              {"warmup", options.warmup},
                              {"median_ms", median * 1e3},
@@ -91,10 +107,10 @@ void addBenchCommand(CLI::App &app) {
   options->target.addTo(*command, "time");
   command->add_option("--repeat", options->repeat, "Timed runs (default: 10)")
       ->type_name("N")
-      ->check(CLI::Range(1, 1000000));
+      ->check(wholeNumberIn(1, 1000000));
   command->add_option("--warmup", options->warmup, "Untimed runs first (default: 1)")
       ->type_name("N")
-      ->check(CLI::Range(0, 1000));
+      ->check(wholeNumberIn(0, 1000));
   command->add_flag("--json", options->json, "Print one JSON object");
   command->callback([options] {
     if (int exitCode = runBench(*options))

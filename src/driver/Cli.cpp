@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 
+#include <charconv>
 #include <iostream>
 #include <new>
 
@@ -21,6 +22,21 @@ CLI::Validator nonEmpty() {
   return CLI::Validator(
       [](const std::string &value) { return value.empty() ? "needs a value, got ''" : ""; },
       "TEXT");
+}
+
+CLI::Validator wholeNumberIn(int64_t min, int64_t max) {
+  std::string range = std::to_string(min) + " to " + std::to_string(max);
+  return CLI::Validator(
+      [min, max, range](const std::string &text) -> std::string {
+        int64_t value = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error == std::errc::invalid_argument || end != text.data() + text.size())
+          return "'" + text + "' is not a whole number (expected " + range + ")";
+        if (error != std::errc() || value < min || value > max)
+          return text + " is out of range (expected " + range + ")";
+        return "";
+      },
+      "INT in [" + range + "]");
 }
 
 int runApp(CLI::App &app, int argc, char **argv) {

@@ -16,6 +16,10 @@ void configureApp(CLI::App &app);
 // the default silently).
 CLI::Validator nonEmpty();
 
+// A validator of a whole number from `min` to `max`, saying which of the two
+// a value fails (CLI::Range calls "abc" out of range).
+CLI::Validator wholeNumberIn(int64_t min, int64_t max);
+
 // Parses the command line and runs the chosen subcommand; returns the exit
 // status.
 int runApp(CLI::App &app, int argc, char **argv);

@@ -45,6 +45,9 @@ Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
     if (!isSize || error != std::errc() || end != text.data() + text.size())
       return makeError("--set " + assignment + ": explain takes the integer values of sizes of '" +
                        kernel.name + "'");
+    if (value < 0) // as `loopc run` says (Bindings.cpp)
+      return makeError("invalid value '" + text + "' for size " + name +
+                       " (a non-negative integer)");
     values[name] = value;
   }
   return values;
@@ -94,7 +97,8 @@ Status explainKernel(std::ostream &out, const Program &program, const KernelDecl
   bool printed = false;
   std::vector<std::string> passNames;
   pipeline.afterPass = [&](const std::string &pass, const ir::Function &function) {
-    passNames.push_back(pass);
+    if (std::ranges::find(passNames, pass) == passNames.end()) // simplify runs twice
+      passNames.push_back(pass);
     if (!afterPass.empty() && pass != afterPass)
       return;
     out << (printed ? "\n" : "") << "// after " << pass << "\n" << ir::toString(function);
@@ -107,6 +111,9 @@ Status explainKernel(std::ostream &out, const Program &program, const KernelDecl
     std::string known;
     for (const std::string &name : passNames)
       known += (known.empty() ? "" : ", ") + name;
+    if (std::string option = passes::passLeftOutBy(afterPass, pipeline); !option.empty())
+      return makeError("pass '" + afterPass + "' is not run with " + option +
+                       "; the passes run are: " + known);
     return makeError("no pass named '" + afterPass + "'; the passes are: " + known);
   }
   return {};

@@ -7,6 +7,7 @@
 
 #include "codegen/CpuJit.h"
 #include "codegen/NvptxTarget.h"
+#include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/ExplainCommand.h"
 #include "driver/RunCommand.h"
@@ -569,7 +570,7 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   if (timing)
     parser.add_option("--repeat", repeat, "Timed runs (default: 10)")
         ->type_name("N")
-        ->check(CLI::Range(1, 1000000));
+        ->check(wholeNumberIn(1, 1000000));
   if (!parseArguments(parser, arguments, out_, err_))
     return;
   const Program *program = this->program();

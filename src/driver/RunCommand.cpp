@@ -4,6 +4,7 @@
 // kernel runs.
 #include "driver/RunCommand.h"
 
+#include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/OutputPaths.h"
 #include "driver/Session.h"
@@ -97,13 +98,9 @@ selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFi
 // instead, unless it is the engine under test.
 constexpr double kInterpreterWorkLimit = 5e8;
 
-std::unexpected<Error> selfReference(const std::string &engine) {
-  return makeError("--reference " + engine +
-                   " is the engine under test: a check against itself cannot fail; use the "
-                   "other engine");
-}
-
-// The engine that checks `run`'s results (see RunOptions::reference).
+// The engine that checks `run`'s results (see RunOptions::reference), chosen
+// before the kernel runs: a check against the engine under test itself
+// cannot fail, and is refused naming what the user typed.
 Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run, const KernelArgs &inputs,
                                                   const std::string &reference) {
   std::string name = reference;
@@ -112,26 +109,28 @@ Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run, const 
                                                integerValues(*run.kernel, inputs));
     name = autoReferenceEngine(work.flops + work.bytes / 4, run.engine->name());
   }
-  if (name == run.engine->name())
-    return selfReference(name);
+  if (name == run.engine->name()) {
+    std::string other = name == "interp" ? "cpu" : "interp";
+    if (reference == "auto")
+      return makeError("--check on --device " + name + " would compare the " +
+                       (name == "interp" ? "interpreter" : name + " engine") +
+                       " with itself: give --reference " + other);
+    return makeError("--reference " + name +
+                     " is the engine under test: a check against itself cannot fail; use "
+                     "--reference " +
+                     other);
+  }
   return createEngine(name);
 }
 
 // Runs the reference engine on `inputs` and compares every output.
-bool checkOutputs(PreparedRun &run, KernelArgs inputs,
-                  const std::vector<std::pair<size_t, std::string>> &outputs,
-                  const std::string &referenceChoice) {
+bool checkOutputs(PreparedRun &run, Engine &reference, KernelArgs inputs,
+                  const std::vector<std::pair<size_t, std::string>> &outputs) {
   Session &session = *run.session;
   const KernelDecl &kernel = *run.kernel;
-  auto reference = selectReference(run, inputs, referenceChoice);
-  if (!reference) {
-    session.report(reference.error());
-    return false;
-  }
-  std::string referenceName = (*reference)->name() == "interp"
-                                  ? "the interpreter"
-                                  : "the " + (*reference)->name() + " engine";
-  auto stats = (*reference)->run(*session.program, kernel, inputs);
+  std::string referenceName =
+      reference.name() == "interp" ? "the interpreter" : "the " + reference.name() + " engine";
+  auto stats = reference.run(*session.program, kernel, inputs);
   if (!stats) {
     session.report(stats.error());
     printError("--check: " + referenceName + " failed");
@@ -171,9 +170,14 @@ int runKernel(const RunOptions &options) {
     session.report(outputs.error());
     return 1;
   }
-  if (options.check && options.reference == run->engine->name()) {
-    session.report(selfReference(options.reference).error());
-    return 1;
+  std::unique_ptr<Engine> reference;
+  if (options.check) {
+    auto selected = selectReference(*run, args, options.reference);
+    if (!selected) {
+      session.report(selected.error());
+      return 1;
+    }
+    reference = std::move(*selected);
   }
 
   std::optional<KernelArgs> inputs;
@@ -197,7 +201,7 @@ int runKernel(const RunOptions &options) {
       return 1;
     }
   }
-  if (options.check && !checkOutputs(*run, std::move(*inputs), *outputs, options.reference))
+  if (reference && !checkOutputs(*run, *reference, std::move(*inputs), *outputs))
     return 1;
   return 0;
 }
@@ -278,7 +282,7 @@ void addRunCommand(CLI::App &app) {
       ->add_option("--repeat", options->repeat,
                    "Run the kernel N times from the same inputs and report the median time")
       ->type_name("N")
-      ->check(CLI::Range(1, 1000000));
+      ->check(wholeNumberIn(1, 1000000));
   command->callback([options] {
     if (int exitCode = runKernel(*options))
       throw CLI::RuntimeError(exitCode);

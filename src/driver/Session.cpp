@@ -107,7 +107,7 @@ Expected<ArgumentRequest> ArgumentOptions::toRequest() const {
   return request;
 }
 
-void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
+void RunTargetOptions::addTo(CLI::App &command, const std::string &verb, bool passChoices) {
   command.add_option("FILE", file, "The .loop file")->required();
   command
       .add_option("--kernel", kernel,
@@ -117,11 +117,13 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb) {
       .add_option("--device", device,
                   "interp, cpu, gpu or gpu-on-cpu (default: the best one available)")
       ->check(nonEmpty());
-  passes.addTo(command);
   arguments.addTo(command);
-  command.add_flag("--tuned", tuned,
-                   "Use the optimization choices `loopc tune` kept for this kernel, these sizes "
-                   "and this device (the defaults, with a note, when it kept none)");
+  if (passChoices) {
+    passes.addTo(command);
+    command.add_flag("--tuned", tuned,
+                     "Use the optimization choices `loopc tune` kept for this kernel, these sizes "
+                     "and this device (the defaults, with a note, when it kept none)");
+  }
   command
       .add_option("--tuning-cache", tuningCache,
                   "The tuning cache file (default: $LOOPC_TUNING_CACHE, else "

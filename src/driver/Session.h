@@ -79,9 +79,11 @@ struct RunTargetOptions {
   bool tuned = false;      // --tuned: the choices `loopc tune` kept for this run (Tuning.h)
   std::string tuningCache; // --tuning-cache FILE
 
-  // Adds FILE, --kernel, --device, the pass choices and the argument options;
-  // `verb` says what the subcommand does with the kernel ("run", "time").
-  void addTo(CLI::App &command, const std::string &verb);
+  // Adds FILE, --kernel, --device, the argument options, --tuning-cache and,
+  // with `passChoices`, the pass choices and --tuned (`tune` makes those
+  // choices itself); `verb` says what the subcommand does with the kernel
+  // ("run", "time").
+  void addTo(CLI::App &command, const std::string &verb, bool passChoices = true);
 };
 
 // A kernel ready to run: its checked program, its bound arguments and the

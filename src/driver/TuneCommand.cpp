@@ -1,6 +1,7 @@
 // `loopc tune` (see TuneCommand.h).
 #include "driver/TuneCommand.h"
 
+#include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/RunCommand.h"
 #include "driver/Session.h"
@@ -212,12 +213,6 @@ private:
 };
 
 int runTune(const TuneOptions &options) {
-  if (!options.target.passes.skippedPasses.empty() || !options.target.passes.parameters.empty() ||
-      options.target.passes.boundsChecks || options.target.tuned) {
-    printError("tune searches the optimizations' choices itself: it takes no --skip-pass, "
-               "--pass-param, --bounds-check or --tuned");
-    return 1;
-  }
   std::optional<PreparedRun> run = prepareRun(options.target);
   if (!run)
     return 1;
@@ -244,10 +239,12 @@ void addTuneCommand(CLI::App &app) {
   auto options = std::make_shared<TuneOptions>();
   CLI::App *command = app.add_subcommand(
       "tune", "Search the optimizations' choices for a kernel and keep the fastest");
-  options->target.addTo(*command, "tune");
+  // No --skip-pass, --pass-param, --bounds-check or --tuned: the search
+  // makes those choices.
+  options->target.addTo(*command, "tune", /*passChoices=*/false);
   command->add_option("--repeat", options->repeat, "Timed runs per candidate (default: 5)")
       ->type_name("N")
-      ->check(CLI::Range(1, 1000));
+      ->check(wholeNumberIn(1, 1000));
   command->callback([options] {
     if (int exitCode = runTune(*options))
       throw CLI::RuntimeError(exitCode);

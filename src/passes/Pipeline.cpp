@@ -60,14 +60,10 @@ public:
   // Runs `pass`, the optimization `name` (kOptimizations), when the
   // pipeline's target is one of its targets and the options do not skip it.
   void optimize(const std::string &name, const Pass &pass) {
-    const Optimization *optimization = nullptr;
-    for (const Optimization &candidate : kOptimizations)
-      if (name == candidate.name)
-        optimization = &candidate;
-    assert(optimization && "every optimization is listed in kOptimizations");
-    if (optimization->targets.contains(options_.target) &&
-        !options_.choices.skipped.contains(name) &&
-        !(options_.choices.boundsChecks && kHidesAccesses.contains(name)))
+    assert(std::ranges::any_of(kOptimizations,
+                               [&](const Optimization &known) { return name == known.name; }) &&
+           "every optimization is listed in kOptimizations");
+    if (passLeftOutBy(name, options_).empty())
       run(name, pass);
   }
 
@@ -162,6 +158,20 @@ std::string describeChangedParameters(const PassParameters &parameters) {
       changed += (changed.empty() ? "" : " ") + std::string(spec.name) + "=" +
                  std::to_string(parameters.*spec.field);
   return changed;
+}
+
+std::string passLeftOutBy(const std::string &name, const PipelineOptions &options) {
+  for (const Optimization &optimization : kOptimizations) {
+    if (name != optimization.name)
+      continue;
+    if (!optimization.targets.contains(options.target))
+      return options.target == PipelineTarget::Cpu ? "--target cpu" : "--target gpu";
+    if (options.choices.skipped.contains(name))
+      return "--skip-pass " + name;
+    if (options.choices.boundsChecks && kHidesAccesses.contains(name))
+      return "--bounds-check";
+  }
+  return "";
 }
 
 std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target) {
