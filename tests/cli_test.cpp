@@ -734,7 +734,9 @@ kernel total(x: in f32[N], h: out f32[1]) {
     CHECK(result.exitCode == 0);
     CHECK(contains(result.output, "PASS"));
   }
+}
 
+TEST_CASE(
     "outputs that would overwrite an input or one another are refused before any is written") {
   TempDir dir;
   const std::string program = "kernel two(x: in f32[N], a: out f32[N], b: out f32[N]) {\n"
