@@ -127,7 +127,11 @@ TEST_CASE("malformed files are rejected with the file name and the problem") {
             .find("Fortran-order") != std::string::npos);
   CHECK(errorOf(npyBytes("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }",
                          std::string(16, '\0')))
-            .find("unsupported dtype '|O'") != std::string::npos);
+            .find("unsupported dtype '|O' (loopc reads f4, f8") != std::string::npos);
+  // numpy's one-character codes ('?' for bool) get the same hint.
+  CHECK(errorOf(npyBytes("{'descr': '?', 'fortran_order': False, 'shape': (2,), }",
+                         std::string(2, '\0')))
+            .find("unsupported dtype '?' (loopc reads f4, f8") != std::string::npos);
   CHECK(errorOf(npyBytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }",
                          std::string(8, '\0')))
             .find("unparsable header") != std::string::npos);

@@ -156,8 +156,13 @@ private:
 
 // Maps a descr such as '<f4' to a loopc type.
 Expected<ScalarType> typeFromDescr(const std::string &descr) {
+  auto unsupported = [&] {
+    return makeError("unsupported dtype '" + descr +
+                     "' (loopc reads f4, f8, i4, i8 and b1 arrays: float32, float64, int32, int64 "
+                     "and bool)");
+  };
   if (descr.size() < 3)
-    return makeError("unsupported dtype '" + descr + "'");
+    return unsupported();
   char order = descr[0];
   std::string kind = descr.substr(1);
   if (order == '>')
@@ -176,9 +181,7 @@ Expected<ScalarType> typeFromDescr(const std::string &descr) {
       return makeError("invalid byte order in dtype '" + descr + "'");
     return type;
   }
-  return makeError("unsupported dtype '" + descr +
-                   "' (loopc reads f4, f8, i4, i8 and b1 arrays: float32, float64, int32, int64 "
-                   "and bool)");
+  return unsupported();
 }
 
 const char *descrOf(ScalarType type) {
