@@ -312,7 +312,7 @@ defined; each takes --help):
                           run a kernel and summarize its outputs
   :time [KERNEL] [...] [--repeat N]
                           the median time of N runs (after one warm-up run)
-  :explain [KERNEL] [--after PASS]
+  :explain [KERNEL] [--after PASS] [--target gpu|cpu]
                           the Loop IR after each pass (or after PASS)
   :ptx [KERNEL] [--gpu ARCH]
                           the PTX the kernel compiles to

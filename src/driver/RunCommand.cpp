@@ -273,7 +273,7 @@ void addRunCommand(CLI::App &app) {
       ->add_option(
           "--reference", options->reference,
           "The engine --check compares with: interp, cpu, or auto (the interpreter, or the "
-          "CPU JIT beyond 5e8 operations)")
+          "CPU JIT beyond 5e8 operations when it is not the engine under test)")
       ->check(CLI::IsMember({"auto", "interp", "cpu"}))
       ->capture_default_str()
       ->needs(check);

@@ -139,8 +139,8 @@ void PassChoiceOptions::addTo(CLI::App &command) {
                      "stage_length, shared_kib (docs/architecture.md)");
   command.add_flag("--bounds-check", boundsChecks,
                    "Check every array index in the generated code: one out of range is a "
-                   "located error, not a wild access (slower; leaves out stage_shared and "
-                   "privatize_combines)");
+                   "located error, not a wild access (slower; leaves out fuse_producers, "
+                   "stage_shared and privatize_combines)");
 }
 
 Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
