@@ -94,11 +94,13 @@ void checkCompositeExtent(DiagnosticEngine &diagnostics, const KernelDecl &calle
   }
   if (expected == callerForm)
     return;
+  // "which is ... here" only when the caller's sizes rename the callee's.
+  std::string inCaller =
+      expected.str() == calleeForm.str() ? "" : ", which is " + quoted(expected.str()) + " here";
   diagnostics.error(composite.arg->range,
                     "shape mismatch: dimension " + std::to_string(composite.dimension) + " of " +
                         quoted(composite.arg->name) + " is " + quoted(callerForm.str()) + ", but " +
-                        quoted(callee.name) + " needs " + quoted(calleeForm.str()) + ", which is " +
-                        quoted(expected.str()) + " here");
+                        quoted(callee.name) + " needs " + quoted(calleeForm.str()) + inCaller);
 }
 
 void reportAliasedArguments(DiagnosticEngine &diagnostics, const CallStmt &call,
