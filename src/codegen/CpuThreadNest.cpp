@@ -420,8 +420,7 @@ private:
     case BinaryOpKind::Sub:
       return builder_.CreateBinaryIntrinsic(llvm::Intrinsic::ssub_sat, lhs, rhs);
     default:
-      return builder_.CreateIntrinsic(llvm::Intrinsic::smul_fix_sat, {lhs->getType()},
-                                      {lhs, rhs, builder_.getInt32(0)});
+      return emitter_.saturatingMultiply(lhs, rhs);
     }
   }
 
@@ -743,24 +742,16 @@ private:
                            buffer.name + ".per_thread");
     ++stackAllocations_;
     // The block's slots together may be more than the heap has (each
-    // thread's array is at most kMaxLocalArrayBytes): the interpreter's
-    // error, and the code using them is skipped.
-    llvm::Function *function = builder_.GetInsertBlock()->getParent();
-    auto *use = llvm::BasicBlock::Create(emitter_.context(), buffer.name + ".allocated", function);
-    auto *after = llvm::BasicBlock::Create(emitter_.context(), buffer.name + ".done", function);
-    emitter_.emitDeviceErrorIf(scratch.failed(),
-                               "local array '" + buffer.name + "' is too large to allocate", {},
-                               buffer.declared);
-    builder_.CreateCondBr(scratch.failed(), after, use);
-    builder_.SetInsertPoint(use);
-    builder_.CreateMemSet(scratch.pointer(), builder_.getInt8(0),
-                          builder_.CreateMul(total, builder_.getInt64(scalarSize(buffer.element))),
-                          llvm::MaybeAlign(scalarSize(buffer.element)));
-    buffers_.push_back({&buffer, scratch.pointer(), count});
-    split(*allocate.body);
-    buffers_.pop_back();
-    builder_.CreateBr(after);
-    builder_.SetInsertPoint(after);
+    // thread's array is at most kMaxLocalArrayBytes).
+    emitter_.emitUnlessAllocationFailed(scratch.failed(), buffer, [&] {
+      builder_.CreateMemSet(
+          scratch.pointer(), builder_.getInt8(0),
+          builder_.CreateMul(total, builder_.getInt64(scalarSize(buffer.element))),
+          llvm::MaybeAlign(scalarSize(buffer.element)));
+      buffers_.push_back({&buffer, scratch.pointer(), count});
+      split(*allocate.body);
+      buffers_.pop_back();
+    });
     // On the stack, the slots stay until the enclosing stack scope ends
     // (withStackScope), as they did before heap slots existed: restoring the
     // stack here broke the sibling reductions of a row kernel (packed.loop in

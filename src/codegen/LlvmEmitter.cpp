@@ -625,18 +625,23 @@ void LlvmEmitter::emitAllocate(const ir::Allocate &allocate) {
     // storage is never null and LLVM folds the test away.
     llvm::Value *failed = builder_.CreateAnd(builder_.CreateIsNull(storage),
                                              builder_.CreateICmpNE(count, builder_.getInt64(0)));
-    emitDeviceErrorIf(failed, "local array '" + buffer.name + "' is too large to allocate", {},
-                      buffer.declared);
-    llvm::Function *function = builder_.GetInsertBlock()->getParent();
-    auto *use = llvm::BasicBlock::Create(context(), buffer.name + ".allocated", function);
-    auto *after = llvm::BasicBlock::Create(context(), buffer.name + ".done", function);
-    builder_.CreateCondBr(failed, after, use);
-    builder_.SetInsertPoint(use);
-    emitBody();
-    builder_.CreateBr(after);
-    builder_.SetInsertPoint(after);
+    emitUnlessAllocationFailed(failed, buffer, emitBody);
   }
   target_.release(*this, buffer, storage);
+}
+
+void LlvmEmitter::emitUnlessAllocationFailed(llvm::Value *failed, const BufferInfo &buffer,
+                                             const std::function<void()> &emitUse) {
+  emitDeviceErrorIf(failed, "local array '" + buffer.name + "' is too large to allocate", {},
+                    buffer.declared);
+  llvm::Function *function = builder_.GetInsertBlock()->getParent();
+  auto *use = llvm::BasicBlock::Create(context(), buffer.name + ".allocated", function);
+  auto *after = llvm::BasicBlock::Create(context(), buffer.name + ".done", function);
+  builder_.CreateCondBr(failed, after, use);
+  builder_.SetInsertPoint(use);
+  emitUse();
+  builder_.CreateBr(after);
+  builder_.SetInsertPoint(after);
 }
 
 llvm::Value *LlvmEmitter::emitOperator(const ir::ReduceOperator &op, ScalarType type,

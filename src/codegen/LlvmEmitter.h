@@ -57,6 +57,11 @@ public:
   // count past INT64_MAX is INT64_MAX, which no allocation can have, rather
   // than a wrapped small one.
   llvm::Value *elementCount(const ir::BufferInfo &buffer);
+  // When `failed` (storage for `buffer` not had), the interpreter's "too
+  // large to allocate" error, and `emitUse` (the code using the storage) is
+  // skipped.
+  void emitUnlessAllocationFailed(llvm::Value *failed, const ir::BufferInfo &buffer,
+                                  const std::function<void()> &emitUse);
   // lhs * rhs (non-negative i64), INT64_MAX where it would overflow.
   llvm::Value *saturatingMultiply(llvm::Value *lhs, llvm::Value *rhs);
   // The address of buffer[indices] in row-major order.
