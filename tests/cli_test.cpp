@@ -229,7 +229,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       "split_reductions, map_rows_to_blocks, privatize_combines, "
       "map_to_gpu, fuse_sibling_reductions, "
       "lower_reductions, combine_in_warps, "
-      "tile_registers, stage_shared, extract_kernels"));
+      "tile_registers, stage_shared, globalize_private_arrays, extract_kernels"));
 }
 
 TEST_CASE("skipping passes: an optimization can be left out, a pass the program needs cannot") {
@@ -257,8 +257,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
         contains(refused.output,
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, map_rows_to_blocks, "
-                 "privatize_combines, fuse_sibling_reductions, combine_in_warps, tile_registers, "
-                 "stage_shared"));
+                 "privatize_combines, fuse_sibling_reductions, interleave_reductions, "
+                 "combine_in_warps, tile_registers, stage_shared"));
   }
 }
 
@@ -319,7 +319,8 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, privatize_combines, map_to_gpu, "
-                 "fuse_sibling_reductions, lower_reductions, extract_kernels"));
+                 "fuse_sibling_reductions, lower_reductions, interleave_reductions, "
+                 "extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));

@@ -29,7 +29,8 @@ std::string compiled(const std::string &source, bool fused = true) {
   options.target = passes::PipelineTarget::Cpu;
   if (!fused)
     options.choices.skipped.insert("fuse_sibling_reductions");
-  options.choices.skipped.insert("split_reductions"); // one version of each row
+  options.choices.skipped.insert("split_reductions");      // one version of each row
+  options.choices.skipped.insert("interleave_reductions"); // one step per reduction
   auto function = passes::runPipeline(
       ir::lowerKernel(*loaded->program, *loaded->program->modules.front()->kernels.back()),
       options);

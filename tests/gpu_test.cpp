@@ -10,6 +10,7 @@
 #include "codegen/Ptxas.h"
 #include "engine/Bindings.h"
 #include "interp/Interpreter.h"
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -211,6 +212,49 @@ kernel narrow(n: i32, m: i32, v: in i32[R], w: out i32[R][C]) {
   ir::Function narrowFunction =
       test::compiledKernel(*narrow->program, *narrow->program->modules.front()->kernels.front());
   CHECK(codegen::launchGeometryLoops(narrowFunction).size() == 4);
+}
+
+TEST_CASE("private arrays sized at run time live in global memory, a slice per GPU thread") {
+  auto loaded = test::loadText(R"(
+kernel argmin_rows(D: in f32[N][K], best: out i32[N]) {
+  parfor i in 0..N {
+    var d: f32[K];
+    for c in 0..K { d[c] = D[i][c]; }
+    var b: i64 = 0;
+    for c in 1..K { if d[c] < d[b] { b = c; } }
+    best[i] = i32(b);
+  }
+})");
+  ir::Function function = onlyKernelCompiled(*loaded);
+  std::string printed = ir::toString(function);
+  // Allocated by the host around the launch, the thread's slot last.
+  CHECK(test::contains(printed, "  global f32 d[K][max((N + 256 - 1) / 256, 0) * 256]\n"
+                                "  launch argmin_rows_kernel0"));
+  CHECK(test::contains(printed, "d[d.0][i.block * 256 + i.thread] = 0.0\n"));
+  CHECK(test::contains(printed, "d[c][i.block * 256 + i.thread] = D[i][c]\n"));
+  for (const char *gpu : {"sm_80", "sm_90"}) {
+    auto ptx = codegen::compileToPtx(function, gpu);
+    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+    if (std::optional<std::string> ptxas = codegen::findPtxas()) {
+      auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
+      CHECK_MESSAGE(reports, (reports ? "" : reports.error().message));
+    }
+  }
+
+  // An extent read inside the parfor cannot size a buffer before the launch.
+  auto rowSized = test::loadText(R"(
+kernel rows(starts: in i32[R], x: in f32[N], y: out f32[R]) {
+  parfor r in 0..R - 1 {
+    var row: f32[starts[r + 1] - starts[r]];
+    y[r] = 0.0;
+  }
+})");
+  ir::Function rowFunction = onlyKernelCompiled(*rowSized);
+  auto refused = codegen::compileToPtx(rowFunction, "sm_80");
+  REQUIRE(!refused);
+  CHECK(test::contains(refused.error().message,
+                       "on the GPU, the extents of the private array 'row' must be known when its "
+                       "kernel launches"));
 }
 
 TEST_CASE("a barrier inside a GPU thread loop that is not the block is an error, not a hang") {

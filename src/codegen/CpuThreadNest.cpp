@@ -102,27 +102,6 @@ private:
   int conditional_;
 };
 
-// Whether running `loopVar`'s loop outside the thread loop would turn an
-// access that streams along the loop into a gather across threads (a row
-// walked by each thread: the vector lanes would be rows apart).
-bool gathersAcrossThreads(const std::vector<passes::BufferAccess> &accesses,
-                          const std::string &loopVar, const std::string &threadVar) {
-  using Kind = passes::Stride::Kind;
-  for (const passes::BufferAccess &access : accesses) {
-    if (std::ranges::find(access.enclosingLoops, loopVar) == access.enclosingLoops.end())
-      continue;
-    if (passes::strideAlong(access, loopVar).kind != Kind::Contiguous)
-      continue;
-    // A register buffer has one copy per thread, a whole buffer apart.
-    if (access.buffer->memory == MemorySpace::Register)
-      return true;
-    Kind acrossThreads = passes::strideAlong(access, threadVar).kind;
-    if (acrossThreads != Kind::Zero && acrossThreads != Kind::Contiguous)
-      return true;
-  }
-  return false;
-}
-
 // Loops LLVM unrolls completely: constant trip counts whose nest runs at
 // most this many bodies. Left inside their thread they become straight-line
 // code in the thread loop, which then vectorizes across threads with the
@@ -185,7 +164,7 @@ protected:
     if (sequential && !containsBarrier(*loop.body)) {
       std::optional<int64_t> unrolled = constantBodies(loop);
       if ((unrolled && *unrolled <= kUnrolledBodies) ||
-          gathersAcrossThreads(accesses_, loop.var, threadVar_))
+          passes::gathersAcrossThreads(accesses_, loop.var, threadVar_))
         return;
       chosen.insert(&loop);
     }

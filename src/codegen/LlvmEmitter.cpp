@@ -292,9 +292,22 @@ llvm::Value *LlvmEmitter::emitExprAs(const ir::ExprNode &expr, ScalarType type) 
 
 llvm::Value *LlvmEmitter::emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *rhs,
                                      ScalarType type) {
-  if (isFloat(type))
-    return builder_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::minnum : llvm::Intrinsic::maxnum,
-                                          lhs, rhs);
+  // Floats: IEEE 754-2019's minimumNumber/maximumNumber, as the interpreter
+  // (a NaN operand gives the other; -0 < +0). LLVM 19 has no intrinsic for
+  // them, and minnum/maxnum may return either of two equal zeros: operands
+  // that compare equal give the AND of their bits (max: +0 if either is) or
+  // the OR (min: -0 if either is), which is either operand otherwise.
+  if (isFloat(type)) {
+    llvm::Value *chosen = builder_.CreateBinaryIntrinsic(
+        isMin ? llvm::Intrinsic::minnum : llvm::Intrinsic::maxnum, lhs, rhs);
+    llvm::Type *bitsType = builder_.getIntNTy(lhs->getType()->getPrimitiveSizeInBits());
+    llvm::Value *lhsBits = builder_.CreateBitCast(lhs, bitsType);
+    llvm::Value *rhsBits = builder_.CreateBitCast(rhs, bitsType);
+    llvm::Value *tie = builder_.CreateBitCast(isMin ? builder_.CreateOr(lhsBits, rhsBits)
+                                                    : builder_.CreateAnd(lhsBits, rhsBits),
+                                              lhs->getType());
+    return builder_.CreateSelect(builder_.CreateFCmpOEQ(lhs, rhs), tie, chosen);
+  }
   if (type == ScalarType::Bool)
     return isMin ? builder_.CreateAnd(lhs, rhs) : builder_.CreateOr(lhs, rhs);
   return builder_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, lhs,
@@ -664,10 +677,13 @@ std::optional<llvm::AtomicRMWInst::BinOp> atomicInstruction(ir::ReduceOperator::
   switch (op) {
   case Kind::Add:
     return floating ? Rmw::FAdd : Rmw::Add;
+  // Float min and max have none: atomicrmw fmin/fmax is minnum/maxnum, which
+  // may pick either of two zeros (emitMinMax orders them); no target used
+  // has a native form anyway, so the compare-and-swap loop costs nothing more.
   case Kind::Min:
-    return floating ? Rmw::FMin : Rmw::Min; // FMin is minnum, as the `min` builtin
+    return floating ? std::nullopt : std::optional(Rmw::Min);
   case Kind::Max:
-    return floating ? Rmw::FMax : Rmw::Max;
+    return floating ? std::nullopt : std::optional(Rmw::Max);
   case Kind::And:
     return Rmw::And; // bools are bytes holding 0 or 1
   case Kind::Or:

@@ -62,9 +62,9 @@ template <typename T> T floatBuiltin(Builtin builtin, std::span<const Value> arg
   case Builtin::Abs:
     return std::fabs(a);
   case Builtin::Min:
-    return std::fmin(a, valueAs<T>(args[1]));
+    return minimumNumber(a, valueAs<T>(args[1]));
   case Builtin::Max:
-    return std::fmax(a, valueAs<T>(args[1]));
+    return maximumNumber(a, valueAs<T>(args[1]));
   case Builtin::Pow:
     return std::pow(a, valueAs<T>(args[1]));
   case Builtin::Fma:

@@ -10,6 +10,7 @@
 #include "support/Error.h"
 
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -250,6 +251,17 @@ inline Expected<Value> applyBinary(BinaryOp op, const Value &lhs, const Value &r
   std::unreachable();
 }
 
+// IEEE 754-2019's minimumNumber and maximumNumber, the language's `min` and
+// `max` on floats: a NaN operand gives the other one, and -0 is below +0, so
+// both commute and reductions may combine in any order (std::fmin and
+// std::fmax may return either zero).
+template <std::floating_point T> T maximumNumber(T a, T b) {
+  return a == b ? (std::signbit(a) ? b : a) : std::fmax(a, b);
+}
+template <std::floating_point T> T minimumNumber(T a, T b) {
+  return a == b ? (std::signbit(a) ? a : b) : std::fmin(a, b);
+}
+
 Value applyUnary(UnaryOp op, const Value &operand);
 
 // An explicit conversion `T(x)`.
@@ -289,9 +301,9 @@ inline Value combineReduction(ReduceOp::Kind op, const Value &accumulator, const
       case ReduceOp::Kind::Mul:
         return makeValue(T(a * b));
       case ReduceOp::Kind::Min:
-        return makeValue(std::fmin(a, b));
+        return makeValue(minimumNumber(a, b));
       case ReduceOp::Kind::Max:
-        return makeValue(std::fmax(a, b));
+        return makeValue(maximumNumber(a, b));
       default:
         std::unreachable();
       }

@@ -538,6 +538,21 @@ bool usesAnyVar(const Expr &expr, const std::set<std::string> &names) {
   return false;
 }
 
+std::set<const BufferInfo *> buffersRead(const Expr &expr) {
+  class Reads : public IRVisitor {
+  public:
+    std::set<const BufferInfo *> buffers;
+
+  protected:
+    void visitLoad(const Load &node) override {
+      buffers.insert(node.buffer.get());
+      IRVisitor::visitLoad(node);
+    }
+  } reads;
+  reads.visit(expr);
+  return reads.buffers;
+}
+
 const StmtNode *skipSingletonBlocks(const Stmt &stmt) {
   const StmtNode *node = stmt.get();
   while (node && node->kind == StmtNode::Kind::Block && node->as<Block>()->stmts.size() == 1)

@@ -103,6 +103,9 @@ std::set<std::string> freeVars(const Stmt &stmt);
 // True when `expr` reads any variable of `names`.
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 
+// The buffers `expr` loads from.
+std::set<const BufferInfo *> buffersRead(const Expr &expr);
+
 // `stmt` without the Blocks of one statement around it.
 const StmtNode *skipSingletonBlocks(const Stmt &stmt);
 

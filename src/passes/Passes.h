@@ -60,6 +60,10 @@ ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTar
 // (lower_reductions.cpp).
 ir::Function lowerReductions(ir::Function function);
 
+// A CPU thread's serial min/max reduction of floats folds into vector lanes
+// (interleave_reductions.cpp).
+ir::Function interleaveReductions(ir::Function function);
+
 // Reductions over the same loops that follow one another (with statements
 // between them that can move) are lowered as one group: their loops run
 // once (fuse_sibling_reductions.cpp).
@@ -76,6 +80,11 @@ ir::Function tileRegisters(ir::Function function, const PassParameters &paramete
 // Arrays the threads of a block read in common inside a loop are copied to
 // shared memory by the whole block, a stage at a time (stage_shared.cpp).
 ir::Function stageShared(ir::Function function, const PassParameters &parameters = {});
+
+// GPU: parfor-private arrays whose extents the run decides move to global
+// memory, a slice per thread, allocated by the host around their kernel
+// (globalize_private_arrays.cpp).
+ir::Function globalizePrivateArrays(ir::Function function);
 
 // Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
 ir::Function extractKernels(ir::Function function);

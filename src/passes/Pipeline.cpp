@@ -30,6 +30,7 @@ const Optimization kOptimizations[] = {
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"interleave_reductions", {PipelineTarget::Cpu}},
     {"combine_in_warps", {PipelineTarget::Gpu}},
     {"tile_registers", {PipelineTarget::Gpu}},
     {"stage_shared", {PipelineTarget::Gpu}},
@@ -205,11 +206,14 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("fuse_sibling_reductions", fuseSiblingReductions);
   passes.run("lower_reductions", lowerReductions);
+  passes.optimize("interleave_reductions", interleaveReductions);
   passes.optimize("combine_in_warps", combineInWarps);
   passes.optimize("tile_registers",
                   [&](ir::Function f) { return tileRegisters(std::move(f), parameters); });
   passes.optimize("stage_shared",
                   [&](ir::Function f) { return stageShared(std::move(f), parameters); });
+  if (options.target == PipelineTarget::Gpu)
+    passes.run("globalize_private_arrays", globalizePrivateArrays);
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

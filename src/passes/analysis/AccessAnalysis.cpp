@@ -7,6 +7,8 @@
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 
+#include <algorithm>
+
 namespace loopc::passes {
 
 using namespace loopc::ir;
@@ -335,6 +337,24 @@ std::string Stride::str() const {
     return "unknown";
   }
   return "?";
+}
+
+bool gathersAcrossThreads(const std::vector<BufferAccess> &accesses, const std::string &loopVar,
+                          const std::string &threadVar) {
+  using Kind = Stride::Kind;
+  for (const BufferAccess &access : accesses) {
+    if (std::ranges::find(access.enclosingLoops, loopVar) == access.enclosingLoops.end())
+      continue;
+    if (strideAlong(access, loopVar).kind != Kind::Contiguous)
+      continue;
+    // A register buffer has one copy per thread, a whole buffer apart.
+    if (access.buffer->memory == ir::MemorySpace::Register)
+      return true;
+    Kind acrossThreads = strideAlong(access, threadVar).kind;
+    if (acrossThreads != Kind::Zero && acrossThreads != Kind::Contiguous)
+      return true;
+  }
+  return false;
 }
 
 } // namespace loopc::passes

@@ -92,4 +92,12 @@ struct Stride {
 
 Stride strideAlong(const BufferAccess &access, const std::string &loopVar);
 
+// Whether running `loopVar`'s loop outside the loop over `threadVar` (the
+// innermost thread loop of a CPU thread nest) would turn an access that
+// streams along the loop into a gather across threads (a row walked by each
+// thread: vector lanes across threads would be rows apart). The CPU keeps
+// such loops inside their thread (codegen/CpuThreadNest.cpp).
+bool gathersAcrossThreads(const std::vector<BufferAccess> &accesses, const std::string &loopVar,
+                          const std::string &threadVar);
+
 } // namespace loopc::passes

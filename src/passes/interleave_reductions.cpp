@@ -1,0 +1,209 @@
+// interleave_reductions (CPU): a thread's serial loop folding floats with
+// `min` or `max` into a register cell runs one dependent combine per element,
+// at the operator's latency: LLVM 19 vectorizes a min/max reduction only when
+// told NaN and signed zeros cannot occur, and the language's min and max see
+// both (IEEE maximumNumber: NaN skipped, -0 < +0). The loop instead folds
+// into kLaneBytes of lanes, element c into lane (c - first) % lanes: lanes
+// are independent, so the loop is an elementwise map LLVM vectorizes, and
+// they then fold into the cell by halving. min and max are idempotent, so the
+// lanes start as the cell's value and no neutral element is needed:
+//
+//   for c in [lo, lo + n) {        if (n >= 2 * L) {
+//     cell = max(cell, v(c))         register f32 cell.lanes[L]
+//   }                                for l in [0, L): cell.lanes[l] = cell
+//                                    for c in [lo, lo + n / L * L):
+//                                      cell.lanes[(c - lo) % L] = max(cell.lanes[...], v(c))
+//                                    for l in [0, L/2): cell.lanes[l] = max(.., cell.lanes[l +
+//                                    L/2])
+//                                    ... down to one lane; cell = max(cell, cell.lanes[0])
+//                                    for c in [lo + n / L * L, lo + n): the original body
+//                                  } else { the original loop }
+//
+// With the language's min and max both exact and order-free, the result is
+// the same value on every engine. Only loops that walk memory contiguously
+// and stay in their thread (a CPU thread nest runs a loop that reads
+// neighbouring elements across threads outside the thread loop, vectorized
+// across threads instead) qualify, and only when their trip count may
+// reach 2 * L. Sums and products need no help: LLVM reassociates them
+// (the reduction steps allow it).
+#include "passes/Passes.h"
+
+#include "ir/IRVisitor.h"
+#include "passes/analysis/AccessAnalysis.h"
+#include "passes/lowering/ReductionTrees.h"
+
+#include <optional>
+
+namespace loopc::passes {
+
+using namespace loopc::ir;
+using ir::Expr; // not the AST's
+using ir::Stmt;
+
+namespace {
+
+// The lanes of one cell: four AVX-512 vectors, enough to cover a vector
+// min/max's latency at one load per cycle.
+constexpr int64_t kLaneBytes = 256;
+
+// `cell = min/max(cell, value)` on a float register cell: a reduction step
+// the lanes can take.
+const Store *floatExtremumStep(const StmtNode *node) {
+  const auto *store = node ? node->as<Store>() : nullptr;
+  if (!store || !store->isReductionStep || !isFloat(store->buffer->element) ||
+      store->buffer->memory != MemorySpace::Register || !store->buffer->shape.empty())
+    return nullptr;
+  const auto *combine = store->value->as<Binary>();
+  if (!combine || (combine->op != BinaryOpKind::Min && combine->op != BinaryOpKind::Max))
+    return nullptr;
+  const auto *previous = combine->lhs->as<Load>();
+  return previous && previous->buffer == store->buffer ? store : nullptr;
+}
+
+// The steps of a loop body made of lets and then float min/max steps into
+// distinct cells that nothing else in the body reads; else nothing.
+std::optional<std::vector<const Store *>> extremumSteps(const Stmt &body) {
+  const StmtNode *node = skipSingletonBlocks(body);
+  std::vector<Expr> values;
+  while (node && node->kind == StmtNode::Kind::LetStmt) {
+    values.push_back(node->as<LetStmt>()->value);
+    node = skipSingletonBlocks(node->as<LetStmt>()->body);
+  }
+  std::vector<const StmtNode *> stmts;
+  if (const auto *block = node ? node->as<Block>() : nullptr)
+    for (const Stmt &stmt : block->stmts)
+      stmts.push_back(stmt.get());
+  else
+    stmts.push_back(node);
+  std::vector<const Store *> steps;
+  std::set<const BufferInfo *> cells;
+  for (const StmtNode *stmt : stmts) {
+    const Store *step = floatExtremumStep(stmt);
+    if (!step || !cells.insert(step->buffer.get()).second ||
+        (!steps.empty() && step->buffer->element != steps.front()->buffer->element))
+      return std::nullopt;
+    steps.push_back(step);
+    values.push_back(step->value->as<Binary>()->rhs);
+  }
+  for (const Expr &value : values)
+    for (const BufferInfo *read : buffersRead(value))
+      if (cells.contains(read))
+        return std::nullopt;
+  return steps;
+}
+
+// The steps of a loop body sent to their cells' lanes, at `lane`.
+class ToLanes : public IRMutator {
+public:
+  ToLanes(const std::map<const BufferInfo *, Buffer> &lanesOf, Expr lane)
+      : lanesOf_(lanesOf), lane_(std::move(lane)) {}
+
+protected:
+  Stmt visitStore(const Store &node, const Stmt &self) override {
+    auto found = lanesOf_.find(node.buffer.get());
+    if (found == lanesOf_.end())
+      return IRMutator::visitStore(node, self);
+    const auto *combine = node.value->as<Binary>();
+    const Buffer &buffer = found->second;
+    return std::make_shared<Store>(buffer, std::vector<Expr>{lane_},
+                                   makeBinary(combine->op, load(buffer, {lane_}), combine->rhs),
+                                   node.source,
+                                   /*isReductionStep=*/true);
+  }
+
+private:
+  const std::map<const BufferInfo *, Buffer> &lanesOf_;
+  Expr lane_;
+};
+
+// `loop` folding into lanes, as the comment at the top shows.
+Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const Stmt &original) {
+  ScalarType element = steps.front()->buffer->element;
+  int64_t lanes = kLaneBytes / scalarSize(element);
+  std::string count = loop.var + ".count";
+  Expr trips = makeVar(ScalarType::I64, count);
+  Expr vectorTrips = mul(div(trips, makeI64(lanes)), makeI64(lanes));
+  std::string firstName = loop.var + ".first";
+  Expr first = makeVar(ScalarType::I64, firstName);
+  Expr lane = rem(sub(toI64(makeVar(loop.min->type, loop.var)), first), makeI64(lanes));
+  auto each = [&](const std::string &var, int64_t extent, auto makeBody) {
+    return std::make_shared<For>(var, makeI64(0), makeI64(extent), ForKind::Unrolled, 0,
+                                 makeBody(makeVar(ScalarType::I64, var)));
+  };
+  // Each step's cell gets its lanes; the body's steps fold into them.
+  std::map<const BufferInfo *, Buffer> lanesOf;
+  std::vector<Stmt> start, fold;
+  for (const Store *step : steps) {
+    const Buffer &cell = step->buffer;
+    Buffer buffer =
+        makeBuffer(cell->name + ".lanes", element, {makeI64(lanes)}, MemorySpace::Register);
+    lanesOf[cell.get()] = buffer;
+    start.push_back(
+        each(cell->name + ".lane", lanes, [&](Expr l) { return store(buffer, {l}, load(cell)); }));
+    auto op = step->value->as<Binary>()->op;
+    for (int64_t half = lanes / 2; half >= 1; half /= 2)
+      fold.push_back(each(cell->name + ".lane", half, [&](Expr l) {
+        return store(buffer, {l},
+                     makeBinary(op, load(buffer, {l}), load(buffer, {add(l, makeI64(half))})));
+      }));
+    fold.push_back(store(cell, {}, makeBinary(op, load(cell), load(buffer, {makeI64(0)}))));
+  }
+  Stmt vectorLoop = std::make_shared<For>(loop.var, castTo(loop.min->type, first),
+                                          castTo(loop.min->type, vectorTrips), ForKind::Serial, 0,
+                                          ToLanes(lanesOf, lane).mutate(loop.body), loop.source);
+  std::vector<Stmt> laned = start;
+  laned.push_back(vectorLoop);
+  laned.insert(laned.end(), fold.begin(), fold.end());
+  Stmt body = makeBlock(laned);
+  for (const auto &[cell, buffer] : lanesOf)
+    body = std::make_shared<Allocate>(buffer, body);
+  Stmt rest = std::make_shared<For>(loop.var, castTo(loop.min->type, add(first, vectorTrips)),
+                                    castTo(loop.min->type, sub(trips, vectorTrips)),
+                                    ForKind::Serial, 0, loop.body, loop.source);
+  Expr enough = makeBinary(BinaryOpKind::Ge, trips, makeI64(2 * lanes));
+  return std::make_shared<LetStmt>(
+      count, toI64(loop.extent),
+      std::make_shared<LetStmt>(
+          firstName, toI64(loop.min),
+          std::make_shared<IfThenElse>(enough, makeBlock({body, rest}), original)));
+}
+
+// Finds the loops to interleave: serial loops inside a CPU thread nest that
+// stay in their thread (gathersAcrossThreads, the thread nest's own rule).
+class Interleaver : public IRMutator {
+protected:
+  Stmt visitFor(const For &loop, const Stmt &self) override {
+    if (loop.forKind == ForKind::GpuThread) {
+      bool outermost = thread_.empty();
+      std::string enclosing = thread_;
+      if (outermost)
+        accesses_ = collectAccesses(self);
+      thread_ = loop.var;
+      Stmt result = IRMutator::visitFor(loop, self);
+      thread_ = enclosing;
+      return result;
+    }
+    if (loop.forKind == ForKind::Serial && !thread_.empty()) {
+      std::optional<std::vector<const Store *>> steps = extremumSteps(loop.body);
+      const auto *constantTrips = loop.extent->as<IntImm>();
+      int64_t lanes = steps ? kLaneBytes / scalarSize(steps->front()->buffer->element) : 0;
+      if (steps && (!constantTrips || constantTrips->value >= 2 * lanes) &&
+          gathersAcrossThreads(accesses_, loop.var, thread_))
+        return interleaved(loop, *steps, self);
+    }
+    return IRMutator::visitFor(loop, self);
+  }
+
+private:
+  std::string thread_;                 // the innermost thread loop's variable around the walk
+  std::vector<BufferAccess> accesses_; // those of its thread nest
+};
+
+} // namespace
+
+Function interleaveReductions(Function function) {
+  function.body = Interleaver().mutate(function.body);
+  return function;
+}
+
+} // namespace loopc::passes

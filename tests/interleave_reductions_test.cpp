@@ -1,0 +1,85 @@
+// interleave_reductions: which loops of the CPU pipeline fold into lanes (a
+// thread's float min/max walking memory contiguously, long enough to pay)
+// and which keep their single cell. That the lanes compute what the
+// interpreter computes is differential_test's "min and max reductions in
+// lanes" case.
+#include "TestSupport.h"
+
+#include "ir/IRPrinter.h"
+#include "passes/Pipeline.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using namespace loopc;
+using loopc::test::contains;
+
+namespace {
+
+const char *kProgram = R"(
+kernel extremes(X: in f32[R][C], lo: i32, hi: out f32[R], low: out f32[R]) {
+  parfor r in 0..R {
+    hi[r] = redomap(max, -inf, c in lo..i32(C)) X[r][c];
+    low[r] = redomap(min, inf, c in lo..i32(C)) X[r][c] * 2.0;
+  }
+}
+kernel wide(X: in f64[R][C], hi: out f64[R]) {
+  parfor r in 0..R { hi[r] = redomap(max, -inf, c in 0..C) abs(X[r][c]); }
+}
+kernel columns(X: in f32[R][C], top: out f32[C]) {
+  parfor c in 0..C { top[c] = redomap(max, -inf, r in 0..R) X[r][c]; }
+}
+kernel pool(X: in f64[H][W], P: out f64[H - 2][W - 2]) {
+  parfor i in 0..H - 2, j in 0..W - 2 {
+    P[i][j] = redomap(max, -inf, a in 0..3, b in 0..3) X[i + a][j + b];
+  }
+}
+kernel sums(X: in f32[R][C], s: out f32[R]) {
+  parfor r in 0..R { s[r] = redomap(+, 0.0, c in 0..C) X[r][c]; }
+}
+)";
+
+// The kernel's IR after the pipeline for `target`.
+std::string compiled(const std::string &kernelName,
+                     passes::PipelineTarget target = passes::PipelineTarget::Cpu) {
+  auto loaded = test::loadText(kProgram);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  for (const auto &kernel : loaded->program->modules.front()->kernels)
+    if (kernel->name == kernelName)
+      return ir::toString(test::compiledKernel(*loaded->program, *kernel, target));
+  FAIL("no kernel " << kernelName);
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("a row's float min and max fold into 256 bytes of lanes on the CPU") {
+  std::string extremes = compiled("extremes");
+  // 64 f32 lanes, used from two vectors' worth of elements on; element c
+  // goes to lane (c - first) % 64; the lanes halve into the cell.
+  CHECK(contains(extremes, "if (c.count >= 128) {\n"));
+  CHECK(contains(extremes, "register f32 acc.lanes[64]\n"));
+  CHECK(contains(extremes, "acc.lanes[acc.lane] = acc\n"));
+  CHECK(contains(extremes, "let c.first = i64(lo)\n"));
+  CHECK(contains(extremes, "acc.lanes[(i64(c) - c.first) % 64] = max(acc.lanes[(i64(c) - "
+                           "c.first) % 64], X[r][c])  (reduction step)"));
+  CHECK(contains(extremes, "acc.lanes[acc.lane] = max(acc.lanes[acc.lane], acc.lanes[acc.lane + "
+                           "32])\n"));
+  CHECK(contains(extremes, "acc = max(acc, acc.lanes[0])\n"));
+  CHECK(contains(extremes, "min(acc_2.lanes["));
+  // f64: 32 lanes.
+  std::string wide = compiled("wide");
+  CHECK(contains(wide, "register f64 acc.lanes[32]\n"));
+  CHECK(contains(wide, "if (c.count >= 64) {\n"));
+}
+
+TEST_CASE("columns, short constant loops, sums and the GPU keep one cell") {
+  // A column's walk runs outside the thread loop, vectorized across threads
+  // (a column per lane): lanes would only add work. (Its partials, when
+  // split, are a row walk and do fold.)
+  CHECK(!contains(compiled("columns"), "acc.lanes[(r"));
+  CHECK(!contains(compiled("pool"), "lanes")); // 3 x 3: too short
+  CHECK(!contains(compiled("sums"), "lanes")); // LLVM reassociates sums itself
+  CHECK(!contains(compiled("extremes", passes::PipelineTarget::Gpu), "lanes"));
+}
