@@ -579,8 +579,15 @@ kernel lud(a: inout f32[N][N]) {
     }
   }
 }
+kernel perimeter(A: inout f64[N][N], kb: i64, ke: i64) {
+  parfor j in ke..N {
+    for i in kb..ke {
+      A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j];
+    }
+  }
+}
 )",
-              {"N=1", "N=2", "N=17", "N=40"});
+              {"N=1 kb=0 ke=1", "N=2 kb=0 ke=1", "N=17 kb=3 ke=9", "N=40 kb=16 ke=32"});
 }
 
 TEST_CASE("user operators that do not commute combine in the range's order") {

@@ -414,6 +414,30 @@ kernel tail(a: inout f32[N]) {
 }
 )");
   CHECK(following->program == nullptr);
+  // A range bounded by an enclosing loop sweeps that loop's range too:
+  // Rodinia's blocked lud perimeter reads columns kb..ke - 2 while the
+  // parfor writes columns ke.. (found by a bug hunt).
+  checked(R"(
+kernel perimeter(A: inout f64[N][N], kb: i64, ke: i64) {
+  parfor j in ke..N {
+    for i in kb..ke {
+      A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j];
+    }
+  }
+}
+)");
+  // Rows up to ke + 1 take k up to ke, the first written column.
+  auto reaching = test::loadText(R"(
+kernel perimeter(A: inout f64[N][N], kb: i64, ke: i64) {
+  parfor j in ke..N {
+    for i in kb..ke + 2 {
+      A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j];
+    }
+  }
+}
+)");
+  CHECK(reaching->program == nullptr);
+  CHECK(reaching->diagnostics.find("read-write race") != std::string::npos);
 }
 
 TEST_CASE("the race check does not equate different non-affine indices") {

@@ -409,8 +409,8 @@ private:
   // The least and greatest values of `form`, invariant at targetDepth, as
   // the variables of the loops and redomaps inside the nest that it reads
   // sweep their ranges (`a[k]` for `k in 0..5`: 0 and 4); nullopt when one
-  // of them is a parfor variable or has bounds that vary. An invariant form
-  // is its own bounds.
+  // of them is a parfor variable or has bounds that vary with one. An
+  // invariant form is its own bounds.
   std::optional<std::pair<AffineForm, AffineForm>> sweepBounds(const AffineForm &form,
                                                                size_t targetDepth) const {
     if (!form.isExact())
@@ -425,13 +425,18 @@ private:
       AffineForm first = AffineForm::of(*range->second->lo, letValue());
       AffineForm last = AffineForm::of(*range->second->hi, letValue());
       last.constant -= 1;
-      if (!first.isExact() || !last.isExact() || !isInvariant(first, targetDepth) ||
-          !isInvariant(last, targetDepth))
+      // Bounds that vary with an enclosing loop of the nest sweep too: the
+      // least first value and the greatest last one (`k in kb..i` inside
+      // `for i in kb..ke`: kb to ke - 2). A range's bounds read only
+      // variables declared before it, so this ends.
+      auto firstBounds = sweepBounds(first, targetDepth);
+      auto lastBounds = sweepBounds(last, targetDepth);
+      if (!firstBounds || !lastBounds)
         return std::nullopt;
       low.coefficients.erase(var);
       high.coefficients.erase(var);
-      low = low.plus(coefficient > 0 ? first : last, coefficient);
-      high = high.plus(coefficient > 0 ? last : first, coefficient);
+      low = low.plus(coefficient > 0 ? firstBounds->first : lastBounds->second, coefficient);
+      high = high.plus(coefficient > 0 ? lastBounds->second : firstBounds->first, coefficient);
     }
     if (!isInvariant(low, targetDepth) || !isInvariant(high, targetDepth))
       return std::nullopt;
