@@ -391,6 +391,43 @@ kernel nested(x: in f32[N], r: out f32) {
               {"N=1", "N=7", "N=257", "N=1000"});
 }
 
+TEST_CASE("reductions down columns, split into parts of a thread each on the GPU") {
+  // A column is a thread on the GPU (its loads are contiguous along the
+  // parfor), so split_reductions sizes those parts by threads: parts =
+  // min(2^18 / columns, rows / 32), the column the fast index of the flat
+  // loop. R=63 and R=64 C=131073 stay whole, R=64 splits in 2, R=1001 C=257
+  // in 31 (a thread per column combines them), R=4099 C=300 in 128 (a block
+  // per column combines them), R=64 C=131072 in 2 at the columns' limit. The
+  // CPU splits none of these (its parts are sized by blocks).
+  checkSource(R"(
+kernel colsum(X: in f32[R][C], s: out f32[C]) {
+  parfor c in 0..C {
+    s[c] = redomap(+, 0.0, r in 0..R) X[r][c];
+  }
+}
+kernel colmax(X: in f32[R][C], hi: out f32[C]) {
+  parfor c in 1..C + 1 {
+    let column = c - 1;
+    hi[column] = redomap(max, -inf, r in 0..R) X[r][column];
+  }
+}
+kernel colmin_count(X: in f32[R][C], lo: out f32[C], n: out i64[C]) {
+  parfor c in 0..C {
+    lo[c] = redomap(min, inf, r in 0..R) X[r][c];
+    n[c] = redomap(+, 0, r in 0..R) X[r][c] > 0.5 ? 1 : 0;
+  }
+}
+kernel mv_transposed(A: in f32[M][N], x: in f32[M], y: out f32[N]) {
+  parfor j in 0..N {
+    y[j] = redomap(+, 0.0, i in 0..M) A[i][j] * x[i];
+  }
+}
+)",
+              {"R=0 C=0 M=0 N=0", "R=0 C=5 M=0 N=5", "R=70 C=0 M=70 N=0", "R=1 C=1 M=1 N=1",
+               "R=63 C=100 M=63 N=100", "R=64 C=7 M=64 N=7", "R=1001 C=257 M=1001 N=257",
+               "R=4099 C=300 M=4099 N=300", "R=64 C=131072", "R=64 C=131073"});
+}
+
 TEST_CASE("a loop-invariant remainder inside the guarded tail of a per-thread loop") {
   // The inner redomap's x[k % N] runs under the per-thread guard of the
   // outer loops' tails on the CPU; LLVM 19's vectorizer computed the

@@ -71,6 +71,7 @@ public:
     fail = symbol<void (*)(const char *, int)>("loopcStubFail");
     launchCount = symbol<int (*)()>("loopcStubLaunchCount");
     launchKernel = symbol<const char *(*)(int)>("loopcStubLaunchKernel");
+    launchGeometry = symbol<const unsigned *(*)(int)>("loopcStubLaunchGeometry");
     parameterCount = symbol<int (*)(int)>("loopcStubLaunchParameterCount");
     parameterBytes =
         symbol<const unsigned char *(*)(int, int, size_t *)>("loopcStubLaunchParameter");
@@ -103,6 +104,7 @@ public:
   void (*fail)(const char *entryPoint, int result);
   int (*launchCount)();
   const char *(*launchKernel)(int launch);
+  const unsigned *(*launchGeometry)(int launch); // grid x, y, z, block x, y, z
   int (*parameterCount)(int launch);
   const unsigned char *(*parameterBytes)(int launch, int index, size_t *size);
   void (*setErrorWordOnNextLaunch)(uint32_t value);
@@ -395,6 +397,41 @@ TEST_CASE("the host program's temporaries are allocated once, not in every run")
   CHECK(runOnce("100000") == first - 2);
   // Another size: the partials no longer fit and are allocated anew.
   CHECK(runOnce("5000") == first - 1);
+}
+
+TEST_CASE("a reduction down 1024 columns of 4096 launches 2^17 threads, not 1024") {
+  // Each column stays a thread (map_rows_to_blocks), so split_reductions
+  // cuts the columns into 128 parts of 32 rows: 512 blocks of 256 fill an
+  // H100's 132 SMs where 4 blocks did; the columns' parfor then combines
+  // each column's 128 partials in a block of its own.
+  const std::string stub = LOOPC_CUDA_STUB;
+  StubbedGpu gpu(stub);
+  StubDriver controls(stub);
+  auto loaded = test::loadText(R"(
+kernel colsum(X: in f32[R][C], s: out f32[C]) {
+  parfor c in 0..C {
+    s[c] = redomap(+, 0.0, r in 0..R) X[r][c];
+  }
+}
+)");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->findKernel("colsum");
+  ArgumentRequest request;
+  request.values = {{"R", "4096"}, {"C", "1024"}};
+  auto args = bindKernelArguments(kernel, request);
+  REQUIRE(args);
+  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
+  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+  REQUIRE(controls.launchCount() == 2);
+  auto threads = [&](int launch) {
+    const unsigned *geometry = controls.launchGeometry(launch);
+    return uint64_t{geometry[0]} * geometry[1] * geometry[2] * geometry[3] * geometry[4] *
+           geometry[5];
+  };
+  CHECK(std::string(controls.launchKernel(0)) == "colsum_kernel0");
+  CHECK(threads(0) == 128 * 1024);
+  CHECK(std::string(controls.launchKernel(1)) == "colsum_kernel1");
+  CHECK(controls.launchGeometry(1)[0] == 1024);
 }
 
 TEST_CASE("on a real GPU every sample agrees with the interpreter") {

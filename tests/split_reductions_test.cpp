@@ -128,6 +128,57 @@ TEST_CASE("user operators and ranges that depend on the row are not split, on ei
     }
 }
 
+TEST_CASE("rows the GPU keeps as threads are split by threads, the part the slow index") {
+  // colsum's columns read X[r][c] contiguously along the parfor, so
+  // map_rows_to_blocks leaves each a thread: sized by blocks, 1024 columns
+  // of 4096 were 1024 threads (4 blocks). Sized by threads, they make
+  // min(2^18 / 1024, 4096 / 32) = 128 parts, 2^17 threads (gpu_test checks
+  // the launch), and neighbouring threads take neighbouring columns.
+  auto loaded = test::loadText(R"(
+kernel colsum(X: in f32[R][C], s: out f32[C]) {
+  parfor c in 0..C {
+    s[c] = redomap(+, 0.0, r in 0..R) X[r][c];
+  }
+}
+)");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const Program &program = *loaded->program;
+  test::PassTrace trace = test::tracePasses(program, "colsum");
+  CHECK(contains(trace.after("split_reductions"),
+                 "  let c.parts = min(262144 / max(c.rows, 1), c.length / 32)\n"
+                 "  if (c.parts >= 2) {\n"
+                 "    let c.chunk = (c.length + (c.parts - 1)) / c.parts\n"
+                 "    global f32 acc.partials[c.rows][c.parts]\n"
+                 "    parallel for c.flat in [0, c.rows * c.parts) {\n"
+                 "      let c = 0 + c.flat % c.rows\n"
+                 "      let c.part = c.flat / c.rows\n"));
+  // The (column, part) loop is a thread each, its flat index consecutive
+  // across a block's threads; the columns' parfor takes a block per column
+  // (its partials contiguous) when there are 64 partials or more.
+  const std::string &last = trace.after("extract_kernels");
+  CHECK(contains(last, "    gpu_thread.x for c.flat.thread in [0, 256) {\n"
+                       "      let c.flat = c.flat.block * 256 + c.flat.thread\n"
+                       "      if (c.flat < c.rows * c.parts) {\n"
+                       "        let c = c.flat % c.rows\n"
+                       "        let c.part = c.flat / c.rows\n"));
+  CHECK(contains(last, "    if (c.parts >= 64) {\n"
+                       "      launch colsum_kernel1<<<grid(max(C, 0), 1, 1), block(256, 1, 1)>>>"));
+
+  // Rows given a block keep the block sizing and order (mv's rows); the CPU
+  // keeps it for all rows (mv_transposed's columns).
+  auto mv = test::loadFile(test::sourcePath("samples/mv.loop"));
+  REQUIRE_MESSAGE(mv->program, mv->diagnostics);
+  std::string rows = test::aroundPass(*mv->program, "mv", "split_reductions").second;
+  CHECK(contains(rows, "min(1024 / max(i.rows, 1), i.length / 8192)"));
+  CHECK(contains(rows, "let i = 0 + i.flat / i.parts\n"));
+  auto cpu =
+      test::runLoopc("explain samples/mv_transposed.loop --kernel mv_transposed --target cpu "
+                     "--after split_reductions");
+  CHECK(cpu.exitCode == 0);
+  CHECK(contains(cpu.output, "let j.parts = min(1024 / max(j.rows, 1), j.length / 8192)\n"));
+  CHECK(contains(cpu.output, "let j = 0 + j.flat / j.parts\n"));
+}
+
 TEST_CASE("the GPU engine runs the split version's host program over the stand-in driver") {
   // The stand-in checks each launch against its kernel's PTX and runs none:
   // this covers the host side (the partials' allocation, the choice, two

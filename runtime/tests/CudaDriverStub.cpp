@@ -11,6 +11,7 @@
 // cuLaunchKernel, like a driver too old for the runtime.
 #include <cuda.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +43,14 @@ struct StubState {
   CUcontext current = nullptr;
   uint64_t clock = 0; // advanced by each launch, read by events
   unsigned lastLaunch[7] = {};
-  // The name and parameter bytes of every launch since the last reset.
-  std::vector<std::pair<std::string, std::vector<std::vector<unsigned char>>>> launches;
+  // Every launch since the last reset: the kernel's name, its grid and block
+  // (x, y, z each) and its parameters' bytes.
+  struct Launch {
+    std::string kernel;
+    std::array<unsigned, 6> geometry;
+    std::vector<std::vector<unsigned char>> parameters;
+  };
+  std::vector<Launch> launches;
   // Written to the u32 that the next launch's last parameter points to (the
   // device error word of loopc's kernels), then cleared; 0 writes nothing.
   uint32_t errorWordOnNextLaunch = 0;
@@ -134,16 +141,20 @@ __attribute__((visibility("default"))) int loopcStubLaunchCount() {
   return static_cast<int>(state().launches.size());
 }
 __attribute__((visibility("default"))) const char *loopcStubLaunchKernel(int launch) {
-  return state().launches.at(static_cast<size_t>(launch)).first.c_str();
+  return state().launches.at(static_cast<size_t>(launch)).kernel.c_str();
+}
+// grid x, y, z, block x, y, z of launch `launch`.
+__attribute__((visibility("default"))) const unsigned *loopcStubLaunchGeometry(int launch) {
+  return state().launches.at(static_cast<size_t>(launch)).geometry.data();
 }
 __attribute__((visibility("default"))) int loopcStubLaunchParameterCount(int launch) {
-  return static_cast<int>(state().launches.at(static_cast<size_t>(launch)).second.size());
+  return static_cast<int>(state().launches.at(static_cast<size_t>(launch)).parameters.size());
 }
 // The bytes of parameter `index` of launch `launch`; their count in *bytes.
 __attribute__((visibility("default"))) const unsigned char *
 loopcStubLaunchParameter(int launch, int index, size_t *bytes) {
   const auto &value =
-      state().launches.at(static_cast<size_t>(launch)).second.at(static_cast<size_t>(index));
+      state().launches.at(static_cast<size_t>(launch)).parameters.at(static_cast<size_t>(index));
   *bytes = value.size();
   return value.data();
 }
@@ -407,7 +418,8 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX, unsigne
     std::memcpy(&errorWord, values.back().data(), sizeof errorWord);
     std::memcpy(reinterpret_cast<void *>(errorWord), &word, sizeof word);
   }
-  state().launches.emplace_back(function->name, std::move(values));
+  state().launches.push_back(
+      {function->name, {gridX, gridY, gridZ, blockX, blockY, blockZ}, std::move(values)});
   if (function->name == "loopc_fill_u32") {
     auto *out = reinterpret_cast<uint32_t *>(*static_cast<CUdeviceptr *>(params[0]));
     uint32_t value = *static_cast<uint32_t *>(params[1]);

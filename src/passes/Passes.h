@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace loopc::passes {
@@ -38,14 +39,25 @@ ir::Function fuseProducers(ir::Function function);
 
 // A parfor over few rows each reducing a long range gets the ranges split
 // into parts reduced by a parfor of their own, when the host finds the rows
-// too few (split_reductions.cpp).
-ir::Function splitReductions(ir::Function function);
+// too few for `target`: too few blocks, or on the GPU, where the rows will be
+// threads (blockPerRowCondition), too few threads (split_reductions.cpp).
+ir::Function splitReductions(ir::Function function, PipelineTarget target);
 
 // A 1-D parfor walking rows to a block per row, its redomaps block trees and
 // its inner parfors strided over the threads (map_rows_to_blocks.cpp).
 // With `fuseSiblings`, a row's sibling redomaps share one strided walk (as
 // fuse_sibling_reductions does elsewhere; skipping that pass turns it off).
 ir::Function mapRowsToBlocks(ir::Function function, bool fuseSiblings);
+
+// The shortest row map_rows_to_blocks gives a block: a quarter of its 256
+// threads have work.
+inline constexpr int64_t kMinBlockRowLength = 64;
+
+// When map_rows_to_blocks gives each iteration of `parfor` (a For statement)
+// a block: the condition the host tests (its rows at least
+// kMinBlockRowLength long), or none when each iteration stays a thread of
+// map_to_gpu's mapping whatever the sizes (map_rows_to_blocks.cpp).
+std::optional<ir::Expr> blockPerRowCondition(const ir::Stmt &parfor);
 
 // Parfors combining into small arrays get a copy of them per block in shared
 // memory, over a grid-stride loop, when the host finds they fit

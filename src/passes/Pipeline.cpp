@@ -196,7 +196,8 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
   passes.optimize("fuse_producers", fuseProducers);
-  passes.optimize("split_reductions", splitReductions);
+  passes.optimize("split_reductions",
+                  [&](ir::Function f) { return splitReductions(std::move(f), options.target); });
   passes.optimize("map_rows_to_blocks", [&](ir::Function f) {
     return mapRowsToBlocks(std::move(f),
                            !options.choices.skipped.contains("fuse_sibling_reductions"));

@@ -18,8 +18,10 @@
 // Only bodies made of those pieces qualify, and only when they read no
 // global buffer they also write (thread 0's store would race with the other
 // threads' reads); map_to_gpu maps the rest. Row lengths are symbolic, so the
-// host picks at run time: rows of at least 64 elements take the block per
-// row, shorter ones the thread per row.
+// host picks at run time: rows of at least kMinBlockRowLength elements take
+// the block per row, shorter ones the thread per row. blockPerRowCondition
+// is that whole decision; split_reductions asks it too, to size its parts
+// for blocks or for threads.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
@@ -41,8 +43,8 @@ using ir::Stmt;
 
 namespace {
 
-// The shortest row given a block: a quarter of its threads have work.
-const int64_t kMinRowLength = kReductionThreads / 4;
+static_assert(kMinBlockRowLength == kReductionThreads / 4,
+              "the shortest row given a block leaves a quarter of its threads work");
 
 // Whether a row body is made of the pieces the block can share: lets, ifs,
 // register buffers and stores, redomaps into a register cell, inner parfors
@@ -172,6 +174,88 @@ private:
   std::set<std::string> resultNames_;
 };
 
+// The loops the threads would stride over, as (variable, extent): the
+// outermost loop of each of the row's own redomaps and each inner parfor
+// (not those nested deeper), in order.
+void collectSharedLoops(const Stmt &stmt, std::vector<std::pair<std::string, Expr>> &loops) {
+  if (!stmt)
+    return;
+  switch (stmt->kind) {
+  case StmtNode::Kind::Block:
+    for (const Stmt &inner : stmt->as<Block>()->stmts)
+      collectSharedLoops(inner, loops);
+    return;
+  case StmtNode::Kind::LetStmt:
+    return collectSharedLoops(stmt->as<LetStmt>()->body, loops);
+  case StmtNode::Kind::Allocate:
+    return collectSharedLoops(stmt->as<Allocate>()->body, loops);
+  case StmtNode::Kind::IfThenElse:
+    collectSharedLoops(stmt->as<IfThenElse>()->thenCase, loops);
+    return collectSharedLoops(stmt->as<IfThenElse>()->elseCase, loops);
+  case StmtNode::Kind::Reduce: {
+    const Reduce::Loop &outer = stmt->as<Reduce>()->loops.front();
+    loops.emplace_back(outer.var, outer.extent);
+    return;
+  }
+  case StmtNode::Kind::For:
+    if (stmt->as<For>()->forKind == ForKind::Parallel)
+      loops.emplace_back(stmt->as<For>()->var, stmt->as<For>()->extent);
+    return;
+  default:
+    return;
+  }
+}
+
+// The body qualifies and some global load inside a redomap or an inner
+// parfor is contiguous along the loop the threads would share and not
+// along the row: per-thread rows would read it uncoalesced.
+bool walksRows(const For &row, const Stmt &nest) {
+  RowBodyCheck check;
+  check.visit(row.body);
+  if (!check.shareable || std::ranges::any_of(check.loaded, [&](auto *buffer) {
+        return check.stored.contains(buffer);
+      }))
+    return false;
+  std::vector<std::pair<std::string, Expr>> loops;
+  collectSharedLoops(row.body, loops);
+  std::set<std::string> sharedLoops;
+  for (const auto &loop : loops)
+    sharedLoops.insert(loop.first);
+  for (const BufferAccess &access : collectAccesses(nest)) {
+    if (access.isStore || access.buffer->memory != MemorySpace::Global)
+      continue;
+    Stride::Kind alongRow = strideAlong(access, row.var).kind;
+    if (alongRow == Stride::Kind::Zero || alongRow == Stride::Kind::Contiguous)
+      continue;
+    for (const std::string &loop : access.enclosingLoops)
+      if (sharedLoops.contains(loop) && strideAlong(access, loop).kind == Stride::Kind::Contiguous)
+        return true;
+  }
+  return false;
+}
+
+// The length of a row, known before the parfor runs: the first shared
+// loop's extent that names nothing bound in the row.
+std::optional<Expr> rowLength(const For &row, const Stmt &nest) {
+  std::vector<std::pair<std::string, Expr>> loops;
+  collectSharedLoops(row.body, loops);
+  std::set<std::string> outside = freeVars(nest);
+  auto knownOutside = [&](const Expr &extent) {
+    return std::ranges::includes(outside, freeVars(extent));
+  };
+  for (const auto &[var, extent] : loops) {
+    if (knownOutside(extent))
+      return extent;
+    // A row of `min(L, ...)` points (the last of equal chunks) has at
+    // most L.
+    if (const auto *bounded = extent->as<Binary>(); bounded && bounded->op == BinaryOpKind::Min)
+      for (const Expr &side : {bounded->lhs, bounded->rhs})
+        if (knownOutside(side))
+          return side;
+  }
+  return std::nullopt;
+}
+
 class RowMapper : public IRMutator {
 public:
   explicit RowMapper(bool fuseSiblings) : fuseSiblings_(fuseSiblings) {}
@@ -180,105 +264,15 @@ protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::Parallel)
       return IRMutator::visitFor(node, self);
-    // A nest of one loop: a nest of several has map_to_gpu's 2-D and 3-D
-    // mappings for its inner dimensions.
-    const auto *inner = node.body->as<For>();
-    if ((inner && inner->forKind == ForKind::Parallel) || !walksRows(node, self))
+    // When the rows are short, the thread per row stays (map_to_gpu maps the
+    // parfor in the other branch).
+    std::optional<Expr> longRows = blockPerRowCondition(self);
+    if (!longRows)
       return self;
-    // Short rows would leave most of a block idle: then the thread per row
-    // stays (map_to_gpu maps the parfor in the other branch).
-    std::optional<Expr> length = rowLength(node, self);
-    if (!length)
-      return self;
-    Expr longRows = makeBinary(BinaryOpKind::Ge, *length, makeInt((*length)->type, kMinRowLength));
-    return std::make_shared<IfThenElse>(longRows, mapRow(node), self);
+    return std::make_shared<IfThenElse>(*longRows, mapRow(node), self);
   }
 
 private:
-  // The body qualifies and some global load inside a redomap or an inner
-  // parfor is contiguous along the loop the threads would share and not
-  // along the row: per-thread rows would read it uncoalesced.
-  static bool walksRows(const For &row, const Stmt &nest) {
-    RowBodyCheck check;
-    check.visit(row.body);
-    if (!check.shareable || std::ranges::any_of(check.loaded, [&](auto *buffer) {
-          return check.stored.contains(buffer);
-        }))
-      return false;
-    std::vector<std::pair<std::string, Expr>> loops;
-    collectSharedLoops(row.body, loops);
-    std::set<std::string> sharedLoops;
-    for (const auto &loop : loops)
-      sharedLoops.insert(loop.first);
-    for (const BufferAccess &access : collectAccesses(nest)) {
-      if (access.isStore || access.buffer->memory != MemorySpace::Global)
-        continue;
-      Stride::Kind alongRow = strideAlong(access, row.var).kind;
-      if (alongRow == Stride::Kind::Zero || alongRow == Stride::Kind::Contiguous)
-        continue;
-      for (const std::string &loop : access.enclosingLoops)
-        if (sharedLoops.contains(loop) &&
-            strideAlong(access, loop).kind == Stride::Kind::Contiguous)
-          return true;
-    }
-    return false;
-  }
-
-  // The loops the threads would stride over, as (variable, extent): the
-  // outermost loop of each of the row's own redomaps and each inner parfor
-  // (not those nested deeper), in order.
-  static void collectSharedLoops(const Stmt &stmt,
-                                 std::vector<std::pair<std::string, Expr>> &loops) {
-    if (!stmt)
-      return;
-    switch (stmt->kind) {
-    case StmtNode::Kind::Block:
-      for (const Stmt &inner : stmt->as<Block>()->stmts)
-        collectSharedLoops(inner, loops);
-      return;
-    case StmtNode::Kind::LetStmt:
-      return collectSharedLoops(stmt->as<LetStmt>()->body, loops);
-    case StmtNode::Kind::Allocate:
-      return collectSharedLoops(stmt->as<Allocate>()->body, loops);
-    case StmtNode::Kind::IfThenElse:
-      collectSharedLoops(stmt->as<IfThenElse>()->thenCase, loops);
-      return collectSharedLoops(stmt->as<IfThenElse>()->elseCase, loops);
-    case StmtNode::Kind::Reduce: {
-      const Reduce::Loop &outer = stmt->as<Reduce>()->loops.front();
-      loops.emplace_back(outer.var, outer.extent);
-      return;
-    }
-    case StmtNode::Kind::For:
-      if (stmt->as<For>()->forKind == ForKind::Parallel)
-        loops.emplace_back(stmt->as<For>()->var, stmt->as<For>()->extent);
-      return;
-    default:
-      return;
-    }
-  }
-
-  // The length of a row, known before the parfor runs: the first shared
-  // loop's extent that names nothing bound in the row.
-  static std::optional<Expr> rowLength(const For &row, const Stmt &nest) {
-    std::vector<std::pair<std::string, Expr>> loops;
-    collectSharedLoops(row.body, loops);
-    std::set<std::string> outside = freeVars(nest);
-    auto knownOutside = [&](const Expr &extent) {
-      return std::ranges::includes(outside, freeVars(extent));
-    };
-    for (const auto &[var, extent] : loops) {
-      if (knownOutside(extent))
-        return extent;
-      // A row of `min(L, ...)` points (the last of equal chunks) has at
-      // most L.
-      if (const auto *bounded = extent->as<Binary>(); bounded && bounded->op == BinaryOpKind::Min)
-        for (const Expr &side : {bounded->lhs, bounded->rhs})
-          if (knownOutside(side))
-            return side;
-    }
-    return std::nullopt;
-  }
-
   Stmt mapRow(const For &row) {
     std::string blockVar = row.var + ".block";
     thread_ = makeVar(ScalarType::I64, row.var + ".thread");
@@ -432,6 +426,22 @@ private:
 };
 
 } // namespace
+
+std::optional<Expr> blockPerRowCondition(const Stmt &parfor) {
+  const auto *row = parfor->as<For>();
+  if (!row || row->forKind != ForKind::Parallel)
+    return std::nullopt;
+  // A nest of one loop: a nest of several has map_to_gpu's 2-D and 3-D
+  // mappings for its inner dimensions.
+  const auto *inner = row->body->as<For>();
+  if ((inner && inner->forKind == ForKind::Parallel) || !walksRows(*row, parfor))
+    return std::nullopt;
+  // Short rows would leave most of a block idle.
+  std::optional<Expr> length = rowLength(*row, parfor);
+  if (!length)
+    return std::nullopt;
+  return makeBinary(BinaryOpKind::Ge, *length, makeInt((*length)->type, kMinBlockRowLength));
+}
 
 Function mapRowsToBlocks(Function function, bool fuseSiblings) {
   function.body = RowMapper(fuseSiblings).mutate(function.body);

@@ -24,7 +24,27 @@
 //
 // The parts are as many as fill kTargetBlocks with the rows, and no shorter
 // than kMinPart elements; the host picks at run time, as the sizes are
-// symbolic. Only a row body that starts (after lets) with a reduction over
+// symbolic.
+//
+// That sizing assumes a block per row. A reduction down columns (colsum's
+// X[r][c] over r, mv_transposed's A[i][j] over i) reads contiguously along
+// the parfor, so map_rows_to_blocks leaves each row a thread
+// (blockPerRowCondition is its decision), and 1024 columns of 4096 would be
+// 1024 threads, 4 blocks for 132 SMs, each walking 4096 elements in turn:
+// more than kTargetBlocks / 2 rows never split by blocks. So on the GPU rows
+// that stay threads are sized by threads: the (row, part) pairs fill
+// kTargetThreads, parts no shorter than kMinThreadPart, and the part is the
+// slow index of the flat loop (r = r.flat % r.rows, r.part = r.flat /
+// r.rows), so neighbouring threads take neighbouring rows of one part and
+// read neighbouring addresses, as the rows did. The partials stay [row][part]:
+// the rows' parfor reads a row's partials contiguously, a block per row once
+// they are kMinBlockRowLength or more, and a part's one scattered store
+// follows its kMinThreadPart or more loads, into partials few enough (at
+// most kTargetThreads) to stay in L2 until the combine. The CPU keeps the
+// block sizing whatever the rows' accesses: a block there is a core's work,
+// and a parfor over many columns already spreads over its few cores.
+//
+// Only a row body that starts (after lets) with a reduction over
 // one range into a register cell qualifies, with a builtin operator (its
 // partials may combine in any order, as any reduction's) and a range that is
 // the same for every row.
@@ -48,6 +68,33 @@ namespace {
 const int64_t kTargetBlocks = 1024;
 // The shortest part: 32 elements per thread of its block.
 const int64_t kMinPart = 32 * kReductionThreads;
+
+// Enough (row, part) threads to fill an H100 about once (132 SMs x 2048
+// resident threads = 270K). A thread's part is a chain of loads, about one
+// in flight at a time, so the loads in flight, and the bandwidth with them,
+// grow with the threads until the SMs are full; a second wave would add
+// partials and no loads in flight.
+const int64_t kTargetThreads = int64_t{1} << 18;
+// The shortest part of a thread, the same 32 elements per thread as a
+// block's part: each part adds a partial's store and the combine's load
+// (both in L2) and a few dozen instructions of indexing, small beside 32
+// loads from memory. 64 would cap colsum at 4096 x 1024 (4M elements) at 64K
+// threads, a quarter of the machine's.
+const int64_t kMinThreadPart = 32;
+// The block sizing stands for rows that turn out too short for a block (a
+// thread each after all): such rows are too short to split into thread
+// parts too.
+static_assert(kMinBlockRowLength <= 2 * kMinThreadPart);
+
+// How a parfor's rows are cut into parts: the (row, part) pairs that fill
+// the machine, the shortest part, and whether the part index varies slowest
+// along the flat loop (neighbouring threads on neighbouring rows).
+struct PartSizing {
+  int64_t targetPairs, minPart;
+  bool partSlowest;
+};
+const PartSizing kBlockParts = {kTargetBlocks, kMinPart, false};
+const PartSizing kThreadParts = {kTargetThreads, kMinThreadPart, true};
 
 // A row body the split applies to: lets, then a register cell, its initial
 // store, the reduction into it and the rest of the row.
@@ -124,7 +171,8 @@ Stmt withinLets(const RowReduction &row, Stmt body) {
   return body;
 }
 
-Stmt split(const For &loop, const Stmt &original, const RowReduction &row) {
+Stmt split(const For &loop, const Stmt &original, const RowReduction &row,
+           const PartSizing &sizing) {
   const Reduce &reduce = *row.reduce;
   const Reduce::Loop &range = reduce.loops.front();
   const Buffer &cell = row.cell->buffer;
@@ -156,10 +204,12 @@ Stmt split(const For &loop, const Stmt &original, const RowReduction &row) {
                              RenameBuffer(cell, partCell).mutate(partReduce),
                              store(partials, {rowIndex, part}, load(partCell))});
   Expr flat = i64(flatName);
+  Expr rowOffset = sizing.partSlowest ? rem(flat, rows) : div(flat, parts);
+  Expr partIndex = sizing.partSlowest ? div(flat, rows) : rem(flat, parts);
   Stmt perPart = std::make_shared<LetStmt>(
-      loop.var, castTo(loop.min->type, add(toI64(loop.min), div(flat, parts))),
+      loop.var, castTo(loop.min->type, add(toI64(loop.min), rowOffset)),
       std::make_shared<LetStmt>(
-          partName, rem(flat, parts),
+          partName, partIndex,
           std::make_shared<LetStmt>(
               startName, mul(part, chunk),
               withinLets(row, std::make_shared<Allocate>(partCell, partBody)))));
@@ -177,8 +227,8 @@ Stmt split(const For &loop, const Stmt &original, const RowReduction &row) {
       withinLets(row, std::make_shared<Allocate>(cell, makeBlock(std::move(cellBody)))),
       loop.source);
 
-  Expr byRows = div(makeI64(kTargetBlocks), makeBinary(BinaryOpKind::Max, rows, makeI64(1)));
-  Expr byLength = div(length, makeI64(kMinPart));
+  Expr byRows = div(makeI64(sizing.targetPairs), makeBinary(BinaryOpKind::Max, rows, makeI64(1)));
+  Expr byLength = div(length, makeI64(sizing.minPart));
   Stmt chosen = std::make_shared<IfThenElse>(
       makeBinary(BinaryOpKind::Ge, parts, makeI64(2)),
       std::make_shared<LetStmt>(
@@ -195,21 +245,33 @@ Stmt split(const For &loop, const Stmt &original, const RowReduction &row) {
 }
 
 class SplitRows : public IRMutator {
+public:
+  explicit SplitRows(PipelineTarget target) : target_(target) {}
+
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::Parallel)
       return IRMutator::visitFor(node, self);
     // Only the outermost parfor is a kernel's grid; the nests inside stay.
     if (std::optional<RowReduction> row = rowReduction(node))
-      return split(node, self, *row);
+      return split(node, self, *row, sizing(self));
     return self;
   }
+
+private:
+  // Threads' parts for rows the GPU keeps as threads, blocks' otherwise.
+  PartSizing sizing(const Stmt &parfor) const {
+    bool threadRows = target_ == PipelineTarget::Gpu && !blockPerRowCondition(parfor);
+    return threadRows ? kThreadParts : kBlockParts;
+  }
+
+  PipelineTarget target_;
 };
 
 } // namespace
 
-ir::Function splitReductions(ir::Function function) {
-  function.body = SplitRows().mutate(function.body);
+ir::Function splitReductions(ir::Function function, PipelineTarget target) {
+  function.body = SplitRows(target).mutate(function.body);
   return function;
 }
 
