@@ -522,6 +522,22 @@ kernel sequential_sum(x: in f32[N], s: out f32) {
   CHECK(compile(sequential).find("reassoc") == std::string::npos);
 }
 
+TEST_CASE("a row's float maximum is computed in vector lanes on the CPU") {
+  // interleave_reductions: softmax's row maxima fold into lanes that LLVM
+  // keeps in vector registers; without the pass each row is one dependent
+  // scalar maxnum per element (LLVM 19 vectorizes no min/max reduction that
+  // may see NaN or signed zeros).
+  auto compile = [](const std::string &options) {
+    auto compiled = loopc::test::runLoopc(
+        "compile " + loopc::test::sourcePath("samples/softmax.loop") + " --emit llvm " + options);
+    REQUIRE(compiled.exitCode == 0);
+    return compiled.output;
+  };
+  CHECK(compile("").find("x float> @llvm.maxnum.v") != std::string::npos);
+  CHECK(compile("--skip-pass interleave_reductions").find("x float> @llvm.maxnum.v") ==
+        std::string::npos);
+}
+
 TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the others") {
   // A row sweep needs independent threads, no loop in a thread and every
   // access streaming along x (CpuThreadNest.h). Per kernel: its rows,

@@ -56,14 +56,16 @@ std::string compiled(const std::string &kernelName,
 
 TEST_CASE("a row's float min and max fold into 256 bytes of lanes on the CPU") {
   std::string extremes = compiled("extremes");
-  // 64 f32 lanes, used from two vectors' worth of elements on; element c
-  // goes to lane (c - first) % 64; the lanes halve into the cell.
+  // 64 f32 lanes, used from two vectors' worth of elements on; element l
+  // of each block of 64 goes to lane l; the lanes halve into the cell.
   CHECK(contains(extremes, "if (c.count >= 128) {\n"));
   CHECK(contains(extremes, "register f32 acc.lanes[64]\n"));
   CHECK(contains(extremes, "acc.lanes[acc.lane] = acc\n"));
-  CHECK(contains(extremes, "let c.first = i64(lo)\n"));
-  CHECK(contains(extremes, "acc.lanes[(i64(c) - c.first) % 64] = max(acc.lanes[(i64(c) - "
-                           "c.first) % 64], X[r][c])  (reduction step)"));
+  CHECK(contains(extremes, "for c.block in [0, c.count / 64) {\n"));
+  CHECK(contains(extremes, "vectorized for c.lane in [0, 64) {\n"));
+  CHECK(contains(extremes, "let c = i32(c.first + (c.block * 64 + c.lane))\n"));
+  CHECK(
+      contains(extremes, "acc.lanes[c.lane] = max(acc.lanes[c.lane], X[r][c])  (reduction step)"));
   CHECK(contains(extremes, "acc.lanes[acc.lane] = max(acc.lanes[acc.lane], acc.lanes[acc.lane + "
                            "32])\n"));
   CHECK(contains(extremes, "acc = max(acc, acc.lanes[0])\n"));

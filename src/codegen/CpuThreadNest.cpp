@@ -163,8 +163,11 @@ protected:
     bool sequential = loop.forKind == ForKind::Serial || loop.forKind == ForKind::Unrolled;
     if (sequential && !containsBarrier(*loop.body)) {
       std::optional<int64_t> unrolled = constantBodies(loop);
+      // A loop around a thread's own vector lanes (a `vectorized` loop)
+      // stays too: the lanes, not the threads, are its vector dimension.
       if ((unrolled && *unrolled <= kUnrolledBodies) ||
-          passes::gathersAcrossThreads(accesses_, loop.var, threadVar_))
+          passes::gathersAcrossThreads(accesses_, loop.var, threadVar_) ||
+          containsLoopOf(loop.body, ForKind::Vectorized))
         return;
       chosen.insert(&loop);
     }

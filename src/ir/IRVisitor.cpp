@@ -553,6 +553,25 @@ std::set<const BufferInfo *> buffersRead(const Expr &expr) {
   return reads.buffers;
 }
 
+bool containsLoopOf(const Stmt &stmt, ForKind kind) {
+  class Finder : public IRVisitor {
+  public:
+    explicit Finder(ForKind kind) : kind_(kind) {}
+    bool found = false;
+
+  protected:
+    void visitFor(const For &loop) override {
+      found |= loop.forKind == kind_;
+      IRVisitor::visitFor(loop);
+    }
+
+  private:
+    ForKind kind_;
+  } finder(kind);
+  finder.visit(stmt);
+  return finder.found;
+}
+
 const StmtNode *skipSingletonBlocks(const Stmt &stmt) {
   const StmtNode *node = stmt.get();
   while (node && node->kind == StmtNode::Kind::Block && node->as<Block>()->stmts.size() == 1)

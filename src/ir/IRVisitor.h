@@ -106,6 +106,9 @@ bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 // The buffers `expr` loads from.
 std::set<const BufferInfo *> buffersRead(const Expr &expr);
 
+// True when `stmt` holds a loop of `kind`.
+bool containsLoopOf(const Stmt &stmt, ForKind kind);
+
 // `stmt` without the Blocks of one statement around it.
 const StmtNode *skipSingletonBlocks(const Stmt &stmt);
 

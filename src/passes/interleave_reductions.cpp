@@ -2,17 +2,22 @@
 // `min` or `max` into a register cell runs one dependent combine per element,
 // at the operator's latency: LLVM 19 vectorizes a min/max reduction only when
 // told NaN and signed zeros cannot occur, and the language's min and max see
-// both (IEEE maximumNumber: NaN skipped, -0 < +0). The loop instead folds
-// into kLaneBytes of lanes, element c into lane (c - first) % lanes: lanes
-// are independent, so the loop is an elementwise map LLVM vectorizes, and
-// they then fold into the cell by halving. min and max are idempotent, so the
-// lanes start as the cell's value and no neutral element is needed:
+// both (IEEE maximumNumber: NaN skipped, -0 < +0). The loop instead walks
+// blocks of L elements, element l of a block into lane l of kLaneBytes of
+// lanes: a `vectorized` loop over the lanes, an elementwise map LLVM
+// vectorizes with the lanes in registers (a lane index computed as
+// (c - first) % L would defeat it). The lanes then fold into the cell by
+// halving. min and max are idempotent, so the lanes start as the cell's
+// value and no neutral element is needed:
 //
 //   for c in [lo, lo + n) {        if (n >= 2 * L) {
 //     cell = max(cell, v(c))         register f32 cell.lanes[L]
 //   }                                for l in [0, L): cell.lanes[l] = cell
-//                                    for c in [lo, lo + n / L * L):
-//                                      cell.lanes[(c - lo) % L] = max(cell.lanes[...], v(c))
+//                                    for c.block in [0, n / L) {
+//                                      vectorized for c.lane in [0, L) {
+//                                        let c = lo + c.block * L + c.lane
+//                                        cell.lanes[c.lane] = max(cell.lanes[c.lane], v(c))
+//                                    }}
 //                                    for l in [0, L/2): cell.lanes[l] = max(.., cell.lanes[l +
 //                                    L/2])
 //                                    ... down to one lane; cell = max(cell, cell.lanes[0])
@@ -23,9 +28,9 @@
 // the same value on every engine. Only loops that walk memory contiguously
 // and stay in their thread (a CPU thread nest runs a loop that reads
 // neighbouring elements across threads outside the thread loop, vectorized
-// across threads instead) qualify, and only when their trip count may
-// reach 2 * L. Sums and products need no help: LLVM reassociates them
-// (the reduction steps allow it).
+// across threads instead; a loop around a vectorized one stays) qualify, and
+// only when their trip count may reach 2 * L. Sums and products need no
+// help: LLVM reassociates them (the reduction steps allow it).
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
@@ -125,7 +130,8 @@ Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const
   Expr vectorTrips = mul(div(trips, makeI64(lanes)), makeI64(lanes));
   std::string firstName = loop.var + ".first";
   Expr first = makeVar(ScalarType::I64, firstName);
-  Expr lane = rem(sub(toI64(makeVar(loop.min->type, loop.var)), first), makeI64(lanes));
+  std::string blockVar = loop.var + ".block", laneVar = loop.var + ".lane";
+  Expr lane = makeVar(ScalarType::I64, laneVar);
   auto each = [&](const std::string &var, int64_t extent, auto makeBody) {
     return std::make_shared<For>(var, makeI64(0), makeI64(extent), ForKind::Unrolled, 0,
                                  makeBody(makeVar(ScalarType::I64, var)));
@@ -148,9 +154,13 @@ Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const
       }));
     fold.push_back(store(cell, {}, makeBinary(op, load(cell), load(buffer, {makeI64(0)}))));
   }
-  Stmt vectorLoop = std::make_shared<For>(loop.var, castTo(loop.min->type, first),
-                                          castTo(loop.min->type, vectorTrips), ForKind::Serial, 0,
-                                          ToLanes(lanesOf, lane).mutate(loop.body), loop.source);
+  Expr position = add(first, add(mul(makeVar(ScalarType::I64, blockVar), makeI64(lanes)), lane));
+  Stmt laneLoop =
+      std::make_shared<For>(laneVar, makeI64(0), makeI64(lanes), ForKind::Vectorized, 0,
+                            std::make_shared<LetStmt>(loop.var, castTo(loop.min->type, position),
+                                                      ToLanes(lanesOf, lane).mutate(loop.body)));
+  Stmt vectorLoop = std::make_shared<For>(blockVar, makeI64(0), div(trips, makeI64(lanes)),
+                                          ForKind::Serial, 0, laneLoop, loop.source);
   std::vector<Stmt> laned = start;
   laned.push_back(vectorLoop);
   laned.insert(laned.end(), fold.begin(), fold.end());
