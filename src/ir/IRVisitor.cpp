@@ -553,6 +553,50 @@ std::set<const BufferInfo *> buffersRead(const Expr &expr) {
   return reads.buffers;
 }
 
+Stmt retargetAccesses(const Stmt &stmt, const Buffer &from, const Buffer &to,
+                      const std::function<std::vector<Expr>(std::vector<Expr>)> &reindex) {
+  class Retarget : public IRMutator {
+  public:
+    Retarget(const Buffer &from, const Buffer &to,
+             const std::function<std::vector<Expr>(std::vector<Expr>)> &reindex)
+        : from_(from), to_(to), reindex_(reindex) {}
+
+  protected:
+    Expr visitLoad(const Load &node, const Expr &self) override {
+      Expr mutated = IRMutator::visitLoad(node, self);
+      const auto &load = *mutated->as<Load>();
+      if (load.buffer != from_)
+        return mutated;
+      return std::make_shared<Load>(to_, indices(load.indices), load.source);
+    }
+    Stmt visitStore(const Store &node, const Stmt &self) override {
+      Stmt mutated = IRMutator::visitStore(node, self);
+      const auto &store = *mutated->as<Store>();
+      if (store.buffer != from_)
+        return mutated;
+      return std::make_shared<Store>(to_, indices(store.indices), store.value, store.source,
+                                     store.isReductionStep);
+    }
+    Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) override {
+      Stmt mutated = IRMutator::visitAtomicUpdate(node, self);
+      const auto &update = *mutated->as<AtomicUpdate>();
+      if (update.buffer != from_)
+        return mutated;
+      return std::make_shared<AtomicUpdate>(to_, indices(update.indices), update.op, update.value,
+                                            update.source);
+    }
+
+  private:
+    std::vector<Expr> indices(const std::vector<Expr> &original) const {
+      return reindex_ ? reindex_(original) : original;
+    }
+    const Buffer &from_;
+    const Buffer &to_;
+    const std::function<std::vector<Expr>(std::vector<Expr>)> &reindex_;
+  };
+  return Retarget(from, to, reindex).mutate(stmt);
+}
+
 bool containsLoopOf(const Stmt &stmt, ForKind kind) {
   class Finder : public IRVisitor {
   public:

@@ -10,6 +10,7 @@
 
 #include "ir/IR.h"
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -105,6 +106,11 @@ bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 
 // The buffers `expr` loads from.
 std::set<const BufferInfo *> buffersRead(const Expr &expr);
+
+// `stmt` with its loads, stores and atomic updates of `from` made to `to`,
+// each at the indices `reindex` makes of its own (the same when empty).
+Stmt retargetAccesses(const Stmt &stmt, const Buffer &from, const Buffer &to,
+                      const std::function<std::vector<Expr>(std::vector<Expr>)> &reindex = {});
 
 // True when `stmt` holds a loop of `kind`.
 bool containsLoopOf(const Stmt &stmt, ForKind kind);

@@ -34,48 +34,6 @@ using ir::Stmt;
 
 namespace {
 
-// Accesses of a private array sent to its thread's slice of the global one.
-class ToSlice : public IRMutator {
-public:
-  ToSlice(const Buffer &from, Buffer to, Expr slot)
-      : from_(from), to_(std::move(to)), slot_(std::move(slot)) {}
-
-protected:
-  Expr visitLoad(const Load &node, const Expr &self) override {
-    Expr mutated = IRMutator::visitLoad(node, self);
-    const auto &load = *mutated->as<Load>();
-    if (load.buffer != from_)
-      return mutated;
-    return std::make_shared<Load>(to_, sliced(load.indices), load.source);
-  }
-  Stmt visitStore(const Store &node, const Stmt &self) override {
-    Stmt mutated = IRMutator::visitStore(node, self);
-    const auto &store = *mutated->as<Store>();
-    if (store.buffer != from_)
-      return mutated;
-    return std::make_shared<Store>(to_, sliced(store.indices), store.value, store.source,
-                                   store.isReductionStep);
-  }
-  Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) override {
-    Stmt mutated = IRMutator::visitAtomicUpdate(node, self);
-    const auto &update = *mutated->as<AtomicUpdate>();
-    if (update.buffer != from_)
-      return mutated;
-    return std::make_shared<AtomicUpdate>(to_, sliced(update.indices), update.op, update.value,
-                                          update.source);
-  }
-
-private:
-  std::vector<Expr> sliced(std::vector<Expr> indices) const {
-    indices.push_back(slot_);
-    return indices;
-  }
-
-  const Buffer &from_;
-  Buffer to_;
-  Expr slot_;
-};
-
 class PrivateArrayPlacer : public IRMutator {
 protected:
   Stmt visitFor(const For &loop, const Stmt &self) override {
@@ -137,7 +95,10 @@ protected:
     for (size_t d = local->shape.size(); d-- > 0;)
       fill = std::make_shared<For>(local->name + "." + std::to_string(d), makeI64(0),
                                    toI64(local->shape[d]), ForKind::Serial, 0, fill);
-    Stmt body = ToSlice(local, global, slot).mutate(mutate(node.body));
+    Stmt body = retargetAccesses(mutate(node.body), local, global, [&](std::vector<Expr> indices) {
+      indices.push_back(slot);
+      return indices;
+    });
     return makeBlock({fill, body});
   }
 

@@ -137,33 +137,6 @@ std::optional<RowReduction> rowReduction(const For &loop) {
   return row;
 }
 
-// Replaces one buffer by another in loads and stores.
-class RenameBuffer : public IRMutator {
-public:
-  RenameBuffer(const Buffer &from, Buffer to) : from_(from), to_(std::move(to)) {}
-
-protected:
-  Expr visitLoad(const Load &node, const Expr &self) override {
-    Expr mutated = IRMutator::visitLoad(node, self);
-    const auto &load = *mutated->as<Load>();
-    if (load.buffer != from_)
-      return mutated;
-    return std::make_shared<Load>(to_, load.indices, load.source);
-  }
-  Stmt visitStore(const Store &node, const Stmt &self) override {
-    Stmt mutated = IRMutator::visitStore(node, self);
-    const auto &store = *mutated->as<Store>();
-    if (store.buffer != from_)
-      return mutated;
-    return std::make_shared<Store>(to_, store.indices, store.value, store.source,
-                                   store.isReductionStep);
-  }
-
-private:
-  const Buffer &from_;
-  Buffer to_;
-};
-
 // `body` inside the row's lets, outermost first.
 Stmt withinLets(const RowReduction &row, Stmt body) {
   for (auto let = row.lets.rbegin(); let != row.lets.rend(); ++let)
@@ -200,9 +173,9 @@ Stmt split(const For &loop, const Stmt &original, const RowReduction &row,
       std::vector<Reduce::Loop>{{range.var, castTo(range.min->type, add(toI64(range.min), start)),
                                  castTo(range.min->type, partExtent)}},
       reduce.valueSetup, reduce.value, reduce.source);
-  Stmt partBody = makeBlock({store(partCell, {}, reduce.neutral),
-                             RenameBuffer(cell, partCell).mutate(partReduce),
-                             store(partials, {rowIndex, part}, load(partCell))});
+  Stmt partBody =
+      makeBlock({store(partCell, {}, reduce.neutral), retargetAccesses(partReduce, cell, partCell),
+                 store(partials, {rowIndex, part}, load(partCell))});
   Expr flat = i64(flatName);
   Expr rowOffset = sizing.partSlowest ? rem(flat, rows) : div(flat, parts);
   Expr partIndex = sizing.partSlowest ? div(flat, rows) : rem(flat, parts);
