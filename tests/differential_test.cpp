@@ -782,8 +782,9 @@ kernel reduced(x: in f64[R][C], hi: out f64[R], lo: out f64[R], whole: out f64, 
 TEST_CASE("min and max reductions in lanes, at sizes around the lane count") {
   // interleave_reductions folds a CPU thread's row walk into 64 f32 (32 f64)
   // lanes from 128 (64) elements on, the rest after the last whole vector;
-  // two reductions of a row fused into one walk get lanes each; a column
-  // walk and a 3 x 3 window do not.
+  // two reductions of a row fused into one walk get lanes each (a user's
+  // commuting operator and a sum too); a column walk and a 3 x 3 window do
+  // not.
   checkSource(R"(
 kernel extremes(X: in f32[R][C], lo: i32, hi: out f32[R], low: out f32[R]) {
   parfor r in 0..R {
@@ -799,6 +800,15 @@ kernel wide(X: in f64[R][C], hi: out f64[R], low: out f64[R]) {
 }
 kernel columns(X: in f32[R][C], top: out f32[C]) {
   parfor c in 0..C { top[c] = redomap(max, -inf, r in 0..R) X[r][c]; }
+}
+assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }
+assoc fn magnitude(a: i64, b: i64) -> i64 { return max(abs(a), abs(b)); }
+kernel norms(X: in f32[R][C], lo: i32, n: out f32[R], s: out f32[R], m: out i64[R]) {
+  parfor r in 0..R {
+    n[r] = redomap(absmax, 0.0, c in lo..i32(C)) X[r][c];
+    s[r] = redomap(+, 0.0, c in lo..i32(C)) X[r][c];
+    m[r] = redomap(magnitude, 0, c in 0..C) i64(X[r][c] * 1000.0);
+  }
 }
 kernel pool(X: in f64[H][W], P: out f64[H - 2][W - 2]) {
   parfor i in 0..H - 2, j in 0..W - 2 {

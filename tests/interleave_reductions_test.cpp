@@ -38,6 +38,17 @@ kernel pool(X: in f64[H][W], P: out f64[H - 2][W - 2]) {
 kernel sums(X: in f32[R][C], s: out f32[R]) {
   parfor r in 0..R { s[r] = redomap(+, 0.0, c in 0..C) X[r][c]; }
 }
+assoc fn absmax(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }
+assoc fn first(a: i32, b: i32) -> i32 { return a != 0 ? a : b; }
+kernel norms(X: in f32[R][C], n: out f32[R], s: out f32[R]) {
+  parfor r in 0..R {
+    n[r] = redomap(absmax, 0.0, c in 0..C) X[r][c];
+    s[r] = redomap(+, 0.0, c in 0..C) X[r][c];
+  }
+}
+kernel firsts(X: in i32[R][C], f: out i32[R]) {
+  parfor r in 0..R { f[r] = redomap(first, 0, c in 0..C) X[r][c]; }
+}
 )";
 
 // The kernel's IR after the pipeline for `target`.
@@ -60,7 +71,7 @@ TEST_CASE("a row's float min and max fold into 256 bytes of lanes on the CPU") {
   // of each block of 64 goes to lane l; the lanes halve into the cell.
   CHECK(contains(extremes, "if (c.count >= 128) {\n"));
   CHECK(contains(extremes, "register f32 acc.lanes[64]\n"));
-  CHECK(contains(extremes, "acc.lanes[acc.lane] = acc\n"));
+  CHECK(contains(extremes, "acc.lanes[acc.lane] = -inf\n")); // the neutral element
   CHECK(contains(extremes, "for c.block in [0, c.count / 64) {\n"));
   CHECK(contains(extremes, "vectorized for c.lane in [0, 64) {\n"));
   CHECK(contains(extremes, "let c = i32(c.first + (c.block * 64 + c.lane))\n"));
@@ -74,6 +85,19 @@ TEST_CASE("a row's float min and max fold into 256 bytes of lanes on the CPU") {
   std::string wide = compiled("wide");
   CHECK(contains(wide, "register f64 acc.lanes[32]\n"));
   CHECK(contains(wide, "if (c.count >= 64) {\n"));
+}
+
+TEST_CASE("a commuting user operator folds into lanes, with a sum fused into its walk") {
+  // absmax commutes (the checker's symmetry test); its lanes start at its
+  // neutral element and halve through its inlined body; the row's sum,
+  // fused into the same walk, gets lanes too.
+  std::string norms = compiled("norms");
+  CHECK(contains(norms, "register f32 acc.lanes[64]\n"));
+  CHECK(contains(norms, "acc.lanes[acc.lane] = 0.0\n"));
+  CHECK(contains(norms, "acc.lanes[c.lane] = max(abs(acc.lanes[c.lane]), abs(X[r][c]))"));
+  CHECK(contains(norms, "acc_2.lanes[c.lane] = acc_2.lanes[c.lane] + X[r][c]"));
+  // first does not commute: its points combine in order, one cell.
+  CHECK(!contains(compiled("firsts"), "lanes"));
 }
 
 TEST_CASE("columns, short constant loops, sums and the GPU keep one cell") {

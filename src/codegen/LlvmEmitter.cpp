@@ -775,7 +775,8 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
     llvm::Value *combined = emitExpr(*store.value);
     // The combine of a reduction may be reassociated across iterations, which
     // lets LLVM keep several partial results (vector lanes) for a float sum.
-    if (store.isReductionStep && llvm::isa<llvm::FPMathOperator>(combined))
+    if (store.reduction && store.reduction->op.kind != ir::ReduceOperator::Kind::User &&
+        llvm::isa<llvm::FPMathOperator>(combined))
       if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(combined))
         instruction->setHasAllowReassoc(true);
     llvm::Value *value = toMemory(combined, store.buffer->element);

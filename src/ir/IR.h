@@ -249,20 +249,24 @@ struct LetStmt : StmtNode {
   const Stmt body;
 };
 
+struct ReductionStep; // below, after ReduceOperator
+
 struct Store : StmtNode {
   static constexpr Kind kKind = Kind::Store;
   Store(Buffer buffer, std::vector<Expr> indices, Expr value, SourceRange source = {},
-        bool isReductionStep = false)
+        std::shared_ptr<const ReductionStep> reduction = nullptr)
       : StmtNode(kKind), buffer(std::move(buffer)), indices(std::move(indices)),
-        value(std::move(value)), source(source), isReductionStep(isReductionStep) {}
+        value(std::move(value)), source(source), reduction(std::move(reduction)) {}
   const Buffer buffer;
   const std::vector<Expr> indices;
   const Expr value;
   const SourceRange source;
-  // `cell = combine(cell, value)` of a lowered reduction, whose order of
-  // combination is unspecified: code generation may reassociate the combine
-  // across the iterations around it (several partial sums, vector lanes).
-  const bool isReductionStep;
+  // Set on `cell = combine(cell, value)` of a lowered reduction whose
+  // operator commutes, so its order of combination is unspecified: code
+  // generation may reassociate a builtin operator's combine across the
+  // iterations around it (several partial sums, vector lanes), and a pass
+  // may split the cell into several partial results (interleave_reductions).
+  const std::shared_ptr<const ReductionStep> reduction;
 };
 
 // Allocates `buffer` (in its memory space) for the duration of `body`.
@@ -333,6 +337,14 @@ struct ReduceOperator {
   // A user's operator whose combine gives the same value with its operands
   // swapped (the checker's sema::commutesAsWritten); the builtins all do.
   bool userCommutes = false;
+};
+
+// What a Store's reduction step combines: the operator and its neutral
+// element (which the language lets a reduction combine in once per partial
+// result).
+struct ReductionStep {
+  ReduceOperator op;
+  Expr neutral;
 };
 
 // `accumulator[indices] = op-fold of value over the loop nest`, starting from

@@ -301,7 +301,7 @@ std::string describe(const Stmt &stmt) {
   case StmtNode::Kind::Store: {
     const auto &store = *stmt->as<Store>();
     return store.buffer->name + indexText(store.indices) + " = " + toString(store.value) +
-           (store.isReductionStep ? "  (reduction step)" : "");
+           (store.reduction ? "  (reduction step)" : "");
   }
   case StmtNode::Kind::Allocate:
     return describe(*stmt->as<Allocate>()->buffer);

@@ -309,10 +309,16 @@ Stmt IRMutator::visitStore(const Store &node, const Stmt &self) {
   std::vector<Expr> indices;
   bool changed = mutateAll(node.indices, indices);
   Expr value = mutate(node.value);
-  if (!changed && value == node.value)
+  std::shared_ptr<const ReductionStep> reduction = node.reduction;
+  if (reduction) {
+    Expr neutral = mutate(reduction->neutral);
+    if (neutral != reduction->neutral)
+      reduction = std::make_shared<ReductionStep>(ReductionStep{reduction->op, neutral});
+  }
+  if (!changed && value == node.value && reduction == node.reduction)
     return self;
   return std::make_shared<Store>(node.buffer, std::move(indices), std::move(value), node.source,
-                                 node.isReductionStep);
+                                 std::move(reduction));
 }
 
 Stmt IRMutator::visitWarpShuffle(const WarpShuffle &node, const Stmt &self) {
@@ -575,7 +581,7 @@ Stmt retargetAccesses(const Stmt &stmt, const Buffer &from, const Buffer &to,
       if (store.buffer != from_)
         return mutated;
       return std::make_shared<Store>(to_, indices(store.indices), store.value, store.source,
-                                     store.isReductionStep);
+                                     store.reduction);
     }
     Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) override {
       Stmt mutated = IRMutator::visitAtomicUpdate(node, self);

@@ -1,42 +1,45 @@
-// interleave_reductions (CPU): a thread's serial loop folding floats with
-// `min` or `max` into a register cell runs one dependent combine per element,
-// at the operator's latency: LLVM 19 vectorizes a min/max reduction only when
-// told NaN and signed zeros cannot occur, and the language's min and max see
-// both (IEEE maximumNumber: NaN skipped, -0 < +0). The loop instead walks
-// blocks of L elements, element l of a block into lane l of kLaneBytes of
-// lanes: a `vectorized` loop over the lanes, an elementwise map LLVM
-// vectorizes with the lanes in registers (a lane index computed as
-// (c - first) % L would defeat it). The lanes then fold into the cell by
-// halving. min and max are idempotent, so the lanes start as the cell's
-// value and no neutral element is needed:
+// interleave_reductions (CPU): a thread's serial loop folding values into a
+// register cell runs one dependent combine per element, at the operator's
+// latency, unless LLVM vectorizes the chain, which it does for sums,
+// products and integer operators but not for a float min or max (LLVM 19
+// wants to be told NaN and signed zeros cannot occur, and the language's min
+// and max see both: IEEE maximumNumber, NaN skipped, -0 < +0) nor for a
+// user's `assoc fn` (an expression, not an operator it knows). When the
+// operator commutes (any builtin, or a user's the checker found symmetric:
+// the reduction step is marked), the loop instead walks blocks of L
+// elements, element l of a block into lane l of kLaneBytes of lanes: a
+// `vectorized` loop over the lanes, an elementwise map LLVM vectorizes with
+// the lanes in registers (a lane index computed as (c - first) % L would
+// defeat it). The lanes start at the neutral element (the language lets a
+// reduction combine it in once per partial result) and halve into the cell
+// at the end:
 //
 //   for c in [lo, lo + n) {        if (n >= 2 * L) {
-//     cell = max(cell, v(c))         register f32 cell.lanes[L]
-//   }                                for l in [0, L): cell.lanes[l] = cell
+//     cell = op(cell, v(c))          register f32 cell.lanes[L]
+//   }                                for l in [0, L): cell.lanes[l] = neutral
 //                                    for c.block in [0, n / L) {
 //                                      vectorized for c.lane in [0, L) {
 //                                        let c = lo + c.block * L + c.lane
-//                                        cell.lanes[c.lane] = max(cell.lanes[c.lane], v(c))
+//                                        cell.lanes[c.lane] = op(cell.lanes[c.lane], v(c))
 //                                    }}
-//                                    for l in [0, L/2): cell.lanes[l] = max(.., cell.lanes[l +
-//                                    L/2])
-//                                    ... down to one lane; cell = max(cell, cell.lanes[0])
+//                                    for l in [0, L/2): cell.lanes[l] = op(.., cell.lanes[l + L/2])
+//                                    ... down to one lane; cell = op(cell, cell.lanes[0])
 //                                    for c in [lo + n / L * L, lo + n): the original body
 //                                  } else { the original loop }
 //
-// With the language's min and max both exact and order-free, the result is
-// the same value on every engine. Only loops that walk memory contiguously
-// and stay in their thread (a CPU thread nest runs a loop that reads
-// neighbouring elements across threads outside the thread loop, vectorized
-// across threads instead; a loop around a vectorized one stays) qualify, and
-// only when their trip count may reach 2 * L. Sums and products need no
-// help: LLVM reassociates them (the reduction steps allow it).
+// Steps fused into one walk (fuse_sibling_reductions) get lanes each. Only
+// loops that walk memory contiguously and stay in their thread (a CPU
+// thread nest runs a loop that reads neighbouring elements across threads
+// outside the thread loop, vectorized across threads instead; a loop around
+// a vectorized one stays) qualify, and only when their trip count may reach
+// 2 * L.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/lowering/ReductionTrees.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace loopc::passes {
@@ -51,27 +54,33 @@ namespace {
 // min/max's latency at one load per cycle.
 constexpr int64_t kLaneBytes = 256;
 
-// `cell = min/max(cell, value)` on a float register cell: a reduction step
-// the lanes can take.
-const Store *floatExtremumStep(const StmtNode *node) {
+// A reduction step into a register cell (its operator commutes).
+const Store *cellStep(const StmtNode *node) {
   const auto *store = node ? node->as<Store>() : nullptr;
-  if (!store || !store->isReductionStep || !isFloat(store->buffer->element) ||
-      store->buffer->memory != MemorySpace::Register || !store->buffer->shape.empty())
-    return nullptr;
-  const auto *combine = store->value->as<Binary>();
-  if (!combine || (combine->op != BinaryOpKind::Min && combine->op != BinaryOpKind::Max))
-    return nullptr;
-  const auto *previous = combine->lhs->as<Load>();
-  return previous && previous->buffer == store->buffer ? store : nullptr;
+  bool cell =
+      store && store->buffer->memory == MemorySpace::Register && store->buffer->shape.empty();
+  return cell && store->reduction ? store : nullptr;
 }
 
-// The steps of a loop body made of lets and then float min/max steps into
-// distinct cells that nothing else in the body reads; else nothing.
-std::optional<std::vector<const Store *>> extremumSteps(const Stmt &body) {
+// Whether LLVM leaves a step's chain of combines one at a time: a float
+// min or max (see the top), or a user's operator, an expression LLVM does
+// not know as a reduction at all. It vectorizes sums, products and integer
+// operators itself.
+bool needsLanes(const Store &step) {
+  using Kind = ReduceOperator::Kind;
+  Kind kind = step.reduction->op.kind;
+  return kind == Kind::User ||
+         ((kind == Kind::Min || kind == Kind::Max) && isFloat(step.buffer->element));
+}
+
+// The steps of a loop body made of lets and then reduction steps into
+// distinct cells of one type, some of which need lanes, when nothing else in
+// the body reads a cell; else nothing.
+std::optional<std::vector<const Store *>> laneSteps(const Stmt &body) {
   const StmtNode *node = skipSingletonBlocks(body);
-  std::vector<Expr> values;
+  std::vector<Expr> lets;
   while (node && node->kind == StmtNode::Kind::LetStmt) {
-    values.push_back(node->as<LetStmt>()->value);
+    lets.push_back(node->as<LetStmt>()->value);
     node = skipSingletonBlocks(node->as<LetStmt>()->body);
   }
   std::vector<const StmtNode *> stmts;
@@ -83,43 +92,25 @@ std::optional<std::vector<const Store *>> extremumSteps(const Stmt &body) {
   std::vector<const Store *> steps;
   std::set<const BufferInfo *> cells;
   for (const StmtNode *stmt : stmts) {
-    const Store *step = floatExtremumStep(stmt);
+    const Store *step = cellStep(stmt);
     if (!step || !cells.insert(step->buffer.get()).second ||
         (!steps.empty() && step->buffer->element != steps.front()->buffer->element))
       return std::nullopt;
     steps.push_back(step);
-    values.push_back(step->value->as<Binary>()->rhs);
   }
-  for (const Expr &value : values)
+  if (std::ranges::none_of(steps, [](const Store *step) { return needsLanes(*step); }))
+    return std::nullopt;
+  for (const Expr &value : lets)
     for (const BufferInfo *read : buffersRead(value))
       if (cells.contains(read))
         return std::nullopt;
+  // A step reads its own cell (the combine's left operand) and no other.
+  for (const Store *step : steps)
+    for (const BufferInfo *read : buffersRead(step->value))
+      if (read != step->buffer.get() && cells.contains(read))
+        return std::nullopt;
   return steps;
 }
-
-// The steps of a loop body sent to their cells' lanes, at `lane`.
-class ToLanes : public IRMutator {
-public:
-  ToLanes(const std::map<const BufferInfo *, Buffer> &lanesOf, Expr lane)
-      : lanesOf_(lanesOf), lane_(std::move(lane)) {}
-
-protected:
-  Stmt visitStore(const Store &node, const Stmt &self) override {
-    auto found = lanesOf_.find(node.buffer.get());
-    if (found == lanesOf_.end())
-      return IRMutator::visitStore(node, self);
-    const auto *combine = node.value->as<Binary>();
-    const Buffer &buffer = found->second;
-    return std::make_shared<Store>(buffer, std::vector<Expr>{lane_},
-                                   makeBinary(combine->op, load(buffer, {lane_}), combine->rhs),
-                                   node.source,
-                                   /*isReductionStep=*/true);
-  }
-
-private:
-  const std::map<const BufferInfo *, Buffer> &lanesOf_;
-  Expr lane_;
-};
 
 // `loop` folding into lanes, as the comment at the top shows.
 Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const Stmt &original) {
@@ -136,36 +127,39 @@ Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const
     return std::make_shared<For>(var, makeI64(0), makeI64(extent), ForKind::Unrolled, 0,
                                  makeBody(makeVar(ScalarType::I64, var)));
   };
-  // Each step's cell gets its lanes; the body's steps fold into them.
-  std::map<const BufferInfo *, Buffer> lanesOf;
+  // Each step's cell gets its lanes, starting at the neutral element; the
+  // body's steps fold into them, and they halve into the cell.
+  Stmt laneBody = loop.body;
+  std::vector<Buffer> laneBuffers;
   std::vector<Stmt> start, fold;
   for (const Store *step : steps) {
     const Buffer &cell = step->buffer;
+    const ReduceOperator &op = step->reduction->op;
     Buffer buffer =
         makeBuffer(cell->name + ".lanes", element, {makeI64(lanes)}, MemorySpace::Register);
-    lanesOf[cell.get()] = buffer;
-    start.push_back(
-        each(cell->name + ".lane", lanes, [&](Expr l) { return store(buffer, {l}, load(cell)); }));
-    auto op = step->value->as<Binary>()->op;
+    laneBuffers.push_back(buffer);
+    laneBody = retargetAccesses(laneBody, cell, buffer,
+                                [&](const std::vector<Expr> &) { return std::vector<Expr>{lane}; });
+    start.push_back(each(cell->name + ".lane", lanes,
+                         [&](Expr l) { return store(buffer, {l}, step->reduction->neutral); }));
     for (int64_t half = lanes / 2; half >= 1; half /= 2)
       fold.push_back(each(cell->name + ".lane", half, [&](Expr l) {
         return store(buffer, {l},
-                     makeBinary(op, load(buffer, {l}), load(buffer, {add(l, makeI64(half))})));
+                     applyOperator(op, load(buffer, {l}), load(buffer, {add(l, makeI64(half))})));
       }));
-    fold.push_back(store(cell, {}, makeBinary(op, load(cell), load(buffer, {makeI64(0)}))));
+    fold.push_back(store(cell, {}, applyOperator(op, load(cell), load(buffer, {makeI64(0)}))));
   }
   Expr position = add(first, add(mul(makeVar(ScalarType::I64, blockVar), makeI64(lanes)), lane));
-  Stmt laneLoop =
-      std::make_shared<For>(laneVar, makeI64(0), makeI64(lanes), ForKind::Vectorized, 0,
-                            std::make_shared<LetStmt>(loop.var, castTo(loop.min->type, position),
-                                                      ToLanes(lanesOf, lane).mutate(loop.body)));
+  Stmt laneLoop = std::make_shared<For>(
+      laneVar, makeI64(0), makeI64(lanes), ForKind::Vectorized, 0,
+      std::make_shared<LetStmt>(loop.var, castTo(loop.min->type, position), laneBody));
   Stmt vectorLoop = std::make_shared<For>(blockVar, makeI64(0), div(trips, makeI64(lanes)),
                                           ForKind::Serial, 0, laneLoop, loop.source);
   std::vector<Stmt> laned = start;
   laned.push_back(vectorLoop);
   laned.insert(laned.end(), fold.begin(), fold.end());
   Stmt body = makeBlock(laned);
-  for (const auto &[cell, buffer] : lanesOf)
+  for (const Buffer &buffer : laneBuffers)
     body = std::make_shared<Allocate>(buffer, body);
   Stmt rest = std::make_shared<For>(loop.var, castTo(loop.min->type, add(first, vectorTrips)),
                                     castTo(loop.min->type, sub(trips, vectorTrips)),
@@ -194,7 +188,7 @@ protected:
       return result;
     }
     if (loop.forKind == ForKind::Serial && !thread_.empty()) {
-      std::optional<std::vector<const Store *>> steps = extremumSteps(loop.body);
+      std::optional<std::vector<const Store *>> steps = laneSteps(loop.body);
       const auto *constantTrips = loop.extent->as<IntImm>();
       int64_t lanes = steps ? kLaneBytes / scalarSize(steps->front()->buffer->element) : 0;
       if (steps && (!constantTrips || constantTrips->value >= 2 * lanes) &&

@@ -390,8 +390,8 @@ private:
       parts.push_back(part);
       tiles.push_back({reduce->op, tile});
       starts.push_back(store(part, {}, reduce->neutral));
-      steps.push_back(
-          appendAtTail(member.valueSetup, reductionStep(reduce->op, part, member.value)));
+      steps.push_back(appendAtTail(member.valueSetup,
+                                   reductionStep(reduce->op, reduce->neutral, part, member.value)));
       // The partial is stored into the tile before its scope ends, so no
       // register value lives across a barrier.
       shares.push_back(store(tile, {thread_}, load(part)));

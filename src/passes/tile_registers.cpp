@@ -341,7 +341,7 @@ private:
     forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
       Stmt copied =
           std::make_shared<Store>(bufferFor(store.buffer, each), rewrite(store.indices, each),
-                                  rewrite(store.value, each), store.source, store.isReductionStep);
+                                  rewrite(store.value, each), store.source, store.reduction);
       stores.push_back(perCopyBuffer ? copied : storeInRange(copied, each));
     });
     return makeBlock(std::move(stores));

@@ -33,8 +33,9 @@ Stmt accumulateInto(const std::vector<GroupMember> &group, size_t first,
                     const std::vector<Buffer> &cells) {
   std::vector<Stmt> steps;
   for (size_t m = 0; m < group.size(); ++m)
-    steps.push_back(appendAtTail(group[m].valueSetup,
-                                 reductionStep(group[m].reduce->op, cells[m], group[m].value)));
+    steps.push_back(appendAtTail(
+        group[m].valueSetup,
+        reductionStep(group[m].reduce->op, group[m].reduce->neutral, cells[m], group[m].value)));
   return serialLoops(*group.front().reduce, first, makeBlock(steps));
 }
 
@@ -203,12 +204,13 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
         makeBinary(BinaryOpKind::Add, walk2.first,
                    makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar2), walk2.stride));
     gather.push_back(std::make_shared<Allocate>(
-        part2, makeBlock({store(part2, {}, reduce.neutral),
-                          std::make_shared<For>(
-                              stepVar2, makeI64(0), walk2.trips, ForKind::Serial, 0,
-                              reductionStep(reduce.op, part2, load(partials[m], {partialIndex})),
-                              reduce.source),
-                          store(tile2, {thread2}, load(part2))})));
+        part2,
+        makeBlock({store(part2, {}, reduce.neutral),
+                   std::make_shared<For>(stepVar2, makeI64(0), walk2.trips, ForKind::Serial, 0,
+                                         reductionStep(reduce.op, reduce.neutral, part2,
+                                                       load(partials[m], {partialIndex})),
+                                         reduce.source),
+                   store(tile2, {thread2}, load(part2))})));
     halving2.push_back({reduce.op, tile2});
     Expr result = applyOperator(reduce.op, load(reduce.accumulator, reduce.indices),
                                 load(tile2, {makeI64(0)}));

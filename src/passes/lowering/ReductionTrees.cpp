@@ -25,11 +25,13 @@ Stmt store(const Buffer &buffer, std::vector<Expr> indices, Expr value) {
   return std::make_shared<Store>(buffer, std::move(indices), std::move(value));
 }
 
-Stmt reductionStep(const ReduceOperator &op, const Buffer &cell, Expr value) {
+Stmt reductionStep(const ReduceOperator &op, const Expr &neutral, const Buffer &cell, Expr value) {
   cell->isWritten = true;
+  auto reduction =
+      commutes(op) ? std::make_shared<ReductionStep>(ReductionStep{op, neutral}) : nullptr;
   return std::make_shared<Store>(cell, std::vector<Expr>{},
                                  applyOperator(op, load(cell), std::move(value)), SourceRange{},
-                                 /*isReductionStep=*/op.kind != ReduceOperator::Kind::User);
+                                 std::move(reduction));
 }
 
 bool commutes(const ReduceOperator &op) {

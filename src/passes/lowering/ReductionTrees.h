@@ -15,10 +15,10 @@ namespace loopc::passes {
 // Threads per block of a cooperative reduction: a power of two for the halving.
 inline constexpr int64_t kReductionThreads = 256;
 
-// `cell = combine(cell, value)`, marked free to be reassociated (see
-// ir::Store) when the combine is one operation; a user's function is a whole
-// expression, whose own evaluation order must stay as written.
-ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Buffer &cell, ir::Expr value);
+// `cell = combine(cell, value)`, marked a reduction step (see ir::Store)
+// when the operator commutes.
+ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Expr &neutral,
+                       const ir::Buffer &cell, ir::Expr value);
 
 // Whether the lowering may combine points in any order: the builtin
 // operators commute, and a user's `assoc fn` the checker found symmetric in
