@@ -145,6 +145,28 @@ kernel host(x: in i32[N], y: out i32[N]) {
                  "index 10 out of range for dimension 0 of 'x' (extent 10)");
 }
 
+TEST_CASE("a private array copied per register tile, or moved to global memory, keeps its name") {
+  // From a bug hunt: the messages named the tile's copy 't.x0y0'.
+  const std::string source = R"(
+kernel tiled(A: in f32[M][K], B: in f32[K][N], W: i32, D: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    var t: f32[3];
+    D[i][j] = t[W - 1] + redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+kernel sized(A: in f32[M][K], B: in f32[K][N], W: i32, D: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    var t: f32[W];
+    D[i][j] = t[W - 1] + redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+)";
+  for (const char *kernel : {"tiled", "sized"})
+    checkSameError(source, kernel, {{"M", "37"}, {"N", "70"}, {"K", "5"}, {"W", "0"}},
+                   "index -1 out of range for dimension 0 of 't' (extent " +
+                       std::string(kernel == std::string("tiled") ? "3" : "0") + ")");
+}
+
 TEST_CASE("bounds checks leave out the passes that move accesses, and say so in the IR") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);

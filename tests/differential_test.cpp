@@ -573,6 +573,17 @@ kernel row_histograms(D: in f32[N][K], bins: i32, H: out i32[N][B]) {
     }
   }
 }
+kernel host_sized(D: in f32[N][K], y: out f32[N]) {
+  var w: i64 = 1;
+  for step in 0..3 {
+    parfor i in 0..N {
+      var e: f32[w];
+      for c in 0..w { e[c] = D[i][c % K] + f32(step); }
+      y[i] += e[w - 1];
+    }
+    w = w * 2 + K;
+  }
+}
 kernel pairs(D: in f32[N][K], S: out f32[N][N]) {
   parfor i in 0..N, j in 0..N {
     var diff: f32[K];

@@ -243,6 +243,23 @@ kernel argmin_rows(D: in f32[N][K], best: out i32[N]) {
     }
   }
 
+  // A host `var` is known at the launch (no iteration may write it), also
+  // through the lowering's `let e.extent0 = w` (found by a bug hunt).
+  auto hostSized = test::loadText(R"(
+kernel k(x: in f32[N], y: out f32[N]) {
+  var w: i64 = 3;
+  parfor i in 0..N {
+    var e: f32[w];
+    e[w - 1] = x[i];
+    y[i] = e[w - 1];
+  }
+})");
+  ir::Function hostFunction = onlyKernelCompiled(*hostSized);
+  CHECK(test::contains(ir::toString(hostFunction),
+                       "  let e.launch0 = w\n  global f32 e[e.launch0]["));
+  auto hostPtx = codegen::compileToPtx(hostFunction, "sm_90");
+  CHECK_MESSAGE(hostPtx, (hostPtx ? "" : hostPtx.error().message));
+
   // An extent read inside the parfor cannot size a buffer before the launch.
   auto rowSized = test::loadText(R"(
 kernel rows(starts: in i32[R], x: in f32[N], y: out f32[R]) {

@@ -155,7 +155,7 @@ llvm::Value *LlvmEmitter::emitBoundsChecks(const void *site, const BufferInfo &b
     llvm::Value *outside = builder_.CreateICmpUGE(index, extent);
     emitDeviceErrorIf(outside,
                       "index {0} out of range for dimension " + std::to_string(dim) + " of '" +
-                          buffer.name + "' (extent {1})",
+                          buffer.nameInMessages() + "' (extent {1})",
                       {index, extent}, use);
     inBounds = builder_.CreateAnd(inBounds, builder_.CreateNot(outside));
   }
@@ -645,7 +645,8 @@ void LlvmEmitter::emitAllocate(const ir::Allocate &allocate) {
 
 void LlvmEmitter::emitUnlessAllocationFailed(llvm::Value *failed, const BufferInfo &buffer,
                                              const std::function<void()> &emitUse) {
-  emitDeviceErrorIf(failed, "local array '" + buffer.name + "' is too large to allocate", {},
+  emitDeviceErrorIf(failed,
+                    "local array '" + buffer.nameInMessages() + "' is too large to allocate", {},
                     buffer.declared);
   llvm::Function *function = builder_.GetInsertBlock()->getParent();
   auto *use = llvm::BasicBlock::Create(context(), buffer.name + ".allocated", function);

@@ -425,7 +425,7 @@ llvm::Value *NvptxTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &b
   if (!constantCount) {
     // globalize_private_arrays moved those whose extents the host knows.
     emitter.fail(buffer.memory == MemorySpace::Register
-                     ? "on the GPU, the extents of the private array '" + buffer.name +
+                     ? "on the GPU, the extents of the private array '" + buffer.nameInMessages() +
                            "' must be known when its kernel launches (built from sizes, scalar "
                            "parameters and values computed before the parfor); here they "
                            "depend on a value computed or read inside the parfor"

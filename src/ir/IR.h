@@ -45,6 +45,11 @@ struct BufferInfo {
   bool isParameter = false; // a kernel argument (else allocated by Allocate)
   bool isWritten = false;   // some Store targets it (parameters: out/inout)
   SourceRange declared;     // where the .loop program declares it
+  // The program's name for a pass's copy of its array (a register tile's
+  // `t.x0y0` is `t`), which messages use; empty: `name` is.
+  std::string programName;
+
+  const std::string &nameInMessages() const { return programName.empty() ? name : programName; }
 };
 using Buffer = std::shared_ptr<BufferInfo>;
 

@@ -18,7 +18,9 @@
 // check reports an index as it would for the private array. Extents that
 // depend on values bound inside the kernel (a row's length read from data)
 // cannot size a buffer before the launch; those arrays are left to code
-// generation, which reports them.
+// generation, which reports them. A host `var` read in an extent (directly
+// or through the lowering's lets) is known: no iteration may write it. A host `var` read in an
+// extent is known: no iteration may write it.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
@@ -52,26 +54,40 @@ protected:
     // The kernel's globalized arrays, allocated by the host around it.
     for (const Buffer &buffer : globalized_)
       result = std::make_shared<Allocate>(buffer, result);
+    for (const auto &[name, value] : launchLets_)
+      result = std::make_shared<LetStmt>(name, value, result);
+    launchLets_.clear();
     globalized_.clear();
     boundInKernel_.clear();
+    allocatedInKernel_.clear();
+    launchValues_.clear();
     return result;
   }
 
   Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override {
-    if (!gpuLoops_.empty())
-      boundInKernel_.insert(node.var);
+    if (!gpuLoops_.empty()) {
+      // A let of values known at the launch (the lowering's `let
+      // e.extent0 = w`) stands for its value there.
+      Expr value = substitute(node.value, launchValues_);
+      if (knownAtLaunch(value))
+        launchValues_[node.var] = value;
+      else
+        boundInKernel_.insert(node.var);
+    }
     return IRMutator::visitLetStmt(node, self);
   }
 
   Stmt visitAllocate(const Allocate &node, const Stmt &self) override {
+    if (!gpuLoops_.empty())
+      allocatedInKernel_.insert(node.buffer.get());
     const Buffer &local = node.buffer;
     bool sizedAtRun =
         std::ranges::any_of(local->shape, [](const Expr &extent) { return !extent->as<IntImm>(); });
-    bool knownAtLaunch = std::ranges::none_of(local->shape, [&](const Expr &extent) {
-      return !buffersRead(extent).empty() || usesAnyVar(extent, boundInKernel_);
-    });
+    std::vector<Expr> atLaunch; // the extents in the host's terms
+    for (const Expr &extent : local->shape)
+      atLaunch.push_back(substitute(extent, launchValues_));
     if (gpuLoops_.empty() || local->memory != MemorySpace::Register || !sizedAtRun ||
-        !knownAtLaunch)
+        !std::ranges::all_of(atLaunch, [&](const Expr &extent) { return knownAtLaunch(extent); }))
       return IRMutator::visitAllocate(node, self);
     // The thread's slot: its index in the grid, the GPU loops flattened.
     Expr slot, slots;
@@ -80,10 +96,23 @@ protected:
       slot = slot ? add(mul(slot, extent), index) : index;
       slots = slots ? mul(slots, extent) : extent;
     }
-    std::vector<Expr> shape = local->shape;
+    // Host scalars read once before the launch, the kernel taking the value
+    // (a kernel cannot read the host's cells, and its bounds checks read the
+    // extents).
+    std::vector<Expr> shape;
+    for (size_t d = 0; d < atLaunch.size(); ++d) {
+      if (buffersRead(atLaunch[d]).empty()) {
+        shape.push_back(atLaunch[d]);
+        continue;
+      }
+      std::string name = local->name + ".launch" + std::to_string(d);
+      launchLets_.emplace_back(name, atLaunch[d]);
+      shape.push_back(makeVar(atLaunch[d]->type, name));
+    }
     shape.push_back(slots);
     Buffer global = makeBuffer(local->name, local->element, shape, MemorySpace::Global);
     global->declared = local->declared;
+    global->programName = local->programName;
     global->isWritten = true;
     globalized_.push_back(global);
     // Zero the slice, one loop per dimension of the program's array.
@@ -103,9 +132,25 @@ protected:
   }
 
 private:
+  // A scalar of the host code (a `var` before the parfor), which no
+  // iteration may write: the host reads it at the launch, as the kernel does.
+  bool isHostScalar(const BufferInfo &buffer) const {
+    return buffer.memory == MemorySpace::Register && buffer.shape.empty() &&
+           !allocatedInKernel_.contains(&buffer);
+  }
+  // Whether the host can evaluate `expr` before the launch.
+  bool knownAtLaunch(const Expr &expr) const {
+    return !usesAnyVar(expr, boundInKernel_) &&
+           std::ranges::all_of(buffersRead(expr),
+                               [&](const BufferInfo *read) { return isHostScalar(*read); });
+  }
+
   std::vector<const For *> gpuLoops_;   // the GPU loops around the walk, outermost first
   std::set<std::string> boundInKernel_; // names the kernel binds: unknown at launch
-  std::vector<Buffer> globalized_;      // the arrays of the kernel being walked
+  std::set<const BufferInfo *> allocatedInKernel_;
+  std::map<std::string, Expr> launchValues_;             // the kernel's lets known at launch
+  std::vector<std::pair<std::string, Expr>> launchLets_; // host lets around the kernel
+  std::vector<Buffer> globalized_;                       // the arrays of the kernel being walked
 };
 
 } // namespace

@@ -323,6 +323,7 @@ private:
     forEachCopy(coarsened_ & ~copy.fixed, copy, [&](const CopyIndex &each) {
       std::string suffix = copySuffix(coarsened_, each);
       auto copied = std::make_shared<BufferInfo>(*buffer);
+      copied->programName = buffer->nameInMessages();
       copied->name += suffix;
       copied->shape = rewrite(buffer->shape, each);
       bufferCopies_[{buffer.get(), suffix}] = copied;
