@@ -260,6 +260,28 @@ kernel k(x: in f32[N], y: out f32[N]) {
   auto hostPtx = codegen::compileToPtx(hostFunction, "sm_90");
   CHECK_MESSAGE(hostPtx, (hostPtx ? "" : hostPtx.error().message));
 
+  // A slice for each of a million threads is too much: the message says why
+  // the GPU needs more than the array (found by a bug hunt).
+  test::TempDir directory;
+  std::string big = directory.file("big.loop", R"(
+kernel big(x: in f32[N], K: i64, y: out f32[N]) {
+  parfor i in 0..N {
+    y[i] = x[i];
+    if x[i] > 10.0 {
+      var d: f32[K];
+      d[K - 1] = x[i];
+      y[i] = d[K - 1];
+    }
+  }
+})");
+  auto refusedRun =
+      test::runLoopc("run " + big + " --device gpu-on-cpu --set N=1000000 --set K=100000000");
+  CHECK(refusedRun.exitCode == 1);
+  CHECK(test::contains(refusedRun.output,
+                       "error: local array 'd' is too large to allocate (on the GPU, a private "
+                       "array whose extents only the run knows takes a slice for every thread of "
+                       "its kernel's grid)"));
+
   // An extent read inside the parfor cannot size a buffer before the launch.
   auto rowSized = test::loadText(R"(
 kernel rows(starts: in i32[R], x: in f32[N], y: out f32[R]) {

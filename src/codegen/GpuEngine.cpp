@@ -377,15 +377,22 @@ private:
     auto shape = evalAll(buffer.shape);
     if (!shape)
       return std::unexpected(shape.error());
-    size_t count = 1;
+    // Saturating: a count past the address space is no allocation.
+    size_t bytes = scalarSize(buffer.element);
     for (int64_t extent : *shape)
-      count *= static_cast<size_t>(std::max<int64_t>(extent, 0));
-    size_t bytes = count * scalarSize(buffer.element);
+      if (__builtin_mul_overflow(bytes, static_cast<size_t>(std::max<int64_t>(extent, 0)), &bytes))
+        bytes = SIZE_MAX;
     runtime::DeviceBuffer *storage = nullptr;
+    if (bytes == SIZE_MAX)
+      return makeError(buffer.tooLargeMessage(), buffer.declared);
     if (bytes > 0) {
       auto acquired = pool_.acquire(runtime_, bytes);
-      if (!acquired)
-        return std::unexpected(runtimeError(acquired.error(), buffer.declared));
+      if (!acquired) {
+        Error error = runtimeError(acquired.error(), buffer.declared);
+        if (buffer.slicePerThread)
+          error.message = buffer.tooLargeMessage() + ": " + error.message;
+        return std::unexpected(error);
+      }
       storage = *acquired;
       if (auto cleared = storage->fill(0); !cleared) {
         pool_.release(storage);

@@ -645,9 +645,7 @@ void LlvmEmitter::emitAllocate(const ir::Allocate &allocate) {
 
 void LlvmEmitter::emitUnlessAllocationFailed(llvm::Value *failed, const BufferInfo &buffer,
                                              const std::function<void()> &emitUse) {
-  emitDeviceErrorIf(failed,
-                    "local array '" + buffer.nameInMessages() + "' is too large to allocate", {},
-                    buffer.declared);
+  emitDeviceErrorIf(failed, buffer.tooLargeMessage(), {}, buffer.declared);
   llvm::Function *function = builder_.GetInsertBlock()->getParent();
   auto *use = llvm::BasicBlock::Create(context(), buffer.name + ".allocated", function);
   auto *after = llvm::BasicBlock::Create(context(), buffer.name + ".done", function);

@@ -161,4 +161,11 @@ Expr rem(Expr lhs, Expr rhs) {
   return makeBinary(BinaryOpKind::Rem, std::move(lhs), std::move(rhs));
 }
 
+std::string BufferInfo::tooLargeMessage() const {
+  return "local array '" + nameInMessages() + "' is too large to allocate" +
+         (slicePerThread ? " (on the GPU, a private array whose extents only the run knows takes a "
+                           "slice for every thread of its kernel's grid)"
+                         : "");
+}
+
 } // namespace loopc::ir

@@ -50,6 +50,11 @@ struct BufferInfo {
   std::string programName;
 
   const std::string &nameInMessages() const { return programName.empty() ? name : programName; }
+  // A private array given a slice per GPU thread (globalize_private_arrays):
+  // its size is the array's times the grid's threads, which messages say.
+  bool slicePerThread = false;
+  // "local array 'd' is too large to allocate", and why for such an array.
+  std::string tooLargeMessage() const;
 };
 using Buffer = std::shared_ptr<BufferInfo>;
 

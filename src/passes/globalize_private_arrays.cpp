@@ -113,6 +113,7 @@ protected:
     Buffer global = makeBuffer(local->name, local->element, shape, MemorySpace::Global);
     global->declared = local->declared;
     global->programName = local->programName;
+    global->slicePerThread = true;
     global->isWritten = true;
     globalized_.push_back(global);
     // Zero the slice, one loop per dimension of the program's array.
