@@ -498,6 +498,46 @@ TEST_CASE("on a real GPU every sample agrees with the interpreter") {
   }
 }
 
+TEST_CASE("the GPU engine allocates a globalized private array and passes its extent") {
+  // globalize_private_arrays' host program: a host var read into a host let
+  // before the launch, the slices allocated, both given to the kernel.
+  const std::string stub = LOOPC_CUDA_STUB;
+  StubbedGpu gpu(stub);
+  StubDriver controls(stub);
+  auto loaded = test::loadText(R"(
+kernel k(x: in f32[N], y: out f32[N]) {
+  var w: i64 = 3;
+  w = w + 2;
+  parfor i in 0..N {
+    var e: f32[w];
+    e[w - 1] = x[i];
+    y[i] = e[w - 1];
+  }
+})");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+  ArgumentRequest request;
+  request.values = {{"N", "300"}};
+  auto args = bindKernelArguments(kernel, request);
+  REQUIRE(args);
+  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
+  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+  ir::Function function = test::compiledKernel(*loaded->program, kernel);
+  REQUIRE(function.kernels.size() == 1);
+  const ir::KernelFunc &device = function.kernels.front();
+  REQUIRE(controls.launchCount() == 1);
+  for (size_t i = 0; i < device.buffers.size(); ++i)
+    if (device.buffers[i]->name == "e")
+      CHECK(controls.value<uint64_t>(0, static_cast<int>(i)) != 0); // allocated
+  bool passed = false;
+  for (size_t i = 0; i < device.scalars.size(); ++i)
+    if (device.scalars[i].name == "e.launch0") {
+      CHECK(controls.value<int64_t>(0, static_cast<int>(device.buffers.size() + i)) == 5);
+      passed = true;
+    }
+  CHECK(passed);
+}
+
 TEST_CASE("the GPU engine passes each kernel parameter as the kernel's PTX declares it") {
   const std::string stub = LOOPC_CUDA_STUB;
   StubbedGpu gpu(stub);
