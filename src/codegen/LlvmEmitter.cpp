@@ -772,8 +772,10 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
     if (boundsChecks_)
       emitBoundsChecks(&store, *store.buffer, store.indices, store.source);
     llvm::Value *combined = emitExpr(*store.value);
-    // The combine of a reduction may be reassociated across iterations, which
-    // lets LLVM keep several partial results (vector lanes) for a float sum.
+    // A builtin operator's combine may be reassociated across iterations,
+    // which lets LLVM keep several partial results (vector lanes) for a
+    // float sum; a user's operator is an expression whose own order stays
+    // (interleave_reductions gives it lanes).
     if (store.reduction && store.reduction->op.kind != ir::ReduceOperator::Kind::User &&
         llvm::isa<llvm::FPMathOperator>(combined))
       if (auto *instruction = llvm::dyn_cast<llvm::Instruction>(combined))

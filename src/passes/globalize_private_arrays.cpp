@@ -45,22 +45,18 @@ protected:
     bool outermost = gpuLoops_.empty();
     if (mapped)
       gpuLoops_.push_back(&loop);
-    boundInKernel_.insert(loop.var);
+    kernel_.bound.insert(loop.var);
     Stmt result = IRMutator::visitFor(loop, self);
     if (mapped)
       gpuLoops_.pop_back();
     if (!outermost)
       return result;
     // The kernel's globalized arrays, allocated by the host around it.
-    for (const Buffer &buffer : globalized_)
+    for (const Buffer &buffer : kernel_.globalized)
       result = std::make_shared<Allocate>(buffer, result);
-    for (const auto &[name, value] : launchLets_)
+    for (const auto &[name, value] : kernel_.launchLets)
       result = std::make_shared<LetStmt>(name, value, result);
-    launchLets_.clear();
-    globalized_.clear();
-    boundInKernel_.clear();
-    allocatedInKernel_.clear();
-    launchValues_.clear();
+    kernel_ = {};
     return result;
   }
 
@@ -68,24 +64,24 @@ protected:
     if (!gpuLoops_.empty()) {
       // A let of values known at the launch (the lowering's `let
       // e.extent0 = w`) stands for its value there.
-      Expr value = substitute(node.value, launchValues_);
+      Expr value = substitute(node.value, kernel_.launchValues);
       if (knownAtLaunch(value))
-        launchValues_[node.var] = value;
+        kernel_.launchValues[node.var] = value;
       else
-        boundInKernel_.insert(node.var);
+        kernel_.bound.insert(node.var);
     }
     return IRMutator::visitLetStmt(node, self);
   }
 
   Stmt visitAllocate(const Allocate &node, const Stmt &self) override {
     if (!gpuLoops_.empty())
-      allocatedInKernel_.insert(node.buffer.get());
+      kernel_.allocated.insert(node.buffer.get());
     const Buffer &local = node.buffer;
     bool sizedAtRun =
         std::ranges::any_of(local->shape, [](const Expr &extent) { return !extent->as<IntImm>(); });
     std::vector<Expr> atLaunch; // the extents in the host's terms
     for (const Expr &extent : local->shape)
-      atLaunch.push_back(substitute(extent, launchValues_));
+      atLaunch.push_back(substitute(extent, kernel_.launchValues));
     if (gpuLoops_.empty() || local->memory != MemorySpace::Register || !sizedAtRun ||
         !std::ranges::all_of(atLaunch, [&](const Expr &extent) { return knownAtLaunch(extent); }))
       return IRMutator::visitAllocate(node, self);
@@ -106,7 +102,7 @@ protected:
         continue;
       }
       std::string name = local->name + ".launch" + std::to_string(d);
-      launchLets_.emplace_back(name, atLaunch[d]);
+      kernel_.launchLets.emplace_back(name, atLaunch[d]);
       shape.push_back(makeVar(atLaunch[d]->type, name));
     }
     shape.push_back(slots);
@@ -115,7 +111,7 @@ protected:
     global->programName = local->programName;
     global->slicePerThread = true;
     global->isWritten = true;
-    globalized_.push_back(global);
+    kernel_.globalized.push_back(global);
     // Zero the slice, one loop per dimension of the program's array.
     std::vector<Expr> indices;
     for (size_t d = 0; d < local->shape.size(); ++d)
@@ -137,21 +133,24 @@ private:
   // iteration may write: the host reads it at the launch, as the kernel does.
   bool isHostScalar(const BufferInfo &buffer) const {
     return buffer.memory == MemorySpace::Register && buffer.shape.empty() &&
-           !allocatedInKernel_.contains(&buffer);
+           !kernel_.allocated.contains(&buffer);
   }
   // Whether the host can evaluate `expr` before the launch.
   bool knownAtLaunch(const Expr &expr) const {
-    return !usesAnyVar(expr, boundInKernel_) &&
+    return !usesAnyVar(expr, kernel_.bound) &&
            std::ranges::all_of(buffersRead(expr),
                                [&](const BufferInfo *read) { return isHostScalar(*read); });
   }
 
-  std::vector<const For *> gpuLoops_;   // the GPU loops around the walk, outermost first
-  std::set<std::string> boundInKernel_; // names the kernel binds: unknown at launch
-  std::set<const BufferInfo *> allocatedInKernel_;
-  std::map<std::string, Expr> launchValues_;             // the kernel's lets known at launch
-  std::vector<std::pair<std::string, Expr>> launchLets_; // host lets around the kernel
-  std::vector<Buffer> globalized_;                       // the arrays of the kernel being walked
+  std::vector<const For *> gpuLoops_; // the GPU loops around the walk, outermost first
+  // What the walk of one kernel (an outermost GPU loop) found.
+  struct Kernel {
+    std::set<std::string> bound;                          // names it binds: unknown at launch
+    std::set<const BufferInfo *> allocated;               // buffers it allocates
+    std::map<std::string, Expr> launchValues;             // its lets known at launch
+    std::vector<std::pair<std::string, Expr>> launchLets; // host lets around it
+    std::vector<Buffer> globalized;                       // its arrays given slices
+  } kernel_;
 };
 
 } // namespace

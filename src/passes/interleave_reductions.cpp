@@ -51,8 +51,11 @@ using ir::Stmt;
 namespace {
 
 // The lanes of one cell: four AVX-512 vectors, enough to cover a vector
-// min/max's latency at one load per cycle.
+// combine's latency at one load per cycle.
 constexpr int64_t kLaneBytes = 256;
+
+// The lanes of a cell of `element`s.
+int64_t laneCount(ScalarType element) { return kLaneBytes / scalarSize(element); }
 
 // A reduction step into a register cell (its operator commutes).
 const Store *cellStep(const StmtNode *node) {
@@ -115,7 +118,7 @@ std::optional<std::vector<const Store *>> laneSteps(const Stmt &body) {
 // `loop` folding into lanes, as the comment at the top shows.
 Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const Stmt &original) {
   ScalarType element = steps.front()->buffer->element;
-  int64_t lanes = kLaneBytes / scalarSize(element);
+  int64_t lanes = laneCount(element);
   std::string count = loop.var + ".count";
   Expr trips = makeVar(ScalarType::I64, count);
   Expr vectorTrips = mul(div(trips, makeI64(lanes)), makeI64(lanes));
@@ -190,8 +193,9 @@ protected:
     if (loop.forKind == ForKind::Serial && !thread_.empty()) {
       std::optional<std::vector<const Store *>> steps = laneSteps(loop.body);
       const auto *constantTrips = loop.extent->as<IntImm>();
-      int64_t lanes = steps ? kLaneBytes / scalarSize(steps->front()->buffer->element) : 0;
-      if (steps && (!constantTrips || constantTrips->value >= 2 * lanes) &&
+      if (steps &&
+          (!constantTrips ||
+           constantTrips->value >= 2 * laneCount(steps->front()->buffer->element)) &&
           gathersAcrossThreads(accesses_, loop.var, thread_))
         return interleaved(loop, *steps, self);
     }
