@@ -185,6 +185,28 @@ TEST_CASE("times are printed in milliseconds with three significant digits below
   CHECK(loopc::driver::formatMilliseconds(0) == "0.000");
 }
 
+TEST_CASE("LOOPC_NUM_THREADS sizes the CPU thread pool; a bad value is reported and ignored") {
+  const std::string run = "'" + loopc::test::loopcBinary() +
+                          "' run samples/matmul.loop --set M=70 --set N=90 --set K=33 --device cpu "
+                          "--check";
+  for (const char *count : {"1", "3"}) {
+    CAPTURE(count);
+    auto sized = loopc::test::runShell(std::string("LOOPC_NUM_THREADS=") + count + " " + run);
+    CHECK(sized.exitCode == 0);
+    CHECK(contains(sized.output, "PASS"));
+    CHECK(!contains(sized.output, "LOOPC_NUM_THREADS"));
+  }
+  for (const char *bad : {"0", "many", "2x", "5000"}) {
+    CAPTURE(bad);
+    auto ignored = loopc::test::runShell(std::string("LOOPC_NUM_THREADS=") + bad + " " + run);
+    CHECK(ignored.exitCode == 0);
+    CHECK(contains(ignored.output, std::string("loopc: LOOPC_NUM_THREADS='") + bad +
+                                       "' is not a thread count from 1 to 1024; using one "
+                                       "thread per core"));
+    CHECK(contains(ignored.output, "PASS"));
+  }
+}
+
 TEST_CASE("run --repeat N reports the median of N runs and rejects a bad N") {
   auto repeated = runLoopc("run samples/dot.loop --set N=100 --device interp --repeat 5");
   CHECK(repeated.exitCode == 0);
@@ -227,7 +249,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       "loopc: error: no pass named 'tile_everything'; the passes are: "
       "lower, lower_scans, specialize_sizes, simplify, drop_overwritten_fills, fuse_producers, "
       "split_reductions, map_rows_to_blocks, privatize_combines, "
-      "map_to_gpu, fuse_sibling_reductions, "
+      "map_to_gpu, unroll_around_reductions, fuse_sibling_reductions, "
       "lower_reductions, combine_in_warps, "
       "tile_registers, stage_shared, globalize_private_arrays, extract_kernels"));
 }
@@ -257,7 +279,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
         contains(refused.output,
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, map_rows_to_blocks, "
-                 "privatize_combines, fuse_sibling_reductions, interleave_reductions, "
+                 "privatize_combines, unroll_around_reductions, fuse_sibling_reductions, "
+                 "interleave_reductions, "
                  "combine_in_warps, tile_registers, stage_shared"));
   }
 }
@@ -319,7 +342,8 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
                  "fuse_producers, split_reductions, privatize_combines, map_to_gpu, "
-                 "fuse_sibling_reductions, lower_reductions, interleave_reductions, "
+                 "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
+                 "interleave_reductions, "
                  "extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);

@@ -10,6 +10,7 @@
 #include "codegen/CpuThreadNest.h"
 #include "interp/Interpreter.h"
 #include "ir/IR.h"
+#include "ir/IRVisitor.h"
 #include "ir/Lower.h"
 #include "loopc/generated.h"
 #include "passes/Pipeline.h"
@@ -551,19 +552,47 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
         for (const For *row : sweep->rows)
           described += row->var + " ";
         described += "| " + sweep->xBlock->var + " " + sweep->xThread->var;
+        if (sweep->row)
+          described += " as " + sweep->row->as<For>()->var;
       }
       perKernel.push_back(described);
     }
     return perKernel;
   };
   using Kernels = std::vector<std::string>;
-  // The stencil, then the copy back.
-  CHECK(sweeps("jacobi2d") == Kernels{"i.block i.thread | j.block j.thread",
-                                      "i_2.block i_2.thread | j_2.block j_2.thread"});
+  // The stencil, then the copy back, each a thread loop across the row.
+  CHECK(sweeps("jacobi2d") ==
+        Kernels{"i.block i.thread | j.block j.thread as j.thread.row",
+                "i_2.block i_2.thread | j_2.block j_2.thread as j_2.thread.row"});
   CHECK(sweeps("conv2d_5x5") == Kernels{""}); // a window loop in each thread
   CHECK(sweeps("matmul") == Kernels{""});     // for k in each thread
   CHECK(sweeps("transpose") == Kernels{""});  // B[j][i]: strided along x
   CHECK(sweeps("dot") == Kernels{"", ""});    // 1-D grids and barriers
+
+  // A body that reads x.thread alone (here added to the value it stores)
+  // keeps its blocks: a thread's index within its block is no function of
+  // the row's x.
+  Function jacobi = cpuPipelineSample("jacobi2d");
+  class AddThreadIndex : public IRMutator {
+  protected:
+    Stmt visitFor(const For &node, const Stmt &self) override {
+      if (node.forKind == ForKind::GpuThread && node.gpuDim == 0)
+        thread_ = makeVar(node.min->type, node.var);
+      return IRMutator::visitFor(node, self);
+    }
+    Stmt visitStore(const Store &node, const Stmt &) override {
+      return std::make_shared<Store>(node.buffer, node.indices,
+                                     add(node.value, castTo(node.value->type, thread_)));
+    }
+
+  private:
+    Expr thread_;
+  };
+  KernelFunc &stencil = jacobi.kernels.front();
+  stencil.body = AddThreadIndex().mutate(stencil.body);
+  auto sweep = loopc::codegen::rowSweepOf(stencil);
+  REQUIRE(sweep);
+  CHECK(!sweep->row);
 }
 
 TEST_CASE("a multiply inside an add or subtract rounds once, on every engine") {

@@ -1048,3 +1048,31 @@ kernel huge_steps(x: in i64[N], s: i64, r: out i64, t: out i64) {
   CHECK(result["t"].getAsInt(0) == 30);
   checkSource(source, {"N=0 s=9223372036854775806", "N=4 s=3", "N=37 s=9223372036854775807"});
 }
+
+TEST_CASE("short loops around reductions, unrolled so their copies share one walk") {
+  checkSource(R"(
+fn dist(a: f32, b: f32, c: f32) -> f32 { return sqrt(a * a + b * b + c * c + 0.5); }
+kernel components(X: in f32[N][3], W: in f32[N], F: out f32[N][3], S: out f32[N],
+                  T: out f32[N][3], Y: out f32[N][3]) {
+  parfor i in 0..N, c in 0..3 {
+    F[i][c] = redomap(+, 0.0, j in 0..N)
+        W[j] * (X[j][c] - X[i][c]) / dist(X[j][0] - X[i][0], X[j][1] - X[i][1], X[j][2] - X[i][2]);
+  }
+  parfor i in 0..N {
+    var s: f32 = 0.0;
+    for c in 1..4 {
+      var t: f32[2];
+      t[0] = redomap(max, -inf, j in 0..N) X[j][c - 1] * W[i];
+      t[1] = redomap(min, inf, j in 0..N) X[j][c - 1] - W[i];
+      T[i][c - 1] = t[0] - t[1];
+      s += redomap(+, 0.0, j in i..N) X[j][c - 1];
+    }
+    S[i] = s;
+  }
+  parfor i in 0..N, c in 0..3 {
+    Y[i][c] = redomap(+, 0.0, j in 0..c + 1) X[i][j] * 2.0;
+  }
+}
+)",
+              {"N=0", "N=1", "N=7", "N=33", "N=100", "N=301"});
+}

@@ -176,8 +176,9 @@ TEST_CASE("transpose: the warps' column reads staged row by row, read back down 
 TEST_CASE("nests without reuse across threads in a loop, or organised by block, are left alone") {
   // jacobi2d has no loop and reads along its rows; reverse reads a vector;
   // mv and softmax are a block per row already; nbody reads every body
-  // alike in all threads (a broadcast); cnn_conv's windows are loops of
-  // symbolic length inside the channel loop.
+  // alike in all threads (a broadcast) and its own body, several times, in
+  // every iteration (registers); cnn_conv's windows are loops of symbolic
+  // length inside the channel loop.
   const std::pair<const char *, const char *> samples[] = {
       {"jacobi2d", "jacobi2d"}, {"reverse", "reverse"}, {"mv", "mv"},
       {"softmax", "softmax"},   {"nbody", "nbody"},     {"cnn_conv", "cnn_conv_same"}};

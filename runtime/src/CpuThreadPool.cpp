@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <pthread.h>
@@ -131,13 +133,29 @@ void resumeChildAfterFork() {
   callMutex.unlock();
 }
 
+// One thread per core, or LOOPC_NUM_THREADS of them (as OMP_NUM_THREADS:
+// to leave cores to other work, or to time one core alone).
+unsigned threadsWanted() {
+  if (const char *wanted = std::getenv("LOOPC_NUM_THREADS"); wanted && *wanted) {
+    char *end = nullptr;
+    unsigned long count = std::strtoul(wanted, &end, 10);
+    if (*end == '\0' && count >= 1 && count <= 1024)
+      return static_cast<unsigned>(count);
+    std::fprintf(stderr,
+                 "loopc: LOOPC_NUM_THREADS='%s' is not a thread count from 1 to 1024; using one "
+                 "thread per core\n",
+                 wanted);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 ThreadPool &pool() {
   static std::once_flag atfork;
   std::call_once(atfork,
                  [] { pthread_atfork(prepareFork, resumeParentAfterFork, resumeChildAfterFork); });
   std::lock_guard lock(poolMutex);
   if (!instance)
-    instance = std::make_unique<ThreadPool>(std::max(1u, std::thread::hardware_concurrency()));
+    instance = std::make_unique<ThreadPool>(threadsWanted());
   return *instance;
 }
 

@@ -360,6 +360,10 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
       emitter.emitStmt(*inside);
       return;
     }
+    if (sweep->row) {
+      emitCpuThreadNest(emitter, {sweep->row->as<ir::For>()});
+      return;
+    }
     const ir::For &xBlock = *sweep->xBlock;
     emitter.emitCountedLoop(xBlock.var, emitter.emitExpr(*xBlock.min),
                             emitter.emitExpr(*xBlock.extent), [&](llvm::Value *var) {

@@ -900,6 +900,56 @@ std::vector<const For *> loopChain(const ir::StmtNode *stmt, ir::ForKind kind) {
   return chain;
 }
 
+namespace {
+
+// The x block and thread loops of a row sweep as one thread loop across the
+// row (see RowSweep::row), or null when the body reads either index in
+// another form than `x.block * size + x.thread`.
+ir::Stmt wholeRow(const For &xBlock, const For &xThread) {
+  const auto *size = xThread.extent->as<IntImm>();
+  const auto *blockMin = xBlock.min->as<IntImm>();
+  const auto *threadMin = xThread.min->as<IntImm>();
+  if (!size || !blockMin || blockMin->value != 0 || !threadMin || threadMin->value != 0)
+    return nullptr;
+  class Flatten : public IRMutator {
+  public:
+    Flatten(const For &xBlock, const For &xThread, int64_t size)
+        : block_(xBlock.var), thread_(xThread.var), row_(xThread.var + ".row"), size_(size) {}
+    const std::string &rowVar() const { return row_; }
+
+  protected:
+    ir::Expr visitBinary(const Binary &node, const ir::Expr &self) override {
+      if (node.op == BinaryOpKind::Add &&
+          (isFlatIndex(node.lhs, node.rhs) || isFlatIndex(node.rhs, node.lhs)))
+        return makeVar(node.type, row_);
+      return IRMutator::visitBinary(node, self);
+    }
+
+  private:
+    // `blockTerm + threadTerm` is x.block * size + x.thread.
+    bool isFlatIndex(const ir::Expr &blockTerm, const ir::Expr &threadTerm) const {
+      const auto *product = blockTerm->as<Binary>();
+      const auto *thread = threadTerm->as<Var>();
+      if (!product || product->op != BinaryOpKind::Mul || !thread || thread->name != thread_)
+        return false;
+      const auto *block = product->lhs->as<Var>();
+      const auto *factor = product->rhs->as<IntImm>();
+      return block && block->name == block_ && factor && factor->value == size_;
+    }
+    std::string block_, thread_, row_;
+    int64_t size_;
+  } flatten(xBlock, xThread, size->value);
+  ir::Stmt body = flatten.mutate(xThread.body);
+  std::set<std::string> used = freeVars(body);
+  if (used.contains(xBlock.var) || used.contains(xThread.var))
+    return nullptr;
+  return std::make_shared<For>(flatten.rowVar(), makeInt(xThread.min->type, 0),
+                               mul(castTo(xThread.min->type, xBlock.extent), xThread.extent),
+                               ForKind::GpuThread, 0, body, xThread.source);
+}
+
+} // namespace
+
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
   if (grid.size() < 2 || grid.back()->gpuDim != 0)
@@ -924,7 +974,7 @@ std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
               std::ranges::count_if(grid, [](const For *l) { return l->gpuDim > 0; }) +
               std::ranges::count_if(threads, [](const For *l) { return l->gpuDim > 0; })))
     return std::nullopt; // one x loop of each kind
-  RowSweep sweep{{}, grid.back(), threads.back()};
+  RowSweep sweep{{}, grid.back(), threads.back(), wholeRow(*grid.back(), *threads.back())};
   // Rows in memory order: along each dimension, the block index before the
   // thread index within the block (index = block * size + thread).
   for (int dim = 2; dim >= 1; --dim)

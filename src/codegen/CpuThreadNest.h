@@ -48,10 +48,15 @@ void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> 
 // tiles keep the rows a block reads in cache while its rows reuse them (a
 // convolution's window, matmul's row of B), and so do kernels with an access
 // strided along x (transpose's tiles).
+// When the body reads the x indices only as map_to_gpu combines them,
+// `x.block * size + x.thread`, the x blocks of a row are one thread loop
+// across the whole row (`row`): one vectorized loop per row, where block by
+// block each 32 elements paid for narrowing the thread loop to the guards.
 struct RowSweep {
   std::vector<const ir::For *> rows; // the other grid and thread loops, slowest first
   const ir::For *xBlock;
   const ir::For *xThread;
+  ir::Stmt row; // a GpuThread For over the row's x, or null
 };
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel);
 

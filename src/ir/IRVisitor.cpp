@@ -603,6 +603,127 @@ Stmt retargetAccesses(const Stmt &stmt, const Buffer &from, const Buffer &to,
   return Retarget(from, to, reindex).mutate(stmt);
 }
 
+Stmt renameBindings(const Stmt &stmt, const std::string &suffix) {
+  // Names are unique within a function, so one flat map per kind serves
+  // every scope.
+  class Renamer : public IRMutator {
+  public:
+    explicit Renamer(const std::string &suffix) : suffix_(suffix) {}
+
+  protected:
+    Expr visitVar(const Var &node, const Expr &self) override {
+      auto renamed = names_.find(node.name);
+      return renamed == names_.end() ? self : makeVar(node.type, renamed->second);
+    }
+    Expr visitLoad(const Load &node, const Expr &self) override {
+      Expr mutated = IRMutator::visitLoad(node, self);
+      const auto &load = *mutated->as<Load>();
+      return std::make_shared<Load>(buffer(load.buffer), load.indices, load.source);
+    }
+    Stmt visitFor(const For &node, const Stmt &) override {
+      Expr min = mutate(node.min), extent = mutate(node.extent);
+      std::string var = bind(node.var);
+      return std::make_shared<For>(var, std::move(min), std::move(extent), node.forKind,
+                                   node.gpuDim, mutate(node.body), node.source);
+    }
+    Stmt visitLetStmt(const LetStmt &node, const Stmt &) override {
+      Expr value = mutate(node.value);
+      std::string var = bind(node.var);
+      return std::make_shared<LetStmt>(var, std::move(value), mutate(node.body));
+    }
+    Stmt visitAllocate(const Allocate &node, const Stmt &) override {
+      auto copy = std::make_shared<BufferInfo>(*node.buffer);
+      copy->name += suffix_;
+      copy->programName = node.buffer->nameInMessages();
+      for (Expr &extent : copy->shape)
+        extent = mutate(extent);
+      buffers_[node.buffer.get()] = copy;
+      return std::make_shared<Allocate>(copy, mutate(node.body));
+    }
+    Stmt visitStore(const Store &node, const Stmt &self) override {
+      Stmt mutated = IRMutator::visitStore(node, self);
+      const auto &store = *mutated->as<Store>();
+      return std::make_shared<Store>(buffer(store.buffer), store.indices, store.value, store.source,
+                                     store.reduction);
+    }
+    Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) override {
+      Stmt mutated = IRMutator::visitAtomicUpdate(node, self);
+      const auto &update = *mutated->as<AtomicUpdate>();
+      return std::make_shared<AtomicUpdate>(buffer(update.buffer), update.indices, update.op,
+                                            update.value, update.source);
+    }
+    Stmt visitWarpShuffle(const WarpShuffle &node, const Stmt &) override {
+      return std::make_shared<WarpShuffle>(buffer(node.target), mutate(node.value), node.laneMask);
+    }
+    // A user operator's combine is closed over its operands: left as is.
+    Stmt visitReduce(const Reduce &node, const Stmt &) override {
+      std::vector<Expr> indices;
+      mutateAll(node.indices, indices);
+      std::vector<Reduce::Loop> loops;
+      for (const Reduce::Loop &loop : node.loops) {
+        Expr min = mutate(loop.min), extent = mutate(loop.extent);
+        loops.push_back({bind(loop.var), std::move(min), std::move(extent)});
+      }
+      Stmt valueSetup = mutate(node.valueSetup);
+      return std::make_shared<Reduce>(buffer(node.accumulator), std::move(indices), node.op,
+                                      mutate(node.neutral), std::move(loops), std::move(valueSetup),
+                                      mutate(node.value), node.source);
+    }
+    Stmt visitScan(const Scan &node, const Stmt &) override {
+      std::vector<Expr> indices;
+      mutateAll(node.indices, indices);
+      Expr min = mutate(node.loop.min), extent = mutate(node.loop.extent);
+      Reduce::Loop loop{bind(node.loop.var), std::move(min), std::move(extent)};
+      Stmt valueSetup = mutate(node.valueSetup);
+      return std::make_shared<Scan>(buffer(node.target), std::move(indices), node.op,
+                                    mutate(node.neutral), std::move(loop), std::move(valueSetup),
+                                    mutate(node.value), node.source);
+    }
+
+  private:
+    std::string bind(const std::string &name) { return names_[name] = name + suffix_; }
+    Buffer buffer(const Buffer &original) const {
+      auto renamed = buffers_.find(original.get());
+      return renamed == buffers_.end() ? original : renamed->second;
+    }
+    const std::string &suffix_;
+    std::map<std::string, std::string> names_;
+    std::map<const BufferInfo *, Buffer> buffers_;
+  };
+  return Renamer(suffix).mutate(stmt);
+}
+
+size_t codeSize(const Stmt &stmt) {
+  class Counter : public IRVisitor {
+  public:
+    size_t count = 0;
+
+  protected:
+    void visitLoad(const Load &node) override {
+      ++count;
+      IRVisitor::visitLoad(node);
+    }
+    void visitBinary(const Binary &node) override {
+      ++count;
+      IRVisitor::visitBinary(node);
+    }
+    void visitCall(const Call &node) override {
+      ++count;
+      IRVisitor::visitCall(node);
+    }
+    void visitStore(const Store &node) override {
+      ++count;
+      IRVisitor::visitStore(node);
+    }
+    void visitAtomicUpdate(const AtomicUpdate &node) override {
+      ++count;
+      IRVisitor::visitAtomicUpdate(node);
+    }
+  } counter;
+  counter.visit(stmt);
+  return counter.count;
+}
+
 bool containsLoopOf(const Stmt &stmt, ForKind kind) {
   class Finder : public IRVisitor {
   public:

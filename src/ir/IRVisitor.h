@@ -112,6 +112,15 @@ std::set<const BufferInfo *> buffersRead(const Expr &expr);
 Stmt retargetAccesses(const Stmt &stmt, const Buffer &from, const Buffer &to,
                       const std::function<std::vector<Expr>(std::vector<Expr>)> &reindex = {});
 
+// `stmt` with every name it binds (loop variables, lets, the arrays it
+// allocates) followed by `suffix`, and their uses with it: a copy that can
+// sit beside the original in one function, whose names are unique.
+Stmt renameBindings(const Stmt &stmt, const std::string &suffix);
+
+// The loads, arithmetic, calls and stores of a statement: what a copy of it
+// adds to a kernel, for a pass's code-size budget.
+size_t codeSize(const Stmt &stmt);
+
 // True when `stmt` holds a loop of `kind`.
 bool containsLoopOf(const Stmt &stmt, ForKind kind);
 

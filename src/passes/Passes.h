@@ -76,6 +76,10 @@ ir::Function lowerReductions(ir::Function function);
 // (interleave_reductions.cpp).
 ir::Function interleaveReductions(ir::Function function);
 
+// A short constant loop around reductions in a thread is unrolled so its
+// copies' reductions fuse into one walk (unroll_around_reductions.cpp).
+ir::Function unrollAroundReductions(ir::Function function);
+
 // Reductions over the same loops that follow one another (with statements
 // between them that can move) are lowered as one group: their loops run
 // once (fuse_sibling_reductions.cpp).

@@ -29,6 +29,7 @@ const Optimization kOptimizations[] = {
     {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"interleave_reductions", {PipelineTarget::Cpu}},
     {"combine_in_warps", {PipelineTarget::Gpu}},
@@ -205,6 +206,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("privatize_combines",
                   [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
+  passes.optimize("unroll_around_reductions", unrollAroundReductions);
   passes.optimize("fuse_sibling_reductions", fuseSiblingReductions);
   passes.run("lower_reductions", lowerReductions);
   passes.optimize("interleave_reductions", interleaveReductions);

@@ -362,7 +362,9 @@ private:
   // means reused across threads within one iteration: each element of the
   // iteration's box read twice or more, and not by every thread alike (a
   // box the same for all threads, a filter's weights, is a broadcast the
-  // load unit already serves once per warp).
+  // load unit already serves once per warp), and moving along the loop (a
+  // box every iteration reads whole, a thread's own row in nbody, stays in
+  // the thread's registers, loaded once before the loop).
   std::vector<Footprint> stageable(const For &loop, int64_t iterations) {
     std::vector<Footprint> footprints = footprintsOf(loadsOf(loop.body, threadCount_ * iterations));
     // One iteration: the loop variable a uniform term.
@@ -379,7 +381,8 @@ private:
       std::optional<Footprint> all = unitedBox(footprint, iteration);
       std::optional<Footprint> oneThread = unitedBox(footprint, iterationOfOneThread);
       if (!all || !oneThread || all->loadCount / kMinReuse < all->elements() ||
-          oneThread->elements() == all->elements())
+          oneThread->elements() == all->elements() ||
+          std::ranges::equal(all->extents(), footprint.extents()))
         continue;
       int64_t footprintBytes = paddedBytes(footprint);
       if (footprintBytes > parameters_.sharedKiB * 1024 - bytes)

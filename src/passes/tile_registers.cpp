@@ -100,35 +100,6 @@ std::string copySuffix(DimMask deps, const CopyIndex &copy) {
   return suffix.empty() ? suffix : "." + suffix;
 }
 
-// The loads, arithmetic, calls and stores of a statement: what each copy of
-// the body adds to the kernel, for the code-size budget.
-class NodeCounter : public IRVisitor {
-public:
-  size_t count = 0;
-
-protected:
-  void visitLoad(const Load &node) override {
-    ++count;
-    IRVisitor::visitLoad(node);
-  }
-  void visitBinary(const Binary &node) override {
-    ++count;
-    IRVisitor::visitBinary(node);
-  }
-  void visitCall(const Call &node) override {
-    ++count;
-    IRVisitor::visitCall(node);
-  }
-  void visitStore(const Store &node) override {
-    ++count;
-    IRVisitor::visitStore(node);
-  }
-  void visitAtomicUpdate(const AtomicUpdate &node) override {
-    ++count;
-    IRVisitor::visitAtomicUpdate(node);
-  }
-};
-
 // The copies of a thread's body, jammed: each statement is emitted once per
 // copy index along the dimensions it depends on, the names it binds renamed
 // per copy (`acc.x1y2`), in the order of the original statements.
@@ -661,11 +632,10 @@ private:
         dim->factor = factor_;
         copies *= factor_;
       }
-    NodeCounter counter;
-    counter.visit(body);
+    size_t size = codeSize(body);
     // Over the code-size budget: halve the factors, least reuse first.
     for (auto dim = byReuse.rbegin(); dim != byReuse.rend();) {
-      if (counter.count * static_cast<size_t>(copies) <= kMaxJammedNodes)
+      if (size * static_cast<size_t>(copies) <= kMaxJammedNodes)
         break;
       if ((*dim)->factor == 1) {
         ++dim;
