@@ -8,7 +8,7 @@ namespace loopc::ir {
 // ------------------------------------------------------------- IRVisitor ---
 
 void IRVisitor::visit(const Expr &expr) {
-  if (!expr)
+  if (!expr || finished())
     return;
   switch (expr->kind) {
   case ExprNode::Kind::IntImm:
@@ -35,7 +35,7 @@ void IRVisitor::visit(const Expr &expr) {
 }
 
 void IRVisitor::visit(const Stmt &stmt) {
-  if (!stmt)
+  if (!stmt || finished())
     return;
   switch (stmt->kind) {
   case StmtNode::Kind::For:
@@ -535,6 +535,23 @@ std::set<std::string> freeVars(const Stmt &stmt) {
   FreeVarCollector collector;
   collector.visit(stmt);
   return std::move(collector.free);
+}
+
+bool mentionsVar(const Stmt &stmt, const std::string &name) {
+  class Finder : public IRVisitor {
+  public:
+    explicit Finder(const std::string &name) : name_(name) {}
+    bool found = false;
+
+  protected:
+    bool finished() const override { return found; }
+    void visitVar(const Var &node) override { found |= node.name == name_; }
+
+  private:
+    const std::string &name_;
+  } finder(name);
+  finder.visit(stmt);
+  return finder.found;
 }
 
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names) {

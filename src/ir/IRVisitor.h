@@ -20,11 +20,16 @@ namespace loopc::ir {
 class IRVisitor {
 public:
   virtual ~IRVisitor() = default;
-  // Dispatch on the node kind; null is ignored.
+  // Dispatch on the node kind; null is ignored, and so is every node once
+  // the visitor is finished.
   void visit(const Expr &expr);
   void visit(const Stmt &stmt);
 
 protected:
+  // True once a search has found what it looks for: the rest of the tree is
+  // not visited.
+  virtual bool finished() const { return false; }
+
   virtual void visitIntImm(const IntImm &) {}
   virtual void visitFloatImm(const FloatImm &) {}
   virtual void visitBoolImm(const BoolImm &) {}
@@ -96,6 +101,10 @@ Stmt substitute(const Stmt &stmt, const std::map<std::string, Expr> &replacement
 
 // `lhs op rhs` for a reduction operator (a user operator's inlined body).
 Expr applyOperator(const ReduceOperator &op, Expr lhs, Expr rhs);
+
+// True when `stmt` reads the variable `name` (names are unique within a
+// function, so any occurrence is a free one); stops at the first.
+bool mentionsVar(const Stmt &stmt, const std::string &name);
 
 // Names of the variables an expression or statement reads without binding them.
 std::set<std::string> freeVars(const Expr &expr);

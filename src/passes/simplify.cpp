@@ -259,12 +259,15 @@ protected:
       Stmt body = mutate(substitute(node.body, {{node.var, value}}));
       // The shape of a buffer allocated inside still names the variable:
       // buffers are shared by identity, not rewritten.
-      if (!freeVars(body).contains(node.var))
+      if (!mentionsVar(body, node.var))
         return body;
       return std::make_shared<LetStmt>(node.var, value, body);
     }
     Stmt body = mutate(node.body);
-    if (!freeVars(body).contains(node.var) && !faults_.mayFault(value))
+    // A search stopping at the first use: in a chain of lets each one's
+    // body is the rest of the chain, so collecting its free names would
+    // make the chain quadratic.
+    if (!mentionsVar(body, node.var) && !faults_.mayFault(value))
       return body; // dead: its value has no effect
     if (value == node.value && body == node.body)
       return self;
