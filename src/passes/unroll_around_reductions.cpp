@@ -95,20 +95,6 @@ bool unrollingFuses(const For &loop) {
   });
 }
 
-// `stmt`, then `tail` inside the scopes `stmt` opens last.
-Stmt appendInside(const Stmt &stmt, const Stmt &tail) {
-  if (auto *allocate = stmt->as<Allocate>())
-    return std::make_shared<Allocate>(allocate->buffer, appendInside(allocate->body, tail));
-  if (auto *let = stmt->as<LetStmt>())
-    return std::make_shared<LetStmt>(let->var, let->value, appendInside(let->body, tail));
-  if (auto *block = stmt->as<Block>(); block && !block->stmts.empty()) {
-    std::vector<Stmt> stmts = block->stmts;
-    stmts.back() = appendInside(stmts.back(), tail);
-    return makeBlock(std::move(stmts));
-  }
-  return makeBlock({stmt, tail});
-}
-
 class Unroller : public IRMutator {
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -127,7 +113,7 @@ protected:
                          : add(loop.min, makeInt(loop.min->type, k));
       Stmt copy = renameBindings(substitute(loop.body, {{loop.var, index}}),
                                  "." + loop.var + std::to_string(k));
-      unrolled = unrolled ? appendInside(copy, unrolled) : copy;
+      unrolled = unrolled ? appendAtTail(copy, unrolled) : copy;
     }
     return unrolled;
   }
