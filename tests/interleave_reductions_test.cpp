@@ -54,13 +54,7 @@ kernel firsts(X: in i32[R][C], f: out i32[R]) {
 // The kernel's IR after the pipeline for `target`.
 std::string compiled(const std::string &kernelName,
                      passes::PipelineTarget target = passes::PipelineTarget::Cpu) {
-  auto loaded = test::loadText(kProgram);
-  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-  for (const auto &kernel : loaded->program->modules.front()->kernels)
-    if (kernel->name == kernelName)
-      return ir::toString(test::compiledKernel(*loaded->program, *kernel, target));
-  FAIL("no kernel " << kernelName);
-  return "";
+  return test::compiledKernelText(kProgram, kernelName, target);
 }
 
 } // namespace

@@ -52,13 +52,7 @@ kernel guarded(X: in f32[N][3], F: out f32[N][3]) {
 // The kernel's IR after the pipeline for `target`.
 std::string compiled(const std::string &kernelName,
                      passes::PipelineTarget target = passes::PipelineTarget::Cpu) {
-  auto loaded = test::loadText(kProgram);
-  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-  for (const auto &kernel : loaded->program->modules.front()->kernels)
-    if (kernel->name == kernelName)
-      return ir::toString(test::compiledKernel(*loaded->program, *kernel, target));
-  FAIL("no kernel " << kernelName);
-  return "";
+  return test::compiledKernelText(kProgram, kernelName, target);
 }
 
 } // namespace

@@ -137,6 +137,17 @@ ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,
   return std::move(*function);
 }
 
+std::string compiledKernelText(const std::string &source, const std::string &kernelName,
+                               passes::PipelineTarget target) {
+  auto loaded = loadText(source);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  for (const auto &kernel : loaded->program->modules.front()->kernels)
+    if (kernel->name == kernelName)
+      return ir::toString(compiledKernel(*loaded->program, *kernel, target));
+  FAIL("no kernel " << kernelName);
+  return "";
+}
+
 TempDir::TempDir() {
   // mkdtemp: unique among the test processes ctest runs side by side.
   std::string pattern = (std::filesystem::temp_directory_path() / "loopc_test_XXXXXX").string();
