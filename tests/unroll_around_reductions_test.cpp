@@ -5,7 +5,6 @@
 // reductions" case.
 #include "TestSupport.h"
 
-#include "ir/IRPrinter.h"
 #include "passes/Pipeline.h"
 
 #include <doctest/doctest.h>
