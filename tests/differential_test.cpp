@@ -1076,3 +1076,63 @@ kernel components(X: in f32[N][3], W: in f32[N], F: out f32[N][3], S: out f32[N]
 )",
               {"N=0", "N=1", "N=7", "N=33", "N=100", "N=301"});
 }
+
+TEST_CASE("float to integer conversions saturate, NaN gives 0, on every engine") {
+  const char *source = R"(
+kernel conversions(x: in f32[N], a: out i32[8], b: out i64[4]) {
+  let big = 3.0e9;
+  let nan = sqrt(-1.0);
+  a[0] = i32(big);
+  a[1] = i32(-big);
+  a[2] = i32(nan);
+  a[3] = i32(inf);
+  a[4] = i32(-inf);
+  a[5] = i32(-2.75);
+  a[6] = i32(2147483647.0);
+  parfor i in 0..N { a[7 + i] = i32(x[i] * 0.0 + 1.0e10); }
+  b[0] = i64(inf);
+  b[1] = i64(-inf);
+  b[2] = i64(nan);
+  b[3] = i64(1.0e30);
+}
+)";
+  ArgumentRequest one;
+  one.values["N"] = "1";
+  auto converted = runAgreeing(source, "conversions", one);
+  const int64_t expected32[] = {2147483647,  -2147483648, 0,          2147483647,
+                                -2147483648, -2,          2147483647, 2147483647};
+  for (size_t i = 0; i < 8; ++i) {
+    CAPTURE(i);
+    CHECK(converted["a"].getAsInt(i) == expected32[i]);
+  }
+  const int64_t largest = std::numeric_limits<int64_t>::max();
+  const int64_t expected64[] = {largest, std::numeric_limits<int64_t>::min(), 0, largest};
+  for (size_t i = 0; i < 4; ++i) {
+    CAPTURE(i);
+    CHECK(converted["b"].getAsInt(i) == expected64[i]);
+  }
+}
+
+TEST_CASE("a called kernel's out parameter starts zeroed at every call") {
+  const char *source = R"(
+kernel interior(x: in f32[N], y: out f32[N]) {
+  parfor i in 1..N - 1 { y[i] = x[i]; }
+}
+kernel caller(x: in f32[N], y: out f32[N], z: out f32[N]) {
+  parfor i in 0..N { y[i] = 5.0; z[i] = 5.0; }
+  interior(x, y);
+  interior(x, z);
+  parfor i in 0..N { z[i] += 1.0; }
+}
+)";
+  ArgumentRequest seven;
+  seven.values["N"] = "7";
+  auto called = runAgreeing(source, "caller", seven);
+  for (const char *name : {"y", "z"}) {
+    CAPTURE(name);
+    double edge = std::string(name) == "z" ? 1.0 : 0.0;
+    CHECK(called[name].getAsDouble(0) == edge);
+    CHECK(called[name].getAsDouble(6) == edge);
+  }
+  checkSource(source, {"N=0", "N=1", "N=2", "N=33"});
+}
