@@ -904,12 +904,14 @@ namespace {
 
 // The x block and thread loops of a row sweep as one thread loop across the
 // row (see RowSweep::row), or null when the body reads either index in
-// another form than `x.block * size + x.thread`.
+// another form than `x.block * size + x.thread`, or the indices are i32 (the
+// row's length, blocks times size, could then overflow).
 ir::Stmt wholeRow(const For &xBlock, const For &xThread) {
   const auto *size = xThread.extent->as<IntImm>();
   const auto *blockMin = xBlock.min->as<IntImm>();
   const auto *threadMin = xThread.min->as<IntImm>();
-  if (!size || !blockMin || blockMin->value != 0 || !threadMin || threadMin->value != 0)
+  if (!size || !blockMin || blockMin->value != 0 || !threadMin || threadMin->value != 0 ||
+      threadMin->type != ScalarType::I64)
     return nullptr;
   class Flatten : public IRMutator {
   public:
@@ -943,9 +945,9 @@ ir::Stmt wholeRow(const For &xBlock, const For &xThread) {
   std::set<std::string> used = freeVars(body);
   if (used.contains(xBlock.var) || used.contains(xThread.var))
     return nullptr;
-  return std::make_shared<For>(flatten.rowVar(), makeInt(xThread.min->type, 0),
-                               mul(castTo(xThread.min->type, xBlock.extent), xThread.extent),
-                               ForKind::GpuThread, 0, body, xThread.source);
+  return std::make_shared<For>(flatten.rowVar(), makeI64(0),
+                               mul(toI64(xBlock.extent), xThread.extent), ForKind::GpuThread, 0,
+                               body, xThread.source);
 }
 
 } // namespace
