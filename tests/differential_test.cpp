@@ -868,6 +868,61 @@ kernel scans(x: in f32[N], keys: in i32[N], first: out i64[N], every_third: out 
        "N=1100000 R=1"}); // two tiles per chunk on the GPU
 }
 
+TEST_CASE("scans and inner parfors written at offsets read from arrays") {
+  // From a bug hunt: an offset read from an array, directly or through a let,
+  // was taken to vary with the scan or parfor variable added to it. Integer
+  // inputs are 0..15, so `off` and X index rows of C + 16 and 16 elements.
+  checkSource(R"(
+kernel at_offsets(off: in i64[R], x: in i32[R][C], by_load: out i32[R][C + 16],
+                  by_let: out i32[R][C + 16], by_var: out i64[R][C + 16],
+                  inner: out i32[R][C + 16], inner_var: out i32[R][C + 16]) {
+  parfor r in 0..R {
+    scan(+, 0, i in 0..C) by_load[r][off[r] + i] = x[r][i];
+    let q = off[r];
+    scan(+, 0, i in 0..C) by_let[r][q + i] = x[r][i] * 3 - 20;
+    parfor c in 0..C { inner[r][q + c] = x[r][c] + 1; }
+    var p = off[r] % 7;
+    scan(+, 0, i in 0..C) by_var[r][p + i] = i64(x[r][i]) - 7;
+    for t in 0..2 {
+      p += 4;
+      parfor c in 0..C { inner_var[r][p + c] += x[r][c] * i32(t + 1); }
+    }
+  }
+}
+kernel shifted(off: in i64[2], x: in i32[C], z: out i32[C + 16]) {
+  parfor i in 0..C { z[off[0] + i] = x[i] + 1; }
+}
+kernel staged(x: in i32[R][C], starts: out i64[R], y: out i32[R][C + 16],
+              sums: out i64[R][C + 16]) {
+  var base: i64[R];
+  parfor r in 0..R { base[r] = (r * 5 + 3) % 16; }
+  parfor r in 0..R {
+    starts[r] = (r * 7) % 16;
+    parfor c in 0..C { y[r][starts[r] + c] = x[r][c]; }
+    scan(+, 0, i in 0..C) sums[r][base[r] + i] = i64(x[r][i]);
+  }
+}
+)",
+              {"R=0 C=3", "R=3 C=0", "R=1 C=1", "R=7 C=33", "R=33 C=7", "R=5 C=257"});
+}
+
+TEST_CASE("a row's histogram combined into by an inner parfor, read after it") {
+  // From a bug hunt: iteration r combines into row r of H only, so its read
+  // of the row after the inner parfor races with no other iteration.
+  checkSource(R"(
+kernel row_hist(X: in i32[R][C], H: out i32[R][16], nonempty: out i64[R],
+                top: out i32[R][16]) {
+  parfor r in 0..R {
+    parfor c in 0..C { combine(+) H[r][X[r][c]] = 1; }
+    nonempty[r] = redomap(+, 0, b in 0..16) H[r][b] > 0 ? i64(1) : i64(0);
+    parfor c in 0..C { combine(max) top[r][X[r][c]] = i32(c) + H[r][X[r][c]]; }
+    parfor c in 0..C { combine(+) top[r][(X[r][c] + 1) % 16] = 1; }
+  }
+}
+)",
+              {"R=0 C=3", "R=3 C=0", "R=1 C=1", "R=7 C=33", "R=33 C=7", "R=5 C=257"});
+}
+
 TEST_CASE("i32 arithmetic wraps and division truncates toward zero") {
   const char *source = R"(
 kernel integers(x: in i32[N], s: out i32, w: out i32[N], q: out i32[N], r: out i32[N],

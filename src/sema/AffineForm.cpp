@@ -84,14 +84,20 @@ private:
       for (const auto &[var, coefficient] : inner.coefficients)
         form.nonAffineVars.insert(var);
       form.nonAffineVars.insert(inner.nonAffineVars.begin(), inner.nonAffineVars.end());
+      form.loads.insert(inner.loads.begin(), inner.loads.end());
       form.opaque = form.opaque || inner.opaque;
       return;
     }
-    case Expr::Kind::Index:
-      form.opaque = true;
-      for (const auto &index : expr.as<IndexExpr>()->indices)
+    case Expr::Kind::Index: {
+      const auto *load = expr.as<IndexExpr>();
+      if (load->decl)
+        form.loads.insert(load->decl);
+      else
+        form.opaque = true;
+      for (const auto &index : load->indices)
         collect(*index, form);
       return;
+    }
     case Expr::Kind::Redomap:
       form.opaque = true;
       return;
@@ -150,6 +156,7 @@ AffineForm AffineForm::plus(const AffineForm &other, int64_t scale) const {
   sum.constant += scale * other.constant;
   if (scale != 0) {
     sum.nonAffineVars.insert(other.nonAffineVars.begin(), other.nonAffineVars.end());
+    sum.loads.insert(other.loads.begin(), other.loads.end());
     sum.opaque = sum.opaque || other.opaque;
   }
   return sum;

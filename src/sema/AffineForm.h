@@ -21,8 +21,13 @@ struct AffineForm {
   // Variables that occur in a part that is not affine (`i / 2`, `i * j`);
   // such a part may take any value as they vary.
   std::set<const VarDecl *> nonAffineVars;
-  // The expression reads memory (an array element), so its value is unknown
-  // even when every variable is fixed.
+  // Arrays the expression reads an element of (`off[r]`): its value is
+  // unknown even when every variable is fixed, but it stays the same while
+  // the variables of the indices (in nonAffineVars) stay the same and no one
+  // writes these arrays. The race check decides when that holds.
+  std::set<const VarDecl *> loads;
+  // A part the form does not follow at all (a redomap, an unresolved name):
+  // nothing is known of its value.
   bool opaque = false;
 
   // The value of a `let` variable, for substitution; null keeps the variable
@@ -30,7 +35,7 @@ struct AffineForm {
   using LetValue = std::function<const Expr *(const VarDecl &)>;
   static AffineForm of(const Expr &expr, const LetValue &letValue = nullptr);
 
-  bool isExact() const { return nonAffineVars.empty() && !opaque; }
+  bool isExact() const { return nonAffineVars.empty() && loads.empty() && !opaque; }
   int64_t coefficient(const VarDecl *var) const;
   // True when `var` occurs anywhere in the form.
   bool mentions(const VarDecl *var) const;

@@ -5,30 +5,40 @@
 //   - no iteration reads (or writes) an element that another iteration writes.
 //
 // Indices are analysed as affine forms (AffineForm.h), with `let` variables
-// substituted by their values. Across one nest, a variable is *invariant* when
-// it is declared outside the parfors that matter for the access (sizes,
-// parameters, variables of enclosing sequential loops, outer parfor variables
-// when the array is private to an outer iteration); everything declared
-// inside them (private variables, inner sequential and redomap loop
-// variables) varies with the iteration.
+// substituted by their values. A term is *invariant along* a loop whose
+// iterations may run at once (a parfor, a scan) when it has one value for all
+// the iterations of one run of the loop: it reads no variable declared inside
+// the loop (the loop's own variables, private variables, inner sequential and
+// redomap loop variables), no `var` and no array the loop assigns, and no
+// redomap. A load (`off[r]`, or a `let` bound to one) is a term like any
+// other: invariant along a loop that does not write its array, when its
+// indices are; a loop that writes the array may change the element between
+// its iterations. Invariant across a nest means invariant along the outermost
+// parfor that matters for the access (sizes, parameters, variables of
+// enclosing sequential loops, outer parfor variables when the array is
+// private to an outer iteration).
 //
 // A dimension `d` of a write *pins* the parfor variable v when its index is
-// `c*v + (invariant terms)` with c != 0. A write is injective when every
-// relevant parfor variable is pinned by some dimension (a dimension pins at
-// most one variable, so the pins are distinct): two different iterations
-// differ in some v, hence in the dimension v pins. A read (or a second write)
+// `c*v + (terms invariant along v's parfor)` with c != 0: the other terms may
+// read outer parfor variables and values an outer iteration computed
+// (`A[r][off[r] + c]` pins c). A write is injective when every relevant
+// parfor variable is pinned by some dimension: two iterations that run at
+// once and differ take the same values of the variables outside the
+// outermost variable v they differ in, and run in the same run of v's parfor,
+// so they differ in the dimension that pins v. A read (or a second write)
 // of the same array is free of races with a write W when
 //   (a) for every relevant parfor variable, the read's index in the dimension
 //       that pins it in W is exactly W's affine index there (each iteration
 //       only touches, in those dimensions, the elements it writes itself), or
 //   (b) in some dimension the two index sets are provably disjoint: both
-//       indices are invariant and differ by a non-zero constant; or W's index
-//       is `c*v + r` and the read's `c*v + r + k` with c not dividing k
-//       (red-black sweeps); or the read's index, invariant or swept over the
-//       ranges of the loops and redomaps inside the nest that it reads (when
-//       those ranges are invariant), stays outside the values W's index
-//       takes while v sweeps its range (row k read while rows k+1.. are
-//       written; a[k] for k in 0..i while a[i..N) is written).
+//       indices are invariant across the nest and differ by a non-zero
+//       constant; or W's index is `c*v + r` with r invariant across the nest
+//       and the read's `c*v + r + k` with c not dividing k (red-black
+//       sweeps); or the read's index, invariant or swept over the ranges of
+//       the loops and redomaps inside the nest that it reads (when those
+//       ranges are invariant), stays outside the values W's index takes while
+//       v sweeps its range (row k read while rows k+1.. are written; a[k] for
+//       k in 0..i while a[i..N) is written).
 // Variables and arrays declared inside the parfor body are private to an
 // iteration and never race. Writes to scalars declared outside the parfor
 // (scalar outputs, outer `var`s) are always races: use redomap.
@@ -36,21 +46,25 @@
 // `combine(op) H[k] = v` need not be injective: iterations combining into the
 // same element with the same operator commute. Against anything else (a read,
 // a plain write, a combine with another operator) a combine that is not
-// injective must be provably disjoint in some dimension, as in (b); a plain
-// write W is checked against it by (a) and (b) from W's side, and an
-// injective combine is checked like a plain write.
+// injective in the parfor variables the two accesses share must be provably
+// disjoint in some dimension, as in (b); a plain write W is checked against
+// it by (a) and (b) from W's side. A combine injective in the shared
+// variables is checked like a plain write: the iterations of an inner parfor
+// that combine into one element all belong to one iteration of the shared
+// ones (`H[r][X[r][c]]` in `parfor c` against a read of `H[r][b]` after it).
 //
 // Limits (it is sound for what it accepts, and incomplete): indices that are
 // not affine (`i / 2`, `i * i`, indirect `A[idx[i]]`) are never proven
-// injective, equal or disjoint; relations between two parfor variables
-// (`A[i][j] = A[j][i]` over `j < i`) are not used; ranges are only used when
-// their bounds are invariant; conditions are ignored, so a guarded write
-// (`if i == 0 { B[0] = x; }`) must be injective on its own and a guarded
-// read counts as unconditional.
+// injective, equal or disjoint, and a load is only ever an invariant term;
+// relations between two parfor variables (`A[i][j] = A[j][i]` over `j < i`)
+// are not used; ranges are only used when their bounds are invariant;
+// conditions are ignored, so a guarded write (`if i == 0 { B[0] = x; }`) must
+// be injective on its own and a guarded read counts as unconditional.
 #include "sema/RaceCheck.h"
 
 #include "sema/AffineForm.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -85,7 +99,22 @@ private:
       visitStmt(*stmt);
   }
 
-  void declare(const VarDecl &var) { depth_[&var] = chain_.size(); }
+  void declare(const VarDecl &var) {
+    depth_[&var] = chain_.size();
+    declarationNumber_[&var] = declarations_++;
+  }
+
+  // Parfors and scans record what they declare and assign, for
+  // isInvariantAlong.
+  void openLoop(const Stmt &loop) {
+    loops_[&loop].firstDeclaration = declarations_;
+    openLoops_.push_back(&loop);
+  }
+
+  void closeLoop() {
+    loops_[openLoops_.back()].endDeclaration = declarations_;
+    openLoops_.pop_back();
+  }
 
   void visitStmt(const Stmt &stmt) {
     switch (stmt.kind) {
@@ -145,6 +174,7 @@ private:
     if (outermost)
       accesses_.clear();
     chain_.push_back(&parfor);
+    openLoop(parfor);
     // Inner ranges may use outer variables of the same nest; they are all
     // variables of this parfor.
     for (const Range &range : parfor.ranges) {
@@ -154,8 +184,10 @@ private:
         visitExpr(*range.step);
       declare(*range.var);
       rangeOf_[range.var.get()] = &range;
+      parforOf_[range.var.get()] = &parfor;
     }
     visitBlock(*parfor.body);
+    closeLoop();
     chain_.pop_back();
     if (outermost)
       analyzeNest();
@@ -165,6 +197,8 @@ private:
     for (const auto &index : assign.indices)
       visitExpr(*index);
     visitExpr(*assign.value);
+    for (const Stmt *loop : openLoops_)
+      loops_[loop].assigned.insert(assign.decl);
     if (chain_.empty())
       return;
     Access write = makeAccess(*assign.decl, assign.indices, assign.targetRange);
@@ -180,8 +214,10 @@ private:
   // they write.
   void visitScan(const ScanStmt &scan) {
     visitExpr(*scan.neutral);
+    openLoop(scan);
     visitRange(scan.ranges.front());
     visitAssign(*scan.write);
+    closeLoop();
     const AssignStmt &write = *scan.write;
     const VarDecl &var = *scan.ranges.front().var;
     const std::string what = quoted("scan(" + std::string(reduceOpSpelling(scan.op)) + ")");
@@ -191,11 +227,9 @@ private:
                                           "be reading it; read another array");
       diagnostics_.note(write.targetRange, quoted(write.decl->name) + " is written here");
     }
-    for (const auto &index : write.indices) {
-      AffineForm form = AffineForm::of(*index, letValue());
-      if (!form.opaque && form.coefficient(&var) != 0 && !form.nonAffineVars.contains(&var))
+    for (const auto &index : write.indices)
+      if (pins(AffineForm::of(*index, letValue()), &var, scan))
         return;
-    }
     diagnostics_.error(write.targetRange,
                        what + " must write a different element of " + quoted(write.decl->name) +
                            " for each " + quoted(var.name) + "; index one dimension by " +
@@ -351,28 +385,48 @@ private:
     return vars;
   }
 
-  bool isInvariant(const AffineForm &form, size_t targetDepth,
-                   const VarDecl *except = nullptr) const {
+  bool isDeclaredInside(const VarDecl *var, const Stmt &loop) const {
+    auto number = declarationNumber_.find(var);
+    if (number == declarationNumber_.end())
+      return false; // a parameter or a size
+    const LoopContents &contents = loops_.at(&loop);
+    return number->second >= contents.firstDeclaration && number->second < contents.endDeclaration;
+  }
+
+  // Whether a variable, or the elements of an array, may take another value
+  // between two iterations of one run of `loop`.
+  bool variesAlong(const VarDecl *var, const Stmt &loop) const {
+    return isDeclaredInside(var, loop) || loops_.at(&loop).assigned.contains(var);
+  }
+
+  // The one rule for what keeps its value across the iterations of one run of
+  // `loop` (a parfor or a scan), the term in `except` left out: see the top
+  // of the file. What the loop assigns varies: an array it writes may change
+  // under a load between two iterations. (A `var` declared outside a parfor
+  // and assigned inside it is also reported as a race of its own; the rule
+  // does not lean on that report.)
+  bool isInvariantAlong(const AffineForm &form, const Stmt &loop,
+                        const VarDecl *except = nullptr) const {
     if (form.opaque)
       return false;
+    auto varies = [&](const VarDecl *var) { return variesAlong(var, loop); };
     for (const auto &[var, coefficient] : form.coefficients)
-      if (var != except && depthOf(var) > targetDepth)
+      if (var != except && varies(var))
         return false;
-    for (const VarDecl *var : form.nonAffineVars)
-      if (depthOf(var) > targetDepth)
-        return false;
-    return true;
+    return std::ranges::none_of(form.nonAffineVars, varies) &&
+           std::ranges::none_of(form.loads, varies);
   }
 
-  bool pins(const AffineForm &form, const VarDecl *var, size_t targetDepth) const {
-    int64_t coefficient = form.coefficient(var);
-    return coefficient != 0 && isInvariant(form, targetDepth, var);
+  // `c*var + (terms invariant along loop)` with c != 0.
+  bool pins(const AffineForm &form, const VarDecl *var, const Stmt &loop) const {
+    return form.coefficient(var) != 0 && isInvariantAlong(form, loop, var);
   }
 
-  std::optional<size_t> pinningDimension(const Access &write, const VarDecl *var,
-                                         size_t targetDepth) const {
+  // The dimension of `write` that pins parfor variable `var` along its own
+  // parfor (see the top of the file), if any.
+  std::optional<size_t> pinningDimension(const Access &write, const VarDecl *var) const {
     for (size_t d = 0; d < write.indices.size(); ++d)
-      if (pins(write.indices[d], var, targetDepth))
+      if (pins(write.indices[d], var, *parforOf_.at(var)))
         return d;
     return std::nullopt;
   }
@@ -382,42 +436,45 @@ private:
   }
 
   // True when index `other` (of a second access) never equals index `write`
-  // of a write in dimension d, whatever the iterations (rule (b) above).
-  bool provablyDisjoint(const AffineForm &write, const AffineForm &other, size_t targetDepth,
+  // of a write in dimension d, whatever the iterations of `nest`, the
+  // outermost parfor that matters for the array (rule (b) above).
+  bool provablyDisjoint(const AffineForm &write, const AffineForm &other, const Stmt &nest,
                         const std::vector<const VarDecl *> &vars) const {
     if (!write.isExact() || !other.isExact())
       return false;
-    if (isInvariant(write, targetDepth) && isInvariant(other, targetDepth)) {
+    if (isInvariantAlong(write, nest) && isInvariantAlong(other, nest)) {
       AffineForm difference = write.plus(other, -1);
       return isConstant(difference) && difference.constant != 0;
     }
     for (const VarDecl *var : vars) {
-      if (!pins(write, var, targetDepth))
+      // Pinned along the whole nest: the other iteration may differ in an
+      // outer variable too.
+      if (!pins(write, var, nest))
         continue;
       int64_t scale = write.coefficient(var);
       // c*v + r against c*v' + r + k: equal only when c divides k.
       AffineForm difference = other.plus(write, -1);
       if (isConstant(difference) && difference.constant % scale != 0)
         return true;
-      if (auto swept = sweepBounds(other, targetDepth);
-          swept && outsideSweep(write, var, swept->first, swept->second, targetDepth))
+      if (auto swept = sweepBounds(other, nest);
+          swept && outsideSweep(write, var, swept->first, swept->second, nest))
         return true;
     }
     return false;
   }
 
-  // The least and greatest values of `form`, invariant at targetDepth, as
+  // The least and greatest values of `form`, invariant along `nest`, as
   // the variables of the loops and redomaps inside the nest that it reads
   // sweep their ranges (`a[k]` for `k in 0..5`: 0 and 4); nullopt when one
   // of them is a parfor variable or has bounds that vary with one. An
   // invariant form is its own bounds.
   std::optional<std::pair<AffineForm, AffineForm>> sweepBounds(const AffineForm &form,
-                                                               size_t targetDepth) const {
+                                                               const Stmt &nest) const {
     if (!form.isExact())
       return std::nullopt;
     AffineForm low = form, high = form;
     for (const auto &[var, coefficient] : form.coefficients) {
-      if (depthOf(var) <= targetDepth)
+      if (!isDeclaredInside(var, nest))
         continue;
       auto range = innerRangeOf_.find(var);
       if (range == innerRangeOf_.end() || rangeOf_.contains(var))
@@ -429,8 +486,8 @@ private:
       // least first value and the greatest last one (`k in kb..i` inside
       // `for i in kb..ke`: kb to ke - 2). A range's bounds read only
       // variables declared before it, so this ends.
-      auto firstBounds = sweepBounds(first, targetDepth);
-      auto lastBounds = sweepBounds(last, targetDepth);
+      auto firstBounds = sweepBounds(first, nest);
+      auto lastBounds = sweepBounds(last, nest);
       if (!firstBounds || !lastBounds)
         return std::nullopt;
       low.coefficients.erase(var);
@@ -438,7 +495,7 @@ private:
       low = low.plus(coefficient > 0 ? firstBounds->first : lastBounds->second, coefficient);
       high = high.plus(coefficient > 0 ? lastBounds->second : firstBounds->first, coefficient);
     }
-    if (!isInvariant(low, targetDepth) || !isInvariant(high, targetDepth))
+    if (!isInvariantAlong(low, nest) || !isInvariantAlong(high, nest))
       return std::nullopt;
     return std::pair{low, high};
   }
@@ -447,13 +504,13 @@ private:
   // outside the values the write's index `c*var + rest` takes while `var`
   // sweeps its range.
   bool outsideSweep(const AffineForm &write, const VarDecl *var, const AffineForm &otherLow,
-                    const AffineForm &otherHigh, size_t targetDepth) const {
+                    const AffineForm &otherHigh, const Stmt &nest) const {
     const Range *range = rangeOf_.at(var);
     AffineForm lo = AffineForm::of(*range->lo, letValue());
     AffineForm last = AffineForm::of(*range->hi, letValue());
     last.constant -= 1;
-    if (!lo.isExact() || !last.isExact() || !isInvariant(lo, targetDepth) ||
-        !isInvariant(last, targetDepth))
+    if (!lo.isExact() || !last.isExact() || !isInvariantAlong(lo, nest) ||
+        !isInvariantAlong(last, nest))
       return false;
     int64_t scale = write.coefficient(var);
     AffineForm rest = write;
@@ -486,22 +543,26 @@ private:
     }
   }
 
-  // True when no two iterations write the same element (silent).
-  bool isInjective(const Access &write) const {
+  // True when iterations that differ in the variables of the first `common`
+  // parfors of the write's nest never write the same element (silent).
+  bool isInjective(const Access &write, size_t common) const {
     size_t targetDepth = depthOf(write.target);
-    if (targetDepth >= write.chain.size())
+    if (targetDepth >= common)
       return true;
     if (write.indices.empty())
       return false;
-    for (const VarDecl *var : relevantVars(write.chain, targetDepth, write.chain.size()))
-      if (!pinningDimension(write, var, targetDepth))
+    for (const VarDecl *var : relevantVars(write.chain, targetDepth, common))
+      if (!pinningDimension(write, var))
         return false;
     return true;
   }
 
-  // A combine that different iterations may apply to one element.
-  bool combinesAcrossIterations(const Access &access) const {
-    return access.combine && !isInjective(access);
+  // A combine that iterations differing in the variables of the first
+  // `common` parfors may apply to one element. Iterations of deeper parfors
+  // combining into one element belong to one iteration of those: they race
+  // with nothing outside their own parfor.
+  bool combinesAcrossIterations(const Access &access, size_t common) const {
+    return access.combine && !isInjective(access, common);
   }
 
   static bool sameOperator(const ReduceOp &a, const ReduceOp &b) {
@@ -511,10 +572,15 @@ private:
   // Checks a write against another access of the same array (see the rules
   // for combines at the top).
   bool checkAccessPair(const Access &write, const Access &other) {
-    bool writeCombines = combinesAcrossIterations(write);
-    bool otherCombines = other.isWrite && combinesAcrossIterations(other);
-    if (writeCombines && otherCombines && sameOperator(*write.combine, *other.combine))
+    // Combines that several iterations of their nests may make to one
+    // element commute when they share the operator, wherever they meet.
+    if (other.isWrite && combinesAcrossIterations(write, write.chain.size()) &&
+        combinesAcrossIterations(other, other.chain.size()) &&
+        sameOperator(*write.combine, *other.combine))
       return true;
+    size_t common = commonDepth(write, other);
+    bool writeCombines = combinesAcrossIterations(write, common);
+    bool otherCombines = other.isWrite && combinesAcrossIterations(other, common);
     if (!writeCombines)
       return checkPair(write, other);
     if (other.isWrite && !otherCombines)
@@ -531,11 +597,11 @@ private:
       return true;
     std::vector<const VarDecl *> vars = relevantVars(combine.chain, targetDepth, common);
     for (size_t d = 0; d < combine.indices.size(); ++d)
-      if (provablyDisjoint(combine.indices[d], other.indices[d], targetDepth, vars))
+      if (provablyDisjoint(combine.indices[d], other.indices[d], *combine.chain[targetDepth], vars))
         return true;
     const VarDecl *free = vars.front();
     for (const VarDecl *var : vars)
-      if (!pinningDimension(combine, var, targetDepth)) {
+      if (!pinningDimension(combine, var)) {
         free = var;
         break;
       }
@@ -582,19 +648,23 @@ private:
       return false;
     }
     for (const VarDecl *var : vars) {
-      if (pinningDimension(write, var, targetDepth))
+      if (pinningDimension(write, var))
         continue;
       bool mentioned = false;
       for (const AffineForm &index : write.indices)
         mentioned = mentioned || index.mentions(var);
+      // A var set before the parfor is an invariant like any other; one
+      // that varies along it is what the message blames.
       const VarDecl *mutableIndex = nullptr;
+      auto blame = [&](const VarDecl *atom) {
+        if (!mutableIndex && atom->kind == VarDecl::Kind::Var &&
+            variesAlong(atom, *parforOf_.at(var)))
+          mutableIndex = atom;
+      };
       for (const AffineForm &index : write.indices) {
         for (const auto &[atom, coefficient] : index.coefficients)
-          if (atom->kind == VarDecl::Kind::Var)
-            mutableIndex = mutableIndex ? mutableIndex : atom;
-        for (const VarDecl *atom : index.nonAffineVars)
-          if (atom->kind == VarDecl::Kind::Var)
-            mutableIndex = mutableIndex ? mutableIndex : atom;
+          blame(atom);
+        std::ranges::for_each(index.nonAffineVars, blame);
       }
       if (!mentioned && mutableIndex)
         diagnostics_.error(write.range, "race: the write to " + name + " is indexed by " +
@@ -628,31 +698,46 @@ private:
       return true;
     std::vector<const VarDecl *> vars = relevantVars(write.chain, targetDepth, common);
     for (size_t d = 0; d < write.indices.size(); ++d)
-      if (provablyDisjoint(write.indices[d], other.indices[d], targetDepth, vars))
+      if (provablyDisjoint(write.indices[d], other.indices[d], *write.chain[targetDepth], vars))
         return true;
     for (const VarDecl *var : vars) {
-      std::optional<size_t> d = pinningDimension(write, var, targetDepth);
+      std::optional<size_t> d = pinningDimension(write, var);
       // Exact forms only: two non-affine parts over the same variables may
       // still differ (`N*N` and `N/2`).
       if (d && write.indices[*d].isExact() && write.indices[*d] == other.indices[*d])
         continue;
       const std::string name = quoted(write.target->name);
+      // A combine checked as a plain write is named as what it is.
+      const std::string written = write.combine ? "combined into" : "written";
       if (other.isWrite)
-        diagnostics_.error(other.range, "race: this element of " + name +
-                                            " may also be written by another iteration over " +
+        diagnostics_.error(other.range, "race: this element of " + name + " may also be " +
+                                            written + " by another iteration over " +
                                             quoted(var->name));
       else
-        diagnostics_.error(other.range, "read-write race: this element of " + name +
-                                            " may be written by another iteration over " +
+        diagnostics_.error(other.range, "read-write race: this element of " + name + " may be " +
+                                            written + " by another iteration over " +
                                             quoted(var->name));
-      diagnostics_.note(write.range, name + " is written here");
+      diagnostics_.note(write.range, name + " is " + written + " here");
       return false;
     }
     return true;
   }
 
+  // What a parfor or scan declares, as a range of declaration numbers, and
+  // the variables and arrays it assigns.
+  struct LoopContents {
+    size_t firstDeclaration = 0;
+    size_t endDeclaration = 0;
+    std::set<const VarDecl *> assigned;
+  };
+
   DiagnosticEngine &diagnostics_;
-  std::map<const VarDecl *, size_t> depth_; // the number of enclosing parfors
+  std::map<const VarDecl *, size_t> depth_;             // the number of enclosing parfors
+  std::map<const VarDecl *, size_t> declarationNumber_; // in the order of declaration
+  size_t declarations_ = 0;
+  std::map<const Stmt *, LoopContents> loops_;
+  std::vector<const Stmt *> openLoops_;
+  std::map<const VarDecl *, const ParforStmt *> parforOf_; // parfor variables
   std::map<const VarDecl *, const Expr *> letValues_;
   std::map<const VarDecl *, const Range *> rangeOf_;      // parfor variables
   std::map<const VarDecl *, const Range *> innerRangeOf_; // for, redomap and scan variables
