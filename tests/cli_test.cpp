@@ -185,7 +185,7 @@ TEST_CASE("times are printed in milliseconds with three significant digits below
   CHECK(loopc::driver::formatMilliseconds(0) == "0.000");
 }
 
-TEST_CASE("LOOPC_NUM_THREADS sizes the CPU thread pool; a bad value is reported and ignored") {
+TEST_CASE("LOOPC_NUM_THREADS sizes the CPU thread pool, a bad value is reported and ignored") {
   const std::string run = "'" + loopc::test::loopcBinary() +
                           "' run samples/matmul.loop --set M=70 --set N=90 --set K=33 --device cpu "
                           "--check";
