@@ -923,6 +923,31 @@ kernel row_hist(X: in i32[R][C], H: out i32[R][16], nonempty: out i64[R],
               {"R=0 C=3", "R=3 C=0", "R=1 C=1", "R=7 C=33", "R=33 C=7", "R=5 C=257"});
 }
 
+TEST_CASE("a let of a var keeps the value it had at the let") {
+  // From a bug hunt: `let q = v` was taken as v itself even after v
+  // changed. These keep v unchanged between the let and the parfor, so
+  // rows q + 1 and v differ there.
+  checkSource(R"(
+kernel changed_after(A: inout f32[5][N]) {
+  var v = 0;
+  for t in 0..3 {
+    let q = v;
+    parfor i in 0..N - 1 { A[q + 1][i] = A[v][i + 1] * 0.5 + f32(t); }
+    v += 1;
+  }
+}
+kernel changed_before(A: inout f32[5][N]) {
+  var v = 0;
+  for t in 0..3 {
+    v += 1;
+    let q = v;
+    parfor i in 0..N - 1 { A[q + 1][i] = A[v][i + 1] - f32(q); }
+  }
+}
+)",
+              {"N=0", "N=1", "N=2", "N=33"});
+}
+
 TEST_CASE("i32 arithmetic wraps and division truncates toward zero") {
   const char *source = R"(
 kernel integers(x: in i32[N], s: out i32, w: out i32[N], q: out i32[N], r: out i32[N],

@@ -67,6 +67,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <string>
 #include <vector>
@@ -109,12 +110,18 @@ private:
   void openLoop(const Stmt &loop) {
     loops_[&loop].firstDeclaration = declarations_;
     openLoops_.push_back(&loop);
+    enterLoop(loop);
   }
 
   void closeLoop() {
     loops_[openLoops_.back()].endDeclaration = declarations_;
     openLoops_.pop_back();
+    enclosingLoops_.pop_back();
   }
+
+  // Every loop (for, parfor, scan) records where it starts, for
+  // mayChangeSince: a later iteration runs after the whole body.
+  void enterLoop(const Stmt &loop) { enclosingLoops_.push_back({&loop, ++position_}); }
 
   void visitStmt(const Stmt &stmt) {
     switch (stmt.kind) {
@@ -126,8 +133,10 @@ private:
         visitExpr(*extent);
       if (decl->init) {
         visitExpr(*decl->init);
-        if (decl->var->kind == VarDecl::Kind::Let)
+        if (decl->var->kind == VarDecl::Kind::Let) {
           letValues_[decl->var.get()] = decl->init.get();
+          letPosition_[decl->var.get()] = ++position_;
+        }
       }
       return declare(*decl->var);
     }
@@ -138,7 +147,10 @@ private:
     case Stmt::Kind::For: {
       const auto *loop = stmt.as<ForStmt>();
       visitRange(loop->range);
-      return visitBlock(*loop->body);
+      enterLoop(*loop);
+      visitBlock(*loop->body);
+      enclosingLoops_.pop_back();
+      return;
     }
     case Stmt::Kind::Parfor:
       return visitParfor(*stmt.as<ParforStmt>());
@@ -154,7 +166,9 @@ private:
       return visitExpr(*stmt.as<ReturnStmt>()->value);
     case Stmt::Kind::Call:
       for (const auto &arg : stmt.as<CallStmt>()->args)
-        if (!arg->as<NameExpr>())
+        if (const auto *name = arg->as<NameExpr>())
+          lastAssignment_[name->decl] = ++position_; // an out or inout argument, perhaps
+        else
           visitExpr(*arg);
       return;
     }
@@ -166,7 +180,16 @@ private:
     if (range.step)
       visitExpr(*range.step);
     declare(*range.var);
-    innerRangeOf_[range.var.get()] = &range;
+    recordRange(range);
+  }
+
+  // The range's first and last values, as forms of its bounds taken where
+  // the range is: a let in them denotes its value there (see letValue).
+  void recordRange(const Range &range) {
+    AffineForm first = AffineForm::of(*range.lo, letValue());
+    AffineForm last = AffineForm::of(*range.hi, letValue());
+    last.constant -= 1;
+    rangeForms_.insert_or_assign(range.var.get(), RangeForms{first, last});
   }
 
   void visitParfor(const ParforStmt &parfor) {
@@ -183,7 +206,7 @@ private:
       if (range.step)
         visitExpr(*range.step);
       declare(*range.var);
-      rangeOf_[range.var.get()] = &range;
+      recordRange(range);
       parforOf_[range.var.get()] = &parfor;
     }
     visitBlock(*parfor.body);
@@ -199,6 +222,7 @@ private:
     visitExpr(*assign.value);
     for (const Stmt *loop : openLoops_)
       loops_[loop].assigned.insert(assign.decl);
+    lastAssignment_[assign.decl] = ++position_;
     if (chain_.empty())
       return;
     Access write = makeAccess(*assign.decl, assign.indices, assign.targetRange);
@@ -300,21 +324,87 @@ private:
     return access;
   }
 
-  // A let's value, substituted for it in index forms; except a let declared
-  // outside every parfor whose value is not affine (`let off = q % 2`): it
-  // is the same for every iteration, so it stays a variable of its own, and
-  // `y[2*i + off]` and `y[2*i + off + 1]` stay provably different.
+  // A let's value, substituted for it in index forms where the let is
+  // still equal to it. The let stays a variable of its own (one value for
+  // every iteration of a loop outside it)
+  //   - when its value is not affine and it is declared outside every parfor
+  //     (`let off = q % 2`), so `y[2*i + off]` and `y[2*i + off + 1]` stay
+  //     provably different, and
+  //   - when its value reads a variable or array that may have changed since
+  //     the let (`let q = v; v += 1;`): there `q` is v's old value, and
+  //     `A[q + 1]` may be the row `A[v]`.
   AffineForm::LetValue letValue() const {
     return [this](const VarDecl &var) -> const Expr * {
       auto it = letValues_.find(&var);
       if (it == letValues_.end())
         return nullptr;
+      AffineForm value = AffineForm::of(*it->second, letValue());
       auto depth = depth_.find(&var);
-      if (depth != depth_.end() && depth->second == 0 &&
-          !AffineForm::of(*it->second, letValue()).isExact())
+      if (depth != depth_.end() && depth->second == 0 && !value.isExact())
+        return nullptr;
+      size_t since = letPosition_.at(&var);
+      auto changed = [&](const VarDecl *read) { return mayChangeSince(read, since); };
+      if (std::ranges::any_of(value.coefficients | std::views::keys, changed) ||
+          std::ranges::any_of(value.nonAffineVars, changed) ||
+          std::ranges::any_of(value.loads, changed))
         return nullptr;
       return it->second;
     };
+  }
+
+  // Whether `var` (a variable or an array) may have been assigned between
+  // position `since` and the point being visited: by an assignment visited
+  // since, or anywhere in a loop entered since that encloses the point (its
+  // earlier iterations ran the whole body, the part after the point too).
+  bool mayChangeSince(const VarDecl *var, size_t since) const {
+    auto last = lastAssignment_.find(var);
+    if (last != lastAssignment_.end() && last->second > since)
+      return true;
+    return std::ranges::any_of(enclosingLoops_, [&](const auto &loop) {
+      return loop.second > since && assignedWithin(*loop.first).contains(var);
+    });
+  }
+
+  // The variables and arrays `stmt` may assign (memoised).
+  const std::set<const VarDecl *> &assignedWithin(const Stmt &stmt) const {
+    auto [it, inserted] = assignedWithin_.try_emplace(&stmt);
+    if (inserted)
+      collectAssigned(stmt, it->second);
+    return it->second;
+  }
+
+  static void collectAssigned(const Stmt &stmt, std::set<const VarDecl *> &assigned) {
+    switch (stmt.kind) {
+    case Stmt::Kind::Block:
+      for (const auto &inner : stmt.as<BlockStmt>()->stmts)
+        collectAssigned(*inner, assigned);
+      return;
+    case Stmt::Kind::Assign:
+      assigned.insert(stmt.as<AssignStmt>()->decl);
+      return;
+    case Stmt::Kind::Scan:
+      assigned.insert(stmt.as<ScanStmt>()->write->decl);
+      return;
+    case Stmt::Kind::For:
+      return collectAssigned(*stmt.as<ForStmt>()->body, assigned);
+    case Stmt::Kind::Parfor:
+      return collectAssigned(*stmt.as<ParforStmt>()->body, assigned);
+    case Stmt::Kind::If: {
+      const auto *ifStmt = stmt.as<IfStmt>();
+      collectAssigned(*ifStmt->thenBody, assigned);
+      if (ifStmt->elseBody)
+        collectAssigned(*ifStmt->elseBody, assigned);
+      return;
+    }
+    case Stmt::Kind::Call:
+      for (const auto &arg : stmt.as<CallStmt>()->args)
+        if (const auto *name = arg->as<NameExpr>())
+          assigned.insert(name->decl);
+      return;
+    case Stmt::Kind::Decl:
+    case Stmt::Kind::Return:
+      return;
+    }
   }
 
   void visitExpr(const Expr &expr) {
@@ -476,12 +566,10 @@ private:
     for (const auto &[var, coefficient] : form.coefficients) {
       if (!isDeclaredInside(var, nest))
         continue;
-      auto range = innerRangeOf_.find(var);
-      if (range == innerRangeOf_.end() || rangeOf_.contains(var))
+      auto range = rangeForms_.find(var);
+      if (range == rangeForms_.end() || parforOf_.contains(var))
         return std::nullopt;
-      AffineForm first = AffineForm::of(*range->second->lo, letValue());
-      AffineForm last = AffineForm::of(*range->second->hi, letValue());
-      last.constant -= 1;
+      const auto &[first, last] = range->second;
       // Bounds that vary with an enclosing loop of the nest sweep too: the
       // least first value and the greatest last one (`k in kb..i` inside
       // `for i in kb..ke`: kb to ke - 2). A range's bounds read only
@@ -505,10 +593,7 @@ private:
   // sweeps its range.
   bool outsideSweep(const AffineForm &write, const VarDecl *var, const AffineForm &otherLow,
                     const AffineForm &otherHigh, const Stmt &nest) const {
-    const Range *range = rangeOf_.at(var);
-    AffineForm lo = AffineForm::of(*range->lo, letValue());
-    AffineForm last = AffineForm::of(*range->hi, letValue());
-    last.constant -= 1;
+    const auto &[lo, last] = rangeForms_.at(var);
     if (!lo.isExact() || !last.isExact() || !isInvariantAlong(lo, nest) ||
         !isInvariantAlong(last, nest))
       return false;
@@ -739,8 +824,18 @@ private:
   std::vector<const Stmt *> openLoops_;
   std::map<const VarDecl *, const ParforStmt *> parforOf_; // parfor variables
   std::map<const VarDecl *, const Expr *> letValues_;
-  std::map<const VarDecl *, const Range *> rangeOf_;      // parfor variables
-  std::map<const VarDecl *, const Range *> innerRangeOf_; // for, redomap and scan variables
+  // Where lets, assignments and loops are met, in the order of the visit.
+  size_t position_ = 0;
+  std::map<const VarDecl *, size_t> letPosition_;
+  std::map<const VarDecl *, size_t> lastAssignment_; // of a variable or array
+  std::vector<std::pair<const Stmt *, size_t>> enclosingLoops_;
+  mutable std::map<const Stmt *, std::set<const VarDecl *>> assignedWithin_;
+  // The first and last values of every loop, redomap and scan variable.
+  struct RangeForms {
+    AffineForm first;
+    AffineForm last;
+  };
+  std::map<const VarDecl *, RangeForms> rangeForms_;
   std::vector<const ParforStmt *> chain_;
   std::vector<Access> accesses_; // of the current outermost parfor nest
 };
