@@ -948,6 +948,40 @@ kernel changed_before(A: inout f32[5][N]) {
               {"N=0", "N=1", "N=2", "N=33"});
 }
 
+TEST_CASE("writes at mixed-radix indices: channel groups and im2col rows") {
+  // From ML code the race check refused: a parfor over group g's channels
+  // g*K..(g + 1)*K, and im2col's rows (c*K + u)*K + v.
+  checkSource(R"(
+kernel group_norm(shape: in f32[G][K], X: in f32[G * K][P], Y: out f32[G * K][P]) {
+  parfor g in 0..G {
+    let m = redomap(+, 0.0, c in g * K..(g + 1) * K, p in 0..P) X[c][p];
+    parfor c in g * K..(g + 1) * K, p in 0..P { Y[c][p] = X[c][p] - m; }
+  }
+}
+kernel reversed_groups(shape: in f32[G][K], X: in f32[G * K][P], Y: out f32[G * K][P]) {
+  parfor g in 0..G {
+    parfor c in (G - 1 - g) * K..(G - g) * K, p in 0..P { Y[c][p] = X[c][p] * f32(g + 1); }
+  }
+}
+kernel quads(shape: in f32[G], X: in f32[G * 4], Y: out f32[G * 4]) {
+  parfor g in 0..G { parfor c in 4 * g..4 * g + 4 { Y[c] = X[c] + f32(g); } }
+}
+kernel flat(A: in f32[G][K], B: out f32[G * K]) {
+  parfor i in 0..G, j in 0..K { B[i * K + j] = A[i][j] * f32(i + 1); }
+}
+)",
+              {"G=0 K=3 P=4", "G=3 K=0 P=2", "G=3 K=1 P=1", "G=5 K=7 P=33", "G=2 K=16 P=5"});
+  checkSource(R"(
+kernel im2col(taps: in f32[K][K], img: in f32[C][H][W], cols: out f32[C * K * K][H * W]) {
+  parfor c in 0..C, u in 0..K, v in 0..K, p in 0..H * W {
+    cols[(c * K + u) * K + v][p] = img[c][(p / W + u) % H][(p % W + v) % W] * taps[u][v];
+  }
+}
+)",
+              {"C=0 K=3 H=4 W=4", "C=2 K=0 H=3 W=3", "C=2 K=1 H=1 W=1", "C=3 K=3 H=5 W=7",
+               "C=2 K=5 H=9 W=6"});
+}
+
 TEST_CASE("i32 arithmetic wraps and division truncates toward zero") {
   const char *source = R"(
 kernel integers(x: in i32[N], s: out i32, w: out i32[N], q: out i32[N], r: out i32[N],

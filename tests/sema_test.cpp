@@ -482,6 +482,50 @@ kernel perimeter(A: inout f64[N][N], kb: i64, ke: i64) {
   CHECK(reaching->diagnostics.find("read-write race") != std::string::npos);
 }
 
+TEST_CASE("the race check takes indices with strides that are sizes as mixed-radix numbers") {
+  // From ML code: group norm's inner parfor over channels g*K..(g + 1)*K of
+  // group g, and im2col's row (c*K + u)*K + v for u, v in 0..K, were refused
+  // as races on g and c.
+  checked(R"(
+kernel group_norm(shape: in f32[G][K], X: in f32[G * K][P], Y: out f32[G * K][P]) {
+  parfor g in 0..G {
+    let m = redomap(+, 0.0, c in g * K..(g + 1) * K, p in 0..P) X[c][p];
+    parfor c in g * K..(g + 1) * K, p in 0..P { Y[c][p] = X[c][p] - m; }
+  }
+}
+kernel reversed_groups(shape: in f32[G][K], X: in f32[G * K][P], Y: out f32[G * K][P]) {
+  parfor g in 0..G {
+    parfor c in (G - 1 - g) * K..(G - g) * K, p in 0..P { Y[c][p] = X[c][p]; }
+  }
+}
+kernel quads(shape: in f32[G], X: in f32[G * 4], Y: out f32[G * 4]) {
+  parfor g in 0..G { parfor c in 4 * g..4 * g + 4 { Y[c] = X[c]; } }
+}
+kernel im2col(taps: in f32[K][K], img: in f32[C][H][W], cols: out f32[C * K * K][H * W]) {
+  parfor c in 0..C, u in 0..K, v in 0..K, p in 0..H * W {
+    cols[(c * K + u) * K + v][p] = img[c][(p / W + u) % H][(p % W + v) % W] * taps[u][v];
+  }
+}
+)");
+  // Ranges one wider than the stride, a stride one short of the span and a
+  // stride that is a parfor variable are races (more near misses are in
+  // the race_group_* and race_mixed_radix_* goldens).
+  for (const char *racy :
+       {"kernel k(s: in f32[G][K], Y: out f32[G * K + K]) {\n"
+        "  parfor g in 0..G { parfor c in g * K..g * K + K + 1 { Y[c] = 1.0; } }\n}\n",
+        "kernel k(s: in f32[G][K], Y: out f32[G * K]) {\n"
+        "  parfor g in 0..G { parfor c in g * K..(g + 1) * K { Y[c - g] = 1.0; } }\n}\n",
+        "kernel k(s: in f32[N][N], B: out f32[N * N]) {\n"
+        "  parfor i in 0..N, j in 0..N { B[i * j + j] = 1.0; }\n}\n",
+        "kernel k(s: in f32[N][N], B: out f32[N * N + N]) {\n"
+        "  parfor i in 0..N { parfor j in 0..N + 1 { B[i * N + j] = 1.0; } }\n}\n"}) {
+    auto loaded = test::loadText(racy);
+    INFO(racy);
+    CHECK(loaded->program == nullptr);
+    CHECK(loaded->diagnostics.find("race") != std::string::npos);
+  }
+}
+
 TEST_CASE("the race check does not equate different non-affine indices") {
   auto loaded = test::loadText(R"(
 kernel k(A: inout f32[N]) {

@@ -55,19 +55,17 @@ private:
     case BinaryOp::Mul: {
       AffineForm lhs = build(*binary.lhs);
       AffineForm rhs = build(*binary.rhs);
-      if (isConstant(lhs))
+      if (lhs.isConstant())
         return AffineForm{}.plus(rhs, lhs.constant);
-      if (isConstant(rhs))
+      if (rhs.isConstant())
         return AffineForm{}.plus(lhs, rhs.constant);
+      if (lhs.isExact() && rhs.isExact())
+        return lhs.times(rhs);
       return std::nullopt;
     }
     default:
       return std::nullopt;
     }
-  }
-
-  static bool isConstant(const AffineForm &form) {
-    return form.coefficients.empty() && form.isExact();
   }
 
   // A part that is not affine: remember what it depends on.
@@ -142,7 +140,67 @@ int64_t AffineForm::coefficient(const VarDecl *var) const {
 }
 
 bool AffineForm::mentions(const VarDecl *var) const {
-  return coefficients.contains(var) || nonAffineVars.contains(var);
+  return coefficients.contains(var) || nonAffineVars.contains(var) ||
+         std::ranges::any_of(products, [&](const auto &term) {
+           return std::ranges::find(term.first, var) != term.first.end();
+         });
+}
+
+namespace {
+
+// Every exact term of a form, the constant under the empty monomial.
+std::vector<std::pair<AffineForm::Monomial, int64_t>> termsOf(const AffineForm &form) {
+  std::vector<std::pair<AffineForm::Monomial, int64_t>> terms{{{}, form.constant}};
+  for (const auto &[var, coefficient] : form.coefficients)
+    terms.push_back({{var}, coefficient});
+  terms.insert(terms.end(), form.products.begin(), form.products.end());
+  return terms;
+}
+
+void addTerm(AffineForm &form, AffineForm::Monomial monomial, int64_t value) {
+  if (monomial.empty()) {
+    form.constant += value;
+    return;
+  }
+  std::ranges::sort(monomial);
+  int64_t &entry =
+      monomial.size() == 1 ? form.coefficients[monomial.front()] : form.products[monomial];
+  entry += value;
+  if (entry != 0)
+    return;
+  if (monomial.size() == 1)
+    form.coefficients.erase(monomial.front());
+  else
+    form.products.erase(monomial);
+}
+
+} // namespace
+
+std::optional<AffineForm> AffineForm::factorOf(const VarDecl *var) const {
+  if (!isExact())
+    return std::nullopt;
+  AffineForm factor;
+  for (auto [monomial, value] : termsOf(*this)) {
+    auto first = std::ranges::find(monomial, var);
+    if (first == monomial.end())
+      continue;
+    monomial.erase(first);
+    if (std::ranges::find(monomial, var) != monomial.end())
+      return std::nullopt;
+    addTerm(factor, std::move(monomial), value);
+  }
+  return factor;
+}
+
+AffineForm AffineForm::times(const AffineForm &other) const {
+  AffineForm product;
+  for (const auto &[left, leftValue] : termsOf(*this))
+    for (const auto &[right, rightValue] : termsOf(other)) {
+      Monomial monomial = left;
+      monomial.insert(monomial.end(), right.begin(), right.end());
+      addTerm(product, std::move(monomial), leftValue * rightValue);
+    }
+  return product;
 }
 
 AffineForm AffineForm::plus(const AffineForm &other, int64_t scale) const {
@@ -153,6 +211,8 @@ AffineForm AffineForm::plus(const AffineForm &other, int64_t scale) const {
     if (entry == 0)
       sum.coefficients.erase(var);
   }
+  for (const auto &[monomial, value] : other.products)
+    addTerm(sum, monomial, scale * value);
   sum.constant += scale * other.constant;
   if (scale != 0) {
     sum.nonAffineVars.insert(other.nonAffineVars.begin(), other.nonAffineVars.end());
@@ -182,6 +242,12 @@ std::string AffineForm::str() const {
   });
   for (const auto &[var, coefficient] : terms)
     appendTerm(coefficient, var->name);
+  for (const auto &[monomial, value] : products) {
+    std::string atom;
+    for (const VarDecl *factor : monomial)
+      atom += (atom.empty() ? "" : "*") + factor->name;
+    appendTerm(value, atom);
+  }
   if (constant != 0 || text.empty())
     appendTerm(constant, "");
   return text;

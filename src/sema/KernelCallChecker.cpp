@@ -32,7 +32,7 @@ std::string typeSpelling(const TypeSpec &type) {
   std::string text = scalarTypeName(type.element);
   for (const ExprPtr &extent : type.dims) {
     AffineForm form = AffineForm::of(*extent);
-    text += "[" + (form.isExact() ? form.str() : std::string("...")) + "]";
+    text += "[" + (form.isLinear() ? form.str() : std::string("...")) + "]";
   }
   return quoted(text);
 }
@@ -42,7 +42,7 @@ std::string typeSpelling(const TypeSpec &type) {
 // (`let N1 = N`, `f32[n]`) may hold any value, so such extents are left to
 // the run-time check of the call.
 bool decidable(const AffineForm &form) {
-  return form.isExact() && std::ranges::all_of(form.coefficients, [](const auto &term) {
+  return form.isLinear() && std::ranges::all_of(form.coefficients, [](const auto &term) {
            return term.first->kind == VarDecl::Kind::Size;
          });
 }
@@ -79,7 +79,7 @@ void checkCompositeExtent(DiagnosticEngine &diagnostics, const KernelDecl &calle
                           const SizeBindings::Composite &composite, const SizeBindings &bindings) {
   AffineForm calleeForm = AffineForm::of(*composite.calleeExtent);
   AffineForm callerForm = AffineForm::of(*composite.callerExtent);
-  if (!calleeForm.isExact() || !decidable(callerForm))
+  if (!calleeForm.isLinear() || !decidable(callerForm))
     return;
   AffineForm expected;
   expected.constant = calleeForm.constant;

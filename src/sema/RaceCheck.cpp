@@ -19,7 +19,14 @@
 // private to an outer iteration).
 //
 // A dimension `d` of a write *pins* the parfor variable v when its index is
-// `c*v + (terms invariant along v's parfor)` with c != 0: the other terms may
+// `c*v + (terms invariant along v's parfor)` with c != 0, or (c) v is a digit
+// of a mixed-radix number there: with every parfor variable x of the index
+// taken as its offset from its range's start, in [0, span_x), the index is
+// `sum(C_x * x) + R`, the C_x, spans and R invariant along the outermost of
+// those parfors, and each |C_x| (a constant or an expression of sizes) is
+// provably above sum(|C_y| * (span_y - 1)) over smaller digits y
+// (`(c*K + u)*K + v` for u, v in 0..K; `c` for `c in g*K..(g + 1)*K`, which
+// is g*K + an offset in [0, K)). In the first case the other terms may
 // read outer parfor variables and values an outer iteration computed
 // (`A[r][off[r] + c]` pins c). A write is injective when every relevant
 // parfor variable is pinned by some dimension: two iterations that run at
@@ -503,6 +510,10 @@ private:
     for (const auto &[var, coefficient] : form.coefficients)
       if (var != except && varies(var))
         return false;
+    // A product with `except` in it is no term c*except: it varies.
+    for (const auto &[monomial, value] : form.products)
+      if (std::ranges::any_of(monomial, varies))
+        return false;
     return std::ranges::none_of(form.nonAffineVars, varies) &&
            std::ranges::none_of(form.loads, varies);
   }
@@ -516,13 +527,124 @@ private:
   // parfor (see the top of the file), if any.
   std::optional<size_t> pinningDimension(const Access &write, const VarDecl *var) const {
     for (size_t d = 0; d < write.indices.size(); ++d)
-      if (pins(write.indices[d], var, *parforOf_.at(var)))
+      if (pins(write.indices[d], var, *parforOf_.at(var)) || pinsAsDigit(write.indices[d], var))
         return d;
     return std::nullopt;
   }
 
-  static bool isConstant(const AffineForm &form) {
-    return form.coefficients.empty() && form.isExact();
+  // Whether `form` pins `var` as a digit of a mixed-radix number (rule (c)
+  // at the top): every parfor variable x it reads taken as its offset from
+  // its range's start, in [0, span_x), the form is `sum(C_x * x) + R` with
+  // the C_x, the spans and R invariant along the outermost of those parfors,
+  // and the x can be ordered so that |C_x| > sum(|C_y| * (span_y - 1)) over
+  // the y before x. Then two iterations that differ in some x give values
+  // that differ by at least the highest differing digit's |C_x| less what
+  // the lower digits make up.
+  bool pinsAsDigit(const AffineForm &form, const VarDecl *var) const {
+    std::vector<const VarDecl *> digits;
+    std::optional<AffineForm> offsets = asDigitOffsets(form, digits);
+    if (!offsets || std::ranges::find(digits, var) == digits.end())
+      return false;
+    const Stmt &outermost = *parforOf_.at(digits.back());
+    std::set<const VarDecl *> positive; // atoms at least 1 when an iteration runs
+    std::vector<std::pair<AffineForm, AffineForm>> digitTerms; // |C_x|, span_x - 1
+    AffineForm rest = *offsets;
+    for (const VarDecl *digit : digits) {
+      std::optional<AffineForm> coefficient = offsets->factorOf(digit);
+      const auto &[first, last] = rangeForms_.at(digit);
+      AffineForm spanLess1 = last.plus(first, -1);
+      if (!coefficient || !isInvariantAlong(*coefficient, outermost) ||
+          !isInvariantAlong(spanLess1, outermost) ||
+          std::ranges::any_of(digits, [&](const VarDecl *x) { return coefficient->mentions(x); }))
+        return false;
+      AffineForm digitAlone;
+      digitAlone.coefficients[digit] = 1;
+      rest = rest.plus(coefficient->times(digitAlone), -1);
+      // An empty range runs nothing: a span that is one atom K has K >= 1.
+      AffineForm span = spanLess1;
+      span.constant += 1;
+      if (span.coefficients.size() == 1 && span.isLinear() && span.constant == 0 &&
+          span.coefficients.begin()->second == 1)
+        positive.insert(span.coefficients.begin()->first);
+      digitTerms.push_back({*coefficient, spanLess1});
+    }
+    if (!isInvariantAlong(rest, outermost))
+      return false;
+    for (auto &[coefficient, spanLess1] : digitTerms) {
+      if (!atLeast(coefficient, 1, positive))
+        coefficient = AffineForm{}.plus(coefficient, -1);
+      if (!atLeast(coefficient, 1, positive))
+        return false;
+    }
+    return inRadixOrder(digitTerms, positive);
+  }
+
+  // Whether the digits can be ordered so that each |C_x| exceeds what the
+  // digits before it make up (greedy: a digit that fits now still fits
+  // later, so the order found first will do).
+  static bool inRadixOrder(std::vector<std::pair<AffineForm, AffineForm>> digits,
+                           const std::set<const VarDecl *> &positive) {
+    AffineForm lower; // sum(|C_y| * (span_y - 1)) over the digits placed
+    while (!digits.empty()) {
+      auto next = std::ranges::find_if(digits, [&](const auto &digit) {
+        return atLeast(digit.first.plus(lower, -1), 1, positive);
+      });
+      if (next == digits.end())
+        return false;
+      lower = lower.plus(next->first.times(next->second));
+      digits.erase(next);
+    }
+    return true;
+  }
+
+  // Whether exact `form` is at least `bound` whenever every atom in
+  // `positive` is at least 1: its terms other than the constant have
+  // non-negative coefficients over such atoms, so it is at least the sum of
+  // its coefficients.
+  static bool atLeast(const AffineForm &form, int64_t bound,
+                      const std::set<const VarDecl *> &positive) {
+    if (!form.isExact())
+      return false;
+    int64_t least = form.constant;
+    for (const auto &[var, coefficient] : form.coefficients) {
+      if (coefficient < 0 || !positive.contains(var))
+        return false;
+      least += coefficient;
+    }
+    for (const auto &[monomial, value] : form.products) {
+      if (value < 0 ||
+          !std::ranges::all_of(monomial, [&](auto *x) { return positive.contains(x); }))
+        return false;
+      least += value;
+    }
+    return least >= bound;
+  }
+
+  // `form` with every parfor variable x it reads taken as its offset from
+  // its range's start (x replaced by first_x + x, innermost first, as a
+  // range's start reads only variables declared before it); the variables,
+  // innermost first, in `digits`. Nullopt when the form is not exact.
+  std::optional<AffineForm> asDigitOffsets(const AffineForm &form,
+                                           std::vector<const VarDecl *> &digits) const {
+    if (!form.isExact())
+      return std::nullopt;
+    AffineForm offsets = form;
+    while (true) {
+      const VarDecl *latest = nullptr;
+      for (const auto &[var, number] : declarationNumber_)
+        if (parforOf_.contains(var) && offsets.mentions(var) &&
+            std::ranges::find(digits, var) == digits.end() &&
+            (!latest || number > declarationNumber_.at(latest)))
+          latest = var;
+      if (!latest)
+        return offsets;
+      std::optional<AffineForm> coefficient = offsets.factorOf(latest);
+      const AffineForm &first = rangeForms_.at(latest).first;
+      if (!coefficient || !first.isExact())
+        return std::nullopt;
+      offsets = offsets.plus(coefficient->times(first));
+      digits.push_back(latest);
+    }
   }
 
   // True when index `other` (of a second access) never equals index `write`
@@ -534,7 +656,7 @@ private:
       return false;
     if (isInvariantAlong(write, nest) && isInvariantAlong(other, nest)) {
       AffineForm difference = write.plus(other, -1);
-      return isConstant(difference) && difference.constant != 0;
+      return difference.isConstant() && difference.constant != 0;
     }
     for (const VarDecl *var : vars) {
       // Pinned along the whole nest: the other iteration may differ in an
@@ -544,7 +666,7 @@ private:
       int64_t scale = write.coefficient(var);
       // c*v + r against c*v' + r + k: equal only when c divides k.
       AffineForm difference = other.plus(write, -1);
-      if (isConstant(difference) && difference.constant % scale != 0)
+      if (difference.isConstant() && difference.constant % scale != 0)
         return true;
       if (auto swept = sweepBounds(other, nest);
           swept && outsideSweep(write, var, swept->first, swept->second, nest))
@@ -604,8 +726,8 @@ private:
     AffineForm high = rest.plus(scale > 0 ? last : lo, scale);
     AffineForm belowLow = otherHigh.plus(low, -1);
     AffineForm aboveHigh = otherLow.plus(high, -1);
-    return (isConstant(belowLow) && belowLow.constant < 0) ||
-           (isConstant(aboveHigh) && aboveHigh.constant > 0);
+    return (belowLow.isConstant() && belowLow.constant < 0) ||
+           (aboveHigh.isConstant() && aboveHigh.constant > 0);
   }
 
   void analyzeNest() {
@@ -749,6 +871,8 @@ private:
       for (const AffineForm &index : write.indices) {
         for (const auto &[atom, coefficient] : index.coefficients)
           blame(atom);
+        for (const auto &[monomial, value] : index.products)
+          std::ranges::for_each(monomial, blame);
         std::ranges::for_each(index.nonAffineVars, blame);
       }
       if (!mentioned && mutableIndex)
