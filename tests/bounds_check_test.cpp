@@ -28,11 +28,12 @@ using namespace loopc;
 namespace {
 
 // The interpreter's error for `kernel` of `source` with `values` (which must
-// be `expectedMessage` unless that is empty), and the checked CPU engines must
-// repeat it word for word, at the same place.
+// be `expectedMessage` unless that is empty, at `expectedAt` unless that is
+// unknown), and the checked CPU engines must repeat it word for word, at the
+// same place.
 void checkSameError(const std::string &source, const std::string &kernelName,
                     const std::map<std::string, std::string> &values,
-                    const std::string &expectedMessage = "") {
+                    const std::string &expectedMessage = "", SourceLoc expectedAt = {}) {
   auto loaded = test::loadText(source);
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const KernelDecl *kernel = loaded->program->findKernel(kernelName);
@@ -49,6 +50,10 @@ void checkSameError(const std::string &source, const std::string &kernelName,
   REQUIRE_MESSAGE(!expected, "the interpreter ran a program meant to fail");
   if (!expectedMessage.empty())
     CHECK(expected.error().message == expectedMessage);
+  if (expectedAt.valid()) {
+    CHECK(expected.error().range.begin.line == expectedAt.line);
+    CHECK(expected.error().range.begin.col == expectedAt.col);
+  }
 
   codegen::CpuEngine cpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
   codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
@@ -107,6 +112,36 @@ kernel update(A: inout f32[N][N]) {
                  "index 7 out of range for dimension 0 of 'x' (extent 7)");
   checkSameError(source, "update", {{"N", "5"}},
                  "index 5 out of range for dimension 0 of 'A' (extent 5)");
+}
+
+TEST_CASE("a scan's element out of range is reported at its target, as by the interpreter") {
+  // From a bug hunt: the compiled engines pointed at the whole scan, or at
+  // the parfor around it.
+  const std::string source = R"(kernel scan_oob(x: in i32[N], y: out i32[M]) {
+  scan(+, 0, i in 0..N) y[i] = x[i];
+}
+kernel rowscan_oob(x: in i32[R][C], y: out i32[R][C2]) {
+  parfor r in 0..R {
+    scan(+, 0, i in 0..C) y[r][i] = x[r][i];
+  }
+}
+assoc fn larger(a: i32, b: i32) -> i32 { return max(a, b); }
+kernel user_scan(x: in i32[N], y: out i32[M]) {
+  scan(larger, 0, i in 0..N) y[i] = x[i];
+}
+)";
+  // One chunk, and many: on the GPU, blocks scanning tiles in shared memory.
+  const std::pair<std::string, SourceLoc> kernelLevel[] = {{"scan_oob", {.line = 2, .col = 25}},
+                                                           {"user_scan", {.line = 11, .col = 30}}};
+  for (const auto &[kernel, target] : kernelLevel) {
+    CAPTURE(kernel);
+    checkSameError(source, kernel, {{"N", "5"}, {"M", "3"}},
+                   "index 3 out of range for dimension 0 of 'y' (extent 3)", target);
+    checkSameError(source, kernel, {{"N", "5000"}, {"M", "3000"}},
+                   "index 3000 out of range for dimension 0 of 'y' (extent 3000)", target);
+  }
+  checkSameError(source, "rowscan_oob", {{"R", "2"}, {"C", "5"}, {"C2", "3"}},
+                 "index 3 out of range for dimension 1 of 'y' (extent 3)", {.line = 6, .col = 27});
 }
 
 TEST_CASE("the second dimension, a row on a block, a register-tiled nest and host code") {

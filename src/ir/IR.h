@@ -393,10 +393,10 @@ struct Reduce : StmtNode {
 struct Scan : StmtNode {
   static constexpr Kind kKind = Kind::Scan;
   Scan(Buffer target, std::vector<Expr> indices, ReduceOperator op, Expr neutral, Reduce::Loop loop,
-       Stmt valueSetup, Expr value, SourceRange source = {})
+       Stmt valueSetup, Expr value, SourceRange source = {}, SourceRange targetSource = {})
       : StmtNode(kKind), target(std::move(target)), indices(std::move(indices)), op(std::move(op)),
         neutral(std::move(neutral)), loop(std::move(loop)), valueSetup(std::move(valueSetup)),
-        value(std::move(value)), source(source) {}
+        value(std::move(value)), source(source), targetSource(targetSource) {}
   const Buffer target;
   const std::vector<Expr> indices;
   const ReduceOperator op;
@@ -404,7 +404,10 @@ struct Scan : StmtNode {
   const Reduce::Loop loop;
   const Stmt valueSetup;
   const Expr value;
-  const SourceRange source;
+  const SourceRange source; // the whole statement
+  // The target's access (`y[i]`), where the interpreter reports its index
+  // out of range: the stores lower_scans makes of it carry it.
+  const SourceRange targetSource;
 };
 
 // `buffer[indices] = op(buffer[indices], value)` as one indivisible step, so

@@ -393,7 +393,7 @@ Stmt IRMutator::visitScan(const Scan &node, const Stmt &self) {
     return self;
   return std::make_shared<Scan>(node.target, std::move(indices), node.op, std::move(neutral),
                                 std::move(loop), std::move(valueSetup), std::move(value),
-                                node.source);
+                                node.source, node.targetSource);
 }
 
 Stmt IRMutator::visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) {

@@ -566,7 +566,7 @@ private:
     Stmt valueSetup = valueOut.empty() ? nullptr : valueOut.finish();
     out.stmt(std::make_shared<Scan>(target, std::move(indices), std::move(op), neutral,
                                     Reduce::Loop{range.loopVar, range.min, range.extent},
-                                    valueSetup, value, scan.range));
+                                    valueSetup, value, scan.range, write.targetRange));
   }
 
   void lowerParfor(const ParforStmt &parfor, StmtEmitter &out) {

@@ -39,11 +39,17 @@ const int kLevels = 3;     // chunked levels; the one below runs in one thread
 
 Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeI64(1))), b); }
 
+// `value` written to the scan's element at the point, located at the
+// program's target access, as the interpreter reports its index.
+Stmt storeElement(const Scan &scan, Expr value) {
+  return std::make_shared<Store>(scan.target, scan.indices, std::move(value), scan.targetSource);
+}
+
 // At each point: the value, then the running fold in `running`, written to
 // the point's element.
 Stmt scanStep(const Scan &scan, const Buffer &running) {
   Stmt step = makeBlock({store(running, {}, applyOperator(scan.op, load(running), scan.value)),
-                         store(scan.target, scan.indices, load(running))});
+                         storeElement(scan, load(running))});
   return appendAtTail(scan.valueSetup, step);
 }
 
@@ -210,8 +216,8 @@ private:
     }
     const Buffer &scanned = tiles[from];
     // Each point's element, from the fold of everything before the tile.
-    Stmt write = store(scan.target, scan.indices,
-                       applyOperator(scan.op, load(folded, {makeI64(0)}), load(scanned, {thread})));
+    Stmt write = storeElement(
+        scan, applyOperator(scan.op, load(folded, {makeI64(0)}), load(scanned, {thread})));
     steps.push_back(std::make_shared<IfThenElse>(
         inChunk, substitute(appendAtTail(scan.valueSetup, write), atOffset)));
     steps.push_back(std::make_shared<Barrier>());
