@@ -144,6 +144,35 @@ kernel user_scan(x: in i32[N], y: out i32[M]) {
                  "index 3 out of range for dimension 1 of 'y' (extent 3)", {.line = 6, .col = 27});
 }
 
+TEST_CASE("a combine in a parfor checks its target before its value, as the interpreter") {
+  // From a bug hunt: compiled code computed the value (and checked its
+  // index) first, so of two bad indices it reported the value's.
+  const std::string source = R"(assoc fn larger(a: f32, b: f32) -> f32 { return max(a, b); }
+kernel sum(x: in f32[2], t: i64, s: i64, y: out f32[2]) {
+  parfor k in 0..1 { combine(+) y[t + k] = x[s + k]; }
+}
+kernel smallest(x: in f32[2], t: i64, s: i64, y: out f32[2]) {
+  parfor k in 0..1 { combine(min) y[t + k] = x[s + k]; }
+}
+kernel product(x: in f32[2], t: i64, s: i64, y: out f32[2]) {
+  parfor k in 0..1 { combine(*) y[t + k] = x[s + k]; }
+}
+kernel user(x: in f32[2], t: i64, s: i64, y: out f32[2]) {
+  parfor k in 0..1 { combine(larger) y[t + k] = x[s + k]; }
+}
+)";
+  // An atomicrmw, a compare-and-swap loop, a user operator's.
+  const std::pair<std::string, SourceLoc> kernels[] = {{"sum", {.line = 3, .col = 33}},
+                                                       {"smallest", {.line = 6, .col = 35}},
+                                                       {"product", {.line = 9, .col = 33}},
+                                                       {"user", {.line = 12, .col = 38}}};
+  for (const auto &[kernel, target] : kernels) {
+    CAPTURE(kernel);
+    checkSameError(source, kernel, {{"t", "9"}, {"s", "7"}},
+                   "index 9 out of range for dimension 0 of 'y' (extent 2)", target);
+  }
+}
+
 TEST_CASE("the second dimension, a row on a block, a register-tiled nest and host code") {
   const std::string source = R"(kernel column(A: in f64[M][N], c: i64, y: out f64[M]) {
   parfor i in 0..M {

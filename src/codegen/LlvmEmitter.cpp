@@ -706,6 +706,9 @@ void LlvmEmitter::emitAtomicUpdate(const ir::AtomicUpdate &update) {
   SourceRange enclosing = errorRange_;
   if (update.source.valid())
     errorRange_ = update.source;
+  // The target's indices are checked before the value is computed, as for
+  // a Store: the interpreter's order.
+  emitBoundsChecks(&update, *update.buffer, update.indices, update.source);
   ScalarType type = update.buffer->element;
   llvm::Value *value = emitExpr(*update.value);
   emitAccess(&update, *update.buffer, update.indices, update.source, [&](llvm::Value *address) {
@@ -769,8 +772,7 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
       errorRange_ = store.source;
     // The target's indices are checked before the value is computed, as the
     // interpreter does: of several bad accesses, the same one is reported.
-    if (boundsChecks_)
-      emitBoundsChecks(&store, *store.buffer, store.indices, store.source);
+    emitBoundsChecks(&store, *store.buffer, store.indices, store.source);
     llvm::Value *combined = emitExpr(*store.value);
     // A builtin operator's combine may be reassociated across iterations,
     // which lets LLVM keep several partial results (vector lanes) for a
