@@ -173,6 +173,44 @@ kernel user(x: in f32[2], t: i64, s: i64, y: out f32[2]) {
   }
 }
 
+TEST_CASE("an access in a called kernel names its array as the callee does") {
+  // From a bug hunt: the messages named the caller's array, which the
+  // callee's parameter denotes, and a local array renamed because the
+  // caller has one of the same name.
+  const std::string source = R"(kernel shifted(x: in f32[N], k: i64, y: out f32[N]) {
+  parfor i in 0..N { y[i] = x[i + k]; }
+}
+kernel placed(x: in f32[N], k: i64, y: out f32[N]) {
+  parfor i in 0..N { y[i + k] = x[i]; }
+}
+kernel scattered(x: in f32[N], k: i64, y: out f32[N]) {
+  parfor i in 0..N { combine(+) y[i + k] = x[i]; }
+}
+kernel staged(x: in f32[N], k: i64, y: out f32[N]) {
+  var t: f32[N];
+  parfor i in 0..N { t[i] = x[i]; }
+  parfor i in 0..N { y[i] = t[i + k]; }
+}
+kernel call_shifted(v: in f32[N], k: i64, w: out f32[N]) { shifted(v, k, w); }
+kernel call_placed(v: in f32[N], k: i64, w: out f32[N]) { placed(v, k, w); }
+kernel call_scattered(v: in f32[N], k: i64, w: out f32[N]) { scattered(v, k, w); }
+kernel call_staged(v: in f32[N], k: i64, w: out f32[N]) {
+  var t: f32[N];
+  staged(v, k, w);
+  parfor i in 0..N { w[i] += t[i]; }
+}
+)";
+  const std::map<std::string, std::string> values = {{"N", "4"}, {"k", "1"}};
+  checkSameError(source, "call_shifted", values,
+                 "index 4 out of range for dimension 0 of 'x' (extent 4)", {.line = 2, .col = 29});
+  checkSameError(source, "call_placed", values,
+                 "index 4 out of range for dimension 0 of 'y' (extent 4)", {.line = 5, .col = 22});
+  checkSameError(source, "call_scattered", values,
+                 "index 4 out of range for dimension 0 of 'y' (extent 4)", {.line = 8, .col = 33});
+  checkSameError(source, "call_staged", values,
+                 "index 4 out of range for dimension 0 of 't' (extent 4)", {.line = 13, .col = 29});
+}
+
 TEST_CASE("the second dimension, a row on a block, a register-tiled nest and host code") {
   const std::string source = R"(kernel column(A: in f64[M][N], c: i64, y: out f64[M]) {
   parfor i in 0..M {

@@ -273,14 +273,23 @@ kernel big(x: in f32[N], K: i64, y: out f32[N]) {
       y[i] = d[K - 1];
     }
   }
+}
+kernel caller(x: in f32[N], K: i64, y: out f32[N]) {
+  var d: f32[2];
+  big(x, K, y);
+  y[0] = d[1];
 })");
-  auto refusedRun =
-      test::runLoopc("run " + big + " --device gpu-on-cpu --set N=1000000 --set K=100000000");
-  CHECK(refusedRun.exitCode == 1);
-  CHECK(test::contains(refusedRun.output,
-                       "error: local array 'd' is too large to allocate (on the GPU, a private "
-                       "array whose extents only the run knows takes a slice for every thread of "
-                       "its kernel's grid)"));
+  // Called, the array keeps its name (the caller's `d` took it in the IR).
+  for (std::string kernel : {"big", "caller"}) {
+    CAPTURE(kernel);
+    auto refusedRun = test::runLoopc("run " + big + " --kernel " + kernel +
+                                     " --device gpu-on-cpu --set N=1000000 --set K=100000000");
+    CHECK(refusedRun.exitCode == 1);
+    CHECK(test::contains(refusedRun.output,
+                         "big.loop:6:11: error: local array 'd' is too large to allocate (on the "
+                         "GPU, a private array whose extents only the run knows takes a slice for "
+                         "every thread of its kernel's grid)"));
+  }
 
   // An extent read inside the parfor cannot size a buffer before the launch.
   auto rowSized = test::loadText(R"(

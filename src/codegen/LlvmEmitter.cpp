@@ -135,8 +135,14 @@ void LlvmEmitter::emitDeviceErrorIf(llvm::Value *failed, std::string message,
 
 void LlvmEmitter::setBoundsChecks(const ir::Function &function) {
   boundsChecks_ = function.boundsChecked;
+  arrayNamesAt_ = function.arrayNamesAt;
   if (boundsChecks_)
     provenInBounds_ = passes::proveAccessesInBounds(function);
+}
+
+const std::string &LlvmEmitter::arrayNameAt(const BufferInfo &buffer, SourceRange use) const {
+  auto named = arrayNamesAt_.find(use.begin);
+  return named == arrayNamesAt_.end() ? buffer.nameInMessages() : named->second;
 }
 
 llvm::Value *LlvmEmitter::emitBoundsChecks(const void *site, const BufferInfo &buffer,
@@ -155,7 +161,7 @@ llvm::Value *LlvmEmitter::emitBoundsChecks(const void *site, const BufferInfo &b
     llvm::Value *outside = builder_.CreateICmpUGE(index, extent);
     emitDeviceErrorIf(outside,
                       "index {0} out of range for dimension " + std::to_string(dim) + " of '" +
-                          buffer.nameInMessages() + "' (extent {1})",
+                          arrayNameAt(buffer, use) + "' (extent {1})",
                       {index, extent}, use);
     inBounds = builder_.CreateAnd(inBounds, builder_.CreateNot(outside));
   }

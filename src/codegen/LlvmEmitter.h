@@ -20,6 +20,7 @@
 #include <llvm/IR/Module.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -82,7 +83,8 @@ public:
                           const std::vector<ir::Expr> &indices, SourceRange use,
                           const std::function<llvm::Value *(llvm::Value *address)> &access);
   // Checks every array access (emitAccess) from now on, except the indices
-  // proven in range in `function` (passes::proveAccessesInBounds).
+  // proven in range in `function` (passes::proveAccessesInBounds), naming
+  // each array as the program does where the access is (arrayNamesAt).
   void setBoundsChecks(const ir::Function &function);
   bool boundsChecks() const { return boundsChecks_; }
 
@@ -137,6 +139,8 @@ private:
   // `old op value` for a reduction operator, on register values.
   llvm::Value *emitOperator(const ir::ReduceOperator &op, ScalarType type, llvm::Value *old,
                             llvm::Value *value);
+  // The name of `buffer` in messages about the access beginning at `use`.
+  const std::string &arrayNameAt(const ir::BufferInfo &buffer, SourceRange use) const;
 
   llvm::Module &module_;
   Target &target_;
@@ -147,7 +151,8 @@ private:
   llvm::Value *errorRecord_ = nullptr;
   bool boundsChecks_ = false;
   passes::ProvenAccesses provenInBounds_;
-  SourceRange errorRange_; // the assignment being emitted, else the function
+  std::map<SourceLoc, std::string> arrayNamesAt_; // ir::Function::arrayNamesAt
+  SourceRange errorRange_;                        // the assignment being emitted, else the function
   DeviceErrorSites errorSites_;
 };
 

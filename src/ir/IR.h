@@ -15,6 +15,7 @@
 #include "frontend/Ast.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -476,6 +477,12 @@ struct Function {
   // Code generation checks every array access against its extents (a device
   // error quoting the index; `--bounds-check`).
   bool boundsChecked = false;
+  // The program's name for the array of an access, by where the access
+  // begins, where it is not the buffer's nameInMessages(): in a called
+  // kernel, a parameter names the caller's array, and messages about the
+  // access say the parameter's name, as the interpreter's do. Kept by source
+  // location, so every pass's copies of the access keep it.
+  std::map<SourceLoc, std::string> arrayNamesAt;
 };
 
 // Convenience constructors used by the lowering and the passes.

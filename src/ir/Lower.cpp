@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -257,6 +258,7 @@ public:
     StmtEmitter body;
     lowerStmts(kernel.body->stmts, body);
     function.body = body.finish();
+    function.arrayNamesAt = std::move(arrayNamesAt_);
     return function;
   }
 
@@ -269,6 +271,17 @@ private:
       name = base + "_" + std::to_string(suffix);
     usedNames_.insert(name);
     return name;
+  }
+
+  // The buffer `decl` denotes, accessed at `access`; the program's name for
+  // it there is noted when messages would otherwise say another (a called
+  // kernel's parameter bound to the caller's array).
+  Buffer accessedBuffer(const VarDecl &decl, SourceRange access) {
+    const Buffer &buffer = bindings_.at(&decl).buffer;
+    assert(buffer && "accesses are of buffers");
+    if (decl.name != buffer->nameInMessages())
+      arrayNamesAt_[access.begin] = decl.name;
+    return buffer;
   }
 
   Buffer makeCell(const std::string &base, ScalarType type, MemorySpace memory,
@@ -411,6 +424,10 @@ private:
       return;
     }
     auto buffer = makeCell(var.name, var.type.element, MemorySpace::Register, var.range);
+    // Renamed when a called kernel's local takes a name in use; messages
+    // keep the program's.
+    if (buffer->name != var.name)
+      buffer->programName = var.name;
     if (var.isArray())
       lowerLocalArrayShape(var, *buffer, out);
     Expr init = decl.init ? lowerExpr(*decl.init, out) : nullptr;
@@ -421,8 +438,7 @@ private:
   }
 
   void lowerAssign(const AssignStmt &assign, StmtEmitter &out) {
-    const Buffer &buffer = bindings_.at(assign.decl).buffer;
-    assert(buffer && "assignments target buffers");
+    Buffer buffer = accessedBuffer(*assign.decl, assign.targetRange);
     std::vector<Expr> indices;
     for (const ExprPtr &index : assign.indices)
       indices.push_back(lowerExpr(*index, out));
@@ -549,7 +565,7 @@ private:
   // decides where the points run, so their temporaries are per iteration).
   void lowerScan(const ScanStmt &scan, StmtEmitter &out) {
     const AssignStmt &write = *scan.write;
-    Buffer target = bindings_.at(write.decl).buffer;
+    Buffer target = accessedBuffer(*write.decl, write.targetRange);
     target->isWritten = true;
     Expr neutral = checkedNeutral(scan.op, *scan.neutral, "scan", out);
     ReduceOperator op = lowerReduceOp(scan.op, target->element);
@@ -711,7 +727,7 @@ private:
       std::vector<Expr> indices;
       for (const ExprPtr &i : index.indices)
         indices.push_back(lowerExpr(*i, out));
-      return std::make_shared<Load>(bindings_.at(index.decl).buffer, std::move(indices),
+      return std::make_shared<Load>(accessedBuffer(*index.decl, expr.range), std::move(indices),
                                     expr.range);
     }
     case loopc::Expr::Kind::Call:
@@ -919,6 +935,7 @@ private:
 
   std::unordered_map<const VarDecl *, Binding> bindings_;
   std::set<std::string> usedNames_;
+  std::map<SourceLoc, std::string> arrayNamesAt_; // Function::arrayNamesAt
   std::optional<ReturnTarget> returnTarget_;
   int perIterationDepth_ = 0;
 };

@@ -18,6 +18,7 @@ struct SourceLoc {
   uint32_t line = 0;
   uint32_t col = 0;
   bool valid() const { return line != 0; }
+  auto operator<=>(const SourceLoc &) const = default;
 };
 
 struct SourceRange {
