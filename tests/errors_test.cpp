@@ -386,8 +386,17 @@ kernel private_rows(x: in f32[N], y: out f32[N]) {
   failsOnEveryEngine(program.path + " --kernel grown --set N=3 --bounds-check",
                      "program.loop:5:19: error: index 3 out of range for dimension 0 of 't' "
                      "(extent 3)");
-  for (const char *kernel : {"shrunk", "square", "private_rows"})
+  for (const char *kernel : {"shrunk", "square"})
     for (const char *size : {"1", "7", "40"})
       for (const char *bounds : {"", " --bounds-check"})
         agreesOnCompiledEngines(program.path + " --kernel " + kernel + " --set N=" + size + bounds);
+  // A private array's extents decided in its iteration: the GPU pipeline
+  // refuses it (no thread can allocate it, nor the host before the launch).
+  std::string privateRows = program.path + " --kernel private_rows --set N=40";
+  CHECK(runLoopc("run " + privateRows + " --check --device cpu").exitCode == 0);
+  auto refused = runLoopc("run " + privateRows + " --device gpu-on-cpu");
+  CHECK(refused.exitCode == 1);
+  CHECK(refused.output.find("program.loop:28:9: error: on the GPU, the extents of the private "
+                            "array 't' must be known when its kernel launches") !=
+        std::string::npos);
 }

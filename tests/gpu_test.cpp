@@ -9,6 +9,7 @@
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "engine/Bindings.h"
+#include "engine/Npy.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -291,20 +292,46 @@ kernel caller(x: in f32[N], K: i64, y: out f32[N]) {
                          "every thread of its kernel's grid)"));
   }
 
-  // An extent read inside the parfor cannot size a buffer before the launch.
-  auto rowSized = test::loadText(R"(
-kernel rows(starts: in i32[R], x: in f32[N], y: out f32[R]) {
-  parfor r in 0..R - 1 {
-    var row: f32[starts[r + 1] - starts[r]];
-    y[r] = 0.0;
+  // An extent read inside the parfor cannot size a buffer before the launch:
+  // the GPU pipeline refuses it at the array, so `compile --emit ptx` and
+  // `run --device gpu-on-cpu` (whose CPU could have allocated it; found by a
+  // bug hunt) say the same. The CPU pipeline runs it.
+  const std::string rows = directory.file("rows.loop", R"(
+kernel rows(rowptr: in i32[M1], val: in i32[NNZ], out_: out i32[NNZ]) {
+  parfor r in 0..M1 - 1 {
+    let s = rowptr[r];
+    let n = rowptr[r + 1] - s;
+    var t: i32[n];
+    for k in 0..n { t[k] = val[s + k]; }
+    for k in 0..n { combine(+) out_[s + k] = t[k]; }
   }
 })");
-  ir::Function rowFunction = onlyKernelCompiled(*rowSized);
-  auto refused = codegen::compileToPtx(rowFunction, "sm_80");
+  auto rowSized = test::loadFile(rows);
+  REQUIRE_MESSAGE(rowSized->program, rowSized->diagnostics);
+  auto refused = passes::runPipeline(
+      ir::lowerKernel(*rowSized->program, *rowSized->program->findKernel("rows")), {});
   REQUIRE(!refused);
-  CHECK(test::contains(refused.error().message,
-                       "on the GPU, the extents of the private array 'row' must be known when its "
-                       "kernel launches"));
+  CHECK(refused.error().message ==
+        "on the GPU, the extents of the private array 't' must be known when its kernel launches "
+        "(built from sizes, scalar parameters and values computed before the parfor); here they "
+        "depend on a value computed or read inside the parfor");
+  CHECK(refused.error().range.begin.line == 6);
+  CHECK(refused.error().range.begin.col == 9);
+  std::string rowptr = directory.at("rowptr.npy");
+  HostArray starts(ScalarType::I32, {4});
+  std::ranges::copy(std::initializer_list<int32_t>{0, 2, 2, 5}, starts.data<int32_t>());
+  REQUIRE(writeNpy(rowptr, starts).has_value());
+  const std::string run = "run " + rows + " --in rowptr=" + rowptr + " --set NNZ=5";
+  for (const std::string &command :
+       {run + " --device gpu-on-cpu", "compile " + rows + " --emit ptx"}) {
+    CAPTURE(command);
+    auto result = test::runLoopc(command);
+    CHECK(result.exitCode == 1);
+    CHECK(test::contains(result.output,
+                         "rows.loop:6:9: error: on the GPU, the extents of the private array 't' "
+                         "must be known when its kernel launches"));
+  }
+  CHECK(test::runLoopc(run + " --device cpu --check").exitCode == 0);
 }
 
 TEST_CASE("a barrier inside a GPU thread loop that is not the block is an error, not a hang") {

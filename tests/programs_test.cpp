@@ -14,10 +14,14 @@
 // in scientific computing (sparse rows, Mandelbrot, Monte Carlo, k-means,
 // FFT, bitonic sort, stream compaction, heat, Cholesky, attention, images,
 // particles, multigrid) and functions inlined around vector math calls.
+// A case marked `gpu-refuses` is a program the GPU pipeline must refuse
+// (a private array sized inside its iteration): it runs on the interpreter
+// and the CPU pipeline only.
 #include "TestSupport.h"
 #include "support/Differential.h"
 
 #include "codegen/CpuEngine.h"
+#include "engine/Bindings.h"
 #include "interp/Interpreter.h"
 
 #include <doctest/doctest.h>
@@ -25,6 +29,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -35,6 +40,7 @@ namespace {
 struct ProgramCase {
   std::string file, kernel;
   std::map<std::string, std::string> values;
+  bool gpuRefuses = false;
   int line = 0;
 };
 
@@ -50,6 +56,10 @@ std::vector<ProgramCase> readCases(const std::string &suite) {
     if (!(words >> programCase.file >> programCase.kernel))
       continue;
     for (std::string assignment; words >> assignment;) {
+      if (assignment == "gpu-refuses") {
+        programCase.gpuRefuses = true;
+        continue;
+      }
       size_t equals = assignment.find('=');
       REQUIRE_MESSAGE(equals != std::string::npos, "cases.txt:" << line << ": " << assignment);
       programCase.values[assignment.substr(0, equals)] = assignment.substr(equals + 1);
@@ -57,6 +67,16 @@ std::vector<ProgramCase> readCases(const std::string &suite) {
     cases.push_back(std::move(programCase));
   }
   return cases;
+}
+
+// The GPU pipeline refuses `kernel`, as the GPU would, at a private array.
+void checkGpuPipelineRefuses(const Program &program, const KernelDecl &kernel,
+                             const ArgumentRequest &request) {
+  Expected<KernelArgs> args = bindKernelArguments(kernel, request);
+  REQUIRE(args);
+  auto ran = codegen::CpuEngine(passes::PipelineTarget::Gpu).run(program, kernel, *args);
+  REQUIRE_MESSAGE(!ran, "the GPU pipeline ran a case marked gpu-refuses");
+  CHECK(ran.error().message.starts_with("on the GPU, the extents of the private array"));
 }
 
 void checkSuite(const std::string &suite) {
@@ -81,8 +101,13 @@ void checkSuite(const std::string &suite) {
     ArgumentRequest request;
     request.seed = 1;
     request.values = programCase.values;
+    std::span<Engine *const> running = engines;
+    if (programCase.gpuRefuses) {
+      running = running.first(2);
+      checkGpuPipelineRefuses(*loaded->program, *kernel, request);
+    }
     test::DifferentialOutcome outcome =
-        test::runDifferential(*loaded->program, *kernel, request, engines);
+        test::runDifferential(*loaded->program, *kernel, request, running);
     REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
     CHECK_MESSAGE(outcome.agree, outcome.report);
   }

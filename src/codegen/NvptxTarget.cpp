@@ -423,14 +423,12 @@ llvm::Value *NvptxTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &b
     return llvm::PoisonValue::get(builder.getPtrTy());
   }
   if (!constantCount) {
-    // globalize_private_arrays moved those whose extents the host knows.
-    emitter.fail(buffer.memory == MemorySpace::Register
-                     ? "on the GPU, the extents of the private array '" + buffer.nameInMessages() +
-                           "' must be known when its kernel launches (built from sizes, scalar "
-                           "parameters and values computed before the parfor); here they "
-                           "depend on a value computed or read inside the parfor"
-                     : "NVPTX code generation: shared buffer '" + buffer.name +
-                           "' needs a size known at compile time",
+    // globalize_private_arrays moved the private arrays whose extents the
+    // host knows and refused the others.
+    emitter.fail("NVPTX code generation: " +
+                     std::string(buffer.memory == MemorySpace::Register ? "private array '"
+                                                                        : "shared buffer '") +
+                     buffer.name + "' needs a size known at compile time",
                  buffer.declared);
     return llvm::PoisonValue::get(builder.getPtrTy());
   }

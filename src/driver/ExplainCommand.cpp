@@ -80,7 +80,7 @@ int runExplain(const ExplainOptions &options) {
   if (auto explained =
           explainKernel(std::cout, *session->program, **kernel, options.after, pipeline);
       !explained) {
-    printError(explained.error().message);
+    session->report(explained.error()); // located where the pipeline refuses the program
     return 1;
   }
   return 0;

@@ -98,9 +98,10 @@ ir::Function tileRegisters(ir::Function function, const PassParameters &paramete
 ir::Function stageShared(ir::Function function, const PassParameters &parameters = {});
 
 // GPU: parfor-private arrays whose extents the run decides move to global
-// memory, a slice per thread, allocated by the host around their kernel
+// memory, a slice per thread, allocated by the host around their kernel; an
+// error, located at the array, when its extents are not known at the launch
 // (globalize_private_arrays.cpp).
-ir::Function globalizePrivateArrays(ir::Function function);
+Expected<ir::Function> globalizePrivateArrays(ir::Function function);
 
 // Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
 ir::Function extractKernels(ir::Function function);

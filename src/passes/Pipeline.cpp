@@ -15,6 +15,8 @@ namespace loopc::passes {
 namespace {
 
 using Pass = std::function<ir::Function(ir::Function)>;
+// A pass that may find the program beyond its target (a located error).
+using RefusingPass = std::function<Expected<ir::Function>(ir::Function)>;
 
 // The optimizations: passes the program's meaning does not depend on, which
 // `--skip-pass` may leave out, and the targets whose pipelines run them.
@@ -57,6 +59,19 @@ public:
       function_ = pass(std::move(function_));
       check(name);
     }
+  }
+
+  // Runs `pass`, named `name`; its refusal is the pipeline's result.
+  void runOrRefuse(const std::string &name, const RefusingPass &pass) {
+    if (!status_)
+      return;
+    Expected<ir::Function> result = pass(std::move(function_));
+    if (!result) {
+      status_ = std::unexpected(result.error());
+      return;
+    }
+    function_ = std::move(*result);
+    check(name);
   }
 
   // Runs `pass`, the optimization `name` (kOptimizations), when the
@@ -216,7 +231,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("stage_shared",
                   [&](ir::Function f) { return stageShared(std::move(f), parameters); });
   if (options.target == PipelineTarget::Gpu)
-    passes.run("globalize_private_arrays", globalizePrivateArrays);
+    passes.runOrRefuse("globalize_private_arrays", globalizePrivateArrays);
   passes.run("simplify", simplify);
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();

@@ -17,16 +17,18 @@
 // The program's dimensions keep their numbers and extents, so a bounds
 // check reports an index as it would for the private array. Extents that
 // depend on values bound inside the kernel (a row's length read from data)
-// cannot size a buffer before the launch; those arrays are left to code
-// generation, which reports them. A host `var` read in an extent (directly
-// or through the lowering's lets) is known: no iteration may write it. A host `var` read in an
-// extent is known: no iteration may write it.
+// cannot size a buffer before the launch, nor a thread's local memory: the
+// pass refuses the program there, located at the array, so every engine of
+// the GPU pipeline (`--device gpu-on-cpu` too, whose CPU could allocate
+// them) refuses it alike. A host `var` read in an extent (directly or
+// through the lowering's lets) is known: no iteration may write it.
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
 #include "passes/lowering/ReductionTrees.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace loopc::passes {
 
@@ -37,6 +39,11 @@ using ir::Stmt;
 namespace {
 
 class PrivateArrayPlacer : public IRMutator {
+public:
+  // The first private array the GPU can size neither at the launch nor at
+  // compile time, as the error reported for it.
+  const std::optional<Error> &refused() const { return refused_; }
+
 protected:
   Stmt visitFor(const For &loop, const Stmt &self) override {
     bool mapped = loop.forKind == ForKind::GpuBlock || loop.forKind == ForKind::GpuThread;
@@ -82,9 +89,12 @@ protected:
     std::vector<Expr> atLaunch; // the extents in the host's terms
     for (const Expr &extent : local->shape)
       atLaunch.push_back(substitute(extent, kernel_.launchValues));
-    if (gpuLoops_.empty() || local->memory != MemorySpace::Register || !sizedAtRun ||
-        !std::ranges::all_of(atLaunch, [&](const Expr &extent) { return knownAtLaunch(extent); }))
+    if (gpuLoops_.empty() || local->memory != MemorySpace::Register || !sizedAtRun)
       return IRMutator::visitAllocate(node, self);
+    if (!std::ranges::all_of(atLaunch, [&](const Expr &extent) { return knownAtLaunch(extent); })) {
+      refuseUnsizable(*local);
+      return IRMutator::visitAllocate(node, self);
+    }
     // The thread's slot: its index in the grid, the GPU loops flattened.
     Expr slot, slots;
     for (const For *loop : gpuLoops_) {
@@ -129,6 +139,15 @@ protected:
   }
 
 private:
+  void refuseUnsizable(const BufferInfo &local) {
+    if (!refused_)
+      refused_ = Error{"on the GPU, the extents of the private array '" + local.nameInMessages() +
+                           "' must be known when its kernel launches (built from sizes, scalar "
+                           "parameters and values computed before the parfor); here they depend "
+                           "on a value computed or read inside the parfor",
+                       local.declared};
+  }
+
   // A scalar of the host code (a `var` before the parfor), which no
   // iteration may write: the host reads it at the launch, as the kernel does.
   bool isHostScalar(const BufferInfo &buffer) const {
@@ -151,12 +170,16 @@ private:
     std::vector<std::pair<std::string, Expr>> launchLets; // host lets around it
     std::vector<Buffer> globalized;                       // its arrays given slices
   } kernel_;
+  std::optional<Error> refused_;
 };
 
 } // namespace
 
-Function globalizePrivateArrays(Function function) {
-  function.body = PrivateArrayPlacer().mutate(function.body);
+Expected<Function> globalizePrivateArrays(Function function) {
+  PrivateArrayPlacer placer;
+  function.body = placer.mutate(function.body);
+  if (placer.refused())
+    return std::unexpected(*placer.refused());
   return function;
 }
 
