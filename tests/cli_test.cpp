@@ -290,8 +290,8 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
                        "register_tile=8 --pass-param stage_length=16");
   CHECK(wide.exitCode == 0);
   CHECK(contains(wide.output, "register f32 acc.x7y7"));
-  CHECK(contains(wide.output, "shared f32 A.shared[64][17]"));
-  CHECK(contains(wide.output, "shared f32 B.shared[16][257]"));
+  CHECK(contains(wide.output, "shared f32 A.shared[64][16]"));
+  CHECK(contains(wide.output, "shared f32 B.shared[16][256]"));
   CHECK(contains(wide.output, "for k.stage in [0, max((K + 15) / 16, 0)) {"));
   // A budget too small for any box stages nothing.
   auto tight =
@@ -322,7 +322,7 @@ TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU 
       runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=3 --set Ic=64");
   CHECK(specialized.exitCode == 0);
   CHECK(contains(specialized.output, "reduce acc += over c in [0, Ic), u in [0, 3), v in [0, 3)"));
-  CHECK(contains(specialized.output, "shared f32 I.shared[4][6][131]"));
+  CHECK(contains(specialized.output, "shared f32 I.shared[4][6][132]"));
   auto generic = runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=17");
   CHECK(generic.exitCode == 0);
   CHECK(contains(generic.output, "u in [0, K), v in [0, K)"));

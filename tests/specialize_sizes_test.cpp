@@ -66,8 +66,8 @@ TEST_CASE("cnn_conv at K = 3: the input and the weights staged by stages of chan
   REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
   // 4 rows (+ 2) by 128 columns (+ 2) of 4 channels; 8 output channels'
   // weights for them.
-  CHECK(contains(staged, "shared f32 I.shared[4][6][131]"));
-  CHECK(contains(staged, "shared f32 F.shared[8][4][3][3]"));
+  CHECK(contains(staged, "shared f32 I.shared[4][6][132]"));
+  CHECK(contains(staged, "shared f32 F.shared[8][4][3][4]"));
   CHECK(contains(staged, "for c.stage in [0, max((Ic + 3) / 4, 0)) {"));
   for (const char *k : {"1", "3", "5"})
     for (const auto &sizes : std::vector<std::map<std::string, std::string>>{

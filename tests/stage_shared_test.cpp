@@ -4,6 +4,7 @@
 // of the boxes and sizes that leave partial boxes, partial stages and
 // clamped edges.
 #include "TestSupport.h"
+#include "codegen/NvptxTarget.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -81,9 +82,10 @@ TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shar
   REQUIRE(loaded->program);
   const std::string staged = test::tracePasses(*loaded->program, "matmul").after("stage_shared");
   // 32 rows of A by 32 k, 32 k by 128 columns of B (the 4 x 4 register
-  // tiles of 8 x 32 threads); innermost extents padded to an odd length.
-  CHECK(contains(staged, "shared f32 A.shared[32][33]"));
-  CHECK(contains(staged, "shared f32 B.shared[32][129]"));
+  // tiles of 8 x 32 threads). No warp reads down a column of either (A's
+  // element is the same for a warp, B's row is read along): rows unpadded.
+  CHECK(contains(staged, "shared f32 A.shared[32][32]"));
+  CHECK(contains(staged, "shared f32 B.shared[32][128]"));
   CHECK(contains(staged, "for k.stage in [0, max((K + 31) / 32, 0)) {"));
   CHECK(occurrences(staged, "barrier") == 2);
   // All 256 threads fill, consecutive threads consecutive columns, and
@@ -108,6 +110,44 @@ TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shar
                               {{"M", "5"}, {"N", "257"}, {"K", "100"}},
                               {{"M", "40"}, {"N", "40"}, {"K", "0"}}},
                              11);
+}
+
+TEST_CASE("matmul: a thread reads 4 k of a row of A.shared in one 128-bit load") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  auto ptx = codegen::compileToPtx(test::tracePasses(*loaded->program, "matmul").function, "sm_80");
+  REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+  // A full stage of 32 k: each of the thread's 4 rows of A in 8 vector
+  // loads (the rows start 16-byte aligned); B's 4 columns, 32 apart, stay
+  // scalar (128 of them).
+  CHECK(test::occurrences(*ptx, "ld.shared.v4.f32") == 32);
+  CHECK(test::occurrences(*ptx, "ld.shared.f32") < 160);
+}
+
+// Found by a bug hunt: a full stage of a DCT by redomap was unrolled like
+// matmul's, inlining libdevice's cos with its slow path 4 x 32 times (34 KB
+// of spills, 8000 lines of PTX). A body calling a math routine runs its
+// stage as a loop.
+TEST_CASE("a stage whose body calls a math routine is a loop, not unrolled") {
+  const char *source = R"(
+kernel dct_rows(x: in f64[M][N], X: out f64[M][N]) {
+  parfor i in 0..M, k in 0..N {
+    X[i][k] = redomap(+, 0.0, n in 0..N) x[i][n] * cos(0.1 * f64(n) * f64(k));
+  }
+}
+)";
+  auto loaded = test::loadText(source);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  test::PassTrace trace = test::tracePasses(*loaded->program, "dct_rows");
+  const std::string &staged = trace.after("stage_shared");
+  CHECK(contains(staged, "shared f64 x.shared["));
+  CHECK(contains(staged, "for n.lane in [0, 32) {"));
+  CHECK(!contains(staged, "unrolled for n.lane"));
+  auto ptx = codegen::compileToPtx(trace.function, "sm_80");
+  REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+  CHECK(occurrences(*ptx, "\n") < 2000);
+  test::checkGpuKernelsOnCpu(*loaded->program, "dct_rows",
+                             {{{"M", "3"}, {"N", "70"}}, {{"M", "9"}, {"N", "33"}}}, 19);
 }
 
 TEST_CASE("other tile sizes, stage lengths and budgets agree") {
@@ -137,9 +177,9 @@ TEST_CASE(
   REQUIRE(loaded->program);
   const std::string staged =
       test::tracePasses(*loaded->program, "conv2d_5x5").after("stage_shared");
-  // 32 + 4 rows by 128 + 4 columns, padded; the u loop whole: one fill,
-  // one barrier.
-  CHECK(contains(staged, "shared f32 I.shared[36][133]"));
+  // 32 + 4 rows by 128 + 4 columns (rows read along: whole 16 bytes); the
+  // u loop whole: one fill, one barrier.
+  CHECK(contains(staged, "shared f32 I.shared[36][132]"));
   CHECK(!contains(staged, "F.shared"));
   CHECK(!contains(staged, ".stage in"));
   CHECK(occurrences(staged, "barrier") == 1);
@@ -227,7 +267,7 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
       test::tracePasses(*loaded->program, "neighbours").after("stage_shared");
   // A program's own clamp: the box starts at the clamped first row, so the
   // last block, whose rows all clamp to M - 1, finds that row in it.
-  CHECK(contains(neighbours, "shared f32 A.shared[32][33]"));
+  CHECK(contains(neighbours, "shared f32 A.shared[32][32]"));
   CHECK(contains(neighbours, "min(i.block * 32 + 1, min(M, M - 1))"));
   test::checkGpuKernelsOnCpu(*loaded->program, "neighbours",
                              {{{"M", "1"}, {"N", "1"}, {"K", "3"}},
@@ -246,7 +286,7 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
   // loop is staged whole, 8 + 2 rows by 32 + 2 columns of one frame, with a
   // barrier after it before the next frame refills the box.
   const std::string frames = test::tracePasses(*loaded->program, "frames").after("stage_shared");
-  CHECK(contains(frames, "shared f32 I.shared[1][10][35]"));
+  CHECK(contains(frames, "shared f32 I.shared[1][10][36]"));
   CHECK(contains(frames, "I[i64(t * 7 % 5) + I.shared.element / 340]"));
   CHECK(occurrences(frames, "barrier") == 2);
   test::checkGpuKernelsOnCpu(*loaded->program, "frames",

@@ -68,6 +68,20 @@ bool isComparison(BinaryOpKind op) {
   }
 }
 
+bool Call::isMathRoutine() const {
+  switch (builtin) {
+  case loopc::Builtin::Exp:
+  case loopc::Builtin::Log:
+  case loopc::Builtin::Sin:
+  case loopc::Builtin::Cos:
+  case loopc::Builtin::Tanh:
+  case loopc::Builtin::Pow:
+    return true;
+  default:
+    return false;
+  }
+}
+
 static ScalarType binaryResultType(BinaryOpKind op, const Expr &lhs) {
   if (isComparison(op) || op == BinaryOpKind::And || op == BinaryOpKind::Or)
     return ScalarType::Bool;

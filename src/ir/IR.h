@@ -185,6 +185,11 @@ struct Call : ExprNode {
       : ExprNode(kKind, type), builtin(builtin), args(std::move(args)) {}
   const loopc::Builtin builtin;
   const std::vector<Expr> args;
+
+  // exp, log, sin, cos, tanh and pow: on every target a routine of tens to
+  // hundreds of instructions (libdevice, libm) with a slow path for large
+  // arguments, not an instruction. Passes weigh code size by it.
+  bool isMathRoutine() const;
 };
 
 // ------------------------------------------------------------- statements ---

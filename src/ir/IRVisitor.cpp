@@ -554,6 +554,22 @@ bool mentionsVar(const Stmt &stmt, const std::string &name) {
   return finder.found;
 }
 
+bool callsMathRoutine(const Stmt &stmt) {
+  class Finder : public IRVisitor {
+  public:
+    bool found = false;
+
+  protected:
+    bool finished() const override { return found; }
+    void visitCall(const Call &node) override {
+      found |= node.isMathRoutine();
+      IRVisitor::visitCall(node);
+    }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names) {
   for (const std::string &name : freeVars(expr))
     if (names.contains(name))
@@ -711,6 +727,9 @@ Stmt renameBindings(const Stmt &stmt, const std::string &suffix) {
 }
 
 size_t codeSize(const Stmt &stmt) {
+  // The size of a math routine inlined (libdevice's sinf with its slow
+  // path is a few hundred instructions; expf a few tens), as IR nodes.
+  const size_t kMathRoutineSize = 50;
   class Counter : public IRVisitor {
   public:
     size_t count = 0;
@@ -725,7 +744,7 @@ size_t codeSize(const Stmt &stmt) {
       IRVisitor::visitBinary(node);
     }
     void visitCall(const Call &node) override {
-      ++count;
+      count += node.isMathRoutine() ? kMathRoutineSize : 1;
       IRVisitor::visitCall(node);
     }
     void visitStore(const Store &node) override {

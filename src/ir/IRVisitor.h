@@ -127,8 +127,12 @@ Stmt retargetAccesses(const Stmt &stmt, const Buffer &from, const Buffer &to,
 Stmt renameBindings(const Stmt &stmt, const std::string &suffix);
 
 // The loads, arithmetic, calls and stores of a statement: what a copy of it
-// adds to a kernel, for a pass's code-size budget.
+// adds to a kernel, for a pass's code-size budget (a math routine counts for
+// the many instructions it inlines).
 size_t codeSize(const Stmt &stmt);
+
+// True when `stmt` calls a math routine (Call::isMathRoutine).
+bool callsMathRoutine(const Stmt &stmt);
 
 // True when `stmt` holds a loop of `kind`.
 bool containsLoopOf(const Stmt &stmt, ForKind kind);

@@ -33,13 +33,23 @@
 // out of range helps fill the boxes and computes nothing. The fill walks a
 // box in row-major order with all threads of the block, element `fill *
 // threads + thread`, so consecutive threads read consecutive addresses, and
-// elements outside the array are not read. The innermost extent of a box of
-// two or more dimensions is padded to an odd length, so a warp reading a
-// column of it hits 32 different banks.
+// elements outside the array are not read.
+//
+// The layout of a box of two or more dimensions follows how its warps read
+// it. Where the threads of a warp read down a column (a transpose, or a warp
+// spanning two rows of threads), the innermost extent is padded to an odd
+// length, so the column hits 32 different banks. Otherwise a warp reads along
+// a row or one element for all (matmul's A, a broadcast) and no padding is
+// needed against conflicts; the innermost extent is then rounded up to 16
+// bytes so every row starts 16-byte aligned, and a thread's reads of
+// consecutive elements of a row (matmul's A[i][k] over an unrolled k) become
+// one 128-bit load (LLVM's load-store vectorizer proves the alignment): a
+// quarter of the shared-memory instructions.
 #include "passes/Passes.h"
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/ArrayUses.h"
 #include "passes/analysis/BlockCooperation.h"
 #include "passes/analysis/IndexRange.h"
@@ -58,6 +68,10 @@ using ir::Expr; // not the AST's
 using ir::Stmt;
 
 namespace {
+
+// Bytes of the widest load a thread makes (ld.shared.v4.f32).
+const int64_t kVectorLoadBytes = 16;
+const int64_t kWarpSize = 32;
 
 // Loads per element of a box in one iteration of the loop, at least.
 const int64_t kMinReuse = 2;
@@ -223,13 +237,42 @@ bool hasLoop(const Stmt &stmt) {
   return finder.found;
 }
 
+// The arrays some warp of the nest reads down a column: an index other than
+// the innermost changes across the threads of one warp (the x threads, and
+// the y and z threads when a warp spans several rows of them).
+std::set<const BufferInfo *> arraysReadDownColumns(const Stmt &nest,
+                                                   const std::vector<const For *> &threads) {
+  std::vector<const For *> byDim = threads;
+  std::ranges::sort(byDim, {}, &For::gpuDim);
+  std::vector<std::string> warpVars;
+  int64_t warpThreads = 1;
+  for (const For *thread : byDim) {
+    if (warpThreads >= kWarpSize)
+      break;
+    warpVars.push_back(thread->var);
+    warpThreads *= thread->extent->as<IntImm>()->value;
+  }
+  std::set<const BufferInfo *> columnReads;
+  for (const BufferAccess &access : collectAccesses(nest)) {
+    if (access.isStore || access.indices.size() < 2)
+      continue;
+    for (size_t d = 0; d + 1 < access.indices.size(); ++d)
+      if (std::ranges::any_of(warpVars,
+                              [&](const auto &var) { return access.indices[d].dependsOn(var); }))
+        columnReads.insert(access.buffer.get());
+  }
+  return columnReads;
+}
+
 // The staging of one kernel nest: walks the thread's body down to the loops
 // it stages, moving the guards above them down (see the file comment).
 class NestStager {
 public:
   NestStager(const std::vector<const For *> &threads, const std::set<const BufferInfo *> &written,
-             const PassParameters &parameters, std::set<std::string> &sharedNames)
-      : written_(written), parameters_(parameters), sharedNames_(sharedNames) {
+             std::set<const BufferInfo *> columnReads, const PassParameters &parameters,
+             std::set<std::string> &sharedNames)
+      : written_(written), columnReads_(std::move(columnReads)), parameters_(parameters),
+        sharedNames_(sharedNames) {
     for (const For *thread : threads) {
       int64_t extent = thread->extent->as<IntImm>()->value;
       IndexRange range;
@@ -538,6 +581,10 @@ private:
                                            loop.source),
                      guard);
     };
+    // Unrolled, a stage of cheap straight-line code reads shared memory at
+    // constant offsets; a body calling a math routine gains nothing from it,
+    // and 32 inlined copies of the routine's slow path spill.
+    bool straightLine = !hasLoop(body) && !callsMathRoutine(body);
     Expr restVar = makeVar(type, rest);
     Stmt iterations = std::make_shared<LetStmt>(
         rest,
@@ -545,7 +592,7 @@ private:
                    makeBinary(BinaryOpKind::Mul, makeVar(type, stage), lengthImm)),
         std::make_shared<IfThenElse>(
             makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
-            lanes(lengthImm, hasLoop(body) ? ForKind::Serial : ForKind::Unrolled),
+            lanes(lengthImm, straightLine ? ForKind::Unrolled : ForKind::Serial),
             lanes(restVar, ForKind::Serial)));
     stmts.push_back(std::make_shared<Barrier>());
     stmts.push_back(iterations);
@@ -560,14 +607,24 @@ private:
                                  makeBlock(std::move(stmts)), loop.source);
   }
 
-  // A box's extents as allocated: the innermost odd, against bank conflicts.
-  static std::vector<int64_t> padded(std::vector<int64_t> extents) {
-    if (extents.size() >= 2 && extents.back() % 2 == 0)
-      ++extents.back();
+  // A box's extents as allocated (the file comment says why): the innermost
+  // odd where warps read down its columns, else rows of whole 16 bytes.
+  std::vector<int64_t> padded(const Footprint &footprint) const {
+    std::vector<int64_t> extents = footprint.extents();
+    if (extents.size() < 2)
+      return extents;
+    int64_t &row = extents.back();
+    if (columnReads_.contains(footprint.array.get())) {
+      row += 1 - row % 2;
+    } else {
+      int64_t vector = std::max<int64_t>(
+          1, kVectorLoadBytes / static_cast<int64_t>(scalarSize(footprint.array->element)));
+      row = (row + vector - 1) / vector * vector;
+    }
     return extents;
   }
-  static int64_t paddedBytes(const Footprint &footprint) {
-    return saturatingProduct(padded(footprint.extents()),
+  int64_t paddedBytes(const Footprint &footprint) const {
+    return saturatingProduct(padded(footprint),
                              static_cast<int64_t>(scalarSize(footprint.array->element)));
   }
 
@@ -582,7 +639,7 @@ private:
     std::vector<Stmt> fills;
     for (const Footprint &footprint : footprints) {
       std::vector<Expr> shape;
-      for (int64_t extent : padded(footprint.extents()))
+      for (int64_t extent : padded(footprint))
         shape.push_back(makeI64(extent));
       Buffer shared = makeBuffer(uniqueName(footprint.array->name + ".shared"),
                                  footprint.array->element, std::move(shape), MemorySpace::Shared);
@@ -646,6 +703,7 @@ private:
 
   RangeScope scope_;
   const std::set<const BufferInfo *> &written_;
+  const std::set<const BufferInfo *> columnReads_;
   const PassParameters &parameters_;
   std::set<std::string> &sharedNames_;
   std::map<std::string, IndexRange> threadRanges_;
@@ -687,7 +745,8 @@ private:
     if (threads.empty() || cooperatesAcrossThreads(nest))
       return nest;
     std::set<const BufferInfo *> written = writtenArrays(nest);
-    NestStager stager(threads, written, parameters_, sharedNames_);
+    NestStager stager(threads, written, arraysReadDownColumns(nest, threads), parameters_,
+                      sharedNames_);
     std::optional<Stmt> staged = stager.stage(inner);
     if (!staged)
       return nest;
