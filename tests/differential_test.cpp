@@ -1123,6 +1123,84 @@ kernel wide_steps(x: in i32[N], n: i32, c: out i32, e: out i32, y: out i32[N]) {
   checkSource(source, {"N=1 n=0", "N=7 n=5", "N=257 n=-3"});
 }
 
+// Regression (found by a bug hunt): a product returned by a function or cast
+// to its own type fused with a sum around the call in the compiled engines
+// (code generation saw the inlined product as the sum's operand), while the
+// interpreter rounds it on its own, as docs/language.md says. The flags are
+// integers, compared exactly; the written-out product fuses on every engine.
+TEST_CASE("a product returned by a function or cast to its type is rounded on every engine") {
+  const char *source = R"(
+fn sq(a: f32) -> f32 { return a * a; }
+fn product(a: f64, b: f64) -> f64 { return a * b; }
+kernel rounded_products(x: in f32[N], y: in f64[N], called: out i32[N], cast: out i32[N],
+                        called64: out i32[N], written: out i32[N]) {
+  parfor i in 0..N {
+    let p = x[i] * x[i];
+    called[i] = sq(x[i]) - p == 0.0 ? 1 : 0;
+    cast[i] = f32(x[i] * x[i]) - p == 0.0 ? 1 : 0;
+    let q = y[i] * y[i];
+    called64[i] = product(y[i], y[i]) - q == 0.0 ? 1 : 0;
+    written[i] = x[i] * x[i] - p == 0.0 ? 1 : 0;
+  }
+}
+)";
+  ArgumentRequest request;
+  request.values["N"] = "64";
+  request.seed = 5;
+  auto result = runAgreeing(source, "rounded_products", request);
+  for (const char *rounded : {"called", "cast", "called64"}) {
+    CAPTURE(rounded);
+    CHECK(integers(result[rounded]) == std::vector<int64_t>(64, 1));
+  }
+  // x * x - round(x * x) is the rounding error, zero only where x * x is exact.
+  CHECK(std::ranges::count(integers(result["written"]), 0) > 32);
+}
+
+// Regression (found by a bug hunt): an i64 range's span `hi - lo` wrapped
+// past INT64_MAX, and the compiled engines ran no iteration of
+// `-6e18..6e18 by 5e18` (three: -6e18, -1e18, 4e18).
+TEST_CASE("stepped i64 ranges whose span does not fit in i64") {
+  const char *source = R"(
+kernel wide_i64_steps(lo: i64, hi: i64, s: i64, x: in i64[N], count: out i64, last: out i64,
+                      y: out i64[N]) {
+  for i in lo..hi by s {
+    count += 1;
+    last = i;
+  }
+  parfor j in 0..N {
+    y[j] = redomap(+, 0, i in lo + x[j]..hi by s) 1;
+  }
+}
+)";
+  struct Case {
+    const char *lo, *hi, *step;
+    int64_t count, last;
+  };
+  const Case cases[] = {
+      {"-6000000000000000000", "6000000000000000000", "5000000000000000000", 3,
+       4000000000000000000},
+      {"-9223372036854775808", "9223372036854775807", "9223372036854775807", 3,
+       9223372036854775806},
+      {"-5", "9223372036854775807", "4611686018427387904", 3, 9223372036854775803},
+      {"-7", "-3", "3", 2, -4},
+      {"-7", "-4", "3", 1, -7},
+      {"7", "-3", "2", 0, 0},
+      {"5", "5", "1", 0, 0},
+  };
+  for (const Case &each : cases) {
+    CAPTURE(each.lo);
+    CAPTURE(each.hi);
+    CAPTURE(each.step);
+    ArgumentRequest request;
+    request.arrays["x"] = HostArray(ScalarType::I64, {2});
+    request.values = {{"lo", each.lo}, {"hi", each.hi}, {"s", each.step}};
+    auto result = runAgreeing(source, "wide_i64_steps", request);
+    CHECK(result["count"].getAsInt(0) == each.count);
+    CHECK(result["last"].getAsInt(0) == each.last);
+    CHECK(integers(result["y"]) == std::vector<int64_t>{each.count, each.count});
+  }
+}
+
 // Regression (found by a bug hunt): the CPU turned `i < i64(t)` into the
 // thread range below i64(t) - i.block * 32, which wrapped for t = -inf
 // (INT64_MIN): the second block's iterations ran the guarded store.

@@ -239,7 +239,11 @@ kernel evens(x: inout f32[N]) {
 }
 )",
                                          "evens"));
-  CHECK(contains(printed, "for i.t in [0, (N - 1) / 2 + min((N - 1) % 2, 1)) {"));
+  // floor(N / 2) - floor(1 / 2), plus one where N's remainder passes 1's:
+  // no span N - 1 that could overflow i64.
+  CHECK(contains(printed, "for i.t in [0, N / 2 - select(N % 2 < 0, 1, 0) - (1 / 2 - select(1 % 2 "
+                          "< 0, 1, 0)) + select(N % 2 + select(N % 2 < 0, 2, 0) > 1 % 2 + "
+                          "select(1 % 2 < 0, 2, 0), 1, 0)) {"));
   CHECK(contains(printed, "let i = 1 + 2 * i.t"));
 }
 

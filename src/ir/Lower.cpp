@@ -535,17 +535,51 @@ private:
       return type == wide ? value : std::make_shared<Cast>(wide, std::move(value));
     };
     Expr wideStep = widen(step), wideLo = widen(lo);
-    Expr span = makeBinary(BinaryOpKind::Sub, widen(hi), wideLo);
     result.loopVar = claimName(name + ".t");
     result.min = makeInt(wide, 0);
-    result.extent =
-        makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Div, span, wideStep),
-                   makeBinary(BinaryOpKind::Min, makeBinary(BinaryOpKind::Rem, span, wideStep),
-                              makeInt(wide, 1)));
+    if (type == wide) {
+      result.extent = steppedTripCount(lo, once(name + ".max", hi), step);
+    } else {
+      Expr span = makeBinary(BinaryOpKind::Sub, widen(hi), wideLo);
+      result.extent =
+          makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Div, span, wideStep),
+                     makeBinary(BinaryOpKind::Min, makeBinary(BinaryOpKind::Rem, span, wideStep),
+                                makeInt(wide, 1)));
+    }
+    // The product wraps past i64 only where the sum is back in range
+    // (integer arithmetic wraps on every engine).
     Expr value = makeBinary(BinaryOpKind::Add, wideLo,
                             makeBinary(BinaryOpKind::Mul, wideStep, makeVar(wide, result.loopVar)));
     result.stepLet = {name, type == wide ? value : std::make_shared<Cast>(type, value)};
     return result;
+  }
+
+  // The iterations of `lo..hi by step` in i64, step > 0, where the span
+  // `hi - lo` may not fit (`-6e18..6e18 by 5e18` runs 3 times): with
+  // lo = a * step + ra and hi = b * step + rb (floor division, remainders in
+  // [0, step)), the count is b - a, plus one when rb > ra; it overflows only
+  // where the count itself does not fit (step 1 over more than 2^63).
+  static Expr steppedTripCount(const Expr &lo, const Expr &hi, const Expr &step) {
+    ScalarType type = ScalarType::I64;
+    auto one = [&] { return makeInt(type, 1); };
+    auto zero = [&] { return makeInt(type, 0); };
+    auto isNegative = [&](const Expr &remainder) {
+      return makeBinary(BinaryOpKind::Lt, remainder, zero());
+    };
+    auto floorQuotient = [&](const Expr &x) {
+      Expr remainder = makeBinary(BinaryOpKind::Rem, x, step);
+      return makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Div, x, step),
+                        std::make_shared<Select>(isNegative(remainder), one(), zero()));
+    };
+    auto floorRemainder = [&](const Expr &x) {
+      Expr remainder = makeBinary(BinaryOpKind::Rem, x, step);
+      return makeBinary(BinaryOpKind::Add, remainder,
+                        std::make_shared<Select>(isNegative(remainder), step, zero()));
+    };
+    Expr partial = std::make_shared<Select>(
+        makeBinary(BinaryOpKind::Gt, floorRemainder(hi), floorRemainder(lo)), one(), zero());
+    return makeBinary(BinaryOpKind::Add,
+                      makeBinary(BinaryOpKind::Sub, floorQuotient(hi), floorQuotient(lo)), partial);
   }
 
   static Stmt wrapStepLet(const NormalizedRange &range, Stmt body) {
@@ -736,7 +770,7 @@ private:
       const auto &cast = *expr.as<CastExpr>();
       Expr operand = lowerExpr(*cast.operand, out);
       if (operand->type == cast.target)
-        return operand;
+        return roundedProduct(operand);
       if (cast.target == ScalarType::Bool)
         return makeBinary(BinaryOpKind::Ne, operand, zeroOf(operand->type));
       return std::make_shared<Cast>(cast.target, operand);
@@ -811,6 +845,18 @@ private:
     return std::make_shared<Call>(call.type, call.builtin, std::move(args));
   }
 
+  // A float product returned by a function or cast to its own type is
+  // rounded there: a sum around the call or the cast does not fuse with it
+  // (docs/language.md; the interpreter evaluates the call or cast on its
+  // own). A cast to the same type marks that in the IR, and code generation
+  // fuses only a product that is an operand of the sum itself.
+  static Expr roundedProduct(Expr value) {
+    const auto *product = value->as<Binary>();
+    if (product && product->op == BinaryOpKind::Mul && isFloat(value->type))
+      return std::make_shared<Cast>(value->type, std::move(value));
+    return value;
+  }
+
   // Inlines a `fn` body. A body whose only `return` ends it becomes its
   // statements followed by the returned expression; any other shape writes
   // the result into a cell and guards what follows a `return` with a flag.
@@ -827,7 +873,7 @@ private:
       returnTarget_.reset();
       for (size_t i = 0; i + 1 < stmts.size(); ++i)
         lowerStmt(*stmts[i], out);
-      result = lowerExpr(*stmts.back()->as<ReturnStmt>()->value, out);
+      result = roundedProduct(lowerExpr(*stmts.back()->as<ReturnStmt>()->value, out));
     } else {
       ReturnTarget target{makeCell(fn.name + ".result", fn.result, MemorySpace::Register),
                           makeCell(fn.name + ".done", ScalarType::Bool, MemorySpace::Register)};

@@ -202,7 +202,11 @@ protected:
     const auto *cast = result->as<Cast>();
     if (!cast)
       return result;
-    if (cast->operand->type == cast->type)
+    // A float product cast to its own type is rounded there (the lowering's
+    // mark against fusing it with a sum around it): kept.
+    const auto *product = cast->operand->as<Binary>();
+    bool roundsProduct = isFloat(cast->type) && product && product->op == BinaryOpKind::Mul;
+    if (cast->operand->type == cast->type && !roundsProduct)
       return cast->operand;
     if (const auto *imm = asInt(cast->operand); imm && isInteger(cast->type))
       return makeWrapped(cast->type, imm->value);
