@@ -634,6 +634,13 @@ kernel perimeter(A: inout f64[N][N], kb: i64, ke: i64) {
     }
   }
 }
+kernel perimeter_by_rows(A: inout f32[N][N], kb: i64, ke: i64) {
+  for i in kb..ke {
+    parfor j in ke..N {
+      A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j];
+    }
+  }
+}
 )",
               {"N=1 kb=0 ke=1", "N=2 kb=0 ke=1", "N=17 kb=3 ke=9", "N=40 kb=16 ke=32"});
 }

@@ -482,6 +482,112 @@ kernel perimeter(A: inout f64[N][N], kb: i64, ke: i64) {
   CHECK(reaching->diagnostics.find("read-write race") != std::string::npos);
 }
 
+TEST_CASE("the race check bounds the variables of loops around the parfor by their ranges") {
+  // Blocked lud's perimeter with the row loop outside the parfor: row i of
+  // `for i in kb..ke` is below ke, so the columns kb..i - 1 it reads are
+  // below the first column the parfor writes (found by a bug hunt). Lets of
+  // the bounds and of the loop variable stand for their values.
+  checked(R"(
+kernel outside(A: inout f32[N][N], kb: i64, ke: i64) {
+  for i in kb..ke {
+    parfor j in ke..N {
+      A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j];
+    }
+  }
+}
+kernel through_lets(A: inout f32[N][N], kb: i64, ke: i64) {
+  let e = ke;
+  for i in kb..e {
+    let m = i;
+    parfor j in e..N { A[i][j] -= redomap(+, 0.0, k in kb..m) A[i][k] * A[k][j]; }
+  }
+}
+kernel one_row_further(A: inout f32[N][N], kb: i64, ke: i64) {
+  for i in kb..ke + 1 {
+    parfor j in ke..N { A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j]; }
+  }
+}
+kernel triangular(a: inout f32[N][N + 1]) {
+  for i0 in 0..N {
+    for i in i0..N {
+      parfor j in 0..1 { a[i][j] = a[i][i - i0 + 1]; }
+    }
+  }
+}
+kernel other_row(a: inout f32[N][N], ke: i64) {
+  for i in 0..ke {
+    parfor j in 0..N { a[i][j] = a[ke][N - 1 - j]; }
+  }
+}
+)");
+  auto refused = [](const std::string &text) {
+    auto loaded = test::loadText(text);
+    INFO(text);
+    CHECK(loaded->program == nullptr);
+    CHECK(loaded->diagnostics.find("race") != std::string::npos);
+  };
+  // One column further: k reaches i, up to ke, the first written column.
+  refused(R"(
+kernel further(A: inout f32[N][N], kb: i64, ke: i64) {
+  for i in kb..ke {
+    parfor j in ke..N { A[i][j] -= redomap(+, 0.0, k in kb..i + 2) A[i][k] * A[k][j]; }
+  }
+}
+)");
+  // The parfor starts two columns earlier, at the last column row ke - 1 reads.
+  refused(R"(
+kernel earlier(A: inout f32[N][N], kb: i64, ke: i64) {
+  for i in kb..ke {
+    parfor j in ke - 2..N { A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j]; }
+  }
+}
+)");
+  // Rows up to ke + 1 read column ke.
+  refused(R"(
+kernel taller(A: inout f32[N][N], kb: i64, ke: i64) {
+  for i in kb..ke + 2 {
+    parfor j in ke..N { A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j]; }
+  }
+}
+)");
+  // The range's bound changed after the loop began: i runs to N - 1, not
+  // below the e the parfor starts at.
+  refused(R"(
+kernel moved_bound(A: inout f32[N][N], kb: i64, ke: i64) {
+  var e = N;
+  for i in kb..e {
+    e = ke;
+    parfor j in e..N { A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j]; }
+  }
+}
+)");
+  refused(R"(
+kernel moved_later(A: inout f32[N][N], kb: i64, ke: i64) {
+  var e = N;
+  for i in kb..e {
+    parfor j in e..N { A[i][j] -= redomap(+, 0.0, k in kb..i) A[i][k] * A[k][j]; }
+    e = ke;
+  }
+}
+)");
+  // Rows i and i + 1 - 1 are one row: the bounds do not make them differ.
+  refused(R"(
+kernel same_row(a: inout f32[N][N]) {
+  for i in 0..N - 1 {
+    parfor j in 0..N { a[i][j] = a[i + 1 - 1][N - 1 - j]; }
+  }
+}
+)");
+  // Row ke is written when ke < N: the bound is no strict one.
+  refused(R"(
+kernel last_row(a: inout f32[N][N], ke: i64) {
+  for i in 0..ke + 1 {
+    parfor j in 0..N { a[i][j] = a[ke][N - 1 - j]; }
+  }
+}
+)");
+}
+
 TEST_CASE("the race check takes indices with strides that are sizes as mixed-radix numbers") {
   // From ML code: group norm's inner parfor over channels g*K..(g + 1)*K of
   // group g, and im2col's row (c*K + u)*K + v for u, v in 0..K, were refused

@@ -45,7 +45,12 @@
 //       the loops and redomaps inside the nest that it reads (when those
 //       ranges are invariant), stays outside the values W's index takes while
 //       v sweeps its range (row k read while rows k+1.. are written; a[k] for
-//       k in 0..i while a[i..N) is written).
+//       k in 0..i while a[i..N) is written). The differences compared may
+//       read variables of loops around the nest: each has one value for the
+//       whole run of the nest, within its range, so the difference counts as
+//       every value those ranges allow (A[i][k] for k in kb..i inside
+//       `for i in kb..ke` is below ke, the first column `parfor j in ke..N`
+//       writes).
 // Variables and arrays declared inside the parfor body are private to an
 // iteration and never race. Writes to scalars declared outside the parfor
 // (scalar outputs, outer `var`s) are always races: use redomap.
@@ -64,7 +69,9 @@
 // not affine (`i / 2`, `i * i`, indirect `A[idx[i]]`) are never proven
 // injective, equal or disjoint, and a load is only ever an invariant term;
 // relations between two parfor variables (`A[i][j] = A[j][i]` over `j < i`)
-// are not used; ranges are only used when their bounds are invariant;
+// are not used; ranges are only used when their bounds are invariant (for a
+// loop around the nest: when what they read has not changed since the loop
+// began);
 // conditions are ignored, so a guarded write (`if i == 0 { B[0] = x; }`) must
 // be injective on its own and a guarded read counts as unconditional.
 #include "sema/RaceCheck.h"
@@ -196,7 +203,7 @@ private:
     AffineForm first = AffineForm::of(*range.lo, letValue());
     AffineForm last = AffineForm::of(*range.hi, letValue());
     last.constant -= 1;
-    rangeForms_.insert_or_assign(range.var.get(), RangeForms{first, last});
+    rangeForms_.insert_or_assign(range.var.get(), RangeForms{first, last, position_});
   }
 
   void visitParfor(const ParforStmt &parfor) {
@@ -551,7 +558,8 @@ private:
     AffineForm rest = *offsets;
     for (const VarDecl *digit : digits) {
       std::optional<AffineForm> coefficient = offsets->factorOf(digit);
-      const auto &[first, last] = rangeForms_.at(digit);
+      const AffineForm &first = rangeForms_.at(digit).first;
+      const AffineForm &last = rangeForms_.at(digit).last;
       AffineForm spanLess1 = last.plus(first, -1);
       if (!coefficient || !isInvariantAlong(*coefficient, outermost) ||
           !isInvariantAlong(spanLess1, outermost) ||
@@ -656,7 +664,8 @@ private:
       return false;
     if (isInvariantAlong(write, nest) && isInvariantAlong(other, nest)) {
       AffineForm difference = write.plus(other, -1);
-      return difference.isConstant() && difference.constant != 0;
+      return alwaysNegative(difference, nest) ||
+             alwaysNegative(AffineForm{}.plus(difference, -1), nest);
     }
     for (const VarDecl *var : vars) {
       // Pinned along the whole nest: the other iteration may differ in an
@@ -691,7 +700,8 @@ private:
       auto range = rangeForms_.find(var);
       if (range == rangeForms_.end() || parforOf_.contains(var))
         return std::nullopt;
-      const auto &[first, last] = range->second;
+      const AffineForm &first = range->second.first;
+      const AffineForm &last = range->second.last;
       // Bounds that vary with an enclosing loop of the nest sweep too: the
       // least first value and the greatest last one (`k in kb..i` inside
       // `for i in kb..ke`: kb to ke - 2). A range's bounds read only
@@ -715,7 +725,8 @@ private:
   // sweeps its range.
   bool outsideSweep(const AffineForm &write, const VarDecl *var, const AffineForm &otherLow,
                     const AffineForm &otherHigh, const Stmt &nest) const {
-    const auto &[lo, last] = rangeForms_.at(var);
+    const AffineForm &lo = rangeForms_.at(var).first;
+    const AffineForm &last = rangeForms_.at(var).last;
     if (!lo.isExact() || !last.isExact() || !isInvariantAlong(lo, nest) ||
         !isInvariantAlong(last, nest))
       return false;
@@ -724,10 +735,60 @@ private:
     rest.coefficients.erase(var);
     AffineForm low = rest.plus(scale > 0 ? lo : last, scale);
     AffineForm high = rest.plus(scale > 0 ? last : lo, scale);
-    AffineForm belowLow = otherHigh.plus(low, -1);
-    AffineForm aboveHigh = otherLow.plus(high, -1);
-    return (belowLow.isConstant() && belowLow.constant < 0) ||
-           (aboveHigh.isConstant() && aboveHigh.constant > 0);
+    return alwaysNegative(otherHigh.plus(low, -1), nest) ||
+           alwaysNegative(high.plus(otherLow, -1), nest);
+  }
+
+  // True when `form`, invariant along `nest`, is negative for every
+  // value the variables of the loops around `nest` may take: each such
+  // variable has one value for the whole run of the nest, somewhere in its
+  // range (`i - 1 - ke` for `i` of `for i in kb..ke` around the parfor is at
+  // most -2). Variables declared later are replaced first, as their bounds
+  // may read earlier ones (`for i0 in 0..N { for i in i0..N { ... } }`), so
+  // `i - i0` is at most `N - 1 - i0`, then `N - 1`; a variable that occurs
+  // twice is bounded at each occurrence on its own, which only widens the
+  // bound. A range counts only while the values its bounds read are still
+  // those the loop began with: `e = ke;` in the body of `for i in kb..e`
+  // leaves `i` below the old `e`.
+  bool alwaysNegative(const AffineForm &form, const Stmt &nest) const {
+    if (!form.isLinear())
+      return false;
+    AffineForm greatest = form;
+    std::set<const VarDecl *> unbounded;
+    while (true) {
+      const VarDecl *latest = nullptr;
+      for (const auto &[var, coefficient] : greatest.coefficients)
+        if (!unbounded.contains(var) && declarationNumber_.contains(var) &&
+            (!latest || declarationNumber_.at(var) > declarationNumber_.at(latest)))
+          latest = var;
+      if (!latest)
+        return greatest.isConstant() && greatest.constant < 0;
+      int64_t coefficient = greatest.coefficient(latest);
+      std::optional<AffineForm> replacement = enclosingRangeBound(latest, nest, coefficient > 0);
+      if (!replacement) {
+        unbounded.insert(latest);
+        continue;
+      }
+      greatest.coefficients.erase(latest);
+      greatest = greatest.plus(*replacement, coefficient);
+    }
+  }
+
+  // The last value (or the first) of the range of `var`, a variable of a
+  // loop around `nest`, when that range still holds where the nest runs.
+  std::optional<AffineForm> enclosingRangeBound(const VarDecl *var, const Stmt &nest,
+                                                bool last) const {
+    auto range = rangeForms_.find(var);
+    if (range == rangeForms_.end() || isDeclaredInside(var, nest))
+      return std::nullopt;
+    const AffineForm &bound = last ? range->second.last : range->second.first;
+    if (!range->second.first.isLinear() || !range->second.last.isLinear())
+      return std::nullopt;
+    for (const AffineForm *form : {&range->second.first, &range->second.last})
+      for (const auto &[read, coefficient] : form->coefficients)
+        if (mayChangeSince(read, range->second.position))
+          return std::nullopt;
+    return bound;
   }
 
   void analyzeNest() {
@@ -958,6 +1019,7 @@ private:
   struct RangeForms {
     AffineForm first;
     AffineForm last;
+    size_t position; // where the bounds were evaluated, for mayChangeSince
   };
   std::map<const VarDecl *, RangeForms> rangeForms_;
   std::vector<const ParforStmt *> chain_;
