@@ -85,6 +85,12 @@ STRING : '"' ~["\r\n]* '"' ;
 LINE_COMMENT : '//' ~[\r\n]* -> skip ;
 BLOCK_COMMENT : '/*' .*? '*/' -> skip ;
 WS : [ \t\r\n]+ -> skip ;
+// Operators of C that loopc lacks, lexed whole so that a syntax error can say
+// so (SyntaxErrors.cpp) instead of, for `x << 3`, "expected an expression
+// after '<'". No valid program has these characters outside comments and
+// strings ('&&', '||' are longer matches), so nothing valid lexes otherwise.
+SHIFT_OP : '<<' | '>>' ;
+BITWISE_OP : '&' | '|' | '^' | '~' ;
 // Any other character becomes a token the parser rejects, so the error is
 // reported by the parser with a location rather than by the lexer.
 UNKNOWN_CHAR : . ;

@@ -84,6 +84,28 @@ TEST_CASE("binary operators bind by precedence and associate to the left") {
   CHECK(binary(*plus.rhs).op == BinaryOp::Mul);
 }
 
+TEST_CASE("comparisons parse beside the shift and bitwise operators loopc lacks") {
+  // `<<`, `>>`, `&`, `|`, `^` and `~` are tokens of their own, for their
+  // error message; comparisons written without spaces, or next to a unary
+  // minus or a parenthesis, must still lex as before.
+  auto parsed = parse("kernel k() { let x = 1<2 && 3>-4 || 5<=(6) && 7>=8 && 9<-1 && 2>(3); "
+                      "let y = true && !false || false; }");
+  INFO(parsed->messages());
+  CHECK(parsed->messages().empty());
+  const BinaryExpr &orExpr = binary(firstLetValue(*parsed));
+  REQUIRE(orExpr.op == BinaryOp::Or);
+  const BinaryExpr &greater = binary(*binary(*orExpr.lhs).rhs);
+  CHECK(greater.op == BinaryOp::Gt);
+  CHECK(greater.rhs->as<UnaryExpr>() != nullptr);
+  CHECK(binary(*binary(*orExpr.lhs).lhs).op == BinaryOp::Lt);
+  const BinaryExpr &last = binary(*orExpr.rhs); // ... && 2>(3)
+  CHECK(last.op == BinaryOp::And);
+  CHECK(binary(*last.rhs).op == BinaryOp::Gt);
+  auto shifted = parse("kernel k() { let x = 1 << 2; }");
+  CHECK(shifted->program == nullptr);
+  CHECK(shifted->messages().find("no shift operators") != std::string::npos);
+}
+
 TEST_CASE("the conditional is looser than || and a redomap body extends to the right") {
   auto parsed = parse("kernel k() { let x = true || false ? 1 : 2 + 3; "
                       "let y = redomap(+, 0, i in 0..4) i * 2; }");

@@ -92,7 +92,26 @@ std::string printableCharacter(const std::string &text) {
   return text;
 }
 
+// The message for an operator of C that loopc does not have: said whatever
+// the parser expected, as no expected set explains it.
+std::optional<std::string> absentOperatorMessage(antlr4::Token *token) {
+  if (token->getType() == LoopLexer::SHIFT_OP)
+    return "loopc has no shift operators: use multiplication or division by a power of two";
+  if (token->getType() != LoopLexer::BITWISE_OP)
+    return std::nullopt;
+  std::string message = "loopc has no bitwise operators";
+  if (token->getText() == "&")
+    message += ": use '&&' for a logical and";
+  else if (token->getText() == "|")
+    message += ": use '||' for a logical or";
+  else if (token->getText() == "^")
+    message += ": use '!=' on bools for an exclusive or, pow(x, y) for a power";
+  return message;
+}
+
 std::string unexpectedMessage(antlr4::Token *token) {
+  if (std::optional<std::string> message = absentOperatorMessage(token))
+    return *message;
   if (token->getType() == LoopLexer::UNKNOWN_CHAR && token->getText() == "\"")
     return "unterminated string";
   return "unexpected " + describeToken(token);
@@ -222,6 +241,10 @@ SourceRange SyntaxErrorStrategy::justAfter(antlr4::Token *token) const {
 
 void SyntaxErrorStrategy::reportAt(antlr4::Parser *parser, antlr4::Token *token,
                                    const antlr4::misc::IntervalSet &expected) {
+  if (std::optional<std::string> absent = absentOperatorMessage(token)) {
+    reporter_.report(locate(parser, token), *absent);
+    return;
+  }
   std::optional<std::string> what = describeExpected(parser->getVocabulary(), expected);
   std::string message;
   if (token->getType() == antlr4::Token::EOF)
@@ -291,7 +314,7 @@ void SyntaxErrorStrategy::reportMissingToken(antlr4::Parser *parser) {
   antlr4::misc::IntervalSet expected = getExpectedTokens(parser);
   std::optional<std::string> what = describeExpected(parser->getVocabulary(), expected);
   antlr4::Token *previous = parser->getTokenStream()->LT(-1);
-  if (!what || !previous) {
+  if (!what || !previous || absentOperatorMessage(parser->getCurrentToken())) {
     reportAt(parser, parser->getCurrentToken(), expected);
     return;
   }
