@@ -936,7 +936,23 @@ private:
           std::ranges::for_each(monomial, blame);
         std::ranges::for_each(index.nonAffineVars, blame);
       }
-      if (!mentioned && mutableIndex)
+      // An index may depend on var only through the range of a variable
+      // it reads (group g's channels `c in g * K..(g + 2) * K`).
+      const VarDecl *rangedByVar = nullptr;
+      for (const AffineForm &index : write.indices)
+        for (const auto &[atom, coefficient] : index.coefficients)
+          if (auto range = rangeForms_.find(atom);
+              !rangedByVar && range != rangeForms_.end() &&
+              (range->second.first.mentions(var) || range->second.last.mentions(var)))
+            rangedByVar = atom;
+      if (!mentioned && rangedByVar)
+        diagnostics_.error(write.range,
+                           "race: the write to " + name + " depends on parfor variable " +
+                               quoted(var->name) + " only through the range of " +
+                               quoted(rangedByVar->name) + ", and the ranges of different " +
+                               "iterations over " + quoted(var->name) +
+                               " may overlap, so they may write the same element");
+      else if (!mentioned && mutableIndex)
         diagnostics_.error(write.range, "race: the write to " + name + " is indexed by " +
                                             quoted(mutableIndex->name) +
                                             ", a 'var', whose values the checker does not "
