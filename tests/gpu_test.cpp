@@ -129,7 +129,24 @@ struct StubbedGpu {
   }
   ScopedEnvironment driver;
   std::unique_ptr<Engine> engine;
+
+  // Runs `kernel` on the stand-in driver; the run must succeed.
+  RunStats mustRun(const Program &program, const KernelDecl &kernel, KernelArgs &args) {
+    Expected<RunStats> stats = engine->run(program, kernel, args);
+    REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+    return *stats;
+  }
 };
+
+// The arguments of `kernel` at the sizes and scalars `values`, the inputs
+// seeded.
+KernelArgs argumentsAt(const KernelDecl &kernel, std::map<std::string, std::string> values) {
+  ArgumentRequest request;
+  request.values = std::move(values);
+  Expected<KernelArgs> args = bindKernelArguments(kernel, request);
+  REQUIRE_MESSAGE(args, (args ? "" : args.error().message));
+  return std::move(*args);
+}
 
 // The GPU pipeline's IR of a program's only kernel, which must check.
 ir::Function onlyKernelCompiled(const test::LoadedProgram &loaded) {
@@ -429,21 +446,15 @@ TEST_CASE("the GPU engine's host program moves reduction cells through the devic
   auto loaded = test::loadFile(test::sourcePath("samples/sum_max.loop"));
   REQUIRE(loaded->program);
   const KernelDecl &kernel = *loaded->program->findKernel("sum_and_max");
-  ArgumentRequest request;
-  request.values["N"] = "1000";
-  auto args = bindKernelArguments(kernel, request);
-  REQUIRE(args);
-  args->params[1].data<float>()[0] = 123.0f; // `out`: zeroed before the run
-  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
-  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
-  CHECK(args->params[1].data<float>()[0] == 0.0f);
-  CHECK(args->params[2].data<float>()[0] == -std::numeric_limits<float>::infinity());
-  CHECK(stats->seconds >= 0);
+  KernelArgs args = argumentsAt(kernel, {{"N", "1000"}});
+  args.params[1].data<float>()[0] = 123.0f; // `out`: zeroed before the run
+  RunStats stats = gpu.mustRun(*loaded->program, kernel, args);
+  CHECK(args.params[1].data<float>()[0] == 0.0f);
+  CHECK(args.params[2].data<float>()[0] == -std::numeric_limits<float>::infinity());
+  CHECK(stats.seconds >= 0);
   // Zero-sized grids launch nothing and are no error.
-  request.values["N"] = "0";
-  auto empty = bindKernelArguments(kernel, request);
-  REQUIRE(empty);
-  CHECK(gpu.engine->run(*loaded->program, kernel, *empty));
+  KernelArgs empty = argumentsAt(kernel, {{"N", "0"}});
+  gpu.mustRun(*loaded->program, kernel, empty);
 }
 
 TEST_CASE("the host program's temporaries are allocated once, not in every run") {
@@ -457,13 +468,9 @@ TEST_CASE("the host program's temporaries are allocated once, not in every run")
   REQUIRE(loaded->program);
   const KernelDecl &kernel = *loaded->program->findKernel("dot");
   auto runOnce = [&](const char *n) {
-    ArgumentRequest request;
-    request.values["N"] = n;
-    auto args = bindKernelArguments(kernel, request);
-    REQUIRE(args);
+    KernelArgs args = argumentsAt(kernel, {{"N", n}});
     int before = controls.allocationCount();
-    auto stats = gpu.engine->run(*loaded->program, kernel, *args);
-    REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+    gpu.mustRun(*loaded->program, kernel, args);
     return controls.allocationCount() - before;
   };
   int first = runOnce("100000");
@@ -491,12 +498,8 @@ kernel colsum(X: in f32[R][C], s: out f32[C]) {
 )");
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const KernelDecl &kernel = *loaded->program->findKernel("colsum");
-  ArgumentRequest request;
-  request.values = {{"R", "4096"}, {"C", "1024"}};
-  auto args = bindKernelArguments(kernel, request);
-  REQUIRE(args);
-  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
-  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+  KernelArgs args = argumentsAt(kernel, {{"R", "4096"}, {"C", "1024"}});
+  gpu.mustRun(*loaded->program, kernel, args);
   REQUIRE(controls.launchCount() == 2);
   auto threads = [&](int launch) {
     const unsigned *geometry = controls.launchGeometry(launch);
@@ -552,12 +555,8 @@ kernel k(x: in f32[N], y: out f32[N]) {
 })");
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
-  ArgumentRequest request;
-  request.values = {{"N", "300"}};
-  auto args = bindKernelArguments(kernel, request);
-  REQUIRE(args);
-  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
-  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+  KernelArgs args = argumentsAt(kernel, {{"N", "300"}});
+  gpu.mustRun(*loaded->program, kernel, args);
   ir::Function function = test::compiledKernel(*loaded->program, kernel);
   REQUIRE(function.kernels.size() == 1);
   const ir::KernelFunc &device = function.kernels.front();
@@ -594,13 +593,10 @@ kernel abi(x: in f32[N], flags: in bool[N], y: out f32[N], marks: out bool[N],
 })");
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
-  ArgumentRequest request;
-  request.values = {{"N", "10"},    {"alpha", "1.5"}, {"k", "2"},
-                    {"on", "true"}, {"big", "-7"},    {"wide", "0.25"}};
-  auto args = bindKernelArguments(kernel, request);
-  REQUIRE(args);
-  auto stats = gpu.engine->run(*loaded->program, kernel, *args);
-  REQUIRE_MESSAGE(stats, (stats ? "" : stats.error().message));
+  KernelArgs args = argumentsAt(
+      kernel,
+      {{"N", "10"}, {"alpha", "1.5"}, {"k", "2"}, {"on", "true"}, {"big", "-7"}, {"wide", "0.25"}});
+  gpu.mustRun(*loaded->program, kernel, args);
 
   ir::Function function = test::compiledKernel(*loaded->program, kernel);
   REQUIRE(function.kernels.size() == 1);
@@ -656,14 +652,11 @@ TEST_CASE("the GPU engine reports a device error and a kernel's failure at the p
 })");
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
-  ArgumentRequest request;
-  request.values = {{"N", "10"}, {"d", "0"}};
-  auto args = bindKernelArguments(kernel, request);
-  REQUIRE(args);
+  KernelArgs args = argumentsAt(kernel, {{"N", "10"}, {"d", "0"}});
 
   // The kernel would find d == 0 and record the division's site (id 1).
   controls.setErrorWordOnNextLaunch(1);
-  auto divided = gpu.engine->run(*loaded->program, kernel, *args);
+  auto divided = gpu.engine->run(*loaded->program, kernel, args);
   REQUIRE(!divided);
   CHECK(divided.error().message == "integer division by zero");
   CHECK(divided.error().range.begin.line == 3);
@@ -672,7 +665,7 @@ TEST_CASE("the GPU engine reports a device error and a kernel's failure at the p
   // A fault the driver reports at the wait after the launch.
   constexpr int kIllegalAddress = 700; // CUDA_ERROR_ILLEGAL_ADDRESS
   controls.fail("cuCtxSynchronize", kIllegalAddress);
-  auto faulted = gpu.engine->run(*loaded->program, kernel, *args);
+  auto faulted = gpu.engine->run(*loaded->program, kernel, args);
   REQUIRE(!faulted);
   CHECK(faulted.error().message.find("cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS") !=
         std::string::npos);
