@@ -871,10 +871,6 @@ private:
   std::vector<PerThread> masks_;
 };
 
-} // namespace
-
-namespace {
-
 // Whether a statement allocates memory that the threads of a block share.
 class AllocatesShared : public IRVisitor {
 public:
@@ -886,21 +882,6 @@ protected:
     IRVisitor::visitAllocate(node);
   }
 };
-
-} // namespace
-
-std::vector<const For *> loopChain(const ir::StmtNode *stmt, ir::ForKind kind) {
-  std::vector<const For *> chain;
-  while (auto *loop = stmt->as<For>()) {
-    if (loop->forKind != kind)
-      break;
-    chain.push_back(loop);
-    stmt = loop->body.get();
-  }
-  return chain;
-}
-
-namespace {
 
 // The x block and thread loops of a row sweep as one thread loop across the
 // row (see RowSweep::row), or null when the body reads either index in
@@ -951,6 +932,17 @@ ir::Stmt wholeRow(const For &xBlock, const For &xThread) {
 }
 
 } // namespace
+
+std::vector<const For *> loopChain(const ir::StmtNode *stmt, ir::ForKind kind) {
+  std::vector<const For *> chain;
+  while (auto *loop = stmt->as<For>()) {
+    if (loop->forKind != kind)
+      break;
+    chain.push_back(loop);
+    stmt = loop->body.get();
+  }
+  return chain;
+}
 
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
