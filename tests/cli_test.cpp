@@ -334,6 +334,11 @@ TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU 
     CHECK(refused.exitCode == 1);
     CHECK(contains(refused.output, "--set"));
   }
+  // A name that is no size says so, listing the sizes.
+  auto unknown =
+      runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set Q=3 --after simplify");
+  CHECK(contains(unknown.output, "kernel 'cnn_conv_valid' has no size named 'Q'"));
+  CHECK(contains(unknown.output, "it has "));
 }
 
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {

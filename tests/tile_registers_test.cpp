@@ -2,6 +2,7 @@
 // like, and that tiled kernels compute what the interpreter computes at sizes
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
+#include "codegen/NvptxTarget.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -30,17 +31,62 @@ TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accu
   CHECK(contains(tiled, "let i.y3 = min(i.block * 4 * 8 + (i.thread * 4 + 3), M - 1)"));
   CHECK(contains(tiled, "if (i.block * 4 * 8 + (i.thread * 4 + 0) < M && "
                         "(j.block * 4 + 0) * 32 + j.thread < N) {"));
-  // One k loop updates the 16 accumulators.
-  CHECK(occurrences(tiled, "register f32 acc.x") == 16);
-  CHECK(occurrences(tiled, "for k in [0, K)") == 1);
+  // One k loop updates the 16 accumulators (in the edge tile here, and in
+  // the interior tile: next test case).
+  CHECK(occurrences(tiled, "register f32 acc.x") == 2 * 16);
+  CHECK(occurrences(tiled, "for k in [0, K)") == 2);
   CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y2][k] * B[k][j.x3]  (reduction step)"));
   CHECK(contains(tiled, "if (i.block * 4 * 8 + (i.thread * 4 + 2) < M && "
                         "(j.block * 4 + 3) * 32 + j.thread < N) {\n"
-                        "              C[i.y2][j.x3] = acc.x3y2\n"));
+                        "                C[i.y2][j.x3] = acc.x3y2\n"));
   // A kernel holding a tile in registers asks ptxas for room for it.
   REQUIRE(matmul.function.kernels.size() == 1);
   CHECK(matmul.function.kernels[0].minBlocksPerSM == 2);
   CHECK(matmul.function.kernels[0].maxThreadsPerBlock == 256);
+}
+
+TEST_CASE("a block whose copies are all in range runs an interior tile: no clamps, no guards") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  const std::string tiled = test::tracePasses(*loaded->program, "matmul").after("tile_registers");
+  // The last copy of the block's last thread in range: a uniform test.
+  CHECK(contains(tiled, "if (i.block * 4 * 8 + (7 * 4 + 3) < M && "
+                        "(j.block * 4 + 3) * 32 + 31 < N) {"));
+  // Inside, y copies are the first plus the copy index, x copies unclamped,
+  // and stores unguarded; the edge tile (else) keeps the clamps.
+  CHECK(contains(tiled, "let j.x3 = (j.block * 4 + 3) * 32 + j.thread\n"));
+  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y0 + 2][k] * B[k][j.x3]  (reduction step)"));
+  CHECK(contains(tiled, "            C[i.y0 + 2][j.x3] = acc.x3y2\n"));
+  CHECK(contains(tiled, "let j.x3 = min((j.block * 4 + 3) * 32 + j.thread, N - 1)"));
+  CHECK(occurrences(tiled, "for k in [0, K)") == 2);
+}
+
+TEST_CASE("a 5 x 5 window over consecutive copies is unrolled, and each input row loaded once") {
+  auto loaded = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
+  REQUIRE(loaded->program);
+  test::PassTrace conv = test::tracePasses(*loaded->program, "conv2d_5x5");
+  // In the interior tile only (the edge tile's clamped rows differ).
+  const std::string &tiled = conv.after("tile_registers");
+  CHECK(occurrences(tiled, "unrolled for u in [0, 5) {") == 1);
+  CHECK(occurrences(tiled, "for u in [0, 5) {") == 2);
+  CHECK(contains(tiled, "I[y.y0 + 3 + u][x.x1 + v] * F[u][v]"));
+  // Both tiles stage into one shared buffer: a block runs one of them.
+  const std::string &staged = conv.after("stage_shared");
+  CHECK(occurrences(staged, "shared f32 I.shared[") == 1);
+  CHECK(occurrences(staged, "I.shared[I.shared.element / 132][I.shared.element % 132] =") == 2);
+  // Rows y0 + r + u: 8 distinct for the 4 copies and 5 offsets, 20 columns
+  // (x copies 32 apart, 5 offsets): 160 shared loads for 400 multiply-adds
+  // in the interior, where each copy and offset had its own (400).
+  auto ptx = codegen::compileToPtx(conv.function, "sm_80");
+  REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+  CHECK(occurrences(*ptx, "fma.rn.f32") == 400 + 80);
+  CHECK(occurrences(*ptx, "ld.shared.f32") == 160 + 80);
+  test::checkGpuKernelsOnCpu(*loaded->program, "conv2d_5x5",
+                             {{{"H", "36"}, {"W", "132"}},
+                              {{"H", "37"}, {"W", "133"}},
+                              {{"H", "72"}, {"W", "300"}},
+                              {{"H", "5"}, {"W", "9"}}},
+                             23);
 }
 
 TEST_CASE("nests without reuse in a loop, 1-D nests and block reductions keep one point a thread") {
@@ -141,7 +187,7 @@ TEST_CASE("a 3-D nest tiles the two dimensions with the most reuse, and results 
   REQUIRE(loaded->program);
   test::PassTrace conv = test::tracePasses(*loaded->program, "cnn_conv_valid");
   const std::string &tiled = conv.after("tile_registers");
-  CHECK(occurrences(tiled, "register f32 acc.") == 16);
+  CHECK(occurrences(tiled, "register f32 acc.") == 2 * 16); // interior and edge tiles
   // Output channels (z) share the input window, a load that differs across
   // a warp; x copies share the weights, a broadcast; y is left alone.
   CHECK(contains(tiled, "gpu_block.z for o.block in [0, (max((Oc + 2 - 1) / 2, 0) + 3) / 4)"));

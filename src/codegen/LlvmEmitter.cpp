@@ -582,9 +582,12 @@ void LlvmEmitter::emitFor(const ir::For &loop) {
   case ForKind::GpuThread:
     target_.emitGpuLoop(*this, loop);
     return;
+  case ForKind::Unrolled:
+    if (emitUnrolled(loop))
+      return;
+    break;
   case ForKind::Serial:
   case ForKind::Parallel:
-  case ForKind::Unrolled:
   case ForKind::Vectorized:
     // Vectorization and the unrolling of other loops are left to LLVM, which
     // sees constant trip counts; an Unrolled loop asks for full unrolling.
@@ -598,6 +601,26 @@ void LlvmEmitter::emitFor(const ir::For &loop) {
       });
   if (loop.forKind == ForKind::Unrolled)
     addLoopProperty(backEdge, {llvm::MDString::get(context(), "llvm.loop.unroll.full")});
+}
+
+// An Unrolled loop of constant bounds: its body once per iteration, the
+// variable a constant in each. Unrolled here rather than by LLVM, before any
+// loop pass rewrites the addresses as recurrences, an index computed equally
+// in two iterations (a window's row at copy r and offset u + 1, and at copy
+// r + 1 and offset u: tile_registers) is the same expression on the same
+// values, and LLVM loads it once.
+bool LlvmEmitter::emitUnrolled(const ir::For &loop) {
+  const auto *min = loop.min->as<IntImm>();
+  const auto *extent = loop.extent->as<IntImm>();
+  if (!min || !extent)
+    return false;
+  llvm::Type *type = valueType(loop.min->type);
+  for (int64_t i = 0; i < extent->value; ++i) {
+    ScopedBindings scope(*this);
+    scope.var(loop.var, llvm::ConstantInt::get(type, min->value + i, true));
+    emitStmt(*loop.body);
+  }
+  return true;
 }
 
 void LlvmEmitter::addLoopProperty(llvm::BranchInst *backEdge,

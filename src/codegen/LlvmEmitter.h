@@ -91,6 +91,7 @@ public:
   // A counted loop `for var in [min, min + extent)`; `body` is called with the
   // insertion point inside the loop and the induction variable. Returns the
   // back edge, where loop metadata goes.
+  bool emitUnrolled(const ir::For &loop);
   llvm::BranchInst *emitCountedLoop(const std::string &name, llvm::Value *min, llvm::Value *extent,
                                     const std::function<void(llvm::Value *)> &body);
   // Gives the loop ending in `backEdge` an `llvm.loop` property, such as

@@ -40,9 +40,17 @@ Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
     const auto &[name, text] = *split;
     bool isSize = std::ranges::any_of(kernel.sizes,
                                       [&](const VarDeclPtr &size) { return size->name == name; });
+    if (!isSize) {
+      std::string sizes;
+      for (const VarDeclPtr &size : kernel.sizes)
+        sizes += (sizes.empty() ? "" : ", ") + size->name;
+      return makeError("--set " + assignment + ": kernel '" + kernel.name +
+                       "' has no size named '" + name + "' (explain takes sizes; it has " +
+                       (sizes.empty() ? std::string("none") : sizes) + ")");
+    }
     int64_t value = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (!isSize || error != std::errc() || end != text.data() + text.size())
+    if (error != std::errc() || end != text.data() + text.size())
       return makeError("--set " + assignment + ": explain takes the integer values of sizes of '" +
                        kernel.name + "'");
     if (value < 0) // as `loopc run` says (Bindings.cpp)

@@ -237,11 +237,10 @@ bool hasLoop(const Stmt &stmt) {
   return finder.found;
 }
 
-// The arrays some warp of the nest reads down a column: an index other than
-// the innermost changes across the threads of one warp (the x threads, and
-// the y and z threads when a warp spans several rows of them).
-std::set<const BufferInfo *> arraysReadDownColumns(const Stmt &nest,
-                                                   const std::vector<const For *> &threads) {
+// The loads by which some warp of the nest reads down a column: an index
+// other than the innermost changes across the threads of one warp (the x
+// threads, and the y and z threads when a warp spans several rows of them).
+std::set<const Load *> loadsDownColumns(const Stmt &nest, const std::vector<const For *> &threads) {
   std::vector<const For *> byDim = threads;
   std::ranges::sort(byDim, {}, &For::gpuDim);
   std::vector<std::string> warpVars;
@@ -252,14 +251,14 @@ std::set<const BufferInfo *> arraysReadDownColumns(const Stmt &nest,
     warpVars.push_back(thread->var);
     warpThreads *= thread->extent->as<IntImm>()->value;
   }
-  std::set<const BufferInfo *> columnReads;
+  std::set<const Load *> columnReads;
   for (const BufferAccess &access : collectAccesses(nest)) {
-    if (access.isStore || access.indices.size() < 2)
+    if (!access.load || access.indices.size() < 2)
       continue;
     for (size_t d = 0; d + 1 < access.indices.size(); ++d)
       if (std::ranges::any_of(warpVars,
                               [&](const auto &var) { return access.indices[d].dependsOn(var); }))
-        columnReads.insert(access.buffer.get());
+        columnReads.insert(access.load);
   }
   return columnReads;
 }
@@ -269,7 +268,7 @@ std::set<const BufferInfo *> arraysReadDownColumns(const Stmt &nest,
 class NestStager {
 public:
   NestStager(const std::vector<const For *> &threads, const std::set<const BufferInfo *> &written,
-             std::set<const BufferInfo *> columnReads, const PassParameters &parameters,
+             std::set<const Load *> columnReads, const PassParameters &parameters,
              std::set<std::string> &sharedNames)
       : written_(written), columnReads_(std::move(columnReads)), parameters_(parameters),
         sharedNames_(sharedNames) {
@@ -359,8 +358,8 @@ private:
       return stageBranch(*stmt->as<IfThenElse>(), guard, inLoop);
     case StmtNode::Kind::For: {
       const auto &loop = *stmt->as<For>();
-      if (loop.forKind != ForKind::Serial || !scope_.isUniform(loop.min) ||
-          !scope_.isUniform(loop.extent))
+      bool sequential = loop.forKind == ForKind::Serial || loop.forKind == ForKind::Unrolled;
+      if (!sequential || !scope_.isUniform(loop.min) || !scope_.isUniform(loop.extent))
         return std::nullopt;
       if (std::optional<Stmt> staged = stageLoop(loop, guard, inLoop))
         return staged;
@@ -379,9 +378,16 @@ private:
   // branch that depends on the thread becomes part of the guard.
   std::optional<Stmt> stageBranch(const IfThenElse &branch, const Expr &guard, bool inLoop) {
     if (scope_.isUniform(branch.cond)) {
+      size_t before = sharedBuffers_.size();
       std::optional<Stmt> thenCase = stagePath(branch.thenCase, guard, inLoop);
+      // A block runs one side only: the other may stage into the same
+      // buffers (tile_registers' interior and edge tiles stage one box).
+      std::vector<Buffer> outer = reusable_;
+      reusable_.insert(reusable_.end(), sharedBuffers_.begin() + static_cast<ptrdiff_t>(before),
+                       sharedBuffers_.end());
       std::optional<Stmt> elseCase =
           branch.elseCase ? stagePath(branch.elseCase, guard, inLoop) : std::nullopt;
+      reusable_ = std::move(outer);
       if (!thenCase && !elseCase)
         return std::nullopt;
       return std::make_shared<IfThenElse>(
@@ -420,6 +426,7 @@ private:
       scope_.bindRange(var, range);
     std::vector<Footprint> chosen;
     int64_t bytes = sharedBytes_;
+    std::vector<Buffer> reusable = reusable_;
     for (Footprint &footprint : footprints) {
       std::optional<Footprint> all = unitedBox(footprint, iteration);
       std::optional<Footprint> oneThread = unitedBox(footprint, iterationOfOneThread);
@@ -427,7 +434,7 @@ private:
           oneThread->elements() == all->elements() ||
           std::ranges::equal(all->extents(), footprint.extents()))
         continue;
-      int64_t footprintBytes = paddedBytes(footprint);
+      int64_t footprintBytes = takeReusable(footprint, reusable) ? 0 : paddedBytes(footprint);
       if (footprintBytes > parameters_.sharedKiB * 1024 - bytes)
         return {};
       bytes += footprintBytes;
@@ -614,7 +621,8 @@ private:
     if (extents.size() < 2)
       return extents;
     int64_t &row = extents.back();
-    if (columnReads_.contains(footprint.array.get())) {
+    if (std::ranges::any_of(footprint.loads,
+                            [&](const Load *load) { return columnReads_.contains(load); })) {
       row += 1 - row % 2;
     } else {
       int64_t vector = std::max<int64_t>(
@@ -638,20 +646,41 @@ private:
     std::map<const Load *, SharedLoads::Staged> staged;
     std::vector<Stmt> fills;
     for (const Footprint &footprint : footprints) {
-      std::vector<Expr> shape;
-      for (int64_t extent : padded(footprint))
-        shape.push_back(makeI64(extent));
-      Buffer shared = makeBuffer(uniqueName(footprint.array->name + ".shared"),
-                                 footprint.array->element, std::move(shape), MemorySpace::Shared);
-      shared->isWritten = true;
-      shared->declared = footprint.array->declared;
-      sharedBytes_ += paddedBytes(footprint);
-      sharedBuffers_.push_back(shared);
+      Buffer shared = takeReusable(footprint, reusable_);
+      if (!shared) {
+        std::vector<Expr> shape;
+        for (int64_t extent : padded(footprint))
+          shape.push_back(makeI64(extent));
+        shared = makeBuffer(uniqueName(footprint.array->name + ".shared"), footprint.array->element,
+                            std::move(shape), MemorySpace::Shared);
+        shared->isWritten = true;
+        shared->declared = footprint.array->declared;
+        sharedBytes_ += paddedBytes(footprint);
+        sharedBuffers_.push_back(shared);
+      }
       fills.push_back(fill(footprint, shared));
       for (const Load *load : footprint.loads)
         staged[load] = {&footprint, shared};
     }
     return Staging{SharedLoads(std::move(staged)), std::move(fills)};
+  }
+
+  // A buffer of `pool` of the footprint's element type and allocated shape,
+  // taken out of the pool; null when there is none.
+  Buffer takeReusable(const Footprint &footprint, std::vector<Buffer> &pool) const {
+    std::vector<int64_t> shape = padded(footprint);
+    auto fits = std::ranges::find_if(pool, [&](const Buffer &buffer) {
+      return buffer->element == footprint.array->element &&
+             std::ranges::equal(buffer->shape, shape, [](const Expr &extent, int64_t wanted) {
+               const auto *constant = extent->as<IntImm>();
+               return constant && constant->value == wanted;
+             });
+    });
+    if (fits == pool.end())
+      return nullptr;
+    Buffer buffer = *fits;
+    pool.erase(fits);
+    return buffer;
   }
 
   std::string uniqueName(const std::string &name) {
@@ -703,7 +732,7 @@ private:
 
   RangeScope scope_;
   const std::set<const BufferInfo *> &written_;
-  const std::set<const BufferInfo *> columnReads_;
+  const std::set<const Load *> columnReads_; // of the nest's loads
   const PassParameters &parameters_;
   std::set<std::string> &sharedNames_;
   std::map<std::string, IndexRange> threadRanges_;
@@ -712,6 +741,8 @@ private:
   Expr linearThread_;
   int64_t sharedBytes_ = 0;
   std::vector<Buffer> sharedBuffers_;
+  // Buffers of a side of a uniform branch, free for the side being staged.
+  std::vector<Buffer> reusable_;
 };
 
 class SharedStager : public IRMutator {
@@ -745,8 +776,7 @@ private:
     if (threads.empty() || cooperatesAcrossThreads(nest))
       return nest;
     std::set<const BufferInfo *> written = writtenArrays(nest);
-    NestStager stager(threads, written, arraysReadDownColumns(nest, threads), parameters_,
-                      sharedNames_);
+    NestStager stager(threads, written, loadsDownColumns(nest, threads), parameters_, sharedNames_);
     std::optional<Stmt> staged = stager.stage(inner);
     if (!staged)
       return nest;

@@ -22,7 +22,14 @@
 // it (`min(v, bound - 1)`), so every load it makes is one the program makes,
 // and does not store. Every block then runs the same straight-line tile, at
 // any size; bodies that read a global buffer they also write are left alone
-// (a clamped copy could read an element another thread has written).
+// (a clamped copy could read an element another thread has written). A
+// block whose copies are all in range (the last copy of its last thread is:
+// a test on the block index, uniform across the block) runs an interior
+// tile instead, without the clamps and the store guards: most blocks at
+// realistic sizes. There a y or z copy's index is the first copy's plus the
+// copy index, and a window loop over such copies is unrolled
+// (slidesAcrossCopies), so the rows neighbouring copies share are loaded
+// once; clamped, they could not be proven equal.
 //
 // Chosen only where it pays: a mapped dimension is coarsened when a global
 // load inside a loop of the body is invariant along it, loads that differ
@@ -105,9 +112,11 @@ std::string copySuffix(DimMask deps, const CopyIndex &copy) {
 // per copy (`acc.x1y2`), in the order of the original statements.
 class Jammer {
 public:
+  // `interior`: the tile of a block every copy of which is in range (see
+  // the file comment), with no clamps and no guards.
   Jammer(const std::vector<MappedDim> &dims, const IfThenElse &guard,
-         const std::map<std::string, GuardedIndex> &guardedIndices)
-      : dims_(dims), guard_(guard), guardedIndices_(guardedIndices) {
+         const std::map<std::string, GuardedIndex> &guardedIndices, bool interior)
+      : dims_(dims), guard_(guard), guardedIndices_(guardedIndices), interior_(interior) {
     for (const MappedDim &dim : dims) {
       if (dim.factor == 1)
         continue;
@@ -121,6 +130,41 @@ public:
   // The thread's work for `inner`, the lets and guard under the thread
   // loops.
   Stmt tile(const Stmt &inner) { return jam(inner, CopyIndex{}); }
+
+  // Whether every copy of every thread of the block is in range: the last
+  // copy of the last thread is (map_to_gpu's indices grow with the block
+  // and thread indices, and tile_registers' copies with the copy index).
+  // Uniform across the block; nothing when an index is not of that form.
+  std::optional<Expr> interiorBlock() const {
+    const std::vector<MappedDim> &dims = dims_;
+    AffineScope scope;
+    std::map<std::string, Expr> lastThread;
+    CopyIndex last;
+    for (const MappedDim &dim : dims) {
+      for (const For *loop : {dim.block, dim.thread})
+        scope.bindLoop(loop->var);
+      const auto *extent = dim.thread->extent->as<IntImm>();
+      if (!extent)
+        return std::nullopt;
+      lastThread[dim.thread->var] = makeInt(dim.thread->extent->type, extent->value - 1);
+      last.fixed |= 1u << dim.gpuDim;
+      last.index[dim.gpuDim] = dim.factor - 1;
+    }
+    Expr interior;
+    for (const auto &[var, guarded] : guardedIndices_) {
+      AffineIndex index = scope.analyze(guarded.value);
+      bool grows = index.isAffine() && std::ranges::all_of(dims, [&](const MappedDim &dim) {
+                     return index.coefficient(dim.block->var) >= 0 &&
+                            index.coefficient(dim.thread->var) >= 0;
+                   });
+      if (!grows)
+        return std::nullopt;
+      Expr lastValue = substitute(rewrite(guarded.value, last), lastThread);
+      Expr inRange = makeBinary(BinaryOpKind::Lt, lastValue, guarded.bound);
+      interior = interior ? makeBinary(BinaryOpKind::And, interior, inRange) : inRange;
+    }
+    return interior;
+  }
 
 private:
   Stmt jam(const Stmt &stmt, const CopyIndex &copy) {
@@ -184,6 +228,13 @@ private:
       if (deps == jammer_.varDeps_.end())
         return self;
       assert((deps->second & ~copy_.fixed) == 0 && "a copy of a name not fixed");
+      if (std::optional<int> dim = jammer_.offsetFromFirstCopy(node.name)) {
+        CopyIndex first = copy_;
+        first.index[*dim] = 0;
+        return makeBinary(BinaryOpKind::Add,
+                          makeVar(node.type, node.name + copySuffix(deps->second, first)),
+                          makeInt(node.type, copy_.index[*dim]));
+      }
       return makeVar(node.type, node.name + copySuffix(deps->second, copy_));
     }
 
@@ -273,9 +324,12 @@ private:
     auto guarded = guardedIndices_.find(let.var);
     Stmt body = jam(let.body, copy);
     std::vector<std::pair<std::string, Expr>> bindings;
+    std::optional<int> offsetDim = offsetFromFirstCopy(let.var);
     forEachCopy(deps & ~copy.fixed, copy, [&](const CopyIndex &each) {
+      if (offsetDim && each.index[*offsetDim] != 0)
+        return; // read as the first copy's plus the copy index
       Expr value = rewrite(let.value, each);
-      if (guarded != guardedIndices_.end())
+      if (guarded != guardedIndices_.end() && !interior_)
         value = makeBinary(
             BinaryOpKind::Min, value,
             makeBinary(BinaryOpKind::Sub, guarded->second.bound, makeInt(value->type, 1)));
@@ -284,6 +338,31 @@ private:
     for (auto binding = bindings.rbegin(); binding != bindings.rend(); ++binding)
       body = std::make_shared<LetStmt>(binding->first, binding->second, body);
     return body;
+  }
+
+  // In the interior tile, copy r of a thread's index along y or z is its
+  // first copy plus r (map_to_gpu's `y = y.block * 8 + y.thread`, the
+  // copies consecutive): written so, a window's index at copy r and offset
+  // u + 1 is the same expression as at copy r + 1 and offset u once LLVM
+  // unrolls the window (slidesAcrossCopies), and the load is made once.
+  // The dimension, for such an index.
+  std::optional<int> offsetFromFirstCopy(const std::string &name) const {
+    auto guarded = guardedIndices_.find(name);
+    if (!interior_ || guarded == guardedIndices_.end())
+      return std::nullopt;
+    for (const MappedDim &dim : dims_) {
+      if (dim.gpuDim == 0 || dim.factor == 1 || depsOfName(name) != (1u << dim.gpuDim))
+        continue;
+      // Copy r rewrites the thread index t as t * factor + r: r more, when
+      // the index reads t once, with coefficient 1, and the block index as
+      // a multiple of the factor.
+      AffineScope scope;
+      scope.bindLoop(dim.thread->var);
+      AffineIndex index = scope.analyze(guarded->second.value);
+      if (index.isAffine() && index.coefficient(dim.thread->var) == 1)
+        return dim.gpuDim;
+    }
+    return std::nullopt;
   }
 
   // A buffer allocated in the body is per thread: one per copy.
@@ -351,9 +430,12 @@ private:
 
   Stmt jamFor(const For &loop, const CopyIndex &copy) {
     DimMask deps = depsOf({loop.min, loop.extent});
-    if (!deps)
+    if (!deps) {
+      Stmt body = jam(loop.body, copy);
+      ForKind kind = interior_ && slidesAcrossCopies(loop, body) ? ForKind::Unrolled : loop.forKind;
       return std::make_shared<For>(loop.var, rewrite(loop.min, copy), rewrite(loop.extent, copy),
-                                   loop.forKind, loop.gpuDim, jam(loop.body, copy), loop.source);
+                                   kind, loop.gpuDim, std::move(body), loop.source);
+    }
     // Bounds that differ between copies: a loop per copy.
     varDeps_[loop.var] = deps;
     std::vector<Stmt> loops;
@@ -363,6 +445,43 @@ private:
           loop.forKind, loop.gpuDim, jam(loop.body, each), loop.source));
     });
     return makeBlock(std::move(loops));
+  }
+
+  // A window loop over consecutive copies: a constant loop whose variable
+  // is added, in a load's index, to an index the y or z copies take one
+  // apart (a filter's rows over a tile of output rows). Copy r at u + 1
+  // loads what copy r + 1 loads at u; unrolled (within the code-size
+  // budget) in the interior tile, whose copies' indices are unclamped, the
+  // iterations sit side by side and LLVM loads each element once for all
+  // the copies that read it: a 5 x 5 filter over 4 rows reads 8 input rows
+  // per column, not 20.
+  bool slidesAcrossCopies(const For &loop, const Stmt &jammedBody) const {
+    const auto *trips = loop.extent->as<IntImm>();
+    DimMask consecutive = coarsened_ & ~1u; // y and z
+    if (loop.forKind != ForKind::Serial || !trips || trips->value < 2 || !consecutive ||
+        codeSize(jammedBody) * static_cast<size_t>(trips->value) > kMaxJammedNodes)
+      return false;
+    class WindowFinder : public IRVisitor {
+    public:
+      WindowFinder(const Jammer &jammer, const std::string &loopVar, DimMask consecutive)
+          : jammer_(jammer), loopVar_(loopVar), consecutive_(consecutive) {}
+      bool found = false;
+
+    protected:
+      bool finished() const override { return found; }
+      void visitLoad(const Load &node) override {
+        for (const Expr &index : node.indices)
+          found |= usesAnyVar(index, {loopVar_}) && (jammer_.depsOf({index}) & consecutive_);
+        IRVisitor::visitLoad(node);
+      }
+
+    private:
+      const Jammer &jammer_;
+      const std::string &loopVar_;
+      DimMask consecutive_;
+    } finder(*this, loop.var, consecutive);
+    finder.visit(loop.body);
+    return finder.found;
   }
 
   Stmt jamIf(const IfThenElse &branch, const CopyIndex &copy) {
@@ -381,6 +500,8 @@ private:
   // the last index in range (so every load they make is one the program
   // makes) and do not store.
   Stmt guardFirstCopy(const CopyIndex &copy) {
+    if (interior_)
+      return jam(guard_.thenCase, copy);
     Expr firstInRange;
     for (const auto &[var, guarded] : guardedIndices_) {
       Expr inRange = inRangeTest(var, CopyIndex{coarsened_, {0, 0, 0}});
@@ -397,6 +518,8 @@ private:
 
   // The global store of a copy happens when the copy's indices are in range.
   Stmt storeInRange(Stmt store, const CopyIndex &copy) const {
+    if (interior_)
+      return store;
     Expr inRange;
     for (const auto &[var, guarded] : guardedIndices_) {
       DimMask deps = depsOfName(var);
@@ -411,6 +534,7 @@ private:
   const std::vector<MappedDim> &dims_;
   const IfThenElse &guard_;
   const std::map<std::string, GuardedIndex> &guardedIndices_; // by let name
+  const bool interior_;
   DimMask coarsened_ = 0;
   std::map<std::string, DimMask> varDeps_; // names bound per copy
   std::set<const BufferInfo *> copiedBuffers_;
@@ -487,8 +611,11 @@ private:
     if (!chooseFactors(guard->thenCase, dims))
       return nest;
 
-    Jammer jammer(dims, *guard, *guardedIndices);
-    Stmt body = jammer.tile(inner);
+    Jammer edge(dims, *guard, *guardedIndices, false);
+    Stmt body = edge.tile(inner);
+    if (std::optional<Expr> interior = edge.interiorBlock())
+      body = std::make_shared<IfThenElse>(
+          *interior, Jammer(dims, *guard, *guardedIndices, true).tile(inner), body);
     for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
       body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
                                    ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);

@@ -202,6 +202,7 @@ protected:
   void visitLoad(const Load &node) override {
     IRVisitor::visitLoad(node);
     record(node.buffer, false, node.indices, node.source);
+    accesses.back().load = &node;
   }
 
   void visitStore(const Store &node) override {

@@ -64,6 +64,7 @@ struct BufferAccess {
   // Reduce loops), outermost first.
   std::vector<std::string> enclosingLoops;
   SourceRange source;
+  const ir::Load *load = nullptr; // the node, for a load
 };
 
 // Every Load and Store in `stmt`, in program order (a Store's value before
