@@ -110,6 +110,43 @@ Expected<std::unique_ptr<llvm::TargetMachine>> objectMachine(const std::string &
   return machine;
 }
 
+// The integer types in which `extent` does arithmetic that may overflow
+// (LlvmEmitter::setOverflowFlag), in words: an i32 parameter's n * n is i32
+// arithmetic, which the kernel's code computes in 32 bits too.
+std::string overflowingTypes(const ir::ExprNode &extent) {
+  bool i32 = false, i64 = false;
+  std::function<void(const ir::ExprNode &)> visit = [&](const ir::ExprNode &expr) {
+    auto note = [&](ScalarType type) {
+      i32 |= type == ScalarType::I32;
+      i64 |= type == ScalarType::I64;
+    };
+    if (auto *binary = expr.as<ir::Binary>()) {
+      if (binary->op == ir::BinaryOpKind::Add || binary->op == ir::BinaryOpKind::Sub ||
+          binary->op == ir::BinaryOpKind::Mul)
+        note(binary->type);
+      visit(*binary->lhs);
+      visit(*binary->rhs);
+    } else if (auto *unary = expr.as<ir::Unary>()) {
+      note(unary->type);
+      visit(*unary->operand);
+    } else if (auto *cast = expr.as<ir::Cast>()) {
+      visit(*cast->operand);
+    } else if (auto *call = expr.as<ir::Call>()) {
+      note(call->type);
+      for (const ir::Expr &arg : call->args)
+        visit(*arg);
+    } else if (auto *select = expr.as<ir::Select>()) {
+      visit(*select->cond);
+      visit(*select->thenValue);
+      visit(*select->elseValue);
+    }
+  };
+  visit(extent);
+  if (i32 && i64)
+    return "32-bit or 64-bit integers";
+  return i32 ? "32-bit integers" : "64-bit integers";
+}
+
 // Emits the C function of one kernel into its CPU module.
 class WrapperEmitter {
 public:
@@ -227,7 +264,7 @@ private:
       return builder_.CreateExtractValue(product, 0);
     };
     for (const ir::Expr &extent : buffer.shape) {
-      llvm::Value *value = emitter_.emitExprAs(*extent, ScalarType::I64);
+      llvm::Value *value = extentValue(*extent, param.name, type);
       failIf(builder_.CreateICmpSLT(value, builder_.getInt64(0)), LOOPC_ERROR_INVALID_ARGUMENT,
              prefix() + "'" + param.name + "' would have a negative extent (its type is " + type +
                  ")");
@@ -248,6 +285,23 @@ private:
                             builder_.CreateSelect(hasElements, bytes, builder_.getInt64(0)),
                             llvm::MaybeAlign(1));
     return pointer;
+  }
+
+  // `extent` as i64, refused when its arithmetic overflows: wrapped, n * n
+  // with n = 2^32 would be an empty array, and a NULL pointer would be
+  // accepted for it (or n = 3037000500 called negative).
+  llvm::Value *extentValue(const ir::ExprNode &extent, const std::string &name,
+                           const std::string &type) {
+    if (!overflowFlag_)
+      overflowFlag_ = emitter_.createEntryAlloca(builder_.getInt1Ty(), nullptr, "overflowed");
+    builder_.CreateStore(builder_.getFalse(), overflowFlag_);
+    emitter_.setOverflowFlag(overflowFlag_);
+    llvm::Value *value = emitter_.emitExprAs(extent, ScalarType::I64);
+    emitter_.setOverflowFlag(nullptr);
+    failIf(builder_.CreateLoad(builder_.getInt1Ty(), overflowFlag_), LOOPC_ERROR_INVALID_ARGUMENT,
+           prefix() + "in the type of '" + name + "' (" + type + "): the extent overflows " +
+               overflowingTypes(extent));
+    return value;
   }
 
   std::string prefix() const { return "kernel '" + kernel_.declaration->name + "': "; }
@@ -338,6 +392,7 @@ private:
   LlvmEmitter emitter_;
   llvm::IRBuilder<> &builder_;
   llvm::Function *function_ = nullptr;
+  llvm::Value *overflowFlag_ = nullptr; // extentValue's, for the emitter
 };
 
 // The CPU module of one kernel with its code internal and its C function

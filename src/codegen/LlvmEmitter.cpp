@@ -276,6 +276,9 @@ llvm::Value *LlvmEmitter::emitExpr(const ir::ExprNode &expr) {
     llvm::Value *operand = emitExpr(*unary.operand);
     if (unary.op == UnaryOpKind::Not)
       return builder_.CreateNot(operand);
+    if (overflowFlag_ && isInteger(expr.type))
+      return emitOverflowChecked(llvm::Intrinsic::ssub_with_overflow,
+                                 llvm::ConstantInt::get(operand->getType(), 0), operand);
     return isFloat(expr.type) ? builder_.CreateFNeg(operand) : builder_.CreateNeg(operand);
   }
   case ExprNode::Kind::Binary:
@@ -318,6 +321,15 @@ llvm::Value *LlvmEmitter::emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *
     return isMin ? builder_.CreateAnd(lhs, rhs) : builder_.CreateOr(lhs, rhs);
   return builder_.CreateBinaryIntrinsic(isMin ? llvm::Intrinsic::smin : llvm::Intrinsic::smax, lhs,
                                         rhs);
+}
+
+llvm::Value *LlvmEmitter::emitOverflowChecked(llvm::Intrinsic::ID id, llvm::Value *lhs,
+                                              llvm::Value *rhs) {
+  llvm::Value *result = builder_.CreateBinaryIntrinsic(id, lhs, rhs);
+  llvm::Value *overflowed = builder_.CreateLoad(builder_.getInt1Ty(), overflowFlag_);
+  builder_.CreateStore(builder_.CreateOr(overflowed, builder_.CreateExtractValue(result, 1)),
+                       overflowFlag_);
+  return builder_.CreateExtractValue(result, 0);
 }
 
 llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs,
@@ -381,6 +393,14 @@ llvm::Value *LlvmEmitter::emitBinary(const Binary &binary) {
   llvm::Value *rhs = emitExpr(*binary.rhs);
   ScalarType operandType = binary.lhs->type;
   bool isFp = isFloat(operandType);
+  if (overflowFlag_ && isInteger(operandType)) {
+    if (binary.op == BinaryOpKind::Add)
+      return emitOverflowChecked(llvm::Intrinsic::sadd_with_overflow, lhs, rhs);
+    if (binary.op == BinaryOpKind::Sub)
+      return emitOverflowChecked(llvm::Intrinsic::ssub_with_overflow, lhs, rhs);
+    if (binary.op == BinaryOpKind::Mul)
+      return emitOverflowChecked(llvm::Intrinsic::smul_with_overflow, lhs, rhs);
+  }
   switch (binary.op) {
   case BinaryOpKind::Add:
     return isFp ? builder_.CreateFAdd(lhs, rhs) : builder_.CreateAdd(lhs, rhs);
@@ -522,6 +542,9 @@ llvm::Value *LlvmEmitter::emitCall(const ir::Call &call) {
     if (isFloat(call.type))
       return unary(llvm::Intrinsic::fabs);
     // abs(INT_MIN) wraps to INT_MIN as in C on two's complement machines.
+    if (overflowFlag_)
+      emitOverflowChecked(llvm::Intrinsic::ssub_with_overflow,
+                          llvm::ConstantInt::get(args.at(0)->getType(), 0), args.at(0));
     return builder_.CreateIntrinsic(llvm::Intrinsic::abs, {args.at(0)->getType()},
                                     {args.at(0), builder_.getFalse()});
   case Builtin::Min:

@@ -112,6 +112,13 @@ public:
                          llvm::ArrayRef<llvm::Value *> values = {}, SourceRange use = {});
   const DeviceErrorSites &deviceErrorSites() const { return errorSites_; }
 
+  // While `flag` (an i1 in memory) is set, integer +, -, *, negation and
+  // abs that overflow their type set it to true (the result still wraps, as
+  // in C): a CPU library's argument checks evaluate extents this way, where
+  // a wrapped product (2^32 * 2^32 = 0) would pass for a small one. Null
+  // turns it off.
+  void setOverflowFlag(llvm::Value *flag) { overflowFlag_ = flag; }
+
   // Records an internal error (the first one wins).
   void fail(std::string message, SourceRange range = {});
   Status status() const;
@@ -133,6 +140,9 @@ private:
   llvm::Value *emitIntegerDivision(bool isDivision, llvm::Value *lhs, llvm::Value *rhs,
                                    SourceRange source);
   llvm::Value *emitMinMax(bool isMin, llvm::Value *lhs, llvm::Value *rhs, ScalarType type);
+  // lhs `id` rhs for an arithmetic intrinsic with overflow (sadd, ssub,
+  // smul), its overflow bit or'ed into the overflow flag.
+  llvm::Value *emitOverflowChecked(llvm::Intrinsic::ID id, llvm::Value *lhs, llvm::Value *rhs);
   void emitFor(const ir::For &loop);
   void emitIf(const ir::IfThenElse &branch);
   void emitAllocate(const ir::Allocate &allocate);
@@ -150,6 +160,7 @@ private:
   std::unordered_map<const ir::BufferInfo *, llvm::Value *> buffers_;
   std::optional<Error> error_;
   llvm::Value *errorRecord_ = nullptr;
+  llvm::Value *overflowFlag_ = nullptr; // setOverflowFlag
   bool boundsChecks_ = false;
   passes::ProvenAccesses provenInBounds_;
   std::map<SourceLoc, std::string> arrayNamesAt_; // ir::Function::arrayNamesAt

@@ -176,6 +176,43 @@ void checkGather() {
                 "gather out of range");
 }
 
+// From a bug hunt: extents whose arithmetic wrapped (n * n with n = 2^32 is
+// 0 in int64_t) passed for empty arrays, a NULL was accepted and the kernel
+// wrote through it. They are refused; extents that fit are checked as before.
+void checkOverflowingExtents() {
+  std::vector<float> y(9);
+  expectSuccess(square(3, y.data()), "square with n = 3");
+  expect(y == std::vector<float>(9, 1.0f), "square with n = 3 writes 9 ones");
+  const std::string squareOverflows =
+      "kernel 'square': in the type of 'y' (f32[n * n]): the extent overflows 64-bit integers";
+  expectFailure(square(int64_t(1) << 32, nullptr), LOOPC_ERROR_INVALID_ARGUMENT, squareOverflows,
+                "square with n = 2^32");
+  expectFailure(square(3037000500, nullptr), LOOPC_ERROR_INVALID_ARGUMENT, squareOverflows,
+                "square with n = 3037000500 (n * n just past 2^63)");
+  expectFailure(square(int64_t(1) << 30, nullptr), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'square': 'y' is NULL", "square with n = 2^30 (2^60 floats)");
+  expectFailure(square(3037000499, nullptr), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'square': 'y' would be too large", "square with n * n just below 2^63");
+
+  float x[1] = {1};
+  const std::string cubeOverflows =
+      "kernel 'cube': in the type of 'y' (f32[N * N * N]): the extent overflows 64-bit integers";
+  expectFailure(cube(x, nullptr, int64_t(1) << 22), LOOPC_ERROR_INVALID_ARGUMENT, cubeOverflows,
+                "cube with N = 2^22");
+  expectFailure(cube(x, nullptr, int64_t(1) << 21), LOOPC_ERROR_INVALID_ARGUMENT, cubeOverflows,
+                "cube with N = 2^21 (N^3 = 2^63)");
+  expectFailure(cube(x, nullptr, int64_t(1) << 20), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'cube': 'y' is NULL", "cube with N = 2^20");
+
+  // An i32 scalar's m * m is i32 arithmetic, in the kernel's code too.
+  expectSuccess(square32(3, y.data()), "square32 with m = 3");
+  expect(y == std::vector<float>(9, 2.0f), "square32 with m = 3 writes 9 twos");
+  expectFailure(square32(50000, nullptr), LOOPC_ERROR_INVALID_ARGUMENT,
+                "kernel 'square32': in the type of 'y' (f32[m * m]): the extent overflows 32-bit "
+                "integers",
+                "square32 with m = 50000");
+}
+
 // Two of vector.ops.loop's three kernels, chosen by KERNELS.
 void checkVectorOps() {
   std::vector<float> x = {1, 2, 3}, y = {10, 20, 30};
@@ -217,6 +254,7 @@ int main() {
   checkDivide();
   checkRunningTotal();
   checkGather();
+  checkOverflowingExtents();
   checkVectorOps();
   checkFusedWithoutFma();
   if (failures == 0)
