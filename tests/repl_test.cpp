@@ -206,3 +206,24 @@ TEST_CASE("a redefinition breaking an earlier definition is refused, naming both
                               "kernel 'outer'"));
   CHECK(contains(kernelError, "<input 5>:2:"));
 }
+
+TEST_CASE("a file loaded with :load and imported is loaded once, in either order") {
+  // From a bug hunt: both gave its kernels twice, a "duplicate definition"
+  // pointing at itself.
+  loopc::test::TempDir dir;
+  std::string file =
+      dir.file("once.loop", "kernel ones(y: out i64[N]) {\n  parfor i in 0..N { y[i] = 1; }\n}\n");
+  std::string import = "import \"" + file + "\";";
+  Session session;
+  CHECK(session.type(":load " + file) == "defined kernel 'ones'\n");
+  CHECK(session.type(import) == import + " adds nothing: '" + file + "' is loaded\n");
+  CHECK(contains(session.type(":run ones --set N=3"), "sum=3"));
+
+  session.type(":reset");
+  CHECK(session.type(import) == import + "\n");
+  CHECK(session.type(":load " + file) ==
+        import + " adds nothing now: '" + file + "' is loaded\ndefined kernel 'ones'\n");
+  CHECK(contains(session.type(":run ones --set N=4"), "sum=4"));
+  // Loading it again replaces its definitions, as for any file.
+  CHECK(session.type(":load " + file) == "replaced kernel 'ones'\n");
+}

@@ -195,6 +195,20 @@ std::string trim(const std::string &text) {
   return text.substr(begin, text.find_last_not_of(" \t\r\n") - begin + 1);
 }
 
+// The file of `files` (loaded with :load) that `import` names, or "" when
+// it names none of them.
+std::string loadedFileImported(const ReplDefinition &import,
+                               const std::vector<std::string> &files) {
+  size_t open = import.text.find('"');
+  size_t close = open == std::string::npos ? open : import.text.find('"', open + 1);
+  if (close == std::string::npos)
+    return ""; // a module of the standard library
+  std::string identity = fileIdentity(import.text.substr(open + 1, close - open - 1));
+  auto found = std::ranges::find_if(
+      files, [&](const std::string &file) { return fileIdentity(file) == identity; });
+  return found == files.end() ? "" : *found;
+}
+
 // The definitions put together into the session's program text, and the
 // line each starts on.
 struct ProgramText {
@@ -411,13 +425,33 @@ bool Repl::addDefinitions(std::string text, const std::string &origin) {
     if (!replaced)
       candidate.push_back(old);
   }
+  // Every file is loaded once: an import of a file loaded with :load adds
+  // nothing (its definitions are the session's), said for a new import and
+  // for an old one that loading the file makes redundant.
+  LoadOptions options;
+  auto include = [&](const std::string &file) {
+    if (file != "<input>" &&
+        std::ranges::find(options.includedFiles, file) == options.includedFiles.end())
+      options.includedFiles.push_back(file);
+  };
+  for (const ReplDefinition &old : candidate)
+    include(old.origin);
+  include(origin);
+  bool loadedBefore = std::ranges::any_of(
+      definitions_, [&](const ReplDefinition &old) { return old.origin == origin; });
   std::vector<std::string> messages;
+  if (origin != "<input>" && !loadedBefore)
+    for (const ReplDefinition &old : candidate)
+      if (old.kind == Kind::Import && !loadedFileImported(old, {origin}).empty())
+        messages.push_back(trim(old.text) + " adds nothing now: '" + origin + "' is loaded");
   for (const ReplDefinition &definition : added) {
     if (definition.kind == Kind::Import && definedBefore(definition))
       continue;
-    if (definition.kind == Kind::Import)
-      messages.push_back(trim(definition.text));
-    else if (definition.kind != Kind::Unknown)
+    if (definition.kind == Kind::Import) {
+      std::string loaded = loadedFileImported(definition, options.includedFiles);
+      messages.push_back(trim(definition.text) +
+                         (loaded.empty() ? "" : " adds nothing: '" + loaded + "' is loaded"));
+    } else if (definition.kind != Kind::Unknown)
       messages.push_back((definedBefore(definition) ? "replaced " : "defined ") +
                          kindName(definition.kind) + " '" + definition.name + "'");
     candidate.push_back(definition);
@@ -429,7 +463,7 @@ bool Repl::addDefinitions(std::string text, const std::string &origin) {
   auto session = std::make_unique<Session>();
   uint32_t mainFile = static_cast<uint32_t>(session->sources.fileCount());
   session->program = loadProgramFromText("<session>", std::move(program.text), session->sources,
-                                         session->diagnostics);
+                                         session->diagnostics, options);
   if (session->program && !checkProgram(*session->program, session->diagnostics))
     session->program.reset();
   if (!session->program || session->diagnostics.hasErrors()) {

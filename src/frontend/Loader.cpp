@@ -19,14 +19,13 @@ namespace loopc {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// The identity of a file for "load each file once".
-std::string fileIdentity(const fs::path &path) {
+std::string fileIdentity(const std::string &path) {
   std::error_code error;
   fs::path canonical = fs::weakly_canonical(path, error);
   return (error ? fs::absolute(path, error) : canonical).lexically_normal().string();
 }
+
+namespace {
 
 class ProgramLoader {
 public:
@@ -60,6 +59,8 @@ std::unique_ptr<Program> ProgramLoader::load(uint32_t mainFile, const fs::path &
   unsigned errorsBefore = diagnostics_.errorCount();
   if (!identity.empty())
     loaded_.insert(identity);
+  for (const std::string &file : options_.includedFiles)
+    loaded_.insert(fileIdentity(file));
   std::unique_ptr<Module> main = parseModule(mainFile, sources_, diagnostics_);
   if (!main)
     return nullptr;

@@ -22,7 +22,14 @@ std::vector<std::string> defaultStdlibDirs(const char *argv0 = nullptr);
 
 struct LoadOptions {
   std::vector<std::string> stdlibDirs = defaultStdlibDirs();
+  // Files whose definitions the main module's text already holds (the
+  // REPL's :load): an import of one adds nothing, as a second import of a
+  // file does.
+  std::vector<std::string> includedFiles;
 };
+
+// The identity of a file for "each file is loaded once": its canonical path.
+std::string fileIdentity(const std::string &path);
 
 // Loads the program whose main file is `path`. Returns null after reporting
 // every error (unreadable files, syntax errors, missing imports).
