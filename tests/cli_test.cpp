@@ -883,3 +883,63 @@ TEST_CASE("bench --json holds the scalar inputs and the seed, to reproduce a res
   CHECK(contains(bench.output, "\"scalars\":{\"steps\":7}"));
   CHECK(contains(bench.output, "\"seed\":5"));
 }
+
+TEST_CASE("messages from a bug hunt name the actual problem") {
+  TempDir dir;
+  std::string copy = dir.file("k.loop", "kernel k(x: in f32[N], y: out f32[N]) {\n"
+                                        "  parfor i in 0..N { y[i] = x[i]; }\n}\n");
+  // A prefix that makes the kernel's name one C and C++ reserve.
+  for (const char *prefix : {"__", "_K"}) {
+    CAPTURE(prefix);
+    auto reserved = runLoopc("compile " + copy + " --emit header --prefix " + prefix);
+    CHECK(reserved.exitCode == 1);
+    CHECK(contains(reserved.output, "kernel 'k' cannot be a C function named '" +
+                                        std::string(prefix) +
+                                        "k' (a reserved identifier: C and C++ keep names "
+                                        "containing '__', or beginning with '_' and an "
+                                        "uppercase letter, to the compiler and its library)"));
+    CHECK_FALSE(contains(reserved.output, "keyword"));
+  }
+
+  // An f64 beyond double's range is out of range, as an f32 beyond float's
+  // is; one below it rounds to 0.
+  std::string scaled =
+      dir.file("scaled.loop", "kernel scaled(b: f64, flag: bool, x: in f64[N], y: out f64[N]) {\n"
+                              "  parfor i in 0..N { y[i] = flag ? b * x[i] : x[i]; }\n}\n");
+  for (const char *value : {"1e400", "-1e400"}) {
+    CAPTURE(value);
+    auto huge = runLoopc("run " + scaled + " --set N=4 --set flag=true --set b=" + value);
+    CHECK(huge.exitCode == 1);
+    CHECK(
+        contains(huge.output, "value " + std::string(value) + " for 'b' is out of range for f64"));
+  }
+  auto tiny = runLoopc("run " + scaled + " --set N=4 --set flag=true --set b=1e-400 --device cpu");
+  CHECK(tiny.exitCode == 0);
+  CHECK(contains(tiny.output, "y: f64[4] sum=0 "));
+
+  // A file without kernels has none to compile (or explain), not to run.
+  std::string fnOnly = dir.file("fn.loop", "fn twice(v: i64) -> i64 { return 2 * v; }\n");
+  for (const char *emit : {"header", "llvm"}) {
+    CAPTURE(emit);
+    auto none = runLoopc("compile " + fnOnly + " --emit " + emit);
+    CHECK(none.exitCode == 1);
+    CHECK(contains(none.output, "loopc: error: the program has no kernel to compile"));
+  }
+  CHECK(contains(runLoopc("explain " + fnOnly).output,
+                 "loopc: error: the program has no kernel to explain"));
+  CHECK(
+      contains(runLoopc("run " + fnOnly).output, "loopc: error: the program has no kernel to run"));
+
+  // bench --json gives a bool scalar as a JSON bool.
+  auto bench = runLoopc("bench " + scaled +
+                        " --set N=4 --set flag=true --set b=2 --device cpu "
+                        "--repeat 1 --warmup 0 --json");
+  REQUIRE(bench.exitCode == 0);
+  CHECK(contains(bench.output, "\"scalars\":{\"b\":2.0,\"flag\":true}"));
+
+  // --in of a folder says so, as --out does.
+  auto folder = runLoopc("run " + scaled + " --set flag=true --set b=2 --in x=" + dir.at("."));
+  CHECK(folder.exitCode == 1);
+  CHECK(contains(folder.output, "cannot read '" + dir.at(".") + "': it is a directory"));
+  CHECK_FALSE(contains(folder.output, "magic"));
+}

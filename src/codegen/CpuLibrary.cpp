@@ -53,8 +53,16 @@ std::string cType(ScalarType type) {
 
 bool passedByPointer(const VarDecl &param) { return param.isArray() || param.isScalarOutput(); }
 
+// Names C and C++ reserve to the implementation (`_Bool`, `_Generic`,
+// `__STDC__`): containing `__`, or beginning with `_` and an uppercase
+// letter.
+bool isImplementationName(const std::string &name) {
+  return (name.size() > 1 && name[0] == '_' && std::isupper(static_cast<unsigned char>(name[1]))) ||
+         name.find("__") != std::string::npos;
+}
+
 // Words a C or C++ compiler reads as its own (and C's entry point).
-bool isReservedInC(const std::string &name) {
+bool isKeywordInC(const std::string &name) {
   static const std::set<std::string> reserved = {
       "alignas", "alignof", "and", "asm", "auto", "bool", "break", "case", "catch", "char", "class",
       "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue",
@@ -71,11 +79,11 @@ bool isReservedInC(const std::string &name) {
       "char32_t",
       // C's own, and GNU C's
       "typeof", "typeof_unqual"};
-  // `_Bool`, `_Generic`, `__STDC__`: the implementation's names, in both.
-  bool implementationName =
-      (name.size() > 1 && name[0] == '_' && std::isupper(static_cast<unsigned char>(name[1]))) ||
-      name.find("__") != std::string::npos;
-  return reserved.contains(name) || implementationName;
+  return reserved.contains(name);
+}
+
+bool isReservedInC(const std::string &name) {
+  return isKeywordInC(name) || isImplementationName(name);
 }
 
 Expected<std::unique_ptr<llvm::TargetMachine>> objectMachine(const std::string &cpu) {
@@ -536,7 +544,13 @@ Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string 
                          "' is not a C identifier: give a --prefix of letters, digits "
                          "and '_'",
                      kernel.nameRange);
-  if (isReservedInC(symbol))
+  if (isImplementationName(symbol))
+    return makeError("kernel '" + kernel.name + "' cannot be a C function named '" + symbol +
+                         "' (a reserved identifier: C and C++ keep names containing '__', or "
+                         "beginning with '_' and an uppercase letter, to the compiler and its "
+                         "library): give it a --prefix",
+                     kernel.nameRange);
+  if (isKeywordInC(symbol))
     return makeError("kernel '" + kernel.name + "' cannot be a C function named '" + symbol +
                          "' (a C or C++ keyword, or main): give it a --prefix",
                      kernel.nameRange);

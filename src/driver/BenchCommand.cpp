@@ -63,7 +63,9 @@ int runBench(const BenchOptions &options) {
       Intent intent = kernel.params[i]->intent;
       if (intent == Intent::Out || intent == Intent::InOut || value.rank() != 0)
         continue;
-      if (isInteger(value.type))
+      if (value.type == ScalarType::Bool)
+        scalars[kernel.params[i]->name] = value.getAsInt(0) != 0;
+      else if (isInteger(value.type))
         scalars[kernel.params[i]->name] = value.getAsInt(0);
       else
         scalars[kernel.params[i]->name] = value.getAsDouble(0);
@@ -94,7 +96,9 @@ int runBench(const BenchOptions &options) {
   std::cout << std::setprecision(2) << "  " << gflops << " GFLOP/s (" << work.flops / 1e9
             << " GFLOP), " << gbytes << " GB/s (" << work.bytes / 1e9
             << " GB, each array once: a lower bound)"
-            << (work.approximate ? " [approximate: some loop bounds or branches depend on data]" : "") << "\n";
+            << (work.approximate ? " [approximate: some loop bounds or branches depend on data]"
+                                 : "")
+            << "\n";
   std::cout.unsetf(std::ios::fixed);
   return 0;
 }

@@ -220,8 +220,8 @@ int runCompile(const CompileOptions &options) {
                " compiles one kernel: name several with --kernel only for --emit object or header");
     return 2;
   }
-  Expected<const KernelDecl *> kernel =
-      selectKernel(*session->program, options.kernels.empty() ? "" : options.kernels.front());
+  Expected<const KernelDecl *> kernel = selectKernel(
+      *session->program, options.kernels.empty() ? "" : options.kernels.front(), "compile");
   if (!kernel && !(isLibrary(options) && options.skipMissingKernels)) {
     session->report(kernel.error());
     return 1;

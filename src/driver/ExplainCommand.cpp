@@ -65,7 +65,7 @@ int runExplain(const ExplainOptions &options) {
   auto session = openSession(options.file);
   if (!session)
     return 1;
-  Expected<const KernelDecl *> kernel = selectKernel(*session->program, options.kernel);
+  Expected<const KernelDecl *> kernel = selectKernel(*session->program, options.kernel, "explain");
   if (!kernel) {
     session->report(kernel.error());
     return 1;

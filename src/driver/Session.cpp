@@ -32,7 +32,8 @@ std::unique_ptr<Session> openSession(const std::string &path) {
   return session;
 }
 
-Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name) {
+Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name,
+                                          const std::string &verb) {
   std::string available;
   for (const auto &module : program.modules)
     for (const auto &kernel : module->kernels)
@@ -42,7 +43,7 @@ Expected<const KernelDecl *> selectKernel(const Program &program, const std::str
     if (!main.kernels.empty())
       return main.kernels.back().get();
     if (available.empty())
-      return makeError("the program has no kernel to run");
+      return makeError("the program has no kernel to " + verb);
     // A file that only imports: its kernels are all another file's.
     return makeError("the file defines no kernel of its own; choose an imported one with --kernel "
                      "(available: " +

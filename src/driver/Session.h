@@ -37,8 +37,11 @@ struct Session {
 std::unique_ptr<Session> openSession(const std::string &path);
 
 // The kernel named `name`, or the last kernel of the main file when `name`
-// is empty. An unknown name is an error listing the kernels there are.
-Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name);
+// is empty. An unknown name is an error listing the kernels there are;
+// `verb` says what the kernel is for in the error of a program without any
+// ("the program has no kernel to compile").
+Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name,
+                                          const std::string &verb = "run");
 
 // Prints `loopc: error: <message>` to stderr.
 void printError(const std::string &message);

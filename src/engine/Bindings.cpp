@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -51,13 +52,21 @@ std::optional<int64_t> parseInteger(std::string_view text) {
   return value;
 }
 
-std::optional<double> parseFloat(std::string_view text) {
+// `text` as a double, or nullopt when it is not a number. A number beyond
+// double's range sets `overflowed` (1e400); one too small for it rounds as
+// strtod does, to a subnormal or 0 (1e-400).
+std::optional<double> parseFloat(std::string_view text, bool &overflowed) {
   if (text.starts_with('+'))
     text.remove_prefix(1);
   double value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || text.empty())
+  if (text.empty() || end != text.data() + text.size() ||
+      (error != std::errc() && error != std::errc::result_out_of_range))
     return std::nullopt;
+  if (error == std::errc::result_out_of_range) {
+    value = std::strtod(std::string(text).c_str(), nullptr);
+    overflowed = std::isinf(value);
+  }
   return value;
 }
 
@@ -104,12 +113,14 @@ Expected<HostArray> parseScalar(const std::string &name, ScalarType type, const 
   }
   case ScalarType::F32:
   case ScalarType::F64: {
-    auto value = parseFloat(text);
+    bool overflowed = false;
+    auto value = parseFloat(text, overflowed);
     if (!value)
       return junk();
     // Out of f32's range when it rounds to infinity (3.4028235e38, FLT_MAX
     // as printed, is above FLT_MAX but rounds to it).
-    if (type == ScalarType::F32 && std::isfinite(*value) && std::isinf(static_cast<float>(*value)))
+    if (overflowed || (type == ScalarType::F32 && std::isfinite(*value) &&
+                       std::isinf(static_cast<float>(*value))))
       return outOfRange();
     array.setFromDouble(0, *value);
     return array;

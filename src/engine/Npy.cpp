@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -311,6 +312,10 @@ std::string encodeNpy(const HostArray &array) {
 }
 
 Expected<HostArray> readNpy(const std::string &path) {
+  // An ifstream opens a folder, whose reading then fails at the magic string.
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    return makeError("cannot read '" + path + "': it is a directory");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     return makeError("cannot open '" + path + "'");
