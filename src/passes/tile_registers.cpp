@@ -28,7 +28,8 @@
 // tile instead, without the clamps and the store guards: most blocks at
 // realistic sizes. There a y or z copy's index is the first copy's plus the
 // copy index, and a window loop over such copies is unrolled
-// (slidesAcrossCopies), so the rows neighbouring copies share are loaded
+// (slidesAcrossCopies), innermost when it encloses a loop of reduction steps
+// (loopOfReductionSteps), so the rows neighbouring copies share are loaded
 // once; clamped, they could not be proven equal.
 //
 // Chosen only where it pays: a mapped dimension is coarsened when a global
@@ -431,10 +432,26 @@ private:
   Stmt jamFor(const For &loop, const CopyIndex &copy) {
     DimMask deps = depsOf({loop.min, loop.extent});
     if (!deps) {
+      auto sameLoop = [&](const For &original, ForKind kind, Stmt body) {
+        return std::make_shared<For>(original.var, rewrite(original.min, copy),
+                                     rewrite(original.extent, copy), kind, original.gpuDim,
+                                     std::move(body), original.source);
+      };
+      // A window loop around a loop of reduction steps (a filter's columns)
+      // goes inside it, so the rows of one column sit side by side however
+      // many columns there are (the order a commuting reduction combines in
+      // is free).
+      const For *inner = interior_ ? loopOfReductionSteps(loop) : nullptr;
+      if (inner) {
+        Stmt innerBody = jam(inner->body, copy);
+        if (slidesAcrossCopies(loop, innerBody))
+          return sameLoop(*inner, inner->forKind,
+                          sameLoop(loop, ForKind::Unrolled, std::move(innerBody)));
+        return sameLoop(loop, loop.forKind, sameLoop(*inner, inner->forKind, innerBody));
+      }
       Stmt body = jam(loop.body, copy);
-      ForKind kind = interior_ && slidesAcrossCopies(loop, body) ? ForKind::Unrolled : loop.forKind;
-      return std::make_shared<For>(loop.var, rewrite(loop.min, copy), rewrite(loop.extent, copy),
-                                   kind, loop.gpuDim, std::move(body), loop.source);
+      bool window = interior_ && slidesAcrossCopies(loop, body);
+      return sameLoop(loop, window ? ForKind::Unrolled : loop.forKind, std::move(body));
     }
     // Bounds that differ between copies: a loop per copy.
     varDeps_[loop.var] = deps;
@@ -455,6 +472,24 @@ private:
   // iterations sit side by side and LLVM loads each element once for all
   // the copies that read it: a 5 x 5 filter over 4 rows reads 8 input rows
   // per column, not 20.
+  // The loop that is `loop`'s whole body, when its bounds do not read
+  // `loop`'s variable and its body is reduction steps of commuting operators
+  // only (`acc = acc + value`: Store::reduction), which may run in any order.
+  static const For *loopOfReductionSteps(const For &loop) {
+    const auto *inner = loop.body->as<For>();
+    if (!inner || inner->forKind != ForKind::Serial || usesAnyVar(inner->min, {loop.var}) ||
+        usesAnyVar(inner->extent, {loop.var}))
+      return nullptr;
+    std::vector<Stmt> steps{inner->body};
+    if (const auto *block = inner->body->as<Block>())
+      steps = block->stmts;
+    bool onlySteps = std::ranges::all_of(steps, [](const Stmt &step) {
+      const auto *store = step->as<Store>();
+      return store && store->reduction;
+    });
+    return onlySteps ? inner : nullptr;
+  }
+
   bool slidesAcrossCopies(const For &loop, const Stmt &jammedBody) const {
     const auto *trips = loop.extent->as<IntImm>();
     DimMask consecutive = coarsened_ & ~1u; // y and z
