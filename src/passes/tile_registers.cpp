@@ -344,8 +344,8 @@ private:
   // In the interior tile, copy r of a thread's index along y or z is its
   // first copy plus r (map_to_gpu's `y = y.block * 8 + y.thread`, the
   // copies consecutive): written so, a window's index at copy r and offset
-  // u + 1 is the same expression as at copy r + 1 and offset u once LLVM
-  // unrolls the window (slidesAcrossCopies), and the load is made once.
+  // u + 1 is the same expression as at copy r + 1 and offset u once the
+  // window is unrolled (slidesAcrossCopies), and the load is made once.
   // The dimension, for such an index.
   std::optional<int> offsetFromFirstCopy(const std::string &name) const {
     auto guarded = guardedIndices_.find(name);
@@ -441,13 +441,12 @@ private:
       // goes inside it, so the rows of one column sit side by side however
       // many columns there are (the order a commuting reduction combines in
       // is free).
-      const For *inner = interior_ ? loopOfReductionSteps(loop) : nullptr;
-      if (inner) {
+      // (Reduction steps bind nothing: jamming them twice is harmless.)
+      if (const For *inner = interior_ ? loopOfReductionSteps(loop) : nullptr) {
         Stmt innerBody = jam(inner->body, copy);
         if (slidesAcrossCopies(loop, innerBody))
           return sameLoop(*inner, inner->forKind,
                           sameLoop(loop, ForKind::Unrolled, std::move(innerBody)));
-        return sameLoop(loop, loop.forKind, sameLoop(*inner, inner->forKind, innerBody));
       }
       Stmt body = jam(loop.body, copy);
       bool window = interior_ && slidesAcrossCopies(loop, body);
@@ -464,14 +463,6 @@ private:
     return makeBlock(std::move(loops));
   }
 
-  // A window loop over consecutive copies: a constant loop whose variable
-  // is added, in a load's index, to an index the y or z copies take one
-  // apart (a filter's rows over a tile of output rows). Copy r at u + 1
-  // loads what copy r + 1 loads at u; unrolled (within the code-size
-  // budget) in the interior tile, whose copies' indices are unclamped, the
-  // iterations sit side by side and LLVM loads each element once for all
-  // the copies that read it: a 5 x 5 filter over 4 rows reads 8 input rows
-  // per column, not 20.
   // The loop that is `loop`'s whole body, when its bounds do not read
   // `loop`'s variable and its body is reduction steps of commuting operators
   // only (`acc = acc + value`: Store::reduction), which may run in any order.
@@ -490,6 +481,14 @@ private:
     return onlySteps ? inner : nullptr;
   }
 
+  // A window loop over consecutive copies: a constant loop whose variable
+  // is added, in a load's index, to an index the y or z copies take one
+  // apart (a filter's rows over a tile of output rows). Copy r at u + 1
+  // loads what copy r + 1 loads at u; unrolled (within the code-size
+  // budget) in the interior tile, whose copies' indices are unclamped, the
+  // iterations sit side by side (code generation emits each one) and LLVM
+  // loads each element once for all the copies that read it: a 5 x 5 filter
+  // over 4 rows reads 8 input rows per column, not 20.
   bool slidesAcrossCopies(const For &loop, const Stmt &jammedBody) const {
     const auto *trips = loop.extent->as<IntImm>();
     DimMask consecutive = coarsened_ & ~1u; // y and z
