@@ -497,19 +497,7 @@ llvm::Value *NvptxTarget::emitShuffleXor(LlvmEmitter &emitter, llvm::Value *valu
   return value;
 }
 
-bool NvptxTarget::usesLibraryMath(Builtin builtin) const {
-  switch (builtin) {
-  case Builtin::Exp:
-  case Builtin::Log:
-  case Builtin::Sin:
-  case Builtin::Cos:
-  case Builtin::Tanh:
-  case Builtin::Pow:
-    return true;
-  default:
-    return false;
-  }
-}
+bool NvptxTarget::usesLibraryMath(Builtin builtin) const { return ir::isMathRoutine(builtin); }
 
 // libdevice's names: __nv_tanh, __nv_tanhf.
 std::string NvptxTarget::libraryMathName(Builtin builtin, ScalarType type) const {

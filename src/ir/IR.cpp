@@ -68,7 +68,9 @@ bool isComparison(BinaryOpKind op) {
   }
 }
 
-bool Call::isMathRoutine() const {
+bool Call::isMathRoutine() const { return ir::isMathRoutine(builtin); }
+
+bool isMathRoutine(loopc::Builtin builtin) {
   switch (builtin) {
   case loopc::Builtin::Exp:
   case loopc::Builtin::Log:

@@ -186,11 +186,15 @@ struct Call : ExprNode {
   const loopc::Builtin builtin;
   const std::vector<Expr> args;
 
-  // exp, log, sin, cos, tanh and pow: on every target a routine of tens to
-  // hundreds of instructions (libdevice, libm) with a slow path for large
-  // arguments, not an instruction. Passes weigh code size by it.
+  // A call of a math routine (isMathRoutine below).
   bool isMathRoutine() const;
 };
+
+// exp, log, sin, cos, tanh and pow: on every target a routine of tens to
+// hundreds of instructions (libdevice, libm) with a slow path for large
+// arguments, not an instruction. Passes weigh code size by it; the NVPTX
+// target takes these from libdevice.
+bool isMathRoutine(loopc::Builtin builtin);
 
 // ------------------------------------------------------------- statements ---
 
