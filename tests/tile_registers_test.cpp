@@ -3,6 +3,7 @@
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
 #include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -43,6 +44,44 @@ TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accu
   REQUIRE(matmul.function.kernels.size() == 1);
   CHECK(matmul.function.kernels[0].minBlocksPerSM == 2);
   CHECK(matmul.function.kernels[0].maxThreadsPerBlock == 256);
+}
+
+TEST_CASE(
+    "a tile of 8-byte accumulators asks for registers by their 32-bit words, and does not spill") {
+  // 16 f64 or i64 accumulators take 32 registers: as many as an 8 x 4 f32
+  // tile, so the kernel asks for one block per SM (up to 255 registers);
+  // at two blocks (128 registers) ptxas spilled 32 bytes of the f64 tile.
+  for (const char *type : {"f64", "i64"}) {
+    CAPTURE(type);
+    const std::string source = std::string("kernel mm(A: in ") + type + "[M][K], B: in " + type +
+                               "[K][N], C: out " + type + "[M][N]) {\n" +
+                               "  parfor i in 0..M, j in 0..N {\n"
+                               "    C[i][j] = redomap(+, 0, k in 0..K) A[i][k] * B[k][j];\n"
+                               "  }\n"
+                               "}\n";
+    auto loaded = test::loadText(source);
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    ir::Function function =
+        test::compiledKernel(*loaded->program, *loaded->program->modules.front()->kernels.front());
+    REQUIRE(function.kernels.size() == 1);
+    CHECK(function.kernels[0].maxThreadsPerBlock == 256);
+    CHECK(function.kernels[0].minBlocksPerSM == 1);
+    auto ptx = codegen::compileToPtx(function, "sm_80");
+    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+    std::optional<std::string> ptxas = codegen::findPtxas();
+    if (!ptxas) {
+      MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
+      continue;
+    }
+    for (const char *gpu : {"sm_80", "sm_90"}) {
+      auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
+      REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
+      for (const codegen::PtxasKernelReport &report : *reports) {
+        CHECK(report.spillStoreBytes == 0);
+        CHECK(report.spillLoadBytes == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("a block whose copies are all in range runs an interior tile: no clamps, no guards") {

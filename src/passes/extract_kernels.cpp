@@ -21,12 +21,13 @@ using ir::Stmt;
 
 namespace {
 
-// A kernel whose threads keep this many values in registers (a register
-// tile's accumulators) asks ptxas for the occupancy kMinThreadsPerSM, and
-// one keeping kVeryManyRegisterValues (an 8 x 8 tile) for one block of
-// threads per SM, where each may use up to 255 registers.
-const int64_t kManyRegisterValues = 8;
-const int64_t kVeryManyRegisterValues = 32;
+// A kernel whose threads keep this many 32-bit register words (a register
+// tile's accumulators; an f64 or i64 takes two) asks ptxas for the occupancy
+// kMinThreadsPerSM, and one keeping kVeryManyRegisterWords (an 8 x 4 f32 or
+// a 4 x 4 f64 tile) for one block of threads per SM, where each may use up
+// to 255 registers.
+const int64_t kManyRegisterWords = 8;
+const int64_t kVeryManyRegisterWords = 32;
 const int64_t kMinThreadsPerSM = 512;
 
 // What a GPU nest uses from outside itself, in order of first use.
@@ -35,9 +36,9 @@ public:
   std::vector<Buffer> buffers;
   std::vector<ScalarParam> scalars;
   std::set<const BufferInfo *> stored;
-  // The most elements of register buffers live at once (allocated around
+  // The most 32-bit words of register buffers live at once (allocated around
   // one another) in the kernel.
-  int64_t registerValues = 0;
+  int64_t registerWords = 0;
 
   // Extents of the first GpuBlock / GpuThread loop of each dimension.
   Expr grid[3], block[3];
@@ -67,17 +68,17 @@ protected:
     for (const Expr &extent : node.buffer->shape)
       visit(extent);
     allocated_.insert(node.buffer.get());
-    int64_t elements = 0;
+    int64_t words = 0;
     if (node.buffer->memory == MemorySpace::Register) {
-      elements = 1;
+      words = std::max<int64_t>(1, static_cast<int64_t>(scalarSize(node.buffer->element)) / 4);
       for (const Expr &extent : node.buffer->shape)
         if (const auto *constant = extent->as<IntImm>())
-          elements *= constant->value;
+          words *= constant->value;
     }
-    liveRegisterValues_ += elements;
-    registerValues = std::max(registerValues, liveRegisterValues_);
+    liveRegisterWords_ += words;
+    registerWords = std::max(registerWords, liveRegisterWords_);
     visit(node.body);
-    liveRegisterValues_ -= elements;
+    liveRegisterWords_ -= words;
   }
   void visitFor(const For &node) override {
     visit(node.min);
@@ -109,7 +110,7 @@ private:
   }
   std::set<std::string> bound_, seenScalars_;
   std::set<const BufferInfo *> allocated_, seenBuffers_;
-  int64_t liveRegisterValues_ = 0;
+  int64_t liveRegisterWords_ = 0;
 };
 
 // Reads of host register cells inside a kernel become reads of a scalar
@@ -176,9 +177,9 @@ protected:
     // the independent work of a tile) lets it use up to 128 registers. Other
     // kernels keep ptxas's choice: given the room, it spent registers on a
     // memory-bound reduction (31 -> 56) that occupancy needs more.
-    if (threads > 0 && uses.registerValues >= kManyRegisterValues) {
+    if (threads > 0 && uses.registerWords >= kManyRegisterWords) {
       int64_t threadsPerSM =
-          uses.registerValues >= kVeryManyRegisterValues ? threads : kMinThreadsPerSM;
+          uses.registerWords >= kVeryManyRegisterWords ? threads : kMinThreadsPerSM;
       kernel.minBlocksPerSM = static_cast<int>(std::max<int64_t>(1, threadsPerSM / threads));
     }
     function_.kernels.push_back(std::move(kernel));
