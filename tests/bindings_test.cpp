@@ -27,6 +27,9 @@ kernel params(n: i32, f: f32, flag: bool, r: out f32) {
 kernel flags(b: in bool[N], n: inout i32[N]) {
   parfor i in 0..N { n[i] = b[i] ? 1 : 0; }
 }
+kernel narrow(n: i32, x: in f32[N], y: out f32[n * n / 65536], z: out f32[i32(N) / 2]) {
+  parfor i in 0..n * n / 65536 { y[i] = 1.0; }
+}
 )";
 
 struct Fixture {
@@ -85,6 +88,29 @@ TEST_CASE_FIXTURE(Fixture, "extents that are expressions of sizes and parameters
   auto inferred = bindKernelArguments(kernel("shrink"), request);
   REQUIRE(inferred.has_value());
   CHECK(inferred->params[2].shape == std::vector<int64_t>{2});
+}
+
+// From a bug hunt: compiled code computes `n * n` for `n: i32` in 32 bits,
+// so an extent past 2^31 wrapped there (to -32767 here, and nothing ran)
+// while the arrays were allocated with its 64-bit value. Every part of an
+// extent is refused where its value leaves its type.
+TEST_CASE_FIXTURE(Fixture, "an extent part that leaves i32 is refused, on every engine alike") {
+  ArgumentRequest request;
+  request.values = {{"n", "46340"}, {"N", "9"}};
+  auto fits = bindKernelArguments(kernel("narrow"), request);
+  REQUIRE(fits.has_value());
+  CHECK(fits->params[2].shape == std::vector<int64_t>{32766});
+  CHECK(fits->params[3].shape == std::vector<int64_t>{4});
+
+  request.values["n"] = "46341";
+  auto product = bindKernelArguments(kernel("narrow"), request);
+  CHECK(errorOf(product) ==
+        "in the type of 'y': the extent overflows 32-bit integers (this part is 2147488281)");
+  CHECK(product.error().range.begin.col == 48);
+
+  request.values = {{"n", "1"}, {"N", "3000000000"}};
+  CHECK(errorOf(bindKernelArguments(kernel("narrow"), request)) ==
+        "in the type of 'z': the extent overflows 32-bit integers (this part is 3000000000)");
 }
 
 TEST_CASE_FIXTURE(Fixture, "mismatched arrays are errors naming the parameter and size") {

@@ -134,7 +134,11 @@ Expected<HostArray> parseScalar(const std::string &name, ScalarType type, const 
 // Integer values extents may refer to: sizes and integer scalar parameters.
 using IntegerScope = std::map<std::string, int64_t>;
 
-Expected<int64_t> evaluateExtent(const Expr &expr, const IntegerScope &scope) {
+Expected<int64_t> evaluateExtent(const Expr &expr, const IntegerScope &scope);
+
+// One operation of an extent, its operands evaluated by evaluateExtent, in
+// 64 bits.
+Expected<int64_t> evaluateExtentOperation(const Expr &expr, const IntegerScope &scope) {
   auto overflow = [&]() { return makeError("the extent overflows 64-bit integers", expr.range); };
   if (auto *literal = expr.as<IntLitExpr>()) {
     if (literal->value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
@@ -217,6 +221,21 @@ Expected<int64_t> evaluateExtent(const Expr &expr, const IntegerScope &scope) {
     }
   }
   return makeError("an extent must be an integer expression of sizes and parameters", expr.range);
+}
+
+// An extent's value, computed in the types the checker gave its parts: a
+// part whose value leaves its type (`n * n` with `n: i32` past 2^31, `i32(N)`
+// of a larger size) is refused, as compiled code, computing in that type,
+// would wrap it to another extent than the arrays are allocated with.
+Expected<int64_t> evaluateExtent(const Expr &expr, const IntegerScope &scope) {
+  auto value = evaluateExtentOperation(expr, scope);
+  if (value && expr.type == ScalarType::I32 &&
+      (*value < std::numeric_limits<int32_t>::min() ||
+       *value > std::numeric_limits<int32_t>::max()))
+    return makeError("the extent overflows 32-bit integers (this part is " +
+                         std::to_string(*value) + ")",
+                     expr.range);
+  return value;
 }
 
 // ------------------------------------------------------- memory limits ---
