@@ -1208,6 +1208,53 @@ kernel wide_i64_steps(lo: i64, hi: i64, s: i64, x: in i64[N], count: out i64, la
   }
 }
 
+// Regression (found by a bug hunt): an unstepped range's count was
+// `hi - lo` in the bounds' type, which wraps for bounds further apart than
+// the type holds: `100..-2147483600` (empty) ran 2147483596 iterations
+// compiled (a segfault when they indexed an array), `2147483647..-2147483648`
+// one, and an i64 one hung.
+TEST_CASE("empty ranges far below their start run no iteration, in every statement") {
+  const char *source = R"(
+kernel far_i32(lo: i32, hi: i32, x: in f32[N], count: out i32, H: out i32[1], y: out i32[N],
+               s: out f32, z: out f32[N]) {
+  for i in lo..hi { count += 1; }
+  parfor i in lo..hi { combine(+) H[0] = 1; }
+  parfor j in 0..N { y[j] = redomap(+, 0, i in lo..hi) 1; }
+  s = redomap(+, 0.0, i in lo..hi) x[i64(i) - i64(lo)];
+  scan(+, 0.0, i in lo..hi) z[i64(i) - i64(lo)] = x[i64(i) - i64(lo)];
+}
+kernel far_i64(lo: i64, hi: i64, count: out i64, H: out i64[1], y: out i64[N]) {
+  for i in lo..hi { count += 1; }
+  parfor i in lo..hi { combine(+) H[0] = 1; }
+  parfor j in 0..N { y[j] = redomap(+, 0, i in lo..hi) 1; }
+}
+)";
+  struct Case {
+    const char *kernel, *lo, *hi;
+    int64_t count;
+  };
+  const Case cases[] = {
+      {"far_i32", "100", "-2147483600", 0},
+      {"far_i32", "2147483647", "-2147483648", 0},
+      {"far_i32", "-2147483648", "-2147483647", 1},
+      {"far_i32", "-3", "2", 5},
+      {"far_i64", "100", "-9223372036854775800", 0},
+      {"far_i64", "9223372036854775807", "-9223372036854775808", 0},
+      {"far_i64", "9223372036854775800", "9223372036854775807", 7},
+  };
+  for (const Case &each : cases) {
+    CAPTURE(each.kernel);
+    CAPTURE(each.lo);
+    CAPTURE(each.hi);
+    ArgumentRequest request;
+    request.values = {{"lo", each.lo}, {"hi", each.hi}, {"N", "5"}};
+    auto result = runAgreeing(source, each.kernel, request);
+    CHECK(result["count"].getAsInt(0) == each.count);
+    CHECK(result["H"].getAsInt(0) == each.count);
+    CHECK(integers(result["y"]) == std::vector<int64_t>(5, each.count));
+  }
+}
+
 // Regression (found by a bug hunt): the CPU turned `i < i64(t)` into the
 // thread range below i64(t) - i.block * 32, which wrapped for t = -inf
 // (INT64_MIN): the second block's iterations ran the guarded store.

@@ -172,6 +172,18 @@ TEST_CASE("a step, local extent or neutral element that is wrong at run time fai
     }
 }
 
+TEST_CASE("an i32 range of more iterations than i32 counts fails on every engine") {
+  // Compiled code counts an unstepped range's iterations in its type; the
+  // interpreter refuses such a range alike instead of running it.
+  TempProgram program("kernel wide(lo: i32, hi: i32, x: in f32[N], r: out f32) {\n"
+                      "  r = redomap(+, 0.0, i in lo..hi) x[abs(i % 2)];\n"
+                      "}\n");
+  failsOnEveryEngine(program.path + " --set N=2 --set lo=-2000000000 --set hi=2000000000",
+                     "program.loop:2:23: error: the range -2000000000..2000000000 has more "
+                     "iterations than an i32 range may have (2^31 - 1): use i64 bounds");
+  agreesOnCompiledEngines(program.path + " --set N=2 --set lo=-20 --set hi=2000");
+}
+
 TEST_CASE("a called kernel's extents that differ from its arguments' fail at the call") {
   // From bug hunts: an image pyramid level of H / 2 rows passed where the
   // callee's type needs (H + 1) / 2 ran the callee over the wrong extents on

@@ -790,6 +790,12 @@ template <typename Body> Expected<Flow> Executor::forEachInRange(const Range &ra
     step = *given;
   }
   ScalarType varType = range.var->type.element;
+  // Compiled code counts an unstepped range's iterations in its type.
+  if (!range.step && varType == ScalarType::I32 && *hi - *lo > std::numeric_limits<int32_t>::max())
+    return makeError("the range " + std::to_string(*lo) + ".." + std::to_string(*hi) +
+                         " has more iterations than an i32 range may have (2^31 - 1): use i64 "
+                         "bounds",
+                     range.range);
   Slot &var = slot(range.var.get());
   for (int64_t i = *lo; i < *hi;) {
     var.scalar = interp::integerOfType(varType, i);

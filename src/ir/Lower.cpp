@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -506,12 +508,33 @@ private:
     auto once = [&](const std::string &base, Expr value) {
       return bindBounds ? bindOnce(base, std::move(value), out) : value;
     };
+    loopVarValues_[range.var.get()] = valuesOfLoopVar(range);
     if (!range.step) {
       lo = once(name + ".min", lo);
       result.loopVar = name;
       result.min = lo;
       const auto *zero = lo->as<IntImm>();
-      result.extent = zero && zero->value == 0 ? hi : makeBinary(BinaryOpKind::Sub, hi, lo);
+      if (zero && zero->value == 0) {
+        result.extent = hi;
+      } else if (spanFits(range)) {
+        result.extent = makeBinary(BinaryOpKind::Sub, hi, lo);
+      } else {
+        // `hi - lo` may leave the type: wrapped, an empty range far below
+        // its start (`100..-2147483600`) would have a positive count. Its
+        // count is `max(hi, lo) - lo`, exact where the count fits the type;
+        // an i32 range whose count does not is an error, as in the
+        // interpreter (an i64 one would not end).
+        if (type == ScalarType::I32) {
+          auto wide = [](Expr value) { return std::make_shared<Cast>(ScalarType::I64, value); };
+          out.stmt(std::make_shared<Check>(
+              makeBinary(BinaryOpKind::Le, makeBinary(BinaryOpKind::Sub, wide(hi), wide(lo)),
+                         makeInt(ScalarType::I64, std::numeric_limits<int32_t>::max())),
+              "the range {0}..{1} has more iterations than an i32 range may have (2^31 - 1): use "
+              "i64 bounds",
+              std::vector<Expr>{lo, hi}, range.range));
+        }
+        result.extent = makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Max, hi, lo), lo);
+      }
       return result;
     }
     Expr step = once(name + ".step", lowerExpr(*range.step, out));
@@ -552,6 +575,116 @@ private:
                             makeBinary(BinaryOpKind::Mul, wideStep, makeVar(wide, result.loopVar)));
     result.stepLet = {name, type == wide ? value : std::make_shared<Cast>(type, value)};
     return result;
+  }
+
+  // The values an integer expression may take, as far as the lowering
+  // knows before running: literals, sizes (extents, never negative),
+  // variables of the ranges around, and + - * / % min max abs and casts of
+  // these; any other value, and one whose arithmetic may leave its type (and
+  // wrap), may be any value of its type. 128 bits hold every product of two
+  // 64-bit bounds.
+  struct Values {
+    __int128 min, max;
+  };
+
+  static Values valuesOfType(ScalarType type) {
+    if (type == ScalarType::I32)
+      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  }
+
+  Values valuesOf(const loopc::Expr &expr) const {
+    Values whole = valuesOfType(expr.type);
+    if (!isInteger(expr.type))
+      return whole;
+    Values values = operationValues(expr);
+    return values.min < whole.min || values.max > whole.max ? whole : values;
+  }
+
+  Values operationValues(const loopc::Expr &expr) const {
+    Values whole = valuesOfType(expr.type);
+    if (const auto *literal = expr.as<IntLitExpr>())
+      return {literal->value, literal->value};
+    if (const auto *name = expr.as<NameExpr>()) {
+      if (name->decl && name->decl->kind == VarDecl::Kind::Size)
+        return {0, std::numeric_limits<int64_t>::max()};
+      auto loopVar = loopVarValues_.find(name->decl);
+      return loopVar != loopVarValues_.end() ? loopVar->second : whole;
+    }
+    if (const auto *unary = expr.as<UnaryExpr>()) {
+      if (unary->op != UnaryOp::Neg)
+        return whole;
+      Values operand = valuesOf(*unary->operand);
+      return {-operand.max, -operand.min};
+    }
+    if (const auto *cast = expr.as<CastExpr>())
+      return isInteger(cast->operand->type) ? valuesOf(*cast->operand) : whole;
+    if (const auto *conditional = expr.as<ConditionalExpr>()) {
+      Values a = valuesOf(*conditional->thenExpr), b = valuesOf(*conditional->elseExpr);
+      return {std::min(a.min, b.min), std::max(a.max, b.max)};
+    }
+    if (const auto *call = expr.as<CallExpr>()) {
+      if (!call->isBuiltin)
+        return whole;
+      if ((call->builtin == Builtin::Min || call->builtin == Builtin::Max) &&
+          call->args.size() == 2) {
+        Values a = valuesOf(*call->args[0]), b = valuesOf(*call->args[1]);
+        if (call->builtin == Builtin::Min)
+          return {std::min(a.min, b.min), std::min(a.max, b.max)};
+        return {std::max(a.min, b.min), std::max(a.max, b.max)};
+      }
+      if (call->builtin == Builtin::Abs && call->args.size() == 1) {
+        Values a = valuesOf(*call->args[0]);
+        __int128 largest = std::max(a.max < 0 ? -a.max : a.max, a.min < 0 ? -a.min : a.min);
+        return {a.min >= 0 ? a.min : a.max <= 0 ? -a.max : 0, largest};
+      }
+      return whole;
+    }
+    const auto *binary = expr.as<BinaryExpr>();
+    if (!binary)
+      return whole;
+    Values a = valuesOf(*binary->lhs), b = valuesOf(*binary->rhs);
+    switch (binary->op) {
+    case BinaryOp::Add:
+      return {a.min + b.min, a.max + b.max};
+    case BinaryOp::Sub:
+      return {a.min - b.max, a.max - b.min};
+    case BinaryOp::Mul: {
+      __int128 products[] = {a.min * b.min, a.min * b.max, a.max * b.min, a.max * b.max};
+      return {*std::min_element(std::begin(products), std::end(products)),
+              *std::max_element(std::begin(products), std::end(products))};
+    }
+    case BinaryOp::Div:
+      // By a constant: truncation keeps the order (reversed for a negative
+      // divisor).
+      if (b.min != b.max || b.min == 0)
+        return whole;
+      return b.min > 0 ? Values{a.min / b.min, a.max / b.min}
+                       : Values{a.max / b.min, a.min / b.min};
+    case BinaryOp::Rem: {
+      // Smaller in magnitude than the divisor, with the dividend's sign.
+      __int128 divisor = std::max(b.max < 0 ? -b.max : b.max, b.min < 0 ? -b.min : b.min);
+      if (divisor == 0)
+        return whole;
+      return {a.min >= 0 ? 0 : -(divisor - 1), a.max <= 0 ? 0 : divisor - 1};
+    }
+    default:
+      return whole;
+    }
+  }
+
+  // Whether `hi - lo` of an unstepped range is in its type for every value
+  // the bounds may take.
+  bool spanFits(const Range &range) const {
+    Values lo = valuesOf(*range.lo), hi = valuesOf(*range.hi);
+    Values whole = valuesOfType(range.var->type.element);
+    return hi.min - lo.max >= whole.min && hi.max - lo.min <= whole.max;
+  }
+
+  // A range's variable takes values from lo up to below hi.
+  Values valuesOfLoopVar(const Range &range) const {
+    Values lo = valuesOf(*range.lo), hi = valuesOf(*range.hi);
+    return {lo.min, std::max(lo.min, hi.max - 1)};
   }
 
   // The iterations of `lo..hi by step` in i64, step > 0, where the span
@@ -980,6 +1113,7 @@ private:
   }
 
   std::unordered_map<const VarDecl *, Binding> bindings_;
+  std::unordered_map<const VarDecl *, Values> loopVarValues_; // see valuesOf
   std::set<std::string> usedNames_;
   std::map<SourceLoc, std::string> arrayNamesAt_; // Function::arrayNamesAt
   std::optional<ReturnTarget> returnTarget_;
