@@ -5,8 +5,14 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
+#include "codegen/CpuEngine.h"
+#include "engine/Bindings.h"
+#include "interp/Interpreter.h"
+
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -73,10 +79,10 @@ kernel image(X: in f32[H][W], counts: out i32[4], lo: inout f32[3], hi: inout i6
   CHECK(contains(after, "let r.iterations = 1 * max(H - 1, 0) * max(W, 0)\n"));
   CHECK(contains(after, "let r = 1 + r.flat / (1 * max(W, 0))\n"));
   CHECK(contains(after, "let c = 0 + r.flat / 1 % max(W, 0)\n"));
-  for (const char *fill : {"counts.private[r.fill] = 0\n", "lo.private[r.fill] = inf\n",
+  for (const char *fill : {"counts.private[r.fill] = 0\n", "lo.private[r.fill] = nan\n",
                            "hi.private[r.fill] = -9223372036854775808\n",
                            "prod.private[r.fill] = 1.0\n", "any.private[r.fill] = false\n",
-                           "all.private[r.fill] = true\n", "total.private[r.fill] = 0.0\n"})
+                           "all.private[r.fill] = true\n", "total.private[r.fill] = -0.0\n"})
     CHECK_MESSAGE(contains(after, fill), fill);
   test::checkGpuKernelsOnCpu(*loaded->program, "image",
                              {{{"H", "1"}, {"W", "5"}},
@@ -84,6 +90,83 @@ kernel image(X: in f32[H][W], counts: out i32[4], lo: inout f32[3], hi: inout i6
                               {{"H", "33"}, {"W", "65"}},
                               {{"H", "301"}, {"W", "257"}}},
                              9);
+}
+
+// From a bug hunt: the copies started at the neutral element and the merge
+// skipped elements equal to it, but a block's values may combine to it: a
+// sum of +0.0 left a global -0.0 negative, and values of +inf left a NaN
+// (minimumNumber(NaN, inf) is inf). The copies now start at -0.0 and NaN,
+// which change nothing they are combined with.
+TEST_CASE("blocks whose values combine to the neutral element still merge them") {
+  auto loaded = load(R"(
+kernel special(v: in f32[N], w: in f64[N], sum: inout f32[2], low: inout f32[2],
+               high: inout f64[2]) {
+  parfor i in 0..N {
+    combine(+) sum[i % 2] = v[i];
+    combine(min) low[i % 2] = v[i];
+    combine(max) high[i % 2] = w[i];
+  }
+}
+)");
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+  std::string after = test::aroundPass(*loaded->program, "special", "privatize_combines").second;
+  CHECK(contains(after, "if (sum.private.value != 0.0 || 1.0 / sum.private.value > 0.0) {"));
+  CHECK(contains(after, "if (low.private.value == low.private.value) {"));
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    float v;              // every element of v; w holds -v as f64
+    float sum, low, high; // the initial values of both elements
+    float sumAfter, lowAfter, highAfter;
+  };
+  const Case cases[] = {
+      {0.0f, -0.0f, nan, nan, 0.0f, 0.0f, -0.0f},
+      {inf, 1.0f, nan, nan, inf, inf, -inf},
+      {-0.0f, -0.0f, 2.0f, -3.0f, -0.0f, -0.0f, 0.0f},
+      {nan, -0.0f, 2.0f, -3.0f, nan, 2.0f, -3.0f},
+  };
+  for (const Case &each : cases) {
+    CAPTURE(each.v);
+    CAPTURE(each.sum);
+    CAPTURE(each.low);
+    ArgumentRequest request;
+    const int64_t n = 3000; // enough iterations for the private copies
+    request.arrays["v"] = HostArray(ScalarType::F32, {n});
+    request.arrays["w"] = HostArray(ScalarType::F64, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      request.arrays["v"].data<float>()[i] = each.v;
+      request.arrays["w"].data<double>()[i] = -static_cast<double>(each.v);
+    }
+    request.arrays["sum"] = HostArray(ScalarType::F32, {2});
+    request.arrays["low"] = HostArray(ScalarType::F32, {2});
+    request.arrays["high"] = HostArray(ScalarType::F64, {2});
+    for (int k = 0; k < 2; ++k) {
+      request.arrays["sum"].data<float>()[k] = each.sum;
+      request.arrays["low"].data<float>()[k] = each.low;
+      request.arrays["high"].data<double>()[k] = each.high;
+    }
+    Interpreter interpreter;
+    codegen::CpuEngine cpu;
+    codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+    for (Engine *engine : std::initializer_list<Engine *>{&interpreter, &cpu, &gpuKernels}) {
+      CAPTURE(engine->name());
+      auto args = bindKernelArguments(kernel, request);
+      REQUIRE(args);
+      auto ran = engine->run(*loaded->program, kernel, *args);
+      REQUIRE_MESSAGE(ran, (ran ? "" : ran.error().message));
+      // Bit for bit: -0.0 is not +0.0 here, and NaN is NaN.
+      auto same = [](double got, double expected) {
+        return std::isnan(expected)
+                   ? std::isnan(got)
+                   : got == expected && std::signbit(got) == std::signbit(expected);
+      };
+      for (int k = 0; k < 2; ++k) {
+        CHECK(same(args->params[2].data<float>()[k], each.sumAfter));
+        CHECK(same(args->params[3].data<float>()[k], each.lowAfter));
+        CHECK(same(args->params[4].data<double>()[k], each.highAfter));
+      }
+    }
+  }
 }
 
 TEST_CASE("combines inside loops and inner parfors of the body are privatized too") {

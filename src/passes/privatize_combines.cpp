@@ -7,7 +7,7 @@
 // array is small, many iterations hit the same element at once: the memory
 // system serializes them. Here each block keeps a private copy of such an
 // array in shared memory, where atomics are cheap and contend only within
-// the block: the block fills it with the operator's neutral element, its
+// the block: the block fills it with an identity of the operator, its
 // threads combine into it, and it then combines each element it changed into
 // the global array, once per block instead of once per iteration.
 //
@@ -135,6 +135,34 @@ Expr neutralElement(ReduceOperator::Kind op, ScalarType type) {
     break;
   }
   return nullptr;
+}
+
+// The value a block's private copy starts from: an identity of the
+// operator, changing no value it is combined with, so that the merge may
+// skip an element the block left at it. The neutral elements are not that
+// for floats: +0.0 turns a global -0.0 into +0.0, and +inf a NaN (which
+// minimumNumber skips) into +inf; -0.0 and NaN change nothing.
+Expr privateIdentity(ReduceOperator::Kind op, ScalarType type) {
+  if (isFloat(type) && op == ReduceOperator::Kind::Add)
+    return std::make_shared<FloatImm>(type, -0.0);
+  if (isFloat(type) && (op == ReduceOperator::Kind::Min || op == ReduceOperator::Kind::Max))
+    return std::make_shared<FloatImm>(type, std::numeric_limits<double>::quiet_NaN());
+  return neutralElement(op, type);
+}
+
+// Whether `value` is not privateIdentity(op, type), which `!=` cannot tell
+// for -0.0 (equal to +0.0) and NaN (unequal to itself).
+Expr differsFromIdentity(const Expr &value, ReduceOperator::Kind op, ScalarType type) {
+  if (isFloat(type) && op == ReduceOperator::Kind::Add) {
+    Expr one = std::make_shared<FloatImm>(type, 1.0), zero = zeroOf(type);
+    // 1 / -0.0 is -inf.
+    return makeBinary(
+        BinaryOpKind::Or, makeBinary(BinaryOpKind::Ne, value, zero),
+        makeBinary(BinaryOpKind::Gt, makeBinary(BinaryOpKind::Div, one, value), zeroOf(type)));
+  }
+  if (isFloat(type) && (op == ReduceOperator::Kind::Min || op == ReduceOperator::Kind::Max))
+    return makeBinary(BinaryOpKind::Eq, value, value);
+  return makeBinary(BinaryOpKind::Ne, value, neutralElement(op, type));
 }
 
 Expr product(const std::vector<Expr> &factors) {
@@ -272,7 +300,7 @@ private:
     std::vector<Stmt> steps;
     for (const Privatized &array : arrays)
       steps.push_back(overElements(array, thread, top.var + ".fill", [&](const Expr &element) {
-        return store(array.local, {element}, neutralElement(array.op, array.global->element));
+        return store(array.local, {element}, privateIdentity(array.op, array.global->element));
       }));
     steps.push_back(std::make_shared<Barrier>());
     steps.push_back(gridStride(chain, extents, ToPrivateCopies(arrays).mutate(body), block, thread,
@@ -311,7 +339,8 @@ private:
   }
 
   // The block's result for one element, combined into the global array
-  // unless the block left it neutral.
+  // unless it is the private identity (the block left it, or its values
+  // combined to it: either way the global value would not change).
   static Stmt mergeElement(const Privatized &array, const Expr &element) {
     std::vector<Expr> indices;
     Expr rest = element;
@@ -325,7 +354,7 @@ private:
     Expr value = makeVar(type, valueVar);
     ReduceOperator op;
     op.kind = array.op;
-    Expr changed = makeBinary(BinaryOpKind::Ne, value, neutralElement(array.op, type));
+    Expr changed = differsFromIdentity(value, array.op, type);
     Stmt update = std::make_shared<AtomicUpdate>(array.global, indices, op, value);
     return std::make_shared<LetStmt>(valueVar, load(array.local, {element}),
                                      std::make_shared<IfThenElse>(changed, update));
