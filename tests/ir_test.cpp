@@ -1,6 +1,7 @@
 // The middle end: the IR printer and verifier on hand-built IR, the lowering
 // from checked programs, and each pass, checked on the printed IR.
 #include "TestSupport.h"
+#include "support/Differential.h"
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -68,9 +69,11 @@ Function lowered(const std::string &text, const std::string &name) {
 }
 
 // Runs the pipeline, returning the IR printed after the last pass named `pass`.
-std::string after(const Function &function, const std::string &pass) {
+std::string after(const Function &function, const std::string &pass,
+                  passes::PipelineTarget target = passes::PipelineTarget::Gpu) {
   std::string printed;
   passes::PipelineOptions options;
+  options.target = target;
   options.afterPass = [&](const std::string &name, const Function &result) {
     if (name == pass)
       printed = toString(result);
@@ -326,6 +329,64 @@ TEST_CASE("a whole-array reduction becomes two kernels with a shared tree") {
   CHECK(contains(tree, "if (red0.thread < 128) {\n"));
   CHECK(contains(tree, "red0.partials[red0.block] = red0.tile[0]"));
   CHECK(contains(tree, "acc = acc + red1.tile[0]"));
+}
+
+// From a bug hunt: each GPU thread of a whole-array reduction over a 2-D
+// range walked its own rows, so a warp's reads were 32 rows apart (one
+// sector each), and only as many threads as rows worked (one for a single
+// row). On the GPU the threads now walk the points of the rectangular loops
+// as one range; the CPU keeps a thread per row, vectorized along it.
+TEST_CASE("on the GPU a whole-array reduction walks the points of its rectangular loops as one") {
+  const char *source = R"(
+assoc fn lastnz(a: i32, b: i32) -> i32 { return b != 0 ? b : a; }
+kernel total(X: in f32[H][W], s: out f32) {
+  s = redomap(+, 0.0, i in 0..H, j in 0..W) X[i][j];
+}
+kernel cube(X: in f64[H][W][D], lo: i64, m: out f64) {
+  m = redomap(max, -inf, i in lo..H, j in 0..W, k in 1..D) X[i][j][k] * f64(k - j);
+}
+kernel ordered(K: in i32[H][W], r: out i32) {
+  r = redomap(lastnz, 0, i in 0..H, j in 0..W) K[i][j] % 7 > 3 ? K[i][j] : 0;
+}
+kernel upper(X: in f32[H][H], s: out f32) {
+  s = redomap(+, 0.0, i in 0..H, j in i..H) X[i][j];
+}
+)";
+  std::string total = after(lowered(source, "total"), "lower_reductions");
+  CHECK(contains(total, "let red0.grid = max(min((max(H, 0) * max(W, 0) + 255) / 256, 1024), 1)"));
+  CHECK(contains(total,
+                 "red0.at1 = (red0.block * 256 + red0.thread) / max(1, 1) % max(max(W, 0), 1)"));
+  CHECK(contains(total, "let i = 0 + red0.at0\n"));
+  CHECK(contains(total, "let j = 0 + red0.at1\n"));
+  CHECK(contains(total, "red0.at1 = select(red0.wraps1, red0.next1 - max(W, 0), red0.next1)\n"));
+  CHECK(contains(total, "red0.at0 = red0.at0 + red0.stride0 + select(red0.wraps1, 1, 0)\n"));
+  // A loop whose bounds use an outer variable is walked inside its point.
+  std::string upper = after(lowered(source, "upper"), "lower_reductions");
+  CHECK_FALSE(contains(upper, "red0.at"));
+  CHECK(contains(upper, "for j in [i, "));
+  std::string cpu =
+      after(lowered(source, "total"), "lower_reductions", passes::PipelineTarget::Cpu);
+  CHECK_FALSE(contains(cpu, "red0.at"));
+
+  auto loaded = test::loadText(source);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  test::checkGpuKernelsOnCpu(*loaded->program, "total",
+                             {{{"H", "1"}, {"W", "1"}},
+                              {{"H", "0"}, {"W", "3"}},
+                              {{"H", "3"}, {"W", "0"}},
+                              {{"H", "1"}, {"W", "3001"}},
+                              {{"H", "3001"}, {"W", "1"}},
+                              {{"H", "67"}, {"W", "129"}}},
+                             3);
+  test::checkGpuKernelsOnCpu(*loaded->program, "cube",
+                             {{{"H", "4"}, {"W", "5"}, {"D", "6"}, {"lo", "1"}},
+                              {{"H", "2"}, {"W", "1"}, {"D", "700"}, {"lo", "0"}},
+                              {{"H", "40"}, {"W", "33"}, {"D", "2"}, {"lo", "3"}},
+                              {{"H", "5"}, {"W", "5"}, {"D", "5"}, {"lo", "5"}}},
+                             4);
+  test::checkGpuKernelsOnCpu(
+      *loaded->program, "ordered",
+      {{{"H", "1"}, {"W", "5000"}}, {{"H", "300"}, {"W", "7"}}, {{"H", "61"}, {"W", "67"}}}, 5);
 }
 
 TEST_CASE("extract_kernels leaves serial loops and launches in the host code") {

@@ -70,7 +70,7 @@ ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTar
 
 // Reduce nodes to serial accumulations or block tree reductions
 // (lower_reductions.cpp).
-ir::Function lowerReductions(ir::Function function);
+ir::Function lowerReductions(ir::Function function, PipelineTarget target);
 
 // A CPU thread's serial min/max reduction of floats folds into vector lanes
 // (interleave_reductions.cpp).
@@ -83,7 +83,7 @@ ir::Function unrollAroundReductions(ir::Function function);
 // Reductions over the same loops that follow one another (with statements
 // between them that can move) are lowered as one group: their loops run
 // once (fuse_sibling_reductions.cpp).
-ir::Function fuseSiblingReductions(ir::Function function);
+ir::Function fuseSiblingReductions(ir::Function function, PipelineTarget target);
 
 // Block tree reductions combine each warp's partials by register shuffles,
 // then the warps' totals after one barrier (combine_in_warps.cpp).

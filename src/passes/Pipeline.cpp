@@ -222,8 +222,11 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
                   [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);
-  passes.optimize("fuse_sibling_reductions", fuseSiblingReductions);
-  passes.run("lower_reductions", lowerReductions);
+  passes.optimize("fuse_sibling_reductions", [&](ir::Function f) {
+    return fuseSiblingReductions(std::move(f), options.target);
+  });
+  passes.run("lower_reductions",
+             [&](ir::Function f) { return lowerReductions(std::move(f), options.target); });
   passes.optimize("interleave_reductions", interleaveReductions);
   passes.optimize("combine_in_warps", combineInWarps);
   passes.optimize("tile_registers",

@@ -32,6 +32,10 @@ using ir::Stmt;
 namespace {
 
 class SiblingFuser : public ReductionPlacement {
+public:
+  explicit SiblingFuser(PipelineTarget target)
+      : lowering_("fused.", target == PipelineTarget::Gpu) {}
+
 protected:
   Stmt visitBlock(const Block &node, const Stmt &self) override {
     for (size_t p = 0; p < node.stmts.size(); ++p)
@@ -50,13 +54,13 @@ protected:
   }
 
 private:
-  ReductionGroupLowering lowering_{"fused."};
+  ReductionGroupLowering lowering_;
 };
 
 } // namespace
 
-Function fuseSiblingReductions(Function function) {
-  function.body = SiblingFuser().mutate(function.body);
+Function fuseSiblingReductions(Function function, PipelineTarget target) {
+  function.body = SiblingFuser(target).mutate(function.body);
   return function;
 }
 

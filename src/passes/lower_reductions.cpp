@@ -26,6 +26,9 @@ using ir::Stmt;
 namespace {
 
 class ReductionLowerer : public ReductionPlacement {
+public:
+  explicit ReductionLowerer(PipelineTarget target) : lowering_("", target == PipelineTarget::Gpu) {}
+
 protected:
   Stmt visitReduce(const Reduce &node, const Stmt &) override {
     // Nested reductions first. A tree reduction's value is computed inside
@@ -39,13 +42,13 @@ protected:
   }
 
 private:
-  ReductionGroupLowering lowering_{""};
+  ReductionGroupLowering lowering_;
 };
 
 } // namespace
 
-Function lowerReductions(Function function) {
-  function.body = ReductionLowerer().mutate(function.body);
+Function lowerReductions(Function function, PipelineTarget target) {
+  function.body = ReductionLowerer(target).mutate(function.body);
   return function;
 }
 

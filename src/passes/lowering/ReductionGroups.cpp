@@ -5,6 +5,8 @@
 #include "passes/lowering/ReductionTrees.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 
 namespace loopc::passes {
 
@@ -37,6 +39,25 @@ Stmt accumulateInto(const std::vector<GroupMember> &group, size_t first,
         group[m].valueSetup,
         reductionStep(group[m].reduce->op, group[m].reduce->neutral, cells[m], group[m].value)));
   return serialLoops(*group.front().reduce, first, makeBlock(steps));
+}
+
+// A loop's extent as an i64 count of points: not negative.
+Expr nonNegative(const Expr &extent) {
+  return makeBinary(BinaryOpKind::Max, toI64(extent), makeI64(0));
+}
+
+// How many of `reduce`'s loops, from the outermost, have bounds that use no
+// variable of the loops before them (at least one).
+size_t rectangularLoops(const Reduce &reduce) {
+  std::set<std::string> outer;
+  size_t count = 0;
+  for (const Reduce::Loop &loop : reduce.loops) {
+    if (count > 0 && (usesAnyVar(loop.min, outer) || usesAnyVar(loop.extent, outer)))
+      break;
+    outer.insert(loop.var);
+    ++count;
+  }
+  return count;
 }
 
 // `stmt` inside an Allocate of each buffer.
@@ -112,9 +133,15 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
   const Reduce &first = *group.front().reduce;
   const Reduce::Loop &outer = first.loops.front();
   ScalarType loopType = outer.min->type;
+  size_t walked = flattenNests_ ? rectangularLoops(first) : 1;
   Expr extent = outer.extent->type == ScalarType::I64
                     ? outer.extent
                     : std::make_shared<Cast>(ScalarType::I64, outer.extent);
+  if (walked > 1) {
+    extent = nonNegative(outer.extent);
+    for (size_t k = 1; k < walked; ++k)
+      extent = makeBinary(BinaryOpKind::Mul, extent, nonNegative(first.loops[k].extent));
+  }
   Expr threads = makeI64(kThreads);
 
   // Kernel 1: per-thread strided partial folds, per-block trees, one partial
@@ -171,12 +198,17 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
     publish.push_back(
         firstThreadDoes(thread, store(partials[m], {block}, load(tiles[m], {makeI64(0)}))));
   }
-  Stmt pointBody =
-      std::make_shared<LetStmt>(outer.var, makeBinary(BinaryOpKind::Add, outer.min, position),
-                                accumulateInto(group, 1, parts));
   std::vector<Stmt> share = shareStart;
-  share.push_back(std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
-                                        pointBody, first.source));
+  if (walked > 1) {
+    share.push_back(
+        flatWalk(first, walked, walk, prefix, stepVar, accumulateInto(group, walked, parts)));
+  } else {
+    Stmt pointBody =
+        std::make_shared<LetStmt>(outer.var, makeBinary(BinaryOpKind::Add, outer.min, position),
+                                  accumulateInto(group, 1, parts));
+    share.push_back(std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
+                                          pointBody, first.source));
+  }
   share.insert(share.end(), shareEnd.begin(), shareEnd.end());
   std::vector<Stmt> kernel1Thread = {allocating(parts, makeBlock(share)),
                                      std::make_shared<Barrier>()};
@@ -225,6 +257,86 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
 
   return std::make_shared<LetStmt>(gridVar, gridValue,
                                    allocating(partials, makeBlock({kernel1, kernel2})));
+}
+
+// A thread's walk over the points of `reduce`'s first `loops` loops, taken
+// as one row-major range of positions: the position's digit for each loop
+// (its index in the loop) is kept in a register and advanced by the
+// stride's digits with a carry, so a point costs a few additions, not the
+// 64-bit divisions of a position split afresh (which on a GPU cost more
+// than reading the element). Two divisions per loop and thread set it up.
+Stmt ReductionGroupLowering::flatWalk(const Reduce &reduce, size_t loops, const ThreadWalk &walk,
+                                      const std::string &prefix, const std::string &stepVar,
+                                      Stmt pointBody) {
+  // extents[k] and the points of the loops inside loop k; both at least 1 as
+  // divisors (no point is walked when one is empty).
+  std::vector<Expr> extents(loops), inner(loops);
+  for (size_t k = 0; k < loops; ++k)
+    extents[k] = nonNegative(reduce.loops[k].extent);
+  inner[loops - 1] = makeI64(1);
+  for (size_t k = loops - 1; k-- > 0;)
+    inner[k] = makeBinary(BinaryOpKind::Mul, inner[k + 1], extents[k + 1]);
+  auto atLeastOne = [](Expr value) {
+    return makeBinary(BinaryOpKind::Max, std::move(value), makeI64(1));
+  };
+  auto digit = [&](const Expr &position, size_t k) {
+    Expr above = makeBinary(BinaryOpKind::Div, position, atLeastOne(inner[k]));
+    return k == 0 ? above : makeBinary(BinaryOpKind::Rem, above, atLeastOne(extents[k]));
+  };
+
+  std::vector<Buffer> cells;
+  std::vector<Stmt> start;
+  std::vector<std::pair<std::string, Expr>> strideLets;
+  for (size_t k = 0; k < loops; ++k) {
+    cells.push_back(
+        makeBuffer(prefix + ".at" + std::to_string(k), ScalarType::I64, {}, MemorySpace::Register));
+    start.push_back(store(cells[k], {}, digit(walk.first, k)));
+    strideLets.push_back({prefix + ".stride" + std::to_string(k), digit(walk.stride, k)});
+  }
+
+  // Advance the digits, innermost first; a digit passing its extent wraps
+  // and carries one into the next (a digit and its stride digit are below
+  // the extent, so one subtraction is enough). The outermost is not wrapped:
+  // past the last point, the walk ends.
+  std::function<Stmt(size_t, Expr)> advance = [&](size_t k, Expr carry) -> Stmt {
+    Expr next = makeBinary(BinaryOpKind::Add, load(cells[k]),
+                           makeVar(ScalarType::I64, strideLets[k].first));
+    if (carry)
+      next = makeBinary(BinaryOpKind::Add, next, carry);
+    if (k == 0)
+      return store(cells[k], {}, next);
+    std::string nextVar = prefix + ".next" + std::to_string(k);
+    std::string wrapsVar = prefix + ".wraps" + std::to_string(k);
+    Expr nextValue = makeVar(ScalarType::I64, nextVar);
+    Expr wraps = makeVar(ScalarType::Bool, wrapsVar);
+    Stmt update =
+        store(cells[k], {},
+              std::make_shared<Select>(wraps, makeBinary(BinaryOpKind::Sub, nextValue, extents[k]),
+                                       nextValue));
+    Expr carried = std::make_shared<Select>(wraps, makeI64(1), makeI64(0));
+    return std::make_shared<LetStmt>(
+        nextVar, next,
+        std::make_shared<LetStmt>(wrapsVar, makeBinary(BinaryOpKind::Ge, nextValue, extents[k]),
+                                  makeBlock({update, advance(k - 1, carried)})));
+  };
+
+  for (size_t k = loops; k-- > 0;) {
+    const Reduce::Loop &loop = reduce.loops[k];
+    ScalarType type = loop.min->type;
+    Expr index = load(cells[k]);
+    if (type != ScalarType::I64)
+      index = std::make_shared<Cast>(type, index);
+    pointBody = std::make_shared<LetStmt>(loop.var, makeBinary(BinaryOpKind::Add, loop.min, index),
+                                          pointBody);
+  }
+  Stmt walkLoop =
+      std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
+                            makeBlock({pointBody, advance(loops - 1, nullptr)}), reduce.source);
+  start.push_back(walkLoop);
+  Stmt body = makeBlock(start);
+  for (auto let = strideLets.rbegin(); let != strideLets.rend(); ++let)
+    body = std::make_shared<LetStmt>(let->first, let->second, body);
+  return allocating(cells, body);
 }
 
 } // namespace loopc::passes

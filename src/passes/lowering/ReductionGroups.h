@@ -7,6 +7,7 @@
 
 #include "ir/IR.h"
 #include "ir/IRVisitor.h"
+#include "passes/lowering/ReductionTrees.h"
 
 #include <string>
 #include <vector>
@@ -40,7 +41,10 @@ struct GroupMember {
 class ReductionGroupLowering {
 public:
   // Names made here start with `prefix` and a number, unique per instance.
-  explicit ReductionGroupLowering(std::string prefix) : prefix_(std::move(prefix)) {}
+  // With `flattenNests` (the GPU pipeline), a tree's threads walk the
+  // points of its leading rectangular loops as one range (see tree).
+  ReductionGroupLowering(std::string prefix, bool flattenNests)
+      : prefix_(std::move(prefix)), flattenNests_(flattenNests) {}
 
   // Inside a parallel loop (one thread's work): a serial loop nest folding
   // each member's values into a register accumulator, each stored back once.
@@ -48,7 +52,11 @@ public:
   ir::Stmt serial(const std::vector<GroupMember> &group);
 
   // In host code (whole-array reductions): a first kernel gives each thread a
-  // strided share of the outermost loop, combines the 256 per-thread values
+  // strided share of the outermost loop (with `flattenNests`, of the points
+  // of the leading loops whose bounds use no variable of the loops before
+  // them, in row-major order: neighbouring threads read neighbouring
+  // elements of a 2-D array, and every point is spread however few rows
+  // there are), combines the 256 per-thread values
   // of each member in a block in shared memory by tree halving and writes one
   // partial per block and member; a second, single-block kernel combines each
   // member's partials the same way and folds them into its accumulator.
@@ -57,7 +65,11 @@ public:
 private:
   std::string fresh(const std::string &base);
 
+  ir::Stmt flatWalk(const ir::Reduce &reduce, size_t loops, const ThreadWalk &walk,
+                    const std::string &prefix, const std::string &stepVar, ir::Stmt pointBody);
+
   std::string prefix_;
+  bool flattenNests_;
   int counter_ = 0;
 };
 
