@@ -833,6 +833,14 @@ kernel pool(X: in f64[H][W], P: out f64[H - 2][W - 2]) {
     P[i][j] = redomap(max, -inf, a in 0..3, b in 0..3) X[i + a][j + b];
   }
 }
+fn sq(x: f32) -> f32 { return x * x; }
+kernel energy(X: in f32[R][C], e: out f32[R], top: out f32[R]) {
+  parfor r in 0..R {
+    let b = redomap(+, 0.0, c in 0..C) sq(X[r][c]);
+    let m = redomap(max, -inf, c in 0..C) X[r][c];
+    e[r] = b; top[r] = m;
+  }
+}
 )",
               {"R=3 C=1 lo=0 H=3 W=3", "R=2 C=63 lo=0 H=4 W=70", "R=5 C=64 lo=0", "R=2 C=127 lo=1",
                "R=4 C=128 lo=0", "R=3 C=129 lo=0", "R=7 C=1000 lo=7", "R=2 C=70001 lo=3"});

@@ -48,6 +48,14 @@ kernel norms(X: in f32[R][C], n: out f32[R], s: out f32[R]) {
 kernel firsts(X: in i32[R][C], f: out i32[R]) {
   parfor r in 0..R { f[r] = redomap(first, 0, c in 0..C) X[r][c]; }
 }
+fn sq(x: f32) -> f32 { return x * x; }
+kernel energy(X: in f32[R][C], e: out f32[R], top: out f32[R]) {
+  parfor r in 0..R {
+    let b = redomap(+, 0.0, c in 0..C) sq(X[r][c]);
+    let m = redomap(max, -inf, c in 0..C) X[r][c];
+    e[r] = b; top[r] = m;
+  }
+}
 )";
 
 // The kernel's IR after the pipeline for `target`.
@@ -91,6 +99,11 @@ TEST_CASE("a commuting user operator folds into lanes, with a sum fused into its
   CHECK(contains(norms, "acc_2.lanes[c.lane] = acc_2.lanes[c.lane] + X[r][c]"));
   // first does not commute: its points combine in order, one cell.
   CHECK(!contains(compiled("firsts"), "lanes"));
+  // From a bug hunt: a member keeping a let of its own (a call's argument)
+  // in the fused walk left it serial, 12x slower than not fusing.
+  std::string energy = compiled("energy");
+  CHECK(contains(energy, "acc_2.lanes[c.lane] = max(acc_2.lanes[c.lane], X[r][c])"));
+  CHECK(contains(energy, "acc.lanes[c.lane] = acc.lanes[c.lane] + f32(x * x)"));
 }
 
 TEST_CASE("columns, short constant loops, sums and the GPU keep one cell") {

@@ -77,19 +77,24 @@ bool needsLanes(const Store &step) {
 }
 
 // The steps of a loop body made of lets and then reduction steps into
-// distinct cells of one type, some of which need lanes, when nothing else in
-// the body reads a cell; else nothing.
+// distinct cells of one type (each step may have lets of its own: a fused
+// group's members keep their value setups), some of which need lanes, when
+// nothing else in the body reads a cell; else nothing.
 std::optional<std::vector<const Store *>> laneSteps(const Stmt &body) {
-  const StmtNode *node = skipSingletonBlocks(body);
   std::vector<Expr> lets;
-  while (node && node->kind == StmtNode::Kind::LetStmt) {
-    lets.push_back(node->as<LetStmt>()->value);
-    node = skipSingletonBlocks(node->as<LetStmt>()->body);
-  }
+  auto afterLets = [&](const Stmt &stmt) {
+    const StmtNode *node = skipSingletonBlocks(stmt);
+    while (node && node->kind == StmtNode::Kind::LetStmt) {
+      lets.push_back(node->as<LetStmt>()->value);
+      node = skipSingletonBlocks(node->as<LetStmt>()->body);
+    }
+    return node;
+  };
+  const StmtNode *node = afterLets(body);
   std::vector<const StmtNode *> stmts;
   if (const auto *block = node ? node->as<Block>() : nullptr)
     for (const Stmt &stmt : block->stmts)
-      stmts.push_back(stmt.get());
+      stmts.push_back(afterLets(stmt));
   else
     stmts.push_back(node);
   std::vector<const Store *> steps;
