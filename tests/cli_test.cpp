@@ -547,6 +547,19 @@ TEST_CASE(
                        " --tuned --tuning-cache " + cache);
   CHECK(used.exitCode == 0);
   CHECK(contains(used.output, "loopc: using the tuned choices in " + cache + ": "));
+  // From a bug hunt: gpu-on-cpu found the CPU's entry (its key names the same
+  // CPU), then failed on its own name, "unknown device 'cpu (GPU kernels)'".
+  // Nothing is tuned for it, and both commands say so with the name given.
+  for (const char *command : {"run", "tune"}) {
+    CAPTURE(command);
+    auto onCpuKernels =
+        runLoopc(std::string(command) +
+                 " samples/histogram.loop --kernel histogram --set N=20000 "
+                 "--set B=64 --set lo=-1 --set hi=1 --device gpu-on-cpu" +
+                 (std::string(command) == "run" ? " --tuned" : "") + " --tuning-cache " + cache);
+    CHECK(onCpuKernels.exitCode == 1);
+    CHECK(contains(onCpuKernels.output, "on device 'gpu-on-cpu'"));
+  }
   auto otherSizes = runLoopc("bench samples/histogram.loop --kernel histogram --set N=20001 "
                              "--set B=64 --set lo=-1 --set hi=1 --device cpu --repeat 1 --tuned "
                              "--tuning-cache " +
@@ -847,6 +860,11 @@ TEST_CASE("messages say what is wrong with what the user typed") {
     CHECK(contains(leftOut.output, "pass 'stage_shared' is not run with" + std::string(option)));
     CHECK(loopc::test::occurrences(leftOut.output, "simplify") == 1);
   }
+  // From a bug hunt: the GPU's one required pass of its own was "no pass".
+  CHECK(contains(
+      runLoopc("explain samples/row_stats.loop --target cpu --after globalize_private_arrays")
+          .output,
+      "pass 'globalize_private_arrays' is not run with --target cpu"));
   auto unknown = runLoopc("explain samples/matmul.loop --after nosuchpass");
   CHECK(contains(unknown.output, "no pass named 'nosuchpass'"));
   CHECK(loopc::test::occurrences(unknown.output, "simplify") == 1);

@@ -182,6 +182,8 @@ Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &
   return run;
 }
 
+bool isTunable(const Engine &engine) { return engine.name() == "gpu" || engine.name() == "cpu"; }
+
 namespace {
 
 // Replaces `run`'s engine by one with the choices kept for it, if any.
@@ -190,6 +192,10 @@ Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
       options.passes.boundsChecks)
     return makeError("--tuned chooses the optimizations itself: it takes no --skip-pass, "
                      "--pass-param or --bounds-check");
+  if (!isTunable(*run.engine))
+    return makeError("--tuned: nothing is tuned on device '" +
+                     (options.device.empty() ? run.engine->name() : options.device) +
+                     "': run on gpu or cpu");
   std::string path = tuningCachePath(options.tuningCache);
   TuningKey key = tuningKey(run.session->sources, *run.kernel, run.args, run.engine->device());
   auto found = findTunedChoice(path, key);

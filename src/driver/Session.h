@@ -114,6 +114,12 @@ Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &
                                      const std::string &device, const ArgumentOptions &arguments,
                                      const passes::PassChoices &choices = {});
 
+// Whether `loopc tune` times choices on `engine`, and `--tuned` uses them:
+// the GPU and the CPU. The interpreter has no optimizations to choose, and
+// gpu-on-cpu's timings would say nothing of a GPU (its cache key would be
+// the CPU's, whose choices are for the CPU pipeline).
+bool isTunable(const Engine &engine);
+
 // Splits "NAME=VALUE"; `option` names the flag in the error message.
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,
                                                               const std::string &option);

@@ -217,8 +217,10 @@ int runTune(const TuneOptions &options) {
   if (!run)
     return 1;
   std::string engine = run->engine->name();
-  if (engine != "gpu" && engine != "cpu") {
-    printError("nothing to tune on device '" + engine + "': tune on gpu or cpu");
+  if (!isTunable(*run->engine)) {
+    printError("nothing to tune on device '" +
+               (options.target.device.empty() ? engine : options.target.device) +
+               "': tune on gpu or cpu");
     return 1;
   }
   passes::PipelineTarget target =

@@ -178,6 +178,9 @@ std::string describeChangedParameters(const PassParameters &parameters) {
 }
 
 std::string passLeftOutBy(const std::string &name, const PipelineOptions &options) {
+  // Not an optimization, but run by the GPU's pipeline alone (runPipeline).
+  if (name == "globalize_private_arrays" && options.target != PipelineTarget::Gpu)
+    return "--target cpu";
   for (const Optimization &optimization : kOptimizations) {
     if (name != optimization.name)
       continue;

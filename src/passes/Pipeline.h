@@ -82,9 +82,10 @@ struct PipelineOptions {
 // those `target`'s pipeline runs when one is given.
 std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target = std::nullopt);
 
-// The option that leaves the optimization `name` out of the pipeline of
-// `options` ("--target cpu", "--bounds-check", "--skip-pass NAME"); "" when
-// it runs or is no optimization.
+// The option that leaves the optimization `name` (or the GPU's
+// globalize_private_arrays) out of the pipeline of `options` ("--target
+// cpu", "--bounds-check", "--skip-pass NAME"); "" when it runs or is no
+// optimization.
 std::string passLeftOutBy(const std::string &name, const PipelineOptions &options);
 
 // Runs every pass in order; the IR verifier checks the result of each. An
