@@ -27,7 +27,7 @@ stmt
   | 'var' ID (':' type)? ('=' expr)? ';'                          # varStmt
   | lvalue assignOp expr ';'                                      # assignStmt
   | 'combine' '(' reduceOp ')' lvalue '=' expr ';'                # combineStmt
-  | 'scan' '(' reduceOp ',' expr ',' range ')' lvalue '=' expr ';' # scanStmt
+  | 'scan' '(' reduceOp ',' expr ',' range (',' range)* ')' lvalue '=' expr ';' # scanStmt
   | 'for' range block                                             # forStmt
   | 'parfor' range (',' range)* block                             # parforStmt
   | ifStatement                                                   # ifStmt

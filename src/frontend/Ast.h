@@ -305,7 +305,7 @@ struct ScanStmt : Stmt {
   ScanStmt() : Stmt(kKind) {}
   ReduceOp op;
   ExprPtr neutral;
-  std::vector<Range> ranges;         // exactly one, a vector for the nest helpers
+  std::vector<Range> ranges; // one (the checker refuses more), a vector for the nest helpers
   std::unique_ptr<AssignStmt> write; // `Y[k] = e`, its value the scanned body
 };
 

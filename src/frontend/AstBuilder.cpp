@@ -268,7 +268,8 @@ StmtPtr AstBuilder::buildScan(G::ScanStmtContext *ctx) {
   scan->range = rangeOf(ctx);
   scan->op = buildReduceOp(ctx->reduceOp());
   scan->neutral = buildExpr(ctx->expr(0));
-  scan->ranges.push_back(buildRange(ctx->range()));
+  for (G::RangeContext *range : ctx->range())
+    scan->ranges.push_back(buildRange(range));
   scan->write = buildAssignment(ctx, ctx->lvalue(), ctx->expr(1));
   return scan;
 }

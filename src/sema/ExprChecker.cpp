@@ -348,6 +348,22 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
     return known(redomap, result);
   }
   std::string what = std::string("redomap(") + reduceOpSpelling(op) + ")";
+  bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
+  const auto *comparison = redomap.body->as<BinaryExpr>();
+  if (comparison && comparison->op < BinaryOp::Lt)
+    comparison = nullptr;
+  if (!logical && comparison && !redomap.neutral->as<BoolLitExpr>() &&
+      !(neutral.isKnown() && neutral.scalar == ScalarType::Bool)) {
+    // `redomap(+, 0.0, j in 0..C) X[j] > 0.0` reads as a redomap of the
+    // comparison; the message would otherwise be about the neutral element.
+    diagnostics_.error(redomap.body->range,
+                       "the body of '" + what + "' is a comparison ('" +
+                           binaryOpSpelling(comparison->op) +
+                           "'): a body extends as far right as it can; to compare the "
+                           "reduction's result, put the redomap in parentheses; to count, "
+                           "convert the comparison, i64(...)");
+    return Ty::poison();
+  }
   if (neutral.isKnown() && body.isKnown() && neutral.scalar != body.scalar) {
     diagnostics_.error(redomap.range, "the neutral element (" + describe(neutral) +
                                           ") and the body (" + describe(body) + ") of '" + what +
@@ -358,7 +374,6 @@ Ty Checker::checkRedomap(RedomapExpr &redomap) {
   if (type.isPoison())
     return type;
   checkConstantNeutral(op, *redomap.neutral, "redomap");
-  bool logical = op.kind == ReduceOp::Kind::And || op.kind == ReduceOp::Kind::Or;
   if (logical) {
     if (!coerce(*redomap.neutral, type, ScalarType::Bool)) {
       diagnostics_.error(redomap.range,

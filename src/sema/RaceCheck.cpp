@@ -959,6 +959,14 @@ private:
                                             "follow, so it cannot prove the write injective in "
                                             "parfor variable " +
                                             quoted(var->name) + "; compute the index with 'let'");
+      else if (const VarDecl *loaded = readArrayOf(write.indices); !mentioned && loaded)
+        diagnostics_.error(write.range, "race: the write to " + name +
+                                            " is indexed by an element of " + quoted(loaded->name) +
+                                            ", a value the checker cannot follow, so it cannot "
+                                            "prove that different iterations over " +
+                                            quoted(var->name) +
+                                            " write different elements (a 'combine' may update "
+                                            "an element from several iterations)");
       else if (mentioned)
         diagnostics_.error(write.range, "race: cannot prove that the write to " + name +
                                             " is injective in parfor variable " +
@@ -975,6 +983,15 @@ private:
       return false;
     }
     return true;
+  }
+
+  // The first array an index reads an element of (`col` in `level[col[e]]`).
+  static const VarDecl *readArrayOf(const std::vector<AffineForm> &indices) {
+    for (const AffineForm &index : indices)
+      if (!index.loads.empty())
+        return std::ranges::min(index.loads, {},
+                                [](const VarDecl *array) { return array->range.begin; });
+    return nullptr;
   }
 
   bool checkPair(const Access &write, const Access &other) {

@@ -266,6 +266,14 @@ void Checker::checkScan(ScanStmt &scan) {
   if (currentFn_)
     diagnostics_.error(scan.range, "'scan' is not allowed in a function");
   Ty neutral = checkExpr(*scan.neutral);
+  if (scan.ranges.size() > 1) {
+    // Parsed so the message can say what to write instead.
+    diagnostics_.error(scan.ranges[1].range,
+                       "a scan runs over one range: to scan each row, put the scan in a parfor "
+                       "over the rows");
+    settle(*scan.neutral, neutral);
+    return;
+  }
   pushScope();
   checkRange(scan.ranges.front());
   AssignStmt &write = *scan.write;
