@@ -8,7 +8,6 @@
 
 #include "codegen/CpuEngine.h"
 #include "codegen/NvptxTarget.h"
-#include "codegen/Ptxas.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/Verifier.h"
@@ -230,17 +229,7 @@ TEST_CASE("shuffles of every type are shfl.sync.bfly on 32-bit pieces and assemb
     auto ptx = codegen::compileToPtx(function, "sm_80");
     REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
     CHECK(contains(*ptx, "shfl.sync.bfly.b32"));
-    std::optional<std::string> ptxas = codegen::findPtxas();
-    if (!ptxas) {
-      MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
-      continue;
-    }
-    for (const char *gpu : {"sm_80", "sm_90"}) {
-      auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
-      REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
-      for (const codegen::PtxasKernelReport &report : *reports)
-        CHECK(report.spillStoreBytes == 0);
-    }
+    test::checkAssemblesWithoutSpills(*ptx);
   }
 }
 

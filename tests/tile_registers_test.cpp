@@ -3,7 +3,6 @@
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
 #include "codegen/NvptxTarget.h"
-#include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -68,19 +67,7 @@ TEST_CASE(
     CHECK(function.kernels[0].minBlocksPerSM == 1);
     auto ptx = codegen::compileToPtx(function, "sm_80");
     REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
-    std::optional<std::string> ptxas = codegen::findPtxas();
-    if (!ptxas) {
-      MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
-      continue;
-    }
-    for (const char *gpu : {"sm_80", "sm_90"}) {
-      auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
-      REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
-      for (const codegen::PtxasKernelReport &report : *reports) {
-        CHECK(report.spillStoreBytes == 0);
-        CHECK(report.spillLoadBytes == 0);
-      }
-    }
+    test::checkAssemblesWithoutSpills(*ptx);
   }
 }
 

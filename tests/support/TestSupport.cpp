@@ -1,6 +1,7 @@
 // Implementation of the shared test helpers (see TestSupport.h).
 #include "TestSupport.h"
 
+#include "codegen/Ptxas.h"
 #include "frontend/Loader.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -69,6 +71,24 @@ std::unique_ptr<LoadedProgram> loadText(const std::string &text) {
   loaded->program = loadProgramFromText("test.loop", text, loaded->sources, diagnostics);
   checkLoaded(*loaded, diagnostics);
   return loaded;
+}
+
+void checkAssemblesWithoutSpills(const std::string &ptx) {
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  if (!ptxas) {
+    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
+    return;
+  }
+  for (const char *gpu : {"sm_80", "sm_90"}) {
+    CAPTURE(gpu);
+    auto reports = codegen::runPtxas(*ptxas, ptx, gpu);
+    REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
+    for (const codegen::PtxasKernelReport &report : *reports) {
+      CAPTURE(report.name);
+      CHECK(report.spillStoreBytes == 0);
+      CHECK(report.spillLoadBytes == 0);
+    }
+  }
 }
 
 std::string readFile(const std::string &path) {
