@@ -88,6 +88,11 @@ std::vector<fs::path> ProgramLoader::candidatePaths(const ImportDecl &import,
 }
 
 void ProgramLoader::loadImport(const ImportDecl &import, const fs::path &importerDir) {
+  if (import.target.empty()) {
+    diagnostics_.error(import.range, "an import names a module (`import linalg;`) or a file "
+                                     "(`import \"path.loop\";`), not an empty path");
+    return;
+  }
   std::vector<fs::path> candidates = candidatePaths(import, importerDir);
   auto found = std::ranges::find_if(candidates, [](const fs::path &candidate) {
     std::error_code error;
@@ -180,11 +185,18 @@ Expected<std::string> readSourceFile(const std::string &path) {
   std::FILE *file = std::fopen(path.c_str(), "rb");
   if (!file)
     return makeError(std::strerror(errno));
+  // A device or a pipe may never end (`import "/dev/zero";` filled memory).
+  constexpr size_t kMaxSourceBytes = size_t{64} << 20;
   std::string text;
   char buffer[1 << 16];
   size_t count;
-  while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0)
+  while ((count = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
     text.append(buffer, count);
+    if (text.size() > kMaxSourceBytes) {
+      std::fclose(file);
+      return makeError("is larger than 64 MiB, too large for a source file");
+    }
+  }
   bool failed = std::ferror(file);
   int readErrno = errno;
   std::fclose(file);
