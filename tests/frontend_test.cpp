@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 using namespace loopc;
+using loopc::test::contains;
 
 TEST_CASE("a kernel parses into its parameters and body") {
   SourceManager sources;
@@ -214,4 +215,17 @@ TEST_CASE("an unknown standard-library module is an error naming it") {
   CHECK(parsed->program == nullptr);
   CHECK(parsed->messages().find("t.loop:1:1: error: cannot find module 'nosuchmodule'") !=
         std::string::npos);
+}
+
+TEST_CASE("a byte that starts no UTF-8 character is reported where it is") {
+  // From a bug hunt: every such file was reported at 1:1. Columns count
+  // characters (the 'é' before the bad byte is one).
+  auto latin1 = parse("kernel k(x: out f32[N]) {\n  // caf\xC3\xA9 \xE9t\xE9\n}\n");
+  CHECK(latin1->program == nullptr);
+  CHECK(contains(latin1->messages(), "t.loop:2:11: error: the file is not valid UTF-8"));
+  for (const char *bad : {"\xC0\xAF", "\xF4\x90\x80\x80", "\xE2\x82"}) {
+    CAPTURE(bad);
+    auto parsed = parse(std::string("kernel k() { }\n// ") + bad + "\n");
+    CHECK(contains(parsed->messages(), "t.loop:2:4: error: the file is not valid UTF-8"));
+  }
 }

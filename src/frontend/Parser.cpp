@@ -73,6 +73,34 @@ size_t treeDepth(antlr4::tree::ParseTree *root) {
   return deepest;
 }
 
+// The offset of the first byte of `text` that does not start or continue a
+// well-formed UTF-8 sequence (overlong forms and code points past U+10FFFF
+// included; surrogates pass, as ANTLR's decoder takes them); text.size()
+// when every byte does.
+size_t firstInvalidUtf8(std::string_view text) {
+  size_t at = 0;
+  while (at < text.size()) {
+    auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+    unsigned char lead = byte(at);
+    size_t length = lead < 0x80                   ? 1
+                    : lead >= 0xC2 && lead < 0xE0 ? 2
+                    : lead >= 0xE0 && lead < 0xF0 ? 3
+                    : lead >= 0xF0 && lead < 0xF5 ? 4
+                                                  : 0;
+    if (length == 0 || at + length > text.size())
+      return at;
+    for (size_t i = 1; i < length; ++i)
+      if ((byte(at + i) & 0xC0) != 0x80)
+        return at;
+    unsigned char second = length > 1 ? byte(at + 1) : 0;
+    if ((lead == 0xE0 && second < 0xA0) || (lead == 0xF0 && second < 0x90) ||
+        (lead == 0xF4 && second >= 0x90))
+      return at;
+    at += length;
+  }
+  return at;
+}
+
 } // namespace
 
 std::unique_ptr<Module> parseModule(uint32_t file, const SourceManager &sources,
@@ -84,10 +112,20 @@ std::unique_ptr<Module> parseModule(uint32_t file, const SourceManager &sources,
   try {
     input = std::make_unique<antlr4::ANTLRInputStream>(sources.file(file).text);
   } catch (const std::exception &) {
-    SourceRange wholeFile;
-    wholeFile.begin = {file, 1, 1};
-    wholeFile.end = wholeFile.begin;
-    diagnostics.error(wholeFile, "the file is not valid UTF-8");
+    // Located at the first bad byte: its line, and its column in characters.
+    const std::string &text = sources.file(file).text;
+    size_t bad = std::min(firstInvalidUtf8(text), text.size());
+    size_t lineStart = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    lineStart = lineStart == std::string::npos || bad == 0 ? 0 : lineStart + 1;
+    uint32_t line = 1 + static_cast<uint32_t>(std::count(text.begin(), text.begin() + bad, '\n'));
+    uint32_t column = 1 + static_cast<uint32_t>(std::count_if(
+                              text.begin() + lineStart, text.begin() + bad, [](char c) {
+                                return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+                              }));
+    SourceRange at;
+    at.begin = {file, line, column};
+    at.end = at.begin;
+    diagnostics.error(at, "the file is not valid UTF-8 (a byte here starts no character)");
     return nullptr;
   }
   grammar::LoopLexer lexer(input.get());
