@@ -6,6 +6,14 @@
 # result, GPU time). Then runs the runtime smoke tool when it
 # was carried. Exits non-zero if anything fails.
 #
+# The checks run JOBS at a time (default: one per core), since the reference
+# interpreter, not the GPU, takes most of the time: a GPU time in the table is
+# a launch under that load, not a benchmark (bench/gpu/run.sh measures). Each
+# run is stopped after CHECK_TIMEOUT seconds (default 180) and counts as a
+# failure; no check is started DEADLINE seconds (default: none) after the
+# start, and those left out are counted and make the script fail. DEVICE (default gpu) picks another engine, e.g. DEVICE=gpu-on-cpu to
+# try the script on a machine without a GPU.
+#
 # Meant for the GPU machine, with the static binary built here by
 # scripts/build-static.sh (see docs/gpu.md):
 #   scripts/gpu_check.sh [LOOPC] [SMOKE] [PROGRAMS]
@@ -18,6 +26,10 @@ cd "$(dirname "$0")/.."
 loopc=${1:-build-static/loopc}
 smoke=${2:-build-static/runtime/loopc-runtime-smoke}
 programs=${3:-build-static/random-programs}
+device=${DEVICE:-gpu}
+jobs_at_once=${JOBS:-$(nproc)}
+check_timeout=${CHECK_TIMEOUT:-180}
+deadline=${DEADLINE:-}
 if [ ! -x "$loopc" ]; then
   echo "error: $loopc not found; build it with scripts/build-static.sh and carry it" >&2
   exit 2
@@ -55,11 +67,28 @@ declaration() {
     inside { print; if ($0 ~ /\{/) exit }' "$1"
 }
 
-failures=0
+# Each check runs in the background and writes its row to its own file in
+# $rows, numbered in the order started, and marks a failure with a file
+# fail.N; the table is printed in that order once all have ended.
+rows=$(mktemp -d)
+trap 'rm -rf "$rows"' EXIT
+started=0
+not_started=0
+in_background() {
+  while (($(jobs -rp | wc -l) >= jobs_at_once)); do wait -n; done
+  if [ -n "$deadline" ] && ((SECONDS >= deadline)); then
+    not_started=$((not_started + 1))
+    return
+  fi
+  local index
+  index=$(printf '%05d' $started)
+  ("$@" || touch "$rows/fail.$index") >"$rows/row.$index" 2>&1 &
+  started=$((started + 1))
+}
 
 # Runs kernel $2 of sample $1 on the GPU with --check at the sizes above (or
 # at $sizes_override when set) and prints its row, labelled $3; further
-# arguments go to loopc.
+# arguments go to loopc. Fails when the check does.
 sizes_override=""
 check_kernel() {
   local sample=$1 kernel=$2 label=$3
@@ -72,26 +101,44 @@ check_kernel() {
       shown+="$pair "
     fi
   done
-  output=$("$loopc" run "$file" --kernel "$kernel" --device gpu --check "${sets[@]}" "$@" 2>&1)
+  output=$(timeout -k 5 "$check_timeout" "$loopc" run "$file" --kernel "$kernel" \
+    --device "$device" --check "${sets[@]}" "$@" 2>&1)
   status=$?
-  time=$(sed -n "s/.*ran on gpu in \([0-9.]* ms\).*/\1/p" <<<"$output")
+  time=$(sed -n "s/.*ran on .* in \([0-9.]* ms\).*/\1/p" <<<"$output")
+  result=FAIL
   if [ $status -eq 0 ] && grep -q '^PASS' <<<"$output"; then
     result=PASS
-  else
-    result=FAIL
-    failures=$((failures + 1))
   fi
   printf '%-60s %-30s %-6s %s\n' "$label" "$shown" "$result" "${time:--}"
   if [ $result = FAIL ]; then
+    ((status == 124 || status == 137)) && echo "    stopped after ${check_timeout}s"
     sed 's/^/    /' <<<"$output" | tail -8
+    return 1
   fi
 }
 
+# Runs generated program $1 with --check at the sizes its first line gives;
+# prints a row only when it fails.
+check_program() {
+  local file=$1 sets=() output status
+  for pair in $(sed -n '1s|^// sizes:||p' "$file"); do sets+=(--set "$pair"); done
+  output=$(timeout -k 5 "$check_timeout" "$loopc" run "$file" --device "$device" --check \
+    "${sets[@]}" 2>&1)
+  status=$?
+  if [ $status -eq 0 ] && grep -q '^PASS' <<<"$output"; then
+    return 0
+  fi
+  printf '%-60s %-30s %-6s\n' "random:$(basename "$file" .loop)" "${sets[*]}" FAIL
+  sed 's/^/    /' <<<"$output" | tail -8
+  return 1
+}
+
+echo "checks on --device $device, $jobs_at_once at a time (times are launches under that load)"
 printf '%-60s %-30s %-6s %s\n' "kernel" "sizes" "result" "time"
 for file in samples/*.loop; do
   sample=$(basename "$file" .loop)
   for kernel in $(sed -n 's/^kernel \([A-Za-z_0-9]*\).*/\1/p' "$file"); do
-    check_kernel "$sample" "$kernel" "$sample:$kernel"
+    in_background check_kernel "$sample" "$kernel" "$sample:$kernel"
   done
 done
 
@@ -124,33 +171,37 @@ variants=(
 for variant in "${variants[@]}"; do
   IFS='|' read -r sample kernel options sizes_override <<<"$variant"
   read -r -a option_args <<<"$options"
-  check_kernel "$sample" "$kernel" "$sample:$kernel ${options//--pass-param /}" "${option_args[@]}"
+  in_background check_kernel "$sample" "$kernel" "$sample:$kernel ${options//--pass-param /}" \
+    "${option_args[@]}"
 done
 sizes_override=""
 
 # Generated programs exported by the random-program tests (see docs/gpu.md):
 # each file's first line is `// sizes: NAME=VALUE ...`.
+programs_from=$started
 if [ -d "$programs" ]; then
-  passed=0
   for file in "$programs"/*.loop; do
-    sets=()
-    for pair in $(sed -n '1s|^// sizes:||p' "$file"); do sets+=(--set "$pair"); done
-    output=$("$loopc" run "$file" --device gpu --check "${sets[@]}" 2>&1)
-    if [ $? -eq 0 ] && grep -q '^PASS' <<<"$output"; then
-      passed=$((passed + 1))
-    else
-      failures=$((failures + 1))
-      printf '%-60s %-30s %-6s\n' "random:$(basename "$file" .loop)" "${sets[*]}" FAIL
-      sed 's/^/    /' <<<"$output" | tail -8
-    fi
+    in_background check_program "$file"
   done
-  echo "generated programs from $programs: $passed passed"
+fi
+wait
+cat "$rows"/row.*
+failures=$(find "$rows" -name 'fail.*' | wc -l)
+if ((not_started > 0)); then
+  echo "$not_started check(s) not started: past the ${deadline}s deadline"
+  failures=$((failures + not_started))
+fi
+if [ -d "$programs" ]; then
+  program_failures=$(find "$rows" -name 'fail.*' | awk -F. -v from="$programs_from" \
+    '$NF + 0 >= from' | wc -l)
+  echo "generated programs from $programs: $((started - programs_from - program_failures)) passed," \
+    "$program_failures failed"
 fi
 
 if [ -x "$smoke" ]; then
   echo
   echo "runtime smoke tool ($smoke):"
-  if ! "$smoke"; then
+  if ! timeout -k 5 "$check_timeout" "$smoke"; then
     failures=$((failures + 1))
   fi
 fi
