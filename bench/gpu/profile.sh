@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Why a kernel runs at the speed bench/gpu/run.sh reports, in one device call:
+# `loopc tune` searches the optimizations' choices for each tuned case on this
+# GPU (docs/tuning.md: which choices beat the defaults, and by how much), then
+# Nsight Compute profiles the first launches of each profiled case (speed of
+# light, occupancy, launch statistics, memory and warp-state sections, with
+# --clock-control none: the card's clocks are left as they are).
+#
+# Usage: bench/gpu/profile.sh [LOOPC]   (default build-static/loopc)
+# Writes tune.txt and ncu.txt to $OUT (else a temporary folder) and prints a
+# summary. Environment: TUNE_TIMEOUT and NCU_TIMEOUT cap each case (60, 40 s).
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+loopc=${1:-build-static/loopc}
+out=${OUT:-$(mktemp -d)}
+tune_timeout=${TUNE_TIMEOUT:-60}
+ncu_timeout=${NCU_TIMEOUT:-40}
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
+
+# sample | kernel | --set values | further loopc options
+tuned=(
+  "conv2d_5x5|conv2d_5x5|H=8192 W=8192|"
+  "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|"
+  "matmul|matmul|M=2048 N=2048 K=2048|"
+  "dot|dot|N=268435456|"
+)
+profiled=(
+  "dot|dot|N=268435456|"
+  "conv2d_5x5|conv2d_5x5|H=8192 W=8192|"
+  "conv2d_5x5|conv2d_5x5|H=8192 W=8192|--skip-pass stage_shared"
+  "matmul|matmul|M=2048 N=2048 K=2048|"
+  "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|"
+  "scan|prefix_sum|N=268435456|"
+)
+
+# Splits case $1 into the arrays command_args (file, kernel, --set) and
+# option_args.
+read_case() {
+  local sample kernel values options
+  IFS='|' read -r sample kernel values options <<<"$1"
+  command_args=("samples/$sample.loop" --kernel "$kernel")
+  for value in $values; do command_args+=(--set "$value"); done
+  read -r -a option_args <<<"$options"
+}
+
+: >"$out/tune.txt"
+for entry in "${tuned[@]}"; do
+  read_case "$entry"
+  echo "== tune ${command_args[*]} ${option_args[*]}" >>"$out/tune.txt"
+  timeout -k 5 "$tune_timeout" "$loopc" tune "${command_args[@]}" "${option_args[@]}" --device gpu \
+    --tuning-cache "$out/tuning.json" >>"$out/tune.txt" 2>&1
+  echo "(exit $?)" >>"$out/tune.txt"
+done
+
+: >"$out/ncu.txt"
+if [[ -z $ncu ]]; then
+  echo "profile.sh: no ncu found" | tee "$out/ncu.txt"
+else
+  for entry in "${profiled[@]}"; do
+    read_case "$entry"
+    echo "== ncu ${command_args[*]} ${option_args[*]}" >>"$out/ncu.txt"
+    timeout -k 5 "$ncu_timeout" "$ncu" --clock-control none --launch-count 3 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      "$loopc" bench "${command_args[@]}" "${option_args[@]}" --device gpu --repeat 1 \
+      >>"$out/ncu.txt" 2>&1
+    echo "(exit $?)" >>"$out/ncu.txt"
+  done
+fi
+
+grep -E '^==|the defaults:|^tuned kernel|\(exit' "$out/tune.txt"
+grep -E '^==|^  [a-z_0-9]+.*\(\d+, \d+, \d+\)|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Shared Memory Configuration Size|Dynamic Shared|Static Shared|Issue Slots Busy|No Eligible|\(exit' \
+  "$out/ncu.txt"
