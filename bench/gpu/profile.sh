@@ -70,5 +70,5 @@ else
 fi
 
 grep -E '^==|the defaults:|^tuned kernel|\(exit' "$out/tune.txt"
-grep -E '^==|^  [a-z_0-9]+.*\(\d+, \d+, \d+\)|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Shared Memory Configuration Size|Dynamic Shared|Static Shared|Issue Slots Busy|No Eligible|\(exit' \
+grep -E '^==|^  [A-Za-z_0-9.$]+ \(|Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Registers Per Thread|Achieved Occupancy|Theoretical Occupancy|Block Size|Grid Size|Shared Memory Configuration Size|Dynamic Shared|Static Shared|Issue Slots Busy|No Eligible|\(exit' \
   "$out/ncu.txt"
