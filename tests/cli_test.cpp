@@ -302,7 +302,8 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
                           "--check --pass-param register_tile=2");
   CHECK(checked.exitCode == 0);
   for (const char *parameter : {"register_tile=3", "register_tile=16", "stage_length=x",
-                                "shared_kib=49", "tile=4", "register_tile"}) {
+                                "shared_kib=49", "stage_min_reuse=1", "tile=4",
+                                "register_tile"}) {
     CAPTURE(parameter);
     for (const char *command : {"explain samples/matmul.loop", "compile samples/matmul.loop",
                                 "run samples/matmul.loop --device cpu --set M=2 --set N=2 --set "
@@ -312,7 +313,7 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
       CHECK(refused.exitCode == 1);
       CHECK(contains(refused.output, "pass parameter"));
       CHECK(contains(refused.output, "register_tile (1 to 8, a power of two), stage_length (4 to "
-                                     "64), shared_kib (1 to 48)"));
+                                     "64), shared_kib (1 to 48), stage_min_reuse (2 to 256)"));
     }
   }
 }

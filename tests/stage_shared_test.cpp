@@ -153,6 +153,8 @@ kernel dct_rows(x: in f64[M][N], X: out f64[M][N]) {
 // Found by a bug hunt: a read down a column anywhere in the nest padded every
 // box of its array odd, losing the 16-byte rows of a box read along rows.
 TEST_CASE("a box read along rows keeps 16-byte rows beside a column read of its array") {
+  // A 3x3 window reads each element 3 times per row: staged only when asked.
+  passes::PassChoices smallReuse = test::withParameters({"stage_min_reuse=2"});
   auto loaded = test::loadText(R"(
 kernel twobox(A: in f32[H][W], O: out f32[H - 2][W - 2]) {
   parfor y in 0..H - 2, x in 0..W - 2 {
@@ -162,10 +164,12 @@ kernel twobox(A: in f32[H][W], O: out f32[H - 2][W - 2]) {
 }
 )");
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
-  const std::string staged = test::tracePasses(*loaded->program, "twobox").after("stage_shared");
+  const std::string staged =
+      test::tracePasses(*loaded->program, "twobox", smallReuse).after("stage_shared");
   CHECK(contains(staged, "shared f32 A.shared[10][36]"));
   test::checkGpuKernelsOnCpu(*loaded->program, "twobox",
-                             {{{"H", "12"}, {"W", "40"}}, {{"H", "3"}, {"W", "3"}}}, 29);
+                             {{{"H", "12"}, {"W", "40"}}, {{"H", "3"}, {"W", "3"}}}, 29,
+                             smallReuse);
 }
 
 TEST_CASE("other tile sizes, stage lengths and budgets agree") {
@@ -189,12 +193,17 @@ TEST_CASE("other tile sizes, stage lengths and budgets agree") {
   }
 }
 
-TEST_CASE(
-    "conv2d_5x5: the input window with its halo staged once, and the weights are a broadcast") {
+TEST_CASE("conv2d_5x5: left to L1 by default; at stage_min_reuse=2 the input window with its "
+          "halo staged once, and the weights are a broadcast") {
   auto loaded = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
   REQUIRE(loaded->program);
+  // Each input element is read 4-5 times per filter row: under the default
+  // stage_min_reuse of 16.
+  test::PassTrace unstaged = test::tracePasses(*loaded->program, "conv2d_5x5");
+  CHECK(unstaged.after("stage_shared") == unstaged.after("tile_registers"));
+  passes::PassChoices smallReuse = test::withParameters({"stage_min_reuse=2"});
   const std::string staged =
-      test::tracePasses(*loaded->program, "conv2d_5x5").after("stage_shared");
+      test::tracePasses(*loaded->program, "conv2d_5x5", smallReuse).after("stage_shared");
   // 32 + 4 rows by 128 + 4 columns (rows read along: whole 16 bytes); the
   // u loop whole: one fill, one barrier.
   CHECK(contains(staged, "shared f32 I.shared[36][132]"));
@@ -208,7 +217,7 @@ TEST_CASE(
                               {{"H", "36"}, {"W", "132"}},
                               {{"H", "37"}, {"W", "133"}},
                               {{"H", "70"}, {"W", "300"}}},
-                             11);
+                             11, smallReuse);
 }
 
 TEST_CASE("transpose: the warps' column reads staged row by row, read back down the columns") {
@@ -302,8 +311,11 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
       {{{"M", "33"}, {"N", "129"}, {"K", "81"}}, {{"M", "7"}, {"N", "9"}, {"K", "1"}}}, 13);
   // The frame (t * 7) % 5 is no range over t: inside the time loop the u
   // loop is staged whole, 8 + 2 rows by 32 + 2 columns of one frame, with a
-  // barrier after it before the next frame refills the box.
-  const std::string frames = test::tracePasses(*loaded->program, "frames").after("stage_shared");
+  // barrier after it before the next frame refills the box (a 3x3 window,
+  // 3 reads per element and row: staged when asked).
+  passes::PassChoices smallReuse = test::withParameters({"stage_min_reuse=2"});
+  const std::string frames =
+      test::tracePasses(*loaded->program, "frames", smallReuse).after("stage_shared");
   CHECK(contains(frames, "shared f32 I.shared[1][10][36]"));
   CHECK(contains(frames, "I[i64(t * 7 % 5) + I.shared.element / 340]"));
   CHECK(occurrences(frames, "barrier") == 2);
@@ -311,5 +323,5 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
                              {{{"T", "1"}, {"H", "3"}, {"W", "3"}},
                               {{"T", "3"}, {"H", "34"}, {"W", "130"}},
                               {{"T", "2"}, {"H", "41"}, {"W", "150"}}},
-                             13);
+                             13, smallReuse);
 }

@@ -137,7 +137,7 @@ void PassChoiceOptions::addTo(CLI::App &command) {
                      "Leave this optimization pass out (repeatable), to measure what it brings");
   command.add_option("--pass-param", parameters,
                      "NAME=VALUE: size an optimization otherwise (repeatable): register_tile, "
-                     "stage_length, shared_kib (docs/architecture.md)");
+                     "stage_length, shared_kib, stage_min_reuse (docs/tuning.md)");
   command.add_flag("--bounds-check", boundsChecks,
                    "Check every array index in the generated code: one out of range is a "
                    "located error, not a wild access (slower; leaves out fuse_producers, "

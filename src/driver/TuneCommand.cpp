@@ -37,6 +37,7 @@ const std::map<std::string, std::vector<std::string>> kParameterValues = {
     {"register_tile", {"1", "2", "4", "8"}},
     {"stage_length", {"8", "16", "32", "64"}},
     {"shared_kib", {"8", "16", "24", "48"}},
+    {"stage_min_reuse", {"2", "16", "64"}},
 };
 
 using Point = std::map<std::string, std::string>; // dimension -> value
@@ -124,6 +125,7 @@ private:
     point["register_tile"] = std::to_string(parameters.registerTile);
     point["stage_length"] = std::to_string(parameters.stageLength);
     point["shared_kib"] = std::to_string(parameters.sharedKiB);
+    point["stage_min_reuse"] = std::to_string(parameters.stageMinReuse);
     return point;
   }
 

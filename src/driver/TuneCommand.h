@@ -1,8 +1,8 @@
 // `loopc tune FILE [--kernel K] [--set ...] [--device D] [--repeat N]
 // [--tuning-cache F]`: searches the optimizations' choices (which to leave
-// out, and register_tile, stage_length, shared_kib) for the fastest run of a
-// kernel at these sizes on this device, and keeps the best in the tuning
-// cache (Tuning.h), where `loopc run/bench --tuned` finds it.
+// out, and register_tile, stage_length, shared_kib, stage_min_reuse) for the
+// fastest run of a kernel at these sizes on this device, and keeps the best in
+// the tuning cache (Tuning.h), where `loopc run/bench --tuned` finds it.
 //
 // The search is coordinate descent from the defaults: each choice in turn
 // takes each of its values while the others stay, and a value is kept when it

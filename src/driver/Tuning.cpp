@@ -241,7 +241,8 @@ Status storeTunedChoice(const std::string &path, const TuningKey &key, const std
                   {"parameters",
                    {{"register_tile", parameters.registerTile},
                     {"stage_length", parameters.stageLength},
-                    {"shared_kib", parameters.sharedKiB}}},
+                    {"shared_kib", parameters.sharedKiB},
+                    {"stage_min_reuse", parameters.stageMinReuse}}},
                   {"median_ms", choice.medianMs},
                   {"default_ms", choice.defaultMs},
                   {"date", choice.date.empty() ? today() : choice.date}});

@@ -136,6 +136,7 @@ constexpr ParameterSpec kParameters[] = {
     {"register_tile", &PassParameters::registerTile, 1, 8, true},
     {"stage_length", &PassParameters::stageLength, 4, 64, false},
     {"shared_kib", &PassParameters::sharedKiB, 1, 48, false},
+    {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false},
 };
 
 } // namespace

@@ -41,6 +41,16 @@ struct PassParameters {
   // shared_kib (stage_shared): KiB of shared memory a block may stage
   // into, 1 to 48 (the most a block may declare statically).
   int64_t sharedKiB = 24;
+  // stage_min_reuse (stage_shared): how many times one iteration of a loop
+  // must read each element of a box for the box to be staged, 2 to 256.
+  // Where fewer threads read each element, L1 (on Hopper the same memory as
+  // shared) serves the repeats from the lines the first reader brought in,
+  // and the copy and its barriers are pure cost. Measured on an H100
+  // (docs/benchmarks.md, 2026-11-27): a 5x5 convolution, each element read 4-5
+  // times per filter row, ran 2.65x faster unstaged; an 11x11 one, 8-10 times,
+  // 1.43x; matmul, 32 and 128 times (B and A at 4 x 4 register tiles), 1.38x
+  // slower unstaged.
+  int64_t stageMinReuse = 16;
 };
 
 // What the user chose about the optimizations.

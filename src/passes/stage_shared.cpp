@@ -10,9 +10,10 @@
 // whose indices land, over the block's threads and the loop's iterations, in
 // a box of constant size with an origin uniform across the block
 // (analysis/IndexRange.h), when one iteration of the loop reads each element
-// of its box at least twice (reuse across threads; a window sliding with the
-// thread, read once per thread, is left to the cache). A loop of constant
-// trip count whose boxes fit is staged whole (a convolution's filter rows);
+// of its box 16 times or more (PassParameters::stageMinReuse, which says why
+// so many: reuse across threads; a window sliding with the thread, read once
+// per thread, is left to the cache). A loop of constant
+// trip count whose boxes fit is staged whole (a large filter's rows);
 // another one, if no loop of the thread's body encloses it, is cut into
 // stages of 32 iterations (PassParameters::stageLength; halves of it, down
 // to 2, when the boxes do not fit), each loading its boxes before it runs (matmul's k). The
@@ -73,8 +74,6 @@ namespace {
 const int64_t kVectorLoadBytes = 16;
 const int64_t kWarpSize = 32;
 
-// Loads per element of a box in one iteration of the loop, at least.
-const int64_t kMinReuse = 2;
 // Longer constant loops span more than any box could hold.
 const int64_t kLongestSpannedLoop = 1 << 16;
 
@@ -409,7 +408,7 @@ private:
   // The footprints of the loop's body worth staging when its variable
   // ranges as the scope now says; empty when they would not fit. Worth it
   // means reused across threads within one iteration: each element of the
-  // iteration's box read twice or more, and not by every thread alike (a
+  // iteration's box read stage_min_reuse times or more, and not by every thread alike (a
   // box the same for all threads, a filter's weights, is a broadcast the
   // load unit already serves once per warp), and moving along the loop (a
   // box every iteration reads whole, a thread's own row in nbody, stays in
@@ -430,7 +429,7 @@ private:
     for (Footprint &footprint : footprints) {
       std::optional<Footprint> all = unitedBox(footprint, iteration);
       std::optional<Footprint> oneThread = unitedBox(footprint, iterationOfOneThread);
-      if (!all || !oneThread || all->loadCount / kMinReuse < all->elements() ||
+      if (!all || !oneThread || all->loadCount / parameters_.stageMinReuse < all->elements() ||
           oneThread->elements() == all->elements() ||
           std::ranges::equal(all->extents(), footprint.extents()))
         continue;

@@ -124,6 +124,15 @@ const std::string &PassTrace::before(const std::string &pass) const {
   return std::prev(found)->second;
 }
 
+passes::PassChoices withParameters(const std::vector<std::string> &assignments) {
+  passes::PassChoices choices;
+  for (const std::string &assignment : assignments) {
+    Status set = passes::setPassParameter(choices.parameters, assignment);
+    REQUIRE_MESSAGE(set, (set ? "" : set.error().message));
+  }
+  return choices;
+}
+
 PassTrace tracePasses(const Program &program, const std::string &kernelName,
                       const passes::PassChoices &choices) {
   const KernelDecl *kernel = program.findKernel(kernelName);

@@ -68,6 +68,9 @@ struct PassTrace {
 PassTrace tracePasses(const Program &program, const std::string &kernelName,
                       const passes::PassChoices &choices = {});
 
+// The default choices but for `assignments` (NAME=VALUE, as --pass-param).
+passes::PassChoices withParameters(const std::vector<std::string> &assignments);
+
 // The IR of `kernelName` before the first run of `pass` and after its last.
 std::pair<std::string, std::string> aroundPass(const Program &program,
                                                const std::string &kernelName,

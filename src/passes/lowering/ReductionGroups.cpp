@@ -17,7 +17,20 @@ using ir::Stmt;
 namespace {
 
 constexpr int64_t kThreads = kReductionThreads;
-constexpr int64_t kMaxBlocks = 1024; // partials combined by the second kernel
+
+// The first kernel's grid: a block per kThreads * kPointsPerThread points, at
+// most kMaxBlocks (the partials the second kernel combines). On the GPU the
+// blocks of a large reduction must come in many waves, so that the last,
+// partial wave is a small part of the time: 1024 blocks of 256 threads at 40
+// registers were 1.29 waves of an H100 (6 blocks per SM), and the 232 blocks
+// of the second wave ran with most of the device idle (dot over 2^28 at 63%
+// of DRAM bandwidth, 0.67 of torch.dot; Nsight Compute, docs/benchmarks.md).
+// 16384 blocks are 20 waves there; one block reads their partials in a few
+// microseconds. The CPU runs blocks as tasks of its thread pool, where fewer
+// are cheaper.
+constexpr int64_t kPointsPerThread = 4;
+constexpr int64_t kMaxBlocksGpu = 16384;
+constexpr int64_t kMaxBlocksCpu = 1024;
 
 // The loops of `reduce` from `first` on around `body`, serial.
 Stmt serialLoops(const Reduce &reduce, size_t first, Stmt body) {
@@ -133,7 +146,7 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
   const Reduce &first = *group.front().reduce;
   const Reduce::Loop &outer = first.loops.front();
   ScalarType loopType = outer.min->type;
-  size_t walked = flattenNests_ ? rectangularLoops(first) : 1;
+  size_t walked = forGpu_ ? rectangularLoops(first) : 1;
   Expr extent = outer.extent->type == ScalarType::I64
                     ? outer.extent
                     : std::make_shared<Cast>(ScalarType::I64, outer.extent);
@@ -148,12 +161,14 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
   // per block and member.
   std::string gridVar = prefix + ".grid";
   Expr grid = makeVar(ScalarType::I64, gridVar);
+  int64_t pointsPerBlock = kThreads * (forGpu_ ? kPointsPerThread : 1);
   Expr gridValue = makeBinary(
       BinaryOpKind::Max,
       makeBinary(BinaryOpKind::Min,
                  makeBinary(BinaryOpKind::Div,
-                            makeBinary(BinaryOpKind::Add, extent, makeI64(kThreads - 1)), threads),
-                 makeI64(kMaxBlocks)),
+                            makeBinary(BinaryOpKind::Add, extent, makeI64(pointsPerBlock - 1)),
+                            makeI64(pointsPerBlock)),
+                 makeI64(forGpu_ ? kMaxBlocksGpu : kMaxBlocksCpu)),
       makeI64(1));
   Expr block = makeVar(ScalarType::I64, prefix + ".block");
   Expr thread = makeVar(ScalarType::I64, prefix + ".thread");

@@ -41,10 +41,11 @@ struct GroupMember {
 class ReductionGroupLowering {
 public:
   // Names made here start with `prefix` and a number, unique per instance.
-  // With `flattenNests` (the GPU pipeline), a tree's threads walk the
-  // points of its leading rectangular loops as one range (see tree).
-  ReductionGroupLowering(std::string prefix, bool flattenNests)
-      : prefix_(std::move(prefix)), flattenNests_(flattenNests) {}
+  // For the GPU pipeline (`forGpu`), a tree's threads walk the points of its
+  // leading rectangular loops as one range, and its grid has many waves of
+  // blocks (see tree).
+  ReductionGroupLowering(std::string prefix, bool forGpu)
+      : prefix_(std::move(prefix)), forGpu_(forGpu) {}
 
   // Inside a parallel loop (one thread's work): a serial loop nest folding
   // each member's values into a register accumulator, each stored back once.
@@ -52,7 +53,7 @@ public:
   ir::Stmt serial(const std::vector<GroupMember> &group);
 
   // In host code (whole-array reductions): a first kernel gives each thread a
-  // strided share of the outermost loop (with `flattenNests`, of the points
+  // strided share of the outermost loop (on the GPU, of the points
   // of the leading loops whose bounds use no variable of the loops before
   // them, in row-major order: neighbouring threads read neighbouring
   // elements of a 2-D array, and every point is spread however few rows
@@ -69,7 +70,7 @@ private:
                     const std::string &prefix, const std::string &stepVar, ir::Stmt pointBody);
 
   std::string prefix_;
-  bool flattenNests_;
+  bool forGpu_;
   int counter_ = 0;
 };
 
