@@ -23,6 +23,8 @@
 #   ANCHORS_JSONL  use this stored peer run instead of running the script
 #   DEADLINE       seconds after the start past which no further loopc case is
 #                  started (default 540); CASE_TIMEOUT caps each case (120)
+#   CASES          an extended regular expression: only the cases whose name
+#                  matches it run (a short device call); the others get no row
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -89,16 +91,18 @@ cases=(
   "matmul, 8 x 8 tiles, 8-k stages|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param register_tile=8 --pass-param stage_length=8"
   "matmul, 2 x 2 tiles|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param register_tile=2"
   "matmul|matmul|matmul|M=4096 N=4096 K=4096|M=97 N=97 K=97|cublas_sgemm,triton_sgemm"
+  "matmul, 8 x 8 tiles, 16-k stages|matmul|matmul|M=4096 N=4096 K=4096|M=97 N=97 K=97|cublas_sgemm,triton_sgemm|--pass-param register_tile=8 --pass-param stage_length=16"
   "conv2d_5x5|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1"
   "conv2d_5x5, no register tiles|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass tile_registers"
-  "conv2d_5x5, no shared staging|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass stage_shared"
+  "conv2d_5x5, staged (stage_min_reuse=2)|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--pass-param stage_min_reuse=2"
   "conv2d_5x5, 2 x 2 tiles|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--pass-param register_tile=2"
   "conv2d_11x11|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1"
-  "conv2d_11x11, no shared staging|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1|--skip-pass stage_shared"
+  "conv2d_11x11, staged (stage_min_reuse=2)|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1|--pass-param stage_min_reuse=2"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64"
   "cnn_conv, no register tiles|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass tile_registers"
   "cnn_conv, no size specialization|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass specialize_sizes"
   "cnn_conv, no shared staging|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass stage_shared"
+  "cnn_conv, 8 x 8 tiles, no shared staging|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--pass-param register_tile=8 --skip-pass stage_shared"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=5|Ic=4 Oc=4 H=35 W=35 K=5|cudnn_conv64"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=3|Ic=4 Oc=4 H=67 W=67 K=3|cudnn_conv64"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=5|Ic=4 Oc=4 H=67 W=67 K=5|cudnn_conv64"
@@ -153,6 +157,7 @@ tsv=$results/loopc.tsv
 : >"$results/loopc.log"
 for entry in "${cases[@]}"; do
   IFS='|' read -r name sample kernel full_values smoke_values peer options <<<"$entry"
+  [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
   read -r -a option_args <<<"$options"
   values=$full_values
   [[ $smoke == 1 ]] && values=$smoke_values
