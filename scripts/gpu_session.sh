@@ -8,6 +8,8 @@
 # under $OUT: gpu_check.txt (the device, then the table) and bench-gpu/
 # (table.md, the peers' and loopc's raw output); the end of the output repeats
 # both tables' summaries. Exits 1 when a check or a benchmark case failed.
+# CHECK_TIMEOUT (default BUDGET / 8) caps each check; CASES picks benchmark
+# cases by name (bench/gpu/run.sh).
 #
 # Prepared on the CPU machine (docs/gpu.md, "A session with a GPU"):
 #   scripts/build-static.sh; cmake --build build-static --target loopc-runtime-smoke
@@ -29,7 +31,7 @@ echo "gpu_session.sh: writing to $out"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,memory.used \
     --format=csv 2>&1
   echo
-  DEADLINE=$((budget / 4)) CHECK_TIMEOUT=$((budget / 8)) scripts/gpu_check.sh
+  DEADLINE=$((budget / 4)) CHECK_TIMEOUT=${CHECK_TIMEOUT:-$((budget / 8))} scripts/gpu_check.sh
 } >"$out/gpu_check.txt" 2>&1
 check_status=$?
 echo "gpu_session.sh: gpu_check.sh exit $check_status after $((SECONDS - start)) s"
