@@ -302,8 +302,7 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
                           "--check --pass-param register_tile=2");
   CHECK(checked.exitCode == 0);
   for (const char *parameter : {"register_tile=3", "register_tile=16", "stage_length=x",
-                                "shared_kib=49", "stage_min_reuse=1", "tile=4",
-                                "register_tile"}) {
+                                "shared_kib=49", "stage_min_reuse=1", "tile=4", "register_tile"}) {
     CAPTURE(parameter);
     for (const char *command : {"explain samples/matmul.loop", "compile samples/matmul.loop",
                                 "run samples/matmul.loop --device cpu --set M=2 --set N=2 --set "
@@ -700,7 +699,17 @@ TEST_CASE("deeply nested and very long expressions are errors or run, never a cr
   // A chain of a million levels parses without recursion and is refused.
   auto chain = runLoopc("check " + program("chain.loop", repeated("1.0", 200000, "+")));
   CHECK(chain.exitCode == 1);
-  CHECK(contains(chain.output, "error: the program nests more than 100000 levels deep"));
+  // Located in the expression (it was at the start of the file).
+  CHECK(contains(chain.output,
+                 "chain.loop:1:28: error: the program nests more than 100000 levels deep"));
+  // Where the chain starts, on its line, not at the operand where the limit falls.
+  auto inner = runLoopc("check " +
+                        directory.file("inner.loop", "kernel f(r: out f32) {\n  let a = "
+                                                     "1.0;\n  r = a * (" +
+                                                         repeated("1.0", 200000, "+") + ");\n}\n"));
+  CHECK(inner.exitCode == 1);
+  CHECK(contains(inner.output,
+                 "inner.loop:3:12: error: the program nests more than 100000 levels deep"));
   // Within the limits, on the large stack, every engine runs it (quickly:
   // nothing in the pipeline may cost the square of an expression's size).
   std::string nested = program("nested.loop", repeated("(", 9000) + "1.0" + repeated(")", 9000) +

@@ -353,7 +353,9 @@ kernel upper(X: in f32[H][H], s: out f32) {
 }
 )";
   std::string total = after(lowered(source, "total"), "lower_reductions");
-  CHECK(contains(total, "let red0.grid = max(min((max(H, 0) * max(W, 0) + 255) / 256, 1024), 1)"));
+  // A block per 4 points a thread, up to 16384 blocks: many waves.
+  CHECK(contains(total,
+                 "let red0.grid = max(min((max(H, 0) * max(W, 0) + 1023) / 1024, 16384), 1)"));
   CHECK(contains(total,
                  "red0.at1 = (red0.block * 256 + red0.thread) / max(1, 1) % max(max(W, 0), 1)"));
   CHECK(contains(total, "let i = 0 + red0.at0\n"));

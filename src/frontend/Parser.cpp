@@ -58,19 +58,23 @@ bool nestingFits(antlr4::CommonTokenStream &tokens, SyntaxErrorReporter &reporte
   return true;
 }
 
-// The depth of the parse tree (a chain of a million `+` is a million levels,
-// which the parser builds without recursing), measured without recursion.
-size_t treeDepth(antlr4::tree::ParseTree *root) {
-  size_t deepest = 0;
-  std::vector<std::pair<antlr4::tree::ParseTree *, size_t>> pending = {{root, 1}};
+// The first rule of the parse tree, in source order, more than `limit` rules
+// deep (a chain of a million `+` is a million levels, which the parser
+// builds without recursing), found without recursion; null when there is
+// none. Children are visited left to right, so a left-deep chain is reported
+// where it starts, not at the operand where the limit happens to fall.
+antlr4::ParserRuleContext *ruleTooDeep(antlr4::ParserRuleContext *root, size_t limit) {
+  std::vector<std::pair<antlr4::ParserRuleContext *, size_t>> pending = {{root, 1}};
   while (!pending.empty()) {
     auto [node, depth] = pending.back();
     pending.pop_back();
-    deepest = std::max(deepest, depth);
-    for (antlr4::tree::ParseTree *child : node->children)
-      pending.push_back({child, depth + 1});
+    if (depth > limit)
+      return node;
+    for (auto child = node->children.rbegin(); child != node->children.rend(); ++child)
+      if (auto *rule = dynamic_cast<antlr4::ParserRuleContext *>(*child))
+        pending.push_back({rule, depth + 1});
   }
-  return deepest;
+  return nullptr;
 }
 
 // The offset of the first byte of `text` that does not start or continue a
@@ -142,8 +146,8 @@ std::unique_ptr<Module> parseModule(uint32_t file, const SourceManager &sources,
   grammar::LoopParser::ProgramContext *tree = parser.program();
   if (reporter.errorCount() > 0 || parser.getNumberOfSyntaxErrors() > 0)
     return nullptr;
-  if (treeDepth(tree) > kMaxTreeDepth) {
-    reporter.report(reporter.rangeOf(tree->getStart()),
+  if (antlr4::ParserRuleContext *deep = ruleTooDeep(tree, kMaxTreeDepth)) {
+    reporter.report(reporter.rangeOf(deep->getStart()),
                     "the program nests more than " + std::to_string(kMaxTreeDepth) +
                         " levels deep (a very long expression?)");
     return nullptr;
