@@ -193,7 +193,7 @@ TEST_CASE("other tile sizes, stage lengths and budgets agree") {
   }
 }
 
-TEST_CASE("conv2d_5x5: left to L1 by default; at stage_min_reuse=2 the input window with its "
+TEST_CASE("conv2d_5x5: left to L1 by default, and at stage_min_reuse=2 the input window with its "
           "halo staged once, and the weights are a broadcast") {
   auto loaded = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
   REQUIRE(loaded->program);
