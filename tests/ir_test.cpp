@@ -354,8 +354,8 @@ kernel upper(X: in f32[H][H], s: out f32) {
 )";
   std::string total = after(lowered(source, "total"), "lower_reductions");
   // A block per 4 points a thread, up to 16384 blocks: many waves.
-  CHECK(contains(total,
-                 "let red0.grid = max(min((max(H, 0) * max(W, 0) + 1023) / 1024, 16384), 1)"));
+  CHECK(
+      contains(total, "let red0.grid = max(min((max(H, 0) * max(W, 0) + 1023) / 1024, 16384), 1)"));
   CHECK(contains(total,
                  "red0.at1 = (red0.block * 256 + red0.thread) / max(1, 1) % max(max(W, 0), 1)"));
   CHECK(contains(total, "let i = 0 + red0.at0\n"));
@@ -378,7 +378,10 @@ kernel upper(X: in f32[H][H], s: out f32) {
                               {{"H", "3"}, {"W", "0"}},
                               {{"H", "1"}, {"W", "3001"}},
                               {{"H", "3001"}, {"W", "1"}},
-                              {{"H", "67"}, {"W", "129"}}},
+                              {{"H", "67"}, {"W", "129"}},
+                              // Past the grid's cap of 16384 blocks: 5 points a
+                              // thread, 64 partials a thread of the second kernel.
+                              {{"H", "4099"}, {"W", "4099"}}},
                              3);
   test::checkGpuKernelsOnCpu(*loaded->program, "cube",
                              {{{"H", "4"}, {"W", "5"}, {"D", "6"}, {"lo", "1"}},
@@ -388,7 +391,11 @@ kernel upper(X: in f32[H][H], s: out f32) {
                              4);
   test::checkGpuKernelsOnCpu(
       *loaded->program, "ordered",
-      {{{"H", "1"}, {"W", "5000"}}, {{"H", "300"}, {"W", "7"}}, {{"H", "61"}, {"W", "67"}}}, 5);
+      {{{"H", "1"}, {"W", "5000"}},
+       {{"H", "300"}, {"W", "7"}},
+       {{"H", "61"}, {"W", "67"}},
+       {{"H", "1100"}, {"W", "1000"}}}, // 1075 blocks: more partials than the old cap
+      5);
 }
 
 TEST_CASE("extract_kernels leaves serial loops and launches in the host code") {
