@@ -172,6 +172,28 @@ kernel twobox(A: in f32[H][W], O: out f32[H - 2][W - 2]) {
                              smallReuse);
 }
 
+TEST_CASE("stage_min_reuse: a box is staged when an iteration reads each element that often") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  // Per k, at 4 x 4 tiles: each of A's 32 elements is read 128 times (every
+  // thread of its row), each of B's 128 elements 32 times.
+  auto stagedAt = [&](const char *reuse) {
+    passes::PassChoices choices = test::withParameters({std::string("stage_min_reuse=") + reuse});
+    return test::tracePasses(*loaded->program, "matmul", choices).after("stage_shared");
+  };
+  const std::string both = stagedAt("32");
+  CHECK(contains(both, "shared f32 A.shared["));
+  CHECK(contains(both, "shared f32 B.shared["));
+  const std::string onlyA = stagedAt("64");
+  CHECK(contains(onlyA, "shared f32 A.shared["));
+  CHECK(!contains(onlyA, "B.shared"));
+  CHECK(!contains(stagedAt("256"), "shared f32"));
+  test::checkGpuKernelsOnCpu(
+      *loaded->program, "matmul",
+      {{{"M", "65"}, {"N", "257"}, {"K", "37"}}, {{"M", "3"}, {"N", "5"}, {"K", "3"}}}, 7,
+      test::withParameters({"stage_min_reuse=64"}));
+}
+
 TEST_CASE("other tile sizes, stage lengths and budgets agree") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
