@@ -2,7 +2,7 @@
 # Why a kernel runs at the speed bench/gpu/run.sh reports, in one device call:
 # `loopc tune` searches the optimizations' choices for each tuned case on this
 # GPU (docs/tuning.md: which choices beat the defaults, and by how much), then
-# Nsight Compute profiles the first launches of each profiled case (speed of
+# Nsight Compute profiles the first 6 launches of each profiled case (speed of
 # light, occupancy, launch statistics, memory and warp-state sections, with
 # --clock-control none: the card's clocks are left as they are).
 #
@@ -19,19 +19,21 @@ ncu_timeout=${NCU_TIMEOUT:-40}
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n1)
 
 # sample | kernel | --set values | further loopc options
+# The cases are what the last benchmark left unexplained (docs/benchmarks.md):
+# matmul's tile size at other sizes, cnn_conv's staging, the in-order walk of
+# sum_and_max's user operator, and the kernels after prefix_sum's first.
 tuned=(
-  "conv2d_5x5|conv2d_5x5|H=8192 W=8192|"
-  "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|"
-  "matmul|matmul|M=2048 N=2048 K=2048|"
-  "dot|dot|N=268435456|"
+  "matmul|matmul|M=1000 N=1000 K=1000|"
+  "matmul|matmul|M=4096 N=4096 K=4096|"
+  "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=3|"
+  "conv2d_11x11|conv2d_11x11|H=8192 W=8192|"
 )
 profiled=(
-  "dot|dot|N=268435456|"
-  "conv2d_5x5|conv2d_5x5|H=8192 W=8192|"
-  "conv2d_5x5|conv2d_5x5|H=8192 W=8192|--skip-pass stage_shared"
-  "matmul|matmul|M=2048 N=2048 K=2048|"
-  "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|"
+  "sum_max|sum_and_max|N=268435456|"
   "scan|prefix_sum|N=268435456|"
+  "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|"
+  "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|--pass-param register_tile=8 --skip-pass stage_shared"
+  "matmul|matmul|M=2048 N=2048 K=2048|--pass-param register_tile=8 --pass-param stage_length=16"
 )
 
 # Splits case $1 into the arrays command_args (file, kernel, --set) and
@@ -60,7 +62,7 @@ else
   for entry in "${profiled[@]}"; do
     read_case "$entry"
     echo "== ncu ${command_args[*]} ${option_args[*]}" >>"$out/ncu.txt"
-    timeout -k 5 "$ncu_timeout" "$ncu" --clock-control none --launch-count 3 \
+    timeout -k 5 "$ncu_timeout" "$ncu" --clock-control none --launch-count 6 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
       "$loopc" bench "${command_args[@]}" "${option_args[@]}" --device gpu --repeat 1 \
