@@ -11,8 +11,9 @@
 # a launch under that load, not a benchmark (bench/gpu/run.sh measures). Each
 # run is stopped after CHECK_TIMEOUT seconds (default 180) and counts as a
 # failure; no check is started DEADLINE seconds (default: none) after the
-# start, and those left out are counted and make the script fail. DEVICE (default gpu) picks another engine, e.g. DEVICE=gpu-on-cpu to
-# try the script on a machine without a GPU.
+# start, and those left out are counted and make the script fail. DEVICE
+# (default gpu) picks another engine, e.g. DEVICE=gpu-on-cpu to try the
+# script on a machine without a GPU.
 #
 # Meant for the GPU machine, with the static binary built here by
 # scripts/build-static.sh (see docs/gpu.md):

@@ -625,9 +625,8 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
   const char *const otherSizes[][2] = {{"register_tile=8", "stage_length=4"},
                                        {"register_tile=2", "shared_kib=2"},
                                        {"register_tile=1", "stage_length=64"}};
-  passes::PassChoices other;
-  for (const char *parameter : otherSizes[seed % 3])
-    REQUIRE(passes::setPassParameter(other.parameters, parameter));
+  passes::PassChoices other =
+      test::withParameters({otherSizes[seed % 3][0], otherSizes[seed % 3][1]});
   codegen::CpuEngine gpuKernelsSizedOtherwise(passes::PipelineTarget::Gpu, other);
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &gpuKernelsSizedOtherwise};
   for (const auto &values : assignments) {

@@ -204,9 +204,7 @@ TEST_CASE("other tile sizes, stage lengths and budgets agree") {
   for (const auto &parameters : parameterSets) {
     CAPTURE(parameters[0]);
     CAPTURE(parameters[1]);
-    passes::PassChoices choices;
-    for (const char *parameter : parameters)
-      REQUIRE(passes::setPassParameter(choices.parameters, parameter));
+    passes::PassChoices choices = test::withParameters({parameters[0], parameters[1]});
     test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
                                {{{"M", "65"}, {"N", "257"}, {"K", "37"}},
                                 {{"M", "64"}, {"N", "256"}, {"K", "64"}},

@@ -12,10 +12,9 @@
 // (analysis/IndexRange.h), when one iteration of the loop reads each element
 // of its box 16 times or more (PassParameters::stageMinReuse, which says why
 // so many: reuse across threads; a window sliding with the thread, read once
-// per thread, is left to the cache). A loop of constant
-// trip count whose boxes fit is staged whole (a large filter's rows);
-// another one, if no loop of the thread's body encloses it, is cut into
-// stages of 32 iterations (PassParameters::stageLength; halves of it, down
+// per thread, is left to the cache). A loop of constant trip count whose
+// boxes fit is staged whole (a large filter's rows); another one, if no loop of the thread's body
+// encloses it, is cut into stages of 32 iterations (PassParameters::stageLength; halves of it, down
 // to 2, when the boxes do not fit), each loading its boxes before it runs (matmul's k). The
 // outermost loop that stages anything wins. A block stages into 24 KiB
 // (PassParameters::sharedKiB): under the 48 KiB a block may declare
