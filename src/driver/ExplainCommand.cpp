@@ -4,6 +4,7 @@
 #include "driver/ExplainCommand.h"
 
 #include "driver/Cli.h"
+#include "driver/PerfReport.h"
 #include "driver/Session.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
@@ -27,11 +28,16 @@ struct ExplainOptions {
   std::string target = "gpu";
   PassChoiceOptions passes;
   std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
+  bool perf = false;               // --perf: the performance model's report instead of the IR
+  std::string deviceModel = "h100";
 };
 
-// The values of `kernel`'s sizes among `assignments` (NAME=VALUE).
+// The values of `kernel`'s sizes among `assignments` (NAME=VALUE), and with
+// `integerScalars` of its integer scalar parameters too (a time loop's
+// `steps`, which the performance model needs).
 Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
-                                                    const std::vector<std::string> &assignments) {
+                                                    const std::vector<std::string> &assignments,
+                                                    bool integerScalars) {
   std::map<std::string, int64_t> values;
   for (const std::string &assignment : assignments) {
     auto split = splitAssignment(assignment, "--set");
@@ -40,13 +46,20 @@ Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
     const auto &[name, text] = *split;
     bool isSize = std::ranges::any_of(kernel.sizes,
                                       [&](const VarDeclPtr &size) { return size->name == name; });
-    if (!isSize) {
+    auto scalar = std::ranges::find_if(kernel.params, [&](const VarDeclPtr &param) {
+      return param->name == name && !param->isArray() && !param->isScalarOutput();
+    });
+    bool isScalar = scalar != kernel.params.end();
+    if (isScalar && integerScalars && !isInteger((*scalar)->type.element))
+      continue; // a float scalar changes no count the model makes
+    if (!isSize && !(integerScalars && isScalar)) {
       std::string sizes;
       for (const VarDeclPtr &size : kernel.sizes)
         sizes += (sizes.empty() ? "" : ", ") + size->name;
       return makeError("--set " + assignment + ": kernel '" + kernel.name +
-                       "' has no size named '" + name + "' (explain takes sizes; it has " +
-                       (sizes.empty() ? std::string("none") : sizes) + ")");
+                       "' has no size named '" + name + "' (explain takes sizes" +
+                       (integerScalars ? std::string(" and scalars") : "") +
+                       "; it has " + (sizes.empty() ? std::string("none") : sizes) + ")");
     }
     int64_t value = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -59,6 +72,32 @@ Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
     values[name] = value;
   }
   return values;
+}
+
+// `--perf`: the performance model's report for the run the sizes describe.
+int explainPerformance(Session &session, const KernelDecl &kernel,
+                       const passes::PassChoices &choices,
+                       const std::map<std::string, int64_t> &values,
+                       const std::string &deviceModel) {
+  auto device = perf::findGpuDevice(deviceModel);
+  if (!device) {
+    session.report(device.error());
+    return 1;
+  }
+  for (const VarDeclPtr &size : kernel.sizes)
+    if (!values.contains(size->name)) {
+      session.report(makeError("explain --perf needs every size of '" + kernel.name +
+                               "': --set " + size->name + "=VALUE")
+                         .error());
+      return 1;
+    }
+  auto prediction = predictGpuRun(*session.program, kernel, choices, values, **device);
+  if (!prediction) {
+    session.report(prediction.error());
+    return 1;
+  }
+  printPrediction(std::cout, *prediction);
+  return 0;
 }
 
 int runExplain(const ExplainOptions &options) {
@@ -75,11 +114,13 @@ int runExplain(const ExplainOptions &options) {
     session->report(choices.error());
     return 1;
   }
-  auto sizes = sizeValues(**kernel, options.sizes);
+  auto sizes = sizeValues(**kernel, options.sizes, options.perf);
   if (!sizes) {
     session->report(sizes.error());
     return 1;
   }
+  if (options.perf)
+    return explainPerformance(*session, **kernel, *choices, *sizes, options.deviceModel);
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
   pipeline.choices = std::move(*choices);
@@ -146,6 +187,13 @@ void addExplainCommand(CLI::App &app) {
   command->add_option("--set", options->sizes,
                       "NAME=VALUE: a size's value at run time, for which the GPU engine "
                       "specializes the kernel when the size is small (repeatable)");
+  command->add_flag("--perf", options->perf,
+                    "Print what the performance model predicts for each launch of the GPU "
+                    "pipeline's kernels at the sizes --set gives (docs/perf.md)");
+  command
+      ->add_option("--device-model", options->deviceModel,
+                   "The GPU --perf predicts for: h100 (the default), h100-pcie, h200, a100, l4")
+      ->check(nonEmpty());
   command->callback([options] {
     if (int exitCode = runExplain(*options))
       throw CLI::RuntimeError(exitCode);

@@ -2,6 +2,7 @@
 #include "passes/analysis/WorkCount.h"
 
 #include "ir/IRVisitor.h"
+#include "passes/analysis/Evaluate.h"
 
 #include <functional>
 #include <optional>
@@ -281,75 +282,10 @@ private:
   }
 
   std::optional<int64_t> evaluate(const ExprNode &expr) const {
-    switch (expr.kind) {
-    case ExprNode::Kind::IntImm:
-      return expr.as<IntImm>()->value;
-    case ExprNode::Kind::BoolImm:
-      return expr.as<BoolImm>()->value;
-    case ExprNode::Kind::Var: {
-      auto found = values_.find(expr.as<Var>()->name);
+    return evaluateInteger(expr, [&](const std::string &name) -> std::optional<int64_t> {
+      auto found = values_.find(name);
       return found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
-    }
-    case ExprNode::Kind::Cast:
-      return isFloat(expr.type) ? std::nullopt : evaluate(*expr.as<Cast>()->operand);
-    case ExprNode::Kind::Select: {
-      auto &select = *expr.as<ir::Select>();
-      auto cond = evaluate(*select.cond);
-      if (!cond)
-        return std::nullopt;
-      return evaluate(*cond ? *select.thenValue : *select.elseValue);
-    }
-    case ExprNode::Kind::Unary: {
-      auto operand = evaluate(*expr.as<Unary>()->operand);
-      if (!operand)
-        return std::nullopt;
-      return expr.as<Unary>()->op == UnaryOpKind::Not ? !*operand : -*operand;
-    }
-    case ExprNode::Kind::Binary: {
-      auto &binary = *expr.as<Binary>();
-      if (isFloat(binary.lhs->type))
-        return std::nullopt;
-      auto lhs = evaluate(*binary.lhs), rhs = evaluate(*binary.rhs);
-      if (!lhs || !rhs)
-        return std::nullopt;
-      int64_t a = *lhs, b = *rhs;
-      switch (binary.op) {
-      case BinaryOpKind::Add:
-        return a + b;
-      case BinaryOpKind::Sub:
-        return a - b;
-      case BinaryOpKind::Mul:
-        return a * b;
-      case BinaryOpKind::Div:
-        return b == 0 ? std::nullopt : std::optional<int64_t>(a / b);
-      case BinaryOpKind::Rem:
-        return b == 0 ? std::nullopt : std::optional<int64_t>(a % b);
-      case BinaryOpKind::Min:
-        return std::min(a, b);
-      case BinaryOpKind::Max:
-        return std::max(a, b);
-      case BinaryOpKind::Lt:
-        return a < b;
-      case BinaryOpKind::Le:
-        return a <= b;
-      case BinaryOpKind::Gt:
-        return a > b;
-      case BinaryOpKind::Ge:
-        return a >= b;
-      case BinaryOpKind::Eq:
-        return a == b;
-      case BinaryOpKind::Ne:
-        return a != b;
-      case BinaryOpKind::And:
-        return a && b;
-      case BinaryOpKind::Or:
-        return a || b;
-      }
-      return std::nullopt;
-    }
-    default:
-      return std::nullopt;
-    }
+    });
   }
 
   std::map<std::string, int64_t> values_;

@@ -1,0 +1,190 @@
+// The performance model on the command line (see PerfReport.h).
+#include "driver/PerfReport.h"
+
+#include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
+#include "ir/Lower.h"
+#include "passes/Passes.h"
+
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace loopc::driver {
+
+namespace {
+
+// 3 significant digits with a unit prefix: "1.23 G", "456 K", "7.00".
+std::string scaled(double value, const std::string &unit) {
+  const char *prefixes[] = {"", " K", " M", " G", " T"};
+  int prefix = 0;
+  while (std::abs(value) >= 1000 && prefix < 4) {
+    value /= 1000;
+    ++prefix;
+  }
+  std::ostringstream text;
+  text << std::setprecision(3) << std::showpoint << value << prefixes[prefix]
+       << (prefix == 0 && !unit.empty() ? " " : "") << unit;
+  std::string result = text.str();
+  return result;
+}
+
+std::string milliseconds(double seconds) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(seconds < 1e-3 ? 4 : 3) << seconds * 1e3 << " ms";
+  return text.str();
+}
+
+std::string percent(double fraction) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(0) << fraction * 100 << "%";
+  return text.str();
+}
+
+std::string where(const SourceRange &range) {
+  if (!range.valid())
+    return "-";
+  return std::to_string(range.begin.line) + ":" + std::to_string(range.begin.col);
+}
+
+const char *accessKind(const perf::AccessProfile &access) {
+  bool shared = access.memory == ir::MemorySpace::Shared;
+  switch (access.kind) {
+  case perf::AccessProfile::Kind::Load:
+    return shared ? "shared load" : "global load";
+  case perf::AccessProfile::Kind::Store:
+    return shared ? "shared store" : "global store";
+  case perf::AccessProfile::Kind::Atomic:
+    return shared ? "shared atomic" : "global atomic";
+  }
+  return "";
+}
+
+void printLaunch(std::ostream &out, const perf::LaunchPrediction &launch) {
+  const perf::KernelProfile &profile = launch.profile;
+  const perf::LaunchShape &shape = profile.launch;
+  out << "kernel " << profile.kernel << " (" << where(profile.source) << ")";
+  if (launch.launches != 1)
+    out << ", launched " << std::setprecision(4) << launch.launches << " times";
+  out << "\n";
+  out << "  launch       grid " << shape.grid[0] << " x " << shape.grid[1] << " x " << shape.grid[2]
+      << ", block " << shape.block[0] << " x " << shape.block[1] << " x " << shape.block[2]
+      << " (" << shape.blocks() << " blocks of " << shape.threadsPerBlock() << " threads)\n";
+  const perf::CompiledKernel &compiled = launch.compiled;
+  if (compiled.known)
+    out << "  resources    " << compiled.registers << " registers, " << compiled.spillBytes
+        << " bytes spilled, " << compiled.sharedBytes << " bytes of shared memory (ptxas)\n";
+  else
+    out << "  resources    unknown (no ptxas): 32 registers assumed\n";
+  out << "  occupancy    " << launch.occupancy.blocksPerSM << " blocks per SM ("
+      << launch.occupancy.warpsPerSM << " warps, " << percent(launch.occupancy.fraction)
+      << "), limited by " << launch.occupancy.limiter << "; " << std::setprecision(3)
+      << launch.waves << " waves\n";
+  out << "  work         " << scaled(profile.flops, "FLOP") << ", "
+      << scaled(profile.issuedInstructions(), "warp instructions") << " ("
+      << scaled(profile.fp32Instructions + profile.fp64Instructions, "floating-point") << ")\n";
+  out << "  memory       DRAM " << scaled(profile.compulsoryReadBytes, "B") << " read, "
+      << scaled(profile.compulsoryWriteBytes, "B") << " written (each element once); L2 "
+      << scaled(profile.l2Bytes(), "B") << "; L1 " << scaled(profile.l1Wavefronts(), "lines")
+      << "; shared " << scaled(profile.sharedWavefronts(), "wavefronts") << "\n";
+  out << "  per block    critical path " << scaled(profile.criticalInstructions, "instructions")
+      << ", " << scaled(profile.criticalMemoryRounds, "memory round trips") << ", "
+      << scaled(profile.criticalBarriers, "barriers") << " (its busiest warp)\n";
+  if (!profile.accesses.empty()) {
+    out << "  accesses     (line:col array kind: bytes a lane, sectors a request, bytes used of "
+           "those moved; shared: cycles a request)\n";
+    for (const perf::AccessProfile &access : profile.accesses) {
+      out << "    " << std::left << std::setw(8) << where(access.source) << std::setw(12)
+          << access.array << std::setw(14) << accessKind(access) << std::right;
+      out << access.vectorBytes << " B";
+      if (access.memory == ir::MemorySpace::Shared) {
+        double cycles = access.requests > 0 ? access.wavefronts / access.requests : 0;
+        out << ", " << std::setprecision(3) << cycles << " cycles"
+            << (cycles > 1.01 && access.vectorBytes <= 4 ? " (bank conflicts)" : "");
+      } else {
+        out << ", " << std::setprecision(3) << access.sectorsPerRequest() << " sectors, "
+            << percent(access.sectorEfficiency()) << " used";
+        if (!access.addressesKnown)
+          out << " (addresses from data)";
+        if (access.kind == perf::AccessProfile::Kind::Atomic)
+          out << ", " << scaled(access.atomicTargets, "targets");
+      }
+      out << "; " << scaled(access.requests, "requests") << "\n";
+    }
+  }
+  out << "  times        DRAM " << milliseconds(launch.dramSeconds) << ", L2 "
+      << milliseconds(launch.l2Seconds) << ", issue " << milliseconds(launch.issueSeconds)
+      << ", FP32 " << milliseconds(launch.fp32Seconds);
+  if (launch.fp64Seconds > 0)
+    out << ", FP64 " << milliseconds(launch.fp64Seconds);
+  out << ", load/store " << milliseconds(launch.loadStoreSeconds) << ", latency "
+      << milliseconds(launch.latencySeconds);
+  if (launch.atomicSeconds > 0)
+    out << ", atomics " << milliseconds(launch.atomicSeconds);
+  out << "\n";
+  out << "  predicted    " << milliseconds(launch.seconds) << ", " << launch.bound << "-bound ("
+      << percent(launch.boundFraction()) << " of the time)";
+  if (profile.flops > 0 && launch.seconds > 0)
+    out << ", " << scaled(profile.flops / launch.seconds, "FLOP/s");
+  out << "\n";
+}
+
+} // namespace
+
+Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const KernelDecl &kernel,
+                                                const passes::PassChoices &choices,
+                                                const std::map<std::string, int64_t> &values,
+                                                const perf::GpuDevice &device) {
+  passes::PipelineOptions pipeline;
+  pipeline.target = passes::PipelineTarget::Gpu;
+  pipeline.choices = choices;
+  ir::Function lowered = ir::lowerKernel(program, kernel);
+  pipeline.specializedSizes = passes::sizesToSpecialize(lowered, values, pipeline);
+  auto function = passes::runPipeline(std::move(lowered), pipeline);
+  if (!function)
+    return std::unexpected(function.error());
+  std::map<std::string, perf::CompiledKernel> compiled;
+  if (std::optional<std::string> ptxas = codegen::findPtxas();
+      ptxas && !function->kernels.empty()) {
+    auto ptx = codegen::compileToPtx(*function, device.ptxTarget);
+    if (!ptx)
+      return std::unexpected(ptx.error());
+    auto reports = codegen::runPtxas(*ptxas, *ptx, device.ptxTarget);
+    if (!reports)
+      return std::unexpected(reports.error());
+    for (const codegen::PtxasKernelReport &report : *reports)
+      compiled[report.name] = perf::CompiledKernel{
+          report.registers, report.spillStoreBytes + report.spillLoadBytes, report.sharedBytes,
+          true};
+  }
+  return perf::predictProgram(device, *function, values, compiled);
+}
+
+void printPrediction(std::ostream &out, const perf::ProgramPrediction &prediction) {
+  out << "// performance model: " << prediction.device << "\n";
+  for (const perf::LaunchPrediction &launch : prediction.launches) {
+    printLaunch(out, launch);
+    out << "\n";
+  }
+  out << "total          " << milliseconds(prediction.seconds);
+  if (prediction.hostSeconds > 0)
+    out << " (" << milliseconds(prediction.hostSeconds) << " of it fills and copies by the host)";
+  if (prediction.approximate)
+    out << "; approximate: data decides some branch or bound";
+  out << "\n";
+}
+
+std::string predictionSummary(const perf::ProgramPrediction &prediction,
+                              const perf::GpuDevice &device) {
+  // The bound of the launch that takes the most time.
+  const perf::LaunchPrediction *longest = nullptr;
+  for (const perf::LaunchPrediction &launch : prediction.launches)
+    if (!longest || launch.seconds * launch.launches > longest->seconds * longest->launches)
+      longest = &launch;
+  std::string summary = "predicted " + milliseconds(prediction.seconds) + " on " + device.name;
+  if (longest)
+    summary += " (" + longest->bound + "-bound)";
+  return summary;
+}
+
+} // namespace loopc::driver

@@ -1,0 +1,35 @@
+// The performance model on the command line: `loopc explain --perf` prints
+// what the model says of each launch of a kernel, and `loopc bench` its
+// predicted time beside the measured one (perf/GpuModel.h; docs/perf.md).
+#pragma once
+
+#include "frontend/Ast.h"
+#include "passes/Pipeline.h"
+#include "perf/GpuModel.h"
+#include "support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+
+namespace loopc::driver {
+
+// Compiles `kernel` through the GPU pipeline as the GPU engine would for a
+// run with `values` (sizes and integer scalars), assembles its PTX with
+// ptxas when the CUDA toolkit has it (registers, spills, shared memory), and
+// predicts the run on `device`.
+Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const KernelDecl &kernel,
+                                                const passes::PassChoices &choices,
+                                                const std::map<std::string, int64_t> &values,
+                                                const perf::GpuDevice &device);
+
+// The whole report: per launch its geometry, resources, occupancy, work,
+// accesses, the time of each bound and the prediction; then the total.
+void printPrediction(std::ostream &out, const perf::ProgramPrediction &prediction);
+
+// One line: "predicted 0.452 ms on h100 (issue-bound)".
+std::string predictionSummary(const perf::ProgramPrediction &prediction,
+                              const perf::GpuDevice &device);
+
+} // namespace loopc::driver

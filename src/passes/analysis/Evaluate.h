@@ -1,0 +1,22 @@
+// Integer evaluation of Loop IR expressions from the values of their
+// variables: extents, trip counts, conditions and indices, for the analyses
+// that count a kernel's work (WorkCount) and model its speed (src/perf). The
+// arithmetic is the compiled code's (i64, C's truncating division); float
+// arithmetic, loads and variables the lookup does not know give nullopt, as
+// does a division by zero.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace loopc::passes {
+
+using VariableLookup = std::function<std::optional<int64_t>(const std::string &name)>;
+
+std::optional<int64_t> evaluateInteger(const ir::ExprNode &expr, const VariableLookup &lookup);
+
+} // namespace loopc::passes

@@ -1,0 +1,333 @@
+// The performance model of GPU launches and host programs (see GpuModel.h).
+#include "perf/GpuModel.h"
+
+#include "passes/analysis/Evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <optional>
+
+namespace loopc::perf {
+
+using namespace loopc::ir;
+using ir::Expr;
+using ir::Stmt;
+
+namespace {
+
+// Registers a kernel is assumed to use when ptxas did not say (no CUDA
+// toolkit): a simple kernel's.
+constexpr int kGuessedRegisters = 32;
+
+} // namespace
+
+Occupancy occupancyOf(const GpuDevice &device, const LaunchShape &launch,
+                      const CompiledKernel &compiled) {
+  Occupancy occupancy;
+  int64_t warps = std::max<int64_t>(1, launch.warpsPerBlock());
+  int registers = compiled.known ? std::max(compiled.registers, 1)
+                                 : kGuessedRegisters;
+  int unit = device.registerAllocationUnit;
+  int64_t registersPerWarp = (static_cast<int64_t>(registers) * 32 + unit - 1) / unit * unit;
+  int64_t byRegisters = device.registersPerSM / registersPerWarp / warps;
+  int64_t byShared =
+      device.sharedBytesPerSM / (compiled.sharedBytes + device.sharedBytesReservedPerBlock);
+  int64_t byThreads = device.maxThreadsPerSM / (warps * 32);
+  int64_t byBlocks = device.maxBlocksPerSM;
+  std::pair<int64_t, const char *> limits[] = {{byRegisters, "registers"},
+                                               {byShared, "shared memory"},
+                                               {byThreads, "threads"},
+                                               {byBlocks, "blocks per SM"}};
+  auto [blocks, limiter] =
+      *std::ranges::min_element(limits, {}, [](const auto &limit) { return limit.first; });
+  occupancy.blocksPerSM = static_cast<int>(std::max<int64_t>(blocks, 1));
+  occupancy.limiter = limiter;
+  occupancy.warpsPerSM = static_cast<double>(occupancy.blocksPerSM * warps);
+  occupancy.fraction = occupancy.warpsPerSM / (device.maxThreadsPerSM / 32.0);
+  return occupancy;
+}
+
+double LaunchPrediction::boundFraction() const {
+  double busy = 0;
+  if (bound == "DRAM")
+    busy = dramSeconds;
+  else if (bound == "L2")
+    busy = l2Seconds;
+  else if (bound == "atomics")
+    busy = atomicSeconds;
+  else if (bound == "launch")
+    busy = overheadSeconds;
+  else if (bound == "latency")
+    busy = latencySeconds;
+  else
+    busy = std::max({issueSeconds, fp32Seconds, fp64Seconds, loadStoreSeconds});
+  return seconds > 0 ? busy / seconds : 0;
+}
+
+LaunchPrediction predictLaunch(const GpuDevice &device, const KernelProfile &profile,
+                               const CompiledKernel &compiled) {
+  LaunchPrediction prediction;
+  prediction.profile = profile;
+  prediction.compiled = compiled;
+  prediction.occupancy = occupancyOf(device, profile.launch, compiled);
+  double cyclesPerSecond = device.clockGHz * 1e9;
+
+  double blocks = static_cast<double>(profile.launch.blocks());
+  if (blocks <= 0) {
+    prediction.bound = "launch";
+    prediction.overheadSeconds = prediction.seconds = device.launchMicroseconds * 1e-6;
+    return prediction;
+  }
+  double resident = prediction.occupancy.blocksPerSM;
+  double sms = device.multiprocessors;
+  double busiestBlocks = std::ceil(blocks / sms);
+  prediction.waves = busiestBlocks / resident;
+
+  // One block's demand on its SM's pipes, in cycles.
+  double issue = profile.issuedInstructions() / blocks / device.schedulers;
+  double fp32 = profile.fp32Instructions / blocks / (device.fp32Lanes / 32.0);
+  double fp64 = profile.fp64Instructions / blocks / std::max(device.fp64Lanes / 32.0, 1.0 / 16);
+  double loadStore = (profile.sharedWavefronts() + profile.l1Wavefronts()) / blocks;
+  double throughput = std::max({issue, fp32, fp64, loadStore});
+  // One block's critical path, in cycles.
+  // A round trip's latency: from DRAM for the share of the loaded sectors
+  // that are first touches (compulsory), from L2 for the rest.
+  double loadedFromL2 = 0;
+  for (const AccessProfile &access : profile.accesses)
+    if (access.memory == MemorySpace::Global && access.kind == AccessProfile::Kind::Load)
+      loadedFromL2 += access.l2Sectors * 32.0;
+  double fromDram = loadedFromL2 > 0 ? std::min(1.0, profile.compulsoryReadBytes / loadedFromL2) : 1;
+  double memoryLatency =
+      (fromDram * device.memoryLatencyNs + (1 - fromDram) * device.l2LatencyNs) * device.clockGHz;
+  double critical = profile.criticalInstructions + profile.criticalMemoryRounds * memoryLatency +
+                    profile.criticalSharedRounds * device.sharedLatencyCycles +
+                    profile.criticalBarriers * device.barrierCycles;
+
+  double fullWaves = std::floor(busiestBlocks / resident);
+  double tail = busiestBlocks - fullWaves * resident;
+  auto waveCycles = [&](double blocksInWave) {
+    double p = device.overlapExponent;
+    return std::pow(std::pow(blocksInWave * throughput, p) + std::pow(critical, p), 1 / p);
+  };
+  double smCycles = fullWaves * waveCycles(resident) + (tail > 0 ? waveCycles(tail) : 0);
+  double latencyCycles = (fullWaves + (tail > 0 ? 1 : 0)) * critical;
+  prediction.smSeconds = smCycles / cyclesPerSecond;
+  prediction.latencySeconds = latencyCycles / cyclesPerSecond;
+  double blocksPerSM = blocks / std::min(sms, blocks);
+  prediction.issueSeconds = blocksPerSM * issue / cyclesPerSecond;
+  prediction.fp32Seconds = blocksPerSM * fp32 / cyclesPerSecond;
+  prediction.fp64Seconds = blocksPerSM * fp64 / cyclesPerSecond;
+  prediction.loadStoreSeconds = blocksPerSM * loadStore / cyclesPerSecond;
+
+  prediction.dramSeconds =
+      (profile.compulsoryReadBytes + profile.compulsoryWriteBytes) / (device.dramGBs * 1e9);
+  prediction.l2Seconds = profile.l2Bytes() / (device.l2GBs * 1e9);
+  for (const AccessProfile &access : profile.accesses)
+    if (access.kind == AccessProfile::Kind::Atomic && access.memory == MemorySpace::Global)
+      prediction.atomicSeconds = std::max(
+          prediction.atomicSeconds, access.activeLanes / std::max(access.atomicTargets, 1.0) *
+                                        device.sameAddressAtomicNs * 1e-9);
+  prediction.overheadSeconds = device.launchMicroseconds * 1e-6;
+
+  std::pair<double, const char *> bounds[] = {{prediction.dramSeconds, "DRAM"},
+                                              {prediction.l2Seconds, "L2"},
+                                              {prediction.atomicSeconds, "atomics"},
+                                              {prediction.smSeconds, "SM"}};
+  auto [longest, bound] =
+      *std::ranges::max_element(bounds, {}, [](const auto &entry) { return entry.first; });
+  prediction.seconds = longest + prediction.overheadSeconds;
+  prediction.bound = bound;
+  if (prediction.bound == "SM") {
+    // Which of the SM's limits: the waits of the critical path, or a pipe.
+    std::pair<double, const char *> pipes[] = {{prediction.fp32Seconds, "FP32"},
+                                               {prediction.fp64Seconds, "FP64"},
+                                               {prediction.loadStoreSeconds, "load/store"},
+                                               {prediction.issueSeconds, "issue"}};
+    auto [busiest, pipe] =
+        *std::ranges::max_element(pipes, {}, [](const auto &entry) { return entry.first; });
+    prediction.bound = busiest >= prediction.latencySeconds ? pipe : "latency";
+  }
+  if (prediction.overheadSeconds > longest)
+    prediction.bound = "launch";
+  return prediction;
+}
+
+namespace {
+
+// Walks a host program with the values of its sizes, predicting each launch.
+class HostWalk {
+public:
+  HostWalk(const GpuDevice &device, const Function &function,
+           const std::map<std::string, int64_t> &values,
+           const std::map<std::string, CompiledKernel> &compiled)
+      : device_(device), function_(function), values_(values), compiled_(compiled) {}
+
+  ProgramPrediction run() {
+    result_.device = device_.description;
+    if (function_.body)
+      walk(*function_.body, 1);
+    for (const auto &[key, prediction] : predictions_) {
+      (void)key;
+      result_.launches.push_back(prediction);
+      result_.seconds += prediction.seconds * prediction.launches;
+    }
+    std::ranges::stable_sort(result_.launches, {}, [](const LaunchPrediction &launch) {
+      return launch.profile.kernel;
+    });
+    result_.seconds += result_.hostSeconds;
+    return result_;
+  }
+
+private:
+  std::optional<int64_t> evaluate(const ExprNode &expr) const {
+    return passes::evaluateInteger(expr, [&](const std::string &name) {
+      auto found = values_.find(name);
+      return found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+    });
+  }
+
+  void walk(const StmtNode &stmt, double times) {
+    switch (stmt.kind) {
+    case StmtNode::Kind::Block:
+      for (const Stmt &child : stmt.as<ir::Block>()->stmts)
+        walk(*child, times);
+      return;
+    case StmtNode::Kind::LetStmt: {
+      auto &let = *stmt.as<LetStmt>();
+      std::optional<int64_t> value = evaluate(*let.value);
+      withValue(let.var, value, [&] { walk(*let.body, times); });
+      return;
+    }
+    case StmtNode::Kind::For: {
+      auto &loop = *stmt.as<ir::For>();
+      auto min = evaluate(*loop.min);
+      auto extent = evaluate(*loop.extent);
+      if (!min || !extent) {
+        result_.approximate = true;
+        withValue(loop.var, std::nullopt, [&] { walk(*loop.body, times); });
+        return;
+      }
+      if (*extent <= 0)
+        return;
+      // Every iteration of a short loop; a long one at a few points of its
+      // range (its launches may shrink with it, as an LU's do).
+      constexpr int64_t kEnumerated = 64, kSamples = 8;
+      if (*extent <= kEnumerated) {
+        for (int64_t i = 0; i < *extent; ++i)
+          withValue(loop.var, *min + i, [&] { walk(*loop.body, times); });
+        return;
+      }
+      for (int64_t sample = 0; sample < kSamples; ++sample)
+        withValue(loop.var, *min + (2 * sample + 1) * *extent / (2 * kSamples), [&] {
+          walk(*loop.body, times * static_cast<double>(*extent) / kSamples);
+        });
+      return;
+    }
+    case StmtNode::Kind::IfThenElse: {
+      auto &branch = *stmt.as<IfThenElse>();
+      auto cond = evaluate(*branch.cond);
+      if (!cond)
+        result_.approximate = true;
+      if (!cond || *cond)
+        walk(*branch.thenCase, times);
+      else if (branch.elseCase)
+        walk(*branch.elseCase, times);
+      return;
+    }
+    case StmtNode::Kind::Allocate: {
+      // A global temporary is cleared before use: a fill of its bytes.
+      auto &allocate = *stmt.as<ir::Allocate>();
+      double bytes = static_cast<double>(scalarSize(allocate.buffer->element));
+      for (const Expr &extent : allocate.buffer->shape)
+        bytes *= static_cast<double>(std::max<int64_t>(evaluate(*extent).value_or(1), 0));
+      result_.hostSeconds += times * (device_.hostOperationMicroseconds * 1e-6 +
+                                      bytes / (device_.dramGBs * 1e9));
+      walk(*allocate.body, times);
+      return;
+    }
+    case StmtNode::Kind::Store:
+      result_.hostSeconds += times * device_.hostOperationMicroseconds * 1e-6;
+      return;
+    case StmtNode::Kind::Launch:
+      launch(*stmt.as<ir::Launch>(), times);
+      return;
+    default:
+      return;
+    }
+  }
+
+  void launch(const ir::Launch &launch, double times) {
+    const KernelFunc *kernel = nullptr;
+    for (const KernelFunc &candidate : function_.kernels)
+      if (candidate.name == launch.kernel)
+        kernel = &candidate;
+    if (!kernel)
+      return;
+    LaunchShape shape;
+    for (int dim = 0; dim < 3; ++dim) {
+      auto grid = evaluate(*launch.grid[dim]);
+      auto block = evaluate(*launch.block[dim]);
+      if (!grid || !block)
+        result_.approximate = true;
+      shape.grid[dim] = std::max<int64_t>(grid.value_or(1), 0);
+      shape.block[dim] = std::max<int64_t>(block.value_or(1), 1);
+    }
+    std::map<std::string, int64_t> kernelValues = values_;
+    for (size_t i = 0; i < launch.scalars.size() && i < kernel->scalars.size(); ++i)
+      if (auto value = evaluate(*launch.scalars[i]))
+        kernelValues[kernel->scalars[i].name] = *value;
+    // One prediction per kernel and geometry; a launch repeated with other
+    // values (a shrinking grid) is predicted again and counted apart.
+    std::string key = launch.kernel;
+    for (int dim = 0; dim < 3; ++dim)
+      key += " " + std::to_string(shape.grid[dim]) + "x" + std::to_string(shape.block[dim]);
+    for (const ScalarParam &scalar : kernel->scalars)
+      if (auto found = kernelValues.find(scalar.name); found != kernelValues.end())
+        key += " " + scalar.name + "=" + std::to_string(found->second);
+    auto found = predictions_.find(key);
+    if (found == predictions_.end()) {
+      KernelProfile profile = profileKernel(*kernel, shape, kernelValues);
+      result_.approximate |= profile.approximate;
+      CompiledKernel facts;
+      if (auto known = compiled_.find(launch.kernel); known != compiled_.end())
+        facts = known->second;
+      found = predictions_.emplace(key, predictLaunch(device_, profile, facts)).first;
+      found->second.launches = 0;
+    }
+    found->second.launches += times;
+  }
+
+  void withValue(const std::string &name, std::optional<int64_t> value,
+                 const std::function<void()> &body) {
+    auto found = values_.find(name);
+    std::optional<int64_t> saved =
+        found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+    if (value)
+      values_[name] = *value;
+    else
+      values_.erase(name);
+    body();
+    if (saved)
+      values_[name] = *saved;
+    else
+      values_.erase(name);
+  }
+
+  const GpuDevice &device_;
+  const Function &function_;
+  std::map<std::string, int64_t> values_;
+  const std::map<std::string, CompiledKernel> &compiled_;
+  std::map<std::string, LaunchPrediction> predictions_;
+  ProgramPrediction result_;
+};
+
+} // namespace
+
+ProgramPrediction predictProgram(const GpuDevice &device, const Function &function,
+                                 const std::map<std::string, int64_t> &values,
+                                 const std::map<std::string, CompiledKernel> &compiled) {
+  return HostWalk(device, function, values, compiled).run();
+}
+
+} // namespace loopc::perf

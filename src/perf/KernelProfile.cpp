@@ -1,0 +1,1183 @@
+// Counting what one launch of a GPU kernel does (see KernelProfile.h).
+#include "perf/KernelProfile.h"
+
+#include "ir/IRVisitor.h"
+#include "passes/analysis/Evaluate.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace loopc::perf {
+
+using namespace loopc::ir;
+using ir::Expr;
+using ir::Stmt;
+
+namespace {
+
+constexpr int kLanes = 32;
+using LaneMask = uint32_t;
+using LaneValues = std::array<int64_t, kLanes>;
+constexpr LaneMask kAllLanes = 0xffffffffu;
+
+// What LLVM's loop unroller does with a loop decides how many of its loads
+// go out together: ptxas issues the loads of straight-line code before
+// their first use (a guarded load too, once it predicates the branch around
+// it), but not those of a later iteration of a loop. So a loop LLVM unrolls
+// whole joins the round trip of the code around it, and one it keeps waits
+// once per iteration of the unrolled body. LLVM's budgets at O3 are 300
+// instructions for a loop unrolled whole and 75 for a partially unrolled
+// body (NVPTX's UP.PartialThreshold), here in codeSize's IR nodes, about 1.5
+// to an instruction: the copy loops stage_shared makes are unrolled whole at
+// 4 iterations and by 2 at 16 (matmul's A and B), not at 19 (a 5 x 5
+// filter's halo). A loop with a run-time trip count and a small body is
+// unrolled by 4 (runtime unrolling).
+constexpr int64_t kFullUnrollBudget = 450;
+constexpr int64_t kPartialUnrollBudget = 112;
+constexpr int64_t kRuntimeUnroll = 4;
+// Loops whose inner bounds move with their variable are walked at this many
+// points of their range (a triangular nest).
+constexpr int kMovingBoundSamples = 8;
+
+// Warp instructions of operations that are not one instruction.
+constexpr double kFloatDivideInstructions = 8;  // reciprocal and refinement
+constexpr double kIntegerDivideInstructions = 20; // 64-bit division
+double mathRoutineInstructions(Builtin builtin) {
+  switch (builtin) {
+  case Builtin::Exp:
+    return 8;
+  case Builtin::Log:
+    return 12;
+  case Builtin::Sin:
+  case Builtin::Cos:
+    return 20;
+  case Builtin::Tanh:
+    return 15;
+  case Builtin::Pow:
+    return 30;
+  case Builtin::Sqrt:
+    return 6;
+  default:
+    return 1; // abs, floor, ceil, min, max, fma
+  }
+}
+
+// An access site's counts across the walk, and per visit the sectors each
+// warp of the block touched (what the block's warps share).
+struct SiteState {
+  AccessProfile profile;
+  struct Visit {
+    std::set<int64_t> blockSectors; // union over the warps
+    double weight = 0;              // executions per warp
+    double newFraction = 1;         // sectors new per iteration of the loop around
+    double tripsOfLoop = 1;
+  };
+  std::vector<Visit> visits; // by visit number within one warp's walk
+};
+
+// The loops around the current statement, innermost last.
+struct LoopFrame {
+  std::string var;
+  double trips = 1;
+  bool unrolled = false;
+  double roundsUnroll = 1;  // iterations whose loads go out together
+  // A short constant loop LLVM unrolls whole: its loads go out with those of
+  // the code around it.
+  bool joinsEnclosingRound = false;
+  bool hasGlobalLoad = false;
+  bool hasSharedLoad = false;
+  double weightOfBody = 1; // executions of one iteration's body per warp
+};
+
+class Walker {
+public:
+  Walker(const KernelFunc &kernel, const LaunchShape &launch,
+         const std::map<std::string, int64_t> &values)
+      : kernel_(kernel), launch_(launch), sizes_(values) {}
+
+  KernelProfile profile() {
+    KernelProfile result;
+    result.kernel = kernel_.name;
+    result.source = kernel_.source;
+    result.launch = launch_;
+
+    // Representative blocks: the middle one along each dimension of the
+    // grid, and the last one (an edge tile) weighted by its share.
+    std::vector<std::pair<std::array<int64_t, 3>, double>> blocks = {{{0, 0, 0}, 1.0}};
+    for (int dim = 0; dim < 3; ++dim) {
+      int64_t extent = launch_.grid[dim];
+      if (extent <= 1)
+        continue;
+      std::vector<std::pair<std::array<int64_t, 3>, double>> split;
+      for (auto [index, weight] : blocks) {
+        index[dim] = extent / 2;
+        split.push_back({index, weight * (1.0 - 1.0 / static_cast<double>(extent))});
+        index[dim] = extent - 1;
+        split.push_back({index, weight / static_cast<double>(extent)});
+      }
+      blocks = std::move(split);
+    }
+    double blockCount = static_cast<double>(launch_.blocks());
+    int64_t threads = launch_.threadsPerBlock();
+    // The critical path is the most common block's (the interior's).
+    double largestShare = 0;
+    for (const auto &block : blocks)
+      largestShare = std::max(largestShare, block.second);
+    Counts blockCritical;
+    for (const auto &[blockIndex, share] : blocks) {
+      blockIndex_ = blockIndex;
+      blockWeight_ = share * blockCount;
+      sites_visit_reset();
+      for (int64_t warp = 0; warp * kLanes < threads; ++warp) {
+        warp_ = warp;
+        warpCounts_ = {};
+        visitNumber_.clear();
+        availableLoads_.clear();
+        vars_.clear();
+        loops_.clear();
+        loops_.push_back(LoopFrame{}); // the kernel's straight-line code
+        LaneMask lanes = 0;
+        for (int lane = 0; lane < kLanes; ++lane)
+          if (warp * kLanes + lane < threads)
+            lanes |= 1u << lane;
+        walk(*kernel_.body, lanes, 1.0);
+        closeRoundScope(loops_.back(), 1.0);
+        if (share >= largestShare) {
+          blockCritical.instructions = std::max(blockCritical.instructions, warpCounts_.instructions);
+          blockCritical.memoryRounds = std::max(blockCritical.memoryRounds, warpCounts_.memoryRounds);
+          blockCritical.sharedRounds = std::max(blockCritical.sharedRounds, warpCounts_.sharedRounds);
+          blockCritical.barriers = std::max(blockCritical.barriers, warpCounts_.barriers);
+        }
+      }
+      finishBlockVisits();
+    }
+    critical_ = blockCritical;
+
+    result.fp32Instructions = totals_.fp32;
+    result.fp64Instructions = totals_.fp64;
+    result.integerInstructions = totals_.integer;
+    result.flops = totals_.flops;
+    result.shuffles = totals_.shuffles;
+    result.barriers = totals_.barriers;
+    result.criticalInstructions = critical_.instructions;
+    result.criticalMemoryRounds = critical_.memoryRounds;
+    result.criticalSharedRounds = critical_.sharedRounds;
+    result.criticalBarriers = critical_.barriers;
+    // The copies a pass made of one access (a register tile's) are one line.
+    std::map<std::tuple<SourceLoc, std::string, int, int, int>, AccessProfile> merged;
+    for (auto &[node, site] : sites_) {
+      (void)node;
+      const AccessProfile &access = site.profile;
+      auto key = std::make_tuple(access.source.begin, access.array, static_cast<int>(access.memory),
+                                 static_cast<int>(access.kind), access.vectorBytes);
+      auto [entry, inserted] = merged.emplace(key, access);
+      if (inserted)
+        continue;
+      AccessProfile &sum = entry->second;
+      sum.requests += access.requests;
+      sum.activeLanes += access.activeLanes;
+      sum.sectors += access.sectors;
+      sum.lines += access.lines;
+      sum.wavefronts += access.wavefronts;
+      sum.l2Sectors += access.l2Sectors;
+      sum.addressesKnown = sum.addressesKnown && access.addressesKnown;
+    }
+    for (auto &[key, access] : merged)
+      result.accesses.push_back(access);
+    std::ranges::sort(result.accesses, [](const AccessProfile &a, const AccessProfile &b) {
+      return std::tie(a.source.begin, a.array) < std::tie(b.source.begin, b.array);
+    });
+    computeCompulsoryBytes(result);
+    result.approximate = approximate_;
+    return result;
+  }
+
+private:
+  struct Counts {
+    double instructions = 0;
+    double memoryRounds = 0;
+    double sharedRounds = 0;
+    double barriers = 0;
+  };
+  struct Totals {
+    double fp32 = 0, fp64 = 0, integer = 0, flops = 0, shuffles = 0, barriers = 0;
+  };
+
+  // ------------------------------------------------------------ values ---
+
+  std::optional<int64_t> lookup(const std::string &name, int lane) const {
+    if (auto found = vars_.find(name); found != vars_.end()) {
+      if (!found->second)
+        return std::nullopt;
+      return (*found->second)[lane];
+    }
+    if (auto found = sizes_.find(name); found != sizes_.end())
+      return found->second;
+    return std::nullopt;
+  }
+
+  // `expr` in each lane of `lanes`; nullopt when some active lane's value is
+  // unknown (read from memory, or a float).
+  std::optional<LaneValues> evaluate(const ExprNode &expr, LaneMask lanes) const {
+    LaneValues values{};
+    for (int lane = 0; lane < kLanes; ++lane) {
+      if (!(lanes & (1u << lane)))
+        continue;
+      auto value = passes::evaluateInteger(
+          expr, [&](const std::string &name) { return lookup(name, lane); });
+      if (!value)
+        return std::nullopt;
+      values[lane] = *value;
+    }
+    return values;
+  }
+
+  void bind(const std::string &name, std::optional<LaneValues> values) {
+    vars_[name] = values;
+  }
+
+  // ------------------------------------------------------------ walking ---
+
+  void walk(const StmtNode &stmt, LaneMask lanes, double weight) {
+    if (!lanes || weight <= 0)
+      return;
+    switch (stmt.kind) {
+    case StmtNode::Kind::Block:
+      for (const Stmt &child : stmt.as<ir::Block>()->stmts)
+        walk(*child, lanes, weight);
+      return;
+    case StmtNode::Kind::For:
+      walkFor(*stmt.as<ir::For>(), lanes, weight);
+      return;
+    case StmtNode::Kind::IfThenElse:
+      walkIf(*stmt.as<IfThenElse>(), lanes, weight);
+      return;
+    case StmtNode::Kind::LetStmt: {
+      auto &let = *stmt.as<LetStmt>();
+      countExpr(*let.value, lanes, weight);
+      auto saved = vars_.find(let.var) == vars_.end()
+                       ? std::optional<std::optional<LaneValues>>()
+                       : std::optional<std::optional<LaneValues>>(vars_[let.var]);
+      bind(let.var, isFloat(let.value->type) ? std::nullopt : evaluate(*let.value, lanes));
+      walk(*let.body, lanes, weight);
+      if (saved)
+        vars_[let.var] = *saved;
+      else
+        vars_.erase(let.var);
+      return;
+    }
+    case StmtNode::Kind::Store: {
+      auto &store = *stmt.as<ir::Store>();
+      countExpr(*store.value, lanes, weight);
+      for (const Expr &index : store.indices)
+        countIndex(*index, lanes, weight);
+      if (store.buffer->memory != MemorySpace::Register)
+        access(&store, store.buffer, store.indices, store.source, AccessProfile::Kind::Store,
+               lanes, weight);
+      return;
+    }
+    case StmtNode::Kind::AtomicUpdate: {
+      auto &update = *stmt.as<AtomicUpdate>();
+      countExpr(*update.value, lanes, weight);
+      for (const Expr &index : update.indices)
+        countIndex(*index, lanes, weight);
+      if (update.buffer->memory == MemorySpace::Register)
+        addFloatOrInteger(update.buffer->element, 1, 1, weight, lanes);
+      else
+        access(&update, update.buffer, update.indices, update.source,
+               AccessProfile::Kind::Atomic, lanes, weight);
+      return;
+    }
+    case StmtNode::Kind::Allocate:
+      walk(*stmt.as<ir::Allocate>()->body, lanes, weight);
+      return;
+    case StmtNode::Kind::Barrier:
+      availableLoads_.clear(); // other threads' stores are visible after it
+      if (probing_)
+        return;
+      issue(weight);
+      totals_.barriers += weight * blockWeight_;
+      warpCounts_.barriers += weight;
+      // A barrier ends a round of loads: what was loaded before it is
+      // waited for before any thread goes on.
+      closeRoundScope(loops_.back(), weight);
+      return;
+    case StmtNode::Kind::WarpShuffle: {
+      auto &shuffle = *stmt.as<WarpShuffle>();
+      countExpr(*shuffle.value, lanes, weight);
+      double pieces = scalarSize(shuffle.target->element) > 4 ? 2 : 1;
+      if (probing_)
+        return;
+      issue(weight * pieces);
+      totals_.shuffles += weight * pieces * blockWeight_;
+      return;
+    }
+    case StmtNode::Kind::Check:
+      countExpr(*stmt.as<ir::Check>()->condition, lanes, weight);
+      return;
+    default: // Reduce, Scan and Launch do not reach a kernel
+      return;
+    }
+  }
+
+  void walkFor(const ir::For &loop, LaneMask lanes, double weight) {
+    if (loop.forKind == ForKind::GpuBlock) {
+      // The block's own index; a loop over more blocks than the grid has
+      // runs the rest in turns.
+      int64_t gridExtent = launch_.grid[loop.gpuDim];
+      auto extent = evaluate(*loop.extent, lanes);
+      double turns = extent ? std::ceil(static_cast<double>((*extent)[0]) /
+                                        static_cast<double>(gridExtent))
+                            : 1.0;
+      if (!extent)
+        approximate_ = true;
+      LaneValues index;
+      index.fill(blockIndex_[loop.gpuDim]);
+      auto min = evaluate(*loop.min, lanes);
+      if (min)
+        for (int lane = 0; lane < kLanes; ++lane)
+          index[lane] += (*min)[lane];
+      bind(loop.var, index);
+      walk(*loop.body, lanes, weight * std::max(turns, 1.0));
+      vars_.erase(loop.var);
+      return;
+    }
+    if (loop.forKind == ForKind::GpuThread) {
+      int64_t blockExtent = launch_.block[loop.gpuDim];
+      auto extent = evaluate(*loop.extent, lanes);
+      auto min = evaluate(*loop.min, lanes);
+      if (!extent || !min) {
+        approximate_ = true;
+        return;
+      }
+      LaneValues index;
+      LaneMask active = 0;
+      int64_t turns = 1;
+      for (int lane = 0; lane < kLanes; ++lane) {
+        if (!(lanes & (1u << lane)))
+          continue;
+        int64_t thread = warp_ * kLanes + lane;
+        int64_t coordinate = loop.gpuDim == 0   ? thread % launch_.block[0]
+                             : loop.gpuDim == 1 ? thread / launch_.block[0] % launch_.block[1]
+                                                : thread / (launch_.block[0] * launch_.block[1]);
+        index[lane] = (*min)[lane] + coordinate;
+        if (coordinate < (*extent)[lane]) {
+          active |= 1u << lane;
+          turns = std::max<int64_t>(turns, ((*extent)[lane] - coordinate + blockExtent - 1) /
+                                               blockExtent);
+        }
+      }
+      bind(loop.var, index);
+      walk(*loop.body, active, weight * static_cast<double>(turns));
+      vars_.erase(loop.var);
+      return;
+    }
+
+    auto min = evaluate(*loop.min, lanes);
+    auto extent = evaluate(*loop.extent, lanes);
+    if (!min || !extent) {
+      // Bounds read from memory: once, as a guess.
+      approximate_ = true;
+      bind(loop.var, std::nullopt);
+      walkIterations(loop, lanes, weight, 1, std::nullopt, nullptr);
+      vars_.erase(loop.var);
+      return;
+    }
+    // The warp runs as many iterations as its longest lane.
+    int64_t trips = 0;
+    for (int lane = 0; lane < kLanes; ++lane)
+      if (lanes & (1u << lane))
+        trips = std::max(trips, (*extent)[lane]);
+    if (trips <= 0)
+      return;
+    if (loop.forKind == ForKind::Unrolled) {
+      walkUnrolled(loop, lanes, weight, *min, trips);
+      return;
+    }
+    walkIterations(loop, lanes, weight, trips, min, &*extent);
+  }
+
+  // A serial (or vectorized) loop: its body once at the middle of the
+  // range, weighted by the trip count, or at several points when inner
+  // bounds move with its variable.
+  void walkIterations(const ir::For &loop, LaneMask lanes, double weight, int64_t trips,
+                      const std::optional<LaneValues> &min, const LaneValues *extent) {
+    bool constantTrips = loop.extent->as<IntImm>() != nullptr;
+    LoopFrame frame;
+    frame.var = loop.var;
+    frame.trips = static_cast<double>(trips);
+    frame.roundsUnroll = static_cast<double>(unrollFactor(loop, trips));
+    frame.joinsEnclosingRound = frame.roundsUnroll >= static_cast<double>(trips) && constantTrips;
+    // The loop's own increment and branch, per iteration LLVM leaves.
+    if (!frame.joinsEnclosingRound)
+      issue(weight * static_cast<double>(trips) * 2 / frame.roundsUnroll);
+    std::vector<int64_t> points;
+    if (min && trips > 1 && boundsMoveWith(*loop.body, loop.var)) {
+      for (int sample = 0; sample < kMovingBoundSamples; ++sample)
+        points.push_back((2 * sample + 1) * trips / (2 * kMovingBoundSamples));
+    } else {
+      points.push_back(trips / 2);
+    }
+    double share = static_cast<double>(trips) / static_cast<double>(points.size());
+    for (int64_t point : points) {
+      if (min) {
+        LaneValues value = *min;
+        for (int lane = 0; lane < kLanes; ++lane)
+          value[lane] += std::min<int64_t>(point, std::max<int64_t>(extent ? (*extent)[lane] - 1 : 0, 0));
+        bind(loop.var, value);
+      }
+      frame.weightOfBody = weight * share;
+      loops_.push_back(frame);
+      auto available = std::exchange(availableLoads_, {});
+      walk(*loop.body, lanes, weight * share);
+      availableLoads_ = std::move(available);
+      if (frame.joinsEnclosingRound) {
+        loops_[loops_.size() - 2].hasGlobalLoad |= loops_.back().hasGlobalLoad;
+        loops_[loops_.size() - 2].hasSharedLoad |= loops_.back().hasSharedLoad;
+      } else {
+        closeRoundScope(loops_.back(), weight * share);
+      }
+      loops_.pop_back();
+    }
+    vars_.erase(loop.var);
+  }
+
+  // An unrolled loop: every iteration, its variable a constant, so that
+  // neighbouring iterations' accesses to consecutive addresses can be merged
+  // into one wider access, as the code generator's loads are. Its loads join
+  // the round of the code around it.
+  void walkUnrolled(const ir::For &loop, LaneMask lanes, double weight, const LaneValues &min,
+                    int64_t trips) {
+    // Each iteration's shared loads are waited for before its arithmetic:
+    // one shared round trip per iteration that loads.
+    auto iterate = [&](int64_t iteration) {
+      LaneValues value = min;
+      for (int lane = 0; lane < kLanes; ++lane)
+        value[lane] += iteration;
+      bind(loop.var, value);
+      bool sharedBefore = std::exchange(loops_.back().hasSharedLoad, false);
+      walk(*loop.body, lanes, weight);
+      if (loops_.back().hasSharedLoad && !probing_)
+        warpCounts_.sharedRounds += weight;
+      loops_.back().hasSharedLoad = sharedBefore;
+    };
+    if (probing_) { // inside another unrolled loop's probe: no probe of its own
+      for (int64_t iteration = 0; iteration < trips; ++iteration)
+        iterate(iteration);
+      vars_.erase(loop.var);
+      return;
+    }
+    // A dry run of the first two iterations finds the loads read at
+    // consecutive addresses by consecutive iterations.
+    std::map<const void *, int64_t> factors;
+    if (trips >= 2) {
+      probing_ = true;
+      probedAddresses_.clear();
+      for (probeIteration_ = 0; probeIteration_ < 2; ++probeIteration_)
+        iterate(probeIteration_);
+      probing_ = false;
+      factors = mergeableLoads(trips);
+    }
+    auto outerFactors = std::exchange(vectorFactors_, std::move(factors));
+    auto outerIteration = std::exchange(unrolledIteration_, 0);
+    for (int64_t iteration = 0; iteration < trips; ++iteration) {
+      unrolledIteration_ = iteration;
+      iterate(iteration);
+    }
+    vectorFactors_ = std::move(outerFactors);
+    unrolledIteration_ = outerIteration;
+    vars_.erase(loop.var);
+  }
+
+  // Of the loads the probe saw: those whose every lane reads the next element
+  // in the second iteration, merged by 2 or 4 (at most 16 bytes) when every
+  // lane's first address is a multiple of the merged width.
+  std::map<const void *, int64_t> mergeableLoads(int64_t trips) const {
+    std::map<const void *, int64_t> factors;
+    for (const auto &[node, probe] : probedAddresses_) {
+      const auto &[elementBytes, lanes, first, second] = probe;
+      if (!first || !second)
+        continue;
+      bool consecutive = true;
+      for (int lane = 0; lane < kLanes; ++lane)
+        if ((lanes & (1u << lane)) && (*second)[lane] - (*first)[lane] != elementBytes)
+          consecutive = false;
+      if (!consecutive)
+        continue;
+      for (int64_t factor : {16 / elementBytes, 8 / elementBytes}) {
+        if (factor < 2 || trips % factor != 0)
+          continue;
+        bool aligned = true;
+        for (int lane = 0; lane < kLanes; ++lane)
+          if ((lanes & (1u << lane)) && (*first)[lane] % (factor * elementBytes) != 0)
+            aligned = false;
+        if (aligned) {
+          factors[node] = factor;
+          break;
+        }
+      }
+    }
+    return factors;
+  }
+
+  void walkIf(const IfThenElse &branch, LaneMask lanes, double weight) {
+    countExpr(*branch.cond, lanes, weight);
+    issue(weight); // the branch
+    if (auto cond = evaluate(*branch.cond, lanes)) {
+      LaneMask taken = 0;
+      for (int lane = 0; lane < kLanes; ++lane)
+        if ((lanes & (1u << lane)) && (*cond)[lane])
+          taken |= 1u << lane;
+      auto before = availableLoads_;
+      walk(*branch.thenCase, taken, weight);
+      availableLoads_ = before;
+      if (branch.elseCase)
+        walk(*branch.elseCase, lanes & ~taken, weight);
+      availableLoads_ = std::move(before);
+      return;
+    }
+    // Decided by data: the warp runs both sides, each, as a guess, half the
+    // time when there are two.
+    approximate_ = true;
+    double share = branch.elseCase ? 0.5 : 1.0;
+    auto before = availableLoads_;
+    walk(*branch.thenCase, lanes, weight * share);
+    availableLoads_ = before;
+    if (branch.elseCase)
+      walk(*branch.elseCase, lanes, weight * share);
+    availableLoads_ = std::move(before);
+  }
+
+  // ------------------------------------------------------------ counting ---
+
+  void issue(double warpInstructions) {
+    if (probing_)
+      return;
+    warpCounts_.instructions += warpInstructions;
+    totals_.integer += warpInstructions * blockWeight_;
+  }
+
+  // `instructions` warp instructions of `type`, doing `flops` operations in
+  // each of the `lanes` active.
+  void addFloatOrInteger(ScalarType type, double instructions, double flops, double weight,
+                         LaneMask lanes = kAllLanes) {
+    if (probing_)
+      return;
+    warpCounts_.instructions += instructions * weight;
+    double laneFlops = flops * std::popcount(lanes) * weight * blockWeight_;
+    if (type == ScalarType::F64) {
+      totals_.fp64 += instructions * weight * blockWeight_;
+      totals_.flops += laneFlops;
+    } else if (isFloat(type)) {
+      totals_.fp32 += instructions * weight * blockWeight_;
+      totals_.flops += laneFlops;
+    } else {
+      totals_.integer += instructions * weight * blockWeight_;
+    }
+  }
+
+  // Index arithmetic: one instruction for an address, as LLVM strength-
+  // reduces the rest and folds constant offsets.
+  void countIndex(const ExprNode &index, LaneMask lanes, double weight) {
+    countLoadsIn(index, lanes, weight);
+  }
+
+  void countLoadsIn(const ExprNode &expr, LaneMask lanes, double weight) {
+    switch (expr.kind) {
+    case ExprNode::Kind::Load:
+      countExpr(expr, lanes, weight);
+      return;
+    case ExprNode::Kind::Unary:
+      countLoadsIn(*expr.as<Unary>()->operand, lanes, weight);
+      return;
+    case ExprNode::Kind::Binary:
+      countLoadsIn(*expr.as<Binary>()->lhs, lanes, weight);
+      countLoadsIn(*expr.as<Binary>()->rhs, lanes, weight);
+      return;
+    case ExprNode::Kind::Select:
+      countLoadsIn(*expr.as<ir::Select>()->cond, lanes, weight);
+      countLoadsIn(*expr.as<ir::Select>()->thenValue, lanes, weight);
+      countLoadsIn(*expr.as<ir::Select>()->elseValue, lanes, weight);
+      return;
+    case ExprNode::Kind::Cast:
+      countLoadsIn(*expr.as<Cast>()->operand, lanes, weight);
+      return;
+    case ExprNode::Kind::Call:
+      for (const Expr &arg : expr.as<ir::Call>()->args)
+        countLoadsIn(*arg, lanes, weight);
+      return;
+    default:
+      return;
+    }
+  }
+
+  void countExpr(const ExprNode &expr, LaneMask lanes, double weight) {
+    if (!lanes)
+      return;
+    switch (expr.kind) {
+    case ExprNode::Kind::Load: {
+      auto &load = *expr.as<ir::Load>();
+      for (const Expr &index : load.indices)
+        countIndex(*index, lanes, weight);
+      if (load.buffer->memory != MemorySpace::Register)
+        access(&load, load.buffer, load.indices, load.source, AccessProfile::Kind::Load, lanes,
+               weight);
+      return;
+    }
+    case ExprNode::Kind::Unary:
+      countExpr(*expr.as<Unary>()->operand, lanes, weight);
+      if (isFloat(expr.type) || readsMemory(expr))
+        addFloatOrInteger(expr.type, 1, isFloat(expr.type) ? 1 : 0, weight, lanes);
+      return;
+    case ExprNode::Kind::Binary: {
+      auto &binary = *expr.as<Binary>();
+      bool floatOperands = isFloat(binary.lhs->type);
+      // A multiply under an add or subtract is one fused multiply-add.
+      auto fusedProduct = [&](const ExprNode &operand) {
+        auto *product = operand.as<Binary>();
+        return floatOperands && product && product->op == BinaryOpKind::Mul &&
+               (binary.op == BinaryOpKind::Add || binary.op == BinaryOpKind::Sub);
+      };
+      for (const Expr *operand : {&binary.lhs, &binary.rhs}) {
+        if (fusedProduct(**operand)) {
+          auto &product = *(*operand)->as<Binary>();
+          countExpr(*product.lhs, lanes, weight);
+          countExpr(*product.rhs, lanes, weight);
+          addFloatOrInteger(binary.lhs->type, 0, 1, weight, lanes); // its flop; no instruction
+        } else {
+          countExpr(**operand, lanes, weight);
+        }
+      }
+      double instructions = floatOperands ? 1 : integerInstructions(binary);
+      if (floatOperands && (binary.op == BinaryOpKind::Div || binary.op == BinaryOpKind::Rem))
+        instructions = kFloatDivideInstructions;
+      bool flop = floatOperands && !isComparison(binary.op) && binary.op != BinaryOpKind::And &&
+                  binary.op != BinaryOpKind::Or;
+      addFloatOrInteger(floatOperands ? binary.lhs->type : ScalarType::I64, instructions,
+                        flop ? 1 : 0, weight, lanes);
+      return;
+    }
+    case ExprNode::Kind::Select: {
+      auto &select = *expr.as<ir::Select>();
+      countExpr(*select.cond, lanes, weight);
+      addFloatOrInteger(ScalarType::I64, 1, 0, weight);
+      if (auto cond = evaluate(*select.cond, lanes)) {
+        LaneMask taken = 0;
+        for (int lane = 0; lane < kLanes; ++lane)
+          if ((lanes & (1u << lane)) && (*cond)[lane])
+            taken |= 1u << lane;
+        countExpr(*select.thenValue, taken, weight);
+        countExpr(*select.elseValue, lanes & ~taken, weight);
+      } else {
+        countExpr(*select.thenValue, lanes, weight);
+        countExpr(*select.elseValue, lanes, weight);
+      }
+      return;
+    }
+    case ExprNode::Kind::Cast: {
+      auto &cast = *expr.as<Cast>();
+      countExpr(*cast.operand, lanes, weight);
+      if (isFloat(cast.type) != isFloat(cast.operand->type))
+        addFloatOrInteger(ScalarType::I64, 1, 0, weight);
+      return;
+    }
+    case ExprNode::Kind::Call: {
+      auto &call = *expr.as<ir::Call>();
+      for (const Expr &arg : call.args)
+        countExpr(*arg, lanes, weight);
+      addFloatOrInteger(call.type, mathRoutineInstructions(call.builtin),
+                        call.builtin == Builtin::Fma ? 2 : 1, weight, lanes);
+      return;
+    }
+    default:
+      return;
+    }
+  }
+
+  // Integer arithmetic on indices (loop variables, sizes) is folded into
+  // addresses, hoisted out of loops or strength-reduced by LLVM, and counts
+  // nothing; on values read from memory (a histogram's bin) it counts one
+  // instruction. Comparisons and logic count one (predicates), a division
+  // by a constant one (a multiply-high and shift), by a variable many.
+  static double integerInstructions(const Binary &binary) {
+    if (isComparison(binary.op) || binary.op == BinaryOpKind::And ||
+        binary.op == BinaryOpKind::Or)
+      return 1;
+    if (binary.op == BinaryOpKind::Div || binary.op == BinaryOpKind::Rem)
+      return binary.rhs->as<IntImm>() ? 1 : kIntegerDivideInstructions;
+    return readsMemory(binary) ? 1 : 0;
+  }
+
+  static bool readsMemory(const ExprNode &expr) {
+    switch (expr.kind) {
+    case ExprNode::Kind::Load:
+      return expr.as<ir::Load>()->buffer->memory != MemorySpace::Register ||
+             !expr.as<ir::Load>()->buffer->shape.empty();
+    case ExprNode::Kind::Unary:
+      return readsMemory(*expr.as<Unary>()->operand);
+    case ExprNode::Kind::Binary:
+      return readsMemory(*expr.as<Binary>()->lhs) || readsMemory(*expr.as<Binary>()->rhs);
+    case ExprNode::Kind::Select:
+      return readsMemory(*expr.as<ir::Select>()->cond) ||
+             readsMemory(*expr.as<ir::Select>()->thenValue) ||
+             readsMemory(*expr.as<ir::Select>()->elseValue);
+    case ExprNode::Kind::Cast:
+      return readsMemory(*expr.as<Cast>()->operand);
+    case ExprNode::Kind::Call:
+      return std::ranges::any_of(expr.as<ir::Call>()->args,
+                                 [](const Expr &arg) { return readsMemory(*arg); });
+    default:
+      return false;
+    }
+  }
+
+  // ------------------------------------------------------------ accesses ---
+
+  // The byte offsets of buffer[indices] in each active lane, row-major.
+  std::optional<LaneValues> laneAddresses(const BufferInfo &buffer,
+                                          const std::vector<Expr> &indices, LaneMask lanes,
+                                          const std::string *shiftedVar = nullptr) {
+    std::vector<int64_t> extents;
+    for (const Expr &extent : buffer.shape) {
+      auto value = passes::evaluateInteger(
+          *extent, [&](const std::string &name) { return lookup(name, 0); });
+      extents.push_back(value ? std::max<int64_t>(*value, 1) : 1);
+    }
+    LaneValues address{};
+    for (size_t dim = 0; dim < indices.size(); ++dim) {
+      std::optional<LaneValues> index;
+      if (shiftedVar) {
+        // The index one iteration later along `shiftedVar`.
+        LaneValues values{};
+        for (int lane = 0; lane < kLanes; ++lane) {
+          if (!(lanes & (1u << lane)))
+            continue;
+          auto value = passes::evaluateInteger(*indices[dim], [&](const std::string &name) {
+            auto found = lookup(name, lane);
+            return name == *shiftedVar && found ? std::optional<int64_t>(*found + 1) : found;
+          });
+          if (!value)
+            return std::nullopt;
+          values[lane] = *value;
+        }
+        index = values;
+      } else {
+        index = evaluate(*indices[dim], lanes);
+      }
+      if (!index)
+        return std::nullopt;
+      for (int lane = 0; lane < kLanes; ++lane)
+        address[lane] = address[lane] * extents[dim] + (*index)[lane];
+    }
+    for (int64_t &value : address)
+      value *= static_cast<int64_t>(scalarSize(buffer.element));
+    return address;
+  }
+
+  // Records one warp request (or, for a merged load, the iterations it
+  // covers) of the access `node`.
+  void access(const void *node, const Buffer &buffer, const std::vector<Expr> &indices,
+              SourceRange source, AccessProfile::Kind kind, LaneMask lanes, double weight) {
+    int elementBytes = static_cast<int>(scalarSize(buffer->element));
+    if (probing_) {
+      auto &probe = probedAddresses_[node];
+      std::get<0>(probe) = elementBytes;
+      std::get<1>(probe) = lanes;
+      auto &slot = probeIteration_ == 0 ? std::get<2>(probe) : std::get<3>(probe);
+      if (!slot)
+        slot = laneAddresses(*buffer, indices, lanes);
+      return;
+    }
+    if (kind != AccessProfile::Kind::Load)
+      forgetLoadsOf(buffer.get());
+    int factor = 1;
+    if (auto found = vectorFactors_.find(node); found != vectorFactors_.end()) {
+      factor = static_cast<int>(found->second);
+      if (unrolledIteration_ % factor != 0)
+        return; // merged into the request of an earlier iteration
+    }
+    auto addresses = laneAddresses(*buffer, indices, lanes);
+    // The same elements loaded again with nothing stored to them between
+    // are one load: the code generator's GVN keeps the first.
+    if (kind == AccessProfile::Kind::Load && addresses &&
+        !availableLoads_.insert({buffer.get(), lanes, *addresses}).second)
+      return;
+    SiteState &site = sites_[node];
+    AccessProfile &profile = site.profile;
+    if (profile.requests == 0 && profile.array.empty()) {
+      profile.array = buffer->nameInMessages();
+      profile.source = source;
+      profile.memory = buffer->memory;
+      profile.kind = kind;
+      profile.elementBytes = elementBytes;
+      profile.vectorBytes = elementBytes * factor;
+      if (kind == AccessProfile::Kind::Atomic) {
+        double targets = 1;
+        for (const Expr &extent : buffer->shape)
+          if (auto value = passes::evaluateInteger(
+                  *extent, [&](const std::string &name) { return lookup(name, 0); }))
+            targets *= static_cast<double>(std::max<int64_t>(*value, 1));
+        profile.atomicTargets = targets;
+      }
+    }
+    double active = std::popcount(lanes);
+    double scaled = weight * blockWeight_;
+    profile.requests += scaled;
+    profile.activeLanes += active * scaled;
+    addFloatOrInteger(ScalarType::I64, 1, 0, weight); // the memory instruction
+    if (buffer->memory == MemorySpace::Global)
+      addFloatOrInteger(ScalarType::I64, 1, 0, weight); // its address
+
+    std::set<int64_t> sectors, lines;
+    if (addresses) {
+      for (int lane = 0; lane < kLanes; ++lane) {
+        if (!(lanes & (1u << lane)))
+          continue;
+        for (int64_t byte = 0; byte < elementBytes * factor; byte += 32) {
+          sectors.insert(((*addresses)[lane] + byte) >> 5);
+          lines.insert(((*addresses)[lane] + byte) >> 7);
+        }
+      }
+    } else {
+      profile.addressesKnown = false;
+    }
+    double sectorCount = addresses ? static_cast<double>(sectors.size()) : active;
+    double lineCount = addresses ? static_cast<double>(lines.size()) : active;
+
+    if (buffer->memory == MemorySpace::Shared) {
+      double wavefronts = 1;
+      if (kind == AccessProfile::Kind::Atomic && !addresses) {
+        // Lanes picking elements by data collide now and then: 32 lanes
+        // among T targets share one about 496 / T times.
+        wavefronts = 1 + std::min(31.0, 496.0 / std::max(profile.atomicTargets, 1.0));
+      } else if (addresses) {
+        wavefronts = sharedWavefronts(*addresses, lanes, elementBytes * factor);
+      } else {
+        wavefronts = active;
+      }
+      profile.wavefronts += wavefronts * scaled;
+      if (kind == AccessProfile::Kind::Load) {
+        loops_.back().hasSharedLoad = true;
+      }
+      return;
+    }
+
+    profile.sectors += sectorCount * scaled;
+    profile.lines += lineCount * scaled;
+    if (kind == AccessProfile::Kind::Atomic) {
+      profile.l2Sectors += active * scaled; // each lane's update is done in L2
+      return;
+    }
+    if (kind == AccessProfile::Kind::Store) {
+      profile.l2Sectors += sectorCount * scaled;
+      return;
+    }
+    loops_.back().hasGlobalLoad = true;
+    // What the block's warps share, and what the next iteration of the
+    // innermost loop around brings anew.
+    size_t number = visitNumber_[node]++;
+    if (site.visits.size() <= number)
+      site.visits.resize(number + 1);
+    SiteState::Visit &visit = site.visits[number];
+    visit.weight = std::max(visit.weight, weight);
+    if (addresses)
+      visit.blockSectors.insert(sectors.begin(), sectors.end());
+    else
+      for (int i = 0; i < active; ++i)
+        visit.blockSectors.insert(-(static_cast<int64_t>(visit.blockSectors.size()) + 1));
+    const LoopFrame *innermost = nullptr;
+    for (auto loop = loops_.rbegin(); loop != loops_.rend(); ++loop)
+      if (!loop->var.empty()) {
+        innermost = &*loop;
+        break;
+      }
+    if (innermost && addresses && warp_ == 0) {
+      visit.tripsOfLoop = innermost->trips;
+      if (auto next = laneAddresses(*buffer, indices, lanes, &innermost->var)) {
+        std::set<int64_t> nextSectors;
+        for (int lane = 0; lane < kLanes; ++lane)
+          if (lanes & (1u << lane))
+            nextSectors.insert((*next)[lane] >> 5);
+        double fresh = 0;
+        for (int64_t sector : nextSectors)
+          fresh += sectors.contains(sector) ? 0 : 1;
+        visit.newFraction = fresh / std::max<double>(1, static_cast<double>(sectors.size()));
+      }
+    } else if (!addresses) {
+      visit.newFraction = 1;
+    }
+  }
+
+  void forgetLoadsOf(const BufferInfo *buffer) {
+    std::erase_if(availableLoads_, [&](const auto &entry) { return std::get<0>(entry) == buffer; });
+  }
+
+  // Shared memory cycles of one warp request: per 128-byte wavefront, the
+  // most distinct words any one bank must deliver.
+  static double sharedWavefronts(const LaneValues &addresses, LaneMask lanes, int bytes) {
+    std::map<int64_t, std::set<int64_t>> wordsOfBank;
+    std::set<int64_t> words;
+    for (int lane = 0; lane < kLanes; ++lane) {
+      if (!(lanes & (1u << lane)))
+        continue;
+      for (int byte = 0; byte < bytes; byte += 4) {
+        int64_t word = (addresses[lane] + byte) >> 2;
+        words.insert(word);
+        wordsOfBank[word % 32].insert(word);
+      }
+    }
+    size_t conflict = 1;
+    for (const auto &[bank, bankWords] : wordsOfBank)
+      conflict = std::max(conflict, bankWords.size());
+    double bandwidth = std::ceil(static_cast<double>(words.size()) * 4.0 / 128.0);
+    return std::max<double>(static_cast<double>(conflict), bandwidth);
+  }
+
+  // Ends a stretch of code whose loads go out together: one round trip for
+  // its global loads and one for its shared loads, per `roundsUnroll`
+  // iterations of its loop.
+  void closeRoundScope(LoopFrame &frame, double weight) {
+    if (probing_)
+      return;
+    double rounds = weight / std::max(1.0, frame.roundsUnroll);
+    if (frame.hasGlobalLoad)
+      warpCounts_.memoryRounds += rounds;
+    if (frame.hasSharedLoad)
+      warpCounts_.sharedRounds += rounds;
+    frame.hasGlobalLoad = frame.hasSharedLoad = false;
+  }
+
+  void sites_visit_reset() {
+    for (auto &[node, site] : sites_) {
+      (void)node;
+      site.visits.clear();
+    }
+  }
+
+  // After all warps of a block: the sectors of each load L2 must deliver,
+  // those the block's warps did not already bring into L1.
+  void finishBlockVisits() {
+    for (auto &[node, site] : sites_) {
+      (void)node;
+      for (const SiteState::Visit &visit : site.visits) {
+        double sectors = static_cast<double>(visit.blockSectors.size());
+        double trips = std::max(1.0, visit.tripsOfLoop);
+        double perLoopEntry = visit.weight / trips;
+        site.profile.l2Sectors +=
+            sectors * perLoopEntry * (1 + (trips - 1) * visit.newFraction) * blockWeight_;
+      }
+      site.visits.clear();
+    }
+  }
+
+  // The iterations of one copy of `loop`'s body LLVM's unroller runs
+  // together: all of them when it unrolls the loop whole.
+  static int64_t unrollFactor(const ir::For &loop, int64_t trips) {
+    int64_t size = std::max<int64_t>(1, static_cast<int64_t>(codeSize(loop.body)));
+    if (loop.extent->as<IntImm>()) {
+      if (fullyUnrolledTrips(loop) * size <= kFullUnrollBudget)
+        return trips;
+      for (int64_t factor = std::min<int64_t>(8, trips); factor > 1; --factor)
+        if (trips % factor == 0 && factor * size <= kPartialUnrollBudget)
+          return factor;
+      return 1;
+    }
+    if (containsLoop(*loop.body))
+      return 1;
+    return std::clamp<int64_t>(kPartialUnrollBudget / size, 1, kRuntimeUnroll);
+  }
+
+  // The iterations of `loop` and the loops in it together when each has a
+  // constant trip count (what LLVM's full unrolling weighs), else a number
+  // past any threshold.
+  static int64_t fullyUnrolledTrips(const ir::For &loop) {
+    constexpr int64_t kNotConstant = std::numeric_limits<int32_t>::max();
+    auto *trips = loop.extent->as<IntImm>();
+    if (!trips)
+      return kNotConstant;
+    int64_t inner = 1;
+    std::function<void(const StmtNode &)> visit = [&](const StmtNode &stmt) {
+      switch (stmt.kind) {
+      case StmtNode::Kind::For:
+        inner = std::max(inner, fullyUnrolledTrips(*stmt.as<ir::For>()));
+        return;
+      case StmtNode::Kind::Block:
+        for (const Stmt &child : stmt.as<ir::Block>()->stmts)
+          visit(*child);
+        return;
+      case StmtNode::Kind::LetStmt:
+        return visit(*stmt.as<LetStmt>()->body);
+      case StmtNode::Kind::IfThenElse:
+        visit(*stmt.as<IfThenElse>()->thenCase);
+        if (stmt.as<IfThenElse>()->elseCase)
+          visit(*stmt.as<IfThenElse>()->elseCase);
+        return;
+      case StmtNode::Kind::Allocate:
+        return visit(*stmt.as<ir::Allocate>()->body);
+      default:
+        return;
+      }
+    };
+    visit(*loop.body);
+    return inner >= kNotConstant ? kNotConstant : std::max<int64_t>(trips->value, 0) * inner;
+  }
+
+  static bool containsLoop(const StmtNode &stmt) {
+    switch (stmt.kind) {
+    case StmtNode::Kind::For:
+      return stmt.as<ir::For>()->forKind != ForKind::Unrolled ||
+             containsLoop(*stmt.as<ir::For>()->body);
+    case StmtNode::Kind::Block:
+      return std::ranges::any_of(stmt.as<ir::Block>()->stmts,
+                                 [](const Stmt &child) { return containsLoop(*child); });
+    case StmtNode::Kind::LetStmt:
+      return containsLoop(*stmt.as<LetStmt>()->body);
+    case StmtNode::Kind::IfThenElse:
+      return containsLoop(*stmt.as<IfThenElse>()->thenCase) ||
+             (stmt.as<IfThenElse>()->elseCase && containsLoop(*stmt.as<IfThenElse>()->elseCase));
+    case StmtNode::Kind::Allocate:
+      return containsLoop(*stmt.as<ir::Allocate>()->body);
+    default:
+      return false;
+    }
+  }
+
+  // Whether a loop inside `body` has bounds that use `var`.
+  static bool boundsMoveWith(const StmtNode &body, const std::string &var) {
+    std::function<bool(const ExprNode &)> uses = [&](const ExprNode &expr) -> bool {
+      switch (expr.kind) {
+      case ExprNode::Kind::Var:
+        return expr.as<Var>()->name == var;
+      case ExprNode::Kind::Unary:
+        return uses(*expr.as<Unary>()->operand);
+      case ExprNode::Kind::Binary:
+        return uses(*expr.as<Binary>()->lhs) || uses(*expr.as<Binary>()->rhs);
+      case ExprNode::Kind::Select:
+        return uses(*expr.as<ir::Select>()->cond) || uses(*expr.as<ir::Select>()->thenValue) ||
+               uses(*expr.as<ir::Select>()->elseValue);
+      case ExprNode::Kind::Cast:
+        return uses(*expr.as<Cast>()->operand);
+      default:
+        return false;
+      }
+    };
+    std::function<bool(const StmtNode &)> walkStmt = [&](const StmtNode &stmt) -> bool {
+      switch (stmt.kind) {
+      case StmtNode::Kind::For: {
+        auto &loop = *stmt.as<ir::For>();
+        return uses(*loop.min) || uses(*loop.extent) || walkStmt(*loop.body);
+      }
+      case StmtNode::Kind::Block:
+        return std::ranges::any_of(stmt.as<ir::Block>()->stmts,
+                                   [&](const Stmt &child) { return walkStmt(*child); });
+      case StmtNode::Kind::LetStmt:
+        return walkStmt(*stmt.as<LetStmt>()->body);
+      case StmtNode::Kind::IfThenElse:
+        return walkStmt(*stmt.as<IfThenElse>()->thenCase) ||
+               (stmt.as<IfThenElse>()->elseCase && walkStmt(*stmt.as<IfThenElse>()->elseCase));
+      case StmtNode::Kind::Allocate:
+        return walkStmt(*stmt.as<ir::Allocate>()->body);
+      default:
+        return false;
+      }
+    };
+    return walkStmt(body);
+  }
+
+  void computeCompulsoryBytes(KernelProfile &result) const {
+    // Per global array: the bytes its requests ask for, at most the array.
+    std::map<std::string, std::pair<double, double>> readWrite;
+    std::map<std::string, double> arrayBytes;
+    for (const Buffer &buffer : kernel_.buffers) {
+      double bytes = static_cast<double>(scalarSize(buffer->element));
+      for (const Expr &extent : buffer->shape) {
+        auto value = passes::evaluateInteger(*extent, [&](const std::string &name) {
+          auto found = sizes_.find(name);
+          return found == sizes_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+        });
+        bytes *= value ? static_cast<double>(std::max<int64_t>(*value, 0)) : 1.0;
+      }
+      arrayBytes[buffer->nameInMessages()] = bytes;
+    }
+    for (const AccessProfile &access : result.accesses) {
+      if (access.memory != MemorySpace::Global)
+        continue;
+      auto &[read, written] = readWrite[access.array];
+      (access.kind == AccessProfile::Kind::Load ? read : written) += access.usefulBytes();
+      if (access.kind == AccessProfile::Kind::Atomic)
+        read += access.usefulBytes();
+    }
+    for (const auto &[array, traffic] : readWrite) {
+      double size = arrayBytes.contains(array) ? arrayBytes.at(array) : traffic.first;
+      result.compulsoryReadBytes += std::min(traffic.first, size);
+      result.compulsoryWriteBytes += std::min(traffic.second, size);
+    }
+  }
+
+  const KernelFunc &kernel_;
+  const LaunchShape &launch_;
+  const std::map<std::string, int64_t> &sizes_;
+
+  std::array<int64_t, 3> blockIndex_ = {0, 0, 0};
+  double blockWeight_ = 1;
+  int64_t warp_ = 0;
+  std::map<std::string, std::optional<LaneValues>> vars_;
+  std::vector<LoopFrame> loops_;
+  std::map<const void *, int64_t> vectorFactors_;
+  int64_t unrolledIteration_ = 0;
+  // The dry run of an unrolled loop's first two iterations: per load, its
+  // element size, lanes and addresses in each.
+  bool probing_ = false;
+  int probeIteration_ = 0;
+  std::map<const void *, std::tuple<int64_t, LaneMask, std::optional<LaneValues>,
+                                    std::optional<LaneValues>>>
+      probedAddresses_;
+  // Loads whose value is still in a register: (buffer, lanes, addresses).
+  std::set<std::tuple<const BufferInfo *, LaneMask, LaneValues>> availableLoads_;
+  std::map<const void *, SiteState> sites_;
+  std::map<const void *, size_t> visitNumber_;
+  Counts warpCounts_, critical_;
+  Totals totals_;
+  bool approximate_ = false;
+};
+
+} // namespace
+
+double KernelProfile::issuedInstructions() const {
+  return fp32Instructions + fp64Instructions + integerInstructions;
+}
+
+double KernelProfile::sharedWavefronts() const {
+  double total = 0;
+  for (const AccessProfile &access : accesses)
+    total += access.memory == MemorySpace::Shared ? access.wavefronts : 0;
+  return total;
+}
+
+double KernelProfile::l1Wavefronts() const {
+  double total = 0;
+  for (const AccessProfile &access : accesses)
+    total += access.memory == MemorySpace::Global ? access.lines : 0;
+  return total;
+}
+
+double KernelProfile::l2Bytes() const {
+  double total = 0;
+  for (const AccessProfile &access : accesses)
+    total += access.memory == MemorySpace::Global ? access.l2Sectors * 32.0 : 0;
+  return total;
+}
+
+KernelProfile profileKernel(const KernelFunc &kernel, const LaunchShape &launch,
+                            const std::map<std::string, int64_t> &values) {
+  return Walker(kernel, launch, values).profile();
+}
+
+} // namespace loopc::perf

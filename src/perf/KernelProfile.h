@@ -1,0 +1,110 @@
+// What one launch of a GPU kernel does, counted from its Loop IR at the sizes
+// of a run: the static facts the performance model (GpuModel.h) turns into a
+// time, and `loopc explain --perf` prints.
+//
+// The kernel's body is walked once per warp of a representative block (its
+// block index in the middle of the grid along each dimension, and the last
+// block too where a dimension has an edge, weighted by how many blocks are
+// like each), with every thread index of the warp's 32 lanes bound, so that
+// conditions on thread indices (a tree's `thread < 64`, a tile's edge guard)
+// switch lanes off exactly, and the addresses of each global and shared
+// access are known lane by lane: from them come the 32-byte sectors and
+// 128-byte lines a warp's request touches (coalescing), the bank conflicts of
+// a shared access, and which sectors the block's warps share (what L1 serves).
+// Loops run their body once, weighted by the trip count, at the middle of
+// their range (a loop whose inner bounds move with it at several points);
+// unrolled loops run every iteration, so neighbouring iterations' accesses
+// that the code generator merges into 64- or 128-bit loads are seen as one.
+// Counts are warp instructions, the unit SM schedulers issue.
+#pragma once
+
+#include "ir/IR.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace loopc::perf {
+
+struct LaunchShape {
+  std::array<int64_t, 3> grid = {1, 1, 1};
+  std::array<int64_t, 3> block = {1, 1, 1};
+  int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
+  int64_t threadsPerBlock() const { return block[0] * block[1] * block[2]; }
+  int64_t warpsPerBlock() const { return (threadsPerBlock() + 31) / 32; }
+};
+
+// One global or shared memory access of the kernel (a Load, Store or
+// AtomicUpdate of the IR), over the whole launch.
+struct AccessProfile {
+  std::string array; // the program's name for it
+  SourceRange source;
+  ir::MemorySpace memory = ir::MemorySpace::Global;
+  enum class Kind : uint8_t { Load, Store, Atomic } kind = Kind::Load;
+  int elementBytes = 4;
+  int vectorBytes = 4; // bytes a lane moves per request (merged neighbours)
+  double requests = 0; // warp requests
+  // Over all requests (divide by `requests` for one):
+  double activeLanes = 0; // lanes that take part
+  double sectors = 0;     // distinct 32-byte sectors (global)
+  double lines = 0;       // distinct 128-byte lines (global): L1 wavefronts
+  double wavefronts = 0;  // shared memory cycles (bank conflicts included)
+  // Sectors L1 cannot serve: the first touch of each by the block's warps,
+  // and again each time the walk moves past it (global loads only).
+  double l2Sectors = 0;
+  bool addressesKnown = true; // false: data decides them (a gather)
+  // Distinct elements an atomic update may target (contention).
+  double atomicTargets = 0;
+
+  double sectorsPerRequest() const { return requests > 0 ? sectors / requests : 0; }
+  double usefulBytes() const { return activeLanes * vectorBytes; }
+  // Bytes moved per byte used: 1 for a coalesced access, 8 for a warp
+  // reading a float from 32 different sectors.
+  double sectorEfficiency() const {
+    return sectors > 0 ? usefulBytes() / (sectors * 32.0) : 1.0;
+  }
+};
+
+struct KernelProfile {
+  std::string kernel;
+  SourceRange source;
+  LaunchShape launch;
+  // Warp instructions over the launch, by the unit that executes them.
+  double fp32Instructions = 0;  // adds, multiplies, multiply-adds, min/max
+  double fp64Instructions = 0;
+  double integerInstructions = 0; // index arithmetic, comparisons, branches
+  double flops = 0;               // floating-point operations (an FMA is 2)
+  double shuffles = 0;
+  double barriers = 0; // barrier instructions (per warp)
+  // A warp's longest path: instructions it issues in order, global memory
+  // round trips it waits for (loads in flight together count once) and
+  // barriers it meets, for the warp of the representative block that has
+  // the most.
+  double criticalInstructions = 0;
+  double criticalMemoryRounds = 0;
+  double criticalSharedRounds = 0;
+  double criticalBarriers = 0;
+  std::vector<AccessProfile> accesses;
+  // Bytes the launch must move to and from DRAM at least: each global
+  // array's elements it reads, once, and those it writes, once.
+  double compulsoryReadBytes = 0;
+  double compulsoryWriteBytes = 0;
+  // Some count is a guess: a branch or a bound decided by data, an extent
+  // the sizes do not give.
+  bool approximate = false;
+
+  double warps() const { return static_cast<double>(launch.blocks()) * launch.warpsPerBlock(); }
+  double issuedInstructions() const;
+  double sharedWavefronts() const;
+  double l1Wavefronts() const;
+  double l2Bytes() const;
+};
+
+// Profiles one launch of `kernel` with `launch`'s geometry; `values` binds
+// the kernel's sizes and scalars.
+KernelProfile profileKernel(const ir::KernelFunc &kernel, const LaunchShape &launch,
+                            const std::map<std::string, int64_t> &values);
+
+} // namespace loopc::perf
