@@ -624,6 +624,9 @@ void LlvmEmitter::emitFor(const ir::For &loop) {
       });
   if (loop.forKind == ForKind::Unrolled)
     addLoopProperty(backEdge, {llvm::MDString::get(context(), "llvm.loop.unroll.full")});
+  if (target_.namesLoops())
+    addLoopProperty(backEdge, {llvm::MDString::get(context(), "loopc.loop"),
+                               llvm::MDString::get(context(), loop.var)});
 }
 
 // An Unrolled loop of constant bounds: its body once per iteration, the
@@ -648,8 +651,13 @@ bool LlvmEmitter::emitUnrolled(const ir::For &loop) {
 
 void LlvmEmitter::addLoopProperty(llvm::BranchInst *backEdge,
                                   llvm::ArrayRef<llvm::Metadata *> property) {
-  llvm::MDNode *loop =
-      llvm::MDNode::getDistinct(context(), {nullptr, llvm::MDNode::get(context(), property)});
+  // The loop's properties so far, then the new one.
+  std::vector<llvm::Metadata *> properties = {nullptr};
+  if (llvm::MDNode *existing = backEdge->getMetadata(llvm::LLVMContext::MD_loop))
+    for (unsigned i = 1; i < existing->getNumOperands(); ++i)
+      properties.push_back(existing->getOperand(i));
+  properties.push_back(llvm::MDNode::get(context(), property));
+  llvm::MDNode *loop = llvm::MDNode::getDistinct(context(), properties);
   loop->replaceOperandWith(0, loop);
   backEdge->setMetadata(llvm::LLVMContext::MD_loop, loop);
 }

@@ -530,7 +530,7 @@ Expected<std::string> nvptxLlvmText(const ir::Function &function, const std::str
 }
 
 Expected<std::string> compileToPtx(const ir::Function &function, const std::string &gpu,
-                                   DeviceErrorSites *sites) {
+                                   DeviceErrorSites *sites, LoopCensus *loops) {
   auto machine = nvptxMachine(gpu);
   if (!machine)
     return std::unexpected(machine.error());
@@ -538,6 +538,8 @@ Expected<std::string> compileToPtx(const ir::Function &function, const std::stri
   auto module = buildModule(function, context, **machine, true, sites);
   if (!module)
     return std::unexpected(module.error());
+  if (loops)
+    *loops = censusLoops(**module);
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream stream(ptx);
   llvm::legacy::PassManager passes;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "codegen/DeviceErrors.h"
+#include "codegen/LoopCensus.h"
 #include "codegen/Target.h"
 #include "ir/IR.h"
 #include "support/Error.h"
@@ -47,6 +48,7 @@ public:
   bool usesLibraryMath(Builtin builtin) const override;
   std::string libraryMathName(Builtin builtin, ScalarType type) const override;
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
+  bool namesLoops() const override { return true; }
 
 private:
   std::set<const ir::For *> directLoops_;
@@ -66,11 +68,11 @@ Expected<std::unique_ptr<llvm::Module>> emitNvptxModule(const ir::Function &func
                                                         const std::string &gpu, bool optimize);
 
 // The module's LLVM IR as text, and its PTX, whose device error sites go to
-// `sites` when given.
+// `sites` and the loops left after optimization to `loops` when given.
 Expected<std::string> nvptxLlvmText(const ir::Function &function, const std::string &gpu,
                                     bool optimize);
 Expected<std::string> compileToPtx(const ir::Function &function, const std::string &gpu,
-                                   DeviceErrorSites *sites = nullptr);
+                                   DeviceErrorSites *sites = nullptr, LoopCensus *loops = nullptr);
 
 // Where libdevice is read from: $LOOPC_LIBDEVICE, else libdevice.10.bc next to
 // the running executable (carried to a GPU machine without the toolkit), else

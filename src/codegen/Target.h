@@ -58,6 +58,11 @@ public:
 
   // A kernel launch in host code.
   virtual void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) = 0;
+
+  // Whether each loop carries its Loop IR variable as an `llvm.loop`
+  // property ({"loopc.loop", name}), so that what LLVM made of the loops can
+  // be read from the optimized module (LoopCensus.h).
+  virtual bool namesLoops() const { return false; }
 };
 
 } // namespace loopc::codegen

@@ -144,18 +144,25 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
   if (!function)
     return std::unexpected(function.error());
   std::map<std::string, perf::CompiledKernel> compiled;
-  if (std::optional<std::string> ptxas = codegen::findPtxas();
-      ptxas && !function->kernels.empty()) {
-    auto ptx = codegen::compileToPtx(*function, device.ptxTarget);
-    if (!ptx)
-      return std::unexpected(ptx.error());
+  if (function->kernels.empty())
+    return perf::predictProgram(device, *function, values, compiled);
+  codegen::LoopCensus loops;
+  auto ptx = codegen::compileToPtx(*function, device.ptxTarget, nullptr, &loops);
+  if (!ptx)
+    return std::unexpected(ptx.error());
+  for (const auto &[kernelName, copies] : loops)
+    compiled[kernelName].loopGlobalLoads = copies;
+  if (std::optional<std::string> ptxas = codegen::findPtxas()) {
     auto reports = codegen::runPtxas(*ptxas, *ptx, device.ptxTarget);
     if (!reports)
       return std::unexpected(reports.error());
-    for (const codegen::PtxasKernelReport &report : *reports)
-      compiled[report.name] = perf::CompiledKernel{
-          report.registers, report.spillStoreBytes + report.spillLoadBytes, report.sharedBytes,
-          true};
+    for (const codegen::PtxasKernelReport &report : *reports) {
+      perf::CompiledKernel &facts = compiled[report.name];
+      facts.registers = report.registers;
+      facts.spillBytes = report.spillStoreBytes + report.spillLoadBytes;
+      facts.sharedBytes = report.sharedBytes;
+      facts.known = true;
+    }
   }
   return perf::predictProgram(device, *function, values, compiled);
 }

@@ -32,6 +32,7 @@ GpuDevice h100Sxm() {
   device.memoryLatencyNs = 560;
   device.l2LatencyNs = 150;
   device.sameAddressAtomicNs = 65;
+  device.atomicsPerCycle = 35;
   device.launchMicroseconds = 2.5;
   device.hostOperationMicroseconds = 5;
   return device;

@@ -59,8 +59,10 @@ struct GpuDevice {
   double sharedLatencyCycles = 30;
   double barrierCycles = 40;
   // Global atomic updates of one address follow one another at this pace
-  // (the L2 slice owning it serializes them), in ns.
+  // (the L2 slice owning it serializes them), in ns; updates of different
+  // addresses go through L2's atomic units at this many a cycle.
   double sameAddressAtomicNs = 0;
+  double atomicsPerCycle = 0;
   // A launch's cost on the GPU's time line when launches follow one another
   // (the gap between two kernels), and a host-side copy or fill of device
   // memory between launches, in microseconds.

@@ -123,11 +123,17 @@ LaunchPrediction predictLaunch(const GpuDevice &device, const KernelProfile &pro
   prediction.dramSeconds =
       (profile.compulsoryReadBytes + profile.compulsoryWriteBytes) / (device.dramGBs * 1e9);
   prediction.l2Seconds = profile.l2Bytes() / (device.l2GBs * 1e9);
+  // Global atomics: through L2's atomic units, and one after the other on
+  // each element when lanes target few (a histogram's bins).
+  double atomicUpdates = 0, busiestElement = 0;
   for (const AccessProfile &access : profile.accesses)
-    if (access.kind == AccessProfile::Kind::Atomic && access.memory == MemorySpace::Global)
-      prediction.atomicSeconds = std::max(
-          prediction.atomicSeconds, access.activeLanes / std::max(access.atomicTargets, 1.0) *
-                                        device.sameAddressAtomicNs * 1e-9);
+    if (access.kind == AccessProfile::Kind::Atomic && access.memory == MemorySpace::Global) {
+      atomicUpdates += access.activeLanes;
+      busiestElement =
+          std::max(busiestElement, access.activeLanes / std::max(access.atomicTargets, 1.0));
+    }
+  prediction.atomicSeconds = std::max(atomicUpdates / (device.atomicsPerCycle * cyclesPerSecond),
+                                      busiestElement * device.sameAddressAtomicNs * 1e-9);
   prediction.overheadSeconds = device.launchMicroseconds * 1e-6;
 
   std::pair<double, const char *> bounds[] = {{prediction.dramSeconds, "DRAM"},
@@ -287,11 +293,12 @@ private:
         key += " " + scalar.name + "=" + std::to_string(found->second);
     auto found = predictions_.find(key);
     if (found == predictions_.end()) {
-      KernelProfile profile = profileKernel(*kernel, shape, kernelValues);
-      result_.approximate |= profile.approximate;
       CompiledKernel facts;
       if (auto known = compiled_.find(launch.kernel); known != compiled_.end())
         facts = known->second;
+      KernelProfile profile = profileKernel(
+          *kernel, shape, kernelValues, facts.loopGlobalLoads ? &*facts.loopGlobalLoads : nullptr);
+      result_.approximate |= profile.approximate;
       found = predictions_.emplace(key, predictLaunch(device_, profile, facts)).first;
       found->second.launches = 0;
     }

@@ -25,17 +25,23 @@
 #include "perf/KernelProfile.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace loopc::perf {
 
-// What the assembler says of a compiled kernel (ptxas -v).
+// What the code generator made of a kernel: the assembler's report
+// (ptxas -v) and the loops LLVM's optimizations left.
 struct CompiledKernel {
   int registers = 0;
   int spillBytes = 0;  // stores and loads of spilled registers, per thread
   int sharedBytes = 0; // static shared memory per block
   bool known = false;  // false: no ptxas; registers are then a guess
+  // Loop IR loop variable -> global loads per iteration, for the loops
+  // still loops after optimization (codegen/LoopCensus.h); the others were
+  // unrolled whole. Empty optional: not known, guessed.
+  std::optional<std::map<std::string, int>> loopGlobalLoads;
 };
 
 struct Occupancy {

@@ -99,8 +99,9 @@ struct LoopFrame {
 class Walker {
 public:
   Walker(const KernelFunc &kernel, const LaunchShape &launch,
-         const std::map<std::string, int64_t> &values)
-      : kernel_(kernel), launch_(launch), sizes_(values) {}
+         const std::map<std::string, int64_t> &values,
+         const std::map<std::string, int> *loopGlobalLoads)
+      : kernel_(kernel), launch_(launch), sizes_(values), loopGlobalLoads_(loopGlobalLoads) {}
 
   KernelProfile profile() {
     KernelProfile result;
@@ -414,7 +415,9 @@ private:
     frame.var = loop.var;
     frame.trips = static_cast<double>(trips);
     frame.roundsUnroll = static_cast<double>(unrollFactor(loop, trips));
-    frame.joinsEnclosingRound = frame.roundsUnroll >= static_cast<double>(trips) && constantTrips;
+    frame.joinsEnclosingRound =
+        frame.roundsUnroll >= static_cast<double>(trips) &&
+        (constantTrips || (loopGlobalLoads_ && !loopGlobalLoads_->contains(loop.var)));
     // The loop's own increment and branch, per iteration LLVM leaves.
     if (!frame.joinsEnclosingRound)
       issue(weight * static_cast<double>(trips) * 2 / frame.roundsUnroll);
@@ -715,6 +718,33 @@ private:
     return readsMemory(binary) ? 1 : 0;
   }
 
+  static void collectLoads(const ExprNode &expr, std::vector<const ir::Load *> &loads) {
+    switch (expr.kind) {
+    case ExprNode::Kind::Load:
+      loads.push_back(expr.as<ir::Load>());
+      for (const Expr &index : expr.as<ir::Load>()->indices)
+        collectLoads(*index, loads);
+      return;
+    case ExprNode::Kind::Unary:
+      return collectLoads(*expr.as<Unary>()->operand, loads);
+    case ExprNode::Kind::Binary:
+      collectLoads(*expr.as<Binary>()->lhs, loads);
+      return collectLoads(*expr.as<Binary>()->rhs, loads);
+    case ExprNode::Kind::Select:
+      collectLoads(*expr.as<ir::Select>()->cond, loads);
+      collectLoads(*expr.as<ir::Select>()->thenValue, loads);
+      return collectLoads(*expr.as<ir::Select>()->elseValue, loads);
+    case ExprNode::Kind::Cast:
+      return collectLoads(*expr.as<Cast>()->operand, loads);
+    case ExprNode::Kind::Call:
+      for (const Expr &arg : expr.as<ir::Call>()->args)
+        collectLoads(*arg, loads);
+      return;
+    default:
+      return;
+    }
+  }
+
   static bool readsMemory(const ExprNode &expr) {
     switch (expr.kind) {
     case ExprNode::Kind::Load:
@@ -853,10 +883,11 @@ private:
 
     if (buffer->memory == MemorySpace::Shared) {
       double wavefronts = 1;
-      if (kind == AccessProfile::Kind::Atomic && !addresses) {
-        // Lanes picking elements by data collide now and then: 32 lanes
-        // among T targets share one about 496 / T times.
-        wavefronts = 1 + std::min(31.0, 496.0 / std::max(profile.atomicTargets, 1.0));
+      if (kind == AccessProfile::Kind::Atomic) {
+        // The shared memory unit updates one lane's element a cycle (a
+        // 256-bin histogram of 2^28 values took 1.0 ms on an H100: one
+        // update per SM cycle).
+        wavefronts = active;
       } else if (addresses) {
         wavefronts = sharedWavefronts(*addresses, lanes, elementBytes * factor);
       } else {
@@ -978,8 +1009,20 @@ private:
   }
 
   // The iterations of one copy of `loop`'s body LLVM's unroller runs
-  // together: all of them when it unrolls the loop whole.
-  static int64_t unrollFactor(const ir::For &loop, int64_t trips) {
+  // together: all of them when it unrolls the loop whole. What the code
+  // generator did when it is known, else a guess from the loop's size.
+  int64_t unrollFactor(const ir::For &loop, int64_t trips) const {
+    if (loopGlobalLoads_) {
+      // Its iterations per iteration of what LLVM left: the loads the
+      // optimized loop makes over those one iteration of ours makes.
+      auto found = loopGlobalLoads_->find(loop.var);
+      if (found == loopGlobalLoads_->end())
+        return trips;
+      int64_t ours = globalLoadsPerIteration(*loop.body);
+      if (ours == 0)
+        return 1;
+      return std::clamp<int64_t>((found->second + ours / 2) / ours, 1, trips);
+    }
     int64_t size = std::max<int64_t>(1, static_cast<int64_t>(codeSize(loop.body)));
     if (loop.extent->as<IntImm>()) {
       if (fullyUnrolledTrips(loop) * size <= kFullUnrollBudget)
@@ -992,6 +1035,67 @@ private:
     if (containsLoop(*loop.body))
       return 1;
     return std::clamp<int64_t>(kPartialUnrollBudget / size, 1, kRuntimeUnroll);
+  }
+
+  // The global loads one iteration of a loop's body makes, with those of
+  // the loops in it that LLVM unrolled whole (gone from the census) times
+  // their trip counts; loops it kept make their own.
+  int64_t globalLoadsPerIteration(const StmtNode &body) const {
+    int64_t loads = 0;
+    std::function<void(const ExprNode &)> inExpr = [&](const ExprNode &expr) {
+      std::vector<const ir::Load *> found;
+      collectLoads(expr, found);
+      for (const ir::Load *load : found)
+        loads += load->buffer->memory == MemorySpace::Global ? 1 : 0;
+    };
+    std::function<void(const StmtNode &, int64_t)> visit = [&](const StmtNode &stmt,
+                                                                int64_t times) {
+      int64_t before = loads;
+      switch (stmt.kind) {
+      case StmtNode::Kind::For: {
+        auto &loop = *stmt.as<ir::For>();
+        auto *trips = loop.extent->as<IntImm>();
+        bool unrolledWhole = loop.forKind == ForKind::Unrolled ||
+                             (trips && !loopGlobalLoads_->contains(loop.var));
+        if (unrolledWhole)
+          visit(*loop.body, times * (trips ? std::max<int64_t>(trips->value, 0) : 1));
+        return;
+      }
+      case StmtNode::Kind::Block:
+        for (const Stmt &child : stmt.as<ir::Block>()->stmts)
+          visit(*child, times);
+        return;
+      case StmtNode::Kind::LetStmt:
+        inExpr(*stmt.as<LetStmt>()->value);
+        loads = before + (loads - before) * times;
+        return visit(*stmt.as<LetStmt>()->body, times);
+      case StmtNode::Kind::IfThenElse:
+        inExpr(*stmt.as<IfThenElse>()->cond);
+        loads = before + (loads - before) * times;
+        visit(*stmt.as<IfThenElse>()->thenCase, times);
+        if (stmt.as<IfThenElse>()->elseCase)
+          visit(*stmt.as<IfThenElse>()->elseCase, times);
+        return;
+      case StmtNode::Kind::Store: {
+        auto &store = *stmt.as<ir::Store>();
+        inExpr(*store.value);
+        for (const Expr &index : store.indices)
+          inExpr(*index);
+        loads = before + (loads - before) * times;
+        return;
+      }
+      case StmtNode::Kind::AtomicUpdate:
+        inExpr(*stmt.as<AtomicUpdate>()->value);
+        loads = before + (loads - before) * times;
+        return;
+      case StmtNode::Kind::Allocate:
+        return visit(*stmt.as<ir::Allocate>()->body, times);
+      default:
+        return;
+      }
+    };
+    visit(body, 1);
+    return loads;
   }
 
   // The iterations of `loop` and the loops in it together when each has a
@@ -1124,6 +1228,7 @@ private:
   const KernelFunc &kernel_;
   const LaunchShape &launch_;
   const std::map<std::string, int64_t> &sizes_;
+  const std::map<std::string, int> *loopGlobalLoads_;
 
   std::array<int64_t, 3> blockIndex_ = {0, 0, 0};
   double blockWeight_ = 1;
@@ -1176,8 +1281,9 @@ double KernelProfile::l2Bytes() const {
 }
 
 KernelProfile profileKernel(const KernelFunc &kernel, const LaunchShape &launch,
-                            const std::map<std::string, int64_t> &values) {
-  return Walker(kernel, launch, values).profile();
+                            const std::map<std::string, int64_t> &values,
+                            const std::map<std::string, int> *loopGlobalLoads) {
+  return Walker(kernel, launch, values, loopGlobalLoads).profile();
 }
 
 } // namespace loopc::perf

@@ -103,8 +103,12 @@ struct KernelProfile {
 };
 
 // Profiles one launch of `kernel` with `launch`'s geometry; `values` binds
-// the kernel's sizes and scalars.
+// the kernel's sizes and scalars. `loopGlobalLoads`, when given, says which
+// loops the code generator kept as loops and how many global loads one
+// iteration of each makes (codegen/LoopCensus.h); without it LLVM's
+// unroller is guessed from the loops' sizes.
 KernelProfile profileKernel(const ir::KernelFunc &kernel, const LaunchShape &launch,
-                            const std::map<std::string, int64_t> &values);
+                            const std::map<std::string, int64_t> &values,
+                            const std::map<std::string, int> *loopGlobalLoads = nullptr);
 
 } // namespace loopc::perf
