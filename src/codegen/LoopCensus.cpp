@@ -5,7 +5,6 @@
 #include <llvm/IR/Dominators.h>
 #include <llvm/IR/Instructions.h>
 
-
 namespace loopc::codegen {
 
 namespace {

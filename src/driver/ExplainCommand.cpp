@@ -28,7 +28,7 @@ struct ExplainOptions {
   std::string target = "gpu";
   PassChoiceOptions passes;
   std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
-  bool perf = false;               // --perf: the performance model's report instead of the IR
+  bool perf = false;              // --perf: the performance model's report instead of the IR
   std::string deviceModel = "h100";
 };
 
@@ -58,8 +58,8 @@ Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
         sizes += (sizes.empty() ? "" : ", ") + size->name;
       return makeError("--set " + assignment + ": kernel '" + kernel.name +
                        "' has no size named '" + name + "' (explain takes sizes" +
-                       (integerScalars ? std::string(" and scalars") : "") +
-                       "; it has " + (sizes.empty() ? std::string("none") : sizes) + ")");
+                       (integerScalars ? std::string(" and scalars") : "") + "; it has " +
+                       (sizes.empty() ? std::string("none") : sizes) + ")");
     }
     int64_t value = 0;
     auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -86,8 +86,8 @@ int explainPerformance(Session &session, const KernelDecl &kernel,
   }
   for (const VarDeclPtr &size : kernel.sizes)
     if (!values.contains(size->name)) {
-      session.report(makeError("explain --perf needs every size of '" + kernel.name +
-                               "': --set " + size->name + "=VALUE")
+      session.report(makeError("explain --perf needs every size of '" + kernel.name + "': --set " +
+                               size->name + "=VALUE")
                          .error());
       return 1;
     }

@@ -68,8 +68,8 @@ void printLaunch(std::ostream &out, const perf::LaunchPrediction &launch) {
     out << ", launched " << std::setprecision(4) << launch.launches << " times";
   out << "\n";
   out << "  launch       grid " << shape.grid[0] << " x " << shape.grid[1] << " x " << shape.grid[2]
-      << ", block " << shape.block[0] << " x " << shape.block[1] << " x " << shape.block[2]
-      << " (" << shape.blocks() << " blocks of " << shape.threadsPerBlock() << " threads)\n";
+      << ", block " << shape.block[0] << " x " << shape.block[1] << " x " << shape.block[2] << " ("
+      << shape.blocks() << " blocks of " << shape.threadsPerBlock() << " threads)\n";
   const perf::CompiledKernel &compiled = launch.compiled;
   if (compiled.known)
     out << "  resources    " << compiled.registers << " registers, " << compiled.spillBytes

@@ -102,7 +102,9 @@ std::string lowercase(std::string text) {
 
 } // namespace
 
-double GpuDevice::fp32PeakFlops() const { return 2.0 * fp32Lanes * multiprocessors * clockGHz * 1e9; }
+double GpuDevice::fp32PeakFlops() const {
+  return 2.0 * fp32Lanes * multiprocessors * clockGHz * 1e9;
+}
 
 const std::vector<GpuDevice> &gpuDevices() {
   static const std::vector<GpuDevice> table = makeTable();

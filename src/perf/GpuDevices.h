@@ -32,14 +32,14 @@ struct GpuDevice {
   std::string ptxTarget = "sm_90"; // the architecture its kernels are compiled for
 
   int multiprocessors = 0;
-  double clockGHz = 0;   // SM clock under a sustained load
-  int fp32Lanes = 0;     // FP32 multiply-adds per SM per cycle
-  int fp64Lanes = 0;     // FP64 multiply-adds per SM per cycle
-  int schedulers = 4;    // warp instructions issued per SM per cycle
+  double clockGHz = 0; // SM clock under a sustained load
+  int fp32Lanes = 0;   // FP32 multiply-adds per SM per cycle
+  int fp64Lanes = 0;   // FP64 multiply-adds per SM per cycle
+  int schedulers = 4;  // warp instructions issued per SM per cycle
   int registersPerSM = 65536;
   int registerAllocationUnit = 256; // registers are given to a warp in these
   int maxRegistersPerThread = 255;
-  int sharedBytesPerSM = 0;         // the most all resident blocks may use
+  int sharedBytesPerSM = 0; // the most all resident blocks may use
   int sharedBytesReservedPerBlock = 1024;
   int l1BytesPerSM = 0; // L1 and shared memory together
   int maxThreadsPerSM = 2048;
@@ -51,10 +51,10 @@ struct GpuDevice {
   // what a warp waits for before it can use what it loaded.
   double memoryLatencyNs = 0;
   double l2LatencyNs = 0;
-  // How the SM's throughput and the blocks' critical paths combine in a
-  // wave: the p-norm of the two (p = 2), between their maximum (perfect
-  // overlap: other warps issue while one waits) and their sum (none).
-  double overlapExponent = 2;
+  // The cycles between two instructions of one warp when it runs alone:
+  // many wait for the one before (an FMA's result after 4 cycles, a shared
+  // load's after 30), so a warp issues about every other cycle.
+  double warpIssueCycles = 2;
   // A shared memory load's latency, and a barrier's, in cycles.
   double sharedLatencyCycles = 30;
   double barrierCycles = 40;

@@ -26,8 +26,7 @@ Occupancy occupancyOf(const GpuDevice &device, const LaunchShape &launch,
                       const CompiledKernel &compiled) {
   Occupancy occupancy;
   int64_t warps = std::max<int64_t>(1, launch.warpsPerBlock());
-  int registers = compiled.known ? std::max(compiled.registers, 1)
-                                 : kGuessedRegisters;
+  int registers = compiled.known ? std::max(compiled.registers, 1) : kGuessedRegisters;
   int unit = device.registerAllocationUnit;
   int64_t registersPerWarp = (static_cast<int64_t>(registers) * 32 + unit - 1) / unit * unit;
   int64_t byRegisters = device.registersPerSM / registersPerWarp / warps;
@@ -97,18 +96,22 @@ LaunchPrediction predictLaunch(const GpuDevice &device, const KernelProfile &pro
   for (const AccessProfile &access : profile.accesses)
     if (access.memory == MemorySpace::Global && access.kind == AccessProfile::Kind::Load)
       loadedFromL2 += access.l2Sectors * 32.0;
-  double fromDram = loadedFromL2 > 0 ? std::min(1.0, profile.compulsoryReadBytes / loadedFromL2) : 1;
+  double fromDram =
+      loadedFromL2 > 0 ? std::min(1.0, profile.compulsoryReadBytes / loadedFromL2) : 1;
   double memoryLatency =
       (fromDram * device.memoryLatencyNs + (1 - fromDram) * device.l2LatencyNs) * device.clockGHz;
-  double critical = profile.criticalInstructions + profile.criticalMemoryRounds * memoryLatency +
+  double critical = profile.criticalInstructions * device.warpIssueCycles +
+                    profile.criticalMemoryRounds * memoryLatency +
                     profile.criticalSharedRounds * device.sharedLatencyCycles +
                     profile.criticalBarriers * device.barrierCycles;
 
   double fullWaves = std::floor(busiestBlocks / resident);
   double tail = busiestBlocks - fullWaves * resident;
+  // A wave of blocks takes what the SM needs to issue them all, or one
+  // block's critical path, whichever is longer: other blocks issue while
+  // one waits.
   auto waveCycles = [&](double blocksInWave) {
-    double p = device.overlapExponent;
-    return std::pow(std::pow(blocksInWave * throughput, p) + std::pow(critical, p), 1 / p);
+    return std::max(blocksInWave * throughput, critical);
   };
   double smCycles = fullWaves * waveCycles(resident) + (tail > 0 ? waveCycles(tail) : 0);
   double latencyCycles = (fullWaves + (tail > 0 ? 1 : 0)) * critical;
@@ -178,9 +181,8 @@ public:
       result_.launches.push_back(prediction);
       result_.seconds += prediction.seconds * prediction.launches;
     }
-    std::ranges::stable_sort(result_.launches, {}, [](const LaunchPrediction &launch) {
-      return launch.profile.kernel;
-    });
+    std::ranges::stable_sort(result_.launches, {},
+                             [](const LaunchPrediction &launch) { return launch.profile.kernel; });
     result_.seconds += result_.hostSeconds;
     return result_;
   }
@@ -225,9 +227,8 @@ private:
         return;
       }
       for (int64_t sample = 0; sample < kSamples; ++sample)
-        withValue(loop.var, *min + (2 * sample + 1) * *extent / (2 * kSamples), [&] {
-          walk(*loop.body, times * static_cast<double>(*extent) / kSamples);
-        });
+        withValue(loop.var, *min + (2 * sample + 1) * *extent / (2 * kSamples),
+                  [&] { walk(*loop.body, times * static_cast<double>(*extent) / kSamples); });
       return;
     }
     case StmtNode::Kind::IfThenElse: {
@@ -247,8 +248,8 @@ private:
       double bytes = static_cast<double>(scalarSize(allocate.buffer->element));
       for (const Expr &extent : allocate.buffer->shape)
         bytes *= static_cast<double>(std::max<int64_t>(evaluate(*extent).value_or(1), 0));
-      result_.hostSeconds += times * (device_.hostOperationMicroseconds * 1e-6 +
-                                      bytes / (device_.dramGBs * 1e9));
+      result_.hostSeconds +=
+          times * (device_.hostOperationMicroseconds * 1e-6 + bytes / (device_.dramGBs * 1e9));
       walk(*allocate.body, times);
       return;
     }

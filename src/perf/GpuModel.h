@@ -10,12 +10,13 @@
 //    instructions a cycle), FP32 and FP64 lanes, and the load/store path
 //    shared by shared-memory wavefronts (bank conflicts included) and global
 //    requests' L1 wavefronts (a 128-byte line each);
-//  - a block's critical path: the instructions of its busiest warp, one
-//    round trip to memory per group of loads that go out together, the
-//    shared loads' latency and its barriers. A wave of B resident blocks
-//    takes at least one critical path, so few blocks or few loads in flight
-//    show as latency-bound; the last, partial wave of a grid is counted as
-//    such (the time of a wave with fewer blocks).
+//  - a block's critical path: the instructions of its busiest warp (one
+//    every other cycle), one round trip to memory per group of loads that go
+//    out together (as the loops LLVM left say), the shared loads' latency
+//    and its barriers. A wave of B resident blocks takes the longer of what
+//    the SM must issue for them and one critical path, so few blocks or few
+//    loads in flight show as latency-bound; the last, partial wave of a grid
+//    is a wave of its own.
 // The launch takes the longest of these, plus the device's launch overhead.
 // docs/perf.md says what each figure means and where the model is blind.
 #pragma once
@@ -67,7 +68,8 @@ struct LaunchPrediction {
   double smSeconds = 0;      // the SMs' time, pipes and critical paths together
   double overheadSeconds = 0;
   double seconds = 0; // one launch
-  std::string bound;  // "DRAM", "L2", "issue", "FP32", "FP64", "load/store", "latency", "atomics", "launch"
+  std::string
+      bound; // "DRAM", "L2", "issue", "FP32", "FP64", "load/store", "latency", "atomics", "launch"
   // The bound's busy time over the launch's time: near 1 when the bound is
   // saturated, lower when waits or overheads add to it.
   double boundFraction() const;

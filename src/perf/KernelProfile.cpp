@@ -47,7 +47,7 @@ constexpr int64_t kRuntimeUnroll = 4;
 constexpr int kMovingBoundSamples = 8;
 
 // Warp instructions of operations that are not one instruction.
-constexpr double kFloatDivideInstructions = 8;  // reciprocal and refinement
+constexpr double kFloatDivideInstructions = 8;    // reciprocal and refinement
 constexpr double kIntegerDivideInstructions = 20; // 64-bit division
 double mathRoutineInstructions(Builtin builtin) {
   switch (builtin) {
@@ -87,7 +87,7 @@ struct LoopFrame {
   std::string var;
   double trips = 1;
   bool unrolled = false;
-  double roundsUnroll = 1;  // iterations whose loads go out together
+  double roundsUnroll = 1; // iterations whose loads go out together
   // A short constant loop LLVM unrolls whole: its loads go out with those of
   // the code around it.
   bool joinsEnclosingRound = false;
@@ -151,9 +151,12 @@ public:
         walk(*kernel_.body, lanes, 1.0);
         closeRoundScope(loops_.back(), 1.0);
         if (share >= largestShare) {
-          blockCritical.instructions = std::max(blockCritical.instructions, warpCounts_.instructions);
-          blockCritical.memoryRounds = std::max(blockCritical.memoryRounds, warpCounts_.memoryRounds);
-          blockCritical.sharedRounds = std::max(blockCritical.sharedRounds, warpCounts_.sharedRounds);
+          blockCritical.instructions =
+              std::max(blockCritical.instructions, warpCounts_.instructions);
+          blockCritical.memoryRounds =
+              std::max(blockCritical.memoryRounds, warpCounts_.memoryRounds);
+          blockCritical.sharedRounds =
+              std::max(blockCritical.sharedRounds, warpCounts_.sharedRounds);
           blockCritical.barriers = std::max(blockCritical.barriers, warpCounts_.barriers);
         }
       }
@@ -240,9 +243,7 @@ private:
     return values;
   }
 
-  void bind(const std::string &name, std::optional<LaneValues> values) {
-    vars_[name] = values;
-  }
+  void bind(const std::string &name, std::optional<LaneValues> values) { vars_[name] = values; }
 
   // ------------------------------------------------------------ walking ---
 
@@ -280,8 +281,8 @@ private:
       for (const Expr &index : store.indices)
         countIndex(*index, lanes, weight);
       if (store.buffer->memory != MemorySpace::Register)
-        access(&store, store.buffer, store.indices, store.source, AccessProfile::Kind::Store,
-               lanes, weight);
+        access(&store, store.buffer, store.indices, store.source, AccessProfile::Kind::Store, lanes,
+               weight);
       return;
     }
     case StmtNode::Kind::AtomicUpdate: {
@@ -292,8 +293,8 @@ private:
       if (update.buffer->memory == MemorySpace::Register)
         addFloatOrInteger(update.buffer->element, 1, 1, weight, lanes);
       else
-        access(&update, update.buffer, update.indices, update.source,
-               AccessProfile::Kind::Atomic, lanes, weight);
+        access(&update, update.buffer, update.indices, update.source, AccessProfile::Kind::Atomic,
+               lanes, weight);
       return;
     }
     case StmtNode::Kind::Allocate:
@@ -334,9 +335,9 @@ private:
       // runs the rest in turns.
       int64_t gridExtent = launch_.grid[loop.gpuDim];
       auto extent = evaluate(*loop.extent, lanes);
-      double turns = extent ? std::ceil(static_cast<double>((*extent)[0]) /
-                                        static_cast<double>(gridExtent))
-                            : 1.0;
+      double turns =
+          extent ? std::ceil(static_cast<double>((*extent)[0]) / static_cast<double>(gridExtent))
+                 : 1.0;
       if (!extent)
         approximate_ = true;
       LaneValues index;
@@ -371,8 +372,8 @@ private:
         index[lane] = (*min)[lane] + coordinate;
         if (coordinate < (*extent)[lane]) {
           active |= 1u << lane;
-          turns = std::max<int64_t>(turns, ((*extent)[lane] - coordinate + blockExtent - 1) /
-                                               blockExtent);
+          turns = std::max<int64_t>(turns,
+                                    ((*extent)[lane] - coordinate + blockExtent - 1) / blockExtent);
         }
       }
       bind(loop.var, index);
@@ -433,7 +434,8 @@ private:
       if (min) {
         LaneValues value = *min;
         for (int lane = 0; lane < kLanes; ++lane)
-          value[lane] += std::min<int64_t>(point, std::max<int64_t>(extent ? (*extent)[lane] - 1 : 0, 0));
+          value[lane] +=
+              std::min<int64_t>(point, std::max<int64_t>(extent ? (*extent)[lane] - 1 : 0, 0));
         bind(loop.var, value);
       }
       frame.weightOfBody = weight * share;
@@ -710,8 +712,7 @@ private:
   // instruction. Comparisons and logic count one (predicates), a division
   // by a constant one (a multiply-high and shift), by a variable many.
   static double integerInstructions(const Binary &binary) {
-    if (isComparison(binary.op) || binary.op == BinaryOpKind::And ||
-        binary.op == BinaryOpKind::Or)
+    if (isComparison(binary.op) || binary.op == BinaryOpKind::And || binary.op == BinaryOpKind::Or)
       return 1;
     if (binary.op == BinaryOpKind::Div || binary.op == BinaryOpKind::Rem)
       return binary.rhs->as<IntImm>() ? 1 : kIntegerDivideInstructions;
@@ -1049,14 +1050,14 @@ private:
         loads += load->buffer->memory == MemorySpace::Global ? 1 : 0;
     };
     std::function<void(const StmtNode &, int64_t)> visit = [&](const StmtNode &stmt,
-                                                                int64_t times) {
+                                                               int64_t times) {
       int64_t before = loads;
       switch (stmt.kind) {
       case StmtNode::Kind::For: {
         auto &loop = *stmt.as<ir::For>();
         auto *trips = loop.extent->as<IntImm>();
-        bool unrolledWhole = loop.forKind == ForKind::Unrolled ||
-                             (trips && !loopGlobalLoads_->contains(loop.var));
+        bool unrolledWhole =
+            loop.forKind == ForKind::Unrolled || (trips && !loopGlobalLoads_->contains(loop.var));
         if (unrolledWhole)
           visit(*loop.body, times * (trips ? std::max<int64_t>(trips->value, 0) : 1));
         return;
@@ -1241,8 +1242,8 @@ private:
   // element size, lanes and addresses in each.
   bool probing_ = false;
   int probeIteration_ = 0;
-  std::map<const void *, std::tuple<int64_t, LaneMask, std::optional<LaneValues>,
-                                    std::optional<LaneValues>>>
+  std::map<const void *,
+           std::tuple<int64_t, LaneMask, std::optional<LaneValues>, std::optional<LaneValues>>>
       probedAddresses_;
   // Loads whose value is still in a register: (buffer, lanes, addresses).
   std::set<std::tuple<const BufferInfo *, LaneMask, LaneValues>> availableLoads_;

@@ -62,9 +62,7 @@ struct AccessProfile {
   double usefulBytes() const { return activeLanes * vectorBytes; }
   // Bytes moved per byte used: 1 for a coalesced access, 8 for a warp
   // reading a float from 32 different sectors.
-  double sectorEfficiency() const {
-    return sectors > 0 ? usefulBytes() / (sectors * 32.0) : 1.0;
-  }
+  double sectorEfficiency() const { return sectors > 0 ? usefulBytes() / (sectors * 32.0) : 1.0; }
 };
 
 struct KernelProfile {
@@ -72,7 +70,7 @@ struct KernelProfile {
   SourceRange source;
   LaunchShape launch;
   // Warp instructions over the launch, by the unit that executes them.
-  double fp32Instructions = 0;  // adds, multiplies, multiply-adds, min/max
+  double fp32Instructions = 0; // adds, multiplies, multiply-adds, min/max
   double fp64Instructions = 0;
   double integerInstructions = 0; // index arithmetic, comparisons, branches
   double flops = 0;               // floating-point operations (an FMA is 2)
