@@ -258,6 +258,17 @@ TEST_CASE("perf: explain --perf on the command line") {
   CHECK(a100.exitCode == 0);
   CHECK(contains(a100.output, "NVIDIA A100 SXM4 80 GB (HBM2e)"));
 
+  // bench prints the prediction beside the measurement.
+  auto bench = test::runLoopc("bench samples/dot.loop --set N=100000 --device gpu-on-cpu "
+                              "--device-model h100 --repeat 1 --json");
+  CHECK(bench.exitCode == 0);
+  CHECK(contains(bench.output, "\"device_model\":\"h100\""));
+  CHECK(contains(bench.output, "\"predicted_bound\":"));
+  CHECK(contains(bench.output, "\"predicted_ms\":"));
+  auto plain = test::runLoopc("bench samples/dot.loop --set N=100000 --device cpu --repeat 1");
+  CHECK(plain.exitCode == 0);
+  CHECK(!contains(plain.output, "predicted"));
+
   auto missing = test::runLoopc("explain samples/matmul.loop --perf --set M=100");
   CHECK(missing.exitCode == 1);
   CHECK(contains(missing.output, "explain --perf needs every size of 'matmul': --set K=VALUE"));

@@ -225,13 +225,17 @@ def table_rows(cases, anchors):
         if case.result:
             result = case.result
             loopc_ms = f"{result['median_ms']:.3f}"
+            # What the performance model predicted for this run (loopc bench
+            # prints it on a GPU it knows), with the launch's bound.
+            predicted = (f"{result['predicted_ms']:.3f} ({result.get('predicted_bound', '?')})"
+                         if "predicted_ms" in result else "-")
             rate = result.get("gbytes_per_s") if unit == BANDWIDTH else result.get("gflops")
             loopc_rate = ("~" if result.get("approximate") else "") + rate_text(rate, unit)
             # The limits were measured on the peer run's GPU.
             limit = (copy_gbps if unit == BANDWIDTH else peak_gflops) if result.get("device") == "gpu" else None
             of_limit = f"{rate / limit:.2f}" if rate is not None and limit else "-"
         else:
-            loopc_ms, loopc_rate, of_limit = case.status, "-", "-"
+            loopc_ms, loopc_rate, of_limit, predicted = case.status, "-", "-", "-"
             notes.append(f"{case.name} ({sizes_text(case.values)}): {case.status}: {case.error}")
         peers = []
         for family in families:
@@ -244,8 +248,8 @@ def table_rows(cases, anchors):
                 ratio = f"{peer.seconds * 1e3 / case.result['median_ms']:.2f}"
             peer_ms = f"{peer.seconds * 1e3:.3f}" if peer.seconds else "-"
             peer_label = peer.label + (f" ({peer.note})" if peer.note else "")
-            rows.append([case.name, sizes_text(case.values), loopc_ms, loopc_rate, of_limit, peer_label,
-                         peer.figure, peer_ms, ratio])
+            rows.append([case.name, sizes_text(case.values), loopc_ms, predicted, loopc_rate, of_limit,
+                         peer_label, peer.figure, peer_ms, ratio])
     return rows, notes
 
 
@@ -282,16 +286,17 @@ def main():
     if limits:
         print(f"Limits (peer run): {', '.join(limits)}")
     print()
-    header = ["kernel", "sizes", "loopc ms", "loopc rate", "of limit", "peer", "peer figure", "peer ms",
-              "loopc / peer"]
+    header = ["kernel", "sizes", "loopc ms", "predicted ms", "loopc rate", "of limit", "peer", "peer figure",
+              "peer ms", "loopc / peer"]
     print("| " + " | ".join(header) + " |")
-    print("| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     for row in rows:
         print("| " + " | ".join(row) + " |")
     print()
     print("loopc / peer = peer ms / loopc ms (above 1: loopc is faster); the peer's ms comes from its figure and "
           "its own byte or flop count, and is given only when the peer ran at the same sizes. loopc's GB/s counts "
-          "each array once (a lower bound); \"of limit\" divides loopc's rate by the peer run's copy bandwidth or "
+          "each array once (a lower bound); \"predicted ms\" is what the performance model (docs/perf.md) said before "
+          "the run, with the bound it named; \"of limit\" divides loopc's rate by the peer run's copy bandwidth or "
           "FP32 peak. jacobi2d's step is two sweeps in loopc (the stencil into B, then B copied back into A), one "
           "in torch's conv2d.")
     for note in notes:

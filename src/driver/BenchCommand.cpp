@@ -3,6 +3,7 @@
 #include "driver/BenchCommand.h"
 
 #include "driver/Cli.h"
+#include "driver/PerfReport.h"
 #include "driver/RunCommand.h"
 #include "driver/Session.h"
 #include "ir/Lower.h"
@@ -23,7 +24,19 @@ struct BenchOptions {
   int repeat = 10;
   int warmup = 1;
   bool json = false;
+  std::string deviceModel; // --device-model: the GPU the model predicts for
 };
+
+// The GPU the performance model predicts this run for: --device-model, or
+// the model of the GPU the run is on; none on the CPU without the option.
+Expected<const perf::GpuDevice *> benchDeviceModel(const BenchOptions &options,
+                                                   const Engine &engine) {
+  if (!options.deviceModel.empty())
+    return perf::findGpuDevice(options.deviceModel);
+  if (engine.name() == "gpu")
+    return perf::gpuDeviceForDriverName(engine.device());
+  return nullptr;
+}
 
 int runBench(const BenchOptions &options) {
   std::optional<PreparedRun> run = prepareRun(options.target);
@@ -53,6 +66,23 @@ int runBench(const BenchOptions &options) {
       passes::countWork(ir::lowerKernel(*session.program, kernel), integerValues(kernel, *inputs));
   double gflops = median > 0 ? work.flops / median / 1e9 : 0;
   double gbytes = median > 0 ? work.bytes / median / 1e9 : 0;
+
+  // What the performance model predicted, beside what was measured.
+  auto device = benchDeviceModel(options, *run->engine);
+  if (!device) {
+    session.report(device.error());
+    return 1;
+  }
+  std::optional<perf::ProgramPrediction> prediction;
+  if (*device) {
+    auto predicted = predictGpuRun(*session.program, kernel, run->choices,
+                                   integerValues(kernel, *inputs), **device);
+    if (!predicted) {
+      session.report(predicted.error());
+      return 1;
+    }
+    prediction = std::move(*predicted);
+  }
 
   if (options.json) {
     // The scalar inputs' values (--set, or seeded random ones): the work and
@@ -86,6 +116,11 @@ int runBench(const BenchOptions &options) {
                              {"gflops", gflops},
                              {"gbytes_per_s", gbytes},
                              {"approximate", work.approximate}};
+    if (prediction) {
+      result["device_model"] = (*device)->name;
+      result["predicted_ms"] = prediction->seconds * 1e3;
+      result["predicted_bound"] = predictedBound(*prediction);
+    }
     std::cout << result.dump() << "\n";
     return 0;
   }
@@ -100,6 +135,9 @@ int runBench(const BenchOptions &options) {
                                  : "")
             << "\n";
   std::cout.unsetf(std::ios::fixed);
+  if (prediction)
+    std::cout << "  " << predictionSummary(*prediction, **device)
+              << " (loopc explain --perf says why)\n";
   return 0;
 }
 
@@ -116,6 +154,11 @@ void addBenchCommand(CLI::App &app) {
       ->type_name("N")
       ->check(wholeNumberIn(0, 1000));
   command->add_flag("--json", options->json, "Print one JSON object");
+  command
+      ->add_option("--device-model", options->deviceModel,
+                   "Also print what the performance model predicts on this GPU (h100, "
+                   "h100-pcie, h200, a100, l4; a run on a known GPU predicts for it)")
+      ->check(nonEmpty());
   command->callback([options] {
     if (int exitCode = runBench(*options))
       throw CLI::RuntimeError(exitCode);

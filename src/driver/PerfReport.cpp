@@ -181,17 +181,18 @@ void printPrediction(std::ostream &out, const perf::ProgramPrediction &predictio
   out << "\n";
 }
 
-std::string predictionSummary(const perf::ProgramPrediction &prediction,
-                              const perf::GpuDevice &device) {
-  // The bound of the launch that takes the most time.
+std::string predictedBound(const perf::ProgramPrediction &prediction) {
   const perf::LaunchPrediction *longest = nullptr;
   for (const perf::LaunchPrediction &launch : prediction.launches)
     if (!longest || launch.seconds * launch.launches > longest->seconds * longest->launches)
       longest = &launch;
-  std::string summary = "predicted " + milliseconds(prediction.seconds) + " on " + device.name;
-  if (longest)
-    summary += " (" + longest->bound + "-bound)";
-  return summary;
+  return longest ? longest->bound : "launch";
+}
+
+std::string predictionSummary(const perf::ProgramPrediction &prediction,
+                              const perf::GpuDevice &device) {
+  return "predicted " + milliseconds(prediction.seconds) + " on " + device.name + ", " +
+         predictedBound(prediction) + "-bound";
 }
 
 } // namespace loopc::driver

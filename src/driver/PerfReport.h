@@ -28,6 +28,9 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
 // accesses, the time of each bound and the prediction; then the total.
 void printPrediction(std::ostream &out, const perf::ProgramPrediction &prediction);
 
+// The bound of the launch that takes the most of the run's time.
+std::string predictedBound(const perf::ProgramPrediction &prediction);
+
 // One line: "predicted 0.452 ms on h100 (issue-bound)".
 std::string predictionSummary(const perf::ProgramPrediction &prediction,
                               const perf::GpuDevice &device);

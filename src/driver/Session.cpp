@@ -211,6 +211,7 @@ Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
   if (!engine)
     return std::unexpected(engine.error());
   run.engine = std::move(*engine);
+  run.choices = (*found)->choices;
   std::cerr << "loopc: using the tuned choices in " << path << ": "
             << describeChoices((*found)->choices) << "\n";
   return {};
@@ -237,6 +238,7 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   run.kernel = prepared->kernel;
   run.args = std::move(prepared->args);
   run.engine = std::move(prepared->engine);
+  run.choices = *choices;
   if (options.tuned) {
     if (Status tuned = useTunedChoices(options, run); !tuned) {
       run.session->report(tuned.error());

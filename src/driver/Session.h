@@ -96,6 +96,7 @@ struct PreparedRun {
   const KernelDecl *kernel = nullptr;
   KernelArgs args;
   std::unique_ptr<Engine> engine;
+  passes::PassChoices choices; // what the engine compiles with (--tuned's too)
 };
 
 // Loads and checks the program, picks the kernel, binds its arguments and
