@@ -14,19 +14,33 @@ namespace loopc::driver {
 
 namespace {
 
-// 3 significant digits with a unit prefix: "1.23 G", "456 K", "7.00".
-std::string scaled(double value, const std::string &unit) {
-  const char *prefixes[] = {"", " K", " M", " G", " T"};
+// 3 significant digits, trailing zeros dropped: "1.5", "268", "0.125".
+std::string significant(double value) {
+  std::ostringstream text;
+  text << std::setprecision(3) << value;
+  return text.str();
+}
+
+// `value` with its SI prefix on the unit: "268 MB", "3.35 GFLOP".
+std::string quantity(double value, const std::string &unit) {
+  const char *prefixes[] = {"", "K", "M", "G", "T"};
   int prefix = 0;
   while (std::abs(value) >= 1000 && prefix < 4) {
     value /= 1000;
     ++prefix;
   }
-  std::ostringstream text;
-  text << std::setprecision(3) << std::showpoint << value << prefixes[prefix]
-       << (prefix == 0 && !unit.empty() ? " " : "") << unit;
-  std::string result = text.str();
-  return result;
+  return significant(value) + " " + prefixes[prefix] + unit;
+}
+
+// A count of things: "134M warp instructions", "24 memory round trips".
+std::string count(double value, const std::string &things) {
+  const char *suffixes[] = {"", "K", "M", "G", "T"};
+  int suffix = 0;
+  while (std::abs(value) >= 1000 && suffix < 4) {
+    value /= 1000;
+    ++suffix;
+  }
+  return significant(value) + suffixes[suffix] + " " + things;
 }
 
 std::string milliseconds(double seconds) {
@@ -78,18 +92,18 @@ void printLaunch(std::ostream &out, const perf::LaunchPrediction &launch) {
     out << "  resources    unknown (no ptxas): 32 registers assumed\n";
   out << "  occupancy    " << launch.occupancy.blocksPerSM << " blocks per SM ("
       << launch.occupancy.warpsPerSM << " warps, " << percent(launch.occupancy.fraction)
-      << "), limited by " << launch.occupancy.limiter << "; " << std::setprecision(3)
-      << launch.waves << " waves\n";
-  out << "  work         " << scaled(profile.flops, "FLOP") << ", "
-      << scaled(profile.issuedInstructions(), "warp instructions") << " ("
-      << scaled(profile.fp32Instructions + profile.fp64Instructions, "floating-point") << ")\n";
-  out << "  memory       DRAM " << scaled(profile.compulsoryReadBytes, "B") << " read, "
-      << scaled(profile.compulsoryWriteBytes, "B") << " written (each element once); L2 "
-      << scaled(profile.l2Bytes(), "B") << "; L1 " << scaled(profile.l1Wavefronts(), "lines")
-      << "; shared " << scaled(profile.sharedWavefronts(), "wavefronts") << "\n";
-  out << "  per block    critical path " << scaled(profile.criticalInstructions, "instructions")
-      << ", " << scaled(profile.criticalMemoryRounds, "memory round trips") << ", "
-      << scaled(profile.criticalBarriers, "barriers") << " (its busiest warp)\n";
+      << "), limited by " << launch.occupancy.limiter << "; " << significant(launch.waves)
+      << " waves\n";
+  out << "  work         " << quantity(profile.flops, "FLOP") << ", "
+      << count(profile.issuedInstructions(), "warp instructions") << " ("
+      << count(profile.fp32Instructions + profile.fp64Instructions, "floating-point") << ")\n";
+  out << "  memory       DRAM " << quantity(profile.compulsoryReadBytes, "B") << " read, "
+      << quantity(profile.compulsoryWriteBytes, "B") << " written (each element once); L2 "
+      << quantity(profile.l2Bytes(), "B") << "; L1 " << count(profile.l1Wavefronts(), "lines")
+      << "; shared " << count(profile.sharedWavefronts(), "wavefronts") << "\n";
+  out << "  per block    critical path " << count(profile.criticalInstructions, "instructions")
+      << ", " << count(profile.criticalMemoryRounds, "memory round trips") << ", "
+      << count(profile.criticalBarriers, "barriers") << " (its busiest warp)\n";
   if (!profile.accesses.empty()) {
     out << "  accesses     (line:col array kind: bytes a lane, sectors a request, bytes used of "
            "those moved; shared: cycles a request)\n";
@@ -99,17 +113,17 @@ void printLaunch(std::ostream &out, const perf::LaunchPrediction &launch) {
       out << access.vectorBytes << " B";
       if (access.memory == ir::MemorySpace::Shared) {
         double cycles = access.requests > 0 ? access.wavefronts / access.requests : 0;
-        out << ", " << std::setprecision(3) << cycles << " cycles"
+        out << ", " << significant(cycles) << " cycles"
             << (cycles > 1.01 && access.vectorBytes <= 4 ? " (bank conflicts)" : "");
       } else {
-        out << ", " << std::setprecision(3) << access.sectorsPerRequest() << " sectors, "
+        out << ", " << significant(access.sectorsPerRequest()) << " sectors, "
             << percent(access.sectorEfficiency()) << " used";
         if (!access.addressesKnown)
           out << " (addresses from data)";
         if (access.kind == perf::AccessProfile::Kind::Atomic)
-          out << ", " << scaled(access.atomicTargets, "targets");
+          out << ", " << count(access.atomicTargets, "targets");
       }
-      out << "; " << scaled(access.requests, "requests") << "\n";
+      out << "; " << count(access.requests, "requests") << "\n";
     }
   }
   out << "  times        DRAM " << milliseconds(launch.dramSeconds) << ", L2 "
@@ -125,7 +139,7 @@ void printLaunch(std::ostream &out, const perf::LaunchPrediction &launch) {
   out << "  predicted    " << milliseconds(launch.seconds) << ", " << launch.bound << "-bound ("
       << percent(launch.boundFraction()) << " of the time)";
   if (profile.flops > 0 && launch.seconds > 0)
-    out << ", " << scaled(profile.flops / launch.seconds, "FLOP/s");
+    out << ", " << quantity(profile.flops / launch.seconds, "FLOP/s");
   out << "\n";
 }
 

@@ -20,6 +20,7 @@
 
 #include "ir/IR.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -60,9 +61,12 @@ struct AccessProfile {
 
   double sectorsPerRequest() const { return requests > 0 ? sectors / requests : 0; }
   double usefulBytes() const { return activeLanes * vectorBytes; }
-  // Bytes moved per byte used: 1 for a coalesced access, 8 for a warp
-  // reading a float from 32 different sectors.
-  double sectorEfficiency() const { return sectors > 0 ? usefulBytes() / (sectors * 32.0) : 1.0; }
+  // The share of the bytes moved that lanes asked for: 1 for a coalesced
+  // access (or lanes sharing one element), 1/8 for a warp reading a float
+  // from each of 32 sectors.
+  double sectorEfficiency() const {
+    return sectors > 0 ? std::min(1.0, usefulBytes() / (sectors * 32.0)) : 1.0;
+  }
 };
 
 struct KernelProfile {
