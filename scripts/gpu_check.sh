@@ -170,6 +170,11 @@ variants=(
   "softmax|softmax|--bounds-check"
   "row_stats|row_stats|--skip-pass fuse_sibling_reductions"
   "sum_max|sum_and_max|--skip-pass fuse_sibling_reductions"
+  "matmul|matmul|--pass-param copies_in_flight=8"
+  "matmul|matmul|--pass-param copies_in_flight=8 --pass-param register_tile=8 --pass-param stage_length=16"
+  "conv2d_5x5|conv2d_5x5|--pass-param copies_in_flight=4 --pass-param stage_min_reuse=2"
+  "cnn_conv|cnn_conv_valid|--pass-param copies_in_flight=8"
+  "sqdist|sqdist|--pass-param copies_in_flight=8"
 )
 for variant in "${variants[@]}"; do
   IFS='|' read -r sample kernel options sizes_override <<<"$variant"

@@ -240,6 +240,54 @@ TEST_CASE("conv2d_5x5: left to L1 by default, and at stage_min_reuse=2 the input
                              11, smallReuse);
 }
 
+TEST_CASE("copies_in_flight: a stage's copies in unrolled groups of unconditional loads") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  passes::PassChoices grouped = test::withParameters({"copies_in_flight=8"});
+  test::PassTrace matmul = test::tracePasses(*loaded->program, "matmul", grouped);
+  const std::string &staged = matmul.after("stage_shared");
+  // B's 16 copies a thread in two groups of 8, each unrolled so its loads go
+  // out together: every load unconditional, its indices clamped into B
+  // (the edge tile's origin clamped too), 0 picked after it where the
+  // element lies outside B. A's 4 copies are one group.
+  CHECK(contains(staged, "for B.shared.group in [0, 2) {"));
+  CHECK(contains(staged, "unrolled for B.shared.copy in [0, 8) {"));
+  CHECK(contains(staged, "let B.shared.element = (B.shared.group * 8 + B.shared.copy) * 256 + "
+                         "(i.thread * 32 + j.thread)"));
+  CHECK(contains(staged, "let B.shared.value = B[max(min(k.stage * 32 + B.shared.element / 128, "
+                         "K - 1), 0)][max(min(min(j.block * 128, N + -1) + B.shared.element % "
+                         "128, N - 1), 0)]"));
+  CHECK(contains(staged, "k.stage * 32 + B.shared.element / 128 < K && "));
+  CHECK(contains(staged, ", B.shared.value, 0.0)"));
+  CHECK(contains(staged, "unrolled for A.shared.copy in [0, 4) {"));
+  CHECK(!contains(staged, "A.shared.group"));
+  // What the code generator leaves: A's copy unrolled whole, B's a loop of
+  // two iterations of 8 loads, where the guarded copy of B was a loop of 8
+  // iterations of 2 (LLVM unrolled it by 2).
+  codegen::LoopCensus loops;
+  REQUIRE(codegen::compileToPtx(matmul.function, "sm_90", nullptr, &loops));
+  CHECK(!loops["matmul_kernel0"].contains("A.shared.copy"));
+  CHECK(loops["matmul_kernel0"]["B.shared.group"] == 8);
+  test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                             {{{"M", "33"}, {"N", "129"}, {"K", "81"}},
+                              {{"M", "7"}, {"N", "300"}, {"K", "1"}},
+                              {{"M", "5"}, {"N", "3"}, {"K", "0"}}},
+                             21, grouped);
+  // A box partly past the array's end, and a last round past the box's end
+  // (4752 elements, 19 rounds of 256 in groups of 4).
+  auto conv = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
+  REQUIRE(conv->program);
+  passes::PassChoices staged5x5 = test::withParameters({"copies_in_flight=4", "stage_min_reuse=2"});
+  const std::string window =
+      test::tracePasses(*conv->program, "conv2d_5x5", staged5x5).after("stage_shared");
+  CHECK(contains(window, "for I.shared.group in [0, 5) {"));
+  CHECK(contains(window, "I.shared[min(I.shared.element, 4751) / 132]"));
+  CHECK(contains(window, "if (I.shared.element < 4752) {"));
+  test::checkGpuKernelsOnCpu(*conv->program, "conv2d_5x5",
+                             {{{"H", "37"}, {"W", "133"}}, {{"H", "5"}, {"W", "5"}}}, 22,
+                             staged5x5);
+}
+
 TEST_CASE("transpose: the warps' column reads staged row by row, read back down the columns") {
   auto loaded = test::loadFile(test::sourcePath("samples/transpose.loop"));
   REQUIRE(loaded->program);

@@ -28,6 +28,13 @@ using namespace loopc::ir;
 
 namespace {
 
+// An array with no elements still gets a few zeroed bytes, not a null
+// address: a kernel may read its element 0 without using the value
+// (stage_shared's copies clamp their indices into the array and pick 0 after
+// the load; the code after a recorded fault reads index 0), as the CPU
+// engine's empty arrays do.
+constexpr size_t kSmallestArrayBytes = 16;
+
 // Device memory for the host program's temporaries (reduction partials,
 // kernel-level variables), kept from one run to the next: cuMemAlloc costs
 // tens of microseconds and cuMemFree waits for the device, which would put
@@ -382,28 +389,24 @@ private:
     for (int64_t extent : *shape)
       if (__builtin_mul_overflow(bytes, static_cast<size_t>(std::max<int64_t>(extent, 0)), &bytes))
         bytes = SIZE_MAX;
-    runtime::DeviceBuffer *storage = nullptr;
     if (bytes == SIZE_MAX)
       return makeError(buffer.tooLargeMessage(), buffer.declared);
-    if (bytes > 0) {
-      auto acquired = pool_.acquire(runtime_, bytes);
-      if (!acquired) {
-        Error error = runtimeError(acquired.error(), buffer.declared);
-        if (buffer.slicePerThread)
-          error.message = buffer.tooLargeMessage() + ": " + error.message;
-        return std::unexpected(error);
-      }
-      storage = *acquired;
-      if (auto cleared = storage->fill(0); !cleared) {
-        pool_.release(storage);
-        return std::unexpected(runtimeError(cleared.error(), buffer.declared));
-      }
+    auto acquired = pool_.acquire(runtime_, std::max(bytes, kSmallestArrayBytes));
+    if (!acquired) {
+      Error error = runtimeError(acquired.error(), buffer.declared);
+      if (buffer.slicePerThread)
+        error.message = buffer.tooLargeMessage() + ": " + error.message;
+      return std::unexpected(error);
     }
-    buffers_[&buffer] = storage ? storage->address() : 0;
+    runtime::DeviceBuffer *storage = *acquired;
+    if (auto cleared = storage->fill(0); !cleared) {
+      pool_.release(storage);
+      return std::unexpected(runtimeError(cleared.error(), buffer.declared));
+    }
+    buffers_[&buffer] = storage->address();
     Status status = run(*allocate.body);
     buffers_.erase(&buffer);
-    if (storage)
-      pool_.release(storage);
+    pool_.release(storage);
     return status;
   }
 
@@ -789,12 +792,14 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
     const ir::Buffer &buffer = function.buffers[i];
     size_t param = bound->bufferParams[i];
     HostArray &array = args.params[param];
-    auto storage = runtime.allocate(array.bytes.size());
+    auto storage = runtime.allocate(std::max(array.bytes.size(), kSmallestArrayBytes));
     if (!storage)
       return std::unexpected(runtimeError(storage.error(), buffer->declared));
-    if (!array.bytes.empty())
-      if (auto copied = storage->copyFromHost(array.bytes.data(), array.bytes.size()); !copied)
-        return std::unexpected(runtimeError(copied.error(), buffer->declared));
+    runtime::Result<> stored = array.bytes.empty()
+                                   ? storage->fill(0)
+                                   : storage->copyFromHost(array.bytes.data(), array.bytes.size());
+    if (!stored)
+      return std::unexpected(runtimeError(stored.error(), buffer->declared));
     host.bindBuffer(buffer.get(), storage->address());
     if (buffer->isWritten || kernel.params[param]->intent == Intent::Out)
       outputs.emplace_back(param, deviceBuffers.size());

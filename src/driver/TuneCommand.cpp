@@ -34,10 +34,9 @@ struct Dimension {
 
 // The parameters' values worth trying; each must be valid (kParameters).
 const std::map<std::string, std::vector<std::string>> kParameterValues = {
-    {"register_tile", {"1", "2", "4", "8"}},
-    {"stage_length", {"8", "16", "32", "64"}},
-    {"shared_kib", {"8", "16", "24", "48"}},
-    {"stage_min_reuse", {"2", "16", "64"}},
+    {"register_tile", {"1", "2", "4", "8"}},     {"stage_length", {"8", "16", "32", "64"}},
+    {"shared_kib", {"8", "16", "24", "48"}},     {"stage_min_reuse", {"2", "16", "64"}},
+    {"copies_in_flight", {"0", "4", "8", "16"}},
 };
 
 using Point = std::map<std::string, std::string>; // dimension -> value
@@ -121,11 +120,8 @@ private:
     Point point;
     for (const std::string &pass : passes::optimizationPasses(target_))
       point[pass] = "run";
-    passes::PassParameters parameters;
-    point["register_tile"] = std::to_string(parameters.registerTile);
-    point["stage_length"] = std::to_string(parameters.stageLength);
-    point["shared_kib"] = std::to_string(parameters.sharedKiB);
-    point["stage_min_reuse"] = std::to_string(parameters.stageMinReuse);
+    for (const auto &[name, value] : passes::namedParameters({}))
+      point[name] = std::to_string(value);
     return point;
   }
 

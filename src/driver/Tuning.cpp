@@ -231,18 +231,16 @@ Status storeTunedChoice(const std::string &path, const TuningKey &key, const std
   for (const nlohmann::json &entry : (*cache)["entries"])
     if (keyOf(entry) != key.hash)
       kept.push_back(entry);
-  const passes::PassParameters &parameters = choice.choices.parameters;
+  nlohmann::json parameters = nlohmann::json::object();
+  for (const auto &[name, value] : passes::namedParameters(choice.choices.parameters))
+    parameters[name] = value;
   kept.push_back({{"key", key.hash},
                   {"file", file},
                   {"kernel", key.kernel},
                   {"values", key.values},
                   {"device", key.device},
                   {"skipped", choice.choices.skipped},
-                  {"parameters",
-                   {{"register_tile", parameters.registerTile},
-                    {"stage_length", parameters.stageLength},
-                    {"shared_kib", parameters.sharedKiB},
-                    {"stage_min_reuse", parameters.stageMinReuse}}},
+                  {"parameters", parameters},
                   {"median_ms", choice.medianMs},
                   {"default_ms", choice.defaultMs},
                   {"date", choice.date.empty() ? today() : choice.date}});

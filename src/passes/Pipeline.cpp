@@ -137,6 +137,7 @@ constexpr ParameterSpec kParameters[] = {
     {"stage_length", &PassParameters::stageLength, 4, 64, false},
     {"shared_kib", &PassParameters::sharedKiB, 1, 48, false},
     {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false},
+    {"copies_in_flight", &PassParameters::copiesInFlight, 0, 32, false},
 };
 
 } // namespace
@@ -166,6 +167,13 @@ Status setPassParameter(PassParameters &parameters, const std::string &assignmen
                      "'; the parameters are " + known);
   parameters.*spec->field = value;
   return {};
+}
+
+std::vector<std::pair<std::string, int64_t>> namedParameters(const PassParameters &parameters) {
+  std::vector<std::pair<std::string, int64_t>> named;
+  for (const ParameterSpec &spec : kParameters)
+    named.emplace_back(spec.name, parameters.*spec.field);
+  return named;
 }
 
 std::string describeChangedParameters(const PassParameters &parameters) {

@@ -51,6 +51,18 @@ struct PassParameters {
   // 1.43x; matmul, 32 and 128 times (B and A at 4 x 4 register tiles), 1.38x
   // slower unstaged.
   int64_t stageMinReuse = 16;
+  // copies_in_flight (stage_shared): how many of a thread's copies into
+  // shared memory load at once, 0 to 32. From 1 on, each load is
+  // unconditional (its indices clamped into the array) and a group of this
+  // many is unrolled, its loads in flight together before the first store:
+  // more hide more of memory's latency a stage and hold more registers. 0,
+  // the default until a GPU has measured the groups, copies element by
+  // element, each load under its guard, a round trip to memory each where
+  // LLVM keeps the copy a loop. The performance model predicts 8 to run
+  // matmul 2048 1.9x, a 64-channel 3x3 convolution 3.2x and a staged 5x5
+  // filter 2.5x faster on an H100 (docs/perf.md); sqdist's 4 x 4 tiles then
+  // spill 16 to 80 bytes at 128 registers.
+  int64_t copiesInFlight = 0;
 };
 
 // What the user chose about the optimizations.
@@ -72,6 +84,9 @@ struct PassChoices {
 // Sets the parameter `NAME=VALUE` names; an error names the parameters and
 // their ranges when the name or the value is not one of them.
 Status setPassParameter(PassParameters &parameters, const std::string &assignment);
+
+// Every parameter's name and its value in `parameters`, in a fixed order.
+std::vector<std::pair<std::string, int64_t>> namedParameters(const PassParameters &parameters);
 
 // The parameters that differ from the defaults, `register_tile=8
 // stage_length=16`; empty when none does.

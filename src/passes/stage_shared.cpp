@@ -691,7 +691,88 @@ private:
 
   // All threads copy the box: element `fill * threads + thread` in
   // row-major order, 0 where the box leaves the array.
+  //
+  // Each copy loads unconditionally, its global indices clamped into the
+  // array (and the element into the box, for the last round's threads past
+  // its end, which then store nothing), and picks 0 after the load where the
+  // element lies outside: a load that cannot fault needs no branch around
+  // it. A thread's copies go in groups of PassParameters::copiesInFlight,
+  // each group unrolled, so ptxas issues a group's loads before the first of
+  // their stores: one round trip to memory per group. Guarded loads in a
+  // loop waited one round trip each: matmul's 4 x 4 tiles 9 times a stage
+  // (LLVM unrolled the copy of B by 2), a 5 x 5 filter's halo 19 times
+  // (`loopc explain --perf` counts them, docs/perf.md). An array with no
+  // elements is read at its element 0, whose value is not used: the engines
+  // give every array storage for a few elements (GpuEngine.cpp,
+  // CpuEngine.cpp). A guard around the copies instead made ptxas spill
+  // (sqdist: 464 bytes).
   Stmt fill(const Footprint &footprint, const Buffer &shared) {
+    if (parameters_.copiesInFlight == 0)
+      return guardedFill(footprint, shared);
+    std::vector<int64_t> extents = footprint.extents();
+    int64_t elements = footprint.elements();
+    std::string prefix = shared->name;
+    int64_t rounds = (elements + threadCount_ - 1) / threadCount_;
+    int64_t group = std::min(parameters_.copiesInFlight, rounds);
+    int64_t groups = (rounds + group - 1) / group;
+    // The round is the group's first plus the copy, past the last round
+    // where the groups overrun it (their elements are past the box's end).
+    std::string groupVar = prefix + ".group", copyVar = prefix + ".copy";
+    Expr round = makeVar(ScalarType::I64, copyVar);
+    if (groups > 1)
+      round = makeBinary(
+          BinaryOpKind::Add,
+          makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, groupVar), makeI64(group)), round);
+    Expr first =
+        makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, round, makeI64(threadCount_)),
+                   linearThread_);
+    bool partial = rounds * threadCount_ != elements || groups * group != rounds;
+    Expr element = makeVar(ScalarType::I64, prefix + ".element");
+    Expr boxElement =
+        partial ? makeBinary(BinaryOpKind::Min, element, makeI64(elements - 1)) : element;
+    std::vector<Expr> local, global;
+    Expr inArray;
+    int64_t stride = elements;
+    for (size_t d = 0; d < extents.size(); ++d) {
+      stride /= extents[d];
+      Expr index =
+          stride == 1 ? boxElement : makeBinary(BinaryOpKind::Div, boxElement, makeI64(stride));
+      if (d > 0)
+        index = makeBinary(BinaryOpKind::Rem, index, makeI64(extents[d]));
+      local.push_back(index);
+      Expr at = makeBinary(BinaryOpKind::Add, footprint.box[d].origin(), index);
+      Expr extent = toI64(footprint.array->shape[d]);
+      Expr inside = makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, at, makeI64(0)),
+                               makeBinary(BinaryOpKind::Lt, at, extent));
+      inArray = inArray ? makeBinary(BinaryOpKind::And, inArray, inside) : inside;
+      global.push_back(makeBinary(
+          BinaryOpKind::Max,
+          makeBinary(BinaryOpKind::Min, at, makeBinary(BinaryOpKind::Sub, extent, makeI64(1))),
+          makeI64(0)));
+    }
+    std::string valueVar = prefix + ".value";
+    Stmt copy = store(shared, std::move(local),
+                      std::make_shared<Select>(inArray, makeVar(footprint.array->element, valueVar),
+                                               zeroOf(footprint.array->element)));
+    if (partial)
+      copy = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(elements)),
+                                          copy);
+    copy = std::make_shared<LetStmt>(
+        prefix + ".element", first,
+        std::make_shared<LetStmt>(
+            valueVar, std::make_shared<Load>(footprint.array, std::move(global)), copy));
+    Stmt copies =
+        std::make_shared<For>(copyVar, makeI64(0), makeI64(group), ForKind::Unrolled, 0, copy);
+    if (groups > 1)
+      copies =
+          std::make_shared<For>(groupVar, makeI64(0), makeI64(groups), ForKind::Serial, 0, copies);
+    return copies;
+  }
+
+  // The copy element by element, each load under its guard
+  // (copies_in_flight=0, what stage_shared made before the groups): kept so
+  // that a run on a GPU can measure one against the other.
+  Stmt guardedFill(const Footprint &footprint, const Buffer &shared) {
     std::vector<int64_t> extents = footprint.extents();
     int64_t elements = footprint.elements();
     std::string prefix = shared->name;
