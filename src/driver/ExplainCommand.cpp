@@ -1,9 +1,12 @@
 // `loopc explain`: lowers the chosen kernel and runs the pass pipeline,
 // printing the IR after each pass (`--after` keeps only the passes of that
-// name). Exit status 1 when the program does not check or PASS is unknown.
+// name), or with `--remarks` what the optimizations did and declined (of
+// the `--after` pass alone, when given). Exit status 1 when the program does
+// not check or PASS is unknown.
 #include "driver/ExplainCommand.h"
 
 #include "driver/Cli.h"
+#include "driver/RemarksOutput.h"
 #include "driver/Session.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
@@ -27,7 +30,23 @@ struct ExplainOptions {
   std::string target = "gpu";
   PassChoiceOptions passes;
   std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
+  bool remarks = false;
 };
+
+// `--remarks`: the remarks instead of the IR.
+int printKernelRemarks(Session &session, const KernelDecl &kernel, const ExplainOptions &options,
+                       const passes::PipelineOptions &pipeline,
+                       const std::map<std::string, int64_t> &sizes) {
+  auto remarks = kernelRemarks(*session.program, kernel, pipeline, sizes, options.after);
+  if (!remarks) {
+    session.report(remarks.error());
+    return 1;
+  }
+  printRemarks(std::cout, session.diagnostics, *remarks);
+  if (remarks->empty())
+    std::cout << "no remarks for kernel '" << kernel.name << "'\n";
+  return 0;
+}
 
 // The values of `kernel`'s sizes among `assignments` (NAME=VALUE).
 Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
@@ -83,6 +102,8 @@ int runExplain(const ExplainOptions &options) {
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
   pipeline.choices = std::move(*choices);
+  if (options.remarks)
+    return printKernelRemarks(*session, **kernel, options, pipeline, *sizes);
   pipeline.specializedSizes =
       passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
   if (auto explained =
@@ -115,16 +136,21 @@ Status explainKernel(std::ostream &out, const Program &program, const KernelDecl
   // The passes up to a broken one are printed before its error.
   if (auto function = passes::runPipeline(ir::lowerKernel(program, kernel), pipeline); !function)
     return std::unexpected(function.error());
-  if (!printed) {
-    std::string known;
-    for (const std::string &name : passNames)
-      known += (known.empty() ? "" : ", ") + name;
-    if (std::string option = passes::passLeftOutBy(afterPass, pipeline); !option.empty())
-      return makeError("pass '" + afterPass + "' is not run with " + option +
-                       "; the passes run are: " + known);
-    return makeError("no pass named '" + afterPass + "'; the passes are: " + known);
-  }
+  if (!printed)
+    return std::unexpected(unknownPassError(afterPass, passNames, pipeline));
   return {};
+}
+
+Error unknownPassError(const std::string &afterPass, const std::vector<std::string> &passNames,
+                       const passes::PipelineOptions &pipeline) {
+  std::string known;
+  for (const std::string &name : passNames)
+    known += (known.empty() ? "" : ", ") + name;
+  if (std::string option = passes::passLeftOutBy(afterPass, pipeline); !option.empty())
+    return Error{"pass '" + afterPass + "' is not run with " + option +
+                     "; the passes run are: " + known,
+                 {}};
+  return Error{"no pass named '" + afterPass + "'; the passes are: " + known, {}};
 }
 
 void addExplainCommand(CLI::App &app) {
@@ -136,8 +162,13 @@ void addExplainCommand(CLI::App &app) {
       ->add_option("--kernel", options->kernel,
                    "The kernel to explain (default: the last kernel of the file)")
       ->check(nonEmpty());
-  command->add_option("--after", options->after, "Print the IR only after this pass")
+  command
+      ->add_option("--after", options->after,
+                   "Print the IR only after this pass (with --remarks, its remarks only)")
       ->check(nonEmpty());
+  command->add_flag("--remarks", options->remarks,
+                    "Print what each optimization did or declined, and performance warnings, "
+                    "located in the source, instead of the IR");
   command
       ->add_option("--target", options->target,
                    "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")

@@ -12,6 +12,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace loopc::driver {
 
@@ -23,6 +24,11 @@ void addExplainCommand(CLI::App &app);
 // with the REPL's :explain.
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
                      const std::string &afterPass, passes::PipelineOptions pipeline);
+
+// The error for `--after PASS` naming no pass of `passNames` (those the
+// pipeline of `pipeline` ran): the option that left it out, or the passes.
+Error unknownPassError(const std::string &afterPass, const std::vector<std::string> &passNames,
+                       const passes::PipelineOptions &pipeline);
 
 // "gpu" or "cpu" (as the --target options spell them) as a pipeline target.
 passes::PipelineTarget pipelineTargetNamed(const std::string &target);
