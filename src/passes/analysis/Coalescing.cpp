@@ -4,6 +4,8 @@
 #include "passes/analysis/AccessAnalysis.h"
 
 #include <cstdlib>
+#include <map>
+#include <set>
 
 namespace loopc::passes {
 
@@ -12,6 +14,8 @@ using ir::Expr; // not the AST's
 using ir::Stmt;
 
 namespace {
+
+const int64_t kSectorBytes = 32;
 
 // "first", "second", ...: an array's index by position, for messages.
 std::string ordinal(size_t position) {
@@ -47,6 +51,49 @@ bool bindsFromThread(const Stmt &stmt, const std::string &name, const std::strin
   return finder.found;
 }
 
+// Whether neighbouring threads, `stride` elements of `elementBytes` apart,
+// each touch a 32-byte memory sector of their own: a transaction per thread.
+// A short stride (nbody's 3 components of f32) shares sectors, and the cache
+// serves the rest from lines the warp brought in.
+bool fallsInSectorsOfTheirOwn(const Stride &stride, size_t elementBytes) {
+  switch (stride.kind) {
+  case Stride::Kind::Symbolic:
+    return true; // a row of the program's sizes
+  case Stride::Kind::Constant:
+    return std::abs(stride.constant) * static_cast<int64_t>(elementBytes) >= kSectorBytes;
+  default:
+    return false; // reuse, contiguous, or not affine (data decides)
+  }
+}
+
+// Whether `stmt` is map_rows_to_blocks' block per row: a grid whose block
+// index is the row (`let i = i.block`, no thread index in it).
+bool isBlockPerRow(const Stmt &stmt) {
+  const auto *block = stmt->as<For>();
+  const std::string suffix = ".block";
+  if (!block || block->forKind != ForKind::GpuBlock || !block->var.ends_with(suffix))
+    return false;
+  std::string row = block->var.substr(0, block->var.size() - suffix.size());
+  class Finder : public IRVisitor {
+  public:
+    Finder(const std::string &row, const std::string &blockVar) : row_(row), blockVar_(blockVar) {}
+    bool found = false;
+
+  protected:
+    void visitLetStmt(const LetStmt &node) override {
+      std::set<std::string> uses = freeVars(node.value);
+      found |= node.var == row_ && uses.contains(blockVar_) && !uses.contains(row_ + ".thread");
+      IRVisitor::visitLetStmt(node);
+    }
+
+  private:
+    const std::string &row_;
+    const std::string &blockVar_;
+  } finder(row, block->var);
+  finder.visit(block->body);
+  return finder.found;
+}
+
 class NestFinder : public IRVisitor {
 public:
   explicit NestFinder(const RemarkReporter &remarks) : remarks_(remarks) {}
@@ -56,6 +103,16 @@ protected:
     if (node.forKind != ForKind::GpuBlock)
       return IRVisitor::visitFor(node);
     checkNest(node);
+  }
+
+  // A thread per row is what map_rows_to_blocks keeps for rows too short
+  // for a block (under 64 elements, where its strides are short too): the
+  // rows' accesses are coalesced where it matters.
+  void visitIfThenElse(const IfThenElse &node) override {
+    visit(node.cond);
+    visit(node.thenCase);
+    if (node.elseCase && !isBlockPerRow(node.thenCase))
+      visit(node.elseCase);
   }
 
 private:
@@ -85,27 +142,47 @@ private:
     std::string index = x->var.substr(0, x->var.size() - suffix.size());
     if (!bindsFromThread(x->body, index, x->var))
       return;
-    for (const BufferAccess &access : collectAccesses(xLoop)) {
-      if (access.buffer->memory != MemorySpace::Global)
+    // One warning per access in the source (a compound assignment reads and
+    // writes at one place; register tiles copy an access).
+    struct Strided {
+      const BufferAccess *access;
+      Stride stride;
+      bool read = false, written = false;
+    };
+    std::vector<BufferAccess> accesses = collectAccesses(xLoop);
+    std::map<std::pair<SourceLoc, std::string>, Strided> strided;
+    std::vector<std::pair<SourceLoc, std::string>> inOrder;
+    for (const BufferAccess &access : accesses) {
+      // Not the program's access: a pass's buffer (a reduction's partials).
+      bool ofProgram = access.source.valid() && !isPassMadeName(access.buffer->nameInMessages());
+      if (access.buffer->memory != MemorySpace::Global || !ofProgram)
         continue;
       Stride stride = strideAlong(access, x->var);
-      bool neighbouring = stride.kind == Stride::Kind::Zero ||
-                          stride.kind == Stride::Kind::Contiguous ||
-                          (stride.kind == Stride::Kind::Constant && std::abs(stride.constant) <= 1);
-      if (neighbouring || stride.kind == Stride::Kind::Unknown)
+      if (!fallsInSectorsOfTheirOwn(stride, scalarSize(access.buffer->element)))
         continue;
+      std::pair<SourceLoc, std::string> key{access.source.begin, access.buffer->name};
+      auto [entry, added] = strided.try_emplace(key, Strided{&access, stride});
+      if (added)
+        inOrder.push_back(key);
+      (access.isStore ? entry->second.written : entry->second.read) = true;
+    }
+    std::string name = remarks_.programName(index);
+    for (const auto &key : inOrder) {
+      const Strided &entry = strided.at(key);
+      const BufferAccess &access = *entry.access;
       size_t dimension = 0;
       while (dimension < access.indices.size() &&
              access.indices[dimension].coefficient(x->var) == 0)
         ++dimension;
-      std::string name = remarks_.programName(index);
+      std::string how = entry.read && entry.written ? "read and written"
+                        : entry.read                ? "read"
+                                                    : "written";
       remarks_.warning(access.source,
-                       "'" + remarks_.programName(access.buffer->nameInMessages()) + "' is " +
-                           (access.isStore ? "written" : "read") +
+                       "'" + remarks_.programName(access.buffer->nameInMessages()) + "' is " + how +
                            " uncoalesced: the threads of a warp take consecutive values of " +
                            name + " (grid x), its " + ordinal(dimension) +
-                           " index, so they touch elements " + stride.str() + " apart; with " +
-                           name +
+                           " index, so they touch elements " + entry.stride.str() +
+                           " apart; with " + name +
                            " as its last index (the loops or the array's layout swapped) a warp "
                            "would touch neighbouring elements");
     }
