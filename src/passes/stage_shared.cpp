@@ -359,13 +359,17 @@ private:
 
   std::string loopName(const For &loop) const { return remarks_.programName(loop.var); }
 
-  // "a box of 32 x 36 f32 (4.5 KiB)".
-  std::string describeBox(const Footprint &footprint) const {
+  // "32 x 36 f32": a box's extents and element type.
+  static std::string boxShape(const Footprint &footprint) {
     std::string extents;
     for (int64_t extent : footprint.extents())
       extents += (extents.empty() ? "" : " x ") + std::to_string(extent);
-    return "a box of " + extents + " " + scalarTypeName(footprint.array->element) + " (" +
-           kibibytes(paddedBytes(footprint)) + ")";
+    return extents + " " + scalarTypeName(footprint.array->element);
+  }
+
+  // "a box of 32 x 36 f32 (4.5 KiB)", its bytes as allocated (padded).
+  std::string describeBox(const Footprint &footprint) const {
+    return "a box of " + boxShape(footprint) + " (" + kibibytes(paddedBytes(footprint)) + ")";
   }
 
   std::string quoted(const Footprint &footprint) const {
@@ -482,7 +486,7 @@ private:
   // box every iteration reads whole, a thread's own row in nbody, stays in
   // the thread's registers, loaded once before the loop).
   // `span` says what the boxes span in remarks ("stages of 32 iterations of
-  // k"); a box that does not fit is kept in tooLarge_.
+  // k"); boxes that do not fit are kept in tooLarge_.
   std::vector<Footprint> stageable(const For &loop, int64_t iterations, const std::string &span) {
     LoadRanges ranged(scope_, written_, threadCount_ * iterations);
     ranged.visit(loop.body);
@@ -513,16 +517,32 @@ private:
         continue;
       }
       int64_t footprintBytes = takeReusable(footprint, reusable) ? 0 : paddedBytes(footprint);
-      if (footprintBytes > parameters_.sharedKiB * 1024 - bytes) {
-        tooLarge_ = {footprint.loads.front(),
-                     quoted(footprint) + " not staged: " + describeBox(footprint) + " for " + span +
-                         " does not fit in shared_kib=" + std::to_string(parameters_.sharedKiB) +
-                         (bytes > 0 ? " with the " + kibibytes(bytes) + " staged before it" : "")};
-        return {};
-      }
       bytes += footprintBytes;
       reuse.push_back(timesRead(all->loadCount, all->elements()));
       chosen.push_back(std::move(footprint));
+    }
+    int64_t budget = parameters_.sharedKiB * 1024;
+    if (bytes > budget) {
+      // Each box is told what all of them need.
+      std::string boxes;
+      for (size_t i = 0; i < chosen.size(); ++i)
+        boxes += std::string(i == 0                   ? ""
+                             : i + 1 == chosen.size() ? " and "
+                                                      : ", ") +
+                 quoted(chosen[i]) + " (" + boxShape(chosen[i]) + ", " +
+                 kibibytes(paddedBytes(chosen[i])) + ")";
+      std::string fit = chosen.size() == 1
+                            ? "its " + describeBox(chosen.front()).substr(2) + " does not fit"
+                            : "the boxes of " + boxes + " do not fit";
+      std::string before =
+          sharedBytes_ > 0 ? " with the " + kibibytes(sharedBytes_) + " staged before" : "";
+      tooLarge_.clear();
+      for (const Footprint &footprint : chosen)
+        tooLarge_.emplace_back(footprint.loads.front(),
+                               quoted(footprint) + " not staged: for " + span + ", " + fit +
+                                   " in shared_kib=" + std::to_string(parameters_.sharedKiB) +
+                                   before);
+      return {};
     }
     for (size_t i = 0; i < chosen.size(); ++i)
       noteVerdict(*chosen[i].loads.front(), true,
@@ -646,9 +666,10 @@ private:
     std::optional<Stmt> staged = stageLoopIfFits(loop, guard, inLoop, *first);
     // The boxes did not fit however the loop was cut: the last cut tried
     // (the shortest stages) says by how much.
-    if (!staged && tooLarge_)
-      noteVerdict(*tooLarge_->first, false, tooLarge_->second);
-    tooLarge_.reset();
+    if (!staged)
+      for (const auto &[load, message] : tooLarge_)
+        noteVerdict(*load, false, message);
+    tooLarge_.clear();
     return staged;
   }
 
@@ -882,8 +903,8 @@ private:
   std::vector<Buffer> sharedBuffers_;
   std::map<VerdictKey, Verdict> verdicts_;
   std::vector<VerdictKey> verdictOrder_;
-  // The box of the last cut of a loop tried that did not fit, and why.
-  std::optional<std::pair<const Load *, std::string>> tooLarge_;
+  // The boxes of the last cut of a loop tried that did not fit, and why.
+  std::vector<std::pair<const Load *, std::string>> tooLarge_;
   // Buffers of a side of a uniform branch, free for the side being staged.
   std::vector<Buffer> reusable_;
 };
