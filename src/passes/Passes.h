@@ -58,8 +58,9 @@ inline constexpr int64_t kMinBlockRowLength = 64;
 // map_rows_to_blocks' decision about `parfor` (a For statement): the
 // condition on which the host gives each iteration a block (its rows at
 // least kMinBlockRowLength long), or none when each iteration stays a thread
-// of map_to_gpu's mapping whatever the sizes, then with why (empty when the
-// parfor walks no rows at all: nothing to say) (map_rows_to_blocks.cpp).
+// of map_to_gpu's mapping whatever the sizes, with why in `declined` (empty
+// when the parfor walks no rows at all: nothing to say)
+// (map_rows_to_blocks.cpp).
 struct RowMapping {
   std::optional<ir::Expr> condition;
   std::string declined;
