@@ -23,6 +23,8 @@ using namespace loopc;
 
 namespace {
 
+// Programs written for one decision each, a kernel per decision where a
+// program holds several (its name says which).
 const char *const kNotmove = R"(kernel notmove(A: in f32[M][4], B: in f32[K][N], C: out f32[M][N]) {
   parfor i in 0..M, j in 0..N {
     C[i][j] = redomap(+, 0.0, k in 0..K) B[k][j] * A[i][0];
@@ -153,6 +155,29 @@ kernel overwritten(x: inout f32[N], y: out f32[N]) {
   }
   parfor i in 0..N {
     x[i] = 0.0;
+  }
+  parfor i in 0..N {
+    y[i] = t[i];
+  }
+}
+kernel inloop(x: in f32[N], y: out f32[N], T: i64) {
+  var t: f32[N];
+  parfor i in 0..N {
+    t[i] = x[i] * 2.0;
+  }
+  parfor i in 0..N {
+    for s in 0..T {
+      y[i] += t[i];
+    }
+  }
+}
+kernel twice(x: in f32[N], y: out f32[N]) {
+  var t: f32[N];
+  parfor i in 0..N {
+    t[i] = x[i] * 2.0;
+  }
+  parfor i in 0..N {
+    t[i] = x[i] * 3.0;
   }
   parfor i in 0..N {
     y[i] = t[i];
@@ -445,6 +470,14 @@ TEST_CASE("fuse_producers: an array computed at its read, or why it is stored") 
   CHECK(remarksOf(program(kFusion).kernel("overwritten"), "fuse_producers") ==
         Lines{"42:10: remark: fuse_producers: 't' not fused into its reader: its element reads "
               "'x', which a statement up to its read at line 49 writes"});
+  CHECK(remarksOf(program(kFusion).kernel("inloop"), "fuse_producers") ==
+        Lines{"54:10: remark: fuse_producers: 't' not fused into its reader: its read at line 59 "
+              "is inside a serial loop, which would compute each element again"});
+  CHECK(remarksOf(program(kFusion).kernel("twice"), "fuse_producers") ==
+        Lines{"65:10: remark: fuse_producers: 't' not fused into its reader: it is written by 2 "
+              "statements, not by its producer alone",
+              "68:10: remark: fuse_producers: 't' not fused into its reader: it is written by 2 "
+              "statements, not by its producer alone"});
   CHECK(remarksOf(sample("nbody"), "fuse_producers") ==
         Lines{"21:10: remark: fuse_producers: 'acc' not fused into its reader: its parfor's body "
               "is more than lets and one store to it"});

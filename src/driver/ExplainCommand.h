@@ -1,7 +1,9 @@
-// `loopc explain FILE [--kernel K] [--after PASS] [--target gpu|cpu]`: prints
-// the Loop IR of a kernel after each pass of the pipeline for the target (the
-// GPU's by default), or only after PASS, so every mapping decision (loop
-// kinds, memory spaces, register tiles, barriers, launches) is visible.
+// `loopc explain FILE [--kernel K] [--after PASS] [--target gpu|cpu]
+// [--remarks]`: prints the Loop IR of a kernel after each pass of the
+// pipeline for the target (the GPU's by default), or only after PASS, so
+// every mapping decision (loop kinds, memory spaces, register tiles,
+// barriers, launches) is visible; with --remarks, what each optimization did
+// or declined and why (RemarksOutput.h) instead.
 #pragma once
 
 #include "frontend/Ast.h"
