@@ -341,6 +341,77 @@ TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU 
   CHECK(contains(unknown.output, "it has "));
 }
 
+TEST_CASE("explain --remarks prints what the optimizations did, located, instead of the IR") {
+  auto remarks = runLoopc("explain samples/matmul.loop --remarks");
+  CHECK(remarks.exitCode == 0);
+  const std::string tiles =
+      "samples/matmul.loop:7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) "
+      "and i (grid y)\n"
+      "  parfor i in 0..M, j in 0..N {\n"
+      "         ^~~~~~~~~\n";
+  CHECK(remarks.output ==
+        tiles +
+            "samples/matmul.loop:8:42: remark: stage_shared: 'A' staged in shared memory: a box "
+            "of 32 x 32 f32 (4 KiB) for stages of 32 iterations of k; each element is read 128 "
+            "times per iteration of k\n"
+            "    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];\n"
+            "                                         ^~~~~~~\n"
+            "samples/matmul.loop:8:52: remark: stage_shared: 'B' staged in shared memory: a box "
+            "of 32 x 128 f32 (16 KiB) for stages of 32 iterations of k; each element is read 32 "
+            "times per iteration of k\n"
+            "    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];\n"
+            "                                                   ^~~~~~~\n");
+  // --after keeps one pass's; the CPU pipeline has none for matmul.
+  CHECK(runLoopc("explain samples/matmul.loop --remarks --after tile_registers").output == tiles);
+  CHECK(runLoopc("explain samples/matmul.loop --remarks --target cpu").output ==
+        "no remarks for kernel 'matmul'\n");
+  // Warnings read as warnings.
+  CHECK(contains(runLoopc("explain samples/gauss.loop --remarks --after map_to_gpu").output,
+                 "samples/gauss.loop:17:7: warning: map_to_gpu: 'L' is written uncoalesced: "));
+  // A pass --after cannot name is refused as without --remarks.
+  auto unknown = runLoopc("explain samples/matmul.loop --remarks --after stage_everything");
+  CHECK(unknown.exitCode == 1);
+  CHECK(
+      contains(unknown.output, "loopc: error: no pass named 'stage_everything'; the passes are: "));
+  auto leftOut =
+      runLoopc("explain samples/matmul.loop --remarks --target cpu --after stage_shared");
+  CHECK(leftOut.exitCode == 1);
+  CHECK(contains(leftOut.output, "pass 'stage_shared' is not run with --target cpu"));
+}
+
+TEST_CASE("run and bench --remarks print the device's remarks to stderr before running") {
+  auto run =
+      runLoopc("run samples/conv2d_5x5.loop --set H=40 --set W=40 --device gpu-on-cpu --remarks");
+  CHECK(run.exitCode == 0);
+  size_t remark = run.output.find("samples/conv2d_5x5.loop:10:53: remark: stage_shared: 'I' not "
+                                  "staged: each element is read 4.4 times per iteration of v");
+  size_t ran = run.output.find("kernel 'conv2d_5x5' ran on cpu (GPU kernels)");
+  CHECK(remark != std::string::npos);
+  CHECK(ran != std::string::npos);
+  CHECK(remark < ran);
+  // At the run's sizes: W is known, and too large to compile as a constant.
+  CHECK(contains(run.output, "remark: specialize_sizes: W = 40 stays a run-time value"));
+  // On stderr: the results alone on stdout.
+  auto quiet = test::runShell("{ '" + test::loopcBinary() +
+                              "' run samples/conv2d_5x5.loop --set H=40 --set W=40 --device "
+                              "gpu-on-cpu --remarks 2>/dev/null; }");
+  CHECK(quiet.exitCode == 0);
+  CHECK(!contains(quiet.output, "remark:"));
+  CHECK(contains(quiet.output, "kernel 'conv2d_5x5' ran"));
+  // The CPU's pipeline on the CPU; none on the interpreter.
+  auto cpu = runLoopc("bench samples/softmax.loop --set R=4 --set C=300 --device cpu --repeat 1 "
+                      "--remarks");
+  CHECK(cpu.exitCode == 0);
+  CHECK(contains(cpu.output, "samples/softmax.loop:11:13: remark: interleave_reductions: the fold "
+                             "(max) runs in 64 f32 lanes"));
+  CHECK(!contains(cpu.output, "tile_registers"));
+  CHECK(contains(cpu.output, "kernel 'softmax' on cpu: median "));
+  auto interpreted = runLoopc("run samples/dot.loop --set N=10 --device interp --remarks");
+  CHECK(interpreted.exitCode == 0);
+  CHECK(contains(interpreted.output,
+                 "loopc: note: --remarks: the interp engine runs no optimization passes\n"));
+}
+
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);

@@ -102,6 +102,29 @@ TEST_CASE("a fn is checked with the kernels using it, and defining a name again 
   CHECK(session.type(":list") == "fn twice(v: i64) -> i64\nkernel iota(y: out i64[N])\n");
 }
 
+TEST_CASE(":explain --remarks and :run --remarks quote the typed input") {
+  Session session;
+  session.type({"kernel mv(A: in f32[M][N], x: in f32[N], y: out f32[M]) {", "  parfor i in 0..M {",
+                "    y[i] = redomap(+, 0.0, j in 0..N) A[i][j] * x[j];", "  }", "}"});
+  CHECK(session.type(":explain --remarks --after map_rows_to_blocks") ==
+        "<input 1>:2:10: remark: map_rows_to_blocks: a block of 256 threads per row of i when N >= "
+        "64 (tested at run time; shorter rows keep a thread each)\n"
+        "  parfor i in 0..M {\n"
+        "         ^~~~~~~~~\n");
+  CHECK(session.type(":explain --remarks --after tile_registers --target cpu")
+            .starts_with("loopc: error: pass 'tile_registers' is not run with --target cpu"));
+  // :run's remarks are diagnostics: on the error stream, before the results.
+  CHECK(session.repl.handleLine(":run --set M=2 --set N=100 --device cpu --remarks"));
+  CHECK(contains(session.err.str(), "<input 1>:3:12: remark: split_reductions: a second version "
+                                    "splits each row of i into parts (blocks)"));
+  CHECK(!contains(session.out.str(), "remark:"));
+  CHECK(contains(session.out.str(), "ran on cpu"));
+  session.out.str("");
+  session.err.str("");
+  CHECK(contains(session.type(":run --set M=2 --set N=100 --remarks"),
+                 "loopc: note: --remarks: the interp engine runs no optimization passes"));
+}
+
 TEST_CASE(":explain, :llvm, :device, :load, :reset, :help and unknown commands") {
   Session session;
   CHECK(contains(session.type(":run"), "nothing is defined yet"));

@@ -29,6 +29,8 @@ public:
   std::string device() const override;
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;
+  // The pipeline kernels are compiled with (`--remarks` runs it alone).
+  const passes::PipelineOptions &pipeline() const { return cache_.pipeline(); }
 
 private:
   struct Compiled;

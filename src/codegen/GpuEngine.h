@@ -34,6 +34,8 @@ public:
   // The architecture PTX is generated for: the device's, capped at the newest
   // LLVM 19 knows (the driver JIT-compiles PTX for newer GPUs).
   const std::string &gpu() const { return gpu_; }
+  // The pipeline kernels are compiled with (`--remarks` runs it alone).
+  const passes::PipelineOptions &pipeline() const { return cache_.pipeline(); }
 
 private:
   struct State;

@@ -75,6 +75,14 @@ Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
   return makeError("unknown device '" + device + "' (choose from " + names + ")");
 }
 
+const passes::PipelineOptions *compilingPipeline(const Engine &engine) {
+  if (const auto *cpu = dynamic_cast<const codegen::CpuEngine *>(&engine))
+    return &cpu->pipeline();
+  if (const auto *gpu = dynamic_cast<const codegen::GpuEngine *>(&engine))
+    return &gpu->pipeline();
+  return nullptr;
+}
+
 Expected<std::unique_ptr<Engine>> createDefaultEngine(const passes::PassChoices &choices) {
   std::string reasons;
   for (const EngineEntry &entry : kEngines) {

@@ -40,4 +40,8 @@ Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
 // The best engine that works here (gpu, then cpu, then interp).
 Expected<std::unique_ptr<Engine>> createDefaultEngine(const passes::PassChoices &choices = {});
 
+// The pass pipeline `engine` compiles kernels with; none for an engine that
+// compiles nothing (the interpreter).
+const passes::PipelineOptions *compilingPipeline(const Engine &engine);
+
 } // namespace loopc::driver

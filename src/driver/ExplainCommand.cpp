@@ -1,10 +1,13 @@
 // `loopc explain`: lowers the chosen kernel and runs the pass pipeline,
 // printing the IR after each pass (`--after` keeps only the passes of that
-// name). Exit status 1 when the program does not check or PASS is unknown.
+// name), or with `--remarks` what the optimizations did and declined (of
+// the `--after` pass alone, when given). Exit status 1 when the program does
+// not check or PASS is unknown.
 #include "driver/ExplainCommand.h"
 
 #include "driver/Cli.h"
 #include "driver/PerfReport.h"
+#include "driver/RemarksOutput.h"
 #include "driver/Session.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
@@ -28,9 +31,25 @@ struct ExplainOptions {
   std::string target = "gpu";
   PassChoiceOptions passes;
   std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
-  bool perf = false;              // --perf: the performance model's report instead of the IR
+  bool remarks = false;
+  bool perf = false; // --perf: the performance model's report instead of the IR
   std::string deviceModel = "h100";
 };
+
+// `--remarks`: the remarks instead of the IR.
+int printKernelRemarks(Session &session, const KernelDecl &kernel, const ExplainOptions &options,
+                       const passes::PipelineOptions &pipeline,
+                       const std::map<std::string, int64_t> &sizes) {
+  auto remarks = kernelRemarks(*session.program, kernel, pipeline, sizes, options.after);
+  if (!remarks) {
+    session.report(remarks.error());
+    return 1;
+  }
+  printRemarks(std::cout, session.diagnostics, *remarks);
+  if (remarks->empty())
+    std::cout << "no remarks for kernel '" << kernel.name << "'\n";
+  return 0;
+}
 
 // The values of `kernel`'s sizes among `assignments` (NAME=VALUE), and with
 // `integerScalars` of its integer scalar parameters too (a time loop's
@@ -119,11 +138,19 @@ int runExplain(const ExplainOptions &options) {
     session->report(sizes.error());
     return 1;
   }
+  if (options.perf && options.target == "cpu") {
+    session->report(makeError("explain --perf models the GPU pipeline on a GPU; the CPU has no "
+                              "model yet (leave out --target cpu)")
+                        .error());
+    return 1;
+  }
   if (options.perf)
     return explainPerformance(*session, **kernel, *choices, *sizes, options.deviceModel);
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
   pipeline.choices = std::move(*choices);
+  if (options.remarks)
+    return printKernelRemarks(*session, **kernel, options, pipeline, *sizes);
   pipeline.specializedSizes =
       passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
   if (auto explained =
@@ -156,16 +183,21 @@ Status explainKernel(std::ostream &out, const Program &program, const KernelDecl
   // The passes up to a broken one are printed before its error.
   if (auto function = passes::runPipeline(ir::lowerKernel(program, kernel), pipeline); !function)
     return std::unexpected(function.error());
-  if (!printed) {
-    std::string known;
-    for (const std::string &name : passNames)
-      known += (known.empty() ? "" : ", ") + name;
-    if (std::string option = passes::passLeftOutBy(afterPass, pipeline); !option.empty())
-      return makeError("pass '" + afterPass + "' is not run with " + option +
-                       "; the passes run are: " + known);
-    return makeError("no pass named '" + afterPass + "'; the passes are: " + known);
-  }
+  if (!printed)
+    return std::unexpected(unknownPassError(afterPass, passNames, pipeline));
   return {};
+}
+
+Error unknownPassError(const std::string &afterPass, const std::vector<std::string> &passNames,
+                       const passes::PipelineOptions &pipeline) {
+  std::string known;
+  for (const std::string &name : passNames)
+    known += (known.empty() ? "" : ", ") + name;
+  if (std::string option = passes::passLeftOutBy(afterPass, pipeline); !option.empty())
+    return Error{"pass '" + afterPass + "' is not run with " + option +
+                     "; the passes run are: " + known,
+                 {}};
+  return Error{"no pass named '" + afterPass + "'; the passes are: " + known, {}};
 }
 
 void addExplainCommand(CLI::App &app) {
@@ -177,8 +209,14 @@ void addExplainCommand(CLI::App &app) {
       ->add_option("--kernel", options->kernel,
                    "The kernel to explain (default: the last kernel of the file)")
       ->check(nonEmpty());
-  command->add_option("--after", options->after, "Print the IR only after this pass")
+  command
+      ->add_option("--after", options->after,
+                   "Print the IR only after this pass (with --remarks, its remarks only)")
       ->check(nonEmpty());
+  CLI::Option *remarks =
+      command->add_flag("--remarks", options->remarks,
+                        "Print what each optimization did or declined, and performance warnings, "
+                        "located in the source, instead of the IR");
   command
       ->add_option("--target", options->target,
                    "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
@@ -187,9 +225,11 @@ void addExplainCommand(CLI::App &app) {
   command->add_option("--set", options->sizes,
                       "NAME=VALUE: a size's value at run time, for which the GPU engine "
                       "specializes the kernel when the size is small (repeatable)");
-  command->add_flag("--perf", options->perf,
-                    "Print what the performance model predicts for each launch of the GPU "
-                    "pipeline's kernels at the sizes --set gives (docs/perf.md)");
+  command
+      ->add_flag("--perf", options->perf,
+                 "Print what the performance model predicts for each launch of the GPU "
+                 "pipeline's kernels at the sizes --set gives (docs/perf.md)")
+      ->excludes(remarks);
   command
       ->add_option("--device-model", options->deviceModel,
                    "The GPU --perf predicts for: h100 (the default), h100-pcie, h200, a100, l4")

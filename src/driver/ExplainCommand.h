@@ -1,7 +1,9 @@
-// `loopc explain FILE [--kernel K] [--after PASS] [--target gpu|cpu]`: prints
-// the Loop IR of a kernel after each pass of the pipeline for the target (the
-// GPU's by default), or only after PASS, so every mapping decision (loop
-// kinds, memory spaces, register tiles, barriers, launches) is visible.
+// `loopc explain FILE [--kernel K] [--after PASS] [--target gpu|cpu]
+// [--remarks]`: prints the Loop IR of a kernel after each pass of the
+// pipeline for the target (the GPU's by default), or only after PASS, so
+// every mapping decision (loop kinds, memory spaces, register tiles,
+// barriers, launches) is visible; with --remarks, what each optimization did
+// or declined and why (RemarksOutput.h) instead.
 #pragma once
 
 #include "frontend/Ast.h"
@@ -12,6 +14,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace loopc::driver {
 
@@ -23,6 +26,11 @@ void addExplainCommand(CLI::App &app);
 // with the REPL's :explain.
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
                      const std::string &afterPass, passes::PipelineOptions pipeline);
+
+// The error for `--after PASS` naming no pass of `passNames` (those the
+// pipeline of `pipeline` ran): the option that left it out, or the passes.
+Error unknownPassError(const std::string &afterPass, const std::vector<std::string> &passNames,
+                       const passes::PipelineOptions &pipeline);
 
 // "gpu" or "cpu" (as the --target options spell them) as a pipeline target.
 passes::PipelineTarget pipelineTargetNamed(const std::string &target);

@@ -10,6 +10,7 @@
 #include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/ExplainCommand.h"
+#include "driver/RemarksOutput.h"
 #include "driver/RunCommand.h"
 #include "frontend/Loader.h"
 #include "ir/Lower.h"
@@ -323,11 +324,12 @@ a definition continues over lines while its brackets are open. Defining a
 kernel or fn again replaces it. Commands (KERNEL defaults to the last one
 defined; each takes --help):
   :run [KERNEL] [--set N=V]... [--in A=F.npy]... [--seed S] [--device D]
-                          run a kernel and summarize its outputs
+       [--remarks]        run a kernel and summarize its outputs
   :time [KERNEL] [...] [--repeat N]
                           the median time of N runs (after one warm-up run)
-  :explain [KERNEL] [--after PASS] [--target gpu|cpu]
-                          the Loop IR after each pass (or after PASS)
+  :explain [KERNEL] [--after PASS] [--target gpu|cpu] [--remarks]
+                          the Loop IR after each pass (or after PASS), or
+                          what the optimizations did and declined
   :ptx [KERNEL] [--gpu ARCH]
                           the PTX the kernel compiles to
   :llvm [KERNEL] [--target cpu|gpu] [--gpu ARCH] [--no-opt]
@@ -589,10 +591,17 @@ void Repl::report(const Error &error) const {
     err_ << "loopc: error: " << error.message << "\n";
 }
 
+void Repl::printRemarks(std::ostream &out, const std::vector<passes::Remark> &remarks) const {
+  for (const passes::Remark &remark : remarks)
+    out << formatDiagnostic(remarkDiagnostic(remark), *session_, definitions_, definitionLines_,
+                            mainFile_, 0);
+}
+
 void Repl::runCommand(const std::string &arguments, bool timing) {
   std::string kernelName;
   std::string device = device_;
   ArgumentOptions argumentOptions;
+  bool remarks = false;
   int repeat = timing ? 10 : 1;
   CLI::App parser{timing ? "Time a kernel: the median of N runs from the same inputs"
                          : "Run a kernel and summarize its outputs",
@@ -601,6 +610,8 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   parser.add_option("--device", device,
                     "interp, cpu, gpu or gpu-on-cpu (default: the session's, :device)");
   argumentOptions.addTo(parser);
+  parser.add_flag("--remarks", remarks,
+                  "Print what each optimization did or declined first (to stderr)");
   if (timing)
     parser.add_option("--repeat", repeat, "Timed runs (default: 10)")
         ->type_name("N")
@@ -614,6 +625,19 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   if (!run) {
     report(run.error());
     return;
+  }
+  if (remarks) {
+    const passes::PipelineOptions *pipeline = compilingPipeline(*run->engine);
+    if (!pipeline) {
+      err_ << "loopc: note: --remarks: the " << run->engine->name()
+           << " engine runs no optimization passes\n";
+    } else if (auto found = kernelRemarks(*program, *run->kernel, *pipeline, run->args.sizes);
+               !found) {
+      report(found.error());
+      return;
+    } else {
+      printRemarks(err_, *found);
+    }
   }
   std::optional<KernelArgs> inputs;
   if (timing) {
@@ -644,11 +668,15 @@ void Repl::explainCommand(const std::string &arguments) {
   std::string kernelName;
   std::string after;
   std::string target = "gpu";
+  bool remarks = false;
   CLI::App parser{"Print a kernel's Loop IR after each compiler pass", ":explain"};
   parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
   parser.add_option("--after", after, "Print the IR only after this pass");
   parser.add_option("--target", target, "The pipeline: gpu (the default) or cpu")
       ->check(CLI::IsMember({"cpu", "gpu"}));
+  parser.add_flag("--remarks", remarks,
+                  "What each optimization did or declined, instead of the IR (with --after, "
+                  "that pass's only)");
   if (!parseArguments(parser, arguments, out_, err_))
     return;
   auto kernel = kernelNamed(kernelName);
@@ -659,6 +687,17 @@ void Repl::explainCommand(const std::string &arguments) {
   }
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
+  if (remarks) {
+    auto found = kernelRemarks(*session_->program, **kernel, pipeline, {}, after);
+    if (!found) {
+      report(found.error());
+      return;
+    }
+    printRemarks(out_, *found);
+    if (found->empty())
+      out_ << "no remarks for kernel '" << (*kernel)->name << "'\n";
+    return;
+  }
   if (auto explained = explainKernel(out_, *session_->program, **kernel, after, pipeline);
       !explained)
     report(explained.error());

@@ -101,6 +101,9 @@ private:
   Expected<const KernelDecl *> kernelNamed(const std::string &name);
   // Prints an error, quoting its source where it has one.
   void report(const Error &error) const;
+  // Prints remarks (`--remarks`) to `out`, each quoting its source in the
+  // input it was typed in.
+  void printRemarks(std::ostream &out, const std::vector<passes::Remark> &remarks) const;
 
   std::ostream &out_;
   std::ostream &err_;

@@ -3,6 +3,7 @@
 #include "driver/Cli.h"
 
 #include "driver/Engines.h"
+#include "driver/RemarksOutput.h"
 #include "driver/Tuning.h"
 #include "engine/Npy.h"
 #include "frontend/Loader.h"
@@ -124,6 +125,9 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb, bool pa
     command.add_flag("--tuned", tuned,
                      "Use the optimization choices `loopc tune` kept for this kernel, these sizes "
                      "and this device (the defaults, with a note, when it kept none)");
+    command.add_flag("--remarks", remarks,
+                     "Print to stderr what each optimization did or declined for this run, and "
+                     "performance warnings, located in the source (as `loopc explain --remarks`)");
   }
   command
       .add_option("--tuning-cache", tuningCache,
@@ -217,6 +221,24 @@ Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
   return {};
 }
 
+// `--remarks`: those of the pipeline the engine compiles the kernel with, at
+// the run's sizes; false when the pipeline refuses the program.
+bool printRunRemarks(PreparedRun &run) {
+  const passes::PipelineOptions *pipeline = compilingPipeline(*run.engine);
+  if (!pipeline) {
+    std::cerr << "loopc: note: --remarks: the " << run.engine->name()
+              << " engine runs no optimization passes\n";
+    return true;
+  }
+  auto remarks = kernelRemarks(*run.session->program, *run.kernel, *pipeline, run.args.sizes);
+  if (!remarks) {
+    run.session->report(remarks.error());
+    return false;
+  }
+  printRemarks(std::cerr, run.session->diagnostics, *remarks);
+  return true;
+}
+
 } // namespace
 
 std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
@@ -245,6 +267,8 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
       return std::nullopt;
     }
   }
+  if (options.remarks && !printRunRemarks(run))
+    return std::nullopt;
   return run;
 }
 

@@ -81,11 +81,12 @@ struct RunTargetOptions {
   PassChoiceOptions passes;
   bool tuned = false;      // --tuned: the choices `loopc tune` kept for this run (Tuning.h)
   std::string tuningCache; // --tuning-cache FILE
+  bool remarks = false;    // --remarks: the optimization remarks on stderr before the runs
 
   // Adds FILE, --kernel, --device, the argument options, --tuning-cache and,
-  // with `passChoices`, the pass choices and --tuned (`tune` makes those
-  // choices itself); `verb` says what the subcommand does with the kernel
-  // ("run", "time").
+  // with `passChoices`, the pass choices, --tuned and --remarks (`tune` makes
+  // those choices itself); `verb` says what the subcommand does with the
+  // kernel ("run", "time").
   void addTo(CLI::App &command, const std::string &verb, bool passChoices = true);
 };
 
@@ -100,7 +101,9 @@ struct PreparedRun {
 };
 
 // Loads and checks the program, picks the kernel, binds its arguments and
-// creates the engine, reporting the first failure (and returning nothing).
+// creates the engine, reporting the first failure (and returning nothing);
+// with --remarks, prints the remarks of the kernel the engine compiles for
+// these arguments to stderr.
 std::optional<PreparedRun> prepareRun(const RunTargetOptions &options);
 
 // What prepareRun does once the program is loaded: the kernel named `kernel`

@@ -492,6 +492,9 @@ struct Function {
   // access say the parameter's name, as the interpreter's do. Kept by source
   // location, so every pass's copies of the access keep it.
   std::map<SourceLoc, std::string> arrayNamesAt;
+  // The program's name of each name the lowering made unique (the second
+  // loop over `c` is `c_2`), which remarks use.
+  std::map<std::string, std::string> programNames;
 };
 
 // Convenience constructors used by the lowering and the passes.

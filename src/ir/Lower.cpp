@@ -261,6 +261,7 @@ public:
     lowerStmts(kernel.body->stmts, body);
     function.body = body.finish();
     function.arrayNamesAt = std::move(arrayNamesAt_);
+    function.programNames = std::move(programNames_);
     return function;
   }
 
@@ -272,6 +273,8 @@ private:
     for (int suffix = 2; usedNames_.contains(name); ++suffix)
       name = base + "_" + std::to_string(suffix);
     usedNames_.insert(name);
+    if (name != base)
+      programNames_[name] = base;
     return name;
   }
 
@@ -1115,7 +1118,8 @@ private:
   std::unordered_map<const VarDecl *, Binding> bindings_;
   std::unordered_map<const VarDecl *, Values> loopVarValues_; // see valuesOf
   std::set<std::string> usedNames_;
-  std::map<SourceLoc, std::string> arrayNamesAt_; // Function::arrayNamesAt
+  std::map<SourceLoc, std::string> arrayNamesAt_;   // Function::arrayNamesAt
+  std::map<std::string, std::string> programNames_; // Function::programNames
   std::optional<ReturnTarget> returnTarget_;
   int perIterationDepth_ = 0;
 };

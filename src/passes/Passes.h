@@ -35,34 +35,45 @@ ir::Function dropOverwrittenFills(ir::Function function);
 
 // A local array written in full by a parfor and read once per element by a
 // later statement is computed at the read instead (fuse_producers.cpp).
-ir::Function fuseProducers(ir::Function function);
+ir::Function fuseProducers(ir::Function function, const RemarkReporter &remarks = {});
 
 // A parfor over few rows each reducing a long range gets the ranges split
 // into parts reduced by a parfor of their own, when the host finds the rows
 // too few for `target`: too few blocks, or on the GPU, where the rows will be
 // threads (blockPerRowCondition), too few threads (split_reductions.cpp).
-ir::Function splitReductions(ir::Function function, PipelineTarget target);
+ir::Function splitReductions(ir::Function function, PipelineTarget target,
+                             const RemarkReporter &remarks = {});
 
 // A 1-D parfor walking rows to a block per row, its redomaps block trees and
 // its inner parfors strided over the threads (map_rows_to_blocks.cpp).
 // With `fuseSiblings`, a row's sibling redomaps share one strided walk (as
 // fuse_sibling_reductions does elsewhere; skipping that pass turns it off).
-ir::Function mapRowsToBlocks(ir::Function function, bool fuseSiblings);
+ir::Function mapRowsToBlocks(ir::Function function, bool fuseSiblings,
+                             const RemarkReporter &remarks = {});
 
 // The shortest row map_rows_to_blocks gives a block: a quarter of its 256
 // threads have work.
 inline constexpr int64_t kMinBlockRowLength = 64;
 
-// When map_rows_to_blocks gives each iteration of `parfor` (a For statement)
-// a block: the condition the host tests (its rows at least
-// kMinBlockRowLength long), or none when each iteration stays a thread of
-// map_to_gpu's mapping whatever the sizes (map_rows_to_blocks.cpp).
+// map_rows_to_blocks' decision about `parfor` (a For statement): the
+// condition on which the host gives each iteration a block (its rows at
+// least kMinBlockRowLength long), or none when each iteration stays a thread
+// of map_to_gpu's mapping whatever the sizes, with why in `declined` (empty
+// when the parfor walks no rows at all: nothing to say)
+// (map_rows_to_blocks.cpp).
+struct RowMapping {
+  std::optional<ir::Expr> condition;
+  std::string declined;
+};
+RowMapping rowMapping(const ir::Stmt &parfor);
+// Its condition alone.
 std::optional<ir::Expr> blockPerRowCondition(const ir::Stmt &parfor);
 
 // Parfors combining into small arrays get a copy of them per block in shared
 // memory, over a grid-stride loop, when the host finds they fit
 // (privatize_combines.cpp).
-ir::Function privatizeCombines(ir::Function function, const PassParameters &parameters = {});
+ir::Function privatizeCombines(ir::Function function, const PassParameters &parameters = {},
+                               const RemarkReporter &remarks = {});
 
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
 // The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp).
@@ -70,11 +81,14 @@ ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTar
 
 // Reduce nodes to serial accumulations or block tree reductions
 // (lower_reductions.cpp).
-ir::Function lowerReductions(ir::Function function, PipelineTarget target);
+// A tree over a user's operator that does not commute walks its range in
+// order: a warning.
+ir::Function lowerReductions(ir::Function function, PipelineTarget target,
+                             const RemarkReporter &remarks = {});
 
 // A CPU thread's serial min/max reduction of floats folds into vector lanes
 // (interleave_reductions.cpp).
-ir::Function interleaveReductions(ir::Function function);
+ir::Function interleaveReductions(ir::Function function, const RemarkReporter &remarks = {});
 
 // A short constant loop around reductions in a thread is unrolled so its
 // copies' reductions fuse into one walk (unroll_around_reductions.cpp).
@@ -83,19 +97,22 @@ ir::Function unrollAroundReductions(ir::Function function);
 // Reductions over the same loops that follow one another (with statements
 // between them that can move) are lowered as one group: their loops run
 // once (fuse_sibling_reductions.cpp).
-ir::Function fuseSiblingReductions(ir::Function function, PipelineTarget target);
+ir::Function fuseSiblingReductions(ir::Function function, PipelineTarget target,
+                                   const RemarkReporter &remarks = {});
 
 // Block tree reductions combine each warp's partials by register shuffles,
 // then the warps' totals after one barrier (combine_in_warps.cpp).
-ir::Function combineInWarps(ir::Function function);
+ir::Function combineInWarps(ir::Function function, const RemarkReporter &remarks = {});
 
 // Threads of a mapped nest compute a small tile of points each, the copies
 // of the body jammed so loads are shared in registers (tile_registers.cpp).
-ir::Function tileRegisters(ir::Function function, const PassParameters &parameters = {});
+ir::Function tileRegisters(ir::Function function, const PassParameters &parameters = {},
+                           const RemarkReporter &remarks = {});
 
 // Arrays the threads of a block read in common inside a loop are copied to
 // shared memory by the whole block, a stage at a time (stage_shared.cpp).
-ir::Function stageShared(ir::Function function, const PassParameters &parameters = {});
+ir::Function stageShared(ir::Function function, const PassParameters &parameters = {},
+                         const RemarkReporter &remarks = {});
 
 // GPU: parfor-private arrays whose extents the run decides move to global
 // memory, a slice per thread, allocated by the host around their kernel; an

@@ -5,6 +5,7 @@
 
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
+#include "passes/analysis/Coalescing.h"
 
 #include <algorithm>
 #include <cassert>
@@ -15,6 +16,8 @@ namespace loopc::passes {
 namespace {
 
 using Pass = std::function<ir::Function(ir::Function)>;
+// A pass that reports remarks (Remarks.h) through the reporter it is given.
+using ReportingPass = std::function<ir::Function(ir::Function, const RemarkReporter &)>;
 // A pass that may find the program beyond its target (a located error).
 using RefusingPass = std::function<Expected<ir::Function>(ir::Function)>;
 
@@ -55,8 +58,13 @@ public:
 
   // Runs `pass`, named `name`, on the Function.
   void run(const std::string &name, const Pass &pass) {
+    run(name,
+        [&](ir::Function function, const RemarkReporter &) { return pass(std::move(function)); });
+  }
+  void run(const std::string &name, const ReportingPass &pass) {
     if (status_) {
-      function_ = pass(std::move(function_));
+      RemarkReporter remarks(options_.remarks, name, function_.programNames);
+      function_ = pass(std::move(function_), remarks);
       check(name);
     }
   }
@@ -77,11 +85,24 @@ public:
   // Runs `pass`, the optimization `name` (kOptimizations), when the
   // pipeline's target is one of its targets and the options do not skip it.
   void optimize(const std::string &name, const Pass &pass) {
+    optimize(name, [&](ir::Function function, const RemarkReporter &) {
+      return pass(std::move(function));
+    });
+  }
+  void optimize(const std::string &name, const ReportingPass &pass) {
     assert(std::ranges::any_of(kOptimizations,
                                [&](const Optimization &known) { return name == known.name; }) &&
            "every optimization is listed in kOptimizations");
     if (passLeftOutBy(name, options_).empty())
       run(name, pass);
+  }
+
+  // Lets `analysis` report remarks about the Function as `name` (a pass
+  // whose choices it judges) without changing it.
+  void inspect(const std::string &name,
+               const std::function<void(const ir::Function &, const RemarkReporter &)> &analysis) {
+    if (status_)
+      analysis(function_, RemarkReporter(options_.remarks, name, function_.programNames));
   }
 
   // Verifies the Function as the output of the step `name` and logs it.
@@ -224,27 +245,36 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
   passes.optimize("fuse_producers", fuseProducers);
-  passes.optimize("split_reductions",
-                  [&](ir::Function f) { return splitReductions(std::move(f), options.target); });
-  passes.optimize("map_rows_to_blocks", [&](ir::Function f) {
-    return mapRowsToBlocks(std::move(f),
-                           !options.choices.skipped.contains("fuse_sibling_reductions"));
+  passes.optimize("split_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
+    return splitReductions(std::move(f), options.target, remarks);
   });
-  passes.optimize("privatize_combines",
-                  [&](ir::Function f) { return privatizeCombines(std::move(f), parameters); });
+  passes.optimize("map_rows_to_blocks", [&](ir::Function f, const RemarkReporter &remarks) {
+    return mapRowsToBlocks(std::move(f),
+                           !options.choices.skipped.contains("fuse_sibling_reductions"), remarks);
+  });
+  passes.optimize("privatize_combines", [&](ir::Function f, const RemarkReporter &remarks) {
+    return privatizeCombines(std::move(f), parameters, remarks);
+  });
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);
-  passes.optimize("fuse_sibling_reductions", [&](ir::Function f) {
-    return fuseSiblingReductions(std::move(f), options.target);
+  passes.optimize("fuse_sibling_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
+    return fuseSiblingReductions(std::move(f), options.target, remarks);
   });
-  passes.run("lower_reductions",
-             [&](ir::Function f) { return lowerReductions(std::move(f), options.target); });
+  passes.run("lower_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
+    return lowerReductions(std::move(f), options.target, remarks);
+  });
   passes.optimize("interleave_reductions", interleaveReductions);
   passes.optimize("combine_in_warps", combineInWarps);
-  passes.optimize("tile_registers",
-                  [&](ir::Function f) { return tileRegisters(std::move(f), parameters); });
-  passes.optimize("stage_shared",
-                  [&](ir::Function f) { return stageShared(std::move(f), parameters); });
+  passes.optimize("tile_registers", [&](ir::Function f, const RemarkReporter &remarks) {
+    return tileRegisters(std::move(f), parameters, remarks);
+  });
+  passes.optimize("stage_shared", [&](ir::Function f, const RemarkReporter &remarks) {
+    return stageShared(std::move(f), parameters, remarks);
+  });
+  // The accesses left uncoalesced by map_to_gpu's choice of x, once
+  // stage_shared has read a transpose's columns through shared memory.
+  if (options.target == PipelineTarget::Gpu)
+    passes.inspect("map_to_gpu", warnUncoalescedAccesses);
   if (options.target == PipelineTarget::Gpu)
     passes.runOrRefuse("globalize_private_arrays", globalizePrivateArrays);
   passes.run("simplify", simplify);

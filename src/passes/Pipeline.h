@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "passes/Remarks.h"
 #include "support/Error.h"
 
 #include <cstdint>
@@ -101,6 +102,9 @@ struct PipelineOptions {
   // Called after every pass with its name and the Function it produced
   // (`loopc explain` prints it); may be empty.
   std::function<void(const std::string &pass, const ir::Function &)> afterPass;
+  // Where the passes report what they did and declined, and the cliffs they
+  // saw (`loopc explain --remarks`); may be null.
+  Remarks *remarks = nullptr;
 };
 
 // The optimizations (the passes `--skip-pass` may name) in pipeline order;

@@ -28,6 +28,7 @@
 #include "passes/analysis/ArrayUses.h"
 
 #include <algorithm>
+#include <expected>
 #include <optional>
 #include <set>
 
@@ -83,43 +84,61 @@ struct Fusion {
   Expr element;
 };
 
-// The fusion of the array `stmts[producer]` writes, when every condition
-// holds.
-std::optional<Fusion> findFusion(const std::vector<Stmt> &stmts, size_t producer,
-                                 const Stmt &scope) {
-  std::optional<FullWrite> write = fullWrite(stmts[producer]);
-  if (!write || !write->isExpression || write->store->buffer->isParameter)
-    return std::nullopt;
-  const BufferInfo *array = write->store->buffer.get();
+// "line 12": where a read is, for remarks.
+std::string lineOf(const Load &load) { return "line " + std::to_string(load.source.begin.line); }
+
+// The fusion of the array `stmts[producer]` writes (as an expression), when
+// every condition holds; otherwise why not, for a remark (empty for an array
+// that must be stored: a parameter, or one never read).
+std::expected<Fusion, std::string> findFusion(const std::vector<Stmt> &stmts, size_t producer,
+                                              const Stmt &scope, const FullWrite &write) {
+  const BufferInfo *array = write.store->buffer.get();
+  if (array->isParameter)
+    return std::unexpected("");
   ArrayUses uses(array);
   uses.visit(scope);
-  if (uses.writes != 1 || uses.reads.size() != 1)
-    return std::nullopt;
+  if (uses.writes != 1)
+    return std::unexpected("it is written by " + std::to_string(uses.writes) +
+                           " statements, not by its producer alone");
+  if (uses.reads.size() != 1)
+    return std::unexpected(uses.reads.empty()
+                               ? ""
+                               : "it is read at " + std::to_string(uses.reads.size()) +
+                                     " places, not once");
   Fusion fusion;
   fusion.producer = producer;
   const ArrayUses::Read &read = uses.reads.front();
   // Read once per element: indexed by every loop around it, each loop once.
-  if (read.underSerialLoop || read.loopVars.size() != read.load->indices.size())
-    return std::nullopt;
+  if (read.underSerialLoop)
+    return std::unexpected("its read at " + lineOf(*read.load) +
+                           " is inside a serial loop, which would compute each element again");
+  bool oncePerElement = read.loopVars.size() == read.load->indices.size();
   std::set<std::string> indexVars;
   for (const Expr &index : read.load->indices) {
     const auto *var = index->as<Var>();
     if (!var || std::ranges::find(read.loopVars, var->name) == read.loopVars.end() ||
         !indexVars.insert(var->name).second)
-      return std::nullopt;
+      oncePerElement = false;
   }
+  if (!oncePerElement)
+    return std::unexpected("its read at " + lineOf(*read.load) +
+                           " is not indexed by exactly the parallel and reduction loops around "
+                           "it, each once, so an element would be computed more than once");
   // The element, lets inlined.
-  Expr element = write->store->value;
-  for (auto let = write->lets.rbegin(); let != write->lets.rend(); ++let)
+  Expr element = write.store->value;
+  for (auto let = write.lets.rbegin(); let != write.lets.rend(); ++let)
     element = substitute(element, {{let->first, let->second}});
   ExpressionReads reads;
   reads.visit(element);
-  if (reads.dividesIntegers || reads.arrays.contains(array))
-    return std::nullopt;
-  std::set<std::string> loopVars(write->loopVars.begin(), write->loopVars.end());
+  if (reads.dividesIntegers)
+    return std::unexpected("its element divides integers (a division by zero would move)");
+  if (reads.arrays.contains(array))
+    return std::unexpected("its element reads the array itself");
+  std::set<std::string> loopVars(write.loopVars.begin(), write.loopVars.end());
   for (const std::string &name : freeVars(element))
     if (!loopVars.contains(name) && read.binders.contains(name))
-      return std::nullopt;
+      return std::unexpected("'" + name + "', which its element uses, is bound again before " +
+                             "its read at " + lineOf(*read.load));
   // The statement holding the read, and none before it writing what e reads.
   std::optional<size_t> reader;
   for (size_t i = producer + 1; i < stmts.size() && !reader; ++i) {
@@ -128,25 +147,48 @@ std::optional<Fusion> findFusion(const std::vector<Stmt> &stmts, size_t producer
     if (!here.reads.empty())
       reader = i;
     std::set<const BufferInfo *> written = writtenArrays(stmts[i]);
+    // In the order of the names, for a deterministic remark.
+    std::set<std::string> overwritten;
     for (const BufferInfo *source : reads.arrays)
       if (written.contains(source))
-        return std::nullopt;
+        overwritten.insert(source->nameInMessages());
+    if (!overwritten.empty())
+      return std::unexpected("its element reads '" + *overwritten.begin() +
+                             "', which a statement up to its read at " + lineOf(*read.load) +
+                             " writes");
   }
   if (!reader)
-    return std::nullopt; // read outside this block
+    return std::unexpected("it is not read after its producer in the block that allocates it");
   fusion.reader = *reader;
   fusion.read = read.load;
   std::map<std::string, Expr> at;
-  for (size_t dim = 0; dim < write->loopVars.size(); ++dim)
-    at[write->loopVars[dim]] = read.load->indices[dim];
+  for (size_t dim = 0; dim < write.loopVars.size(); ++dim)
+    at[write.loopVars[dim]] = read.load->indices[dim];
   fusion.element = substitute(element, at);
   return fusion;
 }
 
-// Fuses the first array that can be, looking at each Allocate's block.
+// A remark about an array's producer: where, and what.
+struct ProducerRemark {
+  SourceRange producer;
+  std::string message;
+};
+
+// The parfor of a producer statement, where its remarks point.
+SourceRange producerSource(const Stmt &stmt) {
+  const StmtNode *node = skipSingletonBlocks(stmt);
+  const auto *loop = node ? node->as<For>() : nullptr;
+  return loop ? loop->source : SourceRange{};
+}
+
+// Fuses the first array that can be, looking at each Allocate's block; the
+// arrays it looked at before, not fused, with why.
 class FuseOne : public IRMutator {
 public:
+  explicit FuseOne(const RemarkReporter &remarks) : remarks_(remarks) {}
   bool fused = false;
+  std::optional<ProducerRemark> applied;
+  std::vector<ProducerRemark> declined;
 
 protected:
   Stmt visitAllocate(const Allocate &node, const Stmt &self) override {
@@ -155,14 +197,29 @@ protected:
       const auto *block = node.body->as<Block>();
       std::vector<Stmt> single = {node.body};
       const std::vector<Stmt> &stmts = block ? block->stmts : single;
+      std::string quoted = "'" + remarks_.programName(node.buffer->nameInMessages()) + "'";
       for (size_t producer = 0; producer < stmts.size() && !fused; ++producer) {
-        std::optional<FullWrite> write = fullWrite(stmts[producer]);
-        if (!write || write->store->buffer != node.buffer)
+        std::optional<FullWrite> write = fullWrite(stmts[producer], node.buffer.get());
+        if (!write)
           continue;
-        if (std::optional<Fusion> fusion = findFusion(stmts, producer, node.body)) {
-          fused = true;
-          return apply(stmts, *fusion); // the array is gone with its producer
+        SourceRange source = producerSource(stmts[producer]);
+        if (!write->isExpression) {
+          if (!node.buffer->isParameter)
+            declined.push_back({source, quoted + " not fused into its reader: its parfor's body "
+                                                 "is more than lets and one store to it"});
+          continue;
         }
+        std::expected<Fusion, std::string> fusion = findFusion(stmts, producer, node.body, *write);
+        if (!fusion) {
+          if (!fusion.error().empty())
+            declined.push_back({source, quoted + " not fused into its reader: " + fusion.error()});
+          continue;
+        }
+        fused = true;
+        applied = {source, quoted + " fused into its reader at " + lineOf(*fusion->read) +
+                               ": each element is computed where it is read, and the array "
+                               "is never stored"};
+        return apply(stmts, *fusion); // the array is gone with its producer
       }
     }
     if (body == node.body)
@@ -181,16 +238,23 @@ private:
     }
     return makeBlock(std::move(kept));
   }
+
+  const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-ir::Function fuseProducers(ir::Function function) {
+ir::Function fuseProducers(ir::Function function, const RemarkReporter &remarks) {
   for (;;) {
-    FuseOne fuse;
+    FuseOne fuse(remarks);
     Stmt body = fuse.mutate(function.body);
-    if (!fuse.fused)
+    if (!fuse.fused) {
+      // The last round met every array left, each with why it stays.
+      for (const ProducerRemark &declined : fuse.declined)
+        remarks.declined(declined.producer, declined.message);
       return function;
+    }
+    remarks.applied(fuse.applied->producer, fuse.applied->message);
     function.body = body;
   }
 }

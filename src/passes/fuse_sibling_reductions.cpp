@@ -24,6 +24,9 @@
 #include "passes/lowering/ReductionGroups.h"
 #include "passes/lowering/SiblingGroups.h"
 
+#include <algorithm>
+#include <set>
+
 namespace loopc::passes {
 
 using namespace loopc::ir;
@@ -31,15 +34,39 @@ using ir::Stmt;
 
 namespace {
 
+// Whether a reduction walks loops a pass made (split_reductions' combine
+// of a row's partials): remarks about it say nothing of the program's
+// loops.
+bool walksPassMadeLoops(const Reduce &reduce) {
+  return std::ranges::any_of(reduce.loops, [](const Reduce::Loop &loop) {
+    return isPassMadeName(loop.var) || std::ranges::any_of(freeVars(loop.extent), isPassMadeName);
+  });
+}
+
 class SiblingFuser : public ReductionPlacement {
 public:
-  explicit SiblingFuser(PipelineTarget target)
-      : lowering_("fused.", target == PipelineTarget::Gpu) {}
+  SiblingFuser(PipelineTarget target, const RemarkReporter &remarks)
+      : lowering_("fused.", target == PipelineTarget::Gpu), remarks_(remarks) {}
 
 protected:
   Stmt visitBlock(const Block &node, const Stmt &self) override {
-    for (size_t p = 0; p < node.stmts.size(); ++p)
-      if (std::optional<SiblingGroup> group = gatherSiblings(node.stmts, p)) {
+    // A reduction that joins none is said so once, about the first before it.
+    std::set<const Reduce *> refused;
+    for (size_t p = 0; p < node.stmts.size(); ++p) {
+      std::vector<SiblingRefusal> refusals;
+      std::optional<SiblingGroup> group =
+          gatherSiblings(node.stmts, p, remarks_.enabled() ? &refusals : nullptr);
+      for (const SiblingRefusal &refusal : refusals) {
+        const Reduce &first = *node.stmts[p]->as<Reduce>();
+        if (walksPassMadeLoops(first) || walksPassMadeLoops(*refusal.candidate) ||
+            !refused.insert(refusal.candidate).second)
+          continue;
+        remarks_.declined(refusal.candidate->source, "not fused with the redomap at line " +
+                                                         std::to_string(first.source.begin.line) +
+                                                         ": " + refusal.why);
+      }
+      if (group) {
+        report(*group);
         std::vector<GroupMember> members;
         for (const Reduce *member : group->members)
           members.push_back(
@@ -50,17 +77,53 @@ protected:
         // The rest may hold further groups.
         return mutate(makeBlock(stmts));
       }
+    }
     return IRMutator::visitBlock(node, self);
   }
 
 private:
+  // At the group's first member: the others, and how the group runs; at
+  // a member that does not commute in a tree, the ordered walk.
+  void report(const SiblingGroup &group) const {
+    const Reduce &first = *group.members.front();
+    // Copies of the first (unroll_around_reductions') share its place.
+    int64_t copies = 0;
+    std::vector<std::string> lines;
+    for (size_t i = 1; i < group.members.size(); ++i) {
+      const SourceRange &source = group.members[i]->source;
+      if (source.begin == first.source.begin)
+        ++copies;
+      else
+        lines.push_back(std::to_string(source.begin.line));
+    }
+    std::string others;
+    for (size_t i = 0; i < lines.size(); ++i)
+      others += (i == 0 ? "" : i + 1 == lines.size() ? " and " : ", ") + lines[i];
+    std::string with;
+    if (!lines.empty())
+      with = std::string(lines.size() == 1 ? "the redomap at line " : "the redomaps at lines ") +
+             others;
+    if (copies > 0)
+      with += (with.empty() ? "its " : " and its ") + countOf(copies, "unrolled copy");
+    remarks_.applied(first.source,
+                     "fused with " + with + ": " +
+                         (inHostCode() ? "one pair of tree kernels walks their loops once"
+                                       : "one loop nest walks their loops once"));
+    if (inHostCode())
+      for (const Reduce *member : group.members)
+        if (!commutes(member->op))
+          warnOrderedWalk(remarks_, *member);
+  }
+
   ReductionGroupLowering lowering_;
+  const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-Function fuseSiblingReductions(Function function, PipelineTarget target) {
-  function.body = SiblingFuser(target).mutate(function.body);
+Function fuseSiblingReductions(Function function, PipelineTarget target,
+                               const RemarkReporter &remarks) {
+  function.body = SiblingFuser(target, remarks).mutate(function.body);
   return function;
 }
 

@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 namespace loopc::passes {
 
@@ -180,10 +181,43 @@ Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const
           std::make_shared<IfThenElse>(enough, makeBlock({body, rest}), original)));
 }
 
+// The operators of steps that need lanes, for remarks: "max", "'logaddexp'".
+std::string operatorsNeedingLanes(const std::vector<const Store *> &steps) {
+  std::set<std::string> names;
+  for (const Store *step : steps) {
+    if (!needsLanes(*step))
+      continue;
+    const ReduceOperator &op = step->reduction->op;
+    names.insert(op.kind == ReduceOperator::Kind::User  ? "'" + op.userName + "'"
+                 : op.kind == ReduceOperator::Kind::Min ? "min"
+                                                        : "max");
+  }
+  std::string list;
+  for (const std::string &name : names)
+    list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+
 // Finds the loops to interleave: serial loops inside a CPU thread nest that
 // stay in their thread (gathersAcrossThreads, the thread nest's own rule).
 class Interleaver : public IRMutator {
+public:
+  explicit Interleaver(const RemarkReporter &remarks) : remarks_(remarks) {}
+
 protected:
+  // The loops of a pass's version (choosesPassVersion) are interleaved
+  // without a remark.
+  Stmt visitIfThenElse(const IfThenElse &node, const Stmt &self) override {
+    bool passVersion = choosesPassVersion(node.cond);
+    passVersions_ += passVersion;
+    Stmt thenCase = mutate(node.thenCase);
+    passVersions_ -= passVersion;
+    Stmt elseCase = node.elseCase ? mutate(node.elseCase) : nullptr;
+    if (thenCase == node.thenCase && elseCase == node.elseCase)
+      return self;
+    return std::make_shared<IfThenElse>(node.cond, thenCase, elseCase);
+  }
+
   Stmt visitFor(const For &loop, const Stmt &self) override {
     if (loop.forKind == ForKind::GpuThread) {
       bool outermost = thread_.empty();
@@ -196,26 +230,46 @@ protected:
       return result;
     }
     if (loop.forKind == ForKind::Serial && !thread_.empty()) {
-      std::optional<std::vector<const Store *>> steps = laneSteps(loop.body);
-      const auto *constantTrips = loop.extent->as<IntImm>();
-      if (steps &&
-          (!constantTrips ||
-           constantTrips->value >= 2 * laneCount(steps->front()->buffer->element)) &&
-          gathersAcrossThreads(accesses_, loop.var, thread_))
-        return interleaved(loop, *steps, self);
+      if (std::optional<std::vector<const Store *>> steps = laneSteps(loop.body)) {
+        ScalarType element = steps->front()->buffer->element;
+        int64_t lanes = laneCount(element);
+        // Named by its operators: the loop may be a pass's (split_reductions'
+        // combine of partials), and the remark's place is the redomap's.
+        std::string folds = "the fold (" + operatorsNeedingLanes(*steps) + ")";
+        const RemarkReporter &remarks = passVersions_ > 0 ? unreported_ : remarks_;
+        const auto *constantTrips = loop.extent->as<IntImm>();
+        if (constantTrips && constantTrips->value < 2 * lanes) {
+          remarks.declined(loop.source, folds + " keeps one combine at a time: its " +
+                                            std::to_string(constantTrips->value) +
+                                            " iterations are fewer than 2 x " +
+                                            std::to_string(lanes) + " lanes");
+        } else if (!gathersAcrossThreads(accesses_, loop.var, thread_)) {
+          remarks.declined(loop.source, folds + " is not interleaved: the threads' vector "
+                                                "lanes run it side by side already");
+        } else {
+          remarks.applied(loop.source, folds + " runs in " + std::to_string(lanes) + " " +
+                                           scalarTypeName(element) +
+                                           " lanes, halved into the result at the end (LLVM would "
+                                           "combine one element at a time)");
+          return interleaved(loop, *steps, self);
+        }
+      }
     }
     return IRMutator::visitFor(loop, self);
   }
 
 private:
+  const RemarkReporter &remarks_;
+  const RemarkReporter unreported_;    // for a pass's version
+  int passVersions_ = 0;               // versions of a pass's own around the node
   std::string thread_;                 // the innermost thread loop's variable around the walk
   std::vector<BufferAccess> accesses_; // those of its thread nest
 };
 
 } // namespace
 
-Function interleaveReductions(Function function) {
-  function.body = Interleaver().mutate(function.body);
+Function interleaveReductions(Function function, const RemarkReporter &remarks) {
+  function.body = Interleaver(remarks).mutate(function.body);
   return function;
 }
 

@@ -27,7 +27,8 @@ namespace {
 
 class ReductionLowerer : public ReductionPlacement {
 public:
-  explicit ReductionLowerer(PipelineTarget target) : lowering_("", target == PipelineTarget::Gpu) {}
+  ReductionLowerer(PipelineTarget target, const RemarkReporter &remarks)
+      : lowering_("", target == PipelineTarget::Gpu), remarks_(remarks) {}
 
 protected:
   Stmt visitReduce(const Reduce &node, const Stmt &) override {
@@ -38,17 +39,20 @@ protected:
     Stmt valueSetup = mutate(node.valueSetup);
     parallelDepth_ -= tree;
     std::vector<GroupMember> group = {{&node, valueSetup, node.value}};
+    if (tree && !commutes(node.op))
+      warnOrderedWalk(remarks_, node);
     return tree ? lowering_.tree(group) : lowering_.serial(group);
   }
 
 private:
   ReductionGroupLowering lowering_;
+  const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-Function lowerReductions(Function function, PipelineTarget target) {
-  function.body = ReductionLowerer(target).mutate(function.body);
+Function lowerReductions(Function function, PipelineTarget target, const RemarkReporter &remarks) {
+  function.body = ReductionLowerer(target, remarks).mutate(function.body);
   return function;
 }
 

@@ -24,6 +24,7 @@
 // for blocks or for threads.
 #include "passes/Passes.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/lowering/ReductionGroups.h"
@@ -60,7 +61,9 @@ static_assert(kMinBlockRowLength == kReductionThreads / 4,
 //   tree's barriers need control flow that is visibly uniform.
 class RowBodyCheck : public IRVisitor {
 public:
-  bool shareable = true;
+  // Why the block cannot share the row (the first reason met); empty when
+  // it can.
+  std::string unshareable;
   std::set<const BufferInfo *> loaded, stored; // global buffers
 
 protected:
@@ -76,7 +79,7 @@ protected:
       return;
     }
     if (node.forKind != ForKind::Serial)
-      shareable = false;
+      refuse("it has a loop of kind '" + std::string(forKindName(node.forKind)) + "'");
     ++serialDepth_;
     IRVisitor::visitFor(node);
     --serialDepth_;
@@ -87,9 +90,11 @@ protected:
     bool rowLevel = parallelDepth_ + serialDepth_ + reduceDepth_ == 0;
     if (rowLevel &&
         (node.accumulator->memory != MemorySpace::Register || !node.accumulator->shape.empty()))
-      shareable = false;
+      refuse("a redomap of the row reduces into an element of '" +
+             node.accumulator->nameInMessages() + "', not into a scalar");
     if (rowLevel && resultConditions_ > 0)
-      shareable = false;
+      refuse("a redomap sits under an 'if' on a redomap's result (the block tree's barriers "
+             "need control flow that is visibly the same in every thread)");
     ++reduceDepth_;
     IRVisitor::visitReduce(node);
     --reduceDepth_;
@@ -97,7 +102,8 @@ protected:
   void visitStore(const Store &node) override {
     storesTo(*node.buffer);
     if (parallelDepth_ > 0 && rowArrays_.contains(node.buffer.get()))
-      shareable = false;
+      refuse("an inner parfor writes '" + node.buffer->nameInMessages() +
+             "', an array private to the row (each thread would hold only its share)");
     IRVisitor::visitStore(node);
   }
   void visitIfThenElse(const IfThenElse &node) override {
@@ -122,27 +128,36 @@ protected:
   }
   void visitAllocate(const Allocate &node) override {
     if (node.buffer->memory != MemorySpace::Register)
-      shareable = false;
+      refuse("it allocates '" + node.buffer->nameInMessages() + "' in " +
+             memorySpaceName(node.buffer->memory) + " memory");
     if (parallelDepth_ == 0 && !node.buffer->shape.empty())
       rowArrays_.insert(node.buffer.get());
     IRVisitor::visitAllocate(node);
   }
-  void visitBarrier(const Barrier &) override { shareable = false; }
-  void visitLaunch(const Launch &) override { shareable = false; }
+  void visitBarrier(const Barrier &) override { refuse("it has a barrier"); }
+  void visitLaunch(const Launch &) override { refuse("it launches a kernel"); }
 
 private:
+  void refuse(std::string why) {
+    if (unshareable.empty())
+      unshareable = std::move(why);
+  }
+
   void storesTo(const BufferInfo &buffer) {
     if (buffer.memory != MemorySpace::Global)
       return;
     stored.insert(&buffer);
     // A serial loop runs in every thread: its global stores would repeat.
     if (serialDepth_ > 0 && parallelDepth_ == 0)
-      shareable = false;
+      refuse("a serial loop of the row stores to '" + buffer.nameInMessages() +
+             "' (every thread would repeat the stores)");
     // Thread 0 (writer 0) or the threads of one inner parfor.
     std::set<int> &writers = writers_[&buffer];
     writers.insert(writer_);
     if (writers.size() > 1 && *writers.rbegin() > 0)
-      shareable = false;
+      refuse("'" + buffer.nameInMessages() +
+             "' is written by an inner parfor and by another statement of the row (nothing "
+             "orders two threads' stores to one element)");
   }
 
   // Whether `expr` reads a register (a redomap's result, a row-private
@@ -206,21 +221,11 @@ void collectSharedLoops(const Stmt &stmt, std::vector<std::pair<std::string, Exp
   }
 }
 
-// The body qualifies and some global load inside a redomap or an inner
-// parfor is contiguous along the loop the threads would share and not
-// along the row: per-thread rows would read it uncoalesced.
-bool walksRows(const For &row, const Stmt &nest) {
-  RowBodyCheck check;
-  check.visit(row.body);
-  if (!check.shareable || std::ranges::any_of(check.loaded, [&](auto *buffer) {
-        return check.stored.contains(buffer);
-      }))
-    return false;
-  std::vector<std::pair<std::string, Expr>> loops;
-  collectSharedLoops(row.body, loops);
-  std::set<std::string> sharedLoops;
-  for (const auto &loop : loops)
-    sharedLoops.insert(loop.first);
+// Whether some global load inside a redomap or an inner parfor of the row
+// (the loops `sharedLoops` the threads would share) is contiguous along
+// that loop and not along the row: per-thread rows would read it
+// uncoalesced.
+bool walksRows(const For &row, const Stmt &nest, const std::set<std::string> &sharedLoops) {
   for (const BufferAccess &access : collectAccesses(nest)) {
     if (access.isStore || access.buffer->memory != MemorySpace::Global)
       continue;
@@ -232,6 +237,25 @@ bool walksRows(const For &row, const Stmt &nest) {
         return true;
   }
   return false;
+}
+
+// Why the block cannot share the row body (RowBodyCheck, and a global
+// array both read and written: thread 0's store would race with the other
+// threads' reads); empty when it can.
+std::string whyUnshareable(const For &row) {
+  RowBodyCheck check;
+  check.visit(row.body);
+  if (!check.unshareable.empty())
+    return check.unshareable;
+  // In the order of the buffers' names, for a deterministic remark.
+  std::set<std::string> readAndWritten;
+  for (const BufferInfo *buffer : check.loaded)
+    if (check.stored.contains(buffer))
+      readAndWritten.insert(buffer->nameInMessages());
+  if (!readAndWritten.empty())
+    return "it reads '" + *readAndWritten.begin() +
+           "', which it writes (thread 0's store would race with the other threads' reads)";
+  return "";
 }
 
 // The length of a row, known before the parfor runs: the first shared
@@ -258,7 +282,8 @@ std::optional<Expr> rowLength(const For &row, const Stmt &nest) {
 
 class RowMapper : public IRMutator {
 public:
-  explicit RowMapper(bool fuseSiblings) : fuseSiblings_(fuseSiblings) {}
+  RowMapper(bool fuseSiblings, const RemarkReporter &remarks)
+      : fuseSiblings_(fuseSiblings), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -266,10 +291,24 @@ protected:
       return IRMutator::visitFor(node, self);
     // When the rows are short, the thread per row stays (map_to_gpu maps the
     // parfor in the other branch).
-    std::optional<Expr> longRows = blockPerRowCondition(self);
-    if (!longRows)
+    RowMapping mapping = rowMapping(self);
+    // split_reductions' versions (rows of `i.flat`, or of partials
+    // `i.parts` long) are its remark's business.
+    bool ofProgram =
+        !isPassMadeName(node.var) &&
+        (!mapping.condition || std::ranges::none_of(freeVars(*mapping.condition), isPassMadeName));
+    std::string row = "row of " + remarks_.programName(node.var);
+    if (!mapping.condition) {
+      if (ofProgram && !mapping.declined.empty())
+        remarks_.declined(node.source, "each " + row + " keeps a thread: " + mapping.declined);
       return self;
-    return std::make_shared<IfThenElse>(*longRows, mapRow(node), self);
+    }
+    if (ofProgram)
+      remarks_.applied(node.source, "a block of " + std::to_string(kReductionThreads) +
+                                        " threads per " + row + " when " +
+                                        toString(*mapping.condition) +
+                                        " (tested at run time; shorter rows keep a thread each)");
+    return std::make_shared<IfThenElse>(*mapping.condition, mapRow(node), self);
   }
 
 private:
@@ -409,6 +448,9 @@ private:
     // A user's operator keeps the row's order (threadWalk, treeHalving).
     bool inOrder =
         !std::ranges::all_of(group, [](const Reduce *reduce) { return commutes(reduce->op); });
+    for (const Reduce *reduce : group)
+      if (!commutes(reduce->op))
+        warnOrderedWalk(remarks_, *reduce);
     walk.push_back(strided(outer.var, outer.min, outer.extent, point, first.source, inOrder));
     walk.insert(walk.end(), shares.begin(), shares.end());
     Stmt share = makeBlock(walk);
@@ -421,30 +463,47 @@ private:
   }
 
   bool fuseSiblings_;
+  const RemarkReporter &remarks_;
   Expr thread_;
   std::vector<Buffer> tiles_;
 };
 
 } // namespace
 
-std::optional<Expr> blockPerRowCondition(const Stmt &parfor) {
+RowMapping rowMapping(const Stmt &parfor) {
   const auto *row = parfor->as<For>();
   if (!row || row->forKind != ForKind::Parallel)
-    return std::nullopt;
+    return {};
   // A nest of one loop: a nest of several has map_to_gpu's 2-D and 3-D
   // mappings for its inner dimensions.
   const auto *inner = row->body->as<For>();
-  if ((inner && inner->forKind == ForKind::Parallel) || !walksRows(*row, parfor))
-    return std::nullopt;
+  if (inner && inner->forKind == ForKind::Parallel)
+    return {};
+  std::vector<std::pair<std::string, Expr>> loops;
+  collectSharedLoops(row->body, loops);
+  if (loops.empty())
+    return {}; // no redomap or inner parfor: no row to walk
+  std::set<std::string> sharedLoops;
+  for (const auto &loop : loops)
+    sharedLoops.insert(loop.first);
+  if (!walksRows(*row, parfor, sharedLoops))
+    return {std::nullopt, "no load of its redomaps or inner parfors is contiguous along their "
+                          "loop and not along the rows (a thread per row reads as well)"};
+  if (std::string why = whyUnshareable(*row); !why.empty())
+    return {std::nullopt, "the block cannot share the row: " + why};
   // Short rows would leave most of a block idle.
   std::optional<Expr> length = rowLength(*row, parfor);
   if (!length)
-    return std::nullopt;
-  return makeBinary(BinaryOpKind::Ge, *length, makeInt((*length)->type, kMinBlockRowLength));
+    return {std::nullopt, "a row's length is known only inside the row, too late to choose"};
+  return {makeBinary(BinaryOpKind::Ge, *length, makeInt((*length)->type, kMinBlockRowLength)), ""};
 }
 
-Function mapRowsToBlocks(Function function, bool fuseSiblings) {
-  function.body = RowMapper(fuseSiblings).mutate(function.body);
+std::optional<Expr> blockPerRowCondition(const Stmt &parfor) {
+  return rowMapping(parfor).condition;
+}
+
+Function mapRowsToBlocks(Function function, bool fuseSiblings, const RemarkReporter &remarks) {
+  function.body = RowMapper(fuseSiblings, remarks).mutate(function.body);
   return function;
 }
 

@@ -29,6 +29,7 @@
 #include "ir/IRVisitor.h"
 #include "passes/lowering/ReductionTrees.h"
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -57,6 +58,8 @@ public:
     Buffer buffer;
     std::optional<ReduceOperator::Kind> op;
     bool otherwise = false; // loaded, stored, or combined with several operators
+    SourceRange firstCombine;
+    std::string userOperator; // the name of a user's operator it is combined with
   };
   std::vector<Use> uses;
 
@@ -74,6 +77,10 @@ protected:
     if (use.op && *use.op != node.op.kind)
       use.otherwise = true;
     use.op = node.op.kind;
+    if (!use.firstCombine.valid())
+      use.firstCombine = node.source;
+    if (node.op.kind == ReduceOperator::Kind::User)
+      use.userOperator = node.op.userName;
     IRVisitor::visitAtomicUpdate(node);
   }
 
@@ -82,7 +89,7 @@ private:
     for (Use &use : uses)
       if (use.buffer == buffer)
         return use;
-    return uses.emplace_back(Use{buffer, std::nullopt, false});
+    return uses.emplace_back(Use{buffer, std::nullopt, false, {}, ""});
   }
 };
 
@@ -190,7 +197,8 @@ struct Privatized {
   Buffer global;
   Buffer local;
   ReduceOperator::Kind op;
-  Expr elements; // of the global array, i64
+  Expr elements;       // of the global array, i64
+  SourceRange combine; // the first combine into it
 };
 
 // The position of `indices` in the row-major order of `shape` (both i64).
@@ -224,7 +232,8 @@ private:
 
 class CombinePrivatizer : public IRMutator {
 public:
-  explicit CombinePrivatizer(const PassParameters &parameters) : parameters_(parameters) {}
+  CombinePrivatizer(const PassParameters &parameters, const RemarkReporter &remarks)
+      : parameters_(parameters), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -247,17 +256,39 @@ private:
       chainVars.insert(inner->var);
     }
     const Stmt &body = chain.back()->body;
-    OtherWork otherWork;
-    otherWork.visit(body);
-    if (otherWork.found)
-      return nest;
     CombineUses uses;
     uses.visit(body);
+    // A nest that combines into no global array is nothing to this pass.
+    auto globalCombines = [](const CombineUses::Use &use) {
+      return use.buffer->memory == MemorySpace::Global && use.op;
+    };
+    if (std::ranges::none_of(uses.uses, globalCombines))
+      return nest;
+    OtherWork otherWork;
+    otherWork.visit(body);
+    if (otherWork.found) {
+      remarks_.declined(top.source, "no private copies: the nest does more than combine (a "
+                                    "redomap, or a loop without a combine), work left to the "
+                                    "tiling passes");
+      return nest;
+    }
     std::vector<Privatized> arrays;
-    for (const CombineUses::Use &use : uses.uses)
-      if (use.buffer->memory == MemorySpace::Global && !use.otherwise && use.op &&
-          *use.op != ReduceOperator::Kind::User)
-        arrays.push_back({use.buffer, nullptr, *use.op, product(use.buffer->shape)});
+    for (const CombineUses::Use &use : uses.uses) {
+      if (!globalCombines(use))
+        continue;
+      std::string quoted = "'" + remarks_.programName(use.buffer->nameInMessages()) + "'";
+      if (use.otherwise)
+        remarks_.declined(use.firstCombine,
+                          quoted + " keeps its global atomics: the nest also reads or stores it, "
+                                   "or combines into it with more than one operator");
+      else if (*use.op == ReduceOperator::Kind::User)
+        remarks_.declined(use.firstCombine, quoted + " keeps its global atomics: its operator '" +
+                                                use.userOperator +
+                                                "' is a user's, with no known neutral element");
+      else
+        arrays.push_back(
+            {use.buffer, nullptr, *use.op, product(use.buffer->shape), use.firstCombine});
+    }
     // The budget is shared equally; an array known to exceed its share keeps
     // its global atomics (the others' shares then only grow).
     const int64_t budget = parameters_.sharedKiB * 1024;
@@ -267,7 +298,15 @@ private:
     };
     std::erase_if(arrays, [&](const Privatized &array) {
       std::optional<int64_t> known = constantProduct(array.global->shape);
-      return known && *known > capacityOf(array);
+      if (!known || *known <= capacityOf(array))
+        return false;
+      remarks_.declined(array.combine,
+                        "'" + remarks_.programName(array.global->nameInMessages()) +
+                            "' keeps its global atomics: its " + std::to_string(*known) +
+                            " elements are more than the " + std::to_string(capacityOf(array)) +
+                            " its share of shared_kib=" + std::to_string(parameters_.sharedKiB) +
+                            " holds");
+      return true;
     });
     if (arrays.empty())
       return nest;
@@ -275,8 +314,14 @@ private:
     std::set<std::string> tests; // arrays of one shape need one test
     for (Privatized &array : arrays) {
       int64_t capacity = capacityOf(array);
-      if (capacity < kMinCapacity)
+      if (capacity < kMinCapacity) {
+        remarks_.declined(top.source, "no private copies: " + std::to_string(arrays.size()) +
+                                          " arrays would share shared_kib=" +
+                                          std::to_string(parameters_.sharedKiB) + ", " +
+                                          std::to_string(capacity) + " elements each, fewer than " +
+                                          std::to_string(kMinCapacity));
         return nest;
+      }
       array.local = makeBuffer(array.global->name + ".private", array.global->element,
                                {makeI64(capacity)}, MemorySpace::Shared);
       Expr fitsHere = makeBinary(BinaryOpKind::Le, array.elements, makeI64(capacity));
@@ -317,6 +362,15 @@ private:
       kernel = std::make_shared<Allocate>(array->local, kernel);
     kernel = std::make_shared<For>(blockVar, makeI64(0), blocks, ForKind::GpuBlock, 0, kernel,
                                    top.source);
+    for (const Privatized &array : arrays)
+      remarks_.applied(array.combine,
+                       "'" + remarks_.programName(array.global->nameInMessages()) +
+                           "' gets a copy per block in shared memory (room for " +
+                           std::to_string(capacityOf(array)) + " " +
+                           scalarTypeName(array.global->element) +
+                           "), which the host picks when it fits and its elements times the "
+                           "blocks (at most " +
+                           std::to_string(kMaxBlocks) + ") are at most the iterations");
     Stmt choice =
         std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::And, fits, worthIt), kernel, nest);
     Expr blockCount = makeBinary(BinaryOpKind::Min,
@@ -386,12 +440,14 @@ private:
   }
 
   const PassParameters &parameters_;
+  const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-Function privatizeCombines(Function function, const PassParameters &parameters) {
-  function.body = CombinePrivatizer(parameters).mutate(function.body);
+Function privatizeCombines(Function function, const PassParameters &parameters,
+                           const RemarkReporter &remarks) {
+  function.body = CombinePrivatizer(parameters, remarks).mutate(function.body);
   return function;
 }
 

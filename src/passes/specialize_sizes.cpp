@@ -30,11 +30,12 @@ const int64_t kLargestSpecializedSize = 16;
 class WindowBounds : public IRVisitor {
 public:
   std::set<std::string> names;
+  std::map<std::string, SourceRange> firstLoop; // of each name, where remarks point
 
 protected:
   void visitFor(const For &node) override {
     if (parallelDepth_ > 0)
-      addBounds(node.min, node.extent);
+      addBounds(node.min, node.extent, node.source);
     parallelDepth_ += node.forKind == ForKind::Parallel;
     IRVisitor::visitFor(node);
     parallelDepth_ -= node.forKind == ForKind::Parallel;
@@ -42,15 +43,17 @@ protected:
   void visitReduce(const Reduce &node) override {
     if (parallelDepth_ > 0)
       for (const Reduce::Loop &loop : node.loops)
-        addBounds(loop.min, loop.extent);
+        addBounds(loop.min, loop.extent, node.source);
     IRVisitor::visitReduce(node);
   }
 
 private:
-  void addBounds(const Expr &min, const Expr &extent) {
+  void addBounds(const Expr &min, const Expr &extent, SourceRange source) {
     for (const Expr &bound : {min, extent})
-      for (const std::string &name : freeVars(bound))
+      for (const std::string &name : freeVars(bound)) {
         names.insert(name);
+        firstLoop.try_emplace(name, source);
+      }
   }
   int parallelDepth_ = 0;
 };
@@ -67,11 +70,25 @@ std::map<std::string, int64_t> sizesToSpecialize(const Function &function,
   WindowBounds bounds;
   bounds.visit(function.body);
   std::map<std::string, int64_t> chosen;
+  // With no value (explain without --set) there is nothing to decide, and
+  // nothing to say.
+  RemarkReporter remarks(options.remarks, "specialize_sizes");
   for (const ScalarParam &scalar : function.scalars) {
     auto value = sizes.find(scalar.name);
-    if (value != sizes.end() && bounds.names.contains(scalar.name) && value->second >= 0 &&
-        value->second <= kLargestSpecializedSize)
-      chosen.emplace(scalar.name, value->second);
+    if (!bounds.names.contains(scalar.name) || value == sizes.end() || value->second < 0)
+      continue;
+    SourceRange loop = bounds.firstLoop.at(scalar.name);
+    if (value->second > kLargestSpecializedSize) {
+      remarks.declined(loop, scalar.name + " = " + std::to_string(value->second) +
+                                 " stays a run-time value: only sizes up to " +
+                                 std::to_string(kLargestSpecializedSize) +
+                                 " are compiled as constants");
+      continue;
+    }
+    remarks.applied(loop, scalar.name + " = " + std::to_string(value->second) +
+                              " is compiled as a constant: its loops may unroll, and boxes "
+                              "spanning them have constant sizes");
+    chosen.emplace(scalar.name, value->second);
   }
   return chosen;
 }

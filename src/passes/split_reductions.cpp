@@ -50,9 +50,11 @@
 // the same for every row.
 #include "passes/Passes.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "passes/lowering/ReductionTrees.h"
 
+#include <expected>
 #include <optional>
 
 namespace loopc::passes {
@@ -106,7 +108,31 @@ struct RowReduction {
   std::vector<Stmt> rest;
 };
 
-std::optional<RowReduction> rowReduction(const For &loop) {
+// Why a row's reduction cannot be split: the reduction and the reason.
+struct NoSplit {
+  const Reduce *reduce = nullptr; // none: the row starts with no reduction
+  std::string why;
+};
+
+// The first reduction of a row body, outside its inner loops (those are the
+// threads' work, not the row's), if any.
+const Reduce *firstRowReduction(const Stmt &body) {
+  class Finder : public IRVisitor {
+  public:
+    const Reduce *found = nullptr;
+
+  protected:
+    void visitReduce(const Reduce &node) override {
+      if (!found)
+        found = &node;
+    }
+    void visitFor(const For &) override {}
+  } finder;
+  finder.visit(body);
+  return finder.found;
+}
+
+std::expected<RowReduction, NoSplit> rowReduction(const For &loop) {
   RowReduction row;
   const StmtNode *node = skipSingletonBlocks(loop.body);
   std::set<std::string> rowNames = {loop.var};
@@ -115,24 +141,36 @@ std::optional<RowReduction> rowReduction(const For &loop) {
     rowNames.insert(row.lets.back()->var);
     node = skipSingletonBlocks(row.lets.back()->body);
   }
+  const Reduce *first = firstRowReduction(loop.body);
+  auto notFirst = std::unexpected(
+      NoSplit{first, "the row does not start with it (only lets may come before its accumulator)"});
   if (!node || node->kind != StmtNode::Kind::Allocate)
-    return std::nullopt;
+    return notFirst;
   row.cell = node->as<Allocate>();
   if (row.cell->buffer->memory != MemorySpace::Register || !row.cell->buffer->shape.empty())
-    return std::nullopt;
+    return notFirst;
   const auto *block = row.cell->body->as<Block>();
   if (!block || block->stmts.size() < 2)
-    return std::nullopt;
+    return notFirst;
   row.init = block->stmts[0];
   row.reduce = block->stmts[1]->as<Reduce>();
   const auto *init = row.init->as<Store>();
   if (!init || init->buffer != row.cell->buffer || !row.reduce ||
-      row.reduce->accumulator != row.cell->buffer || !row.reduce->indices.empty() ||
-      row.reduce->loops.size() != 1 || row.reduce->op.kind == ReduceOperator::Kind::User)
-    return std::nullopt;
+      row.reduce->accumulator != row.cell->buffer || !row.reduce->indices.empty())
+    return notFirst;
+  if (row.reduce->loops.size() != 1)
+    return std::unexpected(NoSplit{row.reduce, "it reduces over " +
+                                                   std::to_string(row.reduce->loops.size()) +
+                                                   " loops; only a reduction over one is split"});
+  if (row.reduce->op.kind == ReduceOperator::Kind::User)
+    return std::unexpected(
+        NoSplit{row.reduce, "its operator '" + row.reduce->op.userName +
+                                "' is a user's; only builtin operators' partials are split"});
   const Reduce::Loop &range = row.reduce->loops.front();
   if (usesAnyVar(range.min, rowNames) || usesAnyVar(range.extent, rowNames))
-    return std::nullopt;
+    return std::unexpected(NoSplit{row.reduce, "its range depends on the row (" + loop.var +
+                                                   "); only a range the same for every row is "
+                                                   "split"});
   row.rest.assign(block->stmts.begin() + 2, block->stmts.end());
   return row;
 }
@@ -219,16 +257,33 @@ Stmt split(const For &loop, const Stmt &original, const RowReduction &row,
 
 class SplitRows : public IRMutator {
 public:
-  explicit SplitRows(PipelineTarget target) : target_(target) {}
+  SplitRows(PipelineTarget target, const RemarkReporter &remarks)
+      : target_(target), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::Parallel)
       return IRMutator::visitFor(node, self);
     // Only the outermost parfor is a kernel's grid; the nests inside stay.
-    if (std::optional<RowReduction> row = rowReduction(node))
-      return split(node, self, *row, sizing(self));
-    return self;
+    std::expected<RowReduction, NoSplit> row = rowReduction(node);
+    if (!row) {
+      if (row.error().reduce)
+        remarks_.declined(row.error().reduce->source, "the rows of " +
+                                                          remarks_.programName(node.var) +
+                                                          " are not split: " + row.error().why);
+      return self;
+    }
+    PartSizing parts = sizing(self);
+    if (remarks_.enabled()) {
+      std::string length = toString(row->reduce->loops.front().extent);
+      remarks_.applied(row->reduce->source,
+                       "a second version splits each row of " + remarks_.programName(node.var) +
+                           " into parts (" + (parts.partSlowest ? "threads" : "blocks") +
+                           "), which the host picks when min(" + std::to_string(parts.targetPairs) +
+                           " / " + toString(node.extent) + ", " + length + " / " +
+                           std::to_string(parts.minPart) + ") is 2 or more");
+    }
+    return split(node, self, *row, parts);
   }
 
 private:
@@ -239,12 +294,14 @@ private:
   }
 
   PipelineTarget target_;
+  const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-ir::Function splitReductions(ir::Function function, PipelineTarget target) {
-  function.body = SplitRows(target).mutate(function.body);
+ir::Function splitReductions(ir::Function function, PipelineTarget target,
+                             const RemarkReporter &remarks) {
+  function.body = SplitRows(target, remarks).mutate(function.body);
   return function;
 }
 

@@ -86,6 +86,24 @@ int64_t saturatingProduct(const std::vector<int64_t> &factors, int64_t first = 1
   return product;
 }
 
+// "4 KiB", "4.5 KiB": the shared memory a remark quotes.
+std::string kibibytes(int64_t bytes) {
+  int64_t tenths = (bytes * 10 + 1023) / 1024;
+  return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "") +
+         " KiB";
+}
+
+// How many times each of `elements` is read by `reads`, with one decimal
+// when that is not whole: "once", "4 times", "4.4 times".
+std::string timesRead(int64_t reads, int64_t elements) {
+  auto tenths = static_cast<int64_t>(static_cast<double>(reads) * 10 /
+                                     static_cast<double>(std::max<int64_t>(elements, 1)));
+  if (tenths == 10)
+    return "once";
+  return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "") +
+         " times";
+}
+
 // A load of a global array with the range of each of its indices.
 struct RangedLoad {
   const Load *load;
@@ -118,6 +136,7 @@ public:
       : scope_(scope), written_(written), count_(threads) {}
 
   std::vector<RangedLoad> loads;
+  std::vector<const Load *> loadsOfWrittenArrays; // never staged: the kernel writes them
 
 protected:
   void visitFor(const For &node) override {
@@ -149,9 +168,12 @@ protected:
 
   void visitLoad(const Load &node) override {
     IRVisitor::visitLoad(node);
-    if (node.buffer->memory != MemorySpace::Global || node.indices.empty() ||
-        written_.contains(node.buffer.get()))
+    if (node.buffer->memory != MemorySpace::Global || node.indices.empty())
       return;
+    if (written_.contains(node.buffer.get())) {
+      loadsOfWrittenArrays.push_back(&node);
+      return;
+    }
     RangedLoad ranged{&node, {}, count_};
     for (const Expr &index : node.indices) {
       std::optional<IndexRange> range = scope_.rangeOf(index);
@@ -267,9 +289,9 @@ class NestStager {
 public:
   NestStager(const std::vector<const For *> &threads, const std::set<const BufferInfo *> &written,
              std::set<const Load *> columnReads, const PassParameters &parameters,
-             std::set<std::string> &sharedNames)
+             const RemarkReporter &remarks, std::set<std::string> &sharedNames)
       : written_(written), columnReads_(std::move(columnReads)), parameters_(parameters),
-        sharedNames_(sharedNames) {
+        remarks_(remarks), sharedNames_(sharedNames) {
     for (const For *thread : threads) {
       int64_t extent = thread->extent->as<IntImm>()->value;
       IndexRange range;
@@ -301,7 +323,58 @@ public:
   }
   const std::vector<Buffer> &sharedBuffers() const { return sharedBuffers_; }
 
+  // What the staging decided about each box it measured, in the order it
+  // first met them: staged, or why not (the first reason, from the
+  // outermost loop tried; the same box on both sides of a uniform branch
+  // counts once).
+  struct Verdict {
+    SourceRange where; // the box's first load
+    bool staged = false;
+    std::string message;
+  };
+  std::vector<Verdict> verdicts() const {
+    std::vector<Verdict> inOrder;
+    for (const VerdictKey &key : verdictOrder_)
+      inOrder.push_back(verdicts_.at(key));
+    return inOrder;
+  }
+
 private:
+  using VerdictKey = std::pair<SourceLoc, std::string>; // a load's place and array
+
+  static VerdictKey keyOf(const Load &load) { return {load.source.begin, load.buffer->name}; }
+
+  // A load a pass made (the fill of a buffer of its own, a reduction's
+  // partials) is no part of the program: nothing to say about it.
+  void noteVerdict(const Load &load, bool staged, std::string message) {
+    if (!load.source.valid() || isPassMadeName(load.buffer->nameInMessages()))
+      return;
+    VerdictKey key = keyOf(load);
+    auto [verdict, added] = verdicts_.try_emplace(key, Verdict{load.source, staged, message});
+    if (added)
+      verdictOrder_.push_back(key);
+    else if (staged && !verdict->second.staged)
+      verdict->second = Verdict{load.source, true, std::move(message)};
+  }
+
+  std::string loopName(const For &loop) const { return remarks_.programName(loop.var); }
+
+  // "32 x 36 f32": a box's extents and element type.
+  static std::string boxShape(const Footprint &footprint) {
+    std::string extents;
+    for (int64_t extent : footprint.extents())
+      extents += (extents.empty() ? "" : " x ") + std::to_string(extent);
+    return extents + " " + scalarTypeName(footprint.array->element);
+  }
+
+  // "a box of 32 x 36 f32 (4.5 KiB)", its bytes as allocated (padded).
+  std::string describeBox(const Footprint &footprint) const {
+    return "a box of " + boxShape(footprint) + " (" + kibibytes(paddedBytes(footprint)) + ")";
+  }
+
+  std::string quoted(const Footprint &footprint) const {
+    return "'" + remarks_.programName(footprint.array->nameInMessages()) + "'";
+  }
   // `stmt`, in which a loop may be staged, under `guard` (null: all threads
   // run it), `inLoop` when a loop around it repeats it.
   std::optional<Stmt> stagePath(const Stmt &stmt, const Expr &guard, bool inLoop) {
@@ -412,8 +485,16 @@ private:
   // load unit already serves once per warp), and moving along the loop (a
   // box every iteration reads whole, a thread's own row in nbody, stays in
   // the thread's registers, loaded once before the loop).
-  std::vector<Footprint> stageable(const For &loop, int64_t iterations) {
-    std::vector<Footprint> footprints = footprintsOf(loadsOf(loop.body, threadCount_ * iterations));
+  // `span` says what the boxes span in remarks ("stages of 32 iterations of
+  // k"); boxes that do not fit are kept in tooLarge_.
+  std::vector<Footprint> stageable(const For &loop, int64_t iterations, const std::string &span) {
+    LoadRanges ranged(scope_, written_, threadCount_ * iterations);
+    ranged.visit(loop.body);
+    for (const Load *load : ranged.loadsOfWrittenArrays)
+      noteVerdict(*load, false,
+                  "'" + remarks_.programName(load->buffer->nameInMessages()) +
+                      "' not staged: the kernel also writes it (only read-only arrays are staged)");
+    std::vector<Footprint> footprints = footprintsOf(ranged.loads);
     // One iteration: the loop variable a uniform term.
     scope_.unbind(loop.var);
     std::map<const Load *, RangedLoad> iteration = loadsByNode(loop.body);
@@ -423,22 +504,72 @@ private:
     for (const auto &[var, range] : threadRanges_)
       scope_.bindRange(var, range);
     std::vector<Footprint> chosen;
+    std::vector<std::string> reuse; // of each chosen box, per iteration
     int64_t bytes = sharedBytes_;
     std::vector<Buffer> reusable = reusable_;
     for (Footprint &footprint : footprints) {
       std::optional<Footprint> all = unitedBox(footprint, iteration);
       std::optional<Footprint> oneThread = unitedBox(footprint, iterationOfOneThread);
-      if (!all || !oneThread || all->loadCount / parameters_.stageMinReuse < all->elements() ||
-          oneThread->elements() == all->elements() ||
-          std::ranges::equal(all->extents(), footprint.extents()))
+      if (!all || !oneThread)
         continue;
+      if (std::optional<std::string> reason = notWorthStaging(loop, *all, *oneThread, footprint)) {
+        noteVerdict(*footprint.loads.front(), false, quoted(footprint) + " not staged: " + *reason);
+        continue;
+      }
       int64_t footprintBytes = takeReusable(footprint, reusable) ? 0 : paddedBytes(footprint);
-      if (footprintBytes > parameters_.sharedKiB * 1024 - bytes)
-        return {};
       bytes += footprintBytes;
+      reuse.push_back(timesRead(all->loadCount, all->elements()));
       chosen.push_back(std::move(footprint));
     }
+    int64_t budget = parameters_.sharedKiB * 1024;
+    if (bytes > budget) {
+      // Each box is told what all of them need.
+      std::string boxes;
+      for (size_t i = 0; i < chosen.size(); ++i)
+        boxes += std::string(i == 0                   ? ""
+                             : i + 1 == chosen.size() ? " and "
+                                                      : ", ") +
+                 quoted(chosen[i]) + " (" + boxShape(chosen[i]) + ", " +
+                 kibibytes(paddedBytes(chosen[i])) + ")";
+      std::string fit = chosen.size() == 1
+                            ? "its " + describeBox(chosen.front()).substr(2) + " does not fit"
+                            : "the boxes of " + boxes + " do not fit";
+      std::string before =
+          sharedBytes_ > 0 ? " with the " + kibibytes(sharedBytes_) + " staged before" : "";
+      tooLarge_.clear();
+      for (const Footprint &footprint : chosen)
+        tooLarge_.emplace_back(footprint.loads.front(),
+                               quoted(footprint) + " not staged: for " + span + ", " + fit +
+                                   " in shared_kib=" + std::to_string(parameters_.sharedKiB) +
+                                   before);
+      return {};
+    }
+    for (size_t i = 0; i < chosen.size(); ++i)
+      noteVerdict(*chosen[i].loads.front(), true,
+                  quoted(chosen[i]) + " staged in shared memory: " + describeBox(chosen[i]) +
+                      " for " + span + "; each element is read " + reuse[i] + " per iteration of " +
+                      loopName(loop));
     return chosen;
+  }
+
+  // Why a box read by one iteration of `loop` as `all` (one thread of it as
+  // `oneThread`), over the whole loop as `footprint`, is not worth staging
+  // (stageable's rules), if it is not.
+  std::optional<std::string> notWorthStaging(const For &loop, const Footprint &all,
+                                             const Footprint &oneThread,
+                                             const Footprint &footprint) const {
+    if (all.loadCount / parameters_.stageMinReuse < all.elements())
+      return "each element is read " + timesRead(all.loadCount, all.elements()) +
+             " per iteration of " + loopName(loop) +
+             ", fewer than stage_min_reuse=" + std::to_string(parameters_.stageMinReuse) +
+             " (the cache serves such repeats)";
+    if (oneThread.elements() == all.elements())
+      return "every thread of the block reads the same elements (a broadcast, which the load "
+             "unit serves once per warp)";
+    if (std::ranges::equal(all.extents(), footprint.extents()))
+      return "its box does not move along " + loopName(loop) +
+             " (every iteration reads all of it: it stays in registers)";
+    return std::nullopt;
   }
 
   // A transpose: the threads of a warp, consecutive along x, read down a
@@ -460,16 +591,32 @@ private:
     for (Footprint &footprint : footprints) {
       std::optional<Footprint> column = unitedBox(footprint, oneColumn);
       std::vector<int64_t> extents = footprint.extents();
-      if (!column || extents.size() < 2 ||
-          extents.back() * static_cast<int64_t>(scalarSize(footprint.array->element)) < 32)
+      if (!column || extents.size() < 2)
         continue;
       // Along x the rows change and the columns do not.
       std::vector<int64_t> columnExtents = column->extents();
       if (columnExtents.back() != extents.back() || std::ranges::equal(columnExtents, extents))
         continue;
-      int64_t footprintBytes = paddedBytes(footprint);
-      if (footprintBytes > parameters_.sharedKiB * 1024 - bytes)
+      const Load &first = *footprint.loads.front();
+      int64_t rowBytes =
+          extents.back() * static_cast<int64_t>(scalarSize(footprint.array->element));
+      if (rowBytes < 32) {
+        noteVerdict(first, false,
+                    quoted(footprint) + " read down columns, not staged: a row of its box is " +
+                        std::to_string(rowBytes) + " bytes, less than a 32-byte sector");
         continue;
+      }
+      int64_t footprintBytes = paddedBytes(footprint);
+      if (footprintBytes > parameters_.sharedKiB * 1024 - bytes) {
+        noteVerdict(first, false,
+                    quoted(footprint) +
+                        " read down columns, not staged: " + describeBox(footprint) +
+                        " does not fit in shared_kib=" + std::to_string(parameters_.sharedKiB));
+        continue;
+      }
+      noteVerdict(first, true,
+                  quoted(footprint) + " read down columns: staged in shared memory, " +
+                      describeBox(footprint) + " copied along its rows");
       bytes += footprintBytes;
       chosen.push_back(std::move(footprint));
     }
@@ -516,12 +663,25 @@ private:
     std::optional<IndexRange> first = scope_.rangeOf(loop.min);
     if (!first)
       return std::nullopt;
+    std::optional<Stmt> staged = stageLoopIfFits(loop, guard, inLoop, *first);
+    // The boxes did not fit however the loop was cut: the last cut tried
+    // (the shortest stages) says by how much.
+    if (!staged)
+      for (const auto &[load, message] : tooLarge_)
+        noteVerdict(*load, false, message);
+    tooLarge_.clear();
+    return staged;
+  }
+
+  std::optional<Stmt> stageLoopIfFits(const For &loop, const Expr &guard, bool inLoop,
+                                      const IndexRange &first) {
     // Whole, when the loop has a constant trip count and its boxes fit.
     if (const auto *trips = loop.extent->as<IntImm>(); trips && trips->value > 0) {
-      IndexRange all = *first;
+      IndexRange all = first;
       all.span = trips->value - 1;
       scope_.bindRange(loop.var, all);
-      std::vector<Footprint> footprints = stageable(loop, trips->value);
+      std::vector<Footprint> footprints =
+          stageable(loop, trips->value, "the whole loop over " + loopName(loop));
       scope_.unbind(loop.var);
       if (!footprints.empty())
         return stageWhole(loop, std::move(footprints), guard, inLoop);
@@ -547,7 +707,8 @@ private:
       lane.span = length - 1;
       scope_.bindRange(loop.var + ".lane", lane);
       scope_.bindLet(loop.var, value);
-      std::vector<Footprint> footprints = stageable(loop, length);
+      std::vector<Footprint> footprints = stageable(
+          loop, length, "stages of " + std::to_string(length) + " iterations of " + loopName(loop));
       scope_.unbind(loop.var);
       scope_.unbind(loop.var + ".lane");
       if (!footprints.empty())
@@ -813,6 +974,7 @@ private:
   const std::set<const BufferInfo *> &written_;
   const std::set<const Load *> columnReads_; // of the nest's loads
   const PassParameters &parameters_;
+  const RemarkReporter &remarks_;
   std::set<std::string> &sharedNames_;
   std::map<std::string, IndexRange> threadRanges_;
   const For *threadsByDim_[3] = {nullptr, nullptr, nullptr};
@@ -820,13 +982,18 @@ private:
   Expr linearThread_;
   int64_t sharedBytes_ = 0;
   std::vector<Buffer> sharedBuffers_;
+  std::map<VerdictKey, Verdict> verdicts_;
+  std::vector<VerdictKey> verdictOrder_;
+  // The boxes of the last cut of a loop tried that did not fit, and why.
+  std::vector<std::pair<const Load *, std::string>> tooLarge_;
   // Buffers of a side of a uniform branch, free for the side being staged.
   std::vector<Buffer> reusable_;
 };
 
 class SharedStager : public IRMutator {
 public:
-  explicit SharedStager(const PassParameters &parameters) : parameters_(parameters) {}
+  SharedStager(const PassParameters &parameters, const RemarkReporter &remarks)
+      : parameters_(parameters), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -855,8 +1022,15 @@ private:
     if (threads.empty() || cooperatesAcrossThreads(nest))
       return nest;
     std::set<const BufferInfo *> written = writtenArrays(nest);
-    NestStager stager(threads, written, loadsDownColumns(nest, threads), parameters_, sharedNames_);
+    NestStager stager(threads, written, loadsDownColumns(nest, threads), parameters_, remarks_,
+                      sharedNames_);
     std::optional<Stmt> staged = stager.stage(inner);
+    for (const NestStager::Verdict &verdict : stager.verdicts()) {
+      if (verdict.staged)
+        remarks_.applied(verdict.where, verdict.message);
+      else
+        remarks_.declined(verdict.where, verdict.message);
+    }
     if (!staged)
       return nest;
     Stmt body = *staged;
@@ -872,13 +1046,15 @@ private:
   }
 
   const PassParameters &parameters_;
+  const RemarkReporter &remarks_;
   std::set<std::string> sharedNames_;
 };
 
 } // namespace
 
-Function stageShared(Function function, const PassParameters &parameters) {
-  function.body = SharedStager(parameters).mutate(function.body);
+Function stageShared(Function function, const PassParameters &parameters,
+                     const RemarkReporter &remarks) {
+  function.body = SharedStager(parameters, remarks).mutate(function.body);
   return function;
 }
 

@@ -579,7 +579,8 @@ class RegisterTiler : public IRMutator {
 public:
   // `factor` copies along one dimension (PassParameters::registerTile), at
   // most its square per thread, so the accumulators fit in registers.
-  explicit RegisterTiler(int64_t factor) : factor_(factor) {}
+  RegisterTiler(int64_t factor, const RemarkReporter &remarks)
+      : factor_(factor), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -606,7 +607,7 @@ private:
       threads.push_back(loop);
       inner = loop->body;
     }
-    if (threads.size() < 2 || threads.size() != blocks.size())
+    if (threads.empty() || threads.size() != blocks.size())
       return nest;
     std::vector<const LetStmt *> lets;
     Stmt guarded = inner;
@@ -615,10 +616,26 @@ private:
       guarded = let->body;
     }
     const auto *guard = guarded->as<IfThenElse>();
-    if (!guard || guard->elseCase)
+    // A nest whose threads cooperate is one a pass built (a block tree, a
+    // row per block, a private histogram): not a plain mapping to tile, and
+    // no remark about it.
+    if (!guard || guard->elseCase || cooperatesAcrossThreads(guarded))
       return nest;
-    if (cooperatesAcrossThreads(guarded) || readsWhatItWrites(guarded))
+    SourceRange source = nestSource(threads);
+    // A loop-free body has no loads to share: nothing to say about it.
+    bool hasLoop = containsLoop(guard->thenCase);
+    if (threads.size() < 2) {
+      if (hasLoop)
+        remarks_.declined(source, "not tiled: 1 mapped dimension; tiles need 2 or more, so that "
+                                  "the grid keeps enough blocks");
       return nest;
+    }
+    if (const BufferInfo *array = readWrittenArray(guarded)) {
+      remarks_.declined(source, "not tiled: the nest reads '" + array->nameInMessages() +
+                                    "', which it writes (a copy past the edge, clamped, could "
+                                    "read an element another thread has written)");
+      return nest;
+    }
 
     std::vector<MappedDim> dims;
     std::set<std::string> indexVars;
@@ -642,8 +659,13 @@ private:
       return nest;
 
     countReuse(threadNest, dims);
-    if (!chooseFactors(guard->thenCase, dims))
+    if (!chooseFactors(guard->thenCase, dims)) {
+      if (hasLoop)
+        remarks_.declined(source, whyNotTiled(guard->thenCase, dims));
       return nest;
+    }
+    if (remarks_.enabled())
+      remarks_.applied(source, describeTiles(dims));
 
     Jammer edge(dims, *guard, *guardedIndices, false);
     Stmt body = edge.tile(inner);
@@ -694,13 +716,100 @@ private:
 
   // A copy past the end reads at the last index in range: harmless unless
   // the body reads a global buffer it also writes (another iteration's
-  // element, possibly written already).
-  static bool readsWhatItWrites(const Stmt &body) {
+  // element, possibly written already). That buffer, if any.
+  static const BufferInfo *readWrittenArray(const Stmt &body) {
     std::set<const BufferInfo *> loaded, stored;
-    for (const BufferAccess &access : collectAccesses(body))
-      if (access.buffer->memory == MemorySpace::Global)
-        (access.isStore ? stored : loaded).insert(access.buffer.get());
-    return std::ranges::any_of(loaded, [&](const auto *buffer) { return stored.contains(buffer); });
+    std::vector<const BufferInfo *> inOrder; // of first load, for a deterministic answer
+    for (const BufferAccess &access : collectAccesses(body)) {
+      if (access.buffer->memory != MemorySpace::Global)
+        continue;
+      if (!access.isStore && loaded.insert(access.buffer.get()).second)
+        inOrder.push_back(access.buffer.get());
+      if (access.isStore)
+        stored.insert(access.buffer.get());
+    }
+    auto written =
+        std::ranges::find_if(inOrder, [&](auto *buffer) { return stored.contains(buffer); });
+    return written == inOrder.end() ? nullptr : *written;
+  }
+
+  // Where the remarks about a nest point: its outermost loop in the source.
+  static SourceRange nestSource(const std::vector<const For *> &threads) {
+    SourceRange first = threads.front()->source;
+    for (const For *thread : threads)
+      if (thread->source.valid() && (!first.valid() || thread->source.begin < first.begin))
+        first = thread->source;
+    return first;
+  }
+
+  static bool containsLoop(const Stmt &body) {
+    class Finder : public IRVisitor {
+    public:
+      bool found = false;
+
+    protected:
+      void visitFor(const For &) override { found = true; }
+    } finder;
+    finder.visit(body);
+    return finder.found;
+  }
+
+  // The program's name of a mapped dimension (map_to_gpu's thread loop of
+  // `i` is `i.thread`), and its letter: "j (grid x)".
+  std::string dimensionName(const MappedDim &dim) const {
+    std::string var = dim.thread->var;
+    if (var.ends_with(".thread"))
+      var.resize(var.size() - std::string(".thread").size());
+    return remarks_.programName(var) + " (grid " + kDimLetters[dim.gpuDim] + ")";
+  }
+
+  // The dimensions in the order of the hardware's (x first).
+  static std::vector<const MappedDim *> byGpuDim(const std::vector<MappedDim> &dims) {
+    std::vector<const MappedDim *> sorted;
+    for (const MappedDim &dim : dims)
+      sorted.push_back(&dim);
+    std::ranges::sort(sorted, {}, &MappedDim::gpuDim);
+    return sorted;
+  }
+
+  // "4 x 4 points per thread along j (grid x) and i (grid y)", and each dimension
+  // left whole with why (chooseFactors' reasons).
+  std::string describeTiles(const std::vector<MappedDim> &dims) const {
+    std::string factors, along, whole;
+    int64_t copies = 1;
+    for (const MappedDim *dim : byGpuDim(dims)) {
+      copies *= dim->factor;
+      if (dim->factor > 1) {
+        factors += (factors.empty() ? "" : " x ") + std::to_string(dim->factor);
+        along += (along.empty() ? "" : " and ") + dimensionName(*dim);
+      }
+    }
+    for (const MappedDim *dim : byGpuDim(dims)) {
+      if (dim->factor > 1)
+        continue;
+      std::string why =
+          dim->reuse == 0 ? "no load in a loop is invariant along it"
+          : copies == factor_ * factor_
+              ? "a thread has register_tile^2 = " + std::to_string(copies) + " points already"
+              : "more copies would pass the code-size budget";
+      whole += "; not along " + dimensionName(*dim) + ": " + why;
+    }
+    return factors + " points per thread along " + along + whole;
+  }
+
+  // Why no dimension got copies: no reuse along any, register_tile=1, or a
+  // body too large to copy.
+  std::string whyNotTiled(const Stmt &body, const std::vector<MappedDim> &dims) const {
+    std::string names;
+    for (const MappedDim *dim : byGpuDim(dims))
+      names += (names.empty() ? "" : " or ") + dimensionName(*dim);
+    if (std::ranges::none_of(dims, [](const MappedDim &dim) { return dim.reuse > 0; }))
+      return "not tiled: no load in a loop of the body is invariant along " + names +
+             ", so neighbouring points share no loads";
+    if (factor_ == 1)
+      return "not tiled: register_tile=1";
+    return "not tiled: the body is too large to copy (" + std::to_string(codeSize(body)) +
+           " IR nodes; 2 copies would pass " + std::to_string(kMaxJammedNodes) + ")";
   }
 
   // Per mapped dimension, the global loads inside a loop of the body (they
@@ -809,12 +918,14 @@ private:
   }
 
   const int64_t factor_;
+  const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-Function tileRegisters(Function function, const PassParameters &parameters) {
-  function.body = RegisterTiler(parameters.registerTile).mutate(function.body);
+Function tileRegisters(Function function, const PassParameters &parameters,
+                       const RemarkReporter &remarks) {
+  function.body = RegisterTiler(parameters.registerTile, remarks).mutate(function.body);
   return function;
 }
 

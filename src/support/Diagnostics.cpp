@@ -78,6 +78,8 @@ static const char *severityName(Severity severity) {
     return "warning";
   case Severity::Note:
     return "note";
+  case Severity::Remark:
+    return "remark";
   }
   return "error";
 }

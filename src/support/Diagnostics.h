@@ -52,7 +52,8 @@ private:
   std::vector<std::unique_ptr<SourceFile>> files_;
 };
 
-enum class Severity { Error, Warning, Note };
+// Remark: what an optimization did or declined (`--remarks`).
+enum class Severity { Error, Warning, Note, Remark };
 
 struct Diagnostic {
   Severity severity;

@@ -59,6 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       passes::PipelineOptions options;
       options.target = target;
       options.choices.boundsChecks = checked;
+      // Remarks on, so what the passes work out to report is fuzzed too.
+      passes::Remarks remarks;
+      options.remarks = &remarks;
       Expected<ir::Function> function = passes::runPipeline(lowered, options);
       if (!function) {
         requireNoInternalError(function.error(), "pipeline");

@@ -38,6 +38,16 @@ bool commutes(const ReduceOperator &op) {
   return op.kind != ReduceOperator::Kind::User || op.userCommutes;
 }
 
+void warnOrderedWalk(const RemarkReporter &remarks, const Reduce &reduce) {
+  remarks.warning(reduce.source,
+                  "the operator '" + reduce.op.userName +
+                      "' does not commute, so this reduction is walked in order: each thread "
+                      "folds a contiguous chunk (neighbouring threads read far-apart elements) "
+                      "and the partials combine neighbour by neighbour; an operator symmetric "
+                      "in its operands, or a builtin one such as max, would allow a strided "
+                      "walk and a halving tree");
+}
+
 Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, const Expr &thread,
                  bool inOrder) {
   std::vector<Stmt> steps;

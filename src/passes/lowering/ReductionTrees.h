@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "passes/Remarks.h"
 
 #include <string>
 #include <utility>
@@ -26,6 +27,12 @@ ir::Stmt reductionStep(const ir::ReduceOperator &op, const ir::Expr &neutral,
 // need only be associative, so its points must combine in the order of the
 // range.
 bool commutes(const ir::ReduceOperator &op);
+
+// The warning for a reduction whose threads walk its range in order because
+// its operator does not commute (threadWalk's contiguous chunks, a tree
+// pairing neighbours), located at the redomap: a cliff the program avoids
+// with an operator symmetric in its operands or a builtin one.
+void warnOrderedWalk(const RemarkReporter &remarks, const ir::Reduce &reduce);
 
 // Combines each tile[0..kReductionThreads) into its tile[0] with its
 // operator; `thread` is the thread index (i64). Each step combines every

@@ -1,10 +1,12 @@
 // Gathering sibling reductions (see SiblingGroups.h).
 #include "passes/lowering/SiblingGroups.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "passes/analysis/ArrayUses.h"
 
 #include <algorithm>
+#include <expected>
 #include <set>
 
 namespace loopc::passes {
@@ -161,36 +163,67 @@ struct Plan {
   std::set<size_t> hoisted, moved;
 };
 
-// Whether `candidate` (a Reduce) can join `group`: same loops, no nested
-// reductions, and no member reads another's accumulator.
-bool fitsGroup(const std::vector<Stmt> &group, const Stmt &candidate) {
+// "the redomap at line 7".
+std::string redomapAt(const Reduce &reduce) {
+  return "the redomap at line " + std::to_string(reduce.source.begin.line);
+}
+
+// "0..N", "1..1 + N": a loop's range as a program writes it.
+std::string describeLoop(const Reduce::Loop &loop) {
+  const auto *min = loop.min->as<IntImm>();
+  return toString(loop.min) + ".." + (min && min->value == 0 ? "" : toString(loop.min) + " + ") +
+         toString(loop.extent);
+}
+
+// Why `candidate` (a Reduce) cannot join `group` (same loops, no nested
+// reductions, and no member reads another's accumulator); empty when it can.
+std::string whyNotInGroup(const std::vector<Stmt> &group, const Stmt &candidate) {
   const Reduce &first = *group.front()->as<Reduce>();
   const Reduce &joining = *candidate->as<Reduce>();
-  if (joining.loops.size() != first.loops.size() || group.size() >= kMaxGroup ||
-      containsReduction(joining.valueSetup))
-    return false;
+  if (joining.loops.size() != first.loops.size())
+    return "it reduces over " + std::to_string(joining.loops.size()) + " loops, " +
+           redomapAt(first) + " over " + std::to_string(first.loops.size());
+  if (group.size() >= kMaxGroup)
+    return "a group has at most " + std::to_string(kMaxGroup) + " members";
+  if (containsReduction(joining.valueSetup))
+    return "its value holds a reduction of its own";
   std::map<std::string, Expr> renames;
   for (size_t i = 0; i < first.loops.size(); ++i) {
     if (!sameExpr(substitute(joining.loops[i].min, renames), first.loops[i].min) ||
         !sameExpr(substitute(joining.loops[i].extent, renames), first.loops[i].extent))
-      return false;
+      return "its loop over " + describeLoop(joining.loops[i]) + " is not that of " +
+             redomapAt(first) + ", over " + describeLoop(first.loops[i]);
     renames[joining.loops[i].var] = makeVar(first.loops[i].min->type, first.loops[i].var);
   }
   Effects joiningEffects = effectsOf(candidate);
   for (const Stmt &memberStmt : group) {
     const Reduce &member = *memberStmt->as<Reduce>();
-    if (member.accumulator == joining.accumulator ||
-        joiningEffects.reads.contains(member.accumulator.get()) ||
-        effectsOf(memberStmt).reads.contains(joining.accumulator.get()))
-      return false;
+    if (member.accumulator == joining.accumulator)
+      return "it folds into the accumulator of " + redomapAt(member);
+    if (joiningEffects.reads.contains(member.accumulator.get()))
+      return "it reads the result of " + redomapAt(member) + ", known only after the walk";
+    if (effectsOf(memberStmt).reads.contains(joining.accumulator.get()))
+      return redomapAt(member) + " reads its result";
   }
-  return true;
+  return "";
 }
 
 // How the reduction at chain[candidate] can move up to the group, if it
 // can (see the file comment).
-std::optional<Plan> planMove(const std::vector<Item> &chain, size_t candidate,
-                             const Effects &groupEffects) {
+// What keeps the reduction from moving up past `blocker`, for a remark.
+std::string blockedBy(const Item &blocker, bool byGroup) {
+  std::string what;
+  if (const auto *let = blocker.stmt->as<LetStmt>())
+    what = "it uses '" + let->var + "', bound between them";
+  else if (const auto *allocate = blocker.stmt->as<Allocate>())
+    what = "it uses '" + allocate->buffer->nameInMessages() + "', allocated between them";
+  else
+    what = "a statement between them reads what it writes or writes what it reads";
+  return what + (byGroup ? " from the group's results" : ", which cannot move before the group");
+}
+
+std::expected<Plan, std::string> planMove(const std::vector<Item> &chain, size_t candidate,
+                                          const Effects &groupEffects) {
   Plan plan;
   Effects moving = chain[candidate].effects; // the candidate and what moves with it
   for (size_t i = candidate; i-- > 0;) {
@@ -210,13 +243,13 @@ std::optional<Plan> planMove(const std::vector<Item> &chain, size_t candidate,
       continue;
     const Effects &effects = chain[i].effects;
     if (effects.conflictsWith(groupEffects))
-      return std::nullopt;
+      return std::unexpected(blockedBy(chain[i], true));
     for (size_t j = 0; j < i; ++j) {
       if (plan.hoisted.contains(j) || (!hoisted && plan.moved.contains(j)))
         continue;
       if (chain[j].opensScope ? bindsUsed(chain[j].stmt, effects)
                               : chain[j].effects.conflictsWith(effects))
-        return std::nullopt;
+        return std::unexpected(blockedBy(chain[i], false));
     }
   }
   return plan;
@@ -224,7 +257,8 @@ std::optional<Plan> planMove(const std::vector<Item> &chain, size_t candidate,
 
 } // namespace
 
-std::optional<SiblingGroup> gatherSiblings(const std::vector<Stmt> &stmts, size_t p) {
+std::optional<SiblingGroup> gatherSiblings(const std::vector<Stmt> &stmts, size_t p,
+                                           std::vector<SiblingRefusal> *refusals) {
   auto *first = stmts[p]->as<Reduce>();
   if (!first || containsReduction(first->valueSetup))
     return std::nullopt;
@@ -233,14 +267,24 @@ std::optional<SiblingGroup> gatherSiblings(const std::vector<Stmt> &stmts, size_
   std::vector<Item> chain;
   linearize(stmts, p + 1, chain);
   SiblingGroup result;
+  // The last reason each candidate could not join for, by candidate.
+  std::map<const Reduce *, std::string> refused;
   for (bool joined = true; joined;) {
     joined = false;
     for (size_t c = 0; c < chain.size() && c < kMaxDistance; ++c) {
-      if (!chain[c].stmt->as<Reduce>() || !fitsGroup(group, chain[c].stmt))
+      const auto *candidate = chain[c].stmt->as<Reduce>();
+      if (!candidate)
         continue;
-      std::optional<Plan> plan = planMove(chain, c, groupEffects);
-      if (!plan)
+      if (std::string why = whyNotInGroup(group, chain[c].stmt); !why.empty()) {
+        refused[candidate] = why;
         continue;
+      }
+      std::expected<Plan, std::string> plan = planMove(chain, c, groupEffects);
+      if (!plan) {
+        refused[candidate] = plan.error();
+        continue;
+      }
+      refused.erase(candidate);
       std::vector<Item> rest;
       for (size_t i = 0; i < chain.size(); ++i) {
         if (plan->hoisted.contains(i))
@@ -257,6 +301,10 @@ std::optional<SiblingGroup> gatherSiblings(const std::vector<Stmt> &stmts, size_
       break;
     }
   }
+  if (refusals)
+    for (size_t c = 0; c < chain.size() && c < kMaxDistance; ++c)
+      if (const auto *candidate = chain[c].stmt->as<Reduce>(); refused.contains(candidate))
+        refusals->push_back({candidate, refused.at(candidate)});
   if (group.size() == 1)
     return std::nullopt;
   for (const Stmt &member : group)

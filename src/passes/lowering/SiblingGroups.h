@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace loopc::passes {
@@ -25,9 +26,18 @@ struct SiblingGroup {
   ir::Stmt assemble(ir::Stmt group, const std::function<ir::Stmt(const ir::Stmt &)> &each) const;
 };
 
+// A reduction after the first that did not join its group, and why.
+struct SiblingRefusal {
+  const ir::Reduce *candidate;
+  std::string why;
+};
+
 // The reduction at stmts[p] (a Reduce with no reduction nested in its
 // value) and the siblings that can join it from the statements after it,
-// entering the scope that ends the list; none when no sibling can.
-std::optional<SiblingGroup> gatherSiblings(const std::vector<ir::Stmt> &stmts, size_t p);
+// entering the scope that ends the list; none when no sibling can. With
+// `refusals`, the reductions among those statements that could not join,
+// with why.
+std::optional<SiblingGroup> gatherSiblings(const std::vector<ir::Stmt> &stmts, size_t p,
+                                           std::vector<SiblingRefusal> *refusals = nullptr);
 
 } // namespace loopc::passes
