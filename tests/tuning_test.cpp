@@ -75,3 +75,32 @@ TEST_CASE("processes storing into one tuning cache at once keep every entry, and
     ++files;
   CHECK(files == 2);
 }
+
+TEST_CASE("the tuning cache keeps every parameter, and the candidates with the model's prediction "
+          "and the measured time") {
+  TempDir dir;
+  std::string cache = dir.at("tuning.json");
+  driver::TunedChoice choice;
+  REQUIRE(passes::setPassParameter(choice.choices.parameters, "copies_in_flight=8"));
+  REQUIRE(passes::setPassParameter(choice.choices.parameters, "register_tile=8"));
+  choice.medianMs = 0.5;
+  choice.candidates = {{"the defaults", 0.97, 0.76},
+                       {"copies_in_flight=8", 0.52, 0.41},
+                       {"register_tile=1", 2.4, std::nullopt}};
+  REQUIRE(driver::storeTunedChoice(cache, keyFor(0, 0), "k.loop", choice));
+  std::ifstream in(cache);
+  nlohmann::json entry = nlohmann::json::parse(in)["entries"][0];
+  CHECK(entry["parameters"]["copies_in_flight"] == 8);
+  CHECK(entry["parameters"]["stage_min_reuse"] == 16);
+  REQUIRE(entry["candidates"].size() == 3);
+  CHECK(entry["candidates"][1]["choices"] == "copies_in_flight=8");
+  CHECK(entry["candidates"][1]["predicted_ms"] == 0.52);
+  CHECK(entry["candidates"][1]["measured_ms"] == 0.41);
+  // Ruled out by the model: predicted, never measured.
+  CHECK(entry["candidates"][2]["measured_ms"].is_null());
+  auto found = driver::findTunedChoice(cache, keyFor(0, 0));
+  REQUIRE(found);
+  REQUIRE(*found);
+  CHECK((*found)->choices.parameters.copiesInFlight == 8);
+  CHECK((*found)->choices.parameters.registerTile == 8);
+}

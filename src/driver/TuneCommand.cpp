@@ -3,6 +3,7 @@
 
 #include "driver/Cli.h"
 #include "driver/Engines.h"
+#include "driver/PerfReport.h"
 #include "driver/RunCommand.h"
 #include "driver/Session.h"
 #include "driver/Tuning.h"
@@ -45,6 +46,11 @@ using Point = std::map<std::string, std::string>; // dimension -> value
 // the run-to-run noise of a busy machine.
 constexpr double kSignificant = 0.05;
 
+// On a GPU the performance model knows, a candidate predicted this many
+// times slower than the best so far is not timed: the model ranks a
+// kernel's variants well (docs/perf.md) but its times may be off by up to 2x.
+constexpr double kPrunedAbove = 1.5;
+
 Expected<passes::PassChoices> choicesAt(const Point &point) {
   passes::PassChoices choices;
   for (const auto &[name, value] : point) {
@@ -62,46 +68,67 @@ public:
   Search(const TuneOptions &options, PreparedRun &run, passes::PipelineTarget target)
       : options_(options), run_(run), target_(target), inputs_(run.args),
         compare_(compareOptionsFor(*run.kernel, run.args)),
-        lowered_(ir::lowerKernel(*run.session->program, *run.kernel)) {}
+        lowered_(ir::lowerKernel(*run.session->program, *run.kernel)),
+        model_(target == passes::PipelineTarget::Gpu
+                   ? perf::gpuDeviceForDriverName(run.engine->device())
+                   : nullptr) {}
 
   Status tune() {
     if (Status usable = checkTuningCache(tuningCachePath(options_.target.tuningCache)); !usable)
       return usable;
     Point point = defaults();
     visited_.insert(point);
-    auto first = measure(point);
+    auto defaultPrediction = predict(point);
+    if (!defaultPrediction)
+      return std::unexpected(defaultPrediction.error());
+    auto first = measure(point, *defaultPrediction);
     if (!first)
       return std::unexpected(first.error());
     if (!*first)
       return makeError("the defaults could not be timed");
     double best = **first, defaultSeconds = best;
+    std::optional<double> bestPrediction = *defaultPrediction;
     std::vector<Dimension> dimensions = searchSpace();
     for (int round = 0; round < 3; ++round) {
       bool changed = false;
-      for (const Dimension &dimension : dimensions)
+      for (const Dimension &dimension : dimensions) {
+        // The dimension's other values, fastest predicted first.
+        std::vector<std::pair<Point, std::optional<double>>> candidates;
         for (const std::string &value : dimension.values) {
-          if (point[dimension.name] == value)
-            continue;
           Point candidate = point;
           candidate[dimension.name] = value;
-          if (!visited_.insert(candidate).second)
+          if (point[dimension.name] == value || !visited_.insert(candidate).second)
             continue;
-          auto seconds = measure(candidate);
+          auto predicted = predict(candidate);
+          if (!predicted)
+            return std::unexpected(predicted.error());
+          candidates.emplace_back(candidate, *predicted);
+        }
+        std::ranges::stable_sort(
+            candidates, {}, [](const auto &candidate) { return candidate.second.value_or(0); });
+        for (const auto &[candidate, predicted] : candidates) {
+          if (predicted && bestPrediction && *predicted > *bestPrediction * kPrunedAbove) {
+            skip(candidate, *predicted, *bestPrediction);
+            continue;
+          }
+          auto seconds = measure(candidate, predicted);
           if (!seconds)
             return std::unexpected(seconds.error());
           if (*seconds && **seconds < best * (1 - kSignificant)) {
             best = **seconds;
+            bestPrediction = predicted;
             point = candidate;
             changed = true;
           }
         }
+      }
       if (!changed)
         break;
     }
     auto choices = choicesAt(point);
     if (!choices)
       return std::unexpected(choices.error());
-    TunedChoice tuned{*choices, best * 1e3, defaultSeconds * 1e3, ""};
+    TunedChoice tuned{*choices, best * 1e3, defaultSeconds * 1e3, "", candidates_};
     std::string path = tuningCachePath(options_.target.tuningCache);
     TuningKey key = tuningKey(run_.session->sources, *run_.kernel, inputs_, device_);
     if (Status stored = storeTunedChoice(path, key, options_.target.file, tuned); !stored)
@@ -134,9 +161,33 @@ private:
     return dimensions;
   }
 
+  // What the performance model predicts for the candidate, in seconds; none
+  // off a GPU it knows.
+  Expected<std::optional<double>> predict(const Point &point) const {
+    if (!model_)
+      return std::nullopt;
+    auto choices = choicesAt(point);
+    if (!choices)
+      return std::unexpected(choices.error());
+    auto prediction = predictGpuRun(*run_.session->program, *run_.kernel, *choices,
+                                    integerValues(*run_.kernel, inputs_), *model_);
+    if (!prediction)
+      return std::unexpected(prediction.error());
+    return prediction->seconds;
+  }
+
+  // A candidate the model rules out.
+  void skip(const Point &point, double predicted, double bestPredicted) {
+    std::string label = describeChoices(*choicesAt(point));
+    std::cout << "  " << label << ": predicted " << formatMilliseconds(predicted)
+              << " ms, more than " << kPrunedAbove << "x the best's "
+              << formatMilliseconds(bestPredicted) << " ms: not timed\n";
+    candidates_.push_back({label, predicted * 1e3, std::nullopt});
+  }
+
   // The candidate's median time in seconds; none when it compiles to code
   // already timed or disagrees with the defaults.
-  Expected<std::optional<double>> measure(const Point &point) {
+  Expected<std::optional<double>> measure(const Point &point, std::optional<double> predicted) {
     auto choices = choicesAt(point);
     if (!choices)
       return std::unexpected(choices.error());
@@ -169,7 +220,12 @@ private:
       return std::nullopt;
     }
     double median = medianOf(*times);
-    std::cout << "  " << label << ": " << formatMilliseconds(median) << " ms\n";
+    std::cout << "  " << label << ": " << formatMilliseconds(median) << " ms";
+    if (predicted) {
+      std::cout << " (predicted " << formatMilliseconds(*predicted) << " ms)";
+      candidates_.push_back({label, *predicted * 1e3, median * 1e3});
+    }
+    std::cout << "\n";
     return median;
   }
 
@@ -208,6 +264,8 @@ private:
   std::map<std::string, std::string> timedCode_; // printed IR -> the candidate that had it
   std::set<Point> visited_;
   std::string device_;
+  const perf::GpuDevice *model_; // the GPU's performance model; null: none
+  std::vector<TunedChoice::Candidate> candidates_;
 };
 
 int runTune(const TuneOptions &options) {

@@ -150,6 +150,18 @@ Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path,
 
 namespace {
 
+nlohmann::json candidatesJson(const std::vector<TunedChoice::Candidate> &candidates) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const TunedChoice::Candidate &candidate : candidates) {
+    nlohmann::json entry = {{"choices", candidate.choices},
+                            {"predicted_ms", candidate.predictedMs}};
+    entry["measured_ms"] =
+        candidate.measuredMs ? nlohmann::json(*candidate.measuredMs) : nlohmann::json(nullptr);
+    list.push_back(entry);
+  }
+  return list;
+}
+
 // An exclusive advisory lock (flock) on `<cache>.lock`, held while it lives:
 // tunes running at once each re-read the cache under it, add their entry and
 // write it back, so none loses another's entry.
@@ -241,6 +253,7 @@ Status storeTunedChoice(const std::string &path, const TuningKey &key, const std
                   {"device", key.device},
                   {"skipped", choice.choices.skipped},
                   {"parameters", parameters},
+                  {"candidates", candidatesJson(choice.candidates)},
                   {"median_ms", choice.medianMs},
                   {"default_ms", choice.defaultMs},
                   {"date", choice.date.empty() ? today() : choice.date}});

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace loopc::driver {
 
@@ -41,6 +42,15 @@ struct TunedChoice {
   double medianMs = 0;  // the choice's time when it was tuned
   double defaultMs = 0; // the defaults' time in the same search
   std::string date;     // YYYY-MM-DD
+  // Every candidate the search looked at on a GPU the performance model
+  // knows: its choices, what the model predicted, and what was measured
+  // (none when the prediction ruled it out); kept to calibrate the model.
+  struct Candidate {
+    std::string choices;
+    double predictedMs = 0;
+    std::optional<double> measuredMs;
+  };
+  std::vector<Candidate> candidates;
 };
 
 // The choice kept for `key` in the cache at `path`; none when the file or the
