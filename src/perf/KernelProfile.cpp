@@ -719,54 +719,27 @@ private:
     return readsMemory(binary) ? 1 : 0;
   }
 
-  static void collectLoads(const ExprNode &expr, std::vector<const ir::Load *> &loads) {
-    switch (expr.kind) {
-    case ExprNode::Kind::Load:
-      loads.push_back(expr.as<ir::Load>());
-      for (const Expr &index : expr.as<ir::Load>()->indices)
-        collectLoads(*index, loads);
-      return;
-    case ExprNode::Kind::Unary:
-      return collectLoads(*expr.as<Unary>()->operand, loads);
-    case ExprNode::Kind::Binary:
-      collectLoads(*expr.as<Binary>()->lhs, loads);
-      return collectLoads(*expr.as<Binary>()->rhs, loads);
-    case ExprNode::Kind::Select:
-      collectLoads(*expr.as<ir::Select>()->cond, loads);
-      collectLoads(*expr.as<ir::Select>()->thenValue, loads);
-      return collectLoads(*expr.as<ir::Select>()->elseValue, loads);
-    case ExprNode::Kind::Cast:
-      return collectLoads(*expr.as<Cast>()->operand, loads);
-    case ExprNode::Kind::Call:
-      for (const Expr &arg : expr.as<ir::Call>()->args)
-        collectLoads(*arg, loads);
-      return;
-    default:
-      return;
-    }
+  // The loads in `expr`, in order.
+  static std::vector<const ir::Load *> loadsIn(const ExprNode &expr) {
+    class Collector : public IRVisitor {
+    public:
+      std::vector<const ir::Load *> loads;
+
+    protected:
+      void visitLoad(const ir::Load &node) override {
+        loads.push_back(&node);
+        IRVisitor::visitLoad(node);
+      }
+    } collector;
+    collector.visit(Expr(Expr(), &expr));
+    return collector.loads;
   }
 
+  // Whether `expr` reads an array (a register scalar is no memory).
   static bool readsMemory(const ExprNode &expr) {
-    switch (expr.kind) {
-    case ExprNode::Kind::Load:
-      return expr.as<ir::Load>()->buffer->memory != MemorySpace::Register ||
-             !expr.as<ir::Load>()->buffer->shape.empty();
-    case ExprNode::Kind::Unary:
-      return readsMemory(*expr.as<Unary>()->operand);
-    case ExprNode::Kind::Binary:
-      return readsMemory(*expr.as<Binary>()->lhs) || readsMemory(*expr.as<Binary>()->rhs);
-    case ExprNode::Kind::Select:
-      return readsMemory(*expr.as<ir::Select>()->cond) ||
-             readsMemory(*expr.as<ir::Select>()->thenValue) ||
-             readsMemory(*expr.as<ir::Select>()->elseValue);
-    case ExprNode::Kind::Cast:
-      return readsMemory(*expr.as<Cast>()->operand);
-    case ExprNode::Kind::Call:
-      return std::ranges::any_of(expr.as<ir::Call>()->args,
-                                 [](const Expr &arg) { return readsMemory(*arg); });
-    default:
-      return false;
-    }
+    return std::ranges::any_of(loadsIn(expr), [](const ir::Load *load) {
+      return load->buffer->memory != MemorySpace::Register || !load->buffer->shape.empty();
+    });
   }
 
   // ------------------------------------------------------------ accesses ---
@@ -1043,10 +1016,8 @@ private:
   // their trip counts; loops it kept make their own.
   int64_t globalLoadsPerIteration(const StmtNode &body) const {
     int64_t loads = 0;
-    std::function<void(const ExprNode &)> inExpr = [&](const ExprNode &expr) {
-      std::vector<const ir::Load *> found;
-      collectLoads(expr, found);
-      for (const ir::Load *load : found)
+    auto inExpr = [&](const ExprNode &expr) {
+      for (const ir::Load *load : loadsIn(expr))
         loads += load->buffer->memory == MemorySpace::Global ? 1 : 0;
     };
     std::function<void(const StmtNode &, int64_t)> visit = [&](const StmtNode &stmt,
@@ -1156,44 +1127,23 @@ private:
 
   // Whether a loop inside `body` has bounds that use `var`.
   static bool boundsMoveWith(const StmtNode &body, const std::string &var) {
-    std::function<bool(const ExprNode &)> uses = [&](const ExprNode &expr) -> bool {
-      switch (expr.kind) {
-      case ExprNode::Kind::Var:
-        return expr.as<Var>()->name == var;
-      case ExprNode::Kind::Unary:
-        return uses(*expr.as<Unary>()->operand);
-      case ExprNode::Kind::Binary:
-        return uses(*expr.as<Binary>()->lhs) || uses(*expr.as<Binary>()->rhs);
-      case ExprNode::Kind::Select:
-        return uses(*expr.as<ir::Select>()->cond) || uses(*expr.as<ir::Select>()->thenValue) ||
-               uses(*expr.as<ir::Select>()->elseValue);
-      case ExprNode::Kind::Cast:
-        return uses(*expr.as<Cast>()->operand);
-      default:
-        return false;
+    class Finder : public IRVisitor {
+    public:
+      explicit Finder(const std::string &var) : var_({var}) {}
+      bool found = false;
+
+    protected:
+      bool finished() const override { return found; }
+      void visitFor(const ir::For &node) override {
+        found |= usesAnyVar(node.min, var_) || usesAnyVar(node.extent, var_);
+        IRVisitor::visitFor(node);
       }
-    };
-    std::function<bool(const StmtNode &)> walkStmt = [&](const StmtNode &stmt) -> bool {
-      switch (stmt.kind) {
-      case StmtNode::Kind::For: {
-        auto &loop = *stmt.as<ir::For>();
-        return uses(*loop.min) || uses(*loop.extent) || walkStmt(*loop.body);
-      }
-      case StmtNode::Kind::Block:
-        return std::ranges::any_of(stmt.as<ir::Block>()->stmts,
-                                   [&](const Stmt &child) { return walkStmt(*child); });
-      case StmtNode::Kind::LetStmt:
-        return walkStmt(*stmt.as<LetStmt>()->body);
-      case StmtNode::Kind::IfThenElse:
-        return walkStmt(*stmt.as<IfThenElse>()->thenCase) ||
-               (stmt.as<IfThenElse>()->elseCase && walkStmt(*stmt.as<IfThenElse>()->elseCase));
-      case StmtNode::Kind::Allocate:
-        return walkStmt(*stmt.as<ir::Allocate>()->body);
-      default:
-        return false;
-      }
-    };
-    return walkStmt(body);
+
+    private:
+      std::set<std::string> var_;
+    } finder(var);
+    finder.visit(Stmt(Stmt(), &body));
+    return finder.found;
   }
 
   void computeCompulsoryBytes(KernelProfile &result) const {
