@@ -18,6 +18,20 @@ namespace {
 
 std::string workerName(const std::string &kernel) { return "loopc.kernel." + kernel; }
 
+// A kernel's loopc_cpu_kernel_cost (loopc/generated.h: two i64, zero until
+// measured), shared by every launch of it.
+llvm::GlobalVariable *kernelCost(LlvmEmitter &emitter, const ir::Launch &launch) {
+  std::string name = workerName(launch.kernel) + ".cost";
+  if (llvm::GlobalVariable *cost = emitter.module().getGlobalVariable(name, true))
+    return cost;
+  auto *type = llvm::ArrayType::get(llvm::Type::getInt64Ty(emitter.context()), 2);
+  auto *cost = new llvm::GlobalVariable(emitter.module(), type, /*isConstant=*/false,
+                                        llvm::GlobalValue::InternalLinkage,
+                                        llvm::ConstantAggregateZero::get(type), name);
+  cost->setAlignment(llvm::Align(8));
+  return cost;
+}
+
 llvm::FunctionType *workerType(llvm::LLVMContext &context) {
   auto *ptr = llvm::PointerType::getUnqual(context);
   auto *i64 = llvm::Type::getInt64Ty(context);
@@ -144,8 +158,10 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
   auto *ptr = builder.getPtrTy();
   llvm::FunctionCallee parallelFor = emitter.module().getOrInsertFunction(
       "loopc_cpu_parallel_for",
-      llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty()}, false));
-  builder.CreateCall(parallelFor, {worker, buffers, scalars, unitCount});
+      llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty(), ptr},
+                              false));
+  builder.CreateCall(parallelFor,
+                     {worker, buffers, scalars, unitCount, kernelCost(emitter, launch)});
 }
 
 namespace {
