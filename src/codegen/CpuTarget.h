@@ -12,7 +12,8 @@
 // Within a block, the GpuThread nest runs as loops over the threads, split at
 // barriers and moved inside sequential loops (CpuThreadNest.h). Shared
 // buffers are per-block stack storage, Register buffers allocas, Global
-// temporaries heap memory.
+// temporaries the host code's stack up to kStackScratchBytes (CpuScratch.h),
+// else heap memory.
 // The device error record (DeviceErrors.h) is the module's global [3 x i64]
 // `loopc_device_error`.
 #pragma once
