@@ -1448,19 +1448,22 @@ kernel phases(x: in f32[N], y: out f32[N]) {
 
 TEST_CASE("reductions inside serial loops, over ranges below and above a loop's size") {
   // The ranges grow past the size under which the CPU folds them in the
-  // host code; nussinov-like maxima of column sums inside two loops; a
+  // host code (float minima and maxima in vector lanes there, NaN among
+  // the values); nussinov-like maxima of column sums inside two loops; a
   // user's operator that does not commute, in order either way; a 2-D range
   // (rectangular: its points counted) and a triangular one (always a tree).
   checkSource(R"(
 assoc fn last_positive(a: f32, b: f32) -> f32 { return b > 0.0 ? b : a; }
 
 kernel growing(steps: i32, x: in f32[N], y: in f32[N], s: out f32[steps], m: out f32[steps],
-               p: out f32[steps]) {
+               p: out f32[steps], r: out f32[steps], lo: out f64[steps]) {
   for t in 0..steps {
     let n = N / i64(steps) * i64(t + 1);
     s[t] = redomap(+, 0.0, i in 0..n) x[i] * y[i];
     m[t] = redomap(max, -inf, i in 0..n) x[i] - y[i];
     p[t] = redomap(last_positive, 0.0, i in 0..n) x[i];
+    r[t] = redomap(max, -inf, i in 0..n) sqrt(x[i]) - 2.0; // NaN for x < 0: skipped
+    lo[t] = redomap(min, inf, i in 0..n) f64(y[i]) * 0.5;
   }
 }
 kernel cells(A: in i32[R][C], best: out i32[R][R]) {
