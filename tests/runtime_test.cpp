@@ -403,7 +403,7 @@ bool poolRunsEveryBlock() {
   std::vector<int64_t> counts(1000, 0);
   void *buffers[] = {counts.data()};
   loopc_cpu_call_lock();
-  loopc_cpu_parallel_for(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
+  loopc_cpu_launch(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
   loopc_cpu_call_unlock();
   return counts == std::vector<int64_t>(counts.size(), 1);
 }
@@ -437,7 +437,7 @@ template <typename Body> void launch(int64_t units, loopc_cpu_kernel_cost *cost,
     for (int64_t unit = begin; unit < end; ++unit)
       body(unit);
   };
-  loopc_cpu_parallel_for(kernel, buffers, nullptr, units, cost);
+  loopc_cpu_launch(kernel, buffers, nullptr, units, cost);
 }
 
 void spinFor(std::chrono::microseconds duration) {
@@ -473,7 +473,7 @@ struct NeedsTwoThreads {
 bool launchRunsEveryBlock() {
   std::vector<int64_t> counts(1000, 0);
   void *buffers[] = {counts.data()};
-  loopc_cpu_parallel_for(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
+  loopc_cpu_launch(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
   return counts == std::vector<int64_t>(counts.size(), 1);
 }
 
@@ -559,7 +559,7 @@ TEST_CASE("launches from several threads at once each run every unit once") {
         void *buffers[] = {counts[t].data()};
         // Shared, measured, and sizes that run alone once measured.
         int64_t units = i % 3 == 0 ? 1000 : 1 + i % 200;
-        loopc_cpu_parallel_for(countBlocks, buffers, nullptr, units, i % 2 ? &cost : nullptr);
+        loopc_cpu_launch(countBlocks, buffers, nullptr, units, i % 2 ? &cost : nullptr);
       }
     });
   for (std::thread &thread : threads)

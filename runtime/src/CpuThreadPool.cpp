@@ -319,8 +319,8 @@ ThreadPool &pool() {
 
 } // namespace
 
-void loopc_cpu_parallel_for(loopc_cpu_kernel kernel, void **buffers, void *scalars,
-                            int64_t unit_count, loopc_cpu_kernel_cost *cost) {
+void loopc_cpu_launch(loopc_cpu_kernel kernel, void **buffers, void *scalars, int64_t unit_count,
+                      loopc_cpu_kernel_cost *cost) {
   if (unit_count <= 0)
     return;
   if (unit_count == 1) {

@@ -162,7 +162,7 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
   }
   auto *ptr = builder.getPtrTy();
   llvm::FunctionCallee parallelFor = emitter.module().getOrInsertFunction(
-      "loopc_cpu_parallel_for",
+      "loopc_cpu_launch",
       llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty(), ptr},
                               false));
   builder.CreateCall(parallelFor,

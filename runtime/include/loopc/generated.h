@@ -34,11 +34,13 @@ typedef struct loopc_cpu_kernel_cost {
  * and returns when all are done. A launch that `cost` (when not NULL)
  * predicts to be shorter than handing work to other threads runs in the
  * calling thread alone; each launch updates `cost`. Calls from several
- * threads share the pool one after another. */
-void loopc_cpu_parallel_for(loopc_cpu_kernel kernel, void **buffers, void *scalars,
-                            int64_t unit_count, loopc_cpu_kernel_cost *cost);
+ * threads share the pool one after another. (Not named as the earlier
+ * loopc_cpu_parallel_for, which took no `cost`: an object generated for
+ * that one fails to link here rather than run.) */
+void loopc_cpu_launch(loopc_cpu_kernel kernel, void **buffers, void *scalars, int64_t unit_count,
+                      loopc_cpu_kernel_cost *cost);
 
-/* The number of threads loopc_cpu_parallel_for uses. */
+/* The number of threads loopc_cpu_launch uses. */
 unsigned loopc_cpu_worker_count(void);
 
 /* A generated function holds this lock for its whole call: its device error
