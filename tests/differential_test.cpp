@@ -224,9 +224,14 @@ DIFFERENTIAL_CASE("stdlib/stencil.loop", "N=0 H=0 W=0 D=0 steps=2", "N=1 H=1 W=1
                   "N=33 H=33 W=33 D=33 steps=3", "N=100 H=100 W=100 D=20 steps=2",
                   "N=33 H=7 W=33 D=5 steps=1")
 
-TEST_CASE("every sample and stdlib file has a differential case") {
+DIFFERENTIAL_CASE("bench/cpu/launch.loop", "N=0 steps=2", "N=1 steps=0", "N=1 steps=1",
+                  "N=64 steps=300", "N=4000 steps=20", "N=1000000 steps=2")
+DIFFERENTIAL_CASE("bench/cpu/durbin.loop", "N=0", "N=1", "N=2", "N=33", "N=1000")
+DIFFERENTIAL_CASE("bench/cpu/nussinov.loop", "N=0", "N=1", "N=2", "N=33", "N=150")
+
+TEST_CASE("every sample, stdlib and CPU benchmark file has a differential case") {
   std::set<std::string> onDisk;
-  for (const char *dir : {"samples", "stdlib"})
+  for (const char *dir : {"samples", "stdlib", "bench/cpu"})
     for (const auto &entry : std::filesystem::directory_iterator(test::sourcePath(dir)))
       if (entry.path().extension() == ".loop")
         onDisk.insert(std::string(dir) + "/" + entry.path().filename().string());
@@ -1389,4 +1394,106 @@ kernel caller(x: in f32[N], y: out f32[N], z: out f32[N]) {
     CHECK(called[name].getAsDouble(6) == edge);
   }
   checkSource(source, {"N=0", "N=1", "N=2", "N=33"});
+}
+
+// The CPU engine runs a launch measured to be short in the calling thread and
+// the others on its thread pool (runtime/src/CpuThreadPool.cpp), so the same
+// kernel's launches change hands as their sizes change; and it runs a
+// whole-array reduction of few points as a loop in the host code, of more as
+// a tree of two kernels.
+
+TEST_CASE("host loops of 0, 1 and many steps around parfors of 0, 1 and 10^6 points") {
+  checkSource(R"(
+kernel steps(steps: i32, x: inout f32[N], y: inout f32[N]) {
+  for t in 0..steps {
+    parfor i in 0..N {
+      y[i] = x[i] * 0.5 + f32(t);
+    }
+    parfor i in 0..N {
+      x[i] = y[i] - x[i];
+    }
+  }
+}
+)",
+              {"N=0 steps=0", "N=0 steps=3", "N=1 steps=0", "N=1 steps=1", "N=1 steps=300",
+               "N=257 steps=300", "N=1000000 steps=0", "N=1000000 steps=1", "N=1000000 steps=3"});
+}
+
+TEST_CASE("launches of one kernel alternately short and long, and a short one feeding a long one") {
+  // Each launch reads what the one before wrote, whichever thread ran it.
+  checkSource(R"(
+kernel alternating(steps: i32, x: inout f32[N], y: inout f32[N]) {
+  for t in 0..steps {
+    let n = t % 3 == 2 ? N : min(N, 64);
+    parfor i in 0..n {
+      y[i] = x[(i + 1) % n] * 0.75 + f32(t);
+    }
+    parfor i in 0..n {
+      x[i] = y[i];
+    }
+  }
+}
+kernel phases(x: in f32[N], y: out f32[N]) {
+  var head: f32[64];
+  parfor i in 0..min(N, 64) {
+    head[i] = x[i] * 2.0;
+  }
+  parfor i in 0..N {
+    y[i] = x[i] + head[i % 64];
+  }
+}
+)",
+              {"N=1 steps=4", "N=65 steps=9", "N=100000 steps=30", "N=1000000 steps=6"});
+}
+
+TEST_CASE("reductions inside serial loops, over ranges below and above a loop's size") {
+  // The ranges grow past the size under which the CPU folds them in the
+  // host code (float minima and maxima in vector lanes there, NaN among
+  // the values); nussinov-like maxima of column sums inside two loops; a
+  // user's operator that does not commute, in order either way; a 2-D range
+  // (rectangular: its points counted) and a triangular one (always a tree).
+  checkSource(R"(
+assoc fn last_positive(a: f32, b: f32) -> f32 { return b > 0.0 ? b : a; }
+
+kernel growing(steps: i32, x: in f32[N], y: in f32[N], s: out f32[steps], m: out f32[steps],
+               p: out f32[steps], r: out f32[steps], lo: out f64[steps]) {
+  for t in 0..steps {
+    let n = N / i64(steps) * i64(t + 1);
+    s[t] = redomap(+, 0.0, i in 0..n) x[i] * y[i];
+    m[t] = redomap(max, -inf, i in 0..n) x[i] - y[i];
+    p[t] = redomap(last_positive, 0.0, i in 0..n) x[i];
+    r[t] = redomap(max, -inf, i in 0..n) sqrt(x[i]) - 2.0; // NaN for x < 0: skipped
+    lo[t] = redomap(min, inf, i in 0..n) f64(y[i]) * 0.5;
+  }
+}
+kernel cells(A: in i32[R][C], best: out i32[R][R]) {
+  for i in 0..R {
+    for j in i..R {
+      best[i][j] = redomap(max, 0, k in i..j + 1) A[k][j % C] + A[i][k % C];
+    }
+  }
+}
+kernel areas(steps: i32, A: in f32[R][C], s: out f64[steps], u: out f64[steps]) {
+  for t in 0..steps {
+    s[t] = redomap(+, 0.0, i in 0..R / i64(t + 1), j in 0..C) f64(A[i][j]);
+    u[t] = redomap(+, 0.0, i in 0..R / i64(t + 1), j in i % C..C) f64(A[i][j]);
+  }
+}
+)",
+              {"N=0 steps=1 R=0 C=1", "N=1 steps=1 R=1 C=1", "N=1000 steps=3 R=40 C=7",
+               "N=100000 steps=8 R=300 C=200", "N=300000 steps=3 R=1000 C=257"});
+}
+
+TEST_CASE("whole-array reductions past the host loop's size: blocks of contiguous ranges") {
+  // On the CPU each block of a tree walks a contiguous range: around whole
+  // blocks (16384 points), ranges split unevenly, and siblings fused.
+  checkSource(R"(
+kernel stats(x: in f32[N], s: out f32, lo: out f32, hi: out f32, n: out i64) {
+  s = redomap(+, 0.0, i in 0..N) x[i];
+  lo = redomap(min, inf, i in 0..N) x[i];
+  hi = redomap(max, -inf, i in 0..N) x[i] * x[i];
+  n = redomap(+, 0, i in 1..N by 3) x[i] > 0.25 ? 1 : 0;
+}
+)",
+              {"N=16383", "N=16384", "N=16385", "N=40000", "N=262143", "N=1000001"});
 }

@@ -56,6 +56,12 @@ kernel energy(X: in f32[R][C], e: out f32[R], top: out f32[R]) {
     e[r] = b; top[r] = m;
   }
 }
+kernel peaks(steps: i32, x: in f32[N], m: out f32[steps]) {
+  for t in 0..steps { m[t] = redomap(max, -inf, i in 0..N) x[i] + f32(t); }
+}
+kernel column_peaks(steps: i32, X: in f32[R][C], m: out f32[steps]) {
+  for t in 0..steps { m[t] = redomap(max, -inf, r in 0..R) X[r][i64(t) % C]; }
+}
 )";
 
 // The kernel's IR after the pipeline for `target`.
@@ -104,6 +110,16 @@ TEST_CASE("a commuting user operator folds into lanes, with a sum fused into its
   std::string energy = compiled("energy");
   CHECK(contains(energy, "acc_2.lanes[c.lane] = max(acc_2.lanes[c.lane], X[r][c])"));
   CHECK(contains(energy, "acc.lanes[c.lane] = acc.lanes[c.lane] + f32(x * x)"));
+}
+
+TEST_CASE("a whole-array maximum of few points, a loop of the host code, folds into lanes") {
+  // lower_reductions keeps it in the host code (beside its tree, for many
+  // points); a walk down a column there keeps its cell.
+  std::string peaks = compiled("peaks");
+  CHECK(contains(peaks, "register f32 acc.reg2.lanes[64]\n"));
+  CHECK(contains(peaks, "vectorized for i.lane in [0, 64) {\n"));
+  CHECK(contains(peaks, "acc.reg2.lanes[i.lane] = max(acc.reg2.lanes[i.lane], x[i] + f32(t))"));
+  CHECK(!contains(compiled("column_peaks"), "lanes"));
 }
 
 TEST_CASE("columns, short constant loops, sums and the GPU keep one cell") {

@@ -398,6 +398,51 @@ kernel upper(X: in f32[H][H], s: out f32) {
       5);
 }
 
+TEST_CASE("on the CPU a whole-array reduction of few points is a loop in the host code") {
+  const char *source = R"(
+kernel dots(steps: i32, x: in f32[N], s: out f32[steps]) {
+  for t in 0..steps {
+    s[t] = redomap(+, 0.0, i in 0..N) x[i] * f32(t);
+  }
+}
+kernel area(X: in f32[H][W], s: out f32) {
+  s = redomap(+, 0.0, i in 0..H, j in 0..W) X[i][j];
+}
+kernel upper(X: in f32[H][H], s: out f32) {
+  s = redomap(+, 0.0, i in 0..H, j in i..H) X[i][j];
+}
+kernel nested(x: in f32[N], s: out f32) {
+  s = redomap(+, 0.0, i in 0..N) redomap(max, -inf, k in 0..i % 5) x[k];
+}
+)";
+  // 2^17 operations: the step (loads of x and acc, the product, the sum, the
+  // store) is 5, so up to 26214 points; the tree is the other branch.
+  std::string dots = after(lowered(source, "dots"), "extract_kernels", passes::PipelineTarget::Cpu);
+  CHECK(contains(dots, "if (min(max(N, 0), 26215) <= 26214) {\n"));
+  CHECK(contains(dots, "acc.reg2 = acc.reg2 + x[i] * f32(t)  (reduction step)\n"));
+  CHECK(contains(dots, "} else {\n"));
+  CHECK(contains(dots, "launch dots_kernel0<<<grid(red0.grid, 1, 1), block(256, 1, 1)>>>"));
+  // A block per 64 points a thread, each block a contiguous range.
+  CHECK(contains(dots, "let red0.grid = max(min((N + 16383) / 16384, 1024), 1)"));
+  CHECK(contains(dots, "let i = red0.block * (((N + (red0.grid - 1)) / red0.grid + 255) / 256 * "
+                       "256) + red0.thread + red0.step * 256\n"));
+  // Rectangular loops count their points; each product is clamped first.
+  std::string area =
+      after(lowered(source, "area"), "lower_reductions", passes::PipelineTarget::Cpu);
+  CHECK(
+      contains(area, "if (min(min(max(H, 0), 32769) * min(max(W, 0), 32769), 32769) <= 32768) {"));
+  // A triangular range or a value with a loop of its own: the tree only.
+  for (const char *kernel : {"upper", "nested"}) {
+    CAPTURE(kernel);
+    std::string tree =
+        after(lowered(source, kernel), "lower_reductions", passes::PipelineTarget::Cpu);
+    CHECK_FALSE(contains(tree, ") <= "));
+    CHECK(contains(tree, "red0.partials"));
+  }
+  // The GPU keeps its tree.
+  CHECK_FALSE(contains(after(lowered(source, "dots"), "lower_reductions"), ") <= 26214"));
+}
+
 TEST_CASE("extract_kernels leaves serial loops and launches in the host code") {
   std::string printed = after(lowered(R"(
 kernel smooth(steps: i32, a: inout f32[N], b: inout f32[N]) {

@@ -205,6 +205,9 @@ kernel colmax(A: in f32[M][N], y: out f32[N]) {
     y[j] = redomap(max, -inf, i in 0..M) A[i][j];
   }
 }
+kernel largest(x: in f32[N], r: out f32) {
+  r = redomap(max, -inf, i in 0..N) x[i];
+}
 )";
 
 const char *const kCombines = R"(assoc fn biggest(a: f32, b: f32) -> f32 {
@@ -527,6 +530,14 @@ TEST_CASE("interleave_reductions: a CPU fold in vector lanes, or why not") {
               "its 16 iterations are fewer than 2 x 64 lanes"});
   CHECK(remarksOf(program(kReductions).kernel("colmax").onCpu(), "interleave_reductions") ==
         Lines{"18:12: remark: interleave_reductions: the fold (max) is not interleaved: the "
+              "threads' vector lanes run it side by side already"});
+  // A whole-array fold: the host code's loop for few points in lanes, the
+  // tree's threads side by side.
+  CHECK(remarksOf(program(kReductions).kernel("largest").onCpu(), "interleave_reductions") ==
+        Lines{"22:7: remark: interleave_reductions: the fold (max) runs in 64 f32 lanes in the "
+              "host code when the run finds few points (else the tree), halved into the result "
+              "at the end",
+              "22:7: remark: interleave_reductions: the fold (max) is not interleaved: the "
               "threads' vector lanes run it side by side already"});
 }
 

@@ -9,11 +9,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cuda.h>
 #include <doctest/doctest.h>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace loopc::runtime;
@@ -397,7 +403,7 @@ bool poolRunsEveryBlock() {
   std::vector<int64_t> counts(1000, 0);
   void *buffers[] = {counts.data()};
   loopc_cpu_call_lock();
-  loopc_cpu_parallel_for(countBlocks, buffers, nullptr, int64_t(counts.size()));
+  loopc_cpu_launch(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
   loopc_cpu_call_unlock();
   return counts == std::vector<int64_t>(counts.size(), 1);
 }
@@ -419,4 +425,175 @@ TEST_CASE("the cpu thread pool works in a fork()ed child once it has started in 
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
   CHECK(poolRunsEveryBlock()); // the parent's pool is unharmed
+}
+
+namespace {
+
+// Runs `units` units of `body(unit)` on the CPU thread pool with `cost`.
+template <typename Body> void launch(int64_t units, loopc_cpu_kernel_cost *cost, const Body &body) {
+  void *buffers[] = {const_cast<Body *>(&body)};
+  auto kernel = [](void **buffers, void *, int64_t begin, int64_t end) {
+    const Body &body = *static_cast<const Body *>(buffers[0]);
+    for (int64_t unit = begin; unit < end; ++unit)
+      body(unit);
+  };
+  loopc_cpu_launch(kernel, buffers, nullptr, units, cost);
+}
+
+void spinFor(std::chrono::microseconds duration) {
+  auto end = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+// A launch's units, which note the threads running them; unit 0 waits (up
+// to 10 s) until a unit has run on another thread than its own, so the
+// launch is seen shared only if it is, whether or not the workers slept.
+struct NeedsTwoThreads {
+  void operator()(int64_t unit) const {
+    std::unique_lock lock(mutex);
+    threads.insert(std::this_thread::get_id());
+    if (unit == 0)
+      twoThreads.wait_for(lock, std::chrono::seconds(10), [&] { return threads.size() >= 2; });
+    else if (threads.size() >= 2)
+      twoThreads.notify_all();
+  }
+
+  bool shared() const {
+    std::lock_guard lock(mutex);
+    return threads.size() >= 2;
+  }
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable twoThreads;
+  mutable std::set<std::thread::id> threads;
+};
+
+// Like poolRunsEveryBlock, without the call lock (as the JIT's programs).
+bool launchRunsEveryBlock() {
+  std::vector<int64_t> counts(1000, 0);
+  void *buffers[] = {counts.data()};
+  loopc_cpu_launch(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
+  return counts == std::vector<int64_t>(counts.size(), 1);
+}
+
+} // namespace
+
+TEST_CASE("a launch measured to be short runs in the calling thread alone and is measured again") {
+  loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 1, .shared_picoseconds_per_unit = 0};
+  std::vector<std::thread::id> ranOn(1000);
+  // 1 ps a unit: 1 ns in all, far below a hand-over; each unit takes 1 us,
+  // long enough that a worker offered the launch would take part.
+  launch(1000, &cost, [&](int64_t unit) {
+    spinFor(std::chrono::microseconds(1));
+    ranOn[unit] = std::this_thread::get_id();
+  });
+  CHECK(ranOn == std::vector<std::thread::id>(1000, std::this_thread::get_id()));
+  CHECK(cost.alone_picoseconds_per_unit >= 1'000'000); // 1 us
+  CHECK(cost.shared_picoseconds_per_unit == 0);
+}
+
+TEST_CASE("a launch measured to be long is shared, and its measurement replaces a longer one") {
+  if (loopc_cpu_worker_count() < 2)
+    return; // one thread runs every launch alone
+  // 1 s a unit when it last ran alone.
+  loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 1'000'000'000'000,
+                             .shared_picoseconds_per_unit = 0};
+  NeedsTwoThreads units;
+  launch(64, &cost, units);
+  CHECK(units.shared());
+  CHECK(cost.shared_picoseconds_per_unit > 0);
+  CHECK(cost.alone_picoseconds_per_unit == cost.shared_picoseconds_per_unit);
+}
+
+TEST_CASE("a kernel first measured in parallel is tried alone when that may be short") {
+  if (loopc_cpu_worker_count() < 2)
+    return;
+  // Its units took 10 ns each in a parallel launch: 1000 units, 10 us in
+  // all, are within kProbeAloneFactor of a hand-over, 10^6 are not.
+  loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 0,
+                             .shared_picoseconds_per_unit = 10'000};
+  std::vector<std::thread::id> ranOn(1000);
+  launch(1000, &cost, [&](int64_t unit) { ranOn[unit] = std::this_thread::get_id(); });
+  CHECK(ranOn == std::vector<std::thread::id>(1000, std::this_thread::get_id()));
+  CHECK(cost.alone_picoseconds_per_unit > 0);
+
+  loopc_cpu_kernel_cost large{.alone_picoseconds_per_unit = 0,
+                              .shared_picoseconds_per_unit = 10'000};
+  NeedsTwoThreads units;
+  launch(1'000'000, &large, units);
+  CHECK(units.shared());
+}
+
+TEST_CASE("workers asleep between launches are woken, and so is a launcher waiting for them") {
+  if (loopc_cpu_worker_count() < 2)
+    return;
+  for (int round = 0; round < 5; ++round) {
+    CAPTURE(round);
+    // Longer than the workers spin before they sleep.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    NeedsTwoThreads units;
+    launch(64, nullptr, units);
+    REQUIRE(units.shared());
+    // The units another thread runs take long: the launcher, done with
+    // its own, sleeps until they are done.
+    std::atomic<int64_t> done{0};
+    std::thread::id caller = std::this_thread::get_id();
+    launch(16, nullptr, [&](int64_t) {
+      if (std::this_thread::get_id() != caller)
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      done.fetch_add(1);
+    });
+    CHECK(done.load() == 16);
+  }
+}
+
+TEST_CASE("launches from several threads at once each run every unit once") {
+  constexpr int kThreads = 4, kLaunches = 300;
+  std::vector<std::vector<int64_t>> counts(kThreads, std::vector<int64_t>(1000, 0));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      loopc_cpu_kernel_cost cost{};
+      for (int i = 0; i < kLaunches; ++i) {
+        void *buffers[] = {counts[t].data()};
+        // Shared, measured, and sizes that run alone once measured.
+        int64_t units = i % 3 == 0 ? 1000 : 1 + i % 200;
+        loopc_cpu_launch(countBlocks, buffers, nullptr, units, i % 2 ? &cost : nullptr);
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  std::vector<int64_t> expected(1000, 0);
+  for (int i = 0; i < kLaunches; ++i)
+    for (int64_t unit = 0; unit < (i % 3 == 0 ? 1000 : 1 + i % 200); ++unit)
+      ++expected[unit];
+  for (int t = 0; t < kThreads; ++t)
+    CHECK(counts[t] == expected);
+}
+
+TEST_CASE("a fork() while another thread launches leaves the child a working pool") {
+  std::atomic<bool> stop{false};
+  std::atomic<bool> launchesAgree{true};
+  std::thread launcher([&] {
+    while (!stop.load())
+      if (!launchRunsEveryBlock())
+        launchesAgree.store(false);
+  });
+  for (int child = 0; child < 20; ++child) {
+    CAPTURE(child);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      alarm(10); // a hang fails the test instead of blocking it
+      _exit(poolRunsEveryBlock() && poolRunsEveryBlock() ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  stop.store(true);
+  launcher.join();
+  CHECK(launchesAgree.load());
 }

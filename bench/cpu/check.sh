@@ -17,7 +17,8 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# name | sample[:kernel] | C arguments (sizes) | loopc --set values for scalar parameters
+# name | program[:kernel] (in samples/, or a path from the root) | C arguments
+# (sizes) | loopc --set values for scalar parameters
 cases=(
   "matmul|matmul.loop|37 29 41|"
   "mv|mv.loop|53 37|"
@@ -32,9 +33,14 @@ cases=(
   "nbody|nbody.loop|67|dt=0.01 softening=0.1"
   "histogram|histogram.loop|1001 7|B=7 lo=-1 hi=1"
   "prefix_sum|scan.loop|1001|"
+  "launch|bench/cpu/launch.loop|67 3|steps=3"
+  "jacobi1d|jacobi1d.loop|67 3|steps=3"
+  "durbin|bench/cpu/durbin.loop|67|"
+  "nussinov|bench/cpu/nussinov.loop|67|"
 )
 
-# Max |expected - actual| / (1 + |expected|) over two .npy files of f32 or i32.
+# Max |expected - actual| / (1 + |expected|) over two .npy files of f32, i32
+# or f64.
 compare() {
   python3 - "$1" "$2" <<'PY'
 import ast, struct, sys
@@ -44,11 +50,12 @@ def load(path):
         data = f.read()
     header_length = struct.unpack_from("<H", data, 8)[0]
     header = ast.literal_eval(data[10:10 + header_length].decode("latin1"))
-    assert header["descr"] in ("<f4", "<i4") and not header["fortran_order"], header
+    codes = {"<f4": "f", "<i4": "i", "<f8": "d"}
+    assert header["descr"] in codes and not header["fortran_order"], header
     count = 1
     for extent in header["shape"]:
         count *= extent
-    code = "f" if header["descr"] == "<f4" else "i"
+    code = codes[header["descr"]]
     return header["shape"], struct.unpack_from("<%d%s" % (count, code), data, 10 + header_length)
 
 expected_shape, expected = load(sys.argv[1])
@@ -75,7 +82,8 @@ for entry in "${cases[@]}"; do
   for value in $values; do args+=(--set "$value"); done
   for file in "$dir"/in/*.npy; do args+=(--in "$(basename "$file" .npy)=$file"); done
   for file in "$dir"/out/*.npy; do args+=(--out "$(basename "$file" .npy)=$dir/loopc/$(basename "$file")"); done
-  if ! "$loopc" run "$root/samples/$sample" --device cpu --quiet "${args[@]}"; then
+  [[ $sample == */* ]] || sample=samples/$sample
+  if ! "$loopc" run "$root/$sample" --device cpu --quiet "${args[@]}"; then
     echo "$name: loopc failed"
     status=1
     continue

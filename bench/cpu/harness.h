@@ -72,7 +72,8 @@ static inline void bench_nothing(void) {}
 
 /* Writes DIR/KIND/NAME.npy (NumPy format 1.0, C order) when BENCH_DUMP_DIR=DIR
  * is set; KIND is "in" or "out" and NAME the parameter's name in the sample.
- * `descr` is the NumPy type ("<f4", "<i4"), of 4-byte elements. */
+ * `descr` is the NumPy type ("<f4", "<i4", "<f8"), whose last digit is the
+ * element's size in bytes. */
 static inline void bench_dump_typed(const char *kind, const char *name, const void *data,
                                     const char *descr, int rank, const long *shape) {
   const char *dir = getenv("BENCH_DUMP_DIR");
@@ -110,7 +111,7 @@ static inline void bench_dump_typed(const char *kind, const char *name, const vo
                                 (unsigned char)(padded >> 8)};
   fwrite(preamble, 1, sizeof preamble, file);
   fwrite(header, 1, (size_t)padded, file);
-  fwrite(data, 4, count, file);
+  fwrite(data, (size_t)(descr[strlen(descr) - 1] - '0'), count, file);
   fclose(file);
 }
 

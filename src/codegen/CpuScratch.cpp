@@ -4,7 +4,7 @@
 namespace loopc::codegen {
 
 ScratchStorage::ScratchStorage(LlvmEmitter &emitter, llvm::Type *elementType, uint64_t elementSize,
-                               llvm::Value *count, const std::string &name) {
+                               llvm::Value *count, const std::string &name, bool zeroed) {
   llvm::IRBuilder<> &builder = emitter.builder();
   llvm::Function *function = builder.GetInsertBlock()->getParent();
   llvm::Value *bytes = emitter.saturatingMultiply(count, builder.getInt64(elementSize));
@@ -16,11 +16,22 @@ ScratchStorage::ScratchStorage(LlvmEmitter &emitter, llvm::Type *elementType, ui
   builder.CreateCondBr(onStack_, stack, heap);
   builder.SetInsertPoint(stack);
   llvm::Value *onStackPointer = builder.CreateAlloca(elementType, count, name);
+  if (zeroed)
+    builder.CreateMemSet(onStackPointer, builder.getInt8(0), bytes, llvm::MaybeAlign(elementSize));
   builder.CreateBr(ready);
   builder.SetInsertPoint(heap);
-  llvm::FunctionCallee malloc = emitter.module().getOrInsertFunction(
-      "malloc", llvm::FunctionType::get(builder.getPtrTy(), {builder.getInt64Ty()}, false));
-  llvm::Value *onHeapPointer = builder.CreateCall(malloc, {bytes}, name + ".heap");
+  auto *i64 = builder.getInt64Ty();
+  llvm::Value *onHeapPointer;
+  if (zeroed) {
+    llvm::FunctionCallee calloc = emitter.module().getOrInsertFunction(
+        "calloc", llvm::FunctionType::get(builder.getPtrTy(), {i64, i64}, false));
+    onHeapPointer =
+        builder.CreateCall(calloc, {count, builder.getInt64(elementSize)}, name + ".heap");
+  } else {
+    llvm::FunctionCallee malloc = emitter.module().getOrInsertFunction(
+        "malloc", llvm::FunctionType::get(builder.getPtrTy(), {i64}, false));
+    onHeapPointer = builder.CreateCall(malloc, {bytes}, name + ".heap");
+  }
   builder.CreateBr(ready);
   builder.SetInsertPoint(ready);
   llvm::PHINode *pointer = builder.CreatePHI(builder.getPtrTy(), 2, name);

@@ -16,9 +16,10 @@ inline constexpr uint64_t kStackScratchBytes = 64 * 1024;
 class ScratchStorage {
 public:
   // Emits the allocation of `count` elements of `elementType`, each
-  // `elementSize` bytes (not zeroed).
+  // `elementSize` bytes; zeroed when `zeroed` (on the heap by calloc, whose
+  // fresh pages cost nothing until touched), else not.
   ScratchStorage(LlvmEmitter &emitter, llvm::Type *elementType, uint64_t elementSize,
-                 llvm::Value *count, const std::string &name);
+                 llvm::Value *count, const std::string &name, bool zeroed);
   llvm::Value *pointer() const { return pointer_; }
   // True (i1) when the heap had no room: pointer() is then null.
   llvm::Value *failed() const { return failed_; }

@@ -18,6 +18,20 @@ namespace {
 
 std::string workerName(const std::string &kernel) { return "loopc.kernel." + kernel; }
 
+// A kernel's loopc_cpu_kernel_cost (loopc/generated.h: two i64, zero until
+// measured), shared by every launch of it.
+llvm::GlobalVariable *kernelCost(LlvmEmitter &emitter, const ir::Launch &launch) {
+  std::string name = workerName(launch.kernel) + ".cost";
+  if (llvm::GlobalVariable *cost = emitter.module().getGlobalVariable(name, true))
+    return cost;
+  auto *type = llvm::ArrayType::get(llvm::Type::getInt64Ty(emitter.context()), 2);
+  auto *cost = new llvm::GlobalVariable(emitter.module(), type, /*isConstant=*/false,
+                                        llvm::GlobalValue::InternalLinkage,
+                                        llvm::ConstantAggregateZero::get(type), name);
+  cost->setAlignment(llvm::Align(8));
+  return cost;
+}
+
 llvm::FunctionType *workerType(llvm::LLVMContext &context) {
   auto *ptr = llvm::PointerType::getUnqual(context);
   auto *i64 = llvm::Type::getInt64Ty(context);
@@ -53,17 +67,29 @@ llvm::Value *CpuTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &buf
   llvm::Type *elementType = emitter.memoryType(buffer.element);
   uint64_t elementSize = scalarSize(buffer.element);
   if (buffer.memory == MemorySpace::Global) {
-    auto *i64 = builder.getInt64Ty();
-    llvm::FunctionCallee calloc = emitter.module().getOrInsertFunction(
-        "calloc", llvm::FunctionType::get(builder.getPtrTy(), {i64, i64}, false));
-    return builder.CreateCall(calloc, {elementCount, builder.getInt64(elementSize)}, buffer.name);
+    // The host code's arrays (a whole-array reduction's accumulator and
+    // partials, a local array) start zeroed, on the stack when small: a
+    // reduction inside a serial loop made two heap allocations per
+    // iteration.
+    auto *constant = llvm::dyn_cast<llvm::ConstantInt>(elementCount);
+    if (constant && constant->getZExtValue() <= kStackScratchBytes / elementSize) {
+      llvm::Value *storage = emitter.createEntryAlloca(elementType, elementCount, buffer.name);
+      builder.CreateMemSet(storage, builder.getInt8(0), constant->getZExtValue() * elementSize,
+                           llvm::MaybeAlign(elementSize));
+      return storage;
+    }
+    ScratchStorage scratch(emitter, elementType, elementSize, elementCount, buffer.name,
+                           /*zeroed=*/true);
+    scratches_.emplace(scratch.pointer(), scratch);
+    return scratch.pointer();
   }
   llvm::Value *storage;
   llvm::Value *bytes = builder.CreateMul(elementCount, builder.getInt64(elementSize));
   if (llvm::isa<llvm::ConstantInt>(elementCount)) {
     storage = emitter.createEntryAlloca(elementType, elementCount, buffer.name);
   } else {
-    ScratchStorage scratch(emitter, elementType, elementSize, elementCount, buffer.name);
+    ScratchStorage scratch(emitter, elementType, elementSize, elementCount, buffer.name,
+                           /*zeroed=*/false);
     storage = scratch.pointer();
     scratches_.emplace(storage, scratch);
     // Heap storage the machine does not have is null (LlvmEmitter reports
@@ -80,13 +106,6 @@ llvm::Value *CpuTarget::allocate(LlvmEmitter &emitter, const ir::BufferInfo &buf
 }
 
 void CpuTarget::release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) {
-  llvm::IRBuilder<> &builder = emitter.builder();
-  if (buffer.memory == MemorySpace::Global) {
-    llvm::FunctionCallee free = emitter.module().getOrInsertFunction(
-        "free", llvm::FunctionType::get(builder.getVoidTy(), {builder.getPtrTy()}, false));
-    builder.CreateCall(free, {storage});
-    return;
-  }
   auto scratch = scratches_.find(storage);
   if (scratch != scratches_.end()) {
     scratch->second.release(emitter, /*restoreStack=*/true);
@@ -143,9 +162,11 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
   }
   auto *ptr = builder.getPtrTy();
   llvm::FunctionCallee parallelFor = emitter.module().getOrInsertFunction(
-      "loopc_cpu_parallel_for",
-      llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty()}, false));
-  builder.CreateCall(parallelFor, {worker, buffers, scalars, unitCount});
+      "loopc_cpu_launch",
+      llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty(), ptr},
+                              false));
+  builder.CreateCall(parallelFor,
+                     {worker, buffers, scalars, unitCount, kernelCost(emitter, launch)});
 }
 
 namespace {

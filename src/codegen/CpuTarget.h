@@ -6,11 +6,14 @@
 //    i64 unitBegin, i64 unitEnd)` running a range of units of parallel work,
 //    the blocks of the linearized GpuBlock grid or, for a row sweep
 //    (CpuThreadNest.h), rows; a Launch hands it to the thread pool
-//    (loopc_cpu_parallel_for, runtime/include/loopc/generated.h).
+//    (loopc_cpu_launch, runtime/include/loopc/generated.h) with the
+//    kernel's `loopc.kernel.<name>.cost`, what the pool measured of its
+//    launches (a short one runs in the calling thread).
 // Within a block, the GpuThread nest runs as loops over the threads, split at
 // barriers and moved inside sequential loops (CpuThreadNest.h). Shared
 // buffers are per-block stack storage, Register buffers allocas, Global
-// temporaries heap memory.
+// temporaries the host code's stack up to kStackScratchBytes (CpuScratch.h),
+// else heap memory.
 // The device error record (DeviceErrors.h) is the module's global [3 x i64]
 // `loopc_device_error`.
 #pragma once

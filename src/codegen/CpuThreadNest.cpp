@@ -721,7 +721,7 @@ private:
     llvm::Type *elementType = emitter_.memoryType(buffer.element);
     llvm::Value *total = emitter_.saturatingMultiply(count, threadCount_);
     ScratchStorage scratch(emitter_, elementType, scalarSize(buffer.element), total,
-                           buffer.name + ".per_thread");
+                           buffer.name + ".per_thread", /*zeroed=*/false);
     ++stackAllocations_;
     // The block's slots together may be more than the heap has (each
     // thread's array is at most kMaxLocalArrayBytes).

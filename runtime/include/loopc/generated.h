@@ -16,14 +16,31 @@ extern "C" {
 typedef void (*loopc_cpu_kernel)(void **buffers, void *scalars, int64_t unit_begin,
                                  int64_t unit_end);
 
+/* What the pool has measured of one kernel: generated code keeps one per
+ * kernel, zero-initialized (nothing measured yet), and passes it to every
+ * launch of that kernel. */
+typedef struct loopc_cpu_kernel_cost {
+  /* The time a unit took in the last launch the calling thread ran alone,
+   * or less where a parallel launch since measured less; 0: none yet. */
+  int64_t alone_picoseconds_per_unit;
+  /* The time a unit took in the calling thread's share of the last parallel
+   * launch (more than alone: the threads contend for the data and the
+   * chunks); 0: none yet. */
+  int64_t shared_picoseconds_per_unit;
+} loopc_cpu_kernel_cost;
+
 /* Runs kernel(buffers, scalars, b, e) over chunks [b, e) covering
  * [0, unit_count) on every core, taken dynamically so uneven units balance,
- * and returns when all are done. Calls from several threads run one after
- * another. */
-void loopc_cpu_parallel_for(loopc_cpu_kernel kernel, void **buffers, void *scalars,
-                            int64_t unit_count);
+ * and returns when all are done. A launch that `cost` (when not NULL)
+ * predicts to be shorter than handing work to other threads runs in the
+ * calling thread alone; each launch updates `cost`. Calls from several
+ * threads share the pool one after another. (Not named as the earlier
+ * loopc_cpu_parallel_for, which took no `cost`: an object generated for
+ * that one fails to link here rather than run.) */
+void loopc_cpu_launch(loopc_cpu_kernel kernel, void **buffers, void *scalars, int64_t unit_count,
+                      loopc_cpu_kernel_cost *cost);
 
-/* The number of threads loopc_cpu_parallel_for uses. */
+/* The number of threads loopc_cpu_launch uses. */
 unsigned loopc_cpu_worker_count(void);
 
 /* A generated function holds this lock for its whole call: its device error

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 
 namespace loopc::passes {
@@ -18,8 +19,8 @@ namespace {
 
 constexpr int64_t kThreads = kReductionThreads;
 
-// The first kernel's grid: a block per kThreads * kPointsPerThread points, at
-// most kMaxBlocks (the partials the second kernel combines). On the GPU the
+// The first kernel's grid: a block per kThreads * kPointsPerThread* points, at
+// most kMaxBlocks* (the partials the second kernel combines). On the GPU the
 // blocks of a large reduction must come in many waves, so that the last,
 // partial wave is a small part of the time: 1024 blocks of 256 threads at 40
 // registers were 1.29 waves of an H100 (6 blocks per SM), and the 232 blocks
@@ -27,10 +28,22 @@ constexpr int64_t kThreads = kReductionThreads;
 // of DRAM bandwidth, 0.67 of torch.dot; Nsight Compute, docs/benchmarks.md).
 // 16384 blocks are 20 waves there; one block reads their partials in a few
 // microseconds. The CPU runs blocks as tasks of its thread pool, where fewer
-// are cheaper.
-constexpr int64_t kPointsPerThread = 4;
+// are cheaper: a block's tree and partial cost about 0.5 us there, which a
+// block of 256 points (one a thread) paid for 25 ns of sums (a sum of 256000
+// floats at 0.38 ns a point, 0.10 at 64 points a thread).
+constexpr int64_t kPointsPerThreadGpu = 4;
+constexpr int64_t kPointsPerThreadCpu = 64;
 constexpr int64_t kMaxBlocksGpu = 16384;
 constexpr int64_t kMaxBlocksCpu = 1024;
+
+// On the CPU, a whole-array reduction of at most this many IR operations
+// (points times pointSize) runs as a loop in the host code rather than as a
+// tree over the cores, in both versions chosen at run time: its two kernels
+// cost about 0.6 us more than the loop (a sum of products of 1000 floats
+// inside a serial loop took 0.05 us as a loop, 0.6 us as a tree), and the
+// loop was not slower than the tree on 2 cores up to 64000 points (4.6 and
+// 5.8 us) of 7 operations, where 2^17 operations are about 18700 points.
+constexpr int64_t kSerialReductionWork = int64_t(1) << 17;
 
 // The loops of `reduce` from `first` on around `body`, serial.
 Stmt serialLoops(const Reduce &reduce, size_t first, Stmt body) {
@@ -71,6 +84,70 @@ size_t rectangularLoops(const Reduce &reduce) {
     ++count;
   }
   return count;
+}
+
+// The IR operations of one point of a group (IRVisitor.h's codeSize): each
+// member's value setup and its combine.
+int64_t pointSize(const std::vector<GroupMember> &group) {
+  size_t size = 0;
+  for (const GroupMember &member : group) {
+    const Reduce &reduce = *member.reduce;
+    Expr combined =
+        applyOperator(reduce.op, load(reduce.accumulator, reduce.indices), member.value);
+    size += codeSize(std::make_shared<Store>(reduce.accumulator, reduce.indices, combined));
+    if (member.valueSetup)
+      size += codeSize(member.valueSetup);
+  }
+  return static_cast<int64_t>(std::max<size_t>(1, size));
+}
+
+// Whether the group's loops have at most `most` points (a bool), when every
+// loop's bounds use no variable of the loops before it and no member's value
+// needs a loop of its own per point (a nested reduction), so that each point
+// is a few operations: else nullopt.
+std::optional<Expr> atMostPoints(const std::vector<GroupMember> &group, int64_t most) {
+  const Reduce &first = *group.front().reduce;
+  if (rectangularLoops(first) != first.loops.size())
+    return std::nullopt;
+  for (const GroupMember &member : group)
+    if (member.valueSetup && containsLoopOf(member.valueSetup, ForKind::Serial))
+      return std::nullopt;
+  // Each factor and product clamped to most + 1: no product can overflow.
+  Expr beyond = makeI64(most + 1);
+  Expr points;
+  for (const Reduce::Loop &loop : first.loops) {
+    Expr extent = makeBinary(BinaryOpKind::Min, nonNegative(loop.extent), beyond);
+    points = points ? makeBinary(BinaryOpKind::Min, makeBinary(BinaryOpKind::Mul, points, extent),
+                                 beyond)
+                    : extent;
+  }
+  return makeBinary(BinaryOpKind::Le, points, makeI64(most));
+}
+
+// On the CPU, block `block` of `grid` walks a contiguous range of the
+// `extent` points, its kThreads threads interleaved (consecutive threads,
+// which the CPU runs as vector lanes, at consecutive points): a thread
+// striding over the whole grid read 1 KB, then jumped by the grid's span,
+// which the cores' prefetchers did not follow (a sum over 2^24 floats at
+// 1.0 ns a point, against 0.45 for a loop along the array).
+ThreadWalk blockWalk(const Expr &block, const Expr &thread, const Expr &grid, const Expr &extent) {
+  Expr threads = makeI64(kThreads);
+  Expr perBlock = makeBinary(
+      BinaryOpKind::Mul,
+      makeBinary(BinaryOpKind::Div,
+                 makeBinary(BinaryOpKind::Add,
+                            makeBinary(BinaryOpKind::Div,
+                                       makeBinary(BinaryOpKind::Add, extent,
+                                                  makeBinary(BinaryOpKind::Sub, grid, makeI64(1))),
+                                       grid),
+                            makeI64(kThreads - 1)),
+                 threads),
+      threads);
+  Expr start = makeBinary(BinaryOpKind::Mul, block, perBlock);
+  Expr blockPoints =
+      makeBinary(BinaryOpKind::Min, perBlock, makeBinary(BinaryOpKind::Sub, extent, start));
+  return {makeBinary(BinaryOpKind::Add, start, thread), threads,
+          stridedTripCount(thread, blockPoints, threads)};
 }
 
 // `stmt` inside an Allocate of each buffer.
@@ -142,6 +219,16 @@ Stmt ReductionGroupLowering::serial(const std::vector<GroupMember> &group) {
 }
 
 Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
+  Stmt kernels = treeKernels(group);
+  if (forGpu_)
+    return kernels;
+  std::optional<Expr> few = atMostPoints(group, kSerialReductionWork / pointSize(group));
+  if (!few)
+    return kernels;
+  return std::make_shared<IfThenElse>(*few, serial(group), kernels);
+}
+
+Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) {
   std::string prefix = fresh("red");
   const Reduce &first = *group.front().reduce;
   const Reduce::Loop &outer = first.loops.front();
@@ -161,7 +248,7 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
   // per block and member.
   std::string gridVar = prefix + ".grid";
   Expr grid = makeVar(ScalarType::I64, gridVar);
-  int64_t pointsPerBlock = kThreads * (forGpu_ ? kPointsPerThread : 1);
+  int64_t pointsPerBlock = kThreads * (forGpu_ ? kPointsPerThreadGpu : kPointsPerThreadCpu);
   Expr gridValue = makeBinary(
       BinaryOpKind::Max,
       makeBinary(BinaryOpKind::Min,
@@ -179,7 +266,9 @@ Stmt ReductionGroupLowering::tree(const std::vector<GroupMember> &group) {
   Expr gridThread =
       makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, block, threads), thread);
   ThreadWalk walk =
-      threadWalk(gridThread, makeBinary(BinaryOpKind::Mul, grid, threads), extent, inOrder);
+      forGpu_ || inOrder
+          ? threadWalk(gridThread, makeBinary(BinaryOpKind::Mul, grid, threads), extent, inOrder)
+          : blockWalk(block, thread, grid, extent);
   std::string stepVar = prefix + ".step";
   Expr position =
       makeBinary(BinaryOpKind::Add, walk.first,

@@ -57,13 +57,21 @@ public:
   // of the leading loops whose bounds use no variable of the loops before
   // them, in row-major order: neighbouring threads read neighbouring
   // elements of a 2-D array, and every point is spread however few rows
-  // there are), combines the 256 per-thread values
-  // of each member in a block in shared memory by tree halving and writes one
-  // partial per block and member; a second, single-block kernel combines each
-  // member's partials the same way and folds them into its accumulator.
+  // there are; on the CPU, with an operator that commutes, of its block's
+  // contiguous range of the outermost loop), combines the 256 per-thread
+  // values of each member in a block in shared memory by tree halving and
+  // writes one partial per block and member; a second, single-block kernel
+  // combines each member's partials the same way and folds them into its
+  // accumulator. On the CPU, a group whose loops are rectangular and whose
+  // values need no loop of their own also gets the serial loop nest, in the
+  // host code, which runs instead when its points are few
+  // (kSerialReductionWork): a reduction inside a serial loop then costs no
+  // launch.
   ir::Stmt tree(const std::vector<GroupMember> &group);
 
 private:
+  // The two kernels of tree.
+  ir::Stmt treeKernels(const std::vector<GroupMember> &group);
   std::string fresh(const std::string &base);
 
   ir::Stmt flatWalk(const ir::Reduce &reduce, size_t loops, const ThreadWalk &walk,
