@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <ranges>
 
 namespace loopc::perf {
 
@@ -176,8 +177,7 @@ public:
     result_.device = device_.description;
     if (function_.body)
       walk(*function_.body, 1);
-    for (const auto &[key, prediction] : predictions_) {
-      (void)key;
+    for (const LaunchPrediction &prediction : std::views::values(predictions_)) {
       result_.launches.push_back(prediction);
       result_.seconds += prediction.seconds * prediction.launches;
     }

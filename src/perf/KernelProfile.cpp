@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -86,14 +87,12 @@ struct SiteState {
 struct LoopFrame {
   std::string var;
   double trips = 1;
-  bool unrolled = false;
   double roundsUnroll = 1; // iterations whose loads go out together
   // A short constant loop LLVM unrolls whole: its loads go out with those of
   // the code around it.
   bool joinsEnclosingRound = false;
   bool hasGlobalLoad = false;
   bool hasSharedLoad = false;
-  double weightOfBody = 1; // executions of one iteration's body per warp
 };
 
 class Walker {
@@ -135,7 +134,7 @@ public:
     for (const auto &[blockIndex, share] : blocks) {
       blockIndex_ = blockIndex;
       blockWeight_ = share * blockCount;
-      sites_visit_reset();
+      forgetBlockVisits();
       for (int64_t warp = 0; warp * kLanes < threads; ++warp) {
         warp_ = warp;
         warpCounts_ = {};
@@ -176,8 +175,7 @@ public:
     result.criticalBarriers = critical_.barriers;
     // The copies a pass made of one access (a register tile's) are one line.
     std::map<std::tuple<SourceLoc, std::string, int, int, int>, AccessProfile> merged;
-    for (auto &[node, site] : sites_) {
-      (void)node;
+    for (const SiteState &site : std::views::values(sites_)) {
       const AccessProfile &access = site.profile;
       auto key = std::make_tuple(access.source.begin, access.array, static_cast<int>(access.memory),
                                  static_cast<int>(access.kind), access.vectorBytes);
@@ -438,7 +436,6 @@ private:
               std::min<int64_t>(point, std::max<int64_t>(extent ? (*extent)[lane] - 1 : 0, 0));
         bind(loop.var, value);
       }
-      frame.weightOfBody = weight * share;
       loops_.push_back(frame);
       auto available = std::exchange(availableLoads_, {});
       walk(*loop.body, lanes, weight * share);
@@ -959,18 +956,15 @@ private:
     frame.hasGlobalLoad = frame.hasSharedLoad = false;
   }
 
-  void sites_visit_reset() {
-    for (auto &[node, site] : sites_) {
-      (void)node;
+  void forgetBlockVisits() {
+    for (SiteState &site : std::views::values(sites_))
       site.visits.clear();
-    }
   }
 
   // After all warps of a block: the sectors of each load L2 must deliver,
   // those the block's warps did not already bring into L1.
   void finishBlockVisits() {
-    for (auto &[node, site] : sites_) {
-      (void)node;
+    for (SiteState &site : std::views::values(sites_)) {
       for (const SiteState::Visit &visit : site.visits) {
         double sectors = static_cast<double>(visit.blockSectors.size());
         double trips = std::max(1.0, visit.tripsOfLoop);
