@@ -10,10 +10,12 @@
 #include "ir/Lower.h"
 #include "passes/Passes.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/Evaluate.h"
 #include "passes/analysis/WorkCount.h"
 #include "support/Differential.h"
 
 #include <doctest/doctest.h>
+#include <limits>
 
 namespace loopc::passes {
 
@@ -347,3 +349,28 @@ kernel by_data(x: in f32[N], r: out f32) {
 }
 
 } // namespace loopc::passes
+
+TEST_CASE("integer evaluation: C's truncating division, nothing for a value past i64") {
+  auto value = [](loopc::ir::Expr expr) {
+    return loopc::passes::evaluateInteger(
+        *expr, [](const std::string &name) -> std::optional<int64_t> {
+          return name == "n" ? std::optional<int64_t>(4611686018427387904) : std::nullopt;
+        });
+  };
+  using loopc::ir::BinaryOpKind;
+  CHECK(value(loopc::ir::makeBinary(BinaryOpKind::Div, loopc::ir::makeI64(-7),
+                                    loopc::ir::makeI64(2))) == -3);
+  CHECK(value(loopc::ir::makeBinary(BinaryOpKind::Rem, loopc::ir::makeI64(-7),
+                                    loopc::ir::makeI64(2))) == -1);
+  CHECK(value(loopc::ir::makeBinary(BinaryOpKind::Add,
+                                    loopc::ir::makeVar(loopc::ScalarType::I64, "n"),
+                                    loopc::ir::makeI64(1))) == 4611686018427387905);
+  CHECK(!value(loopc::ir::makeBinary(
+      BinaryOpKind::Mul, loopc::ir::makeVar(loopc::ScalarType::I64, "n"), loopc::ir::makeI64(2))));
+  CHECK(!value(loopc::ir::makeBinary(BinaryOpKind::Div,
+                                     loopc::ir::makeI64(std::numeric_limits<int64_t>::min()),
+                                     loopc::ir::makeI64(-1))));
+  CHECK(!value(
+      loopc::ir::makeBinary(BinaryOpKind::Rem, loopc::ir::makeI64(1), loopc::ir::makeI64(0))));
+  CHECK(!value(loopc::ir::makeVar(loopc::ScalarType::I64, "m")));
+}

@@ -2,6 +2,7 @@
 #include "passes/analysis/Evaluate.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace loopc::passes {
 
@@ -40,18 +41,22 @@ std::optional<int64_t> evaluateInteger(const ExprNode &expr, const VariableLooku
     auto rhs = evaluateInteger(*binary.rhs, lookup);
     if (!rhs)
       return std::nullopt;
-    int64_t a = *lhs, b = *rhs;
+    int64_t a = *lhs, b = *rhs, result = 0;
     switch (binary.op) {
     case BinaryOpKind::Add:
-      return a + b;
+      return __builtin_add_overflow(a, b, &result) ? std::nullopt : std::optional(result);
     case BinaryOpKind::Sub:
-      return a - b;
+      return __builtin_sub_overflow(a, b, &result) ? std::nullopt : std::optional(result);
     case BinaryOpKind::Mul:
-      return a * b;
+      return __builtin_mul_overflow(a, b, &result) ? std::nullopt : std::optional(result);
     case BinaryOpKind::Div:
-      return b == 0 ? std::nullopt : std::optional<int64_t>(a / b);
+      if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1))
+        return std::nullopt;
+      return a / b;
     case BinaryOpKind::Rem:
-      return b == 0 ? std::nullopt : std::optional<int64_t>(a % b);
+      if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1))
+        return std::nullopt;
+      return a % b;
     case BinaryOpKind::Min:
       return std::min(a, b);
     case BinaryOpKind::Max:

@@ -3,7 +3,8 @@
 // that count a kernel's work (WorkCount) and model its speed (src/perf). The
 // arithmetic is the compiled code's (i64, C's truncating division); float
 // arithmetic, loads and variables the lookup does not know give nullopt, as
-// does a division by zero.
+// do a division by zero and a result past i64 (no extent or trip count of a
+// run can be one).
 #pragma once
 
 #include "ir/IR.h"
