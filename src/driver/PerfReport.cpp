@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iomanip>
 #include <sstream>
+#include <utility>
 
 namespace loopc::driver {
 
@@ -21,26 +22,28 @@ std::string significant(double value) {
   return text.str();
 }
 
-// `value` with its SI prefix on the unit: "268 MB", "3.35 GFLOP".
-std::string quantity(double value, const std::string &unit) {
+// `value` over the largest power of 1000 it reaches (up to 10^12), and that
+// power's prefix: {3.35, "G"}.
+std::pair<double, const char *> withPrefix(double value) {
   const char *prefixes[] = {"", "K", "M", "G", "T"};
   int prefix = 0;
   while (std::abs(value) >= 1000 && prefix < 4) {
     value /= 1000;
     ++prefix;
   }
-  return significant(value) + " " + prefixes[prefix] + unit;
+  return {value, prefixes[prefix]};
+}
+
+// `value` with its SI prefix on the unit: "268 MB", "3.35 GFLOP".
+std::string quantity(double value, const std::string &unit) {
+  auto [scaled, prefix] = withPrefix(value);
+  return significant(scaled) + " " + prefix + unit;
 }
 
 // A count of things: "134M warp instructions", "24 memory round trips".
 std::string count(double value, const std::string &things) {
-  const char *suffixes[] = {"", "K", "M", "G", "T"};
-  int suffix = 0;
-  while (std::abs(value) >= 1000 && suffix < 4) {
-    value /= 1000;
-    ++suffix;
-  }
-  return significant(value) + suffixes[suffix] + " " + things;
+  auto [scaled, prefix] = withPrefix(value);
+  return significant(scaled) + prefix + " " + things;
 }
 
 std::string milliseconds(double seconds) {

@@ -51,6 +51,17 @@ bool choosesPassVersion(const ir::Expr &condition) {
   return std::ranges::any_of(ir::freeVars(condition), isPassMadeName);
 }
 
+ir::Stmt RemarkingMutator::visitIfThenElse(const ir::IfThenElse &node, const ir::Stmt &self) {
+  bool passVersion = choosesPassVersion(node.cond);
+  passVersions_ += passVersion;
+  ir::Stmt thenCase = mutate(node.thenCase);
+  passVersions_ -= passVersion;
+  ir::Stmt elseCase = node.elseCase ? mutate(node.elseCase) : nullptr;
+  if (thenCase == node.thenCase && elseCase == node.elseCase)
+    return self;
+  return std::make_shared<ir::IfThenElse>(node.cond, thenCase, elseCase);
+}
+
 std::string countOf(int64_t n, const std::string &noun) {
   if (n == 1)
     return "1 " + noun;

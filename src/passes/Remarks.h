@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "ir/IRVisitor.h"
 #include "support/Diagnostics.h"
 
 #include <map>
@@ -94,6 +95,23 @@ bool isPassMadeName(const std::string &name);
 // remark, and said again would contradict the remarks about the program's
 // own version.
 bool choosesPassVersion(const ir::Expr &condition);
+
+// A pass's mutator that reports remarks, silent inside the versions a pass
+// made (choosesPassVersion): it reports through reporter().
+class RemarkingMutator : public ir::IRMutator {
+public:
+  explicit RemarkingMutator(const RemarkReporter &remarks) : remarks_(remarks) {}
+
+protected:
+  ir::Stmt visitIfThenElse(const ir::IfThenElse &node, const ir::Stmt &self) override;
+  // Where the node being visited reports: nowhere inside a pass's version.
+  const RemarkReporter &reporter() const { return passVersions_ > 0 ? unreported_ : remarks_; }
+
+private:
+  const RemarkReporter &remarks_;
+  const RemarkReporter unreported_;
+  int passVersions_ = 0; // versions of a pass's own around the node
+};
 
 // `n` followed by `noun`, plural unless n is 1: "1 read", "4 reads", "2
 // copies".

@@ -207,14 +207,14 @@ bool containsThreadLoop(const Stmt &stmt) {
   return finder.found;
 }
 
-class WarpCombiner : public IRMutator {
+class WarpCombiner : public RemarkingMutator {
 public:
-  explicit WarpCombiner(const RemarkReporter &remarks) : remarks_(remarks) {}
+  explicit WarpCombiner(const RemarkReporter &remarks) : RemarkingMutator(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
     if (node.forKind != ForKind::GpuThread)
-      return IRMutator::visitFor(node, self);
+      return RemarkingMutator::visitFor(node, self);
     // The tree's thread index is a lane's position only in a block of one
     // dimension: a thread loop along x of 256 threads, with none around it
     // or inside it.
@@ -226,28 +226,15 @@ protected:
     thread_ = oneDimensional ? node.var : "";
     source_ = node.source;
     ++threadLoops_;
-    Stmt result = IRMutator::visitFor(node, self);
+    Stmt result = RemarkingMutator::visitFor(node, self);
     --threadLoops_;
     thread_ = enclosing;
     source_ = enclosingSource;
     return result;
   }
 
-  // The trees of a pass's version (choosesPassVersion) are combined
-  // without a remark.
-  Stmt visitIfThenElse(const IfThenElse &node, const Stmt &self) override {
-    bool passVersion = choosesPassVersion(node.cond);
-    passVersions_ += passVersion;
-    Stmt thenCase = mutate(node.thenCase);
-    passVersions_ -= passVersion;
-    Stmt elseCase = node.elseCase ? mutate(node.elseCase) : nullptr;
-    if (thenCase == node.thenCase && elseCase == node.elseCase)
-      return self;
-    return std::make_shared<IfThenElse>(node.cond, thenCase, elseCase);
-  }
-
   Stmt visitBlock(const Block &node, const Stmt &self) override {
-    Stmt mutated = IRMutator::visitBlock(node, self);
+    Stmt mutated = RemarkingMutator::visitBlock(node, self);
     const auto *block = mutated->as<Block>();
     if (thread_.empty() || !block)
       return mutated;
@@ -267,21 +254,19 @@ private:
       for (const Stmt &stmt : after)
         uses.visit(stmt);
       if (uses.conflicts) {
-        if (passVersions_ == 0)
-          remarks_.declined(source_, "the block tree stays in shared memory: the statements after "
+        reporter().declined(source_, "the block tree stays in shared memory: the statements after "
                                      "it write its tile, or read it elsewhere than its total");
         continue;
       }
-      if (passVersions_ == 0)
-        remarks_.applied(
-            source_,
-            "the block tree" +
-                (members->size() == 1
-                     ? std::string()
-                     : " of " + countOf(static_cast<int64_t>(members->size()), "reduction")) +
-                " combines in warps: 5 register shuffles and 1 barrier "
-                "instead of " +
-                std::to_string(kHalvingSteps) + " halving steps with a barrier each");
+      reporter().applied(
+          source_,
+          "the block tree" +
+              (members->size() == 1
+                   ? std::string()
+                   : " of " + countOf(static_cast<int64_t>(members->size()), "reduction")) +
+              " combines in warps: 5 register shuffles and 1 barrier "
+              "instead of " +
+              std::to_string(kHalvingSteps) + " halving steps with a barrier each");
       std::vector<Stmt> combined(stmts.begin(), stmts.begin() + first);
       combined.push_back(warpTree(*members, combineTrees(after)));
       return combined;
@@ -354,11 +339,9 @@ private:
     return body;
   }
 
-  const RemarkReporter &remarks_;
   std::string thread_; // the tree's thread index where a tree may be; else empty
   SourceRange source_; // the innermost thread loop's: the reduction or row its trees are for
   int threadLoops_ = 0;
-  int passVersions_ = 0; // versions of a pass's own around the node
 };
 
 } // namespace

@@ -215,40 +215,26 @@ bool walksContiguously(const Stmt &loop, const std::string &var) {
 // stay in their thread (gathersAcrossThreads, the thread nest's own rule),
 // and serial loops of the host code that walk memory contiguously (a
 // whole-array reduction of few points, which lower_reductions leaves there).
-class Interleaver : public IRMutator {
+class Interleaver : public RemarkingMutator {
 public:
-  explicit Interleaver(const RemarkReporter &remarks) : remarks_(remarks) {}
+  explicit Interleaver(const RemarkReporter &remarks) : RemarkingMutator(remarks) {}
 
 protected:
-  // The loops of a pass's version (choosesPassVersion) are interleaved
-  // without a remark.
-  Stmt visitIfThenElse(const IfThenElse &node, const Stmt &self) override {
-    bool passVersion = choosesPassVersion(node.cond);
-    passVersions_ += passVersion;
-    Stmt thenCase = mutate(node.thenCase);
-    passVersions_ -= passVersion;
-    Stmt elseCase = node.elseCase ? mutate(node.elseCase) : nullptr;
-    if (thenCase == node.thenCase && elseCase == node.elseCase)
-      return self;
-    return std::make_shared<IfThenElse>(node.cond, thenCase, elseCase);
-  }
-
   Stmt visitFor(const For &loop, const Stmt &self) override {
     if (loop.forKind == ForKind::Serial && hostCode()) {
       std::optional<std::vector<const Store *>> steps = laneSteps(loop.body);
       if (steps && mayReachTwoBlocks(loop, *steps) && walksContiguously(self, loop.var)) {
-        const RemarkReporter &remarks = passVersions_ > 0 ? unreported_ : remarks_;
-        remarks.applied(loop.source,
-                        fold(*steps) + " runs in " + lanesOf(*steps) +
-                            " in the host code when the run finds few points (else the tree), "
-                            "halved into the result at the end");
+        reporter().applied(loop.source,
+                           fold(*steps) + " runs in " + lanesOf(*steps) +
+                               " in the host code when the run finds few points (else the tree), "
+                               "halved into the result at the end");
         return interleaved(loop, *steps, self);
       }
-      return IRMutator::visitFor(loop, self);
+      return RemarkingMutator::visitFor(loop, self);
     }
     if (loop.forKind == ForKind::GpuBlock || loop.forKind == ForKind::Parallel) {
       ++kernelLoops_;
-      Stmt result = IRMutator::visitFor(loop, self);
+      Stmt result = RemarkingMutator::visitFor(loop, self);
       --kernelLoops_;
       return result;
     }
@@ -258,7 +244,7 @@ protected:
       if (outermost)
         accesses_ = collectAccesses(self);
       thread_ = loop.var;
-      Stmt result = IRMutator::visitFor(loop, self);
+      Stmt result = RemarkingMutator::visitFor(loop, self);
       thread_ = enclosing;
       return result;
     }
@@ -267,7 +253,7 @@ protected:
         int64_t lanes = laneCount(steps->front()->buffer->element);
         // Named by its operators: the loop may be a pass's (split_reductions'
         // combine of partials), and the remark's place is the redomap's.
-        const RemarkReporter &remarks = passVersions_ > 0 ? unreported_ : remarks_;
+        const RemarkReporter &remarks = reporter();
         const auto *constantTrips = loop.extent->as<IntImm>();
         if (!mayReachTwoBlocks(loop, *steps)) {
           remarks.declined(loop.source, fold(*steps) + " keeps one combine at a time: its " +
@@ -285,7 +271,7 @@ protected:
         }
       }
     }
-    return IRMutator::visitFor(loop, self);
+    return RemarkingMutator::visitFor(loop, self);
   }
 
 private:
@@ -306,9 +292,6 @@ private:
     return std::to_string(laneCount(element)) + " " + scalarTypeName(element) + " lanes";
   }
 
-  const RemarkReporter &remarks_;
-  const RemarkReporter unreported_;    // for a pass's version
-  int passVersions_ = 0;               // versions of a pass's own around the node
   std::string thread_;                 // the innermost thread loop's variable around the walk
   std::vector<BufferAccess> accesses_; // those of its thread nest
   int kernelLoops_ = 0;                // GPU block and parallel loops around the node
