@@ -297,8 +297,7 @@ private:
       CompiledKernel facts;
       if (auto known = compiled_.find(launch.kernel); known != compiled_.end())
         facts = known->second;
-      KernelProfile profile = profileKernel(
-          *kernel, shape, kernelValues, facts.loopGlobalLoads ? &*facts.loopGlobalLoads : nullptr);
+      KernelProfile profile = profileKernel(*kernel, shape, kernelValues, facts.loopGlobalLoads);
       result_.approximate |= profile.approximate;
       found = predictions_.emplace(key, predictLaunch(device_, profile, facts)).first;
       found->second.launches = 0;

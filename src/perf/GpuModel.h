@@ -26,7 +26,6 @@
 #include "perf/KernelProfile.h"
 
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,8 +40,8 @@ struct CompiledKernel {
   bool known = false;  // false: no ptxas; registers are then a guess
   // Loop IR loop variable -> global loads per iteration, for the loops
   // still loops after optimization (codegen/LoopCensus.h); the others were
-  // unrolled whole. Empty optional: not known, guessed.
-  std::optional<std::map<std::string, int>> loopGlobalLoads;
+  // unrolled whole.
+  std::map<std::string, int> loopGlobalLoads;
 };
 
 struct Occupancy {
@@ -88,7 +87,7 @@ LaunchPrediction predictLaunch(const GpuDevice &device, const KernelProfile &pro
 
 // The host program of `function` (after the pipeline) with `values` binding
 // its sizes and integer scalars: each launch it makes profiled and predicted
-// (`compiled` by kernel name; missing ones are guessed).
+// (`compiled`: what the code generator made of each kernel, by name).
 ProgramPrediction predictProgram(const GpuDevice &device, const ir::Function &function,
                                  const std::map<std::string, int64_t> &values,
                                  const std::map<std::string, CompiledKernel> &compiled);

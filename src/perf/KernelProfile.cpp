@@ -28,21 +28,12 @@ using LaneMask = uint32_t;
 using LaneValues = std::array<int64_t, kLanes>;
 constexpr LaneMask kAllLanes = 0xffffffffu;
 
-// What LLVM's loop unroller does with a loop decides how many of its loads
-// go out together: ptxas issues the loads of straight-line code before
-// their first use (a guarded load too, once it predicates the branch around
-// it), but not those of a later iteration of a loop. So a loop LLVM unrolls
-// whole joins the round trip of the code around it, and one it keeps waits
-// once per iteration of the unrolled body. LLVM's budgets at O3 are 300
-// instructions for a loop unrolled whole and 75 for a partially unrolled
-// body (NVPTX's UP.PartialThreshold), here in codeSize's IR nodes, about 1.5
-// to an instruction: the copy loops stage_shared makes are unrolled whole at
-// 4 iterations and by 2 at 16 (matmul's A and B), not at 19 (a 5 x 5
-// filter's halo). A loop with a run-time trip count and a small body is
-// unrolled by 4 (runtime unrolling).
-constexpr int64_t kFullUnrollBudget = 450;
-constexpr int64_t kPartialUnrollBudget = 112;
-constexpr int64_t kRuntimeUnroll = 4;
+// Which loops LLVM's unroller kept decides how many of a loop's loads go
+// out together: ptxas issues the loads of straight-line code before their
+// first use (a guarded load too, once it predicates the branch around it),
+// but not those of a later iteration of a loop. So a loop LLVM unrolled
+// whole joins the round trip of the code around it, and one it kept waits
+// once per iteration of what it left (codegen/LoopCensus.h says which).
 // Loops whose inner bounds move with their variable are walked at this many
 // points of their range (a triangular nest).
 constexpr int kMovingBoundSamples = 8;
@@ -99,7 +90,7 @@ class Walker {
 public:
   Walker(const KernelFunc &kernel, const LaunchShape &launch,
          const std::map<std::string, int64_t> &values,
-         const std::map<std::string, int> *loopGlobalLoads)
+         const std::map<std::string, int> &loopGlobalLoads)
       : kernel_(kernel), launch_(launch), sizes_(values), loopGlobalLoads_(loopGlobalLoads) {}
 
   KernelProfile profile() {
@@ -414,9 +405,8 @@ private:
     frame.var = loop.var;
     frame.trips = static_cast<double>(trips);
     frame.roundsUnroll = static_cast<double>(unrollFactor(loop, trips));
-    frame.joinsEnclosingRound =
-        frame.roundsUnroll >= static_cast<double>(trips) &&
-        (constantTrips || (loopGlobalLoads_ && !loopGlobalLoads_->contains(loop.var)));
+    frame.joinsEnclosingRound = frame.roundsUnroll >= static_cast<double>(trips) &&
+                                (constantTrips || !loopGlobalLoads_.contains(loop.var));
     // The loop's own increment and branch, per iteration LLVM leaves.
     if (!frame.joinsEnclosingRound)
       issue(weight * static_cast<double>(trips) * 2 / frame.roundsUnroll);
@@ -976,33 +966,17 @@ private:
     }
   }
 
-  // The iterations of one copy of `loop`'s body LLVM's unroller runs
-  // together: all of them when it unrolls the loop whole. What the code
-  // generator did when it is known, else a guess from the loop's size.
+  // The iterations of `loop`'s body one iteration of what LLVM's unroller
+  // left runs: all of them when it unrolled the loop whole, else the loads
+  // the optimized loop makes over those one iteration of ours makes.
   int64_t unrollFactor(const ir::For &loop, int64_t trips) const {
-    if (loopGlobalLoads_) {
-      // Its iterations per iteration of what LLVM left: the loads the
-      // optimized loop makes over those one iteration of ours makes.
-      auto found = loopGlobalLoads_->find(loop.var);
-      if (found == loopGlobalLoads_->end())
-        return trips;
-      int64_t ours = globalLoadsPerIteration(*loop.body);
-      if (ours == 0)
-        return 1;
-      return std::clamp<int64_t>((found->second + ours / 2) / ours, 1, trips);
-    }
-    int64_t size = std::max<int64_t>(1, static_cast<int64_t>(codeSize(loop.body)));
-    if (loop.extent->as<IntImm>()) {
-      if (fullyUnrolledTrips(loop) * size <= kFullUnrollBudget)
-        return trips;
-      for (int64_t factor = std::min<int64_t>(8, trips); factor > 1; --factor)
-        if (trips % factor == 0 && factor * size <= kPartialUnrollBudget)
-          return factor;
+    auto found = loopGlobalLoads_.find(loop.var);
+    if (found == loopGlobalLoads_.end())
+      return trips;
+    int64_t ours = globalLoadsPerIteration(*loop.body);
+    if (ours == 0)
       return 1;
-    }
-    if (containsLoop(*loop.body))
-      return 1;
-    return std::clamp<int64_t>(kPartialUnrollBudget / size, 1, kRuntimeUnroll);
+    return std::clamp<int64_t>((found->second + ours / 2) / ours, 1, trips);
   }
 
   // The global loads one iteration of a loop's body makes, with those of
@@ -1022,7 +996,7 @@ private:
         auto &loop = *stmt.as<ir::For>();
         auto *trips = loop.extent->as<IntImm>();
         bool unrolledWhole =
-            loop.forKind == ForKind::Unrolled || (trips && !loopGlobalLoads_->contains(loop.var));
+            loop.forKind == ForKind::Unrolled || (trips && !loopGlobalLoads_.contains(loop.var));
         if (unrolledWhole)
           visit(*loop.body, times * (trips ? std::max<int64_t>(trips->value, 0) : 1));
         return;
@@ -1062,61 +1036,6 @@ private:
     };
     visit(body, 1);
     return loads;
-  }
-
-  // The iterations of `loop` and the loops in it together when each has a
-  // constant trip count (what LLVM's full unrolling weighs), else a number
-  // past any threshold.
-  static int64_t fullyUnrolledTrips(const ir::For &loop) {
-    constexpr int64_t kNotConstant = std::numeric_limits<int32_t>::max();
-    auto *trips = loop.extent->as<IntImm>();
-    if (!trips)
-      return kNotConstant;
-    int64_t inner = 1;
-    std::function<void(const StmtNode &)> visit = [&](const StmtNode &stmt) {
-      switch (stmt.kind) {
-      case StmtNode::Kind::For:
-        inner = std::max(inner, fullyUnrolledTrips(*stmt.as<ir::For>()));
-        return;
-      case StmtNode::Kind::Block:
-        for (const Stmt &child : stmt.as<ir::Block>()->stmts)
-          visit(*child);
-        return;
-      case StmtNode::Kind::LetStmt:
-        return visit(*stmt.as<LetStmt>()->body);
-      case StmtNode::Kind::IfThenElse:
-        visit(*stmt.as<IfThenElse>()->thenCase);
-        if (stmt.as<IfThenElse>()->elseCase)
-          visit(*stmt.as<IfThenElse>()->elseCase);
-        return;
-      case StmtNode::Kind::Allocate:
-        return visit(*stmt.as<ir::Allocate>()->body);
-      default:
-        return;
-      }
-    };
-    visit(*loop.body);
-    return inner >= kNotConstant ? kNotConstant : std::max<int64_t>(trips->value, 0) * inner;
-  }
-
-  static bool containsLoop(const StmtNode &stmt) {
-    switch (stmt.kind) {
-    case StmtNode::Kind::For:
-      return stmt.as<ir::For>()->forKind != ForKind::Unrolled ||
-             containsLoop(*stmt.as<ir::For>()->body);
-    case StmtNode::Kind::Block:
-      return std::ranges::any_of(stmt.as<ir::Block>()->stmts,
-                                 [](const Stmt &child) { return containsLoop(*child); });
-    case StmtNode::Kind::LetStmt:
-      return containsLoop(*stmt.as<LetStmt>()->body);
-    case StmtNode::Kind::IfThenElse:
-      return containsLoop(*stmt.as<IfThenElse>()->thenCase) ||
-             (stmt.as<IfThenElse>()->elseCase && containsLoop(*stmt.as<IfThenElse>()->elseCase));
-    case StmtNode::Kind::Allocate:
-      return containsLoop(*stmt.as<ir::Allocate>()->body);
-    default:
-      return false;
-    }
   }
 
   // Whether a loop inside `body` has bounds that use `var`.
@@ -1173,7 +1092,7 @@ private:
   const KernelFunc &kernel_;
   const LaunchShape &launch_;
   const std::map<std::string, int64_t> &sizes_;
-  const std::map<std::string, int> *loopGlobalLoads_;
+  const std::map<std::string, int> &loopGlobalLoads_;
 
   std::array<int64_t, 3> blockIndex_ = {0, 0, 0};
   double blockWeight_ = 1;
@@ -1227,7 +1146,7 @@ double KernelProfile::l2Bytes() const {
 
 KernelProfile profileKernel(const KernelFunc &kernel, const LaunchShape &launch,
                             const std::map<std::string, int64_t> &values,
-                            const std::map<std::string, int> *loopGlobalLoads) {
+                            const std::map<std::string, int> &loopGlobalLoads) {
   return Walker(kernel, launch, values, loopGlobalLoads).profile();
 }
 

@@ -105,12 +105,11 @@ struct KernelProfile {
 };
 
 // Profiles one launch of `kernel` with `launch`'s geometry; `values` binds
-// the kernel's sizes and scalars. `loopGlobalLoads`, when given, says which
-// loops the code generator kept as loops and how many global loads one
-// iteration of each makes (codegen/LoopCensus.h); without it LLVM's
-// unroller is guessed from the loops' sizes.
+// the kernel's sizes and scalars. `loopGlobalLoads` says which loops the
+// code generator kept as loops and how many global loads one iteration of
+// each makes (codegen/LoopCensus.h); the others it unrolled whole.
 KernelProfile profileKernel(const ir::KernelFunc &kernel, const LaunchShape &launch,
                             const std::map<std::string, int64_t> &values,
-                            const std::map<std::string, int> *loopGlobalLoads = nullptr);
+                            const std::map<std::string, int> &loopGlobalLoads);
 
 } // namespace loopc::perf
