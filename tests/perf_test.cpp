@@ -1,9 +1,9 @@
 // The performance model: the facts it counts from a kernel (coalescing,
 // merged shared loads, repeated loads, occupancy, the loops LLVM leaves),
 // the bound it names, and its predictions against every run recorded on an
-// H100 (tests/perf/h100_measured.tsv, from bench/gpu/results): the share
-// within 1.5x and 2x of the measured time and the ranking of each kernel's
-// variants must not get worse when the model changes.
+// H100 and an H200 (tests/perf/*_measured.tsv, from bench/gpu/results): the
+// share within 1.5x and 2x of the measured time and the ranking of each
+// kernel's variants must not get worse when the model changes.
 #include "TestSupport.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
@@ -34,12 +34,13 @@ const perf::GpuDevice &h100() { return **perf::findGpuDevice("h100"); }
 // What the model predicts for `kernel` of the file at `path` with `values`.
 perf::ProgramPrediction predict(const std::string &path, const std::string &kernel,
                                 const std::map<std::string, int64_t> &values,
-                                const passes::PassChoices &choices = {}) {
+                                const passes::PassChoices &choices = {},
+                                const perf::GpuDevice &device = h100()) {
   auto loaded = test::loadFile(test::sourcePath(path));
   REQUIRE(loaded->program);
   auto declaration = driver::selectKernel(*loaded->program, kernel);
   REQUIRE(declaration);
-  auto prediction = driver::predictGpuRun(*loaded->program, **declaration, choices, values, h100());
+  auto prediction = driver::predictGpuRun(*loaded->program, **declaration, choices, values, device);
   REQUIRE(prediction);
   return *prediction;
 }
@@ -277,7 +278,20 @@ TEST_CASE("perf: explain --perf on the command line") {
   CHECK(contains(unknown.output, "unknown device model 'v100'"));
 }
 
-TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
+// What the model must keep reaching on a table of recorded runs: the share of
+// rows predicted within 1.5x and within 2x of the measured time, and the
+// Spearman rank correlation of each kernel's variants at one size (skipped
+// passes, other parameters). The goals are 80% within 1.5x, all within 2x
+// and 0.9 for every kernel; docs/perf.md says where the model falls short.
+struct CalibrationTargets {
+  double shareWithin15 = 0, shareWithin2 = 0;
+  double medianCorrelation = 0, worstCorrelation = 0;
+};
+
+// Predicts every row of `table` (a tests/perf/*_measured.tsv) for `device` and
+// checks the predictions against the measured times.
+void checkCalibration(const std::string &table, const perf::GpuDevice &device,
+                      const CalibrationTargets &targets) {
   if (!codegen::findPtxas()) {
     MESSAGE("ptxas not found: the calibration needs the registers it reports; skipped");
     return;
@@ -287,9 +301,9 @@ TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
     double measured = 0, predicted = 0;
   };
   std::vector<Row> rows;
-  std::ifstream table(test::sourcePath("tests/perf/h100_measured.tsv"));
-  REQUIRE(table);
-  for (std::string line; std::getline(table, line);) {
+  std::ifstream rowsIn(test::sourcePath(table));
+  REQUIRE(rowsIn);
+  for (std::string line; std::getline(rowsIn, line);) {
     if (line.empty() || line[0] == '#')
       continue;
     std::vector<std::string> fields;
@@ -313,11 +327,11 @@ TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
       else
         REQUIRE(passes::setPassParameter(choices.parameters, options[i + 1]));
     }
-    perf::ProgramPrediction prediction = predict(file, kernel, values, choices);
+    perf::ProgramPrediction prediction = predict(file, kernel, values, choices, device);
     rows.push_back({name, file + " " + kernel + " " + fields[3], std::stod(fields[5]) * 1e-3,
                     prediction.seconds});
   }
-  REQUIRE(rows.size() >= 60);
+  REQUIRE(rows.size() >= 50);
 
   size_t within15 = 0, within2 = 0;
   double worst = 1;
@@ -331,11 +345,10 @@ TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
                        << " ms, predicted " << row.predicted * 1e3 << " ms");
   }
   double share15 = static_cast<double>(within15) / static_cast<double>(rows.size());
-  MESSAGE("within 1.5x: " << within15 << " of " << rows.size() << ", within 2x: " << within2
-                          << ", worst " << worst << "x");
-  // The targets are 80% within 1.5x and all within 2x.
-  CHECK(share15 >= 0.85);
-  CHECK(within2 == rows.size());
+  MESSAGE(device.name << ": within 1.5x: " << within15 << " of " << rows.size()
+                      << ", within 2x: " << within2 << ", worst " << worst << "x");
+  CHECK(share15 >= targets.shareWithin15);
+  CHECK(static_cast<double>(within2) / static_cast<double>(rows.size()) >= targets.shareWithin2);
 
   // The variants of one kernel at one size (skipped passes, other
   // parameters) in the order the GPU ranked them. Rows the compiler makes
@@ -360,7 +373,24 @@ TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
   }
   REQUIRE(correlations.size() >= 4);
   std::ranges::sort(correlations);
-  // The target is 0.9 for every kernel; these keep what the model reaches.
-  CHECK(correlations[correlations.size() / 2] >= 0.8); // the median
-  CHECK(correlations.front() >= 0.5);
+  CHECK(correlations[correlations.size() / 2] >= targets.medianCorrelation);
+  CHECK(correlations.front() >= targets.worstCorrelation);
+}
+
+TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
+  checkCalibration("tests/perf/h100_measured.tsv", h100(),
+                   {.shareWithin15 = 0.85,
+                    .shareWithin2 = 1.0,
+                    .medianCorrelation = 0.8,
+                    .worstCorrelation = 0.5});
+}
+
+// The H200 table has the grouped copies into shared memory
+// (copies_in_flight), which the model predicts 1.8-3x too fast.
+TEST_CASE("perf: predictions against the H200 runs in bench/gpu/results") {
+  checkCalibration("tests/perf/h200_measured.tsv", **perf::findGpuDevice("h200"),
+                   {.shareWithin15 = 0.74,
+                    .shareWithin2 = 0.94,
+                    .medianCorrelation = 0.65,
+                    .worstCorrelation = -0.5});
 }
