@@ -7,8 +7,13 @@
 # --clock-control none: the card's clocks are left as they are).
 #
 # Usage: bench/gpu/profile.sh [LOOPC]   (default build-static/loopc)
-# Writes tune.txt and ncu.txt to $OUT (else a temporary folder) and prints a
-# summary. Environment: TUNE_TIMEOUT and NCU_TIMEOUT cap each case (60, 40 s).
+# Writes tune.txt, ncu.txt and sass.txt to $OUT (else a temporary folder) and
+# prints a summary. sass.txt counts the machine instructions of each profiled
+# case's kernels by opcode (ptxas for the GPU's architecture, then cuobjdump),
+# beside what the performance model counted. Environment: TUNE_TIMEOUT and
+# NCU_TIMEOUT cap each case (60, 40 s); CASES, an extended regular
+# expression, keeps the cases whose line (sample|kernel|sizes|options) matches
+# it; TUNE=0 leaves the tuning out.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -41,6 +46,12 @@ profiled=(
   "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|--pass-param copies_in_flight=8"
 )
 
+if [[ -n ${CASES:-} ]]; then
+  mapfile -t tuned < <(printf '%s\n' "${tuned[@]}" | grep -E -- "$CASES")
+  mapfile -t profiled < <(printf '%s\n' "${profiled[@]}" | grep -E -- "$CASES")
+fi
+[[ ${TUNE:-1} == 0 ]] && tuned=()
+
 # Splits case $1 into the arrays command_args (file, kernel, --set) and
 # option_args.
 read_case() {
@@ -58,6 +69,29 @@ for entry in "${tuned[@]}"; do
   timeout -k 5 "$tune_timeout" "$loopc" tune "${command_args[@]}" "${option_args[@]}" --device gpu \
     --tuning-cache "$out/tuning.json" >>"$out/tune.txt" 2>&1
   echo "(exit $?)" >>"$out/tune.txt"
+done
+
+: >"$out/sass.txt"
+ptxas=$(command -v ptxas || ls /usr/local/cuda/bin/ptxas 2>/dev/null | head -n1)
+cuobjdump=$(command -v cuobjdump || ls /usr/local/cuda/bin/cuobjdump 2>/dev/null | head -n1)
+arch=sm_$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n1 | tr -d .)
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1)
+for entry in "${profiled[@]}"; do
+  [[ -n $ptxas && -n $cuobjdump ]] || break
+  read_case "$entry"
+  scratch=$(mktemp -d)
+  echo "== sass ${command_args[*]} ${option_args[*]} ($arch)" >>"$out/sass.txt"
+  "$loopc" compile "${command_args[0]}" --kernel "${command_args[2]}" "${option_args[@]}" \
+    --emit ptx -o "$scratch/kernel.ptx" >>"$out/sass.txt" 2>&1 &&
+    "$ptxas" -arch="$arch" -v "$scratch/kernel.ptx" -o "$scratch/kernel.cubin" 2>&1 |
+    grep -E 'registers|spill' >>"$out/sass.txt" &&
+    "$cuobjdump" --dump-sass "$scratch/kernel.cubin" |
+    sed -n 's|^ */\*[0-9a-f]*\*/ *\(@!*U*P[0-9T]* *\)*\([A-Z0-9_]*\).*|\2|p' | sed 's/\..*//' |
+      sort | uniq -c | sort -rn | head -25 >>"$out/sass.txt"
+  "$loopc" explain "${command_args[@]}" "${option_args[@]}" --perf \
+    ${gpu_name:+--device-model "$gpu_name"} 2>&1 |
+    grep -E '^kernel|work|per block|predicted' >>"$out/sass.txt"
+  rm -rf "$scratch"
 done
 
 : >"$out/ncu.txt"
