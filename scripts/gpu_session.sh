@@ -9,7 +9,9 @@
 # (table.md, the peers' and loopc's raw output); the end of the output repeats
 # both tables' summaries. Exits 1 when a check or a benchmark case failed.
 # CHECK_TIMEOUT (default BUDGET / 8) caps each check; CASES picks benchmark
-# cases by name (bench/gpu/run.sh).
+# cases by name (bench/gpu/run.sh). PROFILE_CASES, when set, then profiles the
+# cases of bench/gpu/profile.sh it matches (Nsight Compute and the machine
+# instructions by opcode, no tuning) into $OUT/profile/, within the budget.
 #
 # Prepared on the CPU machine (docs/gpu.md, "A session with a GPU"):
 #   scripts/build-static.sh; cmake --build build-static --target loopc-runtime-smoke
@@ -45,4 +47,11 @@ DEADLINE=$((remaining - 20)) ANCHORS_TIMEOUT=$((remaining / 3)) bench/gpu/run.sh
 bench_status=$?
 echo "gpu_session.sh: bench/gpu/run.sh exit $bench_status after $((SECONDS - start)) s"
 cat "$out/bench-gpu/table.md" 2>/dev/null || tail -20 "$out/bench-gpu.log"
+if [[ -n ${PROFILE_CASES:-} ]]; then
+  remaining=$((budget - (SECONDS - start)))
+  mkdir -p "$out/profile"
+  OUT=$out/profile TUNE=0 CASES=$PROFILE_CASES NCU_TIMEOUT=$((remaining / 4)) \
+    timeout -k 5 "$remaining" bench/gpu/profile.sh
+  echo "gpu_session.sh: bench/gpu/profile.sh exit $? after $((SECONDS - start)) s"
+fi
 ((check_status == 0 && bench_status == 0))
