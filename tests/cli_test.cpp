@@ -1042,3 +1042,52 @@ TEST_CASE("messages from a bug hunt name the actual problem") {
   CHECK(contains(folder.output, "cannot read '" + dir.at(".") + "': it is a directory"));
   CHECK_FALSE(contains(folder.output, "magic"));
 }
+
+// A write that fails part way (here past a file-size limit, as a full disk
+// would) leaves the files that were there as they were, and no temporary.
+TEST_CASE("outputs are written whole or not at all") {
+  TempDir dir;
+  // r is small and written first; s is past the limit: neither may change.
+  std::string source = dir.file("k.loop", "kernel k(x: in f32[N], r: out f32[N], s: out f32[M]) {\n"
+                                          "  parfor i in 0..N { r[i] = x[i] * 2.0; }\n"
+                                          "  parfor j in 0..M { s[j] = 1.0; }\n"
+                                          "}\n");
+  dir.file("r.npy", "old r");
+  dir.file("s.npy", "old s");
+  auto limited = [&](const std::string &arguments) {
+    return loopc::test::runShell("trap '' XFSZ; ulimit -f 4; '" + loopc::test::loopcBinary() +
+                                 "' " + arguments);
+  };
+  auto outputs =
+      limited("run " + source + " --set N=3 --set M=10000 --device cpu --out s=" + dir.at("s.npy") +
+              " --out r=" + dir.at("r.npy"));
+  CHECK(outputs.exitCode == 1);
+  CHECK(contains(outputs.output, "cannot write '" + dir.at("s.npy") + "': File too large"));
+  CHECK(loopc::test::readFile(dir.at("r.npy")) == "old r");
+  CHECK(loopc::test::readFile(dir.at("s.npy")) == "old s");
+
+  dir.file("k.ll", "old ll");
+  auto compiled = limited("compile " + source + " --emit llvm -o " + dir.at("k.ll") +
+                          " --depfile " + dir.at("k.d"));
+  CHECK(compiled.exitCode == 1);
+  CHECK(contains(compiled.output, "cannot write '" + dir.at("k.ll") + "': File too large"));
+  CHECK(loopc::test::readFile(dir.at("k.ll")) == "old ll");
+  CHECK(!std::filesystem::exists(dir.at("k.d")));
+  for (const auto &entry : std::filesystem::directory_iterator(dir.at("")))
+    CHECK_MESSAGE(entry.path().filename().string().find(".tmp.") == std::string::npos,
+                  "temporary left: " << entry.path());
+
+  auto written =
+      runLoopc("run " + source + " --set N=3 --set M=2 --device cpu --out r=" + dir.at("r.npy"));
+  CHECK(written.exitCode == 0);
+  CHECK(loopc::readNpy(dir.at("r.npy")).has_value());
+  auto devNull = runLoopc("run " + source + " --set N=3 --set M=2 --device cpu --out r=/dev/null");
+  CHECK(devNull.exitCode == 0);
+  CHECK(std::filesystem::is_character_file("/dev/null"));
+
+  auto standardOutput = runLoopc("run " + source + " --set N=3 --set M=2 --device cpu --out r=-");
+  CHECK(standardOutput.exitCode == 1);
+  CHECK(contains(standardOutput.output,
+                 "--out r=-: outputs are written to .npy files, not to standard output; name a "
+                 "file (--out r=r.npy)"));
+}

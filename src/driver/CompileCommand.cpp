@@ -12,12 +12,12 @@
 #include "driver/Session.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
+#include "support/AtomicFile.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -154,11 +154,9 @@ Expected<std::string> generate(const CompileOptions &options, const ir::Function
       codegen::describeModule(function, options.gpu, std::move(*ptx), sources));
 }
 
-// Writes a Makefile rule naming every .loop file the output was compiled from
-// (the main file and its imports) to --depfile, for build systems.
-bool writeDepfile(const CompileOptions &options, const SourceManager &sources) {
-  if (options.depfile.empty())
-    return true;
+// The Makefile rule of --depfile, for build systems: the output depends on
+// every .loop file it was compiled from (the main file and its imports).
+std::string depfileRule(const CompileOptions &options, const SourceManager &sources) {
   auto escaped = [](const std::string &path) {
     std::string text;
     for (char c : path)
@@ -168,16 +166,11 @@ bool writeDepfile(const CompileOptions &options, const SourceManager &sources) {
   std::string rule = escaped(options.output) + ":";
   for (size_t id = 1; id < sources.fileCount(); ++id) // id 0 is "no file"
     rule += " " + escaped(sources.file(id).path);
-  std::ofstream out(options.depfile);
-  out << rule << "\n";
-  if (!out) {
-    printError("cannot write '" + options.depfile + "'");
-    return false;
-  }
-  return true;
+  return rule + "\n";
 }
 
-// Writes `text` to -o (stdout without one); false when that fails.
+// Writes `text` to -o (stdout without one) and the rule to --depfile, both
+// whole or neither (support/AtomicFile.h); false when that fails.
 bool writeOutput(const CompileOptions &options, const std::string &text,
                  const SourceManager &sources) {
   if (!options.depfile.empty() && (options.output.empty() || options.output == "-")) {
@@ -188,13 +181,25 @@ bool writeOutput(const CompileOptions &options, const std::string &text,
     std::cout << text;
     return true;
   }
-  std::ofstream out(options.output, std::ios::binary);
-  out << text;
-  if (!out) {
-    printError("cannot write '" + options.output + "'");
-    return false;
+  std::vector<std::pair<std::string, std::string>> files = {{options.output, text}};
+  if (!options.depfile.empty())
+    files.emplace_back(options.depfile, depfileRule(options, sources));
+  std::vector<PendingFile> pending;
+  for (const auto &[path, bytes] : files) {
+    auto opened = PendingFile::open(path, "'" + path + "'");
+    Status written = opened ? opened->write(bytes) : Status(std::unexpected(opened.error()));
+    if (!written) {
+      printError(written.error().message);
+      return false;
+    }
+    pending.push_back(std::move(*opened));
   }
-  return writeDepfile(options, sources);
+  for (PendingFile &file : pending)
+    if (Status committed = file.commit(); !committed) {
+      printError(committed.error().message);
+      return false;
+    }
+  return true;
 }
 
 // -o and --depfile must not be a .loop file compiled, nor one another.

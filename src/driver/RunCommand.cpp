@@ -13,6 +13,7 @@
 #include "engine/Summary.h"
 #include "ir/Lower.h"
 #include "passes/analysis/WorkCount.h"
+#include "support/AtomicFile.h"
 
 #include <unistd.h>
 
@@ -75,6 +76,11 @@ selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFi
     if (it == kernel.params.end() || !isOutput(**it))
       return makeError("'" + assignment->first + "' is not an out or inout parameter of kernel '" +
                        kernel.name + "'");
+    if (assignment->second == "-")
+      return makeError("--out " + text +
+                       ": outputs are written to .npy files, not to standard output; name a "
+                       "file (--out " +
+                       assignment->first + "=" + assignment->first + ".npy)");
     if (!files.emplace(assignment->first, assignment->second).second)
       return makeError("'" + assignment->first + "' is given twice with --out");
     if (Status writable = checkWritable(assignment->second); !writable)
@@ -193,14 +199,27 @@ int runKernel(const RunOptions &options) {
   if (!options.quiet) {
     printRunReport(std::cout, kernel, args, run->engine->name(), seconds, options.repeat);
   }
+  // Every output file is written whole or none is: each goes to its
+  // temporary first, and the temporaries replace the files once all are
+  // written (support/AtomicFile.h).
+  std::vector<PendingFile> pending;
   for (const auto &[position, file] : *outputs) {
     if (file.empty())
       continue;
-    if (auto written = writeNpy(file, args.params[position]); !written) {
+    auto opened = PendingFile::open(file, "'" + file + "'");
+    Status written = opened ? opened->write(encodeNpy(args.params[position]))
+                            : Status(std::unexpected(opened.error()));
+    if (!written) {
       session.report(written.error());
       return 1;
     }
+    pending.push_back(std::move(*opened));
   }
+  for (PendingFile &file : pending)
+    if (Status committed = file.commit(); !committed) {
+      session.report(committed.error());
+      return 1;
+    }
   if (reference && !checkOutputs(*run, *reference, std::move(*inputs), *outputs))
     return 1;
   return 0;
@@ -262,7 +281,10 @@ void addRunCommand(CLI::App &app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App *command = app.add_subcommand("run", "Run a kernel and summarize its outputs");
   options->target.addTo(*command, "run");
-  command->add_option("--out", options->outputs, "Write an output array to a .npy file")
+  command
+      ->add_option("--out", options->outputs,
+                   "Write an output array to a .npy file (every --out file is written whole "
+                   "or, if one fails, none is changed)")
       ->type_name("NAME=FILE")
       ->allow_extra_args(false);
   CLI::Option *check = command->add_flag(

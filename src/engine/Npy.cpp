@@ -5,6 +5,8 @@
 // pattern matching, so key order and spacing do not matter.
 #include "engine/Npy.h"
 
+#include "support/AtomicFile.h"
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -327,16 +329,7 @@ Expected<HostArray> readNpy(const std::string &path) {
 }
 
 Status writeNpy(const std::string &path, const HostArray &array) {
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return makeError("cannot write '" + path + "': " + std::strerror(errno));
-  std::string encoded = encodeNpy(array);
-  out.write(encoded.data(), static_cast<std::streamsize>(encoded.size()));
-  out.close();
-  if (!out)
-    return makeError("cannot write '" + path + "': " + std::strerror(errno ? errno : EIO));
-  return {};
+  return writeFileAtomically(path, encodeNpy(array), "'" + path + "'");
 }
 
 } // namespace loopc

@@ -20,6 +20,7 @@ Expected<HostArray> decodeNpy(std::string_view bytes, const std::string &name);
 std::string encodeNpy(const HostArray &array);
 
 Expected<HostArray> readNpy(const std::string &path);
+// Writes the file whole or not at all (support/AtomicFile.h).
 Status writeNpy(const std::string &path, const HostArray &array);
 
 } // namespace loopc
