@@ -2,6 +2,7 @@
 #include "driver/Tuning.h"
 
 #include "engine/Bindings.h"
+#include "support/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -189,40 +190,6 @@ private:
   int error_ = 0;
 };
 
-// Replaces the file at `path` by `text` atomically: written to a temporary
-// file in the same folder, then renamed over it, so a reader (a `run
-// --tuned`, another tune) sees the old cache or the new one, never half.
-Status replaceFile(const std::string &path, const std::string &text) {
-  std::string temporary = path + ".XXXXXX";
-  int fd = ::mkstemp(temporary.data());
-  if (fd < 0)
-    return makeError("cannot write the tuning cache '" + path + "': " + std::strerror(errno));
-  // mkstemp makes the file private; the cache gets the usual mode, or keeps its own.
-  struct stat existing;
-  mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, ::stat(path.c_str(), &existing) == 0 ? existing.st_mode & 07777 : 0666 & ~mask);
-  size_t written = 0;
-  while (written < text.size()) {
-    ssize_t count = ::write(fd, text.data() + written, text.size() - written);
-    if (count < 0 && errno == EINTR)
-      continue;
-    if (count <= 0)
-      break;
-    written += static_cast<size_t>(count);
-  }
-  int problem = written == text.size() && ::fsync(fd) == 0 ? 0 : errno;
-  if (::close(fd) != 0 && problem == 0)
-    problem = errno;
-  if (problem == 0 && ::rename(temporary.c_str(), path.c_str()) != 0)
-    problem = errno;
-  if (problem != 0) {
-    ::unlink(temporary.c_str());
-    return makeError("cannot write the tuning cache '" + path + "': " + std::strerror(problem));
-  }
-  return {};
-}
-
 } // namespace
 
 Status storeTunedChoice(const std::string &path, const TuningKey &key, const std::string &file,
@@ -258,7 +225,9 @@ Status storeTunedChoice(const std::string &path, const TuningKey &key, const std
                   {"default_ms", choice.defaultMs},
                   {"date", choice.date.empty() ? today() : choice.date}});
   (*cache)["entries"] = std::move(kept);
-  return replaceFile(path, cache->dump(2) + "\n");
+  // A reader (a `run --tuned`, another tune) sees the old cache or the new
+  // one, never half.
+  return writeFileAtomically(path, cache->dump(2) + "\n", "the tuning cache '" + path + "'");
 }
 
 Status checkTuningCache(const std::string &path) {

@@ -96,8 +96,12 @@ Status PendingFile::write(std::string_view bytes) {
 
 Status PendingFile::commit() {
   int fd = std::exchange(fd_, -1);
-  if (close(fd) != 0)
-    return std::unexpected(failure(errno));
+  // On the disk before the rename, so a crash leaves the old file or the
+  // new one, not an empty one.
+  bool synced = temporary_.empty() || fsync(fd) == 0;
+  int syncError = errno;
+  if (close(fd) != 0 || !synced)
+    return std::unexpected(failure(synced ? errno : syncError));
   if (temporary_.empty())
     return {};
   if (rename(temporary_.c_str(), path_.c_str()) != 0)
