@@ -1091,3 +1091,16 @@ TEST_CASE("outputs are written whole or not at all") {
                  "--out r=-: outputs are written to .npy files, not to standard output; name a "
                  "file (--out r=r.npy)"));
 }
+
+TEST_CASE("loopc --version names the commit, LLVM and the GPU; loopc alone shows the usage") {
+  auto version = runLoopc("--version");
+  CHECK(version.exitCode == 0);
+  CHECK(version.output.starts_with("loopc 0.1.0 (commit "));
+  CHECK(contains(version.output, "\nLLVM 19."));
+  CHECK(contains(version.output, "\nGPU: "));
+  auto bare = runLoopc("");
+  CHECK(bare.exitCode == 2);
+  CHECK(contains(bare.output, "Usage: loopc [OPTIONS] SUBCOMMAND"));
+  CHECK(contains(bare.output, "--version"));
+  CHECK(contains(bare.output, "explain"));
+}

@@ -2,6 +2,7 @@
 #include "driver/Cli.h"
 
 #include "driver/Session.h"
+#include "driver/Version.h"
 
 #include <pthread.h>
 
@@ -13,6 +14,8 @@ namespace loopc::driver {
 
 void configureApp(CLI::App &app) {
   app.require_subcommand(1);
+  app.set_version_flag("--version", versionReport,
+                       "Print loopc's version and commit, its LLVM, and the GPU it finds");
   app.failure_message([](const CLI::App *, const CLI::Error &error) {
     return "loopc: error: " + std::string(error.what()) + " (see --help)\n";
   });
@@ -40,6 +43,10 @@ CLI::Validator wholeNumberIn(int64_t min, int64_t max) {
 }
 
 int runApp(CLI::App &app, int argc, char **argv) {
+  if (argc == 1) { // `loopc` alone: what it can do
+    std::cerr << app.help();
+    return 2;
+  }
   // CLI11 would answer a misspelt command with "A subcommand is required".
   if (argc > 1 && argv[1][0] != '-') {
     std::string commands;
