@@ -12,6 +12,7 @@
 #include <charconv>
 #include <iostream>
 #include <set>
+#include <tuple>
 
 namespace loopc::driver {
 
@@ -64,11 +65,38 @@ Expected<std::pair<std::string, std::string>> splitAssignment(const std::string 
   return std::pair{text.substr(0, equals), text.substr(equals + 1)};
 }
 
+namespace {
+
+// "LO:HI", two whole numbers with LO < HI.
+Expected<std::pair<int64_t, int64_t>> parseRandomRange(const std::string &text) {
+  auto bad = [&] {
+    return makeError("--random-range expects LO:HI, two whole numbers with LO < HI (e.g. 0:100), "
+                     "got '" +
+                     text + "'");
+  };
+  size_t colon = text.find(':');
+  if (colon == std::string::npos)
+    return bad();
+  int64_t low = 0, high = 0;
+  const char *end = text.data() + text.size();
+  auto [lowEnd, lowError] = std::from_chars(text.data(), text.data() + colon, low);
+  auto [highEnd, highError] = std::from_chars(text.data() + colon + 1, end, high);
+  if (lowError != std::errc() || lowEnd != text.data() + colon || highError != std::errc() ||
+      highEnd != end || low >= high)
+    return bad();
+  return std::pair{low, high};
+}
+
+} // namespace
+
 void ArgumentOptions::addTo(CLI::App &command) {
   command.add_option("--set", sets, "Value of a size or scalar parameter (N=1024, alpha=0.5)")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false);
-  command.add_option("--in", inputs, "Input array from a .npy file (default: seeded random data)")
+  command
+      .add_option("--in", inputs,
+                  "Input array from a .npy file (default: seeded random data: floats in "
+                  "[-1, 1), integers in [0, 16) or --random-range, bools 50/50)")
       ->type_name("NAME=FILE")
       ->allow_extra_args(false);
   command.add_option("--seed", seed, "Seed of the random inputs")
@@ -83,11 +111,21 @@ void ArgumentOptions::addTo(CLI::App &command) {
                              "'";
           },
           "UINT"));
+  command
+      .add_option("--random-range", randomRange,
+                  "Random integer inputs are drawn from [LO, HI), e.g. -8:8 (an index "
+                  "array's valid range, a histogram's keys)")
+      ->type_name("LO:HI")
+      ->capture_default_str();
 }
 
 Expected<ArgumentRequest> ArgumentOptions::toRequest() const {
   ArgumentRequest request;
   request.seed = seed;
+  auto range = parseRandomRange(randomRange);
+  if (!range)
+    return std::unexpected(range.error());
+  std::tie(request.randomLow, request.randomHigh) = *range;
   for (const std::string &set : sets) {
     auto assignment = splitAssignment(set, "--set");
     if (!assignment)

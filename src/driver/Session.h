@@ -52,6 +52,7 @@ struct ArgumentOptions {
   std::vector<std::string> sets;   // NAME=VALUE
   std::vector<std::string> inputs; // NAME=FILE.npy
   uint64_t seed = 0;
+  std::string randomRange = "0:16"; // LO:HI of random integer inputs
 
   void addTo(CLI::App &command);
   // Reads the .npy files and splits the NAME=VALUE pairs.

@@ -268,9 +268,16 @@ uint64_t parameterSeed(uint64_t seed, size_t position) {
 }
 
 // The values are built from raw generator bits rather than std::
-// distributions, whose results differ between standard libraries.
-void fillRandom(HostArray &array, uint64_t seed) {
+// distributions, whose results differ between standard libraries. An
+// integer is low + the high 64 bits of bits * (high - low) (uniform up to a
+// bias of span / 2^64; for [0, 16), the top four bits).
+void fillRandom(HostArray &array, uint64_t seed, const ArgumentRequest &request) {
   std::mt19937_64 generator(seed);
+  auto span = static_cast<unsigned __int128>(static_cast<uint64_t>(request.randomHigh) -
+                                             static_cast<uint64_t>(request.randomLow));
+  auto integer = [&](uint64_t bits) {
+    return request.randomLow + static_cast<int64_t>((bits * span) >> 64);
+  };
   size_t count = array.elementCount();
   for (size_t i = 0; i < count; ++i) {
     uint64_t bits = generator();
@@ -282,10 +289,10 @@ void fillRandom(HostArray &array, uint64_t seed) {
       array.data<double>()[i] = static_cast<double>(bits >> 11) * 0x1p-52 - 1.0;
       break;
     case ScalarType::I32:
-      array.data<int32_t>()[i] = static_cast<int32_t>(bits >> 60);
+      array.data<int32_t>()[i] = static_cast<int32_t>(integer(bits));
       break;
     case ScalarType::I64:
-      array.data<int64_t>()[i] = static_cast<int64_t>(bits >> 60);
+      array.data<int64_t>()[i] = integer(bits);
       break;
     case ScalarType::Bool:
       array.data<uint8_t>()[i] = static_cast<uint8_t>(bits >> 63);
@@ -322,6 +329,17 @@ std::string formatByteCount(uint64_t bytes) {
 }
 
 Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request) {
+  for (const VarDeclPtr &param : kernel.params)
+    if (param->type.element == ScalarType::I32 &&
+        (param->isArray() ? param->intent != Intent::Out : param->intent == Intent::InOut) &&
+        !request.arrays.contains(param->name) && !request.values.contains(param->name) &&
+        (request.randomLow < std::numeric_limits<int32_t>::min() ||
+         request.randomHigh - 1 > std::numeric_limits<int32_t>::max()))
+      return makeError(
+          "random integers in [" + std::to_string(request.randomLow) + ", " +
+              std::to_string(request.randomHigh) + ") do not fit '" + param->name +
+              "', an i32 input (give a narrower --random-range, or the array with --in)",
+          param->range);
   auto findParam = [&](const std::string &name) -> const VarDecl * {
     for (const VarDeclPtr &param : kernel.params)
       if (param->name == name)
@@ -399,7 +417,7 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       value = HostArray(type, {});
     } else if (param.intent == Intent::InOut) {
       value = HostArray(type, {});
-      fillRandom(value, parameterSeed(request.seed, position));
+      fillRandom(value, parameterSeed(request.seed, position), request);
     } else {
       missingValues.push_back(param.name);
       continue;
@@ -519,7 +537,7 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
     }
     args.params[position] = HostArray(param.type.element, shapes[position]);
     if (param.intent != Intent::Out)
-      fillRandom(args.params[position], parameterSeed(request.seed, position));
+      fillRandom(args.params[position], parameterSeed(request.seed, position), request);
   }
   return args;
 }

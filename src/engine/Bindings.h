@@ -21,6 +21,8 @@ struct ArgumentRequest {
   std::map<std::string, HostArray> arrays;
   // Seed of the random data generated for inputs not given.
   uint64_t seed = 0;
+  // Random integer inputs are drawn from [randomLow, randomHigh).
+  int64_t randomLow = 0, randomHigh = 16;
   // The most bytes the arrays may take together; 0 means the memory the
   // machine has available (MemAvailable in /proc/meminfo).
   uint64_t memoryLimitBytes = 0;
@@ -28,8 +30,10 @@ struct ArgumentRequest {
 
 // Returns the arguments, or an error naming the parameter or size at fault.
 // Inputs not given are filled with random data drawn from `request.seed` and
-// the parameter's position (floats in [-1, 1), integers in [0, 16), bools
-// 50/50), so every engine sees the same inputs; out parameters start zeroed.
+// the parameter's position (floats in [-1, 1), integers in [randomLow,
+// randomHigh), by default [0, 16), bools 50/50), so every engine sees the
+// same inputs; out parameters start zeroed. A range an i32 input cannot hold
+// is an error naming it.
 // A scalar value parameter has no default: a missing one is an error that
 // says what to set, since a guessed value (a step count, a coefficient)
 // would silently give meaningless results.
