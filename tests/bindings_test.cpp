@@ -122,7 +122,13 @@ TEST_CASE_FIXTURE(Fixture, "mismatched arrays are errors naming the parameter an
 
   request.arrays["B"] = HostArray(ScalarType::F64, {5, 2});
   CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)) ==
-        "'B' needs a f32 array of rank 2, but a f64[5][2] array was given");
+        "'B' needs an f32 array of rank 2, but an f64[5][2] array was given (convert it: "
+        "x.astype(numpy.float32) in Python, or let loopc: --in B=FILE:convert)");
+  request.convertible.insert("B");
+  auto converted = bindKernelArguments(kernel("matmul"), request);
+  REQUIRE(converted.has_value());
+  CHECK(converted->params[1].type == ScalarType::F32);
+  request.convertible.clear();
   request.arrays["B"] = HostArray(ScalarType::F32, {5});
   CHECK(errorOf(bindKernelArguments(kernel("matmul"), request)).find("rank 2") !=
         std::string::npos);

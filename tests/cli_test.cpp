@@ -1143,3 +1143,44 @@ TEST_CASE("random integer inputs come from --random-range LO:HI, by default 0:16
                               "input (give a narrower --random-range, or the array with --in)"));
   CHECK(contains(runLoopc("run --help").output, "integers in [0, 16) or --random-range"));
 }
+
+TEST_CASE("inputs a user can make: --save-inputs, :convert, and why a file cannot be read") {
+  TempDir dir;
+  std::string scale = dir.file("scale.loop", "kernel scale(x: in f32[N], r: out f32[N]) {\n"
+                                             "  parfor i in 0..N { r[i] = x[i] * 2.0; }\n}\n");
+  std::string make = dir.file("make.loop", "kernel make(d: out f64[N]) {\n"
+                                           "  parfor i in 0..N { d[i] = 0.5; }\n}\n");
+  std::string gather =
+      dir.file("gather.loop", "kernel g(x: in f32[M], idx: in i32[N], r: out f32[N]) {\n"
+                              "  parfor i in 0..N { r[i] = x[idx[i]]; }\n}\n");
+  // The random inputs of one run, saved and read back, give the same outputs.
+  auto first = runLoopc("run " + scale + " --set N=7 --device cpu --save-inputs " + dir.at("in"));
+  REQUIRE(first.exitCode == 0);
+  auto again = runLoopc("run " + scale + " --device cpu --in x=" + dir.at("in/x.npy"));
+  REQUIRE(again.exitCode == 0);
+  CHECK(first.output.substr(0, first.output.find("kernel")) ==
+        again.output.substr(0, again.output.find("kernel")));
+  CHECK(!std::filesystem::exists(dir.at("in/r.npy"))); // outputs are not inputs
+
+  REQUIRE(runLoopc("run " + make + " --set N=3 --device cpu --out d=" + dir.at("d.npy")).exitCode ==
+          0);
+  auto wrongType = runLoopc("run " + scale + " --device cpu --in x=" + dir.at("d.npy"));
+  CHECK(wrongType.exitCode == 1);
+  CHECK(contains(wrongType.output,
+                 "'x' needs an f32 array of rank 1, but an f64[3] array was given (convert it: "
+                 "x.astype(numpy.float32) in Python, or let loopc: --in x=FILE:convert)"));
+  auto converted =
+      runLoopc("run " + scale + " --device cpu --in x=" + dir.at("d.npy") + ":convert");
+  CHECK(converted.exitCode == 0);
+  CHECK(contains(converted.output, "r: f32[3] sum=3 first: 1 1 1"));
+  auto fraction = runLoopc("run " + gather + " --set M=2 --device cpu --in idx=" + dir.at("d.npy") +
+                           ":convert");
+  CHECK(fraction.exitCode == 1);
+  CHECK(
+      contains(fraction.output, "'idx': element 0 (0.5) does not fit i32 exactly; not converted"));
+
+  auto missing = runLoopc("run " + scale + " --device cpu --in x=" + dir.at("none.npy"));
+  CHECK(missing.exitCode == 1);
+  CHECK(contains(missing.output,
+                 "cannot open '" + dir.at("none.npy") + "': No such file or directory"));
+}

@@ -171,6 +171,6 @@ TEST_CASE("files are written and read back, and missing files are reported") {
   std::remove(path.c_str());
   auto missing = readNpy(path);
   REQUIRE_FALSE(missing.has_value());
-  CHECK(missing.error().message == "cannot open '" + path + "'");
+  CHECK(missing.error().message == "cannot open '" + path + "': No such file or directory");
   CHECK_FALSE(writeNpy("/nonexistent-dir/x.npy", original).has_value());
 }

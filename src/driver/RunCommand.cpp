@@ -39,8 +39,28 @@ struct RunOptions {
   bool check = false;
   std::string reference = "auto"; // auto, interp or cpu
   bool quiet = false;
-  int repeat = 1; // timed runs from the same inputs; the median is reported
+  int repeat = 1;         // timed runs from the same inputs; the median is reported
+  std::string saveInputs; // a folder for the inputs as NAME.npy, or empty
 };
+
+// Writes each input of the run (in and inout parameters, arrays and scalars,
+// as given or drawn at random) to folder/NAME.npy, which `--in NAME=...`
+// reads back: a user without NumPy can keep and edit a run's inputs.
+Status saveInputs(const std::string &folder, const KernelDecl &kernel, const KernelArgs &args) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error)
+    return makeError("--save-inputs " + folder + ": cannot make the folder: " + error.message());
+  for (size_t position = 0; position < kernel.params.size(); ++position) {
+    const VarDecl &param = *kernel.params[position];
+    if (param.intent == Intent::Out)
+      continue;
+    std::string path = (std::filesystem::path(folder) / (param.name + ".npy")).string();
+    if (Status written = writeNpy(path, args.params[position]); !written)
+      return written;
+  }
+  return {};
+}
 
 bool isOutput(const VarDecl &param) {
   return param.intent == Intent::Out || param.intent == Intent::InOut;
@@ -170,7 +190,7 @@ int runKernel(const RunOptions &options) {
   std::vector<PathUse> inputFiles = sourceFileUses(session.sources);
   for (const std::string &input : options.target.arguments.inputs)
     if (auto assignment = splitAssignment(input, "--in"))
-      inputFiles.push_back({assignment->second, "--in " + input});
+      inputFiles.push_back({parseInputFile(assignment->second).path, "--in " + input});
   auto outputs = selectOutputs(kernel, options.outputs, inputFiles);
   if (!outputs) {
     session.report(outputs.error());
@@ -186,6 +206,11 @@ int runKernel(const RunOptions &options) {
     reference = std::move(*selected);
   }
 
+  if (!options.saveInputs.empty())
+    if (Status saved = saveInputs(options.saveInputs, kernel, args); !saved) {
+      session.report(saved.error());
+      return 1;
+    }
   std::optional<KernelArgs> inputs;
   if (options.check || options.repeat > 1)
     inputs = args;
@@ -287,6 +312,11 @@ void addRunCommand(CLI::App &app) {
                    "or, if one fails, none is changed)")
       ->type_name("NAME=FILE")
       ->allow_extra_args(false);
+  command
+      ->add_option("--save-inputs", options->saveInputs,
+                   "Write the inputs of the run (given or random) to DIR/NAME.npy, for --in")
+      ->type_name("DIR")
+      ->check(nonEmpty());
   CLI::Option *check = command->add_flag(
       "--check", options->check,
       "Compare every output with the reference interpreter's, or the CPU JIT's for work too "

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <iostream>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 namespace loopc::driver {
@@ -57,6 +58,13 @@ Expected<const KernelDecl *> selectKernel(const Program &program, const std::str
                    "' (available: " + (available.empty() ? "none" : available) + ")");
 }
 
+InputFile parseInputFile(const std::string &value) {
+  constexpr std::string_view kConvert = ":convert";
+  if (value.size() > kConvert.size() && value.ends_with(kConvert))
+    return {value.substr(0, value.size() - kConvert.size()), true};
+  return {value, false};
+}
+
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,
                                                               const std::string &option) {
   size_t equals = text.find('=');
@@ -95,9 +103,10 @@ void ArgumentOptions::addTo(CLI::App &command) {
       ->allow_extra_args(false);
   command
       .add_option("--in", inputs,
-                  "Input array from a .npy file (default: seeded random data: floats in "
-                  "[-1, 1), integers in [0, 16) or --random-range, bools 50/50)")
-      ->type_name("NAME=FILE")
+                  "Input array from a .npy file; FILE:convert converts its elements to the "
+                  "parameter's type (default: seeded random data: floats in [-1, 1), integers "
+                  "in [0, 16) or --random-range, bools 50/50)")
+      ->type_name("NAME=FILE[:convert]")
       ->allow_extra_args(false);
   command.add_option("--seed", seed, "Seed of the random inputs")
       ->capture_default_str()
@@ -137,12 +146,15 @@ Expected<ArgumentRequest> ArgumentOptions::toRequest() const {
     auto assignment = splitAssignment(input, "--in");
     if (!assignment)
       return std::unexpected(assignment.error());
-    auto array = readNpy(assignment->second);
+    InputFile file = parseInputFile(assignment->second);
+    auto array = readNpy(file.path);
     if (!array)
       return std::unexpected(array.error());
     if (request.arrays.contains(assignment->first))
       return makeError("'" + assignment->first + "' is given twice with --in");
     request.arrays.emplace(assignment->first, std::move(*array));
+    if (file.convert)
+      request.convertible.insert(assignment->first);
   }
   return request;
 }

@@ -125,6 +125,14 @@ Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &
 // the CPU's, whose choices are for the CPU pipeline).
 bool isTunable(const Engine &engine);
 
+// The file of `--in NAME=FILE[:convert]`, and whether its elements are to
+// be converted to the parameter's type.
+struct InputFile {
+  std::string path;
+  bool convert = false;
+};
+InputFile parseInputFile(const std::string &value);
+
 // Splits "NAME=VALUE"; `option` names the flag in the error message.
 Expected<std::pair<std::string, std::string>> splitAssignment(const std::string &text,
                                                               const std::string &option);

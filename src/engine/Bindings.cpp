@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <optional>
 #include <random>
@@ -301,6 +302,76 @@ void fillRandom(HostArray &array, uint64_t seed, const ArgumentRequest &request)
   }
 }
 
+// "an f32", "an i64[3]", "a bool": the article as the name is read aloud.
+std::string withArticle(const std::string &word) {
+  bool vowelSound = !word.empty() && (std::string("aeiou").find(word[0]) != std::string::npos ||
+                                      (word[0] == 'f' && word.size() > 1 && std::isdigit(word[1])));
+  return (vowelSound ? "an " : "a ") + word;
+}
+
+// `array` with elements of type `to`, for `--in NAME=FILE:convert`; an
+// element that does not fit exactly (a fraction or an out-of-range value into
+// an integer, a float beyond f32's range) is an error naming it.
+Expected<HostArray> convertElements(const HostArray &array, ScalarType to, const VarDecl &param) {
+  if (array.type == ScalarType::Bool || to == ScalarType::Bool)
+    return makeError("'" + param.name + "': bools are not converted (" +
+                         scalarTypeName(array.type) + " given, " + scalarTypeName(to) + " needed)",
+                     param.type.range);
+  HostArray converted(to, array.shape);
+  auto text = [](auto value) {
+    std::ostringstream out;
+    out << std::setprecision(17) << value;
+    return out.str();
+  };
+  auto fail = [&](size_t i, const std::string &value) {
+    return makeError("'" + param.name + "': element " + std::to_string(i) + " (" + value +
+                         ") does not fit " + scalarTypeName(to) + " exactly; not converted",
+                     param.type.range);
+  };
+  bool fromInteger = array.type == ScalarType::I32 || array.type == ScalarType::I64;
+  for (size_t i = 0; i < array.elementCount(); ++i) {
+    switch (to) {
+    case ScalarType::F64:
+      converted.data<double>()[i] = array.getAsDouble(i);
+      break;
+    case ScalarType::F32: {
+      double value = array.getAsDouble(i);
+      if (std::isfinite(value) && std::fabs(value) > std::numeric_limits<float>::max())
+        return fail(i, text(value));
+      converted.data<float>()[i] = static_cast<float>(value);
+      break;
+    }
+    case ScalarType::I32:
+    case ScalarType::I64: {
+      int64_t low = to == ScalarType::I32 ? std::numeric_limits<int32_t>::min()
+                                          : std::numeric_limits<int64_t>::min();
+      int64_t high = to == ScalarType::I32 ? std::numeric_limits<int32_t>::max()
+                                           : std::numeric_limits<int64_t>::max();
+      int64_t value = 0;
+      if (fromInteger) {
+        value = array.getAsInt(i);
+      } else {
+        double real = array.getAsDouble(i);
+        // 2^63 is the first double past i64's range.
+        if (!(real == std::trunc(real) && real >= -0x1p63 && real < 0x1p63))
+          return fail(i, text(real));
+        value = static_cast<int64_t>(real);
+      }
+      if (value < low || value > high)
+        return fail(i, text(value));
+      if (to == ScalarType::I32)
+        converted.data<int32_t>()[i] = static_cast<int32_t>(value);
+      else
+        converted.data<int64_t>()[i] = value;
+      break;
+    }
+    case ScalarType::Bool:
+      break;
+    }
+  }
+  return converted;
+}
+
 // Where a size's value came from, for conflict messages.
 struct SizeBinding {
   int64_t value;
@@ -409,8 +480,9 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       value = std::move(*parsed);
     } else if (auto given = request.arrays.find(param.name); given != request.arrays.end()) {
       if (given->second.type != type || given->second.rank() != 0)
-        return makeError("'" + param.name + "' is a scalar " + scalarTypeName(type) + " but a " +
-                             typeText(given->second.type, given->second.shape) + " array was given",
+        return makeError("'" + param.name + "' is a scalar " + scalarTypeName(type) + " but " +
+                             withArticle(typeText(given->second.type, given->second.shape)) +
+                             " array was given",
                          param.range);
       value = given->second;
     } else if (param.intent == Intent::Out) {
@@ -451,11 +523,23 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
     if (!param.isArray() || given == request.arrays.end())
       continue;
     const HostArray &array = given->second;
-    if (array.type != param.type.element || array.rank() != param.type.rank())
-      return makeError("'" + param.name + "' needs a " + scalarTypeName(param.type.element) +
-                           " array of rank " + std::to_string(param.type.rank()) + ", but a " +
-                           typeText(array.type, array.shape) + " array was given",
-                       param.type.range);
+    if (array.rank() != param.type.rank() ||
+        (array.type != param.type.element && !request.convertible.contains(param.name))) {
+      std::string hint;
+      if (array.rank() == param.type.rank())
+        hint = " (convert it: x.astype(numpy." +
+               std::string(param.type.element == ScalarType::F32   ? "float32"
+                           : param.type.element == ScalarType::F64 ? "float64"
+                           : param.type.element == ScalarType::I32 ? "int32"
+                           : param.type.element == ScalarType::I64 ? "int64"
+                                                                   : "bool_") +
+               ") in Python, or let loopc: --in " + param.name + "=FILE:convert)";
+      return makeError(
+          "'" + param.name + "' needs " + withArticle(scalarTypeName(param.type.element)) +
+              " array of rank " + std::to_string(param.type.rank()) + ", but " +
+              withArticle(typeText(array.type, array.shape)) + " array was given" + hint,
+          param.type.range);
+    }
     for (size_t d = 0; d < param.type.rank(); ++d) {
       auto *name = param.type.dims[d]->as<NameExpr>();
       if (!name || !isSize(name->name))
@@ -532,7 +616,14 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       continue;
     auto given = request.arrays.find(param.name);
     if (given != request.arrays.end()) {
-      args.params[position] = given->second;
+      if (given->second.type == param.type.element) {
+        args.params[position] = given->second;
+        continue;
+      }
+      auto converted = convertElements(given->second, param.type.element, param);
+      if (!converted)
+        return std::unexpected(converted.error());
+      args.params[position] = std::move(*converted);
       continue;
     }
     args.params[position] = HostArray(param.type.element, shapes[position]);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 namespace loopc {
@@ -19,6 +20,10 @@ struct ArgumentRequest {
   std::map<std::string, std::string> values;
   // Whole arrays (and scalar inputs given as rank-0 arrays) by parameter name.
   std::map<std::string, HostArray> arrays;
+  // The names of `arrays` to convert to the parameter's element type when
+  // theirs differs (`--in x=x.npy:convert`): f64 to f32 and back, integers to
+  // either, i64 to i32 and floats to integers where every value fits exactly.
+  std::set<std::string> convertible;
   // Seed of the random data generated for inputs not given.
   uint64_t seed = 0;
   // Random integer inputs are drawn from [randomLow, randomHigh).

@@ -318,9 +318,10 @@ Expected<HostArray> readNpy(const std::string &path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error))
     return makeError("cannot read '" + path + "': it is a directory");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    return makeError("cannot open '" + path + "'");
+    return makeError("cannot open '" + path + "': " + std::strerror(errno ? errno : ENOENT));
   std::ostringstream contents;
   contents << in.rdbuf();
   if (in.bad())
