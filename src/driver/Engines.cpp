@@ -62,7 +62,10 @@ Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
       continue;
     auto engine = entry.create(choices);
     if (!engine)
-      return makeError("device '" + device + "' is not available: " + engine.error().message);
+      return makeError("device '" + device + "' is not available: " + engine.error().message +
+                       (device == "gpu" ? " (--device gpu-on-cpu runs the GPU pipeline's kernels "
+                                          "on the CPU)"
+                                        : ""));
     return engine;
   }
   bool known = std::ranges::any_of(kKnownDevices, [&](const char *name) { return device == name; });

@@ -149,6 +149,8 @@ int runExplain(const ExplainOptions &options) {
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
   pipeline.choices = std::move(*choices);
+  for (const std::string &note : passes::choicesWithoutEffect(pipeline))
+    printWarning(note);
   if (options.remarks)
     return printKernelRemarks(*session, **kernel, options, pipeline, *sizes);
   pipeline.specializedSizes =

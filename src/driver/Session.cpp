@@ -24,6 +24,21 @@ void Session::report(const Error &error) {
 
 void printError(const std::string &message) { std::cerr << "loopc: error: " << message << "\n"; }
 
+void printWarning(const std::string &message) {
+  std::cerr << "loopc: warning: " << message << "\n";
+}
+
+void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &choices) {
+  if (const passes::PipelineOptions *pipeline = compilingPipeline(engine)) {
+    for (const std::string &note : passes::choicesWithoutEffect(*pipeline))
+      printWarning(note);
+    return;
+  }
+  if (!choices.skipped.empty() || !passes::describeChangedParameters(choices.parameters).empty())
+    printWarning("--device " + engine.name() +
+                 " compiles nothing: --skip-pass and --pass-param change nothing there");
+}
+
 std::unique_ptr<Session> openSession(const std::string &path) {
   auto session = std::make_unique<Session>();
   session->program = loadProgram(path, session->sources, session->diagnostics);
@@ -311,6 +326,7 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   run.args = std::move(prepared->args);
   run.engine = std::move(prepared->engine);
   run.choices = *choices;
+  warnChoicesWithoutEffect(*run.engine, run.choices);
   if (options.tuned) {
     if (Status tuned = useTunedChoices(options, run); !tuned) {
       run.session->report(tuned.error());

@@ -45,6 +45,12 @@ Expected<const KernelDecl *> selectKernel(const Program &program, const std::str
 
 // Prints `loopc: error: <message>` to stderr.
 void printError(const std::string &message);
+void printWarning(const std::string &message);
+
+// Warns of the --pass-param and --skip-pass choices the pipeline `engine`
+// compiles with never acts on (passes::choicesWithoutEffect), or of any
+// choice at all for an engine that compiles nothing (the interpreter).
+void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &choices);
 
 // The options that describe a kernel's inputs (`--set`, `--in`, `--seed`),
 // shared by the subcommands that run kernels.

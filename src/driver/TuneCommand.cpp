@@ -156,8 +156,10 @@ private:
     std::vector<Dimension> dimensions;
     for (const std::string &pass : passes::optimizationPasses(target_))
       dimensions.push_back({pass, {"run", "skip"}});
-    for (const auto &[name, values] : kParameterValues)
-      dimensions.push_back({name, values});
+    // Only what the target's pipeline reads: tile sizes mean nothing on the CPU.
+    for (const std::string &name : passes::parametersRead(target_))
+      if (auto values = kParameterValues.find(name); values != kParameterValues.end())
+        dimensions.push_back({name, values->second});
     return dimensions;
   }
 

@@ -8,6 +8,7 @@
 #include "passes/analysis/Coalescing.h"
 
 #include <algorithm>
+#include <array>
 #include <cassert>
 #include <charconv>
 
@@ -145,20 +146,27 @@ private:
   Status status_;
 };
 
-// One parameter of PassParameters, settable by name.
+// One parameter of PassParameters, settable by name, and the passes that
+// read it.
 struct ParameterSpec {
   const char *name;
   int64_t PassParameters::*field;
   int64_t min, max;
   bool powerOfTwo;
+  std::array<const char *, 2> readers;
 };
 
 constexpr ParameterSpec kParameters[] = {
-    {"register_tile", &PassParameters::registerTile, 1, 8, true},
-    {"stage_length", &PassParameters::stageLength, 4, 64, false},
-    {"shared_kib", &PassParameters::sharedKiB, 1, 48, false},
-    {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false},
-    {"copies_in_flight", &PassParameters::copiesInFlight, 0, 32, false},
+    {"register_tile", &PassParameters::registerTile, 1, 8, true, {"tile_registers"}},
+    {"stage_length", &PassParameters::stageLength, 4, 64, false, {"stage_shared"}},
+    {"shared_kib",
+     &PassParameters::sharedKiB,
+     1,
+     48,
+     false,
+     {"stage_shared", "privatize_combines"}},
+    {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false, {"stage_shared"}},
+    {"copies_in_flight", &PassParameters::copiesInFlight, 0, 32, false, {"stage_shared"}},
 };
 
 } // namespace
@@ -222,6 +230,51 @@ std::string passLeftOutBy(const std::string &name, const PipelineOptions &option
       return "--bounds-check";
   }
   return "";
+}
+
+std::vector<std::string> choicesWithoutEffect(const PipelineOptions &options) {
+  auto reason = [&](const std::string &leftOutBy) {
+    if (leftOutBy == "--target cpu")
+      return std::string("not in the CPU pipeline");
+    if (leftOutBy == "--target gpu")
+      return std::string("not in the GPU pipeline");
+    return "left out by " + leftOutBy;
+  };
+  std::vector<std::string> notes;
+  const PassParameters &parameters = options.choices.parameters;
+  PassParameters defaults;
+  for (const ParameterSpec &spec : kParameters) {
+    if (parameters.*spec.field == defaults.*spec.field)
+      continue;
+    std::string why;
+    bool read = false;
+    for (const char *reader : spec.readers) {
+      if (!reader)
+        continue;
+      std::string leftOutBy = passLeftOutBy(reader, options);
+      read |= leftOutBy.empty();
+      why += (why.empty() ? "" : "; ") + std::string(reader) + " is " + reason(leftOutBy);
+    }
+    if (!read)
+      notes.push_back("--pass-param " + std::string(spec.name) + "=" +
+                      std::to_string(parameters.*spec.field) + " changes nothing: " + why);
+  }
+  for (const std::string &skipped : options.choices.skipped)
+    if (std::string leftOutBy = passLeftOutBy(skipped, options);
+        !leftOutBy.empty() && leftOutBy != "--skip-pass " + skipped)
+      notes.push_back("--skip-pass " + skipped + " changes nothing: it is " + reason(leftOutBy));
+  return notes;
+}
+
+std::vector<std::string> parametersRead(PipelineTarget target) {
+  std::vector<std::string> passes = optimizationPasses(target);
+  std::vector<std::string> names;
+  for (const ParameterSpec &spec : kParameters)
+    if (std::ranges::any_of(spec.readers, [&](const char *reader) {
+          return reader && std::ranges::find(passes, reader) != passes.end();
+        }))
+      names.push_back(spec.name);
+  return names;
 }
 
 std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target) {

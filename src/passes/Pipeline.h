@@ -111,11 +111,21 @@ struct PipelineOptions {
 // those `target`'s pipeline runs when one is given.
 std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target = std::nullopt);
 
+// The parameters some pass of `target`'s pipeline reads (`shared_kib` on the
+// CPU; every one on the GPU), in a fixed order.
+std::vector<std::string> parametersRead(PipelineTarget target);
+
 // The option that leaves the optimization `name` (or the GPU's
 // globalize_private_arrays) out of the pipeline of `options` ("--target
 // cpu", "--bounds-check", "--skip-pass NAME"); "" when it runs or is no
 // optimization.
 std::string passLeftOutBy(const std::string &name, const PipelineOptions &options);
+
+// What the user chose that the pipeline of `options` never acts on, one
+// message each: a parameter whose passes it leaves out (`--pass-param
+// register_tile=8 changes nothing: tile_registers is not in the CPU
+// pipeline`), a skipped pass it does not run.
+std::vector<std::string> choicesWithoutEffect(const PipelineOptions &options);
 
 // Runs every pass in order; the IR verifier checks the result of each. An
 // invalid IR is a compiler bug, reported as an internal error naming the
