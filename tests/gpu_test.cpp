@@ -431,6 +431,12 @@ TEST_CASE("loopc run --device gpu without a driver says so") {
   auto result = test::runLoopc("run samples/dot.loop --set N=8 --device gpu");
   CHECK(result.exitCode == 1);
   CHECK(result.output.find("device 'gpu' is not available: no CUDA driver") != std::string::npos);
+  CHECK(result.output.find("(--device gpu-on-cpu runs the GPU pipeline's kernels on the CPU)") !=
+        std::string::npos);
+  // The REPL refuses it at the start, not at its first run.
+  auto repl = test::runShell("echo :quit | '" + test::loopcBinary() + "' repl --device gpu");
+  CHECK(repl.exitCode == 1);
+  CHECK(repl.output.find("device 'gpu' is not available") != std::string::npos);
   // The default device falls through to the CPU.
   auto fallback = test::runLoopc("run samples/dot.loop --set N=8");
   CHECK(fallback.exitCode == 0);

@@ -4,6 +4,7 @@
 #include "driver/ReplCommand.h"
 
 #include "driver/Cli.h"
+#include "driver/Engines.h"
 #include "driver/Repl.h"
 
 #include <cstdlib>
@@ -60,6 +61,12 @@ private:
 #endif
 
 int runRepl(const ReplOptions &options) {
+  // A device this machine lacks is refused at the start, not at the first run.
+  if (!options.device.empty())
+    if (auto engine = createEngine(options.device); !engine) {
+      printError(engine.error().message);
+      return 1;
+    }
   Repl repl(std::cout, std::cerr);
   repl.setDefaultDevice(options.device);
   if (!options.file.empty())
