@@ -254,6 +254,10 @@ public:
       return makeError("GPU engine: a barrier in host code");
     case StmtNode::Kind::WarpShuffle:
       return makeError("GPU engine: a warp shuffle in host code");
+    case StmtNode::Kind::AsyncCopy:
+    case StmtNode::Kind::AsyncCommit:
+    case StmtNode::Kind::AsyncWait:
+      return makeError("GPU engine: an async copy in host code");
     case StmtNode::Kind::Check:
       return runCheck(*stmt.as<ir::Check>());
     case StmtNode::Kind::Reduce:

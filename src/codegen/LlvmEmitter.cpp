@@ -867,6 +867,15 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
                          lookupBuffer(*shuffle.target, SourceRange{}));
     return;
   }
+  case StmtNode::Kind::AsyncCopy:
+    target_.emitAsyncCopy(*this, *stmt.as<ir::AsyncCopy>());
+    return;
+  case StmtNode::Kind::AsyncCommit:
+    target_.emitAsyncCommit(*this);
+    return;
+  case StmtNode::Kind::AsyncWait:
+    target_.emitAsyncWait(*this, stmt.as<ir::AsyncWait>()->pending);
+    return;
   case StmtNode::Kind::Check: {
     auto &check = *stmt.as<ir::Check>();
     std::vector<llvm::Value *> values;
@@ -895,6 +904,17 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
 }
 
 // --------------------------------------------------------------- helpers ---
+
+void Target::emitAsyncCopy(LlvmEmitter &emitter, const ir::AsyncCopy &copy) {
+  emitter.fail("code generation: an async copy into '" + copy.target->name +
+               "' for a target without them");
+}
+void Target::emitAsyncCommit(LlvmEmitter &emitter) {
+  emitter.fail("code generation: an async commit for a target without them");
+}
+void Target::emitAsyncWait(LlvmEmitter &emitter, int) {
+  emitter.fail("code generation: an async wait for a target without them");
+}
 
 ScopedBindings::~ScopedBindings() {
   for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it)

@@ -43,6 +43,9 @@ public:
                         llvm::Value *elementCount) override;
   void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) override;
   void emitBarrier(LlvmEmitter &emitter) override;
+  void emitAsyncCopy(LlvmEmitter &emitter, const ir::AsyncCopy &copy) override;
+  void emitAsyncCommit(LlvmEmitter &emitter) override;
+  void emitAsyncWait(LlvmEmitter &emitter, int pending) override;
   llvm::Value *emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType type,
                               int laneMask) override;
   bool usesLibraryMath(Builtin builtin) const override;

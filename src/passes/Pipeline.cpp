@@ -159,6 +159,7 @@ constexpr ParameterSpec kParameters[] = {
     {"shared_kib", &PassParameters::sharedKiB, 1, 48, false},
     {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false},
     {"copies_in_flight", &PassParameters::copiesInFlight, 0, 32, false},
+    {"pipeline_depth", &PassParameters::pipelineDepth, 1, 3, false},
 };
 
 } // namespace
@@ -269,7 +270,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
     return tileRegisters(std::move(f), parameters, remarks);
   });
   passes.optimize("stage_shared", [&](ir::Function f, const RemarkReporter &remarks) {
-    return stageShared(std::move(f), parameters, remarks);
+    return stageShared(std::move(f), parameters, remarks, options.computeCapability);
   });
   // The accesses left uncoalesced by map_to_gpu's choice of x, once
   // stage_shared has read a transpose's columns through shared memory.
