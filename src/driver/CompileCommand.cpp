@@ -234,6 +234,7 @@ int runCompile(const CompileOptions &options) {
   passes::PipelineOptions pipeline;
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
   pipeline.choices = std::move(*choices);
+  pipeline.computeCapability = codegen::computeCapabilityOf(options.gpu);
   if (isLibrary(options)) {
     if (options.emit == "object" && (options.output.empty() || options.output == "-")) {
       printError("--emit object writes a binary file: give it with -o FILE");

@@ -316,8 +316,8 @@ std::string describe(const Stmt &stmt) {
     const auto &copy = *stmt->as<AsyncCopy>();
     return "async_copy " + copy.target->name + indexText(copy.targetIndices) + " <- " +
            copy.source->name + indexText(copy.sourceIndices) + " x" +
-           std::to_string(copy.elements) + " (" + std::to_string(copy.bytes()) +
-           " bytes, valid " + toString(copy.valid) + ")";
+           std::to_string(copy.elements) + " (" + std::to_string(copy.bytes()) + " bytes, valid " +
+           toString(copy.valid) + ")";
   }
   case StmtNode::Kind::AsyncCommit:
     return "async_commit";

@@ -546,8 +546,8 @@ private:
       std::string before =
           sharedBytes_ > 0 ? " with the " + kibibytes(sharedBytes_) + " staged before" : "";
       if (copies_ > 1)
-        fit += " " + std::to_string(copies_) + " times (pipeline_depth=" +
-               std::to_string(copies_) + ")";
+        fit += " " + std::to_string(copies_) + " times (pipeline_depth=" + std::to_string(copies_) +
+               ")";
       tooLarge_.clear();
       for (const Footprint &footprint : chosen)
         tooLarge_.emplace_back(footprint.loads.front(),
@@ -756,8 +756,8 @@ private:
     Expr lengthImm = makeInt(type, length);
     Expr stageVar = makeVar(type, stage);
     bool pipelined = pipelines(loop, footprints);
-    Expr copy =
-        pipelined ? toI64(makeBinary(BinaryOpKind::Rem, stageVar, makeInt(type, copies_))) : nullptr;
+    Expr copy = pipelined ? toI64(makeBinary(BinaryOpKind::Rem, stageVar, makeInt(type, copies_)))
+                          : nullptr;
     auto [loads, stmts] = allocateShared(footprints, copy);
     Stmt body = loads.mutate(loop.body);
     auto lanes = [&](Expr count, ForKind kind) {
@@ -772,7 +772,9 @@ private:
     bool straightLine = !hasLoop(body) && !callsMathRoutine(body);
     Expr restVar = makeVar(type, rest);
     Stmt iterations = std::make_shared<LetStmt>(
-        rest, makeBinary(BinaryOpKind::Sub, loop.extent, makeBinary(BinaryOpKind::Mul, stageVar, lengthImm)),
+        rest,
+        makeBinary(BinaryOpKind::Sub, loop.extent,
+                   makeBinary(BinaryOpKind::Mul, stageVar, lengthImm)),
         std::make_shared<IfThenElse>(
             makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
             lanes(lengthImm, straightLine ? ForKind::Unrolled : ForKind::Serial),
@@ -800,26 +802,27 @@ private:
       return false;
     std::string stages = "the stages of " + loopName(loop);
     if (computeCapability_ < kAsyncCopyCapability) {
-      remarks_.declined(loop.source, stages + " not pipelined: async copies (cp.async) need sm_80 or "
-                                              "later, and the kernels are compiled for sm_" +
-                                              std::to_string(computeCapability_));
+      remarks_.declined(loop.source, stages +
+                                         " not pipelined: async copies (cp.async) need sm_80 or "
+                                         "later, and the kernels are compiled for sm_" +
+                                         std::to_string(computeCapability_));
       return false;
     }
     for (const Footprint &footprint : footprints)
       if (scalarSize(footprint.array->element) < 4) {
-        remarks_.declined(loop.source, stages + " not pipelined: async copies move 4 bytes or "
-                                                "more, and the elements of " +
-                                                quoted(footprint) + " are " +
-                                                scalarTypeName(footprint.array->element));
+        remarks_.declined(loop.source, stages +
+                                           " not pipelined: async copies move 4 bytes or "
+                                           "more, and the elements of " +
+                                           quoted(footprint) + " are " +
+                                           scalarTypeName(footprint.array->element));
         copies_ = 1;
         return false;
       }
-    remarks_.applied(loop.source, stages + " pipelined " + std::to_string(copies_) +
-                                      " deep: async copies (cp.async) into " +
-                                      std::to_string(copies_) +
-                                      " buffers per box, each stage's issued " +
-                                      std::to_string(copies_ - 1) + " stage" +
-                                      (copies_ > 2 ? "s" : "") + " ahead of its compute");
+    remarks_.applied(loop.source,
+                     stages + " pipelined " + std::to_string(copies_) +
+                         " deep: async copies (cp.async) into " + std::to_string(copies_) +
+                         " buffers per box, each stage's issued " + std::to_string(copies_ - 1) +
+                         " stage" + (copies_ > 2 ? "s" : "") + " ahead of its compute");
     return true;
   }
 

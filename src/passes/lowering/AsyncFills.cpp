@@ -78,10 +78,10 @@ Stmt copiesOf(const AsyncBox &box, int64_t width) {
     Expr at = add(box.origin[d], index);
     Expr extent = toI64(box.array->shape[d]);
     if (d < last) {
-      rowInArray = makeBinary(
-          BinaryOpKind::And, rowInArray,
-          makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, at, makeI64(0)),
-                     makeBinary(BinaryOpKind::Lt, at, extent)));
+      rowInArray =
+          makeBinary(BinaryOpKind::And, rowInArray,
+                     makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, at, makeI64(0)),
+                                makeBinary(BinaryOpKind::Lt, at, extent)));
       source.push_back(clamp(at, 0, sub(extent, makeI64(1))));
       continue;
     }
@@ -97,12 +97,11 @@ Stmt copiesOf(const AsyncBox &box, int64_t width) {
   Stmt copy = std::make_shared<AsyncCopy>(box.shared, std::move(local), box.array,
                                           std::move(source), static_cast<int>(width), valid);
   if (rounds * box.threads != total)
-    copy = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(total)),
-                                        copy);
+    copy =
+        std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(total)), copy);
   copy = std::make_shared<LetStmt>(
-      elementVar, add(mul(makeVar(ScalarType::I64, roundVar), makeI64(box.threads)),
-                      box.linearThread),
-      copy);
+      elementVar,
+      add(mul(makeVar(ScalarType::I64, roundVar), makeI64(box.threads)), box.linearThread), copy);
   return std::make_shared<For>(roundVar, makeI64(0), makeI64(rounds),
                                rounds <= kUnrolledRounds ? ForKind::Unrolled : ForKind::Serial, 0,
                                copy);

@@ -14,13 +14,13 @@
 namespace loopc::passes {
 
 struct AsyncBox {
-  ir::Buffer array;                 // the global array
-  std::vector<ir::Expr> origin;     // of the box in the array, per dimension (i64)
-  std::vector<int64_t> extents;     // of the box
-  ir::Buffer shared;                // [copies][rows...][row] or [rows...][row]
-  ir::Expr copy;                    // the leading index into `shared`, or null
-  ir::Expr linearThread;            // the thread's index in its block (i64)
-  int64_t threads = 1;              // of the block
+  ir::Buffer array;             // the global array
+  std::vector<ir::Expr> origin; // of the box in the array, per dimension (i64)
+  std::vector<int64_t> extents; // of the box
+  ir::Buffer shared;            // [copies][rows...][row] or [rows...][row]
+  ir::Expr copy;                // the leading index into `shared`, or null
+  ir::Expr linearThread;        // the thread's index in its block (i64)
+  int64_t threads = 1;          // of the block
 };
 
 // How many elements one copy moves: 16 bytes where the array's rows and the
