@@ -704,10 +704,28 @@ private:
     // rows) and its stages would fetch mostly what it does not read.
     if (inLoop)
       return std::nullopt;
+    // Pipelined stages need a buffer per stage in flight; where those do
+    // not fit even at stages of 2, the stages are copied one at a time.
+    std::vector<int64_t> copies{1};
     if (parameters_.pipelineDepth > 1 && computeCapability_ >= kAsyncCopyCapability)
-      copies_ = parameters_.pipelineDepth;
-    // The parameter's length first, then halves of it down to 2 (a stage of
-    // two iterations still halves the barriers of staging each one).
+      copies.insert(copies.begin(), parameters_.pipelineDepth);
+    for (int64_t buffers : copies) {
+      copies_ = buffers;
+      if (std::optional<Stmt> staged = stageInStagesIfFits(loop, guard))
+        return staged;
+      if (buffers > 1 && !tooLarge_.empty())
+        remarks_.declined(loop.source,
+                          "the stages of " + loopName(loop) + " not pipelined: the boxes of " +
+                              std::to_string(buffers) + " stages do not fit shared_kib=" +
+                              std::to_string(parameters_.sharedKiB) + " however short the stages");
+    }
+    return std::nullopt;
+  }
+
+  // The loop in stages of the parameter's length first, then halves of it
+  // down to 2 (a stage of two iterations still halves the barriers of
+  // staging each one), with copies_ buffers per box.
+  std::optional<Stmt> stageInStagesIfFits(const For &loop, const Expr &guard) {
     for (int64_t length = parameters_.stageLength; length >= 2; length /= 2) {
       if (const auto *trips = loop.extent->as<IntImm>(); trips && trips->value <= length)
         continue;
@@ -808,6 +826,8 @@ private:
                                          std::to_string(computeCapability_));
       return false;
     }
+    if (copies_ < 2) // their buffers did not fit (stageLoopIfFits said so)
+      return false;
     for (const Footprint &footprint : footprints)
       if (scalarSize(footprint.array->element) < 4) {
         remarks_.declined(loop.source, stages +

@@ -9,11 +9,6 @@ using ir::Stmt;
 
 namespace {
 
-// Copies of up to this many rounds per thread are unrolled: async copies
-// hold no register for their data, so the unrolled copies cost only their
-// addresses.
-const int64_t kUnrolledRounds = 32;
-
 const int64_t kCopyBytes = 16;
 
 // Whether `expr` is a multiple of `factor` whatever its variables are.
@@ -102,9 +97,11 @@ Stmt copiesOf(const AsyncBox &box, int64_t width) {
   copy = std::make_shared<LetStmt>(
       elementVar,
       add(mul(makeVar(ScalarType::I64, roundVar), makeI64(box.threads)), box.linearThread), copy);
-  return std::make_shared<For>(roundVar, makeI64(0), makeI64(rounds),
-                               rounds <= kUnrolledRounds ? ForKind::Unrolled : ForKind::Serial, 0,
-                               copy);
+  // A loop, not unrolled: an async copy holds no register for its data, but
+  // LLVM hoists the addresses of unrolled copies out of the stage loop, and
+  // they stayed live across the compute (cnn_conv's 3 x 3 filters spilled
+  // 580 bytes so).
+  return std::make_shared<For>(roundVar, makeI64(0), makeI64(rounds), ForKind::Serial, 0, copy);
 }
 
 } // namespace
