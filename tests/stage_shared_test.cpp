@@ -8,9 +8,11 @@
 #include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
+#include "ir/Verifier.h"
 #include "passes/Pipeline.h"
 #include "passes/Remarks.h"
 #include "passes/analysis/IndexRange.h"
+#include "passes/lowering/ReductionTrees.h"
 #include "support/Differential.h"
 
 #include <doctest/doctest.h>
@@ -602,4 +604,51 @@ TEST_CASE("pipeline_depth: declined with a remark before sm_80, which has no asy
     pipelinedRemark |= remark.kind == passes::RemarkKind::Applied &&
                        contains(remark.message, "the stages of k pipelined 2 deep");
   CHECK(pipelinedRemark);
+}
+
+TEST_CASE("async copies: printed, and verified global into shared in 4, 8 or 16 bytes") {
+  using namespace loopc::ir;
+  using ir::Expr; // not the AST's
+  using ir::Stmt;
+  Buffer global = passes::makeBuffer("g", ScalarType::F32, {makeI64(10)}, MemorySpace::Global);
+  global->isParameter = true;
+  Buffer shared =
+      passes::makeBuffer("s", ScalarType::F32, {makeI64(2), makeI64(8)}, MemorySpace::Shared);
+  auto kernelWith = [&](std::vector<Stmt> stmts) {
+    Function function;
+    function.name = "k";
+    function.buffers = {global};
+    function.body = std::make_shared<For>(
+        "b", makeI64(0), makeI64(1), ForKind::GpuBlock, 0,
+        std::make_shared<Allocate>(shared, std::make_shared<For>("t", makeI64(0), makeI64(32),
+                                                                 ForKind::GpuThread, 0,
+                                                                 makeBlock(std::move(stmts)))));
+    return function;
+  };
+  auto copy = [&](const Buffer &target, const Buffer &source, int elements) {
+    std::vector<Expr> targetIndices{makeI64(1), makeI64(4)};
+    if (target->shape.size() == 1)
+      targetIndices = {makeI64(4)};
+    std::vector<Expr> sourceIndices{makeI64(4)};
+    if (source->shape.size() == 2)
+      sourceIndices = {makeI64(1), makeI64(4)};
+    return std::make_shared<AsyncCopy>(target, targetIndices, source, sourceIndices, elements,
+                                       makeI64(3));
+  };
+  Function good = kernelWith({copy(shared, global, 4), std::make_shared<AsyncCommit>(),
+                              std::make_shared<AsyncWait>(0), std::make_shared<Barrier>()});
+  CHECK(ir::verifyFunction(good, "test"));
+  std::string printed = ir::toString(good);
+  CHECK(contains(printed, "async_copy s[1][4] <- g[4] x4 (16 bytes, valid 3)\n"));
+  CHECK(contains(printed, "async_commit\n"));
+  CHECK(contains(printed, "async_wait 0\n"));
+  auto twelveBytes = ir::verifyFunction(kernelWith({copy(shared, global, 3)}), "test");
+  REQUIRE_FALSE(twelveBytes);
+  CHECK(contains(twelveBytes.error().message, "an async copy of 12 bytes"));
+  auto backwards = ir::verifyFunction(kernelWith({copy(global, shared, 1)}), "test");
+  REQUIRE_FALSE(backwards);
+  CHECK(contains(backwards.error().message, "not from global into shared memory"));
+  auto tooMany = ir::verifyFunction(kernelWith({std::make_shared<AsyncWait>(8)}), "test");
+  REQUIRE_FALSE(tooMany);
+  CHECK(contains(tooMany.error().message, "8 pending groups"));
 }
