@@ -21,6 +21,19 @@
 // statically, and small enough that several blocks stay resident on an SM
 // (228 KiB on an H100, 164 KiB on an A100).
 //
+// Pipelined stages (PassParameters::pipelineDepth 2 or 3, sm_80 and later):
+// a loop staged in stages waits for each stage's copies before its compute,
+// and no warp of the block has anything else to issue then (matmul at 25%
+// occupancy: a third of its cycles). With D buffers per box, the copies of a
+// stage are async copies (ir::AsyncCopy, cp.async: no register holds the
+// data, so no occupancy is lost to them) issued D - 1 stages ahead of its
+// compute, into the buffer the stage before last was read from, so they fly
+// while the stages in between compute (pipelinedStages says in which order,
+// and why one barrier a stage suffices; lowering/AsyncFills.h how a box is
+// copied). All D buffers of the boxes fit the budget together, so stages are
+// shorter; where they do not fit at 2 iterations, the loop is staged as
+// without pipelining, and a remark says so.
+//
 // With no loop to stage, a loop-free body whose warps read down a column of
 // an array (a transpose: consecutive threads along x, consecutive rows) has
 // the box of those reads staged before it, when its rows fill a 32-byte
