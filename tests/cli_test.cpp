@@ -1090,7 +1090,7 @@ TEST_CASE("outputs are written whole or not at all") {
                  "file (--out r=r.npy)"));
 }
 
-TEST_CASE("loopc --version names the commit, LLVM and the GPU; loopc alone shows the usage") {
+TEST_CASE("loopc --version names the commit, LLVM and the GPU, and loopc alone shows the usage") {
   auto version = runLoopc("--version");
   CHECK(version.exitCode == 0);
   CHECK(version.output.starts_with("loopc 0.1.0 (commit "));

@@ -224,6 +224,40 @@ TEST_CASE("perf: the loops LLVM leaves decide the memory round trips") {
   CHECK(launchOf(matmul, "matmul_kernel0").profile.criticalMemoryRounds == doctest::Approx(64 * 9));
 }
 
+TEST_CASE("perf: pipelined stages wait only for the latency their compute does not cover") {
+  std::map<std::string, int64_t> sizes{{"M", 2048}, {"N", 2048}, {"K", 2048}};
+  const perf::LaunchPrediction staged =
+      launchOf(predict("samples/matmul.loop", "matmul", sizes), "matmul_kernel0");
+  for (int depth : {2, 3}) {
+    CAPTURE(depth);
+    perf::ProgramPrediction prediction =
+        predict("samples/matmul.loop", "matmul", sizes,
+                test::withParameters({"pipeline_depth=" + std::to_string(depth)}));
+    const perf::LaunchPrediction &launch = launchOf(prediction, "matmul_kernel0");
+    // Stages of 16 k at depth 2 (128 of them), 8 at depth 3 (256): every
+    // stage's wait but the first is covered by the stages between; the
+    // first waits for the prologue's copies, one round trip.
+    double stages = depth == 2 ? 128 : 256;
+    CHECK(launch.profile.criticalAsyncWaits == doctest::Approx(stages - 1));
+    CHECK(launch.profile.asyncStagesAhead == doctest::Approx(depth - 1));
+    CHECK(launch.profile.criticalMemoryRounds == doctest::Approx(1));
+    CHECK(launch.profile.asyncCoverInstructions > 100 * (depth - 1));
+    CHECK(launch.asyncExposedCycles == doctest::Approx(0));
+    // 16-byte copies of B: 4 sectors a request, all used; the same bytes
+    // from DRAM as the synchronous stages.
+    const perf::AccessProfile &b =
+        accessOf(prediction, "matmul_kernel0", "B", perf::AccessProfile::Kind::Load,
+                 ir::MemorySpace::Global);
+    CHECK(b.vectorBytes == 16);
+    CHECK(b.sectorEfficiency() == doctest::Approx(1));
+    CHECK(launch.profile.compulsoryReadBytes ==
+          doctest::Approx(staged.profile.compulsoryReadBytes));
+    CHECK(launch.seconds < staged.seconds);
+  }
+  // The default stages a stage at a time: no async copies.
+  CHECK(staged.profile.criticalAsyncWaits == 0);
+}
+
 TEST_CASE("perf: the bound names what limits a launch") {
   // Four rows of 2^26 each, one block a row: a thread's loads wait in turn.
   passes::PassChoices unsplit;

@@ -5,10 +5,14 @@
 // clamped edges.
 #include "TestSupport.h"
 #include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
+#include "ir/Verifier.h"
 #include "passes/Pipeline.h"
+#include "passes/Remarks.h"
 #include "passes/analysis/IndexRange.h"
+#include "passes/lowering/ReductionTrees.h"
 #include "support/Differential.h"
 
 #include <doctest/doctest.h>
@@ -392,4 +396,258 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
                               {{"T", "3"}, {"H", "34"}, {"W", "130"}},
                               {{"T", "2"}, {"H", "41"}, {"W", "150"}}},
                              13, smallReuse);
+}
+
+namespace {
+
+// The GPU pipeline for `kernelName` at `parameters`, with `specialized`
+// sizes compiled as constants (as an engine does for sizes up to 16) and
+// the kernels compiled for `computeCapability`; its remarks in `remarks`.
+ir::Function pipelined(const Program &program, const std::string &kernelName,
+                       const std::vector<std::string> &parameters,
+                       const std::map<std::string, int64_t> &specialized = {},
+                       int computeCapability = 80, passes::Remarks *remarks = nullptr) {
+  const KernelDecl *kernel = nullptr;
+  for (const auto &candidate : program.modules.front()->kernels)
+    if (candidate->name == kernelName)
+      kernel = candidate.get();
+  REQUIRE_MESSAGE(kernel, "no kernel " << kernelName);
+  passes::PipelineOptions options;
+  options.choices = test::withParameters(parameters);
+  options.specializedSizes = specialized;
+  options.computeCapability = computeCapability;
+  options.remarks = remarks;
+  auto function = passes::runPipeline(ir::lowerKernel(program, *kernel), options);
+  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
+  return std::move(*function);
+}
+
+// The PTX of `function` for sm_80 and sm_90 holds cp.async copies of
+// `widths` bytes, commits and waits for `pending` groups, and assembles
+// (without spills, with `noSpills`) where ptxas is installed.
+void checkAsyncPtx(const ir::Function &function, const std::vector<int> &widths, int pending,
+                   bool noSpills = true) {
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  for (const char *gpu : {"sm_80", "sm_90"}) {
+    CAPTURE(gpu);
+    auto ptx = codegen::compileToPtx(function, gpu);
+    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+    for (int width : widths)
+      CHECK(contains(*ptx, std::string(width == 16 ? "cp.async.cg.shared.global"
+                                                   : "cp.async.ca.shared.global") +
+                               " [%") == true);
+    for (int width : widths)
+      CHECK(contains(*ptx, ", " + std::to_string(width) + ", %r"));
+    CHECK(contains(*ptx, "cp.async.commit_group;"));
+    CHECK(contains(*ptx, "cp.async.wait_group " + std::to_string(pending) + ";"));
+    if (!ptxas)
+      continue;
+    // Assembled with or without spills, as asked.
+    auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
+    REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
+    for (const auto &report : *reports) {
+      if (!noSpills)
+        continue;
+      CAPTURE(report.name);
+      CHECK(report.spillStoreBytes == 0);
+      CHECK(report.spillLoadBytes == 0);
+    }
+  }
+  if (!ptxas)
+    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
+}
+
+} // namespace
+
+TEST_CASE("pipeline_depth: matmul's stages copied by async copies into 2 or 3 buffers, one "
+          "barrier a stage") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  // Depth 1 is the synchronous staging.
+  CHECK(!contains(test::tracePasses(*loaded->program, "matmul").after("stage_shared"), "async"));
+  for (int depth : {2, 3}) {
+    CAPTURE(depth);
+    std::string parameter = "pipeline_depth=" + std::to_string(depth);
+    const std::string staged =
+        test::tracePasses(*loaded->program, "matmul", test::withParameters({parameter}))
+            .after("stage_shared");
+    // Every buffer of each box fits shared_kib=24 together: stages of 16 k
+    // at depth 2 (2 x 10 KiB), 8 at depth 3 (3 x 5 KiB).
+    int64_t length = depth == 2 ? 16 : 8;
+    CHECK(contains(staged, "shared f32 A.shared[" + std::to_string(depth) + "][32][" +
+                               std::to_string(length) + "]"));
+    CHECK(contains(staged, "shared f32 B.shared[" + std::to_string(depth) + "][" +
+                               std::to_string(length) + "][128]"));
+    // The prologue issues depth - 1 stages; each stage waits for its own,
+    // then one barrier, then the copies depth - 1 stages ahead.
+    CHECK(contains(staged, "async_wait " + std::to_string(depth - 2) + "\n"));
+    CHECK(contains(staged, "if (k.stage + " + std::to_string(depth - 1) + " < max((K + " +
+                               std::to_string(length - 1) + ") / " + std::to_string(length) +
+                               ", 0)) {"));
+    CHECK(occurrences(staged, "async_commit") == 2 * depth); // interior and edge tiles
+    // A stage and its loop's end: 2 barriers per tile.
+    CHECK(occurrences(staged, "barrier") == 2 * 2);
+    CHECK(contains(staged, "A.shared[k.stage % " + std::to_string(depth) + "]"));
+    CHECK(contains(staged, "async_copy B.shared[(k.stage + " + std::to_string(depth - 1) + ") % " +
+                               std::to_string(depth) + "]"));
+    // 16-byte copies where K and N are multiples of 4, element copies else.
+    CHECK(contains(staged, "if (K % 4 == 0) {"));
+    CHECK(contains(staged, "if (N % 4 == 0) {"));
+    CHECK(contains(staged, " x4 (16 bytes, valid "));
+    CHECK(contains(staged, " x1 (4 bytes, valid "));
+    test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                               {{{"M", "1"}, {"N", "1"}, {"K", "1"}},
+                                {{"M", "7"}, {"N", "33"}, {"K", "257"}},
+                                {{"M", "33"}, {"N", "257"}, {"K", "7"}},
+                                {{"M", "33"}, {"N", "260"}, {"K", "36"}}, // 16-byte copies
+                                {{"M", "65"}, {"N", "132"}, {"K", "1000"}},
+                                {{"M", "257"}, {"N", "129"}, {"K", "33"}},
+                                {{"M", "40"}, {"N", "40"}, {"K", "0"}}},
+                               31, test::withParameters({parameter}));
+    checkAsyncPtx(
+        test::tracePasses(*loaded->program, "matmul", test::withParameters({parameter})).function,
+        {16, 4}, depth - 2);
+  }
+}
+
+TEST_CASE("pipeline_depth: cnn_conv's channel stages and sqdist's rows pipelined, the other "
+          "staged kernels unchanged in meaning") {
+  auto conv = test::loadFile(test::sourcePath("samples/cnn_conv.loop"));
+  REQUIRE(conv->program);
+  for (int64_t filter : {3, 5})
+    for (int depth : {2, 3}) {
+      CAPTURE(filter);
+      CAPTURE(depth);
+      std::string parameter = "pipeline_depth=" + std::to_string(depth);
+      ir::Function function =
+          pipelined(*conv->program, "cnn_conv_valid", {parameter}, {{"K", filter}});
+      std::string printed = ir::toString(function);
+      // 3 buffers of stages of 2 channels of a 5 x 5 window (8.4 KiB of
+      // input, 2.6 KiB of filters each) do not fit shared_kib=24: staged
+      // one stage at a time, in stages of 4 channels.
+      if (filter == 5 && depth == 3) {
+        CHECK(!contains(printed, "async"));
+        CHECK(contains(printed, "shared f32 I.shared[4][8][132]"));
+      } else {
+        std::string ahead =
+            "[(c.stage + " + std::to_string(depth - 1) + ") % " + std::to_string(depth) + "]";
+        CHECK(contains(printed, "async_copy I.shared" + ahead));
+        CHECK(contains(printed, "async_copy F.shared" + ahead));
+        CHECK(contains(printed, "I.shared[c.stage % " + std::to_string(depth) + "]"));
+        // The input's rows have run-time length W (16-byte copies where it
+        // is a multiple of 4); the filters' rows, K floats, take element
+        // copies. At depth 3 and 128 registers the 4 x 4 tiles of the 3 x 3
+        // window spill 16 bytes: not asserted there.
+        checkAsyncPtx(function, {16, 4}, depth - 2, depth == 2 || filter == 5);
+      }
+      test::checkGpuKernelsOnCpu(
+          *conv->program, "cnn_conv_valid",
+          {{{"Ic", "7"}, {"Oc", "3"}, {"H", "9"}, {"W", "33"}, {"K", std::to_string(filter)}},
+           {{"Ic", "33"}, {"Oc", "5"}, {"H", "7"}, {"W", "36"}, {"K", std::to_string(filter)}},
+           {{"Ic", "1"}, {"Oc", "1"}, {"H", "5"}, {"W", "5"}, {"K", std::to_string(filter)}}},
+          41, test::withParameters({parameter}));
+    }
+  for (const char *kernel : {"cnn_conv_same", "cnn_conv_full"})
+    test::checkGpuKernelsOnCpu(*conv->program, kernel,
+                               {{{"Ic", "9"}, {"Oc", "3"}, {"H", "7"}, {"W", "33"}, {"K", "3"}}},
+                               43, test::withParameters({"pipeline_depth=3"}));
+  auto sqdist = test::loadFile(test::sourcePath("samples/sqdist.loop"));
+  REQUIRE(sqdist->program);
+  for (const char *depth : {"pipeline_depth=2", "pipeline_depth=3"}) {
+    CHECK(contains(ir::toString(pipelined(*sqdist->program, "sqdist", {depth})), "async_copy"));
+    test::checkGpuKernelsOnCpu(*sqdist->program, "sqdist",
+                               {{{"M", "33"}, {"N", "257"}, {"K", "7"}},
+                                {{"M", "7"}, {"N", "1"}, {"K", "1000"}},
+                                {{"M", "1023"}, {"N", "7"}, {"K", "36"}}},
+                               47, test::withParameters({depth}));
+  }
+  // A window staged whole, and a transpose's columns, have no stages to
+  // pipeline: the same staging at every depth.
+  auto conv5 = test::loadFile(test::sourcePath("samples/conv2d_5x5.loop"));
+  REQUIRE(conv5->program);
+  auto transpose = test::loadFile(test::sourcePath("samples/transpose.loop"));
+  REQUIRE(transpose->program);
+  for (const char *depth : {"pipeline_depth=2", "pipeline_depth=3"}) {
+    passes::PassChoices staged5x5 = test::withParameters({depth, "stage_min_reuse=2"});
+    CHECK(
+        contains(test::tracePasses(*conv5->program, "conv2d_5x5", staged5x5).after("stage_shared"),
+                 "shared f32 I.shared["));
+    test::checkGpuKernelsOnCpu(*conv5->program, "conv2d_5x5",
+                               {{{"H", "37"}, {"W", "133"}}, {{"H", "5"}, {"W", "5"}}}, 53,
+                               staged5x5);
+    test::checkGpuKernelsOnCpu(*transpose->program, "transpose",
+                               {{{"M", "33"}, {"N", "257"}}, {{"M", "1"}, {"N", "7"}}}, 59,
+                               test::withParameters({depth}));
+  }
+}
+
+TEST_CASE("pipeline_depth: declined with a remark before sm_80, which has no async copies") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  passes::Remarks remarks;
+  ir::Function function =
+      pipelined(*loaded->program, "matmul", {"pipeline_depth=2"}, {}, 75, &remarks);
+  CHECK(!contains(ir::toString(function), "async"));
+  CHECK(contains(ir::toString(function), "shared f32 A.shared[32][32]"));
+  bool declined = false;
+  for (const passes::Remark &remark : remarks.inPipelineOrder())
+    if (remark.pass == "stage_shared" && remark.kind == passes::RemarkKind::Declined &&
+        remark.message == "the stages of k not pipelined: async copies (cp.async) need sm_80 or "
+                          "later, and the kernels are compiled for sm_75")
+      declined = true;
+  CHECK(declined);
+  passes::Remarks applied;
+  pipelined(*loaded->program, "matmul", {"pipeline_depth=2"}, {}, 90, &applied);
+  bool pipelinedRemark = false;
+  for (const passes::Remark &remark : applied.inPipelineOrder())
+    pipelinedRemark |= remark.kind == passes::RemarkKind::Applied &&
+                       contains(remark.message, "the stages of k pipelined 2 deep");
+  CHECK(pipelinedRemark);
+}
+
+TEST_CASE("async copies: printed, and verified global into shared in 4, 8 or 16 bytes") {
+  using namespace loopc::ir;
+  using ir::Expr; // not the AST's
+  using ir::Stmt;
+  Buffer global = passes::makeBuffer("g", ScalarType::F32, {makeI64(10)}, MemorySpace::Global);
+  global->isParameter = true;
+  Buffer shared =
+      passes::makeBuffer("s", ScalarType::F32, {makeI64(2), makeI64(8)}, MemorySpace::Shared);
+  auto kernelWith = [&](std::vector<Stmt> stmts) {
+    Function function;
+    function.name = "k";
+    function.buffers = {global};
+    function.body = std::make_shared<For>(
+        "b", makeI64(0), makeI64(1), ForKind::GpuBlock, 0,
+        std::make_shared<Allocate>(shared, std::make_shared<For>("t", makeI64(0), makeI64(32),
+                                                                 ForKind::GpuThread, 0,
+                                                                 makeBlock(std::move(stmts)))));
+    return function;
+  };
+  auto copy = [&](const Buffer &target, const Buffer &source, int elements) {
+    std::vector<Expr> targetIndices{makeI64(1), makeI64(4)};
+    if (target->shape.size() == 1)
+      targetIndices = {makeI64(4)};
+    std::vector<Expr> sourceIndices{makeI64(4)};
+    if (source->shape.size() == 2)
+      sourceIndices = {makeI64(1), makeI64(4)};
+    return std::make_shared<AsyncCopy>(target, targetIndices, source, sourceIndices, elements,
+                                       makeI64(3));
+  };
+  Function good = kernelWith({copy(shared, global, 4), std::make_shared<AsyncCommit>(),
+                              std::make_shared<AsyncWait>(0), std::make_shared<Barrier>()});
+  CHECK(ir::verifyFunction(good, "test"));
+  std::string printed = ir::toString(good);
+  CHECK(contains(printed, "async_copy s[1][4] <- g[4] x4 (16 bytes, valid 3)\n"));
+  CHECK(contains(printed, "async_commit\n"));
+  CHECK(contains(printed, "async_wait 0\n"));
+  auto twelveBytes = ir::verifyFunction(kernelWith({copy(shared, global, 3)}), "test");
+  REQUIRE_FALSE(twelveBytes);
+  CHECK(contains(twelveBytes.error().message, "an async copy of 12 bytes"));
+  auto backwards = ir::verifyFunction(kernelWith({copy(global, shared, 1)}), "test");
+  REQUIRE_FALSE(backwards);
+  CHECK(contains(backwards.error().message, "not from global into shared memory"));
+  auto tooMany = ir::verifyFunction(kernelWith({std::make_shared<AsyncWait>(8)}), "test");
+  REQUIRE_FALSE(tooMany);
+  CHECK(contains(tooMany.error().message, "8 pending groups"));
 }

@@ -5,6 +5,7 @@
 #include "codegen/CpuPanel.h"
 #include "codegen/CpuScratch.h"
 #include "codegen/CpuThreadNest.h"
+#include "codegen/CpuAsyncCopies.h"
 #include "codegen/CpuWarpShuffles.h"
 #include "codegen/LlvmEmitter.h"
 
@@ -438,7 +439,7 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
 
 Expected<std::unique_ptr<llvm::Module>>
 emitCpuModule(const ir::Function &input, llvm::LLVMContext &context, DeviceErrorSites *sites) {
-  const ir::Function function = exchangeShufflesThroughShared(input);
+  const ir::Function function = copyAsyncCopiesInPlace(exchangeShufflesThroughShared(input));
   auto module = std::make_unique<llvm::Module>(function.name, context);
   std::map<std::string, RowSweep> rowSweeps;
   for (const KernelFunc &kernel : function.kernels)

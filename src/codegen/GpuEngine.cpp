@@ -254,6 +254,10 @@ public:
       return makeError("GPU engine: a barrier in host code");
     case StmtNode::Kind::WarpShuffle:
       return makeError("GPU engine: a warp shuffle in host code");
+    case StmtNode::Kind::AsyncCopy:
+    case StmtNode::Kind::AsyncCommit:
+    case StmtNode::Kind::AsyncWait:
+      return makeError("GPU engine: an async copy in host code");
     case StmtNode::Kind::Check:
       return runCheck(*stmt.as<ir::Check>());
     case StmtNode::Kind::Reduce:
@@ -719,23 +723,30 @@ std::string gpuFor(const loopc_device_info &info) {
   return "sm_" + std::to_string(capability);
 }
 
+// The architecture the kernels of `runtime`'s device are compiled for.
+std::string gpuOf(const runtime::Runtime &runtime) {
+  auto info = runtime.info();
+  return info ? gpuFor(*info) : kDefaultGpu;
+}
+
 } // namespace
 
 namespace {
 
-passes::PipelineOptions gpuPipeline(passes::PassChoices choices) {
+passes::PipelineOptions gpuPipeline(passes::PassChoices choices, const std::string &gpu) {
   passes::PipelineOptions options;
   options.target = passes::PipelineTarget::Gpu;
   options.choices = std::move(choices);
+  options.computeCapability = computeCapabilityOf(gpu);
   return options;
 }
 
 } // namespace
 
 GpuEngine::GpuEngine(std::unique_ptr<State> state, passes::PassChoices choices)
-    : state_(std::move(state)), cache_(gpuPipeline(std::move(choices))) {
+    : state_(std::move(state)), gpu_(gpuOf(state_->runtime)),
+      cache_(gpuPipeline(std::move(choices), gpu_)) {
   auto info = state_->runtime.info();
-  gpu_ = info ? gpuFor(*info) : kDefaultGpu;
   device_ = (info ? std::string(info->name) : std::string("unknown GPU")) + " (" + gpu_ + ")";
 }
 

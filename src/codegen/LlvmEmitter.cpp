@@ -624,6 +624,12 @@ void LlvmEmitter::emitFor(const ir::For &loop) {
       });
   if (loop.forKind == ForKind::Unrolled)
     addLoopProperty(backEdge, {llvm::MDString::get(context(), "llvm.loop.unroll.full")});
+  // A loop of async copies (a block's rounds of copying a box) stays a
+  // loop: unrolled, loop strength reduction kept each copy's address in a
+  // register of its own across the stage loop around, and kernels at 128
+  // registers spilled (sqdist 64 bytes, cnn_conv's 5 x 5 filters 120).
+  if (loop.forKind == ForKind::Serial && containsAsyncCopy(*loop.body))
+    addLoopProperty(backEdge, {llvm::MDString::get(context(), "llvm.loop.unroll.disable")});
   if (target_.namesLoops())
     addLoopProperty(backEdge, {llvm::MDString::get(context(), "loopc.loop"),
                                llvm::MDString::get(context(), loop.var)});
@@ -867,6 +873,15 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
                          lookupBuffer(*shuffle.target, SourceRange{}));
     return;
   }
+  case StmtNode::Kind::AsyncCopy:
+    target_.emitAsyncCopy(*this, *stmt.as<ir::AsyncCopy>());
+    return;
+  case StmtNode::Kind::AsyncCommit:
+    target_.emitAsyncCommit(*this);
+    return;
+  case StmtNode::Kind::AsyncWait:
+    target_.emitAsyncWait(*this, stmt.as<ir::AsyncWait>()->pending);
+    return;
   case StmtNode::Kind::Check: {
     auto &check = *stmt.as<ir::Check>();
     std::vector<llvm::Value *> values;
@@ -895,6 +910,17 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
 }
 
 // --------------------------------------------------------------- helpers ---
+
+void Target::emitAsyncCopy(LlvmEmitter &emitter, const ir::AsyncCopy &copy) {
+  emitter.fail("code generation: an async copy into '" + copy.target->name +
+               "' for a target without them");
+}
+void Target::emitAsyncCommit(LlvmEmitter &emitter) {
+  emitter.fail("code generation: an async commit for a target without them");
+}
+void Target::emitAsyncWait(LlvmEmitter &emitter, int) {
+  emitter.fail("code generation: an async wait for a target without them");
+}
 
 ScopedBindings::~ScopedBindings() {
   for (auto it = buffers_.rbegin(); it != buffers_.rend(); ++it)
@@ -933,6 +959,27 @@ bool mayFault(const ir::ExprNode &expr) {
   case ExprNode::Kind::Call:
     for (const ir::Expr &arg : expr.as<ir::Call>()->args)
       if (mayFault(*arg))
+        return true;
+    return false;
+  default:
+    return false;
+  }
+}
+
+bool containsAsyncCopy(const ir::StmtNode &stmt) {
+  switch (stmt.kind) {
+  case StmtNode::Kind::AsyncCopy:
+    return true;
+  case StmtNode::Kind::IfThenElse: {
+    auto &branch = *stmt.as<IfThenElse>();
+    return containsAsyncCopy(*branch.thenCase) ||
+           (branch.elseCase && containsAsyncCopy(*branch.elseCase));
+  }
+  case StmtNode::Kind::LetStmt:
+    return containsAsyncCopy(*stmt.as<LetStmt>()->body);
+  case StmtNode::Kind::Block:
+    for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+      if (containsAsyncCopy(*child))
         return true;
     return false;
   default:

@@ -191,4 +191,7 @@ private:
 bool mayFault(const ir::ExprNode &expr);
 bool containsBarrier(const ir::StmtNode &stmt);
 
+// True when `stmt` holds an ir::AsyncCopy outside any loop of its own.
+bool containsAsyncCopy(const ir::StmtNode &stmt);
+
 } // namespace loopc::codegen

@@ -29,6 +29,7 @@ namespace {
 
 constexpr const char *kNvptxTriple = "nvptx64-nvidia-cuda";
 constexpr unsigned kSharedAddressSpace = 3;
+constexpr unsigned kGlobalAddressSpace = 1;
 
 // The block or thread index, block or grid extent along `dim`, as i32.
 llvm::Value *readSpecialRegister(LlvmEmitter &emitter, bool block, bool extent, int dim) {
@@ -458,6 +459,47 @@ void NvptxTarget::release(LlvmEmitter &, const ir::BufferInfo &, llvm::Value *) 
 
 void NvptxTarget::emitBarrier(LlvmEmitter &emitter) {
   emitter.builder().CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+}
+
+int computeCapabilityOf(const std::string &gpu) {
+  int version = 0;
+  if (gpu.starts_with("sm_") && std::sscanf(gpu.c_str() + 3, "%d", &version) == 1)
+    return version;
+  return 80;
+}
+
+// cp.async with a source size (the .s forms): the bytes of the valid
+// elements are read, the rest of the copy zero-filled. 16 bytes go through
+// L2 only (.cg), as a staged tile is read from shared memory, not L1; 4 and
+// 8 bytes have only the .ca form.
+void NvptxTarget::emitAsyncCopy(LlvmEmitter &emitter, const ir::AsyncCopy &copy) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  auto inSpace = [&](llvm::Value *pointer, unsigned space) {
+    return pointer->getType()->getPointerAddressSpace() == space
+               ? pointer
+               : builder.CreateAddrSpaceCast(pointer, builder.getPtrTy(space));
+  };
+  llvm::Value *target =
+      inSpace(emitter.elementAddress(*copy.target, copy.targetIndices, {}), kSharedAddressSpace);
+  llvm::Value *source =
+      inSpace(emitter.elementAddress(*copy.source, copy.sourceIndices, {}), kGlobalAddressSpace);
+  llvm::Value *validBytes =
+      builder.CreateMul(emitter.emitExprAs(*copy.valid, ScalarType::I32),
+                        builder.getInt32(static_cast<uint32_t>(scalarSize(copy.target->element))));
+  llvm::Intrinsic::ID intrinsic =
+      copy.bytes() == 16  ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+      : copy.bytes() == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
+                          : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
+  builder.CreateIntrinsic(intrinsic, {}, {target, source, validBytes});
+}
+
+void NvptxTarget::emitAsyncCommit(LlvmEmitter &emitter) {
+  emitter.builder().CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+}
+
+void NvptxTarget::emitAsyncWait(LlvmEmitter &emitter, int pending) {
+  emitter.builder().CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
+                                    {emitter.builder().getInt32(pending)});
 }
 
 // shfl.sync.bfly over the whole warp (every lane takes part: the IR reaches a

@@ -31,6 +31,12 @@ namespace loopc::codegen {
 
 inline constexpr const char *kDefaultGpu = "sm_80";
 
+// The compute capability `gpu` names, major * 10 + minor (sm_90a: 90), which
+// the pass pipeline sizes its choice of instructions by
+// (passes::PipelineOptions::computeCapability); 80 for a name that is not
+// sm_XX, which code generation refuses anyway.
+int computeCapabilityOf(const std::string &gpu);
+
 class NvptxTarget final : public Target {
 public:
   // `directLoops`: the GpuBlock/GpuThread loops whose extent is the launch
@@ -43,6 +49,9 @@ public:
                         llvm::Value *elementCount) override;
   void release(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *storage) override;
   void emitBarrier(LlvmEmitter &emitter) override;
+  void emitAsyncCopy(LlvmEmitter &emitter, const ir::AsyncCopy &copy) override;
+  void emitAsyncCommit(LlvmEmitter &emitter) override;
+  void emitAsyncWait(LlvmEmitter &emitter, int pending) override;
   llvm::Value *emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType type,
                               int laneMask) override;
   bool usesLibraryMath(Builtin builtin) const override;

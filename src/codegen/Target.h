@@ -36,6 +36,13 @@ public:
 
   virtual void emitBarrier(LlvmEmitter &emitter) = 0;
 
+  // ir::AsyncCopy, AsyncCommit and AsyncWait, which only the NVPTX target
+  // has instructions for (the CPU makes them plain copies before emitting:
+  // CpuAsyncCopies.h); by default a code generation error.
+  virtual void emitAsyncCopy(LlvmEmitter &emitter, const ir::AsyncCopy &copy);
+  virtual void emitAsyncCommit(LlvmEmitter &emitter);
+  virtual void emitAsyncWait(LlvmEmitter &emitter, int pending);
+
   // `value` (of `type`) as the thread in lane `lane ^ laneMask` of this
   // thread's warp has it (ir::WarpShuffle).
   virtual llvm::Value *emitShuffleXor(LlvmEmitter &emitter, llvm::Value *value, ScalarType type,

@@ -239,6 +239,7 @@ int runCompile(const CompileOptions &options) {
   passes::PipelineOptions pipeline;
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
   pipeline.choices = std::move(*choices);
+  pipeline.computeCapability = codegen::computeCapabilityOf(options.gpu);
   for (const std::string &note : passes::choicesWithoutEffect(pipeline))
     printWarning(note);
   if (isLibrary(options)) {

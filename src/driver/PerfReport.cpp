@@ -107,6 +107,11 @@ void printLaunch(std::ostream &out, const perf::LaunchPrediction &launch) {
   out << "  per block    critical path " << count(profile.criticalInstructions, "instructions")
       << ", " << count(profile.criticalMemoryRounds, "memory round trips") << ", "
       << count(profile.criticalBarriers, "barriers") << " (its busiest warp)\n";
+  if (profile.criticalAsyncWaits > 0)
+    out << "  async copies " << count(profile.criticalAsyncWaits, "waits")
+        << " (its busiest warp), each for copies issued " << significant(profile.asyncStagesAhead)
+        << " stages of compute before it; " << significant(launch.asyncExposedCycles)
+        << " cycles of their latency left uncovered\n";
   if (!profile.accesses.empty()) {
     out << "  accesses     (line:col array kind: bytes a lane, sectors a request, bytes used of "
            "those moved; shared: cycles a request)\n";
@@ -155,6 +160,7 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
   passes::PipelineOptions pipeline;
   pipeline.target = passes::PipelineTarget::Gpu;
   pipeline.choices = choices;
+  pipeline.computeCapability = codegen::computeCapabilityOf(device.ptxTarget);
   ir::Function lowered = ir::lowerKernel(program, kernel);
   pipeline.specializedSizes = passes::sizesToSpecialize(lowered, values, pipeline);
   auto function = passes::runPipeline(std::move(lowered), pipeline);

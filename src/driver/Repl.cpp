@@ -728,6 +728,7 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
   }
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
+  pipeline.computeCapability = codegen::computeCapabilityOf(gpu);
   Expected<ir::Function> function =
       passes::runPipeline(ir::lowerKernel(*session_->program, **kernel), pipeline);
   if (!function) {

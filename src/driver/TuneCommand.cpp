@@ -37,7 +37,7 @@ struct Dimension {
 const std::map<std::string, std::vector<std::string>> kParameterValues = {
     {"register_tile", {"1", "2", "4", "8"}},     {"stage_length", {"8", "16", "32", "64"}},
     {"shared_kib", {"8", "16", "24", "48"}},     {"stage_min_reuse", {"2", "16", "64"}},
-    {"copies_in_flight", {"0", "4", "8", "16"}},
+    {"copies_in_flight", {"0", "4", "8", "16"}}, {"pipeline_depth", {"1", "2", "3"}},
 };
 
 using Point = std::map<std::string, std::string>; // dimension -> value

@@ -220,6 +220,9 @@ struct StmtNode {
     Allocate,
     Barrier,
     WarpShuffle,
+    AsyncCopy,
+    AsyncCommit,
+    AsyncWait,
     Check,
     Block,
     Reduce,
@@ -319,6 +322,50 @@ struct WarpShuffle : StmtNode {
   const Buffer target; // a rank-0 register buffer of value's type
   const Expr value;
   const int laneMask;
+};
+
+// `target[targetIndices + e] = e < valid ? source[sourceIndices + e] : 0`
+// for e in 0..elements along the innermost dimension of both: a copy from
+// global into shared memory that the thread issues and goes on without
+// waiting for (cp.async on sm_80 and later, which moves the data without a
+// register). Its writes are only known to have landed after an AsyncWait
+// that covers the group (AsyncCommit) it belongs to, and are seen by the
+// other threads of the block only after a Barrier that follows that wait.
+// `elements` times the element's size is 4, 8 or 16 bytes, and both
+// addresses are aligned to it; `valid` (an integer, 0 to `elements`) counts
+// the elements read, the rest filled with zeros without touching the source,
+// whose indices must still lie in its array. Where nothing runs
+// asynchronously (the CPU), it is a plain copy, which has the same meaning.
+struct AsyncCopy : StmtNode {
+  static constexpr Kind kKind = Kind::AsyncCopy;
+  AsyncCopy(Buffer target, std::vector<Expr> targetIndices, Buffer source,
+            std::vector<Expr> sourceIndices, int elements, Expr valid)
+      : StmtNode(kKind), target(std::move(target)), targetIndices(std::move(targetIndices)),
+        source(std::move(source)), sourceIndices(std::move(sourceIndices)), elements(elements),
+        valid(std::move(valid)) {}
+  const Buffer target; // shared
+  const std::vector<Expr> targetIndices;
+  const Buffer source; // global
+  const std::vector<Expr> sourceIndices;
+  const int elements;
+  const Expr valid;
+
+  int bytes() const { return elements * static_cast<int>(scalarSize(target->element)); }
+};
+
+// Closes the group of the AsyncCopies this thread issued since the last
+// commit (cp.async.commit_group): an AsyncWait counts groups.
+struct AsyncCommit : StmtNode {
+  static constexpr Kind kKind = Kind::AsyncCommit;
+  AsyncCommit() : StmtNode(kKind) {}
+};
+
+// Waits until at most `pending` of this thread's committed groups are still
+// in flight (cp.async.wait_group): the older ones have landed.
+struct AsyncWait : StmtNode {
+  static constexpr Kind kKind = Kind::AsyncWait;
+  explicit AsyncWait(int pending) : StmtNode(kKind), pending(pending) {}
+  const int pending;
 };
 
 // Fails the run with `message` at `source` unless `condition` holds: a

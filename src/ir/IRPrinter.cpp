@@ -312,6 +312,17 @@ std::string describe(const Stmt &stmt) {
     return shuffle.target->name + " = shuffle_xor(" + toString(shuffle.value) + ", " +
            std::to_string(shuffle.laneMask) + ")";
   }
+  case StmtNode::Kind::AsyncCopy: {
+    const auto &copy = *stmt->as<AsyncCopy>();
+    return "async_copy " + copy.target->name + indexText(copy.targetIndices) + " <- " +
+           copy.source->name + indexText(copy.sourceIndices) + " x" +
+           std::to_string(copy.elements) + " (" + std::to_string(copy.bytes()) + " bytes, valid " +
+           toString(copy.valid) + ")";
+  }
+  case StmtNode::Kind::AsyncCommit:
+    return "async_commit";
+  case StmtNode::Kind::AsyncWait:
+    return "async_wait " + std::to_string(stmt->as<AsyncWait>()->pending);
   case StmtNode::Kind::Check: {
     const auto &check = *stmt->as<Check>();
     std::string text =

@@ -52,6 +52,12 @@ void IRVisitor::visit(const Stmt &stmt) {
     return visitBarrier(*stmt->as<Barrier>());
   case StmtNode::Kind::WarpShuffle:
     return visitWarpShuffle(*stmt->as<WarpShuffle>());
+  case StmtNode::Kind::AsyncCopy:
+    return visitAsyncCopy(*stmt->as<AsyncCopy>());
+  case StmtNode::Kind::AsyncCommit:
+    return visitAsyncCommit(*stmt->as<AsyncCommit>());
+  case StmtNode::Kind::AsyncWait:
+    return visitAsyncWait(*stmt->as<AsyncWait>());
   case StmtNode::Kind::Check:
     return visitCheck(*stmt->as<Check>());
   case StmtNode::Kind::Block:
@@ -107,6 +113,13 @@ void IRVisitor::visitStore(const Store &node) {
   visit(node.value);
 }
 void IRVisitor::visitWarpShuffle(const WarpShuffle &node) { visit(node.value); }
+void IRVisitor::visitAsyncCopy(const AsyncCopy &node) {
+  for (const Expr &index : node.targetIndices)
+    visit(index);
+  for (const Expr &index : node.sourceIndices)
+    visit(index);
+  visit(node.valid);
+}
 void IRVisitor::visitCheck(const Check &node) {
   visit(node.condition);
   for (const Expr &value : node.values)
@@ -206,6 +219,12 @@ Stmt IRMutator::mutate(const Stmt &stmt) {
     return visitBarrier(*stmt->as<Barrier>(), stmt);
   case StmtNode::Kind::WarpShuffle:
     return visitWarpShuffle(*stmt->as<WarpShuffle>(), stmt);
+  case StmtNode::Kind::AsyncCopy:
+    return visitAsyncCopy(*stmt->as<AsyncCopy>(), stmt);
+  case StmtNode::Kind::AsyncCommit:
+    return visitAsyncCommit(*stmt->as<AsyncCommit>(), stmt);
+  case StmtNode::Kind::AsyncWait:
+    return visitAsyncWait(*stmt->as<AsyncWait>(), stmt);
   case StmtNode::Kind::Check:
     return visitCheck(*stmt->as<Check>(), stmt);
   case StmtNode::Kind::Block:
@@ -326,6 +345,17 @@ Stmt IRMutator::visitWarpShuffle(const WarpShuffle &node, const Stmt &self) {
   if (value == node.value)
     return self;
   return std::make_shared<WarpShuffle>(node.target, std::move(value), node.laneMask);
+}
+
+Stmt IRMutator::visitAsyncCopy(const AsyncCopy &node, const Stmt &self) {
+  std::vector<Expr> targetIndices, sourceIndices;
+  bool changed = mutateAll(node.targetIndices, targetIndices);
+  changed = mutateAll(node.sourceIndices, sourceIndices) || changed;
+  Expr valid = mutate(node.valid);
+  if (!changed && valid == node.valid)
+    return self;
+  return std::make_shared<AsyncCopy>(node.target, std::move(targetIndices), node.source,
+                                     std::move(sourceIndices), node.elements, std::move(valid));
 }
 
 Stmt IRMutator::visitCheck(const Check &node, const Stmt &self) {
@@ -687,6 +717,13 @@ Stmt renameBindings(const Stmt &stmt, const std::string &suffix) {
     }
     Stmt visitWarpShuffle(const WarpShuffle &node, const Stmt &) override {
       return std::make_shared<WarpShuffle>(buffer(node.target), mutate(node.value), node.laneMask);
+    }
+    Stmt visitAsyncCopy(const AsyncCopy &node, const Stmt &self) override {
+      Stmt mutated = IRMutator::visitAsyncCopy(node, self);
+      const auto &copy = *mutated->as<AsyncCopy>();
+      return std::make_shared<AsyncCopy>(buffer(copy.target), copy.targetIndices,
+                                         buffer(copy.source), copy.sourceIndices, copy.elements,
+                                         copy.valid);
     }
     // A user operator's combine is closed over its operands: left as is.
     Stmt visitReduce(const Reduce &node, const Stmt &) override {

@@ -48,6 +48,9 @@ protected:
   virtual void visitAllocate(const Allocate &node);
   virtual void visitBarrier(const Barrier &) {}
   virtual void visitWarpShuffle(const WarpShuffle &node);
+  virtual void visitAsyncCopy(const AsyncCopy &node);
+  virtual void visitAsyncCommit(const AsyncCommit &) {}
+  virtual void visitAsyncWait(const AsyncWait &) {}
   virtual void visitCheck(const Check &node);
   virtual void visitBlock(const Block &node);
   virtual void visitReduce(const Reduce &node);
@@ -83,6 +86,9 @@ protected:
   virtual Stmt visitAllocate(const Allocate &node, const Stmt &self);
   virtual Stmt visitBarrier(const Barrier &, const Stmt &self) { return self; }
   virtual Stmt visitWarpShuffle(const WarpShuffle &node, const Stmt &self);
+  virtual Stmt visitAsyncCopy(const AsyncCopy &node, const Stmt &self);
+  virtual Stmt visitAsyncCommit(const AsyncCommit &, const Stmt &self) { return self; }
+  virtual Stmt visitAsyncWait(const AsyncWait &, const Stmt &self) { return self; }
   virtual Stmt visitCheck(const Check &node, const Stmt &self);
   virtual Stmt visitBlock(const Block &node, const Stmt &self);
   virtual Stmt visitReduce(const Reduce &node, const Stmt &self);

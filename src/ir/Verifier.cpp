@@ -200,6 +200,39 @@ protected:
       fail("barrier under control flow that depends on the thread (not block-uniform)");
   }
 
+  // Async copies and their groups run on GPU threads only, global into
+  // shared memory, in the widths cp.async moves.
+  void visitAsyncCopy(const AsyncCopy &node) override {
+    IRVisitor::visitAsyncCopy(node);
+    checkAccess(*node.target, node.targetIndices, "async copy into");
+    checkAccess(*node.source, node.sourceIndices, "async copy from");
+    std::string text = node.target->name + " <- " + node.source->name;
+    if (threadDepth_ == 0 && !inKernel_)
+      fail("an async copy outside any gpu_thread loop: " + text);
+    if (node.target->memory != MemorySpace::Shared || node.source->memory != MemorySpace::Global)
+      fail("an async copy not from global into shared memory: " + text);
+    if (node.target->element != node.source->element)
+      fail("an async copy between arrays of different element types: " + text);
+    if (node.bytes() != 4 && node.bytes() != 8 && node.bytes() != 16)
+      fail("an async copy of " + std::to_string(node.bytes()) +
+           " bytes (4, 8 or 16 are copied): " + text);
+    if (node.targetIndices.empty() || node.sourceIndices.empty())
+      fail("an async copy of a scalar: " + text);
+    if (!isInteger(node.valid->type))
+      fail("an async copy whose count of valid elements is not an integer: " + text);
+  }
+  void visitAsyncCommit(const AsyncCommit &) override {
+    if (threadDepth_ == 0 && !inKernel_)
+      fail("an async commit outside any gpu_thread loop");
+  }
+  void visitAsyncWait(const AsyncWait &node) override {
+    if (threadDepth_ == 0 && !inKernel_)
+      fail("an async wait outside any gpu_thread loop");
+    if (node.pending < 0 || node.pending > 7)
+      fail("an async wait for " + std::to_string(node.pending) +
+           " pending groups (0 to 7 are waited for)");
+  }
+
   void visitCheck(const Check &node) override {
     IRVisitor::visitCheck(node);
     if (node.condition->type != ScalarType::Bool)

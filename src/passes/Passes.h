@@ -110,9 +110,11 @@ ir::Function tileRegisters(ir::Function function, const PassParameters &paramete
                            const RemarkReporter &remarks = {});
 
 // Arrays the threads of a block read in common inside a loop are copied to
-// shared memory by the whole block, a stage at a time (stage_shared.cpp).
+// shared memory by the whole block, a stage at a time (stage_shared.cpp);
+// with pipeline_depth 2 or 3 and a GPU of compute capability 80 or more
+// (`computeCapability`, 80 for sm_80), by async copies issued stages ahead.
 ir::Function stageShared(ir::Function function, const PassParameters &parameters = {},
-                         const RemarkReporter &remarks = {});
+                         const RemarkReporter &remarks = {}, int computeCapability = 80);
 
 // GPU: parfor-private arrays whose extents the run decides move to global
 // memory, a slice per thread, allocated by the host around their kernel; an

@@ -167,6 +167,7 @@ constexpr ParameterSpec kParameters[] = {
      {"stage_shared", "privatize_combines"}},
     {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false, {"stage_shared"}},
     {"copies_in_flight", &PassParameters::copiesInFlight, 0, 32, false, {"stage_shared"}},
+    {"pipeline_depth", &PassParameters::pipelineDepth, 1, 3, false, {"stage_shared"}},
 };
 
 } // namespace
@@ -322,7 +323,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
     return tileRegisters(std::move(f), parameters, remarks);
   });
   passes.optimize("stage_shared", [&](ir::Function f, const RemarkReporter &remarks) {
-    return stageShared(std::move(f), parameters, remarks);
+    return stageShared(std::move(f), parameters, remarks, options.computeCapability);
   });
   // The accesses left uncoalesced by map_to_gpu's choice of x, once
   // stage_shared has read a transpose's columns through shared memory.

@@ -62,8 +62,20 @@ struct PassParameters {
   // LLVM keeps the copy a loop. The performance model predicts 8 to run
   // matmul 2048 1.9x, a 64-channel 3x3 convolution 3.2x and a staged 5x5
   // filter 2.5x faster on an H100 (docs/perf.md); sqdist's 4 x 4 tiles then
-  // spill 16 to 80 bytes at 128 registers.
+  // spill 16 to 80 bytes at 128 registers. Pipelined stages (below) copy by
+  // async copies instead.
   int64_t copiesInFlight = 0;
+  // pipeline_depth (stage_shared): shared buffers of each box of a loop
+  // staged in stages, 1 to 3. 1 copies each stage, waits for it and computes
+  // it. 2 and 3 (double and triple buffering, GPUs of compute capability 8.0
+  // and later) copy by async copies (cp.async) issued depth - 1 stages
+  // ahead, into the buffer the stage before last freed, so the copies
+  // overlap the compute of the stages in between and hold no register; the
+  // boxes of all buffers fit shared_kib together. The performance model
+  // predicts depth 2 to run matmul 2048 2.3x and a 64-channel 3x3
+  // convolution 3.3x faster on an H200 than 1 (docs/perf.md); 3 no faster
+  // than 2, and cnn_conv's 3x3 tiles spill 16 bytes at it.
+  int64_t pipelineDepth = 1;
 };
 
 // What the user chose about the optimizations.
@@ -96,6 +108,10 @@ std::string describeChangedParameters(const PassParameters &parameters);
 struct PipelineOptions {
   PipelineTarget target = PipelineTarget::Gpu;
   PassChoices choices;
+  // The GPU's compute capability, major * 10 + minor (80 for sm_80), which
+  // decides the instructions passes may use (stage_shared's async copies
+  // need 80).
+  int computeCapability = 80;
   // Sizes compiled as constants (sizesToSpecialize picks them from the
   // values of a run): the kernel then runs only with these values.
   std::map<std::string, int64_t> specializedSizes;

@@ -64,6 +64,12 @@ protected:
     stored.insert(node.buffer.get());
     IRVisitor::visitAtomicUpdate(node);
   }
+  void visitAsyncCopy(const AsyncCopy &node) override {
+    use(node.source);
+    use(node.target);
+    stored.insert(node.target.get());
+    IRVisitor::visitAsyncCopy(node);
+  }
   void visitAllocate(const Allocate &node) override {
     for (const Expr &extent : node.buffer->shape)
       visit(extent);

@@ -21,6 +21,19 @@
 // statically, and small enough that several blocks stay resident on an SM
 // (228 KiB on an H100, 164 KiB on an A100).
 //
+// Pipelined stages (PassParameters::pipelineDepth 2 or 3, sm_80 and later):
+// a loop staged in stages waits for each stage's copies before its compute,
+// and no warp of the block has anything else to issue then (matmul at 25%
+// occupancy: a third of its cycles). With D buffers per box, the copies of a
+// stage are async copies (ir::AsyncCopy, cp.async: no register holds the
+// data, so no occupancy is lost to them) issued D - 1 stages ahead of its
+// compute, into the buffer the stage before last was read from, so they fly
+// while the stages in between compute (pipelinedStages says in which order,
+// and why one barrier a stage suffices; lowering/AsyncFills.h how a box is
+// copied). All D buffers of the boxes fit the budget together, so stages are
+// shorter; where they do not fit at 2 iterations, the loop is staged as
+// without pipelining, and a remark says so.
+//
 // With no loop to stage, a loop-free body whose warps read down a column of
 // an array (a transpose: consecutive threads along x, consecutive rows) has
 // the box of those reads staged before it, when its rows fill a 32-byte
@@ -53,6 +66,7 @@
 #include "passes/analysis/ArrayUses.h"
 #include "passes/analysis/BlockCooperation.h"
 #include "passes/analysis/IndexRange.h"
+#include "passes/lowering/AsyncFills.h"
 #include "passes/lowering/ReductionTrees.h"
 
 #include <algorithm>
@@ -72,6 +86,9 @@ namespace {
 // Bytes of the widest load a thread makes (ld.shared.v4.f32).
 const int64_t kVectorLoadBytes = 16;
 const int64_t kWarpSize = 32;
+
+// cp.async, which pipelined stages copy by, came with compute capability 8.0.
+const int kAsyncCopyCapability = 80;
 
 // Longer constant loops span more than any box could hold.
 const int64_t kLongestSpannedLoop = 1 << 16;
@@ -222,6 +239,7 @@ public:
   struct Staged {
     const Footprint *footprint;
     Buffer shared;
+    Expr copy; // the leading index of a buffer per pipelined stage, or null
   };
   explicit SharedLoads(std::map<const Load *, Staged> staged) : staged_(std::move(staged)) {}
 
@@ -233,6 +251,8 @@ protected:
       return mutated;
     const Load &load = *mutated->as<Load>();
     std::vector<Expr> indices;
+    if (staged->second.copy)
+      indices.push_back(staged->second.copy);
     for (size_t d = 0; d < load.indices.size(); ++d)
       indices.push_back(makeBinary(BinaryOpKind::Sub, toI64(load.indices[d]),
                                    staged->second.footprint->box[d].origin()));
@@ -289,9 +309,10 @@ class NestStager {
 public:
   NestStager(const std::vector<const For *> &threads, const std::set<const BufferInfo *> &written,
              std::set<const Load *> columnReads, const PassParameters &parameters,
-             const RemarkReporter &remarks, std::set<std::string> &sharedNames)
+             const RemarkReporter &remarks, std::set<std::string> &sharedNames,
+             int computeCapability)
       : written_(written), columnReads_(std::move(columnReads)), parameters_(parameters),
-        remarks_(remarks), sharedNames_(sharedNames) {
+        remarks_(remarks), sharedNames_(sharedNames), computeCapability_(computeCapability) {
     for (const For *thread : threads) {
       int64_t extent = thread->extent->as<IntImm>()->value;
       IndexRange range;
@@ -516,7 +537,8 @@ private:
         noteVerdict(*footprint.loads.front(), false, quoted(footprint) + " not staged: " + *reason);
         continue;
       }
-      int64_t footprintBytes = takeReusable(footprint, reusable) ? 0 : paddedBytes(footprint);
+      int64_t footprintBytes =
+          takeReusable(footprint, reusable) ? 0 : paddedBytes(footprint) * copies_;
       bytes += footprintBytes;
       reuse.push_back(timesRead(all->loadCount, all->elements()));
       chosen.push_back(std::move(footprint));
@@ -536,6 +558,9 @@ private:
                             : "the boxes of " + boxes + " do not fit";
       std::string before =
           sharedBytes_ > 0 ? " with the " + kibibytes(sharedBytes_) + " staged before" : "";
+      if (copies_ > 1)
+        fit += " " + std::to_string(copies_) + " times (pipeline_depth=" + std::to_string(copies_) +
+               ")";
       tooLarge_.clear();
       for (const Footprint &footprint : chosen)
         tooLarge_.emplace_back(footprint.loads.front(),
@@ -664,6 +689,7 @@ private:
     if (!first)
       return std::nullopt;
     std::optional<Stmt> staged = stageLoopIfFits(loop, guard, inLoop, *first);
+    copies_ = 1;
     // The boxes did not fit however the loop was cut: the last cut tried
     // (the shortest stages) says by how much.
     if (!staged)
@@ -691,8 +717,28 @@ private:
     // rows) and its stages would fetch mostly what it does not read.
     if (inLoop)
       return std::nullopt;
-    // The parameter's length first, then halves of it down to 2 (a stage of
-    // two iterations still halves the barriers of staging each one).
+    // Pipelined stages need a buffer per stage in flight; where those do
+    // not fit even at stages of 2, the stages are copied one at a time.
+    std::vector<int64_t> copies{1};
+    if (parameters_.pipelineDepth > 1 && computeCapability_ >= kAsyncCopyCapability)
+      copies.insert(copies.begin(), parameters_.pipelineDepth);
+    for (int64_t buffers : copies) {
+      copies_ = buffers;
+      if (std::optional<Stmt> staged = stageInStagesIfFits(loop, guard))
+        return staged;
+      if (buffers > 1 && !tooLarge_.empty())
+        remarks_.declined(loop.source,
+                          "the stages of " + loopName(loop) + " not pipelined: the boxes of " +
+                              std::to_string(buffers) + " stages do not fit shared_kib=" +
+                              std::to_string(parameters_.sharedKiB) + " however short the stages");
+    }
+    return std::nullopt;
+  }
+
+  // The loop in stages of the parameter's length first, then halves of it
+  // down to 2 (a stage of two iterations still halves the barriers of
+  // staging each one), with copies_ buffers per box.
+  std::optional<Stmt> stageInStagesIfFits(const For &loop, const Expr &guard) {
     for (int64_t length = parameters_.stageLength; length >= 2; length /= 2) {
       if (const auto *trips = loop.extent->as<IntImm>(); trips && trips->value <= length)
         continue;
@@ -739,7 +785,11 @@ private:
     ScalarType type = loop.min->type;
     std::string stage = loop.var + ".stage", lane = loop.var + ".lane", rest = loop.var + ".rest";
     Expr lengthImm = makeInt(type, length);
-    auto [loads, stmts] = allocateShared(footprints);
+    Expr stageVar = makeVar(type, stage);
+    bool pipelined = pipelines(loop, footprints);
+    Expr copy = pipelined ? toI64(makeBinary(BinaryOpKind::Rem, stageVar, makeInt(type, copies_)))
+                          : nullptr;
+    auto [loads, stmts] = allocateShared(footprints, copy);
     Stmt body = loads.mutate(loop.body);
     auto lanes = [&](Expr count, ForKind kind) {
       return guarded(std::make_shared<For>(lane, makeInt(type, 0), std::move(count), kind, 0,
@@ -755,22 +805,97 @@ private:
     Stmt iterations = std::make_shared<LetStmt>(
         rest,
         makeBinary(BinaryOpKind::Sub, loop.extent,
-                   makeBinary(BinaryOpKind::Mul, makeVar(type, stage), lengthImm)),
+                   makeBinary(BinaryOpKind::Mul, stageVar, lengthImm)),
         std::make_shared<IfThenElse>(
             makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
             lanes(lengthImm, straightLine ? ForKind::Unrolled : ForKind::Serial),
             lanes(restVar, ForKind::Serial)));
-    stmts.push_back(std::make_shared<Barrier>());
-    stmts.push_back(iterations);
-    stmts.push_back(std::make_shared<Barrier>());
     Expr stages =
         makeBinary(BinaryOpKind::Max,
                    makeBinary(BinaryOpKind::Div,
                               makeBinary(BinaryOpKind::Add, loop.extent, makeInt(type, length - 1)),
                               lengthImm),
                    makeInt(type, 0));
+    if (pipelined)
+      return pipelinedStages(loop, stmts, iterations, stages);
+    stmts.push_back(std::make_shared<Barrier>());
+    stmts.push_back(iterations);
+    stmts.push_back(std::make_shared<Barrier>());
     return std::make_shared<For>(stage, makeInt(type, 0), stages, ForKind::Serial, 0,
                                  makeBlock(std::move(stmts)), loop.source);
+  }
+
+  // Whether the stages of `loop` copy by async copies into copies_ buffers
+  // per box (stageLoopIfFits sized them so); says why not where the
+  // parameter asks for it.
+  bool pipelines(const For &loop, const std::vector<Footprint> &footprints) {
+    if (parameters_.pipelineDepth < 2)
+      return false;
+    std::string stages = "the stages of " + loopName(loop);
+    if (computeCapability_ < kAsyncCopyCapability) {
+      remarks_.declined(loop.source, stages +
+                                         " not pipelined: async copies (cp.async) need sm_80 or "
+                                         "later, and the kernels are compiled for sm_" +
+                                         std::to_string(computeCapability_));
+      return false;
+    }
+    if (copies_ < 2) // their buffers did not fit (stageLoopIfFits said so)
+      return false;
+    for (const Footprint &footprint : footprints)
+      if (scalarSize(footprint.array->element) < 4) {
+        remarks_.declined(loop.source, stages +
+                                           " not pipelined: async copies move 4 bytes or "
+                                           "more, and the elements of " +
+                                           quoted(footprint) + " are " +
+                                           scalarTypeName(footprint.array->element));
+        copies_ = 1;
+        return false;
+      }
+    remarks_.applied(loop.source,
+                     stages + " pipelined " + std::to_string(copies_) +
+                         " deep: async copies (cp.async) into " + std::to_string(copies_) +
+                         " buffers per box, each stage's issued " + std::to_string(copies_ - 1) +
+                         " stage" + (copies_ > 2 ? "s" : "") + " ahead of its compute");
+    return true;
+  }
+
+  // The stages of a loop pipelined over D = copies_ buffers per box, the
+  // copies of stage s into buffer s % D (`fills` copy stage `var.stage`):
+  //   for p in 0..D-1: [p < stages] copy stage p; commit
+  //   for s in 0..stages:
+  //     wait until stage s has landed (D - 2 younger groups may fly); barrier
+  //     [s + D - 1 < stages] copy stage s + D - 1; commit
+  //     compute stage s
+  //   barrier
+  // The barrier orders the copies into buffer (s + D - 1) % D = (s - 1) % D
+  // after every thread's compute of stage s - 1, its last reader, and makes
+  // every thread's copies of stage s, each thread's own waited for, visible
+  // to all: one barrier per stage. Every thread commits a group per stage,
+  // empty past the last, so the count a wait leaves in flight holds at the
+  // end. The barrier after the loop keeps a block that runs again (more
+  // blocks than the grid holds) from copying into a buffer still read.
+  Stmt pipelinedStages(const For &loop, std::vector<Stmt> fills, const Stmt &iterations,
+                       const Expr &stages) {
+    ScalarType type = loop.min->type;
+    std::string stage = loop.var + ".stage";
+    Expr stageVar = makeVar(type, stage);
+    Stmt copyStage = makeBlock(std::move(fills));
+    auto copyAhead = [&](const Expr &ahead) {
+      return makeBlock({std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, ahead, stages),
+                                                     substitute(copyStage, {{stage, ahead}})),
+                        std::make_shared<AsyncCommit>()});
+    };
+    std::vector<Stmt> prologue;
+    for (int64_t ahead = 0; ahead + 1 < copies_; ++ahead)
+      prologue.push_back(copyAhead(makeInt(type, ahead)));
+    Stmt steady = makeBlock(
+        {std::make_shared<AsyncWait>(static_cast<int>(copies_ - 2)), std::make_shared<Barrier>(),
+         copyAhead(makeBinary(BinaryOpKind::Add, stageVar, makeInt(type, copies_ - 1))),
+         iterations});
+    prologue.push_back(std::make_shared<For>(stage, makeInt(type, 0), stages, ForKind::Serial, 0,
+                                             steady, loop.source));
+    prologue.push_back(std::make_shared<Barrier>());
+    return makeBlock(std::move(prologue));
   }
 
   // A box's extents as allocated (the file comment says why): the innermost
@@ -790,6 +915,20 @@ private:
     }
     return extents;
   }
+  // padded(), after a leading dimension of one buffer per pipelined stage.
+  std::vector<int64_t> allocatedShape(const Footprint &footprint) const {
+    std::vector<int64_t> shape = padded(footprint);
+    if (copies_ > 1)
+      shape.insert(shape.begin(), copies_);
+    return shape;
+  }
+  AsyncBox asyncBox(const Footprint &footprint, const Buffer &shared, const Expr &copy) const {
+    std::vector<Expr> origin;
+    for (const IndexRange &range : footprint.box)
+      origin.push_back(toI64(range.origin()));
+    return AsyncBox{footprint.array, std::move(origin), footprint.extents(), shared, copy,
+                    linearThread_,   threadCount_};
+  }
   int64_t paddedBytes(const Footprint &footprint) const {
     return saturatingProduct(padded(footprint),
                              static_cast<int64_t>(scalarSize(footprint.array->element)));
@@ -801,25 +940,29 @@ private:
     SharedLoads loads;
     std::vector<Stmt> fills;
   };
-  Staging allocateShared(const std::vector<Footprint> &footprints) {
+  // With `copy` (pipelined stages: copies_ buffers per box), the buffer of
+  // each box that `copy` indexes, filled by async copies.
+  Staging allocateShared(const std::vector<Footprint> &footprints, const Expr &copy = nullptr) {
     std::map<const Load *, SharedLoads::Staged> staged;
     std::vector<Stmt> fills;
     for (const Footprint &footprint : footprints) {
       Buffer shared = takeReusable(footprint, reusable_);
       if (!shared) {
         std::vector<Expr> shape;
-        for (int64_t extent : padded(footprint))
+        for (int64_t extent : allocatedShape(footprint))
           shape.push_back(makeI64(extent));
         shared = makeBuffer(uniqueName(footprint.array->name + ".shared"), footprint.array->element,
                             std::move(shape), MemorySpace::Shared);
         shared->isWritten = true;
         shared->declared = footprint.array->declared;
-        sharedBytes_ += paddedBytes(footprint);
+        sharedBytes_ += paddedBytes(footprint) * copies_;
         sharedBuffers_.push_back(shared);
       }
-      fills.push_back(fill(footprint, shared));
+      fills.push_back(copy ? asyncFill(asyncBox(footprint, shared, copy),
+                                       vectorElements(asyncBox(footprint, shared, copy)))
+                           : fill(footprint, shared));
       for (const Load *load : footprint.loads)
-        staged[load] = {&footprint, shared};
+        staged[load] = {&footprint, shared, copy};
     }
     return Staging{SharedLoads(std::move(staged)), std::move(fills)};
   }
@@ -827,7 +970,7 @@ private:
   // A buffer of `pool` of the footprint's element type and allocated shape,
   // taken out of the pool; null when there is none.
   Buffer takeReusable(const Footprint &footprint, std::vector<Buffer> &pool) const {
-    std::vector<int64_t> shape = padded(footprint);
+    std::vector<int64_t> shape = allocatedShape(footprint);
     auto fits = std::ranges::find_if(pool, [&](const Buffer &buffer) {
       return buffer->element == footprint.array->element &&
              std::ranges::equal(buffer->shape, shape, [](const Expr &extent, int64_t wanted) {
@@ -988,12 +1131,17 @@ private:
   std::vector<std::pair<const Load *, std::string>> tooLarge_;
   // Buffers of a side of a uniform branch, free for the side being staged.
   std::vector<Buffer> reusable_;
+  int computeCapability_;
+  // Buffers per box of the cut being tried: pipeline_depth for stages that
+  // async copies may pipeline, else 1.
+  int64_t copies_ = 1;
 };
 
 class SharedStager : public IRMutator {
 public:
-  SharedStager(const PassParameters &parameters, const RemarkReporter &remarks)
-      : parameters_(parameters), remarks_(remarks) {}
+  SharedStager(const PassParameters &parameters, const RemarkReporter &remarks,
+               int computeCapability)
+      : parameters_(parameters), remarks_(remarks), computeCapability_(computeCapability) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -1023,7 +1171,7 @@ private:
       return nest;
     std::set<const BufferInfo *> written = writtenArrays(nest);
     NestStager stager(threads, written, loadsDownColumns(nest, threads), parameters_, remarks_,
-                      sharedNames_);
+                      sharedNames_, computeCapability_);
     std::optional<Stmt> staged = stager.stage(inner);
     for (const NestStager::Verdict &verdict : stager.verdicts()) {
       if (verdict.staged)
@@ -1048,13 +1196,14 @@ private:
   const PassParameters &parameters_;
   const RemarkReporter &remarks_;
   std::set<std::string> sharedNames_;
+  int computeCapability_;
 };
 
 } // namespace
 
 Function stageShared(Function function, const PassParameters &parameters,
-                     const RemarkReporter &remarks) {
-  function.body = SharedStager(parameters, remarks).mutate(function.body);
+                     const RemarkReporter &remarks, int computeCapability) {
+  function.body = SharedStager(parameters, remarks, computeCapability).mutate(function.body);
   return function;
 }
 

@@ -105,6 +105,19 @@ LaunchPrediction predictLaunch(const GpuDevice &device, const KernelProfile &pro
                     profile.criticalMemoryRounds * memoryLatency +
                     profile.criticalSharedRounds * device.sharedLatencyCycles +
                     profile.criticalBarriers * device.barrierCycles;
+  // A wait for async copies waits what the compute since their issue did
+  // not cover: the warp's own stages, or the SM's share of the resident
+  // blocks' work over as many stages where that is longer (the warp's
+  // neighbours issue in the meantime).
+  if (profile.criticalAsyncWaits > 0) {
+    double stages = profile.criticalAsyncWaits + 1;
+    double cover = std::max(profile.asyncCoverInstructions * device.warpIssueCycles +
+                                profile.asyncCoverSharedRounds * device.sharedLatencyCycles +
+                                profile.asyncCoverBarriers * device.barrierCycles,
+                            profile.asyncStagesAhead * resident * throughput / stages);
+    prediction.asyncExposedCycles = std::max(0.0, memoryLatency - cover);
+    critical += profile.criticalAsyncWaits * prediction.asyncExposedCycles;
+  }
 
   double fullWaves = std::floor(busiestBlocks / resident);
   double tail = busiestBlocks - fullWaves * resident;

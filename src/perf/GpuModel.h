@@ -64,7 +64,10 @@ struct LaunchPrediction {
   double dramSeconds = 0, l2Seconds = 0, atomicSeconds = 0;
   double issueSeconds = 0, fp32Seconds = 0, fp64Seconds = 0, loadStoreSeconds = 0;
   double latencySeconds = 0; // the critical paths of the waves
-  double smSeconds = 0;      // the SMs' time, pipes and critical paths together
+  // Cycles of an async copy's latency its wait leaves uncovered by the
+  // compute since its issue (KernelProfile::criticalAsyncWaits).
+  double asyncExposedCycles = 0;
+  double smSeconds = 0; // the SMs' time, pipes and critical paths together
   double overheadSeconds = 0;
   double seconds = 0; // one launch
   std::string

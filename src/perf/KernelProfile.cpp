@@ -84,6 +84,8 @@ struct LoopFrame {
   bool joinsEnclosingRound = false;
   bool hasGlobalLoad = false;
   bool hasSharedLoad = false;
+  // An AsyncWait in the loop's body: the groups it leaves in flight.
+  int asyncPending = -1;
 };
 
 class Walker {
@@ -148,6 +150,11 @@ public:
           blockCritical.sharedRounds =
               std::max(blockCritical.sharedRounds, warpCounts_.sharedRounds);
           blockCritical.barriers = std::max(blockCritical.barriers, warpCounts_.barriers);
+          if (warpCounts_.asyncWaits >= blockCritical.asyncWaits) {
+            blockCritical.asyncWaits = warpCounts_.asyncWaits;
+            blockCritical.asyncStagesAhead = warpCounts_.asyncStagesAhead;
+            blockCritical.asyncCover = warpCounts_.asyncCover;
+          }
         }
       }
       finishBlockVisits();
@@ -164,6 +171,13 @@ public:
     result.criticalMemoryRounds = critical_.memoryRounds;
     result.criticalSharedRounds = critical_.sharedRounds;
     result.criticalBarriers = critical_.barriers;
+    if (critical_.asyncWaits > 0) {
+      result.criticalAsyncWaits = critical_.asyncWaits;
+      result.asyncStagesAhead = critical_.asyncStagesAhead;
+      result.asyncCoverInstructions = critical_.asyncCover.instructions;
+      result.asyncCoverSharedRounds = critical_.asyncCover.sharedRounds;
+      result.asyncCoverBarriers = critical_.asyncCover.barriers;
+    }
     // The copies a pass made of one access (a register tile's) are one line.
     std::map<std::tuple<SourceLoc, std::string, int, int, int>, AccessProfile> merged;
     for (const SiteState &site : std::views::values(sites_)) {
@@ -193,11 +207,19 @@ public:
   }
 
 private:
+  struct Cover {
+    double instructions = 0;
+    double sharedRounds = 0;
+    double barriers = 0;
+  };
   struct Counts {
     double instructions = 0;
     double memoryRounds = 0;
     double sharedRounds = 0;
     double barriers = 0;
+    double asyncWaits = 0;
+    double asyncStagesAhead = 0;
+    Cover asyncCover; // per wait
   };
   struct Totals {
     double fp32 = 0, fp64 = 0, integer = 0, flops = 0, shuffles = 0, barriers = 0;
@@ -310,6 +332,33 @@ private:
       totals_.shuffles += weight * pieces * blockWeight_;
       return;
     }
+    case StmtNode::Kind::AsyncCopy: {
+      // One instruction moves the copy; its global read counts for the
+      // memory system but no round trip here: the AsyncWait decides.
+      auto &copy = *stmt.as<AsyncCopy>();
+      countExpr(*copy.valid, lanes, weight);
+      for (const Expr &index : copy.sourceIndices)
+        countIndex(*index, lanes, weight);
+      for (const Expr &index : copy.targetIndices)
+        countIndex(*index, lanes, weight);
+      if (probing_)
+        return;
+      access(&copy, copy.source, copy.sourceIndices, {}, AccessProfile::Kind::Load, lanes, weight,
+             copy.elements);
+      access(&copy.targetIndices, copy.target, copy.targetIndices, {}, AccessProfile::Kind::Store,
+             lanes, weight, copy.elements);
+      return;
+    }
+    case StmtNode::Kind::AsyncCommit:
+      if (!probing_)
+        issue(weight);
+      return;
+    case StmtNode::Kind::AsyncWait:
+      if (probing_)
+        return;
+      issue(weight);
+      loops_.back().asyncPending = stmt.as<AsyncWait>()->pending;
+      return;
     case StmtNode::Kind::Check:
       countExpr(*stmt.as<ir::Check>()->condition, lanes, weight);
       return;
@@ -418,6 +467,7 @@ private:
       points.push_back(trips / 2);
     }
     double share = static_cast<double>(trips) / static_cast<double>(points.size());
+    bool waitsAsync = false;
     for (int64_t point : points) {
       if (min) {
         LaneValues value = *min;
@@ -428,8 +478,12 @@ private:
       }
       loops_.push_back(frame);
       auto available = std::exchange(availableLoads_, {});
+      Counts before = warpCounts_;
       walk(*loop.body, lanes, weight * share);
       availableLoads_ = std::move(available);
+      if (loops_.back().asyncPending >= 0 && !probing_)
+        coverAsyncWaits(before, loops_.back().asyncPending, weight * share);
+      waitsAsync |= loops_.back().asyncPending >= 0;
       if (frame.joinsEnclosingRound) {
         loops_[loops_.size() - 2].hasGlobalLoad |= loops_.back().hasGlobalLoad;
         loops_[loops_.size() - 2].hasSharedLoad |= loops_.back().hasSharedLoad;
@@ -438,7 +492,33 @@ private:
       }
       loops_.pop_back();
     }
+    // The first iteration's wait is for the copies issued before the loop,
+    // with no compute between: a whole round trip.
+    if (waitsAsync && !probing_) {
+      warpCounts_.asyncWaits -= weight;
+      warpCounts_.memoryRounds += weight;
+    }
     vars_.erase(loop.var);
+  }
+
+  // The waits of a pipelined loop's iterations (walked with `weight` since
+  // `before`): each for the copies issued `pending + 1` iterations earlier,
+  // so the compute of that many iterations lies between.
+  void coverAsyncWaits(const Counts &before, int pending, double weight) {
+    Counts &after = warpCounts_;
+    double ahead = pending + 1;
+    Cover cover{(after.instructions - before.instructions) / weight * ahead,
+                (after.sharedRounds - before.sharedRounds) / weight * ahead,
+                (after.barriers - before.barriers) / weight * ahead};
+    double waits = after.asyncWaits + weight;
+    auto blend = [&](double old, double added) {
+      return (old * after.asyncWaits + added * weight) / waits;
+    };
+    after.asyncCover = {blend(after.asyncCover.instructions, cover.instructions),
+                        blend(after.asyncCover.sharedRounds, cover.sharedRounds),
+                        blend(after.asyncCover.barriers, cover.barriers)};
+    after.asyncStagesAhead = blend(after.asyncStagesAhead, ahead);
+    after.asyncWaits = waits;
   }
 
   // An unrolled loop: every iteration, its variable a constant, so that
@@ -774,8 +854,12 @@ private:
 
   // Records one warp request (or, for a merged load, the iterations it
   // covers) of the access `node`.
+  // `asyncElements`: a side of an async copy of that many elements per
+  // lane, whose global read the copy's wait waits for, and whose shared
+  // write is no instruction of its own.
   void access(const void *node, const Buffer &buffer, const std::vector<Expr> &indices,
-              SourceRange source, AccessProfile::Kind kind, LaneMask lanes, double weight) {
+              SourceRange source, AccessProfile::Kind kind, LaneMask lanes, double weight,
+              int asyncElements = 0) {
     int elementBytes = static_cast<int>(scalarSize(buffer->element));
     if (probing_) {
       auto &probe = probedAddresses_[node];
@@ -788,7 +872,7 @@ private:
     }
     if (kind != AccessProfile::Kind::Load)
       forgetLoadsOf(buffer.get());
-    int factor = 1;
+    int factor = std::max(asyncElements, 1);
     if (auto found = vectorFactors_.find(node); found != vectorFactors_.end()) {
       factor = static_cast<int>(found->second);
       if (unrolledIteration_ % factor != 0)
@@ -822,7 +906,8 @@ private:
     double scaled = weight * blockWeight_;
     profile.requests += scaled;
     profile.activeLanes += active * scaled;
-    addFloatOrInteger(ScalarType::I64, 1, 0, weight); // the memory instruction
+    if (asyncElements == 0 || buffer->memory == MemorySpace::Global)
+      addFloatOrInteger(ScalarType::I64, 1, 0, weight); // the memory instruction
     if (buffer->memory == MemorySpace::Global)
       addFloatOrInteger(ScalarType::I64, 1, 0, weight); // its address
 
@@ -871,7 +956,8 @@ private:
       profile.l2Sectors += sectorCount * scaled;
       return;
     }
-    loops_.back().hasGlobalLoad = true;
+    if (asyncElements == 0)
+      loops_.back().hasGlobalLoad = true;
     // What the block's warps share, and what the next iteration of the
     // innermost loop around brings anew.
     size_t number = visitNumber_[node]++;

@@ -88,6 +88,17 @@ struct KernelProfile {
   double criticalMemoryRounds = 0;
   double criticalSharedRounds = 0;
   double criticalBarriers = 0;
+  // The busiest warp's waits for async copies (a pipelined stage's
+  // AsyncWait), each for copies issued `asyncStagesAhead` stages of compute
+  // before it: the compute between (instructions, shared round trips and
+  // barriers of those stages) covers the copies' latency, and only what it
+  // does not cover is waited for. The first stage's copies, issued before
+  // the loop with nothing to cover them, are a memory round trip.
+  double criticalAsyncWaits = 0;
+  double asyncStagesAhead = 0;
+  double asyncCoverInstructions = 0; // per wait
+  double asyncCoverSharedRounds = 0;
+  double asyncCoverBarriers = 0;
   std::vector<AccessProfile> accesses;
   // Bytes the launch must move to and from DRAM at least: each global
   // array's elements it reads, once, and those it writes, once.

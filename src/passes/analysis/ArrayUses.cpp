@@ -63,6 +63,10 @@ protected:
     arrays.insert(node.target.get());
     IRVisitor::visitWarpShuffle(node);
   }
+  void visitAsyncCopy(const AsyncCopy &node) override {
+    arrays.insert(node.target.get());
+    IRVisitor::visitAsyncCopy(node);
+  }
 };
 
 } // namespace
