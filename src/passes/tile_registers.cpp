@@ -60,6 +60,7 @@ namespace {
 
 const size_t kMaxJammedNodes = 8000; // IR nodes of the jammed body (code size)
 const int kWarpWideLoad = 4;         // the reuse weight of a load that differs across a warp
+const int64_t kGroupedCopies = 4;    // x copies a lane reads with one 128-bit load of f32
 
 // A set of GPU dimensions (bit d for x, y, z = 0, 1, 2): the copy indices a
 // name or statement depends on.
@@ -73,6 +74,9 @@ struct MappedDim {
   const For *thread = nullptr;
   int reuse = 0;      // loads in loops of the body invariant along it, weighted
   int64_t factor = 1; // copies along it
+  // Along x: copies in groups of kGroupedCopies consecutive points (see the
+  // file comment), not a block width apart.
+  bool grouped = false;
 };
 
 // Which copy, along the dimensions fixed so far.
@@ -123,8 +127,11 @@ public:
         continue;
       coarsened_ |= 1u << dim.gpuDim;
       // x copies are a block apart: the block index moves per copy; y and z
-      // copies are consecutive: the thread index does.
+      // copies are consecutive: the thread index does; grouped x copies
+      // move both.
       varDeps_[dim.gpuDim == 0 ? dim.block->var : dim.thread->var] = 1u << dim.gpuDim;
+      if (dim.grouped)
+        varDeps_[dim.thread->var] = 1u << dim.gpuDim;
     }
   }
 
@@ -218,6 +225,17 @@ private:
           return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, self, factor()),
                             makeInt(node.type, copy_.index[dim.gpuDim]));
         };
+        // Grouped, copy g * 4 + r of thread t and block b is thread 4 * t
+        // + r of block b * factor + 4 * g: of `b * width + t`, the point
+        // (b * factor + 4 * g) * width + 4 * t + r.
+        int64_t copy = copy_.index[dim.gpuDim];
+        if (dim.grouped && node.name == dim.block->var)
+          return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, self, factor()),
+                            makeInt(node.type, copy / kGroupedCopies * kGroupedCopies));
+        if (dim.grouped && node.name == dim.thread->var)
+          return makeBinary(BinaryOpKind::Add,
+                            makeBinary(BinaryOpKind::Mul, self, makeInt(node.type, kGroupedCopies)),
+                            makeInt(node.type, copy % kGroupedCopies));
         if (dim.gpuDim == 0 && node.name == dim.block->var)
           return scaled();
         if (dim.gpuDim != 0 && node.name == dim.thread->var)
@@ -579,8 +597,11 @@ class RegisterTiler : public IRMutator {
 public:
   // `factor` copies along one dimension (PassParameters::registerTile), at
   // most its square per thread, so the accumulators fit in registers.
-  RegisterTiler(int64_t factor, const RemarkReporter &remarks)
-      : factor_(factor), remarks_(remarks) {}
+  // `stagingFollows`: stage_shared runs after this pass.
+  RegisterTiler(const PassParameters &parameters, bool stagingFollows,
+                const RemarkReporter &remarks)
+      : factor_(parameters.registerTile), parameters_(parameters), stagingFollows_(stagingFollows),
+        remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -664,14 +685,39 @@ private:
         remarks_.declined(source, whyNotTiled(guard->thenCase, dims));
       return nest;
     }
+    Stmt tiled = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
+    std::string layout;
+    if (MappedDim *x = groupableX(dims, lets)) {
+      x->grouped = true;
+      Stmt grouped = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
+      if (std::optional<std::string> why = whyNotGrouped(grouped, dims)) {
+        x->grouped = false;
+        remarks_.declined(source, dimensionName(*x) + " copies a block width apart, not " +
+                                      std::to_string(kGroupedCopies) +
+                                      " consecutive points a thread: " + *why);
+      } else {
+        tiled = grouped;
+        layout = "; " + dimensionName(*x) + " copies " + std::to_string(kGroupedCopies) +
+                 " consecutive points a thread (its reads of shared memory 128-bit, "
+                 "contiguous across a warp)";
+      }
+    }
     if (remarks_.enabled())
-      remarks_.applied(source, describeTiles(dims));
+      remarks_.applied(source, describeTiles(dims) + layout);
+    return tiled;
+  }
 
-    Jammer edge(dims, *guard, *guardedIndices, false);
+  // The nest with each thread computing its copies (`dims`' factors and
+  // layout).
+  static Stmt tiledNest(const std::vector<MappedDim> &dims, const std::vector<const For *> &blocks,
+                        const std::vector<const For *> &threads, const Stmt &inner,
+                        const IfThenElse &guard,
+                        const std::map<std::string, GuardedIndex> &guardedIndices) {
+    Jammer edge(dims, guard, guardedIndices, false);
     Stmt body = edge.tile(inner);
     if (std::optional<Expr> interior = edge.interiorBlock())
       body = std::make_shared<IfThenElse>(
-          *interior, Jammer(dims, *guard, *guardedIndices, true).tile(inner), body);
+          *interior, Jammer(dims, guard, guardedIndices, true).tile(inner), body);
     for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
       body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
                                    ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
@@ -689,6 +735,64 @@ private:
                                    body, loop->source);
     }
     return body;
+  }
+
+  // The x dimension, when its copies can go in groups of 4 consecutive
+  // points: copies in multiples of 4, and every let reading its indices of
+  // the form `b * width + t` (times a constant, plus anything else), so
+  // thread 4 * t + r of a block 4 blocks wide is a point of the same block
+  // of the original mapping.
+  static MappedDim *groupableX(std::vector<MappedDim> &dims,
+                               const std::vector<const LetStmt *> &lets) {
+    auto x = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
+    if (x == dims.end() || x->factor % kGroupedCopies != 0)
+      return nullptr;
+    const auto *width = x->thread->extent->as<IntImm>();
+    if (!width)
+      return nullptr;
+    AffineScope scope;
+    scope.bindLoop(x->block->var);
+    scope.bindLoop(x->thread->var);
+    for (const LetStmt *let : lets) {
+      AffineIndex index = scope.analyze(let->value);
+      if (!index.isAffine() ||
+          index.coefficient(x->block->var) != width->value * index.coefficient(x->thread->var))
+        return nullptr;
+    }
+    return &*x;
+  }
+
+  // The grouped layout pays where a thread's copies read shared memory:
+  // every load that differs along x must be one stage_shared stages (in
+  // global memory, lanes whose reads are 16 bytes apart take 4 times the
+  // sectors of one request, and nothing proves a 128-bit access aligned).
+  // Asked of stage_shared itself, run on the tiled nest, rather than
+  // guessed from its criteria: a box too large, or reused too little,
+  // stays in global memory. Why not, or nothing when it pays.
+  std::optional<std::string> whyNotGrouped(const Stmt &nest,
+                                           const std::vector<MappedDim> &dims) const {
+    if (!stagingFollows_)
+      return "stage_shared does not run";
+    const MappedDim &x =
+        *std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
+    std::map<SourceLoc, std::string> rowReads;
+    for (const BufferAccess &access : collectAccesses(nest))
+      if (access.load && access.source.valid() && access.buffer->memory == MemorySpace::Global &&
+          strideAlong(access, x.thread->var).kind != Stride::Kind::Zero)
+        rowReads.emplace(access.source.begin, access.buffer->nameInMessages());
+    if (rowReads.empty())
+      return "no load differs along it";
+    Function trial;
+    trial.body = nest;
+    trial = stageShared(std::move(trial), parameters_);
+    for (const BufferAccess &access : collectAccesses(trial.body)) {
+      auto read = rowReads.find(access.source.begin);
+      if (access.load && access.source.valid() && access.buffer->memory == MemorySpace::Global &&
+          read != rowReads.end())
+        return "'" + remarks_.programName(read->second) +
+               "' is read from global memory, where 4 points a thread would not coalesce";
+    }
+    return std::nullopt;
   }
 
   // The guard as map_to_gpu writes it, `v < bound && ...` over lets `v` of
@@ -918,14 +1022,16 @@ private:
   }
 
   const int64_t factor_;
+  const PassParameters &parameters_;
+  const bool stagingFollows_;
   const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-Function tileRegisters(Function function, const PassParameters &parameters,
+Function tileRegisters(Function function, const PassParameters &parameters, bool stagingFollows,
                        const RemarkReporter &remarks) {
-  function.body = RegisterTiler(parameters.registerTile, remarks).mutate(function.body);
+  function.body = RegisterTiler(parameters, stagingFollows, remarks).mutate(function.body);
   return function;
 }
 
