@@ -686,15 +686,14 @@ private:
       return nest;
     }
     Stmt tiled = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
-    std::string layout;
+    std::string layout, notGrouped;
     if (MappedDim *x = groupableX(dims, lets)) {
       x->grouped = true;
       Stmt grouped = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
       if (std::optional<std::string> why = whyNotGrouped(grouped, dims)) {
         x->grouped = false;
-        remarks_.declined(source, dimensionName(*x) + " copies a block width apart, not " +
-                                      std::to_string(kGroupedCopies) +
-                                      " consecutive points a thread: " + *why);
+        notGrouped = dimensionName(*x) + " copies a block width apart, not " +
+                     std::to_string(kGroupedCopies) + " consecutive points a thread: " + *why;
       } else {
         tiled = grouped;
         layout = "; " + dimensionName(*x) + " copies " + std::to_string(kGroupedCopies) +
@@ -704,6 +703,8 @@ private:
     }
     if (remarks_.enabled())
       remarks_.applied(source, describeTiles(dims) + layout);
+    if (!notGrouped.empty())
+      remarks_.declined(source, notGrouped);
     return tiled;
   }
 
@@ -775,11 +776,28 @@ private:
       return "stage_shared does not run";
     const MappedDim &x =
         *std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
+    std::set<std::string> indexVars;
+    for (const MappedDim &dim : dims)
+      indexVars.insert({dim.block->var, dim.thread->var});
     std::map<SourceLoc, std::string> rowReads;
-    for (const BufferAccess &access : collectAccesses(nest))
-      if (access.load && access.source.valid() && access.buffer->memory == MemorySpace::Global &&
-          strideAlong(access, x.thread->var).kind != Stride::Kind::Zero)
-        rowReads.emplace(access.source.begin, access.buffer->nameInMessages());
+    for (const BufferAccess &access : collectAccesses(nest)) {
+      if (!access.load || !access.source.valid() || access.buffer->memory != MemorySpace::Global ||
+          strideAlong(access, x.thread->var).kind == Stride::Kind::Zero)
+        continue;
+      std::string array = remarks_.programName(access.buffer->nameInMessages());
+      // A thread's 4 points must be neighbours in a row: not rows apart
+      // (a read down a column, sqdist's Y[j][k])...
+      for (size_t d = 0; d + 1 < access.indices.size(); ++d)
+        if (access.indices[d].dependsOn(x.thread->var))
+          return "its reads of '" + array + "' go down a column along it";
+      // ... nor a window sliding along the row (a filter's `x + v`), whose
+      // 4 points start at every offset, not at 16-byte boundaries.
+      for (const std::string &loop : access.enclosingLoops)
+        if (!indexVars.contains(loop) && access.indices.back().dependsOn(loop))
+          return "its reads of '" + array + "' slide along the row with '" +
+                 remarks_.programName(loop) + "' (unaligned)";
+      rowReads.emplace(access.source.begin, array);
+    }
     if (rowReads.empty())
       return "no load differs along it";
     Function trial;
@@ -789,7 +807,7 @@ private:
       auto read = rowReads.find(access.source.begin);
       if (access.load && access.source.valid() && access.buffer->memory == MemorySpace::Global &&
           read != rowReads.end())
-        return "'" + remarks_.programName(read->second) +
+        return "'" + read->second +
                "' is read from global memory, where 4 points a thread would not coalesce";
     }
     return std::nullopt;
