@@ -17,6 +17,22 @@
 // addresses in each copy; along y and z, consecutive points (stencils then
 // reuse the loads of overlapping windows). Block loops shrink by the factor.
 //
+// Where stage_shared will put every read along x in shared memory (matmul's
+// B), x copies go in groups of 4 consecutive points instead: copy g * 4 + r
+// at g * 4 * 32 + 4 * thread + r of the block's columns (the same columns
+// the block covers either way). A thread's 4 reads of a row are then one
+// 128-bit shared load, and a warp's one contiguous 512-byte span, the
+// fewest wavefronts; 8 x 8 per thread is 2 x 2 such sub-tiles of 4 x 4. In
+// global memory it would not pay: 4 lanes' reads 16 bytes apart take 4
+// times the sectors of a request, and nothing proves a 128-bit access
+// aligned. The decision is made here, where the copies are made (rewriting
+// them after staging would mean finding them again under the guards
+// stage_shared moves), by running stage_shared on the tiled nest and seeing
+// whether each read along x went to shared memory: its own criteria, not a
+// guess of them. Reads down a column along x (sqdist's Y[j][k]) or sliding
+// with a window along the row (a filter's I[y][x + v], unaligned at most
+// offsets) keep the copies a block width apart.
+//
 // Edges: a thread runs when its first copy is in range (map_to_gpu's guard
 // at copy 0); a copy past the end of the range computes on the last index in
 // it (`min(v, bound - 1)`), so every load it makes is one the program makes,
