@@ -179,7 +179,7 @@ TEST_CASE("x copies stay a block width apart where 4 neighbours a thread would n
   // Unstaged (stage_shared skipped, or B reused too little to stage),
   // matmul's B is read from global memory; sqdist's Y is read down a column
   // along x; a filter's window slides along the row (remarks_test.cpp has
-  // what `--remarks` says of each).
+  // what `--remarks` says of the samples).
   struct Case {
     const char *sample, *kernel;
     passes::PassChoices choices;
@@ -199,6 +199,19 @@ TEST_CASE("x copies stay a block width apart where 4 neighbours a thread would n
     CHECK(contains(tiled, ".block * 4 + 3) * 32 + "));
     CHECK(!contains(tiled, ".block * 4 + 0) * 32 + ("));
   }
+  // A strided walk of B's rows: a thread's 4 points would be 8 elements
+  // wide.
+  auto stepped = test::loadText(R"(
+kernel stepped(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 1..N by 2 {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+)");
+  REQUIRE_MESSAGE(stepped->program, stepped->diagnostics);
+  const std::string tiled = test::tracePasses(*stepped->program, "stepped").after("tile_registers");
+  CHECK(contains(tiled, ".block * 4 + 3) * 32 + "));
+  CHECK(!contains(tiled, ".block * 4 + 0) * 32 + ("));
 }
 
 TEST_CASE("a window over consecutive copies goes innermost, unrolled: each input row loaded once") {

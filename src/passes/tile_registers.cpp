@@ -29,9 +29,9 @@
 // them after staging would mean finding them again under the guards
 // stage_shared moves), by running stage_shared on the tiled nest and seeing
 // whether each read along x went to shared memory: its own criteria, not a
-// guess of them. Reads down a column along x (sqdist's Y[j][k]) or sliding
-// with a window along the row (a filter's I[y][x + v], unaligned at most
-// offsets) keep the copies a block width apart.
+// guess of them. Reads down a column along x (sqdist's Y[j][k]), strided
+// along the row, or sliding with a window along it (a filter's I[y][x + v],
+// unaligned at most offsets) keep the copies a block width apart.
 //
 // Edges: a thread runs when its first copy is in range (map_to_gpu's guard
 // at copy 0); a copy past the end of the range computes on the last index in
@@ -806,6 +806,13 @@ private:
       for (size_t d = 0; d + 1 < access.indices.size(); ++d)
         if (access.indices[d].dependsOn(x.thread->var))
           return "its reads of '" + array + "' go down a column along it";
+      // ... nor elements apart (a strided walk of the row, `j in 1..N by 2`:
+      // a thread's 4 points then are 8 elements wide, and the warp's reads
+      // of one copy collide in fewer banks than before; the edge tile's
+      // clamped indices are not affine, the interior tile's tell)...
+      const AffineIndex &row = access.indices.back();
+      if (row.isAffine() && row.coefficient(x.thread->var) != kGroupedCopies)
+        return "its reads of '" + array + "' are not contiguous along it";
       // ... nor a window sliding along the row (a filter's `x + v`), whose
       // 4 points start at every offset, not at 16-byte boundaries.
       for (const std::string &loop : access.enclosingLoops)
