@@ -347,7 +347,8 @@ TEST_CASE("explain --remarks prints what the optimizations did, located, instead
   CHECK(remarks.exitCode == 0);
   const std::string tiles =
       "samples/matmul.loop:7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) "
-      "and i (grid y)\n"
+      "and i (grid y); j (grid x) copies 4 consecutive points a thread (its reads of shared "
+      "memory 128-bit, contiguous across a warp)\n"
       "  parfor i in 0..M, j in 0..N {\n"
       "         ^~~~~~~~~\n";
   CHECK(remarks.output ==

@@ -181,7 +181,7 @@ kernel flip(A: in f32[M][N], B: out f32[N][M]) {
             .sectorsPerRequest() == doctest::Approx(4));
 }
 
-TEST_CASE("perf: matmul's shared loads merge along k and repeat loads count once") {
+TEST_CASE("perf: matmul's shared loads merge along k and across copies, repeat loads count once") {
   perf::ProgramPrediction matmul =
       predict("samples/matmul.loop", "matmul", {{"M", 2048}, {"N", 2048}, {"K", 2048}});
   const perf::LaunchPrediction &launch = launchOf(matmul, "matmul_kernel0");
@@ -194,7 +194,12 @@ TEST_CASE("perf: matmul's shared loads merge along k and repeat loads count once
   CHECK(a.requests == doctest::Approx(kSteps));   // 4 rows / 4 k
   const perf::AccessProfile &b = accessOf(matmul, "matmul_kernel0", "B.shared",
                                           perf::AccessProfile::Kind::Load, ir::MemorySpace::Shared);
-  CHECK(b.requests == doctest::Approx(4 * kSteps));
+  // A thread's four columns of B are neighbours (tile_registers' grouped
+  // layout): one ld.shared.v4 a k, the warp's 512 contiguous bytes in the
+  // fewest cycles, 4.
+  CHECK(b.vectorBytes == 16);
+  CHECK(b.requests == doctest::Approx(kSteps));
+  CHECK(b.wavefronts / b.requests == doctest::Approx(4));
   CHECK(launch.profile.flops == doctest::Approx(2.0 * 2048 * 2048 * 2048));
   CHECK(launch.profile.fp32Instructions == doctest::Approx(2048.0 * 2048 * 2048 / 32));
 }

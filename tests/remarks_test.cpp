@@ -370,17 +370,31 @@ TEST_CASE("stage_shared: column reads staged in a transpose, or too narrow to be
 }
 
 TEST_CASE("tile_registers: the tile chosen, or why none") {
-  CHECK(
-      remarksOf(sample("matmul"), "tile_registers") ==
-      Lines{
-          "7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid y)"});
+  CHECK(remarksOf(sample("matmul"), "tile_registers") ==
+        Lines{"7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid "
+              "y); j (grid x) copies 4 consecutive points a thread (its reads of shared memory "
+              "128-bit, contiguous across a warp)"});
+  CHECK(remarksOf(sample("matmul").with({"stage_min_reuse=64"}), "tile_registers") ==
+        Lines{"7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid "
+              "y)",
+              "7:10: remark: tile_registers: j (grid x) copies a block width apart, not 4 "
+              "consecutive points a thread: 'B' is read from global memory, where 4 points a "
+              "thread would not coalesce"});
+  CHECK(remarksOf(sample("sqdist"), "tile_registers") ==
+        Lines{"12:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid "
+              "y)",
+              "12:10: remark: tile_registers: j (grid x) copies a block width apart, not 4 "
+              "consecutive points a thread: its reads of 'Y' go down a column along it"});
   CHECK(
       remarksOf(sample("matmul").with({"register_tile=2"}), "tile_registers") ==
       Lines{
           "7:10: remark: tile_registers: 2 x 2 points per thread along j (grid x) and i (grid y)"});
   CHECK(remarksOf(sample("cnn_conv").kernel("cnn_conv_valid"), "tile_registers") ==
         Lines{"13:10: remark: tile_registers: 4 x 4 points per thread along x (grid x) and o (grid "
-              "z); not along y (grid y): a thread has register_tile^2 = 16 points already"});
+              "z); not along y (grid y): a thread has register_tile^2 = 16 points already",
+              "13:10: remark: tile_registers: x (grid x) copies a block width apart, not 4 "
+              "consecutive points a thread: its reads of 'I' slide along the row with 'v' "
+              "(unaligned)"});
   CHECK(remarksOf(program(kNoreuse), "tile_registers") ==
         Lines{"2:10: remark: tile_registers: not tiled: no load in a loop of the body is invariant "
               "along j (grid x) or i (grid y), so neighbouring points share no loads"});
@@ -611,7 +625,9 @@ TEST_CASE("samples: every remark of a kernel, in source order") {
   CHECK(
       remarksOf(sample("matmul"), "") ==
       Lines{
-          "7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid y)",
+          "7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid y); "
+          "j (grid x) copies 4 consecutive points a thread (its reads of shared memory 128-bit, "
+          "contiguous across a warp)",
           "8:42: remark: stage_shared: 'A' staged in shared memory: a box of 32 x 32 f32 (4 KiB) "
           "for stages of 32 iterations of k; each element is read 128 times per iteration of k",
           "8:52: remark: stage_shared: 'B' staged in shared memory: a box of 32 x 128 f32 (16 KiB) "

@@ -123,9 +123,11 @@ TEST_CASE("matmul: a thread reads 4 k of a row of A.shared in one 128-bit load")
   REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
   // A full stage of 32 k, in the interior and the edge tile: each of the
   // thread's 4 rows of A in 8 vector loads (the rows start 16-byte
-  // aligned); B's 4 columns, 32 apart, stay scalar (128 of them).
-  CHECK(test::occurrences(*ptx, "ld.shared.v4.f32") == 2 * 32);
-  CHECK(test::occurrences(*ptx, "ld.shared.f32") < 2 * 160);
+  // aligned); in the interior tile B's 4 columns, neighbours
+  // (tile_registers' grouped layout), in one more a k; in the edge tile,
+  // clamped, they stay scalar.
+  CHECK(test::occurrences(*ptx, "ld.shared.v4.f32") >= 2 * 32 + 32);
+  CHECK(test::occurrences(*ptx, "ld.shared.f32") < 160);
 }
 
 // Found by a bug hunt: a full stage of a DCT by redomap was unrolled like

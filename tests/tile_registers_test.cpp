@@ -3,6 +3,7 @@
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
 #include "codegen/NvptxTarget.h"
+#include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -17,10 +18,18 @@ using namespace loopc;
 using loopc::test::contains;
 using loopc::test::occurrences;
 
+// Without staging, matmul's reads of B stay in global memory: x copies a
+// block width apart (the grouped layout: the test cases after these).
+passes::PassChoices unstaged() {
+  passes::PassChoices choices;
+  choices.skipped.insert("stage_shared");
+  return choices;
+}
+
 TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accumulators") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  test::PassTrace matmul = test::tracePasses(*loaded->program, "matmul");
+  test::PassTrace matmul = test::tracePasses(*loaded->program, "matmul", unstaged());
   const std::string &tiled = matmul.after("tile_registers");
   // Block loops cover four times the points: x copies a block width apart
   // (coalesced), y copies consecutive.
@@ -74,7 +83,8 @@ TEST_CASE(
 TEST_CASE("a block whose copies are all in range runs an interior tile: no clamps, no guards") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  const std::string tiled = test::tracePasses(*loaded->program, "matmul").after("tile_registers");
+  const std::string tiled =
+      test::tracePasses(*loaded->program, "matmul", unstaged()).after("tile_registers");
   // The last copy of the block's last thread in range: a uniform test.
   CHECK(contains(tiled, "if (i.block * 4 * 8 + (7 * 4 + 3) < M && "
                         "(j.block * 4 + 3) * 32 + 31 < N) {"));
@@ -85,6 +95,123 @@ TEST_CASE("a block whose copies are all in range runs an interior tile: no clamp
   CHECK(contains(tiled, "            C[i.y0 + 2][j.x3] = acc.x3y2\n"));
   CHECK(contains(tiled, "let j.x3 = min((j.block * 4 + 3) * 32 + j.thread, N - 1)"));
   CHECK(occurrences(tiled, "for k in [0, K)") == 2);
+}
+
+TEST_CASE("matmul staged: x copies 4 neighbours a thread, 4 x 4 sub-tiles spread over the warp") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  for (int64_t factor : {4, 8}) {
+    CAPTURE(factor);
+    passes::PassChoices choices = test::withParameters({"register_tile=" + std::to_string(factor)});
+    const std::string tiled =
+        test::tracePasses(*loaded->program, "matmul", choices).after("tile_registers");
+    std::string block = "(j.block * " + std::to_string(factor) + " + ";
+    // Copy g * 4 + r of a thread: point 4 * thread + r of the g-th group of
+    // 128 of the block's columns; the block covers the same columns.
+    CHECK(contains(tiled, "let j.x3 = " + block + "0) * 32 + (j.thread * 4 + 3)\n"));
+    CHECK(contains(tiled, "let j.x3 = min(" + block + "0) * 32 + (j.thread * 4 + 3), N - 1)"));
+    CHECK(contains(tiled, "gpu_block.x for j.block in [0, (max((N + 32 - 1) / 32, 0) + " +
+                              std::to_string(factor - 1) + ") / " + std::to_string(factor) + ")"));
+    if (factor == 8) {
+      CHECK(contains(tiled, "let j.x7 = (j.block * 8 + 4) * 32 + (j.thread * 4 + 3)\n"));
+      CHECK(contains(tiled, "(j.block * 8 + 4) * 32 + (31 * 4 + 3) < N"));
+    } else {
+      CHECK(contains(tiled, "(j.block * 4 + 0) * 32 + (31 * 4 + 3) < N"));
+    }
+    // The thread runs when its first copy is in range.
+    CHECK(contains(tiled, "if (i.block * " + std::to_string(factor) + " * 8 + (i.thread * " +
+                              std::to_string(factor) + " + 0) < M && " + block +
+                              "0) * 32 + (j.thread * 4 + 0) < N) {"));
+    test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                               {{{"M", "1"}, {"N", "1"}, {"K", "1"}},
+                                {{"M", "7"}, {"N", "33"}, {"K", "7"}},
+                                {{"M", "64"}, {"N", "256"}, {"K", "33"}}, // interior tiles only
+                                {{"M", "33"}, {"N", "257"}, {"K", "40"}},
+                                {{"M", "70"}, {"N", "1000"}, {"K", "3"}},
+                                {{"M", "9"}, {"N", "1023"}, {"K", "35"}}},
+                               23, choices);
+  }
+}
+
+TEST_CASE("matmul staged: every shared load of the hot loop is 128-bit, 8 FMAs or more each") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  auto ptx = codegen::compileToPtx(test::tracePasses(*loaded->program, "matmul").function, "sm_90");
+  REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+  std::map<std::string, std::string> blocks; // PTX basic blocks by label
+  std::string label = "entry";
+  for (size_t at = 0, end; at < ptx->size(); at = end + 1) {
+    end = ptx->find('\n', at);
+    if (end == std::string::npos)
+      end = ptx->size();
+    std::string line = ptx->substr(at, end - at);
+    if (line.starts_with("$L__BB"))
+      label = line;
+    blocks[label] += line + "\n";
+  }
+  // The hot loop: the basic blocks with the most FMAs (a full stage,
+  // unrolled), the interior tile's (the edge tile's, whose columns are
+  // clamped, reads B a column at a time; few blocks run it) with all its
+  // shared loads 128-bit.
+  size_t most = 0;
+  for (const auto &[name, block] : blocks)
+    most = std::max(most, occurrences(block, "fma.rn.f32"));
+  auto interior = std::ranges::find_if(blocks, [&](const auto &block) {
+    return occurrences(block.second, "fma.rn.f32") == most &&
+           occurrences(block.second, "ld.shared.f32") == 0;
+  });
+  REQUIRE(interior != blocks.end());
+  const std::string &hot = interior->second;
+  size_t sharedLoads = occurrences(hot, "ld.shared");
+  INFO(hot);
+  CHECK(sharedLoads > 0);
+  CHECK(occurrences(hot, "ld.shared.v4.f32") == sharedLoads);
+  CHECK(occurrences(hot, "fma.rn.f32") >= 8 * sharedLoads);
+  if (std::optional<std::string> ptxas = codegen::findPtxas()) {
+    auto reports = codegen::runPtxas(*ptxas, *ptx, "sm_90");
+    REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
+    for (const codegen::PtxasKernelReport &report : *reports)
+      CHECK(report.spillStoreBytes + report.spillLoadBytes == 0);
+  }
+}
+
+TEST_CASE("x copies stay a block width apart where 4 neighbours a thread would not pay") {
+  // Unstaged (stage_shared skipped, or B reused too little to stage),
+  // matmul's B is read from global memory; sqdist's Y is read down a column
+  // along x; a filter's window slides along the row (remarks_test.cpp has
+  // what `--remarks` says of the samples).
+  struct Case {
+    const char *sample, *kernel;
+    passes::PassChoices choices;
+  };
+  const Case cases[] = {
+      {"matmul", "matmul", unstaged()},
+      {"matmul", "matmul", test::withParameters({"stage_min_reuse=64"})},
+      {"sqdist", "sqdist", {}},
+      {"cnn_conv", "cnn_conv_valid", {}},
+  };
+  for (const Case &each : cases) {
+    CAPTURE(each.sample);
+    auto loaded = test::loadFile(test::sourcePath(std::string("samples/") + each.sample + ".loop"));
+    REQUIRE(loaded->program);
+    const std::string tiled =
+        test::tracePasses(*loaded->program, each.kernel, each.choices).after("tile_registers");
+    CHECK(contains(tiled, ".block * 4 + 3) * 32 + "));
+    CHECK(!contains(tiled, ".block * 4 + 0) * 32 + ("));
+  }
+  // A strided walk of B's rows: a thread's 4 points would be 8 elements
+  // wide.
+  auto stepped = test::loadText(R"(
+kernel stepped(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 1..N by 2 {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+)");
+  REQUIRE_MESSAGE(stepped->program, stepped->diagnostics);
+  const std::string tiled = test::tracePasses(*stepped->program, "stepped").after("tile_registers");
+  CHECK(contains(tiled, ".block * 4 + 3) * 32 + "));
+  CHECK(!contains(tiled, ".block * 4 + 0) * 32 + ("));
 }
 
 TEST_CASE("a window over consecutive copies goes innermost, unrolled: each input row loaded once") {

@@ -105,9 +105,11 @@ ir::Function fuseSiblingReductions(ir::Function function, PipelineTarget target,
 ir::Function combineInWarps(ir::Function function, const RemarkReporter &remarks = {});
 
 // Threads of a mapped nest compute a small tile of points each, the copies
-// of the body jammed so loads are shared in registers (tile_registers.cpp).
+// of the body jammed so loads are shared in registers (tile_registers.cpp);
+// `stagingFollows`: stage_shared runs next, which decides the x copies'
+// layout.
 ir::Function tileRegisters(ir::Function function, const PassParameters &parameters = {},
-                           const RemarkReporter &remarks = {});
+                           bool stagingFollows = false, const RemarkReporter &remarks = {});
 
 // Arrays the threads of a block read in common inside a loop are copied to
 // shared memory by the whole block, a stage at a time (stage_shared.cpp);

@@ -320,7 +320,8 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("interleave_reductions", interleaveReductions);
   passes.optimize("combine_in_warps", combineInWarps);
   passes.optimize("tile_registers", [&](ir::Function f, const RemarkReporter &remarks) {
-    return tileRegisters(std::move(f), parameters, remarks);
+    return tileRegisters(std::move(f), parameters, passLeftOutBy("stage_shared", options).empty(),
+                         remarks);
   });
   passes.optimize("stage_shared", [&](ir::Function f, const RemarkReporter &remarks) {
     return stageShared(std::move(f), parameters, remarks, options.computeCapability);

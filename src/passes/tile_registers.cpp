@@ -17,6 +17,22 @@
 // addresses in each copy; along y and z, consecutive points (stencils then
 // reuse the loads of overlapping windows). Block loops shrink by the factor.
 //
+// Where stage_shared will put every read along x in shared memory (matmul's
+// B), x copies go in groups of 4 consecutive points instead: copy g * 4 + r
+// at g * 4 * 32 + 4 * thread + r of the block's columns (the same columns
+// the block covers either way). A thread's 4 reads of a row are then one
+// 128-bit shared load, and a warp's one contiguous 512-byte span, the
+// fewest wavefronts; 8 x 8 per thread is 2 x 2 such sub-tiles of 4 x 4. In
+// global memory it would not pay: 4 lanes' reads 16 bytes apart take 4
+// times the sectors of a request, and nothing proves a 128-bit access
+// aligned. The decision is made here, where the copies are made (rewriting
+// them after staging would mean finding them again under the guards
+// stage_shared moves), by running stage_shared on the tiled nest and seeing
+// whether each read along x went to shared memory: its own criteria, not a
+// guess of them. Reads down a column along x (sqdist's Y[j][k]), strided
+// along the row, or sliding with a window along it (a filter's I[y][x + v],
+// unaligned at most offsets) keep the copies a block width apart.
+//
 // Edges: a thread runs when its first copy is in range (map_to_gpu's guard
 // at copy 0); a copy past the end of the range computes on the last index in
 // it (`min(v, bound - 1)`), so every load it makes is one the program makes,
@@ -60,6 +76,7 @@ namespace {
 
 const size_t kMaxJammedNodes = 8000; // IR nodes of the jammed body (code size)
 const int kWarpWideLoad = 4;         // the reuse weight of a load that differs across a warp
+const int64_t kGroupedCopies = 4;    // x copies a lane reads with one 128-bit load of f32
 
 // A set of GPU dimensions (bit d for x, y, z = 0, 1, 2): the copy indices a
 // name or statement depends on.
@@ -73,6 +90,9 @@ struct MappedDim {
   const For *thread = nullptr;
   int reuse = 0;      // loads in loops of the body invariant along it, weighted
   int64_t factor = 1; // copies along it
+  // Along x: copies in groups of kGroupedCopies consecutive points (see the
+  // file comment), not a block width apart.
+  bool grouped = false;
 };
 
 // Which copy, along the dimensions fixed so far.
@@ -123,8 +143,11 @@ public:
         continue;
       coarsened_ |= 1u << dim.gpuDim;
       // x copies are a block apart: the block index moves per copy; y and z
-      // copies are consecutive: the thread index does.
+      // copies are consecutive: the thread index does; grouped x copies
+      // move both.
       varDeps_[dim.gpuDim == 0 ? dim.block->var : dim.thread->var] = 1u << dim.gpuDim;
+      if (dim.grouped)
+        varDeps_[dim.thread->var] = 1u << dim.gpuDim;
     }
   }
 
@@ -218,6 +241,17 @@ private:
           return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, self, factor()),
                             makeInt(node.type, copy_.index[dim.gpuDim]));
         };
+        // Grouped, copy g * 4 + r of thread t and block b is thread 4 * t
+        // + r of block b * factor + 4 * g: of `b * width + t`, the point
+        // (b * factor + 4 * g) * width + 4 * t + r.
+        int64_t copy = copy_.index[dim.gpuDim];
+        if (dim.grouped && node.name == dim.block->var)
+          return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, self, factor()),
+                            makeInt(node.type, copy / kGroupedCopies * kGroupedCopies));
+        if (dim.grouped && node.name == dim.thread->var)
+          return makeBinary(BinaryOpKind::Add,
+                            makeBinary(BinaryOpKind::Mul, self, makeInt(node.type, kGroupedCopies)),
+                            makeInt(node.type, copy % kGroupedCopies));
         if (dim.gpuDim == 0 && node.name == dim.block->var)
           return scaled();
         if (dim.gpuDim != 0 && node.name == dim.thread->var)
@@ -579,8 +613,11 @@ class RegisterTiler : public IRMutator {
 public:
   // `factor` copies along one dimension (PassParameters::registerTile), at
   // most its square per thread, so the accumulators fit in registers.
-  RegisterTiler(int64_t factor, const RemarkReporter &remarks)
-      : factor_(factor), remarks_(remarks) {}
+  // `stagingFollows`: stage_shared runs after this pass.
+  RegisterTiler(const PassParameters &parameters, bool stagingFollows,
+                const RemarkReporter &remarks)
+      : factor_(parameters.registerTile), parameters_(parameters), stagingFollows_(stagingFollows),
+        remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -664,14 +701,40 @@ private:
         remarks_.declined(source, whyNotTiled(guard->thenCase, dims));
       return nest;
     }
+    Stmt tiled = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
+    std::string layout, notGrouped;
+    if (MappedDim *x = groupableX(dims, lets)) {
+      x->grouped = true;
+      Stmt grouped = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
+      if (std::optional<std::string> why = whyNotGrouped(grouped, dims)) {
+        x->grouped = false;
+        notGrouped = dimensionName(*x) + " copies a block width apart, not " +
+                     std::to_string(kGroupedCopies) + " consecutive points a thread: " + *why;
+      } else {
+        tiled = grouped;
+        layout = "; " + dimensionName(*x) + " copies " + std::to_string(kGroupedCopies) +
+                 " consecutive points a thread (its reads of shared memory 128-bit, "
+                 "contiguous across a warp)";
+      }
+    }
     if (remarks_.enabled())
-      remarks_.applied(source, describeTiles(dims));
+      remarks_.applied(source, describeTiles(dims) + layout);
+    if (!notGrouped.empty())
+      remarks_.declined(source, notGrouped);
+    return tiled;
+  }
 
-    Jammer edge(dims, *guard, *guardedIndices, false);
+  // The nest with each thread computing its copies (`dims`' factors and
+  // layout).
+  static Stmt tiledNest(const std::vector<MappedDim> &dims, const std::vector<const For *> &blocks,
+                        const std::vector<const For *> &threads, const Stmt &inner,
+                        const IfThenElse &guard,
+                        const std::map<std::string, GuardedIndex> &guardedIndices) {
+    Jammer edge(dims, guard, guardedIndices, false);
     Stmt body = edge.tile(inner);
     if (std::optional<Expr> interior = edge.interiorBlock())
       body = std::make_shared<IfThenElse>(
-          *interior, Jammer(dims, *guard, *guardedIndices, true).tile(inner), body);
+          *interior, Jammer(dims, guard, guardedIndices, true).tile(inner), body);
     for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
       body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
                                    ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
@@ -689,6 +752,88 @@ private:
                                    body, loop->source);
     }
     return body;
+  }
+
+  // The x dimension, when its copies can go in groups of 4 consecutive
+  // points: copies in multiples of 4, and every let reading its indices of
+  // the form `b * width + t` (times a constant, plus anything else), so
+  // thread 4 * t + r of a block 4 blocks wide is a point of the same block
+  // of the original mapping.
+  static MappedDim *groupableX(std::vector<MappedDim> &dims,
+                               const std::vector<const LetStmt *> &lets) {
+    auto x = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
+    if (x == dims.end() || x->factor % kGroupedCopies != 0)
+      return nullptr;
+    const auto *width = x->thread->extent->as<IntImm>();
+    if (!width)
+      return nullptr;
+    AffineScope scope;
+    scope.bindLoop(x->block->var);
+    scope.bindLoop(x->thread->var);
+    for (const LetStmt *let : lets) {
+      AffineIndex index = scope.analyze(let->value);
+      if (!index.isAffine() ||
+          index.coefficient(x->block->var) != width->value * index.coefficient(x->thread->var))
+        return nullptr;
+    }
+    return &*x;
+  }
+
+  // The grouped layout pays where a thread's copies read shared memory:
+  // every load that differs along x must be one stage_shared stages (in
+  // global memory, lanes whose reads are 16 bytes apart take 4 times the
+  // sectors of one request, and nothing proves a 128-bit access aligned).
+  // Asked of stage_shared itself, run on the tiled nest, rather than
+  // guessed from its criteria: a box too large, or reused too little,
+  // stays in global memory. Why not, or nothing when it pays.
+  std::optional<std::string> whyNotGrouped(const Stmt &nest,
+                                           const std::vector<MappedDim> &dims) const {
+    if (!stagingFollows_)
+      return "stage_shared does not run";
+    const MappedDim &x =
+        *std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
+    std::set<std::string> indexVars;
+    for (const MappedDim &dim : dims)
+      indexVars.insert({dim.block->var, dim.thread->var});
+    std::map<SourceLoc, std::string> rowReads;
+    for (const BufferAccess &access : collectAccesses(nest)) {
+      if (!access.load || !access.source.valid() || access.buffer->memory != MemorySpace::Global ||
+          strideAlong(access, x.thread->var).kind == Stride::Kind::Zero)
+        continue;
+      std::string array = remarks_.programName(access.buffer->nameInMessages());
+      // A thread's 4 points must be neighbours in a row: not rows apart
+      // (a read down a column, sqdist's Y[j][k])...
+      for (size_t d = 0; d + 1 < access.indices.size(); ++d)
+        if (access.indices[d].dependsOn(x.thread->var))
+          return "its reads of '" + array + "' go down a column along it";
+      // ... nor elements apart (a strided walk of the row, `j in 1..N by 2`:
+      // a thread's 4 points then are 8 elements wide, and the warp's reads
+      // of one copy collide in fewer banks than before; the edge tile's
+      // clamped indices are not affine, the interior tile's tell)...
+      const AffineIndex &row = access.indices.back();
+      if (row.isAffine() && row.coefficient(x.thread->var) != kGroupedCopies)
+        return "its reads of '" + array + "' are not contiguous along it";
+      // ... nor a window sliding along the row (a filter's `x + v`), whose
+      // 4 points start at every offset, not at 16-byte boundaries.
+      for (const std::string &loop : access.enclosingLoops)
+        if (!indexVars.contains(loop) && access.indices.back().dependsOn(loop))
+          return "its reads of '" + array + "' slide along the row with '" +
+                 remarks_.programName(loop) + "' (unaligned)";
+      rowReads.emplace(access.source.begin, array);
+    }
+    if (rowReads.empty())
+      return "no load differs along it";
+    Function trial;
+    trial.body = nest;
+    trial = stageShared(std::move(trial), parameters_);
+    for (const BufferAccess &access : collectAccesses(trial.body)) {
+      auto read = rowReads.find(access.source.begin);
+      if (access.load && access.source.valid() && access.buffer->memory == MemorySpace::Global &&
+          read != rowReads.end())
+        return "'" + read->second +
+               "' is read from global memory, where 4 points a thread would not coalesce";
+    }
+    return std::nullopt;
   }
 
   // The guard as map_to_gpu writes it, `v < bound && ...` over lets `v` of
@@ -918,14 +1063,16 @@ private:
   }
 
   const int64_t factor_;
+  const PassParameters &parameters_;
+  const bool stagingFollows_;
   const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-Function tileRegisters(Function function, const PassParameters &parameters,
+Function tileRegisters(Function function, const PassParameters &parameters, bool stagingFollows,
                        const RemarkReporter &remarks) {
-  function.body = RegisterTiler(parameters.registerTile, remarks).mutate(function.body);
+  function.body = RegisterTiler(parameters, stagingFollows, remarks).mutate(function.body);
   return function;
 }
 

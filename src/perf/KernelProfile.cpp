@@ -262,10 +262,13 @@ private:
     if (!lanes || weight <= 0)
       return;
     switch (stmt.kind) {
-    case StmtNode::Kind::Block:
+    case StmtNode::Kind::Block: {
+      auto outerSiblings = std::exchange(siblingFactors_, mergeableSiblings(stmt, lanes));
       for (const Stmt &child : stmt.as<ir::Block>()->stmts)
         walk(*child, lanes, weight);
+      siblingFactors_ = std::move(outerSiblings);
       return;
+    }
     case StmtNode::Kind::For:
       walkFor(*stmt.as<ir::For>(), lanes, weight);
       return;
@@ -599,6 +602,72 @@ private:
     return factors;
   }
 
+  // Shared loads of one straight-line block (the values its statements
+  // store) that read consecutive elements in every lane, the first at a
+  // multiple of the merged width, as the code generator merges them into
+  // one 64- or 128-bit load (register tiles laid out per warp: a thread's 4
+  // copies read 4 neighbours of a row): the first of each group with its
+  // factor, the others 0 (merged into it). Shared memory only: a shared
+  // buffer's extents are constants, so the code generator proves the
+  // alignment these addresses show; a global array's sizes are not known
+  // to it.
+  std::map<const void *, int64_t> mergeableSiblings(const StmtNode &block, LaneMask lanes) {
+    // Loads of the same elements (one row read by several copies) are one
+    // load, the code generator's GVN keeps the first: grouped together.
+    using Key = std::pair<const BufferInfo *, LaneValues>;
+    std::map<Key, std::vector<const ir::Load *>> byAddress;
+    std::vector<Key> inOrder;
+    for (const Stmt &child : block.as<ir::Block>()->stmts) {
+      const auto *store = child->as<ir::Store>();
+      if (!store)
+        continue;
+      for (const ir::Load *load : loadsIn(*store->value)) {
+        if (load->buffer->memory != MemorySpace::Shared || vectorFactors_.contains(load))
+          continue;
+        if (auto addresses = laneAddresses(*load->buffer, load->indices, lanes)) {
+          for (int lane = 0; lane < kLanes; ++lane)
+            if (!(lanes & (1u << lane)))
+              (*addresses)[lane] = 0; // compared across loads: the active lanes only
+          Key key{load->buffer.get(), *addresses};
+          std::vector<const ir::Load *> &same = byAddress[key];
+          if (same.empty())
+            inOrder.push_back(key);
+          same.push_back(load);
+        }
+      }
+    }
+    std::map<const void *, int64_t> factors;
+    for (const Key &first : inOrder) {
+      const ir::Load *load = byAddress.at(first).front();
+      auto elementBytes = static_cast<int64_t>(scalarSize(load->buffer->element));
+      for (int64_t factor : {16 / elementBytes, 8 / elementBytes}) {
+        if (factor < 2 || factors.contains(load))
+          continue;
+        std::vector<Key> group{first};
+        for (int64_t next = 1; next < factor; ++next) {
+          Key shifted = first;
+          for (int lane = 0; lane < kLanes; ++lane)
+            if (lanes & (1u << lane))
+              shifted.second[lane] += next * elementBytes;
+          auto found = byAddress.find(shifted);
+          if (found == byAddress.end() || factors.contains(found->second.front()))
+            break;
+          group.push_back(shifted);
+        }
+        bool aligned = true;
+        for (int lane = 0; lane < kLanes; ++lane)
+          if ((lanes & (1u << lane)) && first.second[lane] % (factor * elementBytes) != 0)
+            aligned = false;
+        if (!aligned || static_cast<int64_t>(group.size()) != factor)
+          continue;
+        for (const Key &member : group)
+          for (const ir::Load *same : byAddress.at(member))
+            factors[same] = member == first ? factor : 0;
+      }
+    }
+    return factors;
+  }
+
   void walkIf(const IfThenElse &branch, LaneMask lanes, double weight) {
     countExpr(*branch.cond, lanes, weight);
     issue(weight); // the branch
@@ -873,6 +942,11 @@ private:
     if (kind != AccessProfile::Kind::Load)
       forgetLoadsOf(buffer.get());
     int factor = std::max(asyncElements, 1);
+    if (auto sibling = siblingFactors_.find(node); sibling != siblingFactors_.end()) {
+      if (sibling->second == 0)
+        return; // merged into the request of a neighbour
+      factor = static_cast<int>(sibling->second);
+    }
     if (auto found = vectorFactors_.find(node); found != vectorFactors_.end()) {
       factor = static_cast<int>(found->second);
       if (unrolledIteration_ % factor != 0)
@@ -1186,6 +1260,9 @@ private:
   std::map<std::string, std::optional<LaneValues>> vars_;
   std::vector<LoopFrame> loops_;
   std::map<const void *, int64_t> vectorFactors_;
+  // Loads of the block being walked merged with their neighbours
+  // (mergeableSiblings).
+  std::map<const void *, int64_t> siblingFactors_;
   int64_t unrolledIteration_ = 0;
   // The dry run of an unrolled loop's first two iterations: per load, its
   // element size, lanes and addresses in each.

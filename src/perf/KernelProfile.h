@@ -14,7 +14,9 @@
 // Loops run their body once, weighted by the trip count, at the middle of
 // their range (a loop whose inner bounds move with it at several points);
 // unrolled loops run every iteration, so neighbouring iterations' accesses
-// that the code generator merges into 64- or 128-bit loads are seen as one.
+// that the code generator merges into 64- or 128-bit loads are seen as one,
+// as are a straight-line block's shared loads of neighbouring elements (a
+// register tile's x copies, 4 neighbours a thread).
 // Counts are warp instructions, the unit SM schedulers issue.
 #pragma once
 
