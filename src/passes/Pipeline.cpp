@@ -34,6 +34,7 @@ const Optimization kOptimizations[] = {
     {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"interchange_column_walks", {PipelineTarget::Cpu}},
     {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"interleave_reductions", {PipelineTarget::Cpu}},
@@ -255,6 +256,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("privatize_combines", [&](ir::Function f, const RemarkReporter &remarks) {
     return privatizeCombines(std::move(f), parameters, remarks);
   });
+  passes.optimize("interchange_column_walks", interchangeColumnWalks);
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);
   passes.optimize("fuse_sibling_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
