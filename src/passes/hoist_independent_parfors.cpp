@@ -148,8 +148,9 @@ private:
             slices = dims;
         }
         if (slices && slices->empty())
-          return decline(remarks_.programName(array) + " is read or written outside the slice " +
-                         remarks_.programName(loop->var) + " owns");
+          return decline("'" + remarks_.programName(array) +
+                         "' is accessed outside the slice each " + remarks_.programName(loop->var) +
+                         " owns");
       }
 
     // The lets stay inside, around the nest's body, where the serial

@@ -84,6 +84,24 @@ Walks countWalks(const std::vector<BufferAccess> &accesses, const std::string &s
   return walks;
 }
 
+// The statements of `body` in order, looking into the Blocks, lets and
+// arrays that enclose the rest of it (the lowering's `var t` around the
+// statements after it); `bindsNames` is set when there were such scopes.
+void flattenScopes(const Stmt &body, std::vector<Stmt> &stmts, bool &bindsNames) {
+  if (const auto *block = body->as<Block>()) {
+    for (const Stmt &stmt : block->stmts)
+      flattenScopes(stmt, stmts, bindsNames);
+  } else if (const auto *let = body->as<LetStmt>()) {
+    bindsNames = true;
+    flattenScopes(let->body, stmts, bindsNames);
+  } else if (const auto *allocate = body->as<Allocate>()) {
+    bindsNames = true;
+    flattenScopes(allocate->body, stmts, bindsNames);
+  } else {
+    stmts.push_back(body);
+  }
+}
+
 class ColumnWalkInterchanger : public IRMutator {
 public:
   explicit ColumnWalkInterchanger(const RemarkReporter &remarks) : remarks_(remarks) {}
@@ -120,10 +138,8 @@ private:
   std::optional<Stmt> interchange(const std::vector<const For *> &chain) const {
     const For &parallel = *chain.back();
     std::vector<Stmt> stmts;
-    if (const auto *block = parallel.body->as<Block>())
-      stmts = block->stmts;
-    else
-      stmts.push_back(parallel.body);
+    bool bindsNames = false;
+    flattenScopes(parallel.body, stmts, bindsNames);
 
     std::vector<BufferAccess> accesses = collectAccesses(chain[chain.size() - 2]->body);
     // The serial loops to move the parallel loop into, by position.
@@ -159,13 +175,11 @@ private:
                             " is mapped to CPU threads, whose loop already runs inside it");
       return std::nullopt;
     }
-    for (const Stmt &stmt : stmts)
-      if (stmt->as<LetStmt>() || stmt->as<Allocate>()) {
-        remarks_.declined(parallel.source, "not interchanged with the loop over " + k + " (line " +
-                                               line +
-                                               "): the body binds names its statements share");
-        return std::nullopt;
-      }
+    if (bindsNames) {
+      remarks_.declined(parallel.source, "not interchanged with the loop over " + k + " (line " +
+                                             line + "): the body binds names its statements share");
+      return std::nullopt;
+    }
 
     // Consecutive statements that stay together share one loop over the
     // parallel variable, named apart (`j.c0`, `j.c1`, ...) as names are
@@ -195,9 +209,9 @@ private:
     }
     flush();
     remarks_.applied(parallel.source, "interchanged with the loop over " + k + " (line " + line +
-                                          "): " + j + " runs innermost, along the rows of " +
+                                          "): " + j + " runs innermost, along the rows of '" +
                                           remarks_.programName(firstWalks.firstColumnArray) +
-                                          ", each " + j + "'s terms in their order");
+                                          "', each " + j + "'s terms in their order");
     return makeBlock(std::move(pieces));
   }
 
