@@ -413,6 +413,19 @@ TEST_CASE("run and bench --remarks print the device's remarks to stderr before r
                  "loopc: note: --remarks: the interp engine runs no optimization passes\n"));
 }
 
+TEST_CASE("hoist_independent_parfors keeps the host loop under --bounds-check") {
+  // Hoisted, a later step of one point could report its index out of range
+  // before an earlier step of another: the program's first stays first.
+  const char *explain = "explain tests/programs/polybench/trmm.loop --kernel trmm --target cpu "
+                        "--after hoist_independent_parfors";
+  auto hoisted = runLoopc(explain);
+  CHECK(hoisted.exitCode == 0);
+  CHECK(contains(hoisted.output, "  parallel for j in [0, N) {\n    for i in [0, M) {\n"));
+  auto checked = runLoopc(std::string(explain) + " --bounds-check");
+  CHECK(checked.exitCode == 0);
+  CHECK(contains(checked.output, "  for i in [0, M) {\n    parallel for j in [0, N) {\n"));
+}
+
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
