@@ -858,7 +858,10 @@ TEST_CASE("CPU locality: column walks interchanged, parfors hoisted out of seria
   // serial loop whose bounds move with j stays); hoist_independent_parfors
   // moves a parfor out of the host's serial loop when each point owns its
   // slices (lets before the nest, private arrays, 2-D nests), and not when
-  // a point reads another's slice of the last step.
+  // a point reads another's slice of the last step. A serial loop of the
+  // host code whose iterations write their own columns and read columns
+  // before its first is interchanged too (lu's), one reading its neighbour's
+  // column is not.
   checkSource(R"(
 kernel cov(d: in f32[N][M], e: in f32[M][N], c: out f32[M][M], n: f32) {
   parfor i in 0..M, j in i..M {
@@ -912,6 +915,24 @@ kernel planes(steps: i32, X: inout f32[M][N]) {
   for t in 0..steps {
     parfor i in 0..M, j in 0..N {
       X[i][j] = X[i][j] * 0.5 + f32(t);
+    }
+  }
+}
+kernel rows(A: inout f32[N][M]) {
+  for i in 0..N {
+    for j in i..M {
+      A[i][j] *= 0.5;
+      for k in 0..i {
+        A[i][j] -= A[i][k] * A[k][j];
+      }
+      A[i][j] += 1.0;
+    }
+  }
+}
+kernel chained(X: inout f32[N][M]) {
+  for j in 1..M {
+    for k in 0..N - 1 {
+      X[k][j] += X[k + 1][j - 1] * 0.5;
     }
   }
 }

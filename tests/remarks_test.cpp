@@ -284,6 +284,22 @@ kernel shrinking(x: inout f32[N]) {
     }
   }
 }
+kernel rows(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in i..N {
+      for k in 0..i {
+        A[i][j] -= A[i][k] * A[k][j];
+      }
+    }
+  }
+}
+kernel chained(X: inout f32[N][N]) {
+  for j in 1..N {
+    for k in 0..N {
+      X[k][j] += X[k][j - 1];
+    }
+  }
+}
 kernel first(steps: i32, y: inout f32[N]) {
   for t in 0..steps {
     let s = y[0];
@@ -584,6 +600,14 @@ TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality,
         Lines{"18:21: remark: interchange_column_walks: not interchanged with the loop over k "
               "(line 20): the body binds names its statements share"});
   CHECK(
+      remarksOf(program(kLocality).kernel("rows").onCpu(), "interchange_column_walks") ==
+      Lines{"45:9: remark: interchange_column_walks: interchanged with the loop over k (line 46): "
+            "j runs innermost, along the rows of 'A', each j's terms in their order"});
+  CHECK(remarksOf(program(kLocality).kernel("chained").onCpu(), "interchange_column_walks") ==
+        Lines{"53:7: remark: interchange_column_walks: not interchanged with the loop over k (line "
+              "54): the iterations of the serial loop over j are not proven independent (each "
+              "writing its own slice, reading no other's)"});
+  CHECK(
       remarksOf(program(kLocality).kernel("columns").onCpu(), "hoist_independent_parfors") ==
       Lines{"28:12: remark: hoist_independent_parfors: hoisted out of the serial loop over i: one "
             "launch, each point's slices of the arrays written stay in its cache across i"});
@@ -593,7 +617,7 @@ TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality,
             "its bounds move with k"});
   CHECK(
       remarksOf(program(kLocality).kernel("first").onCpu(), "hoist_independent_parfors") ==
-      Lines{"46:12: remark: hoist_independent_parfors: not hoisted out of the serial loop over t: "
+      Lines{"62:12: remark: hoist_independent_parfors: not hoisted out of the serial loop over t: "
             "'y' is accessed outside the slice each i owns"});
 }
 

@@ -29,6 +29,17 @@
 // float sum adds the same terms in the same order, so the result is the same
 // bit for bit, not reassociated.
 //
+// A serial loop of the host code is treated so too when its iterations are
+// proven independent: each writes only its own slice of every array it
+// writes (one dimension indexed by exactly its variable) and reads nothing
+// another iteration writes (its own slice, or elements whose index in that
+// dimension is a loop variable whose range ends before the loop's first
+// iteration or starts after its last). lu's
+// `for j in [i, N) { for k in [0, i) { A[i][j] -= A[i][k] * A[k][j] } }`
+// writes column j and reads columns j and k < i: k goes outside, and each
+// row of A[k] streams. Its order of failures is the program's, so not under
+// --bounds-check nor with a Check or an integer division in the loop.
+//
 // Not done: a nest whose inner parallel loop map_to_gpu maps (the CPU's
 // thread loops already run inside the serial loops of a thread,
 // codegen/CpuThreadNest.h); a body binding lets or arrays its statements
@@ -42,6 +53,7 @@
 #include "passes/analysis/AccessAnalysis.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -103,12 +115,111 @@ void flattenScopes(const Stmt &body, std::vector<Stmt> &stmts, bool &bindsNames)
   }
 }
 
+// Whether a statement may fail at run time (a Check, an integer division
+// or remainder): reordered, a later iteration's failure could be reported
+// before an earlier one's.
+class MayFail : public IRVisitor {
+public:
+  bool found = false;
+
+protected:
+  bool finished() const override { return found; }
+  void visitCheck(const Check &) override { found = true; }
+  void visitBinary(const Binary &node) override {
+    if ((node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem) && !isFloat(node.type))
+      found = true;
+    IRVisitor::visitBinary(node);
+  }
+};
+
+// The range of each loop in a statement, by variable (names are unique
+// within a function).
+class LoopRanges : public IRVisitor {
+public:
+  std::map<std::string, const For *> loops;
+
+protected:
+  void visitFor(const For &node) override {
+    loops[node.var] = &node;
+    IRVisitor::visitFor(node);
+  }
+};
+
+// Whether `difference`, an integer expression, is a constant of at most 0
+// whatever its variables (sizes, loop variables and lets are atoms of its
+// affine form: only a difference in which they cancel is proven).
+bool provenNotPositive(const Expr &difference) {
+  AffineScope scope;
+  for (const std::string &var : freeVars(difference))
+    scope.bindLoop(var);
+  AffineIndex form = scope.analyze(difference);
+  const auto *constant = form.rest ? form.rest->as<IntImm>() : nullptr;
+  return form.isAffine() && form.coefficients.empty() && (!form.rest || constant) &&
+         (!constant || constant->value <= 0);
+}
+
+// Whether the iterations of the serial loop `loop` (host code, its
+// accesses those of `accesses`) touch no element another writes: each array
+// it writes has a dimension that every store indexes by exactly the loop's
+// variable (an iteration's own slice), and every load indexes by that
+// variable too or by a loop variable whose range ends before the loop's
+// first iteration or starts after its last (elements no iteration writes).
+// lu's `for j in [i, N) { for k in [0, i) { A[i][j] -= A[i][k] * A[k][j] } }`
+// writes column j of A and reads columns j and k < i.
+bool iterationsIndependent(const For &loop, const std::vector<BufferAccess> &accesses,
+                           const std::map<std::string, const For *> &ranges) {
+  auto outsideLoop = [&](const AffineIndex &index) {
+    if (!index.isAffine() || index.coefficients.size() != 1 || index.rest)
+      return false;
+    const auto &[var, coefficient] = *index.coefficients.begin();
+    auto range = ranges.find(var);
+    if (coefficient != 1 || range == ranges.end() || var == loop.var)
+      return false;
+    const For &other = *range->second;
+    auto end = [](const For &f) { return makeBinary(BinaryOpKind::Add, f.min, f.extent); };
+    return provenNotPositive(makeBinary(BinaryOpKind::Sub, end(other), loop.min)) ||
+           provenNotPositive(makeBinary(BinaryOpKind::Sub, end(loop), other.min));
+  };
+  auto ownSlice = [&](const AffineIndex &index) {
+    return index.isAffine() && index.coefficients.size() == 1 && index.coefficient(loop.var) == 1 &&
+           !index.rest;
+  };
+  std::set<std::string> written;
+  for (const BufferAccess &access : accesses)
+    if (access.isStore)
+      written.insert(access.buffer->name);
+  for (const std::string &array : written) {
+    std::optional<size_t> rank;
+    for (const BufferAccess &access : accesses)
+      if (access.buffer->name == array)
+        rank = access.indices.size();
+    bool sliced = false;
+    for (size_t d = 0; rank && d < *rank && !sliced; ++d)
+      sliced = std::ranges::all_of(accesses, [&](const BufferAccess &access) {
+        if (access.buffer->name != array)
+          return true;
+        return ownSlice(access.indices[d]) || (!access.isStore && outsideLoop(access.indices[d]));
+      });
+    if (!sliced)
+      return false;
+  }
+  return true;
+}
+
 class ColumnWalkInterchanger : public IRMutator {
 public:
-  explicit ColumnWalkInterchanger(const RemarkReporter &remarks) : remarks_(remarks) {}
+  ColumnWalkInterchanger(bool boundsChecked, const RemarkReporter &remarks)
+      : boundsChecked_(boundsChecked), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
+    if (node.forKind == ForKind::Serial) {
+      // A serial loop of the host code (the walk stops at parfors), inner
+      // loops first.
+      Stmt mutated = IRMutator::visitFor(node, self);
+      const For &loop = *mutated->as<For>();
+      return interchange(loop, mutated, std::nullopt).value_or(mutated);
+    }
     if (node.forKind != ForKind::Parallel)
       return IRMutator::visitFor(node, self);
     // A nest is looked at from its outermost parallel loop; the parfors in
@@ -121,7 +232,10 @@ protected:
     }
     if (chain.size() < 2)
       return self;
-    std::optional<Stmt> inner = interchange(chain);
+    std::set<std::string> outer;
+    for (size_t i = 0; i + 1 < chain.size(); ++i)
+      outer.insert(chain[i]->var);
+    std::optional<Stmt> inner = interchange(*chain.back(), chain[chain.size() - 2]->body, outer);
     if (!inner)
       return self;
     Stmt body = *inner;
@@ -134,15 +248,18 @@ protected:
   }
 
 private:
-  // The innermost loop of `chain` distributed over its statements and moved
-  // inside the serial loops that walk columns along it, or none.
-  std::optional<Stmt> interchange(const std::vector<const For *> &chain) const {
-    const For &parallel = *chain.back();
+  // `parallel` (the statement `parallelStmt`) distributed over its
+  // statements and moved inside the serial loops that walk columns along
+  // it, or none. `outer`: the parallel loops around it in its nest, or none
+  // for a serial loop of the host code, whose iterations must be proven
+  // independent.
+  std::optional<Stmt> interchange(const For &parallel, const Stmt &parallelStmt,
+                                  const std::optional<std::set<std::string>> &outer) const {
     std::vector<Stmt> stmts;
     bool bindsNames = false;
     flattenScopes(parallel.body, stmts, bindsNames);
 
-    std::vector<BufferAccess> accesses = collectAccesses(chain[chain.size() - 2]->body);
+    std::vector<BufferAccess> accesses = collectAccesses(parallelStmt);
     // The serial loops to move the parallel loop into, by position.
     std::vector<bool> walksColumns(stmts.size(), false);
     const For *firstWalk = nullptr;
@@ -167,10 +284,7 @@ private:
     std::string j = remarks_.programName(parallel.var);
     std::string k = remarks_.programName(firstWalk->var);
     std::string line = std::to_string(firstWalk->source.begin.line);
-    std::set<std::string> outer;
-    for (size_t i = 0; i + 1 < chain.size(); ++i)
-      outer.insert(chain[i]->var);
-    if (!usesAnyVar(parallel.min, outer) && !usesAnyVar(parallel.extent, outer)) {
+    if (outer && !usesAnyVar(parallel.min, *outer) && !usesAnyVar(parallel.extent, *outer)) {
       remarks_.declined(parallel.source,
                         "not interchanged with the loop over " + k + " (line " + line + "): " + j +
                             " is mapped to CPU threads, whose loop already runs inside it");
@@ -180,6 +294,28 @@ private:
       remarks_.declined(parallel.source, "not interchanged with the loop over " + k + " (line " +
                                              line + "): the body binds names its statements share");
       return std::nullopt;
+    }
+    if (!outer) {
+      LoopRanges ranges;
+      ranges.visit(parallel.body);
+      MayFail mayFail;
+      mayFail.visit(parallel.body);
+      if (boundsChecked_ || mayFail.found) {
+        remarks_.declined(parallel.source,
+                          "not interchanged with the loop over " + k + " (line " + line +
+                              "): a failure in the serial loop over " + j +
+                              " (an index out of range, a division by zero) would be reported "
+                              "out of the program's order");
+        return std::nullopt;
+      }
+      if (!iterationsIndependent(parallel, accesses, ranges.loops)) {
+        remarks_.declined(parallel.source,
+                          "not interchanged with the loop over " + k + " (line " + line +
+                              "): the iterations of the serial loop over " + j +
+                              " are not proven independent (each writing its own slice, "
+                              "reading no other's)");
+        return std::nullopt;
+      }
     }
 
     // Consecutive statements that stay together share one loop over the
@@ -216,13 +352,14 @@ private:
     return makeBlock(std::move(pieces));
   }
 
+  bool boundsChecked_;
   const RemarkReporter &remarks_;
 };
 
 } // namespace
 
 Function interchangeColumnWalks(Function function, const RemarkReporter &remarks) {
-  function.body = ColumnWalkInterchanger(remarks).mutate(function.body);
+  function.body = ColumnWalkInterchanger(function.boundsChecked, remarks).mutate(function.body);
   return function;
 }
 
