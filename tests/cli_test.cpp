@@ -279,8 +279,9 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     CHECK(
         contains(refused.output,
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
-                 "fuse_producers, split_reductions, map_rows_to_blocks, "
-                 "privatize_combines, unroll_around_reductions, fuse_sibling_reductions, "
+                 "fuse_producers, hoist_independent_parfors, split_reductions, map_rows_to_blocks, "
+                 "privatize_combines, interchange_column_walks, unroll_around_reductions, "
+                 "fuse_sibling_reductions, "
                  "interleave_reductions, "
                  "combine_in_warps, tile_registers, stage_shared"));
   }
@@ -414,12 +415,26 @@ TEST_CASE("run and bench --remarks print the device's remarks to stderr before r
                  "loopc: note: --remarks: the interp engine runs no optimization passes\n"));
 }
 
+TEST_CASE("hoist_independent_parfors keeps the host loop under --bounds-check") {
+  // Hoisted, a later step of one point could report its index out of range
+  // before an earlier step of another: the program's first stays first.
+  const char *explain = "explain tests/programs/polybench/trmm.loop --kernel trmm --target cpu "
+                        "--after hoist_independent_parfors";
+  auto hoisted = runLoopc(explain);
+  CHECK(hoisted.exitCode == 0);
+  CHECK(contains(hoisted.output, "  parallel for j in [0, N) {\n    for i in [0, M) {\n"));
+  auto checked = runLoopc(std::string(explain) + " --bounds-check");
+  CHECK(checked.exitCode == 0);
+  CHECK(contains(checked.output, "  for i in [0, M) {\n    parallel for j in [0, N) {\n"));
+}
+
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
-                 "fuse_producers, split_reductions, privatize_combines, map_to_gpu, "
+                 "fuse_producers, hoist_independent_parfors, split_reductions, privatize_combines, "
+                 "interchange_column_walks, map_to_gpu, "
                  "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
                  "interleave_reductions, "
                  "extract_kernels"));

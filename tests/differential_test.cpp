@@ -851,6 +851,105 @@ kernel energy(X: in f32[R][C], e: out f32[R], top: out f32[R]) {
                "R=4 C=128 lo=0", "R=3 C=129 lo=0", "R=7 C=1000 lo=7", "R=2 C=70001 lo=3"});
 }
 
+TEST_CASE("CPU locality: column walks interchanged, parfors hoisted out of serial loops") {
+  // interchange_column_walks moves a triangular nest's inner parallel loop
+  // inside the serial loops that walk columns along it (statements before,
+  // between and after them get loops of their own; a row walk stays; a
+  // serial loop whose bounds move with j stays); hoist_independent_parfors
+  // moves a parfor out of the host's serial loop when each point owns its
+  // slices (lets before the nest, private arrays, 2-D nests), and not when
+  // a point reads another's slice of the last step. A serial loop of the
+  // host code whose iterations write their own columns and read columns
+  // before its first is interchanged too (lu's), one reading its neighbour's
+  // column is not.
+  checkSource(R"(
+kernel cov(d: in f32[N][M], e: in f32[M][N], c: out f32[M][M], n: f32) {
+  parfor i in 0..M, j in i..M {
+    c[i][j] = 0.0;
+    for k in 0..N {
+      c[i][j] += d[k][i] * d[k][j];
+    }
+    c[i][j] /= n;
+    for k2 in 0..N {
+      c[i][j] += d[k2][j] * 0.5;
+    }
+    for r in 0..N {
+      c[i][j] -= e[j][r] * 0.25;
+    }
+    for q in 0..min(j, N) {
+      c[i][j] += d[q][j];
+    }
+  }
+}
+kernel lower(d: in f32[N][M], c: out f32[M][M]) {
+  parfor i in 0..M, j in 0..i + 1 {
+    for k in 1..N {
+      c[i][j] += d[k - 1][j] * d[k][i];
+    }
+  }
+}
+kernel columns(alpha: f32, A: in f32[M][M], B: inout f32[M][N]) {
+  for i in 0..M {
+    parfor j in 0..N {
+      for k in i + 1..M {
+        B[i][j] += A[k][i] * B[k][j];
+      }
+      B[i][j] = alpha * B[i][j];
+    }
+  }
+}
+kernel sym(alpha: f32, C: inout f32[M][N], A: in f32[M][M], B: in f32[M][N]) {
+  for i in 0..M {
+    let a = alpha * A[i][i];
+    parfor j in 0..N {
+      var t: f32 = 0.0;
+      for k in 0..i {
+        C[k][j] += alpha * B[i][j] * A[i][k];
+        t += B[k][j] * A[i][k];
+      }
+      C[i][j] = C[i][j] + a * B[i][j] + alpha * t;
+    }
+  }
+}
+kernel planes(steps: i32, X: inout f32[M][N]) {
+  for t in 0..steps {
+    parfor i in 0..M, j in 0..N {
+      X[i][j] = X[i][j] * 0.5 + f32(t);
+    }
+  }
+}
+kernel rows(A: inout f32[N][M]) {
+  for i in 0..N {
+    for j in i..M {
+      A[i][j] *= 0.5;
+      for k in 0..i {
+        A[i][j] -= A[i][k] * A[k][j];
+      }
+      A[i][j] += 1.0;
+    }
+  }
+}
+kernel chained(X: inout f32[N][M]) {
+  for j in 1..M {
+    for k in 0..N - 1 {
+      X[k][j] += X[k + 1][j - 1] * 0.5;
+    }
+  }
+}
+kernel shifted(Y: inout f32[T][N]) {
+  for t in 1..T {
+    parfor i in 0..N {
+      Y[t][i] = Y[t - 1][(i + 1) % N] * 0.5 + Y[t][i];
+    }
+  }
+}
+)",
+              {"N=0 M=0 n=3 alpha=1.5 steps=2 T=2", "N=1 M=1 n=3 alpha=1.5 steps=1 T=1",
+               "N=0 M=5 n=3 alpha=1.5 steps=0 T=0", "N=7 M=1 n=3 alpha=0.5 steps=3 T=5",
+               "N=7 M=33 n=3 alpha=1.5 steps=2 T=3", "N=65 M=17 n=2 alpha=1.5 steps=3 T=9",
+               "N=33 M=257 n=5 alpha=0.75 steps=1 T=4"});
+}
+
 TEST_CASE("combine outside any parfor is a plain update") {
   checkSource(R"(
 kernel host_level(x: in f32[N], best: inout f32, H: out i32[4]) {

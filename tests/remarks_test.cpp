@@ -242,6 +242,74 @@ kernel flip(A: in f32[N][M], B: out f32[M][N]) {
 }
 )";
 
+const char *const kLocality = R"(kernel triangle(d: in f32[N][M], c: out f32[M][M]) {
+  parfor i in 0..M, j in i..M {
+    c[i][j] = 0.0;
+    for k in 0..N {
+      c[i][j] += d[k][i] * d[k][j];
+    }
+  }
+}
+kernel square(d: in f32[N][M], c: out f32[M][M]) {
+  parfor i in 0..M, j in 0..M {
+    c[i][j] = 0.0;
+    for k in 0..N {
+      c[i][j] += d[k][i] * d[k][j];
+    }
+  }
+}
+kernel scalar(d: in f32[N][M], c: out f32[M][M]) {
+  parfor i in 0..M, j in i..M {
+    var t: f32 = 0.0;
+    for k in 0..N {
+      t += d[k][i] * d[k][j];
+    }
+    c[i][j] = t;
+  }
+}
+kernel columns(alpha: f32, A: in f32[M][M], B: inout f32[M][N]) {
+  for i in 0..M {
+    parfor j in 0..N {
+      for k in i + 1..M {
+        B[i][j] += A[k][i] * B[k][j];
+      }
+      B[i][j] = alpha * B[i][j];
+    }
+  }
+}
+kernel shrinking(x: inout f32[N]) {
+  for k in 0..N {
+    parfor i in k..N {
+      x[i] = x[i] * 0.5;
+    }
+  }
+}
+kernel rows(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in i..N {
+      for k in 0..i {
+        A[i][j] -= A[i][k] * A[k][j];
+      }
+    }
+  }
+}
+kernel chained(X: inout f32[N][N]) {
+  for j in 1..N {
+    for k in 0..N {
+      X[k][j] += X[k][j - 1];
+    }
+  }
+}
+kernel first(steps: i32, y: inout f32[N]) {
+  for t in 0..steps {
+    let s = y[0];
+    parfor i in 1..N {
+      y[i] = y[i] + s;
+    }
+  }
+}
+)";
+
 // What to compile: a sample or a program's text, one of its kernels (the
 // last when empty), the pipeline, the sizes a run would have and the pass
 // parameters.
@@ -533,6 +601,38 @@ TEST_CASE("privatize_combines: a histogram per block, or why an array keeps its 
   CHECK(remarksOf(program(kCombines).kernel("useroperator"), "privatize_combines") ==
         Lines{"16:22: remark: privatize_combines: 'H' keeps its global atomics: its operator "
               "'biggest' is a user's, with no known neutral element"});
+}
+
+TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality, or why not") {
+  CHECK(remarksOf(program(kLocality).kernel("triangle").onCpu(), "interchange_column_walks") ==
+        Lines{"2:21: remark: interchange_column_walks: interchanged with the loop over k (line 4): "
+              "j runs innermost, along the rows of 'd', each j's terms in their order"});
+  CHECK(remarksOf(program(kLocality).kernel("square").onCpu(), "interchange_column_walks") ==
+        Lines{"10:21: remark: interchange_column_walks: not interchanged with the loop over k "
+              "(line 12): j is mapped to CPU threads, whose loop already runs inside it"});
+  CHECK(remarksOf(program(kLocality).kernel("scalar").onCpu(), "interchange_column_walks") ==
+        Lines{"18:21: remark: interchange_column_walks: not interchanged with the loop over k "
+              "(line 20): the body binds names its statements share"});
+  CHECK(
+      remarksOf(program(kLocality).kernel("rows").onCpu(), "interchange_column_walks") ==
+      Lines{"45:9: remark: interchange_column_walks: interchanged with the loop over k (line 46): "
+            "j runs innermost, along the rows of 'A', each j's terms in their order"});
+  CHECK(remarksOf(program(kLocality).kernel("chained").onCpu(), "interchange_column_walks") ==
+        Lines{"53:7: remark: interchange_column_walks: not interchanged with the loop over k (line "
+              "54): the iterations of the serial loop over j are not proven independent (each "
+              "writing its own slice, reading no other's)"});
+  CHECK(
+      remarksOf(program(kLocality).kernel("columns").onCpu(), "hoist_independent_parfors") ==
+      Lines{"28:12: remark: hoist_independent_parfors: hoisted out of the serial loop over i: one "
+            "launch, each point's slices of the arrays written stay in its cache across i"});
+  CHECK(
+      remarksOf(program(kLocality).kernel("shrinking").onCpu(), "hoist_independent_parfors") ==
+      Lines{"38:12: remark: hoist_independent_parfors: not hoisted out of the serial loop over k: "
+            "its bounds move with k"});
+  CHECK(
+      remarksOf(program(kLocality).kernel("first").onCpu(), "hoist_independent_parfors") ==
+      Lines{"62:12: remark: hoist_independent_parfors: not hoisted out of the serial loop over t: "
+            "'y' is accessed outside the slice each i owns"});
 }
 
 TEST_CASE("interleave_reductions: a CPU fold in vector lanes, or why not") {

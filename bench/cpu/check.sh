@@ -17,8 +17,8 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# name | program[:kernel] (in samples/, or a path from the root) | C arguments
-# (sizes) | loopc --set values for scalar parameters
+# name (bench/cpu/<name>.c) | program[:kernel] (in samples/, or a path from the
+# root) | C arguments (sizes) | loopc --set values for scalar parameters
 cases=(
   "matmul|matmul.loop|37 29 41|"
   "mv|mv.loop|53 37|"
@@ -37,6 +37,11 @@ cases=(
   "jacobi1d|jacobi1d.loop|67 3|steps=3"
   "durbin|bench/cpu/durbin.loop|67|"
   "nussinov|bench/cpu/nussinov.loop|67|"
+  "polybench/covariance|tests/programs/polybench/covariance.loop:covariance|37 29|"
+  "polybench/trmm|tests/programs/polybench/trmm.loop:trmm|37 29|alpha=1.5"
+  "polybench/lu|tests/programs/polybench/lu.loop:lu|37|"
+  "polybench/trisolv|tests/programs/polybench/trisolv.loop:trisolv|37|"
+  "polybench/mvt|tests/programs/polybench/mvt.loop:mvt|37|"
 )
 
 # Max |expected - actual| / (1 + |expected|) over two .npy files of f32, i32

@@ -7,6 +7,15 @@
  * bench/cpu/check.sh can run loopc on the same inputs and compare. */
 #pragma once
 
+/* The parallel loops of a baseline. Built with BENCH_SERIAL_SOURCE, a
+ * baseline is the sequential program, for a compiler that parallelizes by
+ * itself (Polly's -polly-parallel). */
+#ifdef BENCH_SERIAL_SOURCE
+#define PARFOR
+#else
+#define PARFOR _Pragma("omp parallel for")
+#endif
+
 #include <omp.h>
 #include <stdint.h>
 #include <stdio.h>

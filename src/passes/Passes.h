@@ -75,6 +75,16 @@ std::optional<ir::Expr> blockPerRowCondition(const ir::Stmt &parfor);
 ir::Function privatizeCombines(ir::Function function, const PassParameters &parameters = {},
                                const RemarkReporter &remarks = {});
 
+// On the CPU, a parfor nest that is the whole body of a serial loop of the
+// host code moves out of it when each point touches only its own slices of
+// the arrays written (hoist_independent_parfors.cpp).
+ir::Function hoistIndependentParfors(ir::Function function, const RemarkReporter &remarks = {});
+
+// On the CPU, the inner parallel loop of a nest that map_to_gpu leaves
+// serial in each thread (a triangular nest) moves inside the serial loops
+// that walk columns along it (interchange_column_walks.cpp).
+ir::Function interchangeColumnWalks(ir::Function function, const RemarkReporter &remarks = {});
+
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
 // The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp).
 ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTarget::Gpu);

@@ -32,9 +32,11 @@ const Optimization kOptimizations[] = {
     {"specialize_sizes", {PipelineTarget::Gpu}}, // sizesToSpecialize says why not the CPU
     {"drop_overwritten_fills", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_producers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"hoist_independent_parfors", {PipelineTarget::Cpu}},
     {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"interchange_column_walks", {PipelineTarget::Cpu}},
     {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"interleave_reductions", {PipelineTarget::Cpu}},
@@ -299,6 +301,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
   passes.optimize("fuse_producers", fuseProducers);
+  passes.optimize("hoist_independent_parfors", hoistIndependentParfors);
   passes.optimize("split_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
     return splitReductions(std::move(f), options.target, remarks);
   });
@@ -309,6 +312,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("privatize_combines", [&](ir::Function f, const RemarkReporter &remarks) {
     return privatizeCombines(std::move(f), parameters, remarks);
   });
+  passes.optimize("interchange_column_walks", interchangeColumnWalks);
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);
   passes.optimize("fuse_sibling_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
