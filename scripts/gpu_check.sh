@@ -175,6 +175,14 @@ variants=(
   "conv2d_5x5|conv2d_5x5|--pass-param copies_in_flight=4 --pass-param stage_min_reuse=2"
   "cnn_conv|cnn_conv_valid|--pass-param copies_in_flight=8"
   "sqdist|sqdist|--pass-param copies_in_flight=8"
+  "matmul|matmul|--pass-param pipeline_depth=2"
+  "matmul|matmul|--pass-param pipeline_depth=3"
+  "matmul|matmul|--pass-param pipeline_depth=2 --pass-param register_tile=8"
+  "matmul|matmul|--pass-param pipeline_depth=2|M=256 N=256 K=256"
+  "cnn_conv|cnn_conv_valid|--pass-param pipeline_depth=2"
+  "cnn_conv|cnn_conv_valid|--pass-param pipeline_depth=3"
+  "sqdist|sqdist|--pass-param pipeline_depth=2"
+  "conv2d_5x5|conv2d_5x5|--pass-param pipeline_depth=2 --pass-param stage_min_reuse=2"
 )
 for variant in "${variants[@]}"; do
   IFS='|' read -r sample kernel options sizes_override <<<"$variant"

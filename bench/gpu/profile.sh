@@ -41,8 +41,9 @@ profiled=(
   "scan|prefix_sum|N=268435456|"
   "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|"
   "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|--pass-param register_tile=8 --skip-pass stage_shared"
-  "matmul|matmul|M=2048 N=2048 K=2048|--pass-param register_tile=8 --pass-param stage_length=16"
+  "matmul|matmul|M=2048 N=2048 K=2048|"
   "matmul|matmul|M=2048 N=2048 K=2048|--pass-param copies_in_flight=8"
+  "matmul|matmul|M=2048 N=2048 K=2048|--pass-param pipeline_depth=2"
   "cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|--pass-param copies_in_flight=8"
 )
 
