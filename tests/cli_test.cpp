@@ -288,8 +288,9 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
 }
 
 TEST_CASE("pass parameters size the optimizations, and bad names and values are refused") {
-  auto wide = runLoopc("explain samples/matmul.loop --after stage_shared --pass-param "
-                       "register_tile=8 --pass-param stage_length=16");
+  auto wide =
+      runLoopc("explain samples/matmul.loop --after stage_shared --pass-param "
+               "register_tile=8 --pass-param stage_length=16 --pass-param pipeline_depth=1");
   CHECK(wide.exitCode == 0);
   CHECK(contains(wide.output, "register f32 acc.x7y7"));
   CHECK(contains(wide.output, "shared f32 A.shared[64][16]"));
@@ -321,7 +322,8 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
 
 TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU engine runs it") {
   auto specialized =
-      runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=3 --set Ic=64");
+      runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=3 --set Ic=64 "
+               "--pass-param pipeline_depth=1");
   CHECK(specialized.exitCode == 0);
   CHECK(contains(specialized.output, "reduce acc += over c in [0, Ic), u in [0, 3), v in [0, 3)"));
   CHECK(contains(specialized.output, "shared f32 I.shared[4][6][132]"));
@@ -354,13 +356,18 @@ TEST_CASE("explain --remarks prints what the optimizations did, located, instead
       "         ^~~~~~~~~\n";
   CHECK(remarks.output ==
         tiles +
+            "samples/matmul.loop:8:15: remark: stage_shared: the stages of k pipelined 2 deep: "
+            "async copies (cp.async) into 2 buffers per box, each stage's issued 1 stage ahead of "
+            "its compute\n"
+            "    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];\n"
+            "              ^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n"
             "samples/matmul.loop:8:42: remark: stage_shared: 'A' staged in shared memory: a box "
-            "of 32 x 32 f32 (4 KiB) for stages of 32 iterations of k; each element is read 128 "
+            "of 32 x 16 f32 (2 KiB) for stages of 16 iterations of k; each element is read 128 "
             "times per iteration of k\n"
             "    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];\n"
             "                                         ^~~~~~~\n"
             "samples/matmul.loop:8:52: remark: stage_shared: 'B' staged in shared memory: a box "
-            "of 32 x 128 f32 (16 KiB) for stages of 32 iterations of k; each element is read 32 "
+            "of 16 x 128 f32 (8 KiB) for stages of 16 iterations of k; each element is read 32 "
             "times per iteration of k\n"
             "    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];\n"
             "                                                   ^~~~~~~\n");

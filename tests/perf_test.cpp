@@ -225,14 +225,17 @@ TEST_CASE("perf: the loops LLVM leaves decide the memory round trips") {
   // matmul's copy of B into shared memory stays a loop unrolled by 2, so a
   // stage waits 8 times for B and once for A (unrolled whole).
   perf::ProgramPrediction matmul =
-      predict("samples/matmul.loop", "matmul", {{"M", 2048}, {"N", 2048}, {"K", 2048}});
+      predict("samples/matmul.loop", "matmul", {{"M", 2048}, {"N", 2048}, {"K", 2048}},
+              test::withParameters({"pipeline_depth=1"}));
   CHECK(launchOf(matmul, "matmul_kernel0").profile.criticalMemoryRounds == doctest::Approx(64 * 9));
 }
 
 TEST_CASE("perf: pipelined stages wait only for the latency their compute does not cover") {
   std::map<std::string, int64_t> sizes{{"M", 2048}, {"N", 2048}, {"K", 2048}};
   const perf::LaunchPrediction staged =
-      launchOf(predict("samples/matmul.loop", "matmul", sizes), "matmul_kernel0");
+      launchOf(predict("samples/matmul.loop", "matmul", sizes,
+                       test::withParameters({"pipeline_depth=1"})),
+               "matmul_kernel0");
   for (int depth : {2, 3}) {
     CAPTURE(depth);
     perf::ProgramPrediction prediction =
@@ -259,7 +262,7 @@ TEST_CASE("perf: pipelined stages wait only for the latency their compute does n
           doctest::Approx(staged.profile.compulsoryReadBytes));
     CHECK(launch.seconds < staged.seconds);
   }
-  // The default stages a stage at a time: no async copies.
+  // One stage at a time: no async copies.
   CHECK(staged.profile.criticalAsyncWaits == 0);
 }
 

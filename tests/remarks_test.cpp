@@ -395,10 +395,12 @@ TEST_CASE("stage_shared: boxes staged with their reuse, or why not (reuse, broad
   CHECK(
       remarksOf(sample("matmul"), "stage_shared") ==
       Lines{
-          "8:42: remark: stage_shared: 'A' staged in shared memory: a box of 32 x 32 f32 (4 KiB) "
-          "for stages of 32 iterations of k; each element is read 128 times per iteration of k",
-          "8:52: remark: stage_shared: 'B' staged in shared memory: a box of 32 x 128 f32 (16 KiB) "
-          "for stages of 32 iterations of k; each element is read 32 times per iteration of k"});
+          "8:15: remark: stage_shared: the stages of k pipelined 2 deep: async copies (cp.async) "
+          "into 2 buffers per box, each stage's issued 1 stage ahead of its compute",
+          "8:42: remark: stage_shared: 'A' staged in shared memory: a box of 32 x 16 f32 (2 KiB) "
+          "for stages of 16 iterations of k; each element is read 128 times per iteration of k",
+          "8:52: remark: stage_shared: 'B' staged in shared memory: a box of 16 x 128 f32 (8 KiB) "
+          "for stages of 16 iterations of k; each element is read 32 times per iteration of k"});
   CHECK(remarksOf(sample("conv2d_5x5"), "stage_shared") ==
         Lines{"10:53: remark: stage_shared: 'I' not staged: each element is read 4.4 times per "
               "iteration of v, fewer than stage_min_reuse=16 (the cache serves such repeats)",
@@ -412,7 +414,9 @@ TEST_CASE("stage_shared: boxes staged with their reuse, or why not (reuse, broad
             "elements (a broadcast, which the load unit serves once per warp)"});
   CHECK(
       remarksOf(program(kNotmove), "stage_shared") ==
-      Lines{"3:42: remark: stage_shared: 'B' staged in shared memory: a box of 32 x 32 f32 (4 KiB) "
+      Lines{"3:15: remark: stage_shared: the stages of k pipelined 2 deep: async copies "
+            "(cp.async) into 2 buffers per box, each stage's issued 1 stage ahead of its compute",
+            "3:42: remark: stage_shared: 'B' staged in shared memory: a box of 32 x 32 f32 (4 KiB) "
             "for stages of 32 iterations of k; each element is read 32 times per iteration of k",
             "3:52: remark: stage_shared: 'A' not staged: its box does not move along k (every "
             "iteration reads all of it: it stays in registers)"});
@@ -422,6 +426,8 @@ TEST_CASE("stage_shared: boxes staged with their reuse, or why not (reuse, broad
   CHECK(
       remarksOf(sample("matmul").with({"shared_kib=1"}), "stage_shared") ==
       Lines{
+          "8:15: remark: stage_shared: the stages of k not pipelined: the boxes of 2 stages do not "
+          "fit shared_kib=1 however short the stages",
           "8:42: remark: stage_shared: 'A' not staged: for stages of 2 iterations of k, the boxes "
           "of 'A' (32 x 2 f32, 0.5 KiB) and 'B' (2 x 128 f32, 1 KiB) do not fit in shared_kib=1",
           "8:52: remark: stage_shared: 'B' not staged: for stages of 2 iterations of k, the boxes "
@@ -728,10 +734,12 @@ TEST_CASE("samples: every remark of a kernel, in source order") {
           "7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid y); "
           "j (grid x) copies 4 consecutive points a thread (its reads of shared memory 128-bit, "
           "contiguous across a warp)",
-          "8:42: remark: stage_shared: 'A' staged in shared memory: a box of 32 x 32 f32 (4 KiB) "
-          "for stages of 32 iterations of k; each element is read 128 times per iteration of k",
-          "8:52: remark: stage_shared: 'B' staged in shared memory: a box of 32 x 128 f32 (16 KiB) "
-          "for stages of 32 iterations of k; each element is read 32 times per iteration of k"});
+          "8:15: remark: stage_shared: the stages of k pipelined 2 deep: async copies (cp.async) "
+          "into 2 buffers per box, each stage's issued 1 stage ahead of its compute",
+          "8:42: remark: stage_shared: 'A' staged in shared memory: a box of 32 x 16 f32 (2 KiB) "
+          "for stages of 16 iterations of k; each element is read 128 times per iteration of k",
+          "8:52: remark: stage_shared: 'B' staged in shared memory: a box of 16 x 128 f32 (8 KiB) "
+          "for stages of 16 iterations of k; each element is read 32 times per iteration of k"});
   CHECK(remarksOf(sample("transpose"), "") ==
         Lines{"9:15: remark: stage_shared: 'A' read down columns: staged in shared memory, a box "
               "of 32 x 8 f32 (1.2 KiB) copied along its rows"});

@@ -84,7 +84,9 @@ TEST_CASE("index ranges: uniform terms combine, threads and constant loops span,
 TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shared memory") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  const std::string staged = test::tracePasses(*loaded->program, "matmul").after("stage_shared");
+  const std::string staged =
+      test::tracePasses(*loaded->program, "matmul", test::withParameters({"pipeline_depth=1"}))
+          .after("stage_shared");
   // 32 rows of A by 32 k, 32 k by 128 columns of B (the 4 x 4 register
   // tiles of 8 x 32 threads). No warp reads down a column of either (A's
   // element is the same for a warp, B's row is read along): rows unpadded.
@@ -119,7 +121,10 @@ TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shar
 TEST_CASE("matmul: a thread reads 4 k of a row of A.shared in one 128-bit load") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  auto ptx = codegen::compileToPtx(test::tracePasses(*loaded->program, "matmul").function, "sm_80");
+  auto ptx = codegen::compileToPtx(
+      test::tracePasses(*loaded->program, "matmul", test::withParameters({"pipeline_depth=1"}))
+          .function,
+      "sm_80");
   REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
   // A full stage of 32 k, in the interior and the edge tile: each of the
   // thread's 4 rows of A in 8 vector loads (the rows start 16-byte
@@ -249,7 +254,7 @@ TEST_CASE("conv2d_5x5: left to L1 by default, and at stage_min_reuse=2 the input
 TEST_CASE("copies_in_flight: a stage's copies in unrolled groups of unconditional loads") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
-  passes::PassChoices grouped = test::withParameters({"copies_in_flight=8"});
+  passes::PassChoices grouped = test::withParameters({"copies_in_flight=8", "pipeline_depth=1"});
   test::PassTrace matmul = test::tracePasses(*loaded->program, "matmul", grouped);
   const std::string &staged = matmul.after("stage_shared");
   // B's 16 copies a thread in two groups of 8, each unrolled so its loads go
@@ -365,7 +370,8 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
   INFO(loaded->diagnostics);
   REQUIRE(loaded->program);
   const std::string neighbours =
-      test::tracePasses(*loaded->program, "neighbours").after("stage_shared");
+      test::tracePasses(*loaded->program, "neighbours", test::withParameters({"pipeline_depth=1"}))
+          .after("stage_shared");
   // A program's own clamp: the box starts at the clamped first row, so the
   // last block, whose rows all clamp to M - 1, finds that row in it.
   CHECK(contains(neighbours, "shared f32 A.shared[32][32]"));
@@ -377,7 +383,9 @@ kernel frames(T: i32, I: in f32[5][H][W], O: out f32[H - 2][W - 2]) {
                               {{"M", "2"}, {"N", "131"}, {"K", "64"}}},
                              13);
   // A let above the loop, under the guard, bounds it: it stays uniform.
-  const std::string half = test::tracePasses(*loaded->program, "half").after("stage_shared");
+  const std::string half =
+      test::tracePasses(*loaded->program, "half", test::withParameters({"pipeline_depth=1"}))
+          .after("stage_shared");
   CHECK(contains(half, "let n = K / 2"));
   CHECK(contains(half, "for k.stage in [0, max((n + 31) / 32, 0)) {"));
   test::checkGpuKernelsOnCpu(
@@ -466,7 +474,10 @@ TEST_CASE("pipeline_depth: matmul's stages copied by async copies into 2 or 3 bu
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
   // Depth 1 is the synchronous staging.
-  CHECK(!contains(test::tracePasses(*loaded->program, "matmul").after("stage_shared"), "async"));
+  CHECK(!contains(
+      test::tracePasses(*loaded->program, "matmul", test::withParameters({"pipeline_depth=1"}))
+          .after("stage_shared"),
+      "async"));
   for (int depth : {2, 3}) {
     CAPTURE(depth);
     std::string parameter = "pipeline_depth=" + std::to_string(depth);

@@ -71,11 +71,12 @@ struct PassParameters {
   // and later) copy by async copies (cp.async) issued depth - 1 stages
   // ahead, into the buffer the stage before last freed, so the copies
   // overlap the compute of the stages in between and hold no register; the
-  // boxes of all buffers fit shared_kib together. The performance model
-  // predicts depth 2 to run matmul 2048 2.3x and a 64-channel 3x3
-  // convolution 3.3x faster on an H200 than 1 (docs/perf.md); 3 no faster
-  // than 2, and cnn_conv's 3x3 tiles spill 16 bytes at it.
-  int64_t pipelineDepth = 1;
+  // boxes of all buffers fit shared_kib together. Measured on an H200
+  // (docs/benchmarks.md, 2026-11-28), 2 against 1: a 64-channel 3x3
+  // convolution 1.6x (256^2) and 2.1x (1024^2) faster, 5x5 1.3x, matmul
+  // 1.03x at 2048 and 1.08x at 4096, the same at 1000; 3 slower than 2
+  // (matmul 2048 0.775 against 0.670 ms: shorter stages).
+  int64_t pipelineDepth = 2;
 };
 
 // What the user chose about the optimizations.
