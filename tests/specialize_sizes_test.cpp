@@ -57,6 +57,7 @@ TEST_CASE("cnn_conv at K = 3: the input and the weights staged by stages of chan
   const KernelDecl &kernel = *loaded->program->findKernel("cnn_conv_valid");
   passes::PipelineOptions options;
   options.specializedSizes = {{"K", 3}};
+  options.choices.parameters.pipelineDepth = 1; // one stage at a time: the boxes of one stage
   std::string staged;
   options.afterPass = [&](const std::string &pass, const ir::Function &function) {
     if (pass == "stage_shared")
