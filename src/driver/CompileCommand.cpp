@@ -181,25 +181,14 @@ bool writeOutput(const CompileOptions &options, const std::string &text,
     std::cout << text;
     return true;
   }
-  std::vector<std::pair<std::string, std::string>> files = {{options.output, text}};
+  std::vector<std::string> paths = {options.output};
   if (!options.depfile.empty())
-    files.emplace_back(options.depfile, depfileRule(options, sources));
-  std::vector<PendingFile> pending;
-  for (const auto &[path, bytes] : files) {
-    auto opened = PendingFile::open(path, "'" + path + "'");
-    Status written = opened ? opened->write(bytes) : Status(std::unexpected(opened.error()));
-    if (!written) {
-      printError(written.error().message);
-      return false;
-    }
-    pending.push_back(std::move(*opened));
-  }
-  for (PendingFile &file : pending)
-    if (Status committed = file.commit(); !committed) {
-      printError(committed.error().message);
-      return false;
-    }
-  return true;
+    paths.push_back(options.depfile);
+  Status written = writeFilesAtomically(
+      paths, [&](size_t i) { return i == 0 ? text : depfileRule(options, sources); });
+  if (!written)
+    printError(written.error().message);
+  return written.has_value();
 }
 
 // -o and --depfile must not be a .loop file compiled, nor one another.

@@ -227,24 +227,19 @@ int runKernel(const RunOptions &options) {
   // Every output file is written whole or none is: each goes to its
   // temporary first, and the temporaries replace the files once all are
   // written (support/AtomicFile.h).
-  std::vector<PendingFile> pending;
-  for (const auto &[position, file] : *outputs) {
-    if (file.empty())
-      continue;
-    auto opened = PendingFile::open(file, "'" + file + "'");
-    Status written = opened ? opened->write(encodeNpy(args.params[position]))
-                            : Status(std::unexpected(opened.error()));
-    if (!written) {
-      session.report(written.error());
-      return 1;
+  std::vector<std::string> paths;
+  std::vector<size_t> positions;
+  for (const auto &[position, file] : *outputs)
+    if (!file.empty()) {
+      paths.push_back(file);
+      positions.push_back(position);
     }
-    pending.push_back(std::move(*opened));
+  if (Status written = writeFilesAtomically(
+          paths, [&](size_t i) { return encodeNpy(args.params[positions[i]]); });
+      !written) {
+    session.report(written.error());
+    return 1;
   }
-  for (PendingFile &file : pending)
-    if (Status committed = file.commit(); !committed) {
-      session.report(committed.error());
-      return 1;
-    }
   if (reference && !checkOutputs(*run, *reference, std::move(*inputs), *outputs))
     return 1;
   return 0;

@@ -120,4 +120,21 @@ Status writeFileAtomically(const std::string &path, std::string_view bytes,
   return file->commit();
 }
 
+Status writeFilesAtomically(const std::vector<std::string> &paths,
+                            const std::function<std::string(size_t)> &contents) {
+  std::vector<PendingFile> pending;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto file = PendingFile::open(paths[i], "'" + paths[i] + "'");
+    if (!file)
+      return std::unexpected(file.error());
+    if (Status written = file->write(contents(i)); !written)
+      return written;
+    pending.push_back(std::move(*file));
+  }
+  for (PendingFile &file : pending)
+    if (Status committed = file.commit(); !committed)
+      return committed;
+  return {};
+}
+
 } // namespace loopc

@@ -9,8 +9,10 @@
 
 #include "support/Error.h"
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace loopc {
 
@@ -45,5 +47,11 @@ private:
 // `bytes` as the whole content of `path`, or an error and `path` unchanged.
 Status writeFileAtomically(const std::string &path, std::string_view bytes,
                            const std::string &description);
+
+// Each of `paths` with the bytes `contents` gives for its index (made one at
+// a time, so only one file's bytes are held), every file written whole or,
+// when one fails, none changed.
+Status writeFilesAtomically(const std::vector<std::string> &paths,
+                            const std::function<std::string(size_t)> &contents);
 
 } // namespace loopc
