@@ -504,7 +504,7 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   auto symbols = test::runShell("nm " + dir.at("h.o"));
   CHECK(contains(symbols.output, " T bin_stats"));
   CHECK(contains(symbols.output, " T histogram"));
-  CHECK(contains(symbols.output, " U loopc_cpu_launch"));
+  CHECK(contains(symbols.output, " U loopc_cpu_launch_kernel"));
   CHECK(!contains(symbols.output, " T loopc_main")); // the code behind them is internal
   std::ifstream depfile(dir.at("h.d"));
   std::string rule((std::istreambuf_iterator<char>(depfile)), std::istreambuf_iterator<char>());

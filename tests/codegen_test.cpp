@@ -554,6 +554,8 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
         described += "| " + sweep->xBlock->var + " " + sweep->xThread->var;
         if (sweep->row)
           described += " as " + sweep->row->as<For>()->var;
+        if (sweep->spansBlocks)
+          described += " spanning blocks";
       }
       perKernel.push_back(described);
     }
@@ -567,7 +569,12 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
   CHECK(sweeps("conv2d_5x5") == Kernels{""}); // a window loop in each thread
   CHECK(sweeps("matmul") == Kernels{""});     // for k in each thread
   CHECK(sweeps("transpose") == Kernels{""});  // B[j][i]: strided along x
-  CHECK(sweeps("dot") == Kernels{"", ""});    // 1-D grids and barriers
+  CHECK(sweeps("dot") == Kernels{"", ""});    // barriers
+  // 1-D grids: each call's blocks one thread loop (wide and narrow blocks).
+  CHECK(sweeps("jacobi1d") == Kernels{"| i.block i.thread as i.thread.row spanning blocks",
+                                      "| i.block i.thread as i.thread.row spanning blocks",
+                                      "| i_2.block i_2.thread as i_2.thread.row spanning blocks",
+                                      "| i_2.block i_2.thread as i_2.thread.row spanning blocks"});
 
   // A body that reads x.thread alone (here added to the value it stores)
   // keeps its blocks: a thread's index within its block is no function of

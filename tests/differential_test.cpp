@@ -353,6 +353,25 @@ kernel smooth(A: in f32[M][N], B: out f32[M][N]) {
                "D=9 M=257 N=3"});
 }
 
+TEST_CASE("1-D parfors swept as one loop over each call's blocks") {
+  // CpuThreadNest.h's spans: ranges starting past 0, guards at both ends,
+  // neighbours read across block edges, sizes around a block and past a
+  // chunk of the pool's.
+  checkSource(R"(
+kernel spans(A: in f32[N], B: out f32[N], C: out i32[N]) {
+  parfor i in 2..N - 1 {
+    B[i] = A[i - 2] * 0.25 + A[i + 1];
+  }
+  parfor i in 0..N {
+    if (i >= 1 && i < N - 3) {
+      C[i] = i32(i) * 3 - 7;
+    }
+  }
+}
+)",
+              {"N=0", "N=1", "N=3", "N=4", "N=33", "N=257", "N=4001", "N=100003", "N=1000000"});
+}
+
 TEST_CASE("panels of a column copied per worker: offsets along x, edge columns, many columns") {
   // B's panel rows hold j .. j + 33 (CpuPanel.h); the copy leaves out the
   // columns past B's extent. Panels of at least 16 KiB are copied: K >= 121.

@@ -403,7 +403,7 @@ bool poolRunsEveryBlock() {
   std::vector<int64_t> counts(1000, 0);
   void *buffers[] = {counts.data()};
   loopc_cpu_call_lock();
-  loopc_cpu_launch(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
+  loopc_cpu_launch_kernel(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
   loopc_cpu_call_unlock();
   return counts == std::vector<int64_t>(counts.size(), 1);
 }
@@ -437,7 +437,7 @@ template <typename Body> void launch(int64_t units, loopc_cpu_kernel_cost *cost,
     for (int64_t unit = begin; unit < end; ++unit)
       body(unit);
   };
-  loopc_cpu_launch(kernel, buffers, nullptr, units, cost);
+  loopc_cpu_launch_kernel(kernel, buffers, nullptr, units, cost);
 }
 
 void spinFor(std::chrono::microseconds duration) {
@@ -473,14 +473,16 @@ struct NeedsTwoThreads {
 bool launchRunsEveryBlock() {
   std::vector<int64_t> counts(1000, 0);
   void *buffers[] = {counts.data()};
-  loopc_cpu_launch(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
+  loopc_cpu_launch_kernel(countBlocks, buffers, nullptr, int64_t(counts.size()), nullptr);
   return counts == std::vector<int64_t>(counts.size(), 1);
 }
 
 } // namespace
 
 TEST_CASE("a launch measured to be short runs in the calling thread alone and is measured again") {
-  loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 1, .shared_picoseconds_per_unit = 0};
+  loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 1,
+                             .shared_picoseconds_per_unit = 0,
+                             .alone_launches_until_timed = 0};
   std::vector<std::thread::id> ranOn(1000);
   // 1 ps a unit: 1 ns in all, far below a hand-over; each unit takes 1 us,
   // long enough that a worker offered the launch would take part.
@@ -489,8 +491,29 @@ TEST_CASE("a launch measured to be short runs in the calling thread alone and is
     ranOn[unit] = std::this_thread::get_id();
   });
   CHECK(ranOn == std::vector<std::thread::id>(1000, std::this_thread::get_id()));
-  CHECK(cost.alone_picoseconds_per_unit >= 1'000'000); // 1 us
+  if (loopc_cpu_worker_count() >= 2) // one thread runs every launch unmeasured
+    CHECK(cost.alone_picoseconds_per_unit >= 1'000'000); // 1 us
   CHECK(cost.shared_picoseconds_per_unit == 0);
+}
+
+TEST_CASE("of the launches run alone, the first and then one in eight are timed") {
+  // 1 ps a unit: far below a hand-over, so every launch runs alone; a
+  // timed one records its 1 us a unit.
+  loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 1,
+                             .shared_picoseconds_per_unit = 0,
+                             .alone_launches_until_timed = 0};
+  std::vector<int64_t> alone;
+  for (int i = 0; i < 17; ++i) {
+    cost.alone_picoseconds_per_unit = 1;
+    launch(4, &cost, [&](int64_t) { spinFor(std::chrono::microseconds(1)); });
+    alone.push_back(cost.alone_picoseconds_per_unit);
+  }
+  for (int i = 0; i < 17; ++i) {
+    CAPTURE(i);
+    bool timed = i % 8 == 0;
+    if (loopc_cpu_worker_count() >= 2)
+      CHECK((alone[i] >= 1'000'000) == timed);
+  }
 }
 
 TEST_CASE("a launch measured to be long is shared, and its measurement replaces a longer one") {
@@ -498,7 +521,8 @@ TEST_CASE("a launch measured to be long is shared, and its measurement replaces 
     return; // one thread runs every launch alone
   // 1 s a unit when it last ran alone.
   loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 1'000'000'000'000,
-                             .shared_picoseconds_per_unit = 0};
+                             .shared_picoseconds_per_unit = 0,
+                             .alone_launches_until_timed = 0};
   NeedsTwoThreads units;
   launch(64, &cost, units);
   CHECK(units.shared());
@@ -512,14 +536,16 @@ TEST_CASE("a kernel first measured in parallel is tried alone when that may be s
   // Its units took 10 ns each in a parallel launch: 1000 units, 10 us in
   // all, are within kProbeAloneFactor of a hand-over, 10^6 are not.
   loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 0,
-                             .shared_picoseconds_per_unit = 10'000};
+                             .shared_picoseconds_per_unit = 10'000,
+                             .alone_launches_until_timed = 0};
   std::vector<std::thread::id> ranOn(1000);
   launch(1000, &cost, [&](int64_t unit) { ranOn[unit] = std::this_thread::get_id(); });
   CHECK(ranOn == std::vector<std::thread::id>(1000, std::this_thread::get_id()));
   CHECK(cost.alone_picoseconds_per_unit > 0);
 
   loopc_cpu_kernel_cost large{.alone_picoseconds_per_unit = 0,
-                              .shared_picoseconds_per_unit = 10'000};
+                              .shared_picoseconds_per_unit = 10'000,
+                              .alone_launches_until_timed = 0};
   NeedsTwoThreads units;
   launch(1'000'000, &large, units);
   CHECK(units.shared());
@@ -559,7 +585,7 @@ TEST_CASE("launches from several threads at once each run every unit once") {
         void *buffers[] = {counts[t].data()};
         // Shared, measured, and sizes that run alone once measured.
         int64_t units = i % 3 == 0 ? 1000 : 1 + i % 200;
-        loopc_cpu_launch(countBlocks, buffers, nullptr, units, i % 2 ? &cost : nullptr);
+        loopc_cpu_launch_kernel(countBlocks, buffers, nullptr, units, i % 2 ? &cost : nullptr);
       }
     });
   for (std::thread &thread : threads)

@@ -96,8 +96,8 @@ Expected<std::unique_ptr<CpuProgram>> CpuProgram::compile(const ir::Function &fu
                      describe(processSymbols.takeError()));
   library.addGenerator(std::move(*processSymbols));
   llvm::orc::SymbolMap runtime;
-  runtime[(*jit)->mangleAndIntern("loopc_cpu_launch")] = {
-      llvm::orc::ExecutorAddr::fromPtr(&loopc_cpu_launch), llvm::JITSymbolFlags::Exported};
+  runtime[(*jit)->mangleAndIntern("loopc_cpu_launch_kernel")] = {
+      llvm::orc::ExecutorAddr::fromPtr(&loopc_cpu_launch_kernel), llvm::JITSymbolFlags::Exported};
   if (auto error = library.define(llvm::orc::absoluteSymbols(std::move(runtime))))
     return makeError("cannot define the CPU runtime for the JIT: " + describe(std::move(error)));
 

@@ -2,10 +2,10 @@
 // CpuTarget.h).
 #include "codegen/CpuTarget.h"
 
+#include "codegen/CpuAsyncCopies.h"
 #include "codegen/CpuPanel.h"
 #include "codegen/CpuScratch.h"
 #include "codegen/CpuThreadNest.h"
-#include "codegen/CpuAsyncCopies.h"
 #include "codegen/CpuWarpShuffles.h"
 #include "codegen/LlvmEmitter.h"
 
@@ -19,13 +19,13 @@ namespace {
 
 std::string workerName(const std::string &kernel) { return "loopc.kernel." + kernel; }
 
-// A kernel's loopc_cpu_kernel_cost (loopc/generated.h: two i64, zero until
+// A kernel's loopc_cpu_kernel_cost (loopc/generated.h: three i64, zero until
 // measured), shared by every launch of it.
 llvm::GlobalVariable *kernelCost(LlvmEmitter &emitter, const ir::Launch &launch) {
   std::string name = workerName(launch.kernel) + ".cost";
   if (llvm::GlobalVariable *cost = emitter.module().getGlobalVariable(name, true))
     return cost;
-  auto *type = llvm::ArrayType::get(llvm::Type::getInt64Ty(emitter.context()), 2);
+  auto *type = llvm::ArrayType::get(llvm::Type::getInt64Ty(emitter.context()), 3);
   auto *cost = new llvm::GlobalVariable(emitter.module(), type, /*isConstant=*/false,
                                         llvm::GlobalValue::InternalLinkage,
                                         llvm::ConstantAggregateZero::get(type), name);
@@ -153,7 +153,8 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
   // The units of parallel work: blocks, or rows of a row sweep (every
   // block and thread index but x).
   llvm::Value *unitCount = builder.getInt64(1);
-  bool sweeps = rowSweeps_.contains(launch.kernel);
+  auto sweep = rowSweeps_.find(launch.kernel);
+  bool sweeps = sweep != rowSweeps_.end() && !sweep->second.spansBlocks;
   for (size_t dim = sweeps ? 1 : 0; dim < launch.grid.size(); ++dim) {
     unitCount =
         builder.CreateMul(unitCount, emitter.emitExprAs(*launch.grid[dim], ScalarType::I64));
@@ -163,7 +164,7 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
   }
   auto *ptr = builder.getPtrTy();
   llvm::FunctionCallee parallelFor = emitter.module().getOrInsertFunction(
-      "loopc_cpu_launch",
+      "loopc_cpu_launch_kernel",
       llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty(), ptr},
                               false));
   builder.CreateCall(parallelFor,
@@ -353,6 +354,13 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
   // The units of parallel work are the iterations of `units`, the outermost
   // GpuBlock nest (the grid) or a row sweep's rows: linear unit u is the
   // iteration whose innermost loop varies fastest.
+  if (sweep && sweep->spansBlocks) {
+    scope.var(RowSweep::kSpanFirst, unitBegin);
+    scope.var(RowSweep::kSpanCount, builder.CreateSub(unitEnd, unitBegin));
+    emitCpuThreadNest(emitter, {sweep->row->as<ir::For>()});
+    builder.CreateRetVoid();
+    return;
+  }
   std::vector<const ir::For *> grid;
   ir::Stmt inside = kernel.body;
   while (auto *loop = inside->as<ir::For>()) {

@@ -6,7 +6,7 @@
 //    i64 unitBegin, i64 unitEnd)` running a range of units of parallel work,
 //    the blocks of the linearized GpuBlock grid or, for a row sweep
 //    (CpuThreadNest.h), rows; a Launch hands it to the thread pool
-//    (loopc_cpu_launch, runtime/include/loopc/generated.h) with the
+//    (loopc_cpu_launch_kernel, runtime/include/loopc/generated.h) with the
 //    kernel's `loopc.kernel.<name>.cost`, what the pool measured of its
 //    launches (a short one runs in the calling thread).
 // Within a block, the GpuThread nest runs as loops over the threads, split at

@@ -884,10 +884,12 @@ protected:
 };
 
 // The x block and thread loops of a row sweep as one thread loop across the
-// row (see RowSweep::row), or null when the body reads either index in
-// another form than `x.block * size + x.thread`, or the indices are i32 (the
-// row's length, blocks times size, could then overflow).
-ir::Stmt wholeRow(const For &xBlock, const For &xThread) {
+// blocks [firstBlock, firstBlock + blocks) of the row (see RowSweep::row), or
+// null when the body reads either index in another form than
+// `x.block * size + x.thread`, or the indices are i32 (the row's length,
+// blocks times size, could then overflow).
+ir::Stmt blocksAsOneLoop(const For &xBlock, const For &xThread, const ir::Expr &firstBlock,
+                         const ir::Expr &blocks) {
   const auto *size = xThread.extent->as<IntImm>();
   const auto *blockMin = xBlock.min->as<IntImm>();
   const auto *threadMin = xThread.min->as<IntImm>();
@@ -926,9 +928,9 @@ ir::Stmt wholeRow(const For &xBlock, const For &xThread) {
   std::set<std::string> used = freeVars(body);
   if (used.contains(xBlock.var) || used.contains(xThread.var))
     return nullptr;
-  return std::make_shared<For>(flatten.rowVar(), makeI64(0),
-                               mul(toI64(xBlock.extent), xThread.extent), ForKind::GpuThread, 0,
-                               body, xThread.source);
+  return std::make_shared<For>(flatten.rowVar(), mul(firstBlock, xThread.extent),
+                               mul(blocks, xThread.extent), ForKind::GpuThread, 0, body,
+                               xThread.source);
 }
 
 } // namespace
@@ -946,9 +948,11 @@ std::vector<const For *> loopChain(const ir::StmtNode *stmt, ir::ForKind kind) {
 
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
-  if (grid.size() < 2 || grid.back()->gpuDim != 0)
-    return std::nullopt; // a 1-D grid keeps its blocks as the unit of parallel work
+  if (grid.empty() || grid.back()->gpuDim != 0)
+    return std::nullopt;
   std::vector<const For *> threads = loopChain(grid.back()->body.get(), ForKind::GpuThread);
+  if (grid.size() == 1 && threads.size() != 1)
+    return std::nullopt;
   if (threads.empty() || threads.back()->gpuDim != 0 || containsBarrier(*kernel.body))
     return std::nullopt;
   AllocatesShared shared;
@@ -968,7 +972,19 @@ std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
               std::ranges::count_if(grid, [](const For *l) { return l->gpuDim > 0; }) +
               std::ranges::count_if(threads, [](const For *l) { return l->gpuDim > 0; })))
     return std::nullopt; // one x loop of each kind
-  RowSweep sweep{{}, grid.back(), threads.back(), wholeRow(*grid.back(), *threads.back())};
+  if (grid.size() == 1) {
+    ir::Stmt span = blocksAsOneLoop(*grid.back(), *threads.back(),
+                                    makeVar(ScalarType::I64, RowSweep::kSpanFirst),
+                                    makeVar(ScalarType::I64, RowSweep::kSpanCount));
+    if (!span)
+      return std::nullopt; // its blocks run one by one
+    return RowSweep{{}, grid.back(), threads.back(), span, /*spansBlocks=*/true};
+  }
+  RowSweep sweep{
+      {},
+      grid.back(),
+      threads.back(),
+      blocksAsOneLoop(*grid.back(), *threads.back(), makeI64(0), toI64(grid.back()->extent))};
   // Rows in memory order: along each dimension, the block index before the
   // thread index within the block (index = block * size + thread).
   for (int dim = 2; dim >= 1; --dim)

@@ -52,11 +52,20 @@ void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> 
 // `x.block * size + x.thread`, the x blocks of a row are one thread loop
 // across the whole row (`row`): one vectorized loop per row, where block by
 // block each 32 elements paid for narrowing the thread loop to the guards.
+// A 1-D grid has no other rows: its blocks stay the units of parallel work
+// (so that they can be shared out), and the consecutive blocks one call runs
+// are one thread loop over their span (`spansBlocks`).
 struct RowSweep {
   std::vector<const ir::For *> rows; // the other grid and thread loops, slowest first
   const ir::For *xBlock;
   const ir::For *xThread;
-  ir::Stmt row; // a GpuThread For over the row's x, or null
+  // A GpuThread For over the row's x, or null. When `spansBlocks`, over the
+  // x of the blocks [kSpanFirst, kSpanFirst + kSpanCount), which the caller
+  // binds.
+  ir::Stmt row;
+  bool spansBlocks = false;
+  static constexpr const char *kSpanFirst = "span.first";
+  static constexpr const char *kSpanCount = "span.count";
 };
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel);
 

@@ -27,6 +27,9 @@ typedef struct loopc_cpu_kernel_cost {
    * launch (more than alone: the threads contend for the data and the
    * chunks); 0: none yet. */
   int64_t shared_picoseconds_per_unit;
+  /* Launches run alone before the next one is timed (reading the clock
+   * twice costs as much as adding a few hundred floats); 0: time the next. */
+  int64_t alone_launches_until_timed;
 } loopc_cpu_kernel_cost;
 
 /* Runs kernel(buffers, scalars, b, e) over chunks [b, e) covering
@@ -35,12 +38,13 @@ typedef struct loopc_cpu_kernel_cost {
  * predicts to be shorter than handing work to other threads runs in the
  * calling thread alone; each launch updates `cost`. Calls from several
  * threads share the pool one after another. (Not named as the earlier
- * loopc_cpu_parallel_for, which took no `cost`: an object generated for
- * that one fails to link here rather than run.) */
-void loopc_cpu_launch(loopc_cpu_kernel kernel, void **buffers, void *scalars, int64_t unit_count,
-                      loopc_cpu_kernel_cost *cost);
+ * loopc_cpu_parallel_for, which took no `cost`, nor loopc_cpu_launch, whose
+ * `cost` was shorter: an object generated for either fails to link here
+ * rather than run.) */
+void loopc_cpu_launch_kernel(loopc_cpu_kernel kernel, void **buffers, void *scalars,
+                             int64_t unit_count, loopc_cpu_kernel_cost *cost);
 
-/* The number of threads loopc_cpu_launch uses. */
+/* The number of threads loopc_cpu_launch_kernel uses. */
 unsigned loopc_cpu_worker_count(void);
 
 /* A generated function holds this lock for its whole call: its device error
