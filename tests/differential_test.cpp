@@ -969,6 +969,82 @@ kernel shifted(Y: inout f32[T][N]) {
                "N=33 M=257 n=5 alpha=0.75 steps=1 T=4"});
 }
 
+TEST_CASE("triangular loops of the host code pushing updates instead of pulling them") {
+  // interchange_column_walks turns `for j { for k in [s, j) { X[j] op= X[k]
+  // ...A[k][j] }; finish X[j] }` into `for k { finish X[k]; for j in
+  // [k + 1, e) { ... } }`: lu's left-looking half, a column-oriented solve
+  // with a vector, a triangle starting past 0, no statements after the
+  // triangle; and shapes it leaves (the next element read, which a push
+  // would read before its own statement finishes it; a triangle reaching
+  // the written row, not proven apart from it; a statement before the
+  // triangle).
+  checkSource(R"(
+kernel lu(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in 0..i {
+      for k in 0..j {
+        A[i][j] -= A[i][k] * A[k][j];
+      }
+      A[i][j] /= A[j][j] + 4.0;
+    }
+    for j in i..N {
+      for k in 0..i {
+        A[i][j] -= A[i][k] * A[k][j];
+      }
+    }
+  }
+}
+kernel solve(L: in f32[N][N], x: inout f32[N]) {
+  for j in 0..N {
+    for k in 0..j {
+      x[j] -= L[k][j] * x[k];
+    }
+    x[j] = x[j] / (L[j][j] + 3.0);
+  }
+}
+kernel offset(X: inout f32[M][N], B: in f32[N][N]) {
+  for i in 0..M {
+    for j in 2..N {
+      for k in 2..j {
+        X[i][j] += X[i][k] * B[k][j] * 0.125;
+      }
+    }
+  }
+}
+kernel next(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in 0..i {
+      for k in 0..j {
+        A[i][j] -= A[i][k + 1] * A[k][j] * 0.25;
+      }
+      A[i][j] *= 0.5;
+    }
+  }
+}
+kernel reaching(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in 0..i + 1 {
+      for k in 0..j {
+        A[i][j] -= A[i][k] * A[k][j] * 0.25;
+      }
+      A[i][j] *= 0.5;
+    }
+  }
+}
+kernel before(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in 0..i {
+      A[i][j] += 1.0;
+      for k in 0..j {
+        A[i][j] -= A[i][k] * A[k][j] * 0.25;
+      }
+    }
+  }
+}
+)",
+              {"N=0 M=0", "N=1 M=1", "N=2 M=3", "N=3 M=1", "N=17 M=5", "N=64 M=2", "N=129 M=3"});
+}
+
 TEST_CASE("combine outside any parfor is a plain update") {
   checkSource(R"(
 kernel host_level(x: in f32[N], best: inout f32, H: out i32[4]) {

@@ -308,6 +308,25 @@ kernel first(steps: i32, y: inout f32[N]) {
     }
   }
 }
+kernel leftlooking(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in 0..i {
+      for k in 0..j {
+        A[i][j] -= A[i][k] * A[k][j];
+      }
+      A[i][j] /= A[j][j];
+    }
+  }
+}
+kernel nextelement(A: inout f32[N][N]) {
+  for i in 0..N {
+    for j in 0..i {
+      for k in 0..j {
+        A[i][j] -= A[i][k + 1] * A[k][j];
+      }
+    }
+  }
+}
 )";
 
 // What to compile: a sample or a program's text, one of its kernels (the
@@ -627,6 +646,15 @@ TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality,
         Lines{"53:7: remark: interchange_column_walks: not interchanged with the loop over k (line "
               "54): the iterations of the serial loop over j are not proven independent (each "
               "writing its own slice, reading no other's)"});
+  CHECK(
+      remarksOf(program(kLocality).kernel("leftlooking").onCpu(), "interchange_column_walks") ==
+      Lines{"69:9: remark: interchange_column_walks: interchanged with its loop over k (line 70): "
+            "each k finishes its element, then updates the later js along the rows of 'A', each "
+            "j's terms in their order"});
+  // Pushed, A[i][k + 1] would be read before its own statements finish it.
+  CHECK(remarksOf(program(kLocality).kernel("nextelement").onCpu(), "interchange_column_walks") ==
+        Lines{"79:9: remark: interchange_column_walks: not interchanged with its loop over k below "
+              "j (line 80): it reads 'A' elsewhere than at element j, element k or another slice"});
   CHECK(
       remarksOf(program(kLocality).kernel("columns").onCpu(), "hoist_independent_parfors") ==
       Lines{"28:12: remark: hoist_independent_parfors: hoisted out of the serial loop over i: one "
