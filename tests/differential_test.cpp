@@ -1045,6 +1045,62 @@ kernel before(A: inout f32[N][N]) {
               {"N=0 M=0", "N=1 M=1", "N=2 M=3", "N=3 M=1", "N=17 M=5", "N=64 M=2", "N=129 M=3"});
 }
 
+TEST_CASE("reductions over a triangle of the host code pushed into partial results") {
+  // interchange_column_walks: a redomap over k in [s, j) inside a serial
+  // loop over j, whose terms read the row's finished element k and a
+  // column, becomes partial results each k combines into along a row:
+  // Nussinov's max, a float sum over a triangle starting past 0, a user
+  // operator that does not commute (its terms combined in increasing k);
+  // and shapes it leaves (terms reading element j, which the row's own
+  // statement set first; a term reading a value each j binds).
+  checkSource(R"(
+assoc fn lastNonzero(a: f32, b: f32) -> f32 { return b != 0.0 ? b : a; }
+kernel dp(seq: in i32[N], T: out i32[N][N]) {
+  for row in 0..N {
+    let i = N - 1 - row;
+    for j in i + 1..N {
+      let pairs: i32 = (seq[i] % 4 + seq[j] % 4 == 3) && i < j - 1 ? 1 : 0;
+      var best = max(T[i][j - 1], T[i + 1][j]);
+      best = max(best, T[i + 1][j - 1] + pairs);
+      best = max(best, redomap(max, 0, k in i + 1..j) T[i][k] + T[k + 1][j]);
+      T[i][j] = best;
+    }
+  }
+}
+kernel sums(X: inout f32[M][N], B: in f32[N][N]) {
+  for i in 0..M {
+    for j in 1..N {
+      X[i][j] = X[i][j] * 0.5 + redomap(+, 0.0, k in 1..j) X[i][k] * B[k][j];
+    }
+  }
+}
+kernel ordered(X: inout f32[M][N], B: in f32[N][N]) {
+  for i in 0..M {
+    for j in 0..N {
+      X[i][j] = redomap(lastNonzero, 0.0, k in 0..j) X[i][k] * B[k][j] + 0.25;
+    }
+  }
+}
+kernel own(X: inout f32[M][N], B: in f32[N][N]) {
+  for i in 0..M {
+    for j in 0..N {
+      X[i][j] = 2.0;
+      X[i][j] = redomap(+, 0.0, k in 0..j) X[i][j] * B[k][j] + X[i][k];
+    }
+  }
+}
+kernel bound(X: inout f32[M][N], B: in f32[N][N]) {
+  for i in 0..M {
+    for j in 0..N {
+      let w = B[j][j];
+      X[i][j] += redomap(+, 0.0, k in 0..j) X[i][k] * B[k][j] * w;
+    }
+  }
+}
+)",
+              {"N=0 M=0", "N=1 M=1", "N=2 M=3", "N=3 M=1", "N=17 M=5", "N=64 M=2", "N=129 M=3"});
+}
+
 TEST_CASE("combine outside any parfor is a plain update") {
   checkSource(R"(
 kernel host_level(x: in f32[N], best: inout f32, H: out i32[4]) {

@@ -327,6 +327,14 @@ kernel nextelement(A: inout f32[N][N]) {
     }
   }
 }
+kernel splits(T: inout i32[N][N]) {
+  for row in 0..N {
+    let i = N - 1 - row;
+    for j in i + 1..N {
+      T[i][j] = max(T[i][j - 1], redomap(max, 0, k in i + 1..j) T[i][k] + T[k + 1][j]);
+    }
+  }
+}
 )";
 
 // What to compile: a sample or a program's text, one of its kernels (the
@@ -655,6 +663,9 @@ TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality,
   CHECK(remarksOf(program(kLocality).kernel("nextelement").onCpu(), "interchange_column_walks") ==
         Lines{"79:9: remark: interchange_column_walks: not interchanged with its loop over k below "
               "j (line 80): it reads 'A' elsewhere than at element j, element k or another slice"});
+  CHECK(remarksOf(program(kLocality).kernel("splits").onCpu(), "interchange_column_walks") ==
+        Lines{"90:34: remark: interchange_column_walks: the reduction over k below j pushed by "
+              "each k into the later js' partial results, along the rows of 'T'"});
   CHECK(
       remarksOf(program(kLocality).kernel("columns").onCpu(), "hoist_independent_parfors") ==
       Lines{"28:12: remark: hoist_independent_parfors: hoisted out of the serial loop over i: one "

@@ -66,6 +66,15 @@
 // lu at N = 2000 ran 4.3x faster (the left-looking half of each row was
 // most of its time).
 //
+// A reduction over that triangle pushes too (Nussinov's `best = max(best,
+// redomap(max, 0, k in i + 1..j) T[i][k] + T[k + 1][j])` per cell): each j
+// keeps its fold in an array of partial results, started as the
+// accumulator's initial value, which each k, once X[k] is stored, combines
+// its terms into for every later j, along the rows of T; j's reduction reads
+// its partial result. The terms must read X only at element k (or another
+// slice), nothing else the loop writes and no value bound inside it; each
+// partial result combines its terms in increasing k, as the fold did.
+//
 // Not done: a nest whose inner parallel loop map_to_gpu maps (the CPU's
 // thread loops already run inside the serial loops of a thread,
 // codegen/CpuThreadNest.h); a body binding lets or arrays its statements
@@ -79,6 +88,7 @@
 #include "passes/analysis/AccessAnalysis.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -232,6 +242,8 @@ bool iterationsIndependent(const For &loop, const std::vector<BufferAccess> &acc
   return true;
 }
 
+Expr orZero(const Expr &rest) { return rest ? rest : makeI64(0); }
+
 // Whether two loop-invariant index remainders (null: 0) are proven equal.
 bool provenEqual(const Expr &a, const Expr &b) {
   Expr lhs = a ? a : makeI64(0), rhs = b ? b : makeI64(0);
@@ -250,9 +262,13 @@ bool isExactly(const AffineIndex &index, const std::string &var) {
 // Why the loop over j (`outer`, holding the triangular loop over k,
 // `inner`, then `after`) may not become the loop over k pushing updates
 // (see the file's comment), or nothing when it may. `accesses` are the
-// outer loop's.
+// outer loop's; `resolved` replaces the lets around it by their values.
+// Its loads may read element j (a statement's own accumulation) unless
+// `loadsRunEarlier`: a pushed term runs at step k, before j's statements.
 std::optional<std::string> triangularPushBlocked(const For &outer, const For &inner,
-                                                 const std::vector<BufferAccess> &accesses) {
+                                                 const std::vector<BufferAccess> &accesses,
+                                                 const std::function<Expr(const Expr &)> &resolved,
+                                                 bool loadsRunEarlier) {
   const std::string &j = outer.var, &k = inner.var;
   std::optional<BufferAccess> store;
   for (const BufferAccess &access : accesses) {
@@ -280,22 +296,31 @@ std::optional<std::string> triangularPushBlocked(const For &outer, const For &in
       const AffineIndex &index = access.indices[d];
       bool same = d == *own ? isExactly(index, var)
                             : index.isAffine() && index.coefficients.empty() &&
-                                  provenEqual(index.rest, store->indices[d].rest);
+                                  provenEqual(resolved(orZero(index.rest)),
+                                              resolved(orZero(store->indices[d].rest)));
       if (!same)
         return false;
     }
     return true;
   };
   // j and k stay in [outer.min, end of outer): a slice whose invariant
-  // index is outside that range is one no iteration writes.
+  // index is outside that range, shifted by a constant, is one no
+  // iteration writes.
   auto otherSlice = [&](const BufferAccess &access) {
     for (size_t d = 0; d < access.indices.size(); ++d) {
-      if (d == *own || !(isExactly(access.indices[d], j) || isExactly(access.indices[d], k)))
+      const AffineIndex &index = access.indices[d];
+      bool shiftedLoopVar = index.isAffine() && index.coefficients.size() == 1 &&
+                            (index.coefficient(j) == 1 || index.coefficient(k) == 1) &&
+                            (!index.rest || index.rest->as<IntImm>());
+      if (d == *own || !shiftedLoopVar)
         continue;
-      Expr written = store->indices[d].rest ? store->indices[d].rest : makeI64(0);
-      if (provenNotPositive(makeBinary(BinaryOpKind::Sub, endOf(outer), written)) ||
-          provenNotPositive(makeBinary(
-              BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, written, makeI64(1)), outer.min)))
+      Expr shift = orZero(index.rest);
+      Expr written = resolved(orZero(store->indices[d].rest));
+      Expr first = resolved(makeBinary(BinaryOpKind::Add, outer.min, shift));
+      Expr end = resolved(makeBinary(BinaryOpKind::Add, endOf(outer), shift));
+      if (provenNotPositive(makeBinary(BinaryOpKind::Sub, end, written)) ||
+          provenNotPositive(makeBinary(BinaryOpKind::Sub,
+                                       makeBinary(BinaryOpKind::Add, written, makeI64(1)), first)))
         return true;
     }
     return false;
@@ -303,12 +328,109 @@ std::optional<std::string> triangularPushBlocked(const For &outer, const For &in
   for (const BufferAccess &access : accesses) {
     if (access.buffer->name != store->buffer->name || access.isStore)
       continue;
-    if (!sameElementBut(access, j) && !sameElementBut(access, k) && !otherSlice(access))
-      return "it reads '" + access.buffer->name + "' elsewhere than at element j, element k " +
-             "or another slice";
+    if ((loadsRunEarlier || !sameElementBut(access, j)) && !sameElementBut(access, k) &&
+        !otherSlice(access))
+      return "it reads '" + access.buffer->name + "' elsewhere than at " +
+             (loadsRunEarlier ? "element k" : "element j, element k") + " or another slice";
   }
   return std::nullopt;
 }
+
+// `max(j, e)` (either way round) where e is at most `start`, the first
+// value of the loop over j: j. The lowering guards an empty range
+// `k in s..j` with it.
+class DropMaxBelowLoopVar : public IRMutator {
+public:
+  DropMaxBelowLoopVar(std::string var, std::function<bool(const Expr &)> belowStart)
+      : var_(std::move(var)), belowStart_(std::move(belowStart)) {}
+
+protected:
+  Expr visitBinary(const Binary &node, const Expr &self) override {
+    if (node.op == BinaryOpKind::Max) {
+      auto isVar = [&](const Expr &e) {
+        const auto *v = e->as<Var>();
+        return v && v->name == var_;
+      };
+      if (isVar(node.lhs) && belowStart_(node.rhs))
+        return node.lhs;
+      if (isVar(node.rhs) && belowStart_(node.lhs))
+        return node.rhs;
+    }
+    return IRMutator::visitBinary(node, self);
+  }
+
+private:
+  std::string var_;
+  std::function<bool(const Expr &)> belowStart_;
+};
+
+// The one Reduce of a loop's body outside any inner loop, and the
+// statement just before it in its Block; none when there is not exactly one.
+class TriangularReduceFinder : public IRVisitor {
+public:
+  const Reduce *reduce = nullptr;
+  const Store *before = nullptr;
+  int found = 0;
+
+protected:
+  void visitFor(const For &) override {}
+  void visitBlock(const ir::Block &node) override {
+    for (size_t i = 0; i < node.stmts.size(); ++i) {
+      if (const auto *candidate = node.stmts[i]->as<Reduce>()) {
+        ++found;
+        reduce = candidate;
+        before = i > 0 ? node.stmts[i - 1]->as<Store>() : nullptr;
+      } else {
+        visit(node.stmts[i]);
+      }
+    }
+  }
+  void visitReduce(const Reduce &) override { ++found; }
+};
+
+// The body with the Reduce `target` replaced by `replacement`.
+class ReplaceReduce : public IRMutator {
+public:
+  ReplaceReduce(const Reduce *target, Stmt replacement)
+      : target_(target), replacement_(std::move(replacement)) {}
+
+protected:
+  Stmt visitReduce(const Reduce &node, const Stmt &self) override {
+    return &node == target_ ? replacement_ : self;
+  }
+
+private:
+  const Reduce *target_;
+  Stmt replacement_;
+};
+
+// The buffers a statement allocates.
+class AllocatedBuffers : public IRVisitor {
+public:
+  std::set<std::string> names;
+
+protected:
+  void visitAllocate(const ir::Allocate &node) override {
+    names.insert(node.buffer->name);
+    IRVisitor::visitAllocate(node);
+  }
+};
+
+// The names a statement binds (loops, lets).
+class BoundNames : public IRVisitor {
+public:
+  std::set<std::string> names;
+
+protected:
+  void visitFor(const For &node) override {
+    names.insert(node.var);
+    IRVisitor::visitFor(node);
+  }
+  void visitLetStmt(const LetStmt &node) override {
+    names.insert(node.var);
+    IRVisitor::visitLetStmt(node);
+  }
+};
 
 class ColumnWalkInterchanger : public IRMutator {
 public:
@@ -323,6 +445,8 @@ protected:
       Stmt mutated = IRMutator::visitFor(node, self);
       const For &loop = *mutated->as<For>();
       if (std::optional<Stmt> pushed = pushTriangularUpdates(loop, mutated))
+        return *pushed;
+      if (std::optional<Stmt> pushed = pushTriangularReduction(loop, mutated))
         return *pushed;
       return interchange(loop, mutated, std::nullopt).value_or(mutated);
     }
@@ -353,7 +477,28 @@ protected:
     return body;
   }
 
+  Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override {
+    lets_[node.var] = node.value;
+    Stmt mutated = IRMutator::visitLetStmt(node, self);
+    lets_.erase(node.var);
+    return mutated;
+  }
+
 private:
+  // `expr` with the lets around the loop being looked at replaced by their
+  // values, so that `j.min` and `i + 1` compare equal.
+  Expr resolved(Expr expr) const {
+    for (int round = 0; round < 8 && usesAnyVar(expr, namesOf(lets_)); ++round)
+      expr = substitute(expr, lets_);
+    return expr;
+  }
+  static std::set<std::string> namesOf(const std::map<std::string, Expr> &lets) {
+    std::set<std::string> names;
+    for (const auto &[name, value] : lets)
+      names.insert(name);
+    return names;
+  }
+
   // `parallel` (the statement `parallelStmt`) distributed over its
   // statements and moved inside the serial loops that walk columns along
   // it, or none. `outer`: the parallel loops around it in its nest, or none
@@ -490,7 +635,8 @@ private:
                      "out of the program's order");
     if (bindsNames)
       return decline("the body binds names its statements share");
-    if (std::optional<std::string> blocked = triangularPushBlocked(outer, *inner, accesses))
+    if (std::optional<std::string> blocked = triangularPushBlocked(
+            outer, *inner, accesses, [&](const Expr &e) { return resolved(e); }, false))
       return decline(*blocked);
 
     // The loop over k finishes element k (the statements after the
@@ -513,8 +659,150 @@ private:
                                  std::move(body), inner->source);
   }
 
+  // The serial loop `outer` (the statement `outerStmt`) with its one
+  // reduction over the triangle below j pushed by each k into partial
+  // results (see the file's comment), or none.
+  std::optional<Stmt> pushTriangularReduction(const For &outer, const Stmt &outerStmt) const {
+    TriangularReduceFinder finder;
+    finder.visit(outer.body);
+    const Reduce *reduce = finder.reduce;
+    if (finder.found != 1 || !reduce || reduce->loops.size() != 1)
+      return std::nullopt;
+    const Reduce::Loop &range = reduce->loops.front();
+    Expr start = resolved(outer.min);
+    auto belowStart = [&](const Expr &e) {
+      return provenNotPositive(makeBinary(BinaryOpKind::Sub, resolved(e), start));
+    };
+    Expr rangeEnd = DropMaxBelowLoopVar(outer.var, belowStart)
+                        .mutate(makeBinary(BinaryOpKind::Add, range.min, range.extent));
+    if (range.min->type != outer.min->type || !provenEqual(resolved(range.min), start) ||
+        !provenEqual(resolved(rangeEnd), makeVar(outer.min->type, outer.var)))
+      return std::nullopt; // not a reduction over the triangle below j
+    // The terms' loads, as the loop over j sees them.
+    class Loads : public IRVisitor {
+    public:
+      std::set<const Load *> nodes;
+
+    protected:
+      void visitLoad(const Load &node) override {
+        nodes.insert(&node);
+        IRVisitor::visitLoad(node);
+      }
+    } termLoads;
+    termLoads.visit(reduce->value);
+    std::vector<BufferAccess> terms = collectAccesses(outerStmt);
+    std::erase_if(terms, [&](const BufferAccess &access) {
+      return !access.load || !termLoads.nodes.contains(access.load);
+    });
+    Walks walks = countWalks(terms, range.var, outer.var);
+    if (walks.columns <= walks.rows)
+      return std::nullopt;
+
+    std::string j = remarks_.programName(outer.var);
+    std::string k = remarks_.programName(range.var);
+    auto decline = [&](const std::string &why) {
+      remarks_.declined(reduce->source, "the reduction over " + k + " below " + j +
+                                            " not pushed by each " + k + ": " + why);
+      return std::nullopt;
+    };
+    const auto *initial = finder.before;
+    if (!initial || initial->buffer != reduce->accumulator || !initial->indices.empty() ||
+        !reduce->indices.empty() || !isConstantValue(initial->value))
+      return decline("its accumulator is not a scalar set to a constant just before it");
+    if (reduce->valueSetup)
+      return decline("its terms need statements of their own");
+    MayFail mayFail;
+    mayFail.visit(reduce->value);
+    if (boundsChecked_ || mayFail.found)
+      return decline("a failure in a term (an index out of range, a division by zero) would be "
+                     "reported out of the program's order");
+
+    // What the loop writes, but for its own temporaries: one array, each
+    // iteration its slice j; the terms read it only at element k or
+    // another slice, read nothing else it writes and no name bound in it.
+    AllocatedBuffers temporaries;
+    temporaries.visit(outer.body);
+    std::vector<BufferAccess> accesses = collectAccesses(outerStmt);
+    std::erase_if(accesses, [&](const BufferAccess &access) {
+      return temporaries.names.contains(access.buffer->name);
+    });
+    std::vector<BufferAccess> stores;
+    std::ranges::copy_if(accesses, std::back_inserter(stores),
+                         [](const BufferAccess &access) { return access.isStore; });
+    // The checks of the statement form, on the stores and the terms' loads.
+    std::vector<BufferAccess> checked = stores;
+    for (const BufferAccess &term : terms)
+      if (!temporaries.names.contains(term.buffer->name))
+        checked.push_back(term);
+      else
+        return decline("its terms read '" + remarks_.programName(term.buffer->name) +
+                       "', which each " + j + " sets");
+    For triangle(range.var, range.min, range.extent, ForKind::Serial, 0, nullptr);
+    if (std::optional<std::string> blocked = triangularPushBlocked(
+            outer, triangle, checked, [&](const Expr &e) { return resolved(e); }, true))
+      return decline(*blocked);
+    BoundNames bound;
+    bound.visit(outer.body);
+    for (const std::string &name : freeVars(reduce->value))
+      if (name != range.var && name != outer.var && bound.names.contains(name))
+        return decline("its terms read '" + remarks_.programName(name) + "', which each " + j +
+                       " binds");
+
+    // partial[j - start] starts as the accumulator's initial value; j's
+    // reduction becomes a read of it, and after j's statements, k = j
+    // combines its terms into the partial results of the later js.
+    ScalarType type = reduce->accumulator->element;
+    Expr jVar = makeVar(outer.min->type, outer.var);
+    auto partialAt = [&](const Expr &index) {
+      return std::vector<Expr>{toI64(makeBinary(BinaryOpKind::Sub, index, outer.min))};
+    };
+    auto partial = std::make_shared<BufferInfo>();
+    partial->name = reduce->accumulator->name + ".partials";
+    partial->programName = reduce->accumulator->nameInMessages();
+    partial->element = type;
+    partial->shape = {makeBinary(BinaryOpKind::Max, toI64(outer.extent), makeI64(0))};
+    partial->memory = MemorySpace::Global;
+    partial->isWritten = true;
+    Stmt readPartial =
+        std::make_shared<Store>(reduce->accumulator, std::vector<Expr>{},
+                                std::make_shared<Load>(partial, partialAt(jVar)), reduce->source);
+    std::string later = outer.var + ".later";
+    Expr laterVar = makeVar(outer.min->type, later);
+    Expr firstLater = makeBinary(BinaryOpKind::Add, jVar, castTo(jVar->type, makeI64(1)));
+    Expr term = substitute(reduce->value, {{range.var, jVar}, {outer.var, laterVar}});
+    Stmt combineInto = std::make_shared<Store>(
+        partial, partialAt(laterVar),
+        applyOperator(reduce->op, std::make_shared<Load>(partial, partialAt(laterVar)), term),
+        reduce->source);
+    Stmt push = std::make_shared<For>(later, firstLater,
+                                      makeBinary(BinaryOpKind::Sub, endOf(outer), firstLater),
+                                      ForKind::Serial, 0, combineInto, reduce->source);
+    Stmt body = makeBlock({ReplaceReduce(reduce, readPartial).mutate(outer.body), push});
+    Stmt fill = std::make_shared<For>(
+        outer.var, outer.min, outer.extent, ForKind::Serial, 0,
+        std::make_shared<Store>(partial, partialAt(jVar), initial->value), outer.source);
+    Stmt loop = std::make_shared<For>(outer.var, outer.min, outer.extent, ForKind::Serial, 0,
+                                      std::move(body), outer.source);
+    remarks_.applied(reduce->source, "the reduction over " + k + " below " + j +
+                                         " pushed by each " + k + " into the later " + j +
+                                         "s' partial results, along the rows of '" +
+                                         remarks_.programName(walks.firstColumnArray) + "'");
+    // Names are unique within a function: the fill's loop is the loop's
+    // own, renamed.
+    std::string fillVar = outer.var + ".fill";
+    fill = substitute(fill, {{outer.var, makeVar(outer.min->type, fillVar)}});
+    fill = std::make_shared<For>(fillVar, outer.min, outer.extent, ForKind::Serial, 0,
+                                 fill->as<For>()->body, outer.source);
+    return std::make_shared<ir::Allocate>(partial, makeBlock({fill, loop}));
+  }
+
+  static bool isConstantValue(const Expr &value) {
+    return value->as<IntImm>() || value->as<FloatImm>();
+  }
+
   bool boundsChecked_;
   const RemarkReporter &remarks_;
+  std::map<std::string, Expr> lets_;
 };
 
 } // namespace
