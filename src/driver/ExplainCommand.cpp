@@ -32,8 +32,8 @@ struct ExplainOptions {
   PassChoiceOptions passes;
   std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
   bool remarks = false;
-  bool perf = false; // --perf: the performance model's report instead of the IR
-  std::string deviceModel = "h100";
+  bool perf = false;       // --perf: the performance model's report instead of the IR
+  std::string deviceModel; // empty: h100 for the GPU, native for the CPU
 };
 
 // `--remarks`: the remarks instead of the IR.
@@ -96,13 +96,8 @@ Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
 // `--perf`: the performance model's report for the run the sizes describe.
 int explainPerformance(Session &session, const KernelDecl &kernel,
                        const passes::PassChoices &choices,
-                       const std::map<std::string, int64_t> &values,
+                       const std::map<std::string, int64_t> &values, const std::string &target,
                        const std::string &deviceModel) {
-  auto device = perf::findGpuDevice(deviceModel);
-  if (!device) {
-    session.report(device.error());
-    return 1;
-  }
   for (const VarDeclPtr &size : kernel.sizes)
     if (!values.contains(size->name)) {
       session.report(makeError("explain --perf needs every size of '" + kernel.name + "': --set " +
@@ -110,6 +105,25 @@ int explainPerformance(Session &session, const KernelDecl &kernel,
                          .error());
       return 1;
     }
+  if (target == "cpu") {
+    auto device = perf::findCpuDevice(deviceModel.empty() ? "native" : deviceModel);
+    if (!device) {
+      session.report(device.error());
+      return 1;
+    }
+    auto prediction = predictCpuRun(*session.program, kernel, choices, values, *device);
+    if (!prediction) {
+      session.report(prediction.error());
+      return 1;
+    }
+    printCpuPrediction(std::cout, *prediction);
+    return 0;
+  }
+  auto device = perf::findGpuDevice(deviceModel.empty() ? "h100" : deviceModel);
+  if (!device) {
+    session.report(device.error());
+    return 1;
+  }
   auto prediction = predictGpuRun(*session.program, kernel, choices, values, **device);
   if (!prediction) {
     session.report(prediction.error());
@@ -138,14 +152,9 @@ int runExplain(const ExplainOptions &options) {
     session->report(sizes.error());
     return 1;
   }
-  if (options.perf && options.target == "cpu") {
-    session->report(makeError("explain --perf models the GPU pipeline on a GPU; the CPU has no "
-                              "model yet (leave out --target cpu)")
-                        .error());
-    return 1;
-  }
   if (options.perf)
-    return explainPerformance(*session, **kernel, *choices, *sizes, options.deviceModel);
+    return explainPerformance(*session, **kernel, *choices, *sizes, options.target,
+                              options.deviceModel);
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
   pipeline.choices = std::move(*choices);
@@ -229,12 +238,14 @@ void addExplainCommand(CLI::App &app) {
                       "specializes the kernel when the size is small (repeatable)");
   command
       ->add_flag("--perf", options->perf,
-                 "Print what the performance model predicts for each launch of the GPU "
-                 "pipeline's kernels at the sizes --set gives (docs/perf.md)")
+                 "Print what the performance model predicts for each launch of the "
+                 "pipeline's kernels (--target) at the sizes --set gives (docs/perf.md)")
       ->excludes(remarks);
   command
       ->add_option("--device-model", options->deviceModel,
-                   "The GPU --perf predicts for: h100 (the default), h100-pcie, h200, a100, l4")
+                   "The device --perf predicts for: a GPU (h100, the default, h100-pcie, "
+                   "h200, a100, l4) or with --target cpu a CPU (native, the default: this "
+                   "machine, measured once; epyc-2)")
       ->check(nonEmpty());
   command->callback([options] {
     if (int exitCode = runExplain(*options))

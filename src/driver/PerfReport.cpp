@@ -190,6 +190,50 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
   return perf::predictProgram(device, *function, values, compiled);
 }
 
+Expected<perf::CpuProgramPrediction> predictCpuRun(const Program &program, const KernelDecl &kernel,
+                                                   const passes::PassChoices &choices,
+                                                   const std::map<std::string, int64_t> &values,
+                                                   const perf::CpuDevice &device) {
+  passes::PipelineOptions pipeline;
+  pipeline.target = passes::PipelineTarget::Cpu;
+  pipeline.choices = choices;
+  auto function = passes::runPipeline(ir::lowerKernel(program, kernel), pipeline);
+  if (!function)
+    return std::unexpected(function.error());
+  return perf::predictCpuProgram(device, *function, values);
+}
+
+void printCpuPrediction(std::ostream &out, const perf::CpuProgramPrediction &prediction) {
+  out << "// performance model: " << prediction.device << "\n";
+  for (const perf::CpuLaunchPrediction &launch : prediction.launches) {
+    const perf::KernelProfile &profile = launch.profile;
+    out << "kernel " << profile.kernel << " (line " << where(profile.source) << "), launched "
+        << significant(launch.launches) << " time" << (launch.launches == 1 ? "" : "s") << "\n";
+    out << "  grid         " << profile.launch.grid[0] << " x " << profile.launch.grid[1] << " x "
+        << profile.launch.grid[2] << " blocks of " << profile.launch.block[0] << " x "
+        << profile.launch.block[1] << " x " << profile.launch.block[2] << " threads, "
+        << (launch.alone ? "run in the calling thread" : "shared out to the pool") << "\n";
+    out << "  work         " << quantity(profile.flops, "FLOP") << ", "
+        << (launch.vectorized ? "threads as vector lanes" : "scalar (lanes gather)") << "\n";
+    out << "  memory       " << quantity(profile.compulsoryReadBytes, "B") << " read, "
+        << quantity(profile.compulsoryWriteBytes, "B") << " written\n";
+    out << "  times        compute " << milliseconds(launch.computeSeconds) << ", memory "
+        << milliseconds(launch.memorySeconds) << ", launch " << milliseconds(launch.overheadSeconds)
+        << "\n";
+    out << "  predicted    " << milliseconds(launch.seconds) << " a launch, " << launch.bound
+        << "-bound\n\n";
+  }
+  if (prediction.hostSeconds > 0)
+    out << "host code      " << milliseconds(prediction.hostSeconds) << " (operations "
+        << milliseconds(prediction.hostComputeSeconds) << ", recurrences "
+        << milliseconds(prediction.hostLatencySeconds) << ", memory "
+        << milliseconds(prediction.hostMemorySeconds) << ")\n";
+  out << "total          " << milliseconds(prediction.seconds);
+  if (prediction.approximate)
+    out << "; approximate: data decides some branch or bound";
+  out << "\n";
+}
+
 void printPrediction(std::ostream &out, const perf::ProgramPrediction &prediction) {
   out << "// performance model: " << prediction.device << "\n";
   for (const perf::LaunchPrediction &launch : prediction.launches) {

@@ -5,6 +5,7 @@
 
 #include "frontend/Ast.h"
 #include "passes/Pipeline.h"
+#include "perf/CpuModel.h"
 #include "perf/GpuModel.h"
 #include "support/Error.h"
 
@@ -23,6 +24,17 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
                                                 const passes::PassChoices &choices,
                                                 const std::map<std::string, int64_t> &values,
                                                 const perf::GpuDevice &device);
+
+// Compiles `kernel` through the CPU pipeline as the CPU engine would and
+// predicts the run with `values` on `device` (perf/CpuModel.h).
+Expected<perf::CpuProgramPrediction> predictCpuRun(const Program &program, const KernelDecl &kernel,
+                                                   const passes::PassChoices &choices,
+                                                   const std::map<std::string, int64_t> &values,
+                                                   const perf::CpuDevice &device);
+
+// The CPU's report: per launch its geometry, work, bytes, the time of each
+// bound and the prediction; the host code's; then the total.
+void printCpuPrediction(std::ostream &out, const perf::CpuProgramPrediction &prediction);
 
 // The whole report: per launch its geometry, resources, occupancy, work,
 // accesses, the time of each bound and the prediction; then the total.

@@ -1,0 +1,364 @@
+// The CPUs the performance model knows, and the probe that measures this
+// one (see CpuDevices.h).
+#include "perf/CpuDevices.h"
+
+#include "support/AtomicFile.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace loopc::perf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The fastest of a few runs: what the machine can do when nothing else
+// takes it.
+template <typename Run> double fastest(int runs, Run run) {
+  double best = 1e30;
+  for (int i = 0; i < runs; ++i)
+    best = std::min(best, run());
+  return best;
+}
+
+// Twelve independent chains of vector FMAs: enough to cover an FMA's
+// latency on both of a core's FMA pipes. Returns seconds for `iterations`.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) double timeFma512(int64_t iterations) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+  __m512 scale = _mm512_set1_ps(0.9999f), shift = _mm512_set1_ps(1e-4f);
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n)
+    for (__m512 &a : acc)
+      a = _mm512_fmadd_ps(a, scale, shift);
+  double seconds = secondsSince(start);
+  float lanes[16], sink = 0;
+  for (const __m512 &a : acc) {
+    _mm512_storeu_ps(lanes, a);
+    sink += lanes[0];
+  }
+  asm volatile("" : : "x"(sink));
+  return seconds;
+}
+
+__attribute__((target("avx2,fma"))) double timeFma256(int64_t iterations) {
+  __m256 acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
+  __m256 scale = _mm256_set1_ps(0.9999f), shift = _mm256_set1_ps(1e-4f);
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n)
+    for (__m256 &a : acc)
+      a = _mm256_fmadd_ps(a, scale, shift);
+  double seconds = secondsSince(start);
+  float lanes[8], sink = 0;
+  for (const __m256 &a : acc) {
+    _mm256_storeu_ps(lanes, a);
+    sink += lanes[0];
+  }
+  asm volatile("" : : "x"(sink));
+  return seconds;
+}
+#endif
+
+// Eight independent chains of scalar multiply-then-add (2 operations each
+// step), or one chain of dependent additions.
+double timeScalarOps(int64_t iterations, bool dependent) {
+  volatile float seed = 0.9999f;
+  float scale = seed, shift = 1e-4f * seed;
+  float acc[8];
+  for (int i = 0; i < 8; ++i)
+    acc[i] = 0.001f * static_cast<float>(i);
+  auto start = Clock::now();
+  if (dependent) {
+    for (int64_t n = 0; n < iterations; ++n) {
+      acc[0] += shift;
+      asm volatile("" : "+x"(acc[0]));
+    }
+  } else {
+    for (int64_t n = 0; n < iterations; ++n)
+      for (float &a : acc) {
+        a = a * scale;
+        a = a + shift;
+        asm volatile("" : "+x"(a));
+      }
+  }
+  double seconds = secondsSince(start);
+  float sink = 0;
+  for (float a : acc)
+    sink += a;
+  asm volatile("" : : "x"(sink));
+  return seconds;
+}
+
+// Bytes read plus written a second by `threads` threads each copying its
+// share of `bytes` (source and destination together) `passes` times.
+double copyGBs(int64_t bytes, int threads, int passes) {
+  int64_t half = std::max<int64_t>(bytes / 2 / threads / 64 * 64, 64);
+  std::vector<std::unique_ptr<char[]>> from, to;
+  for (int t = 0; t < threads; ++t) {
+    from.push_back(std::make_unique<char[]>(static_cast<size_t>(half)));
+    to.push_back(std::make_unique<char[]>(static_cast<size_t>(half)));
+    std::memset(from.back().get(), t + 1, static_cast<size_t>(half));
+    std::memset(to.back().get(), 0, static_cast<size_t>(half));
+  }
+  double seconds = fastest(3, [&] {
+    auto start = Clock::now();
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, t] {
+        for (int p = 0; p < passes; ++p) {
+          std::memcpy(to[t].get(), from[t].get(), static_cast<size_t>(half));
+          asm volatile("" : : "r"(to[t].get()) : "memory");
+        }
+      });
+    for (std::thread &worker : workers)
+      worker.join();
+    return secondsSince(start);
+  });
+  return 2.0 * static_cast<double>(half) * threads * passes / seconds / 1e9;
+}
+
+// The size of one cache of `level` that cpu0 uses, from sysfs ("32768K"),
+// else sysconf's, else `fallback`. (glibc's sysconf may add up the L3s of
+// a whole host, which a virtual machine sees but does not have.)
+int64_t cacheSize(int level, int sysconfName, int64_t fallback) {
+  for (int index = 0; index < 8; ++index) {
+    std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";
+    std::ifstream levelFile(dir + "level"), typeFile(dir + "type"), sizeFile(dir + "size");
+    int found = 0;
+    std::string type, size;
+    if (!(levelFile >> found) || found != level || !(typeFile >> type) || type == "Instruction" ||
+        !(sizeFile >> size) || size.empty())
+      continue;
+    int64_t scale = size.back() == 'K' ? 1024 : size.back() == 'M' ? 1024 * 1024 : 1;
+    int64_t value = std::atoll(size.c_str()) * scale;
+    if (value > 0)
+      return value;
+  }
+  long size = sysconf(sysconfName);
+  return size > 0 ? size : fallback;
+}
+
+// The pool's thread count, as runtime/src/CpuThreadPool.cpp chooses it.
+int poolThreads() {
+  if (const char *wanted = std::getenv("LOOPC_NUM_THREADS"); wanted && *wanted) {
+    char *end = nullptr;
+    unsigned long count = std::strtoul(wanted, &end, 10);
+    if (*end == '\0' && count >= 1 && count <= 1024)
+      return static_cast<int>(count);
+  }
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::string cpuModelName() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("model name", 0) == 0)
+      if (size_t colon = line.find(':'); colon != std::string::npos)
+        return line.substr(line.find_first_not_of(" \t", colon + 1));
+  return "unknown CPU";
+}
+
+std::string probeCachePath() {
+  if (const char *cache = std::getenv("XDG_CACHE_HOME"); cache && *cache == '/')
+    return std::string(cache) + "/loopc/cpu-probe.json";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/loopc/cpu-probe.json";
+  return "";
+}
+
+nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
+  return {{"key", key},
+          {"description", device.description},
+          {"threads", device.threads},
+          {"vector_lanes", device.vectorLanes},
+          {"vector_gflops_per_thread", device.vectorGflopsPerThread},
+          {"scalar_gops_per_thread", device.scalarGopsPerThread},
+          {"dependent_op_ns", device.dependentOpNs},
+          {"l1_bytes_per_thread", device.l1BytesPerThread},
+          {"l2_bytes_per_thread", device.l2BytesPerThread},
+          {"l1_gbs_one_thread", device.l1GBsOneThread},
+          {"l2_gbs_one_thread", device.l2GBsOneThread},
+          {"last_level_cache_bytes", device.lastLevelCacheBytes},
+          {"cache_gbs_one_thread", device.cacheGBsOneThread},
+          {"cache_gbs", device.cacheGBs},
+          {"dram_gbs_one_thread", device.dramGBsOneThread},
+          {"dram_gbs", device.dramGBs}};
+}
+
+std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string &key) {
+  try {
+    if (json.at("key").get<std::string>() != key)
+      return std::nullopt;
+    CpuDevice device;
+    device.name = "native";
+    device.description = json.at("description").get<std::string>();
+    device.threads = json.at("threads").get<int>();
+    device.vectorLanes = json.at("vector_lanes").get<int>();
+    device.vectorGflopsPerThread = json.at("vector_gflops_per_thread").get<double>();
+    device.scalarGopsPerThread = json.at("scalar_gops_per_thread").get<double>();
+    device.dependentOpNs = json.at("dependent_op_ns").get<double>();
+    device.l1BytesPerThread = json.at("l1_bytes_per_thread").get<int64_t>();
+    device.l2BytesPerThread = json.at("l2_bytes_per_thread").get<int64_t>();
+    device.l1GBsOneThread = json.at("l1_gbs_one_thread").get<double>();
+    device.l2GBsOneThread = json.at("l2_gbs_one_thread").get<double>();
+    device.lastLevelCacheBytes = json.at("last_level_cache_bytes").get<int64_t>();
+    device.cacheGBsOneThread = json.at("cache_gbs_one_thread").get<double>();
+    device.cacheGBs = json.at("cache_gbs").get<double>();
+    device.dramGBsOneThread = json.at("dram_gbs_one_thread").get<double>();
+    device.dramGBs = json.at("dram_gbs").get<double>();
+    return device;
+  } catch (const nlohmann::json::exception &) {
+    return std::nullopt; // an older or damaged file: probe again
+  }
+}
+
+// The 2-thread AMD EPYC virtual machine of docs/benchmarks.md's CPU tables
+// (AVX-512, 1 MiB of L2 a core, 32 MiB of L3), as the probe measured it.
+CpuDevice epyc2() {
+  CpuDevice device;
+  device.name = "epyc-2";
+  device.description = "AMD EPYC (virtual machine), 2 threads, AVX-512";
+  device.threads = 2;
+  device.vectorLanes = 16;
+  device.vectorGflopsPerThread = 52;
+  device.scalarGopsPerThread = 3.8;
+  device.dependentOpNs = 3.3;
+  device.l1BytesPerThread = 32 << 10;
+  device.l2BytesPerThread = 1 << 20;
+  device.lastLevelCacheBytes = 32LL << 20;
+  device.l1GBsOneThread = 85;
+  device.l2GBsOneThread = 111;
+  device.cacheGBsOneThread = 92;
+  device.cacheGBs = 86;
+  device.dramGBsOneThread = 20;
+  device.dramGBs = 18;
+  return device;
+}
+
+} // namespace
+
+CpuDevice probeCpu() {
+  CpuDevice device;
+  device.name = "native";
+  device.threads = poolThreads();
+  std::string vectors = "SSE";
+  auto flopsOf = [](double seconds, int64_t iterations, int lanes) {
+    return static_cast<double>(iterations) * 12 * lanes * 2 / seconds / 1e9;
+  };
+  constexpr int64_t kFmaIterations = 4'000'000;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    device.vectorLanes = 16, vectors = "AVX-512";
+    device.vectorGflopsPerThread =
+        flopsOf(fastest(3, [] { return timeFma512(kFmaIterations); }), kFmaIterations, 16);
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    device.vectorLanes = 8, vectors = "AVX2";
+    device.vectorGflopsPerThread =
+        flopsOf(fastest(3, [] { return timeFma256(kFmaIterations); }), kFmaIterations, 8);
+  }
+#endif
+  constexpr int64_t kScalarIterations = 20'000'000;
+  double independent = fastest(3, [] { return timeScalarOps(kScalarIterations / 8, false); });
+  device.scalarGopsPerThread = static_cast<double>(kScalarIterations) * 2 / independent / 1e9;
+  if (device.vectorGflopsPerThread == 0) // no vector probe: 4 lanes of scalar rate
+    device.vectorGflopsPerThread = device.scalarGopsPerThread * 4;
+  double chain = fastest(3, [] { return timeScalarOps(kScalarIterations, true); });
+  device.dependentOpNs = chain / static_cast<double>(kScalarIterations) * 1e9;
+
+  device.l1BytesPerThread = cacheSize(1, _SC_LEVEL1_DCACHE_SIZE, 32 << 10);
+  device.l2BytesPerThread = cacheSize(2, _SC_LEVEL2_CACHE_SIZE, 1 << 20);
+  device.lastLevelCacheBytes =
+      cacheSize(3, _SC_LEVEL3_CACHE_SIZE, device.l2BytesPerThread * device.threads);
+  int64_t inCache = std::min<int64_t>(device.lastLevelCacheBytes / 2, 8 << 20);
+  int64_t beyondCache =
+      std::clamp<int64_t>(device.lastLevelCacheBytes * 8, 128LL << 20, 512LL << 20);
+  device.l1GBsOneThread = copyGBs(device.l1BytesPerThread / 2, 1, 2000);
+  device.l2GBsOneThread = copyGBs(device.l2BytesPerThread / 2, 1, 200);
+  device.cacheGBsOneThread = copyGBs(inCache, 1, 20);
+  device.cacheGBs = copyGBs(inCache, device.threads, 20);
+  device.dramGBsOneThread = copyGBs(beyondCache, 1, 1);
+  device.dramGBs = copyGBs(beyondCache, device.threads, 1);
+
+  std::ostringstream description;
+  description << cpuModelName() << ", " << device.threads << " thread"
+              << (device.threads == 1 ? "" : "s") << ", " << vectors;
+  device.description = description.str();
+  return device;
+}
+
+double CpuDevice::bandwidthFor(double bytes, int threadCount) const {
+  double perThread = bytes / std::max(threadCount, 1);
+  if (perThread <= static_cast<double>(l1BytesPerThread))
+    return l1GBsOneThread * threadCount;
+  if (perThread <= static_cast<double>(l2BytesPerThread))
+    return l2GBsOneThread * threadCount;
+  if (bytes <= static_cast<double>(lastLevelCacheBytes))
+    return threadCount == 1 ? cacheGBsOneThread : cacheGBs;
+  return threadCount == 1 ? dramGBsOneThread : dramGBs;
+}
+
+const std::vector<CpuDevice> &cpuDevices() {
+  static const std::vector<CpuDevice> table = {epyc2()};
+  return table;
+}
+
+Expected<CpuDevice> findCpuDevice(const std::string &name) {
+  std::string lower = name;
+  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const CpuDevice &device : cpuDevices())
+    if (device.name == lower)
+      return device;
+  if (lower != "native") {
+    std::string names = "native";
+    for (const CpuDevice &device : cpuDevices())
+      names += ", " + device.name;
+    return std::unexpected(makeError("unknown CPU model '" + name + "' (known: " + names + ")"));
+  }
+  // This machine: the cached probe when it was made for this CPU and
+  // thread count, else a new one, kept for next time (a cache that cannot
+  // be written costs only the probe's time).
+  std::string key = cpuModelName() + "|threads=" + std::to_string(poolThreads());
+  std::string path = probeCachePath();
+  if (!path.empty()) {
+    std::ifstream cached(path);
+    nlohmann::json json = nlohmann::json::parse(cached, nullptr, /*allow_exceptions=*/false);
+    if (cached && !json.is_discarded())
+      if (std::optional<CpuDevice> device = fromJson(json, key))
+        return *device;
+  }
+  CpuDevice device = probeCpu();
+  if (!path.empty()) {
+    std::error_code ignored;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
+    (void)writeFileAtomically(path, toJson(device, key).dump(2) + "\n", "'" + path + "'");
+  }
+  return device;
+}
+
+} // namespace loopc::perf

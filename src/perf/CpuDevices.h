@@ -1,0 +1,67 @@
+// The CPUs the performance model knows: what one core computes (vector and
+// scalar floating-point rates, the latency of a dependent operation), what
+// the caches and memory move for one thread and for all of them, and what
+// a launch on loopc's thread pool costs.
+//
+// The figures of `native` are this machine's, measured by a probe of a few
+// tenths of a second (independent FMA chains on the widest vectors the CPU
+// has, a dependent chain, copies of arrays that fit the last-level cache and
+// of arrays that do not, on one thread and on every thread of the pool) and
+// kept in the user's cache directory, so that only the first use pays for
+// it. The named ones are machines the model was calibrated on, with the
+// figures the probe measured there (tests/cpu_perf_test.cpp).
+#pragma once
+
+#include "support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace loopc::perf {
+
+struct CpuDevice {
+  std::string name;        // what --device-model takes: "native", "epyc-2"
+  std::string description; // "AMD EPYC, 2 threads, AVX-512"
+  int threads = 1;         // the thread pool's (LOOPC_NUM_THREADS, else one per core)
+  int vectorLanes = 4;     // f32 lanes of the widest vector the code generator uses
+  // One core: f32 flops a second with independent vector FMAs (an FMA is
+  // 2), independent scalar floating-point operations a second, and the
+  // nanoseconds between two dependent ones (a recurrence's step).
+  double vectorGflopsPerThread = 0;
+  double scalarGopsPerThread = 0;
+  double dependentOpNs = 0;
+  int64_t l1BytesPerThread = 0, l2BytesPerThread = 0;
+  int64_t lastLevelCacheBytes = 0;
+  // Bytes read plus written a second by one thread copying arrays that fit
+  // its L1 and its L2 (each thread has its own); by copies whose arrays fit
+  // the last-level cache, and by copies of arrays far larger, on one thread
+  // and on all of them.
+  double l1GBsOneThread = 0, l2GBsOneThread = 0;
+  double cacheGBsOneThread = 0, cacheGBs = 0;
+  double dramGBsOneThread = 0, dramGBs = 0;
+  // The thread pool (runtime/src/CpuThreadPool.cpp): a launch run in the
+  // calling thread, and one handed to the other threads, cost this many
+  // microseconds besides their work; a launch whose work takes less than
+  // `inlineBelowMicroseconds` alone runs alone.
+  double launchAloneMicroseconds = 0.012;
+  double launchSharedMicroseconds = 1.0;
+  double inlineBelowMicroseconds = 2.0;
+
+  // What `threads` threads moving `bytes` together achieve: the level that
+  // holds them (L1 and L2 per thread, the last-level cache, DRAM).
+  double bandwidthFor(double bytes, int threads) const;
+};
+
+// The named CPUs, calibrated: "epyc-2" (the 2-thread AMD EPYC virtual
+// machine of docs/benchmarks.md's CPU tables).
+const std::vector<CpuDevice> &cpuDevices();
+
+// `name`: "native" (this machine, probed once and cached), or a named CPU
+// (case-insensitive); an error lists the names.
+Expected<CpuDevice> findCpuDevice(const std::string &name);
+
+// Measures this machine (what `native` is when nothing is cached).
+CpuDevice probeCpu();
+
+} // namespace loopc::perf
