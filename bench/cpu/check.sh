@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Checks that the C baselines of run.sh compute what the samples compute: each
-# baseline runs once at small odd sizes with BENCH_DUMP_DIR set, writing its
-# inputs and outputs as .npy files; loopc then runs the sample on the CPU JIT
-# with those inputs (--in), and every output must match within a float
-# tolerance (the two may order a reduction's additions differently).
+# Checks that the C baselines of run.sh and polybench.sh compute what their
+# .loop programs compute: each baseline runs once at small odd sizes with
+# BENCH_DUMP_DIR set, writing its inputs and outputs as .npy files; loopc then
+# runs the program on the CPU JIT with those inputs (--in), and every output
+# must match within a float tolerance (the two may order a reduction's
+# additions differently).
 #
 # Usage: bench/cpu/check.sh [LOOPC] (default build/loopc). Exit 1 on a mismatch.
 set -euo pipefail
@@ -42,6 +43,22 @@ cases=(
   "polybench/lu|tests/programs/polybench/lu.loop:lu|37|"
   "polybench/trisolv|tests/programs/polybench/trisolv.loop:trisolv|37|"
   "polybench/mvt|tests/programs/polybench/mvt.loop:mvt|37|"
+  "polybench/atax|tests/programs/polybench/atax.loop:atax|37 29|"
+  "polybench/bicg|tests/programs/polybench/bicg.loop:bicg|37 29|"
+  "polybench/cholesky|tests/programs/polybench/cholesky.loop:cholesky|37|"
+  "polybench/correlation|tests/programs/polybench/correlation.loop:correlation|37 29|"
+  "polybench/doitgen|tests/programs/polybench/doitgen.loop:doitgen|5 7 37|"
+  "polybench/durbin|tests/programs/polybench/durbin.loop:durbin|37|"
+  "polybench/gemm|tests/programs/polybench/gemm.loop:gemm|37 29 41|alpha=1.5 beta=1.2"
+  "polybench/gemver|tests/programs/polybench/gemver.loop:gemver|37|alpha=1.5 beta=1.2"
+  "polybench/gesummv|tests/programs/polybench/gesummv.loop:gesummv|37|alpha=1.5 beta=1.2"
+  "polybench/gramschmidt|tests/programs/polybench/gramschmidt.loop:gramschmidt|37 29|"
+  "polybench/k2mm|tests/programs/polybench/k2mm.loop:k2mm|37 29 41 31|alpha=1.5 beta=1.2"
+  "polybench/k3mm|tests/programs/polybench/k3mm.loop:k3mm|37 29 41 31 23|"
+  "polybench/ludcmp|tests/programs/polybench/ludcmp.loop:ludcmp|37|"
+  "polybench/symm|tests/programs/polybench/symm.loop:symm|37 29|alpha=1.5 beta=1.2"
+  "polybench/syr2k|tests/programs/polybench/syr2k.loop:syr2k|37 29|alpha=1.5 beta=1.2"
+  "polybench/syrk|tests/programs/polybench/syrk.loop:syrk|37 29|alpha=1.5 beta=1.2"
 )
 
 # Max |expected - actual| / (1 + |expected|) over two .npy files of f32, i32
