@@ -1101,6 +1101,63 @@ kernel bound(X: inout f32[M][N], B: in f32[N][N]) {
               {"N=0 M=0", "N=1 M=1", "N=2 M=3", "N=3 M=1", "N=17 M=5", "N=64 M=2", "N=129 M=3"});
 }
 
+TEST_CASE("an element a serial loop updates kept in a register across it") {
+  // promote_invariant_elements: trmm's column update (the other row walked
+  // below it), a triangular solve (the finished elements before it), the
+  // element read in a branch and a nested loop and after the loop, loops
+  // of no iteration; and loops it leaves: another access that may be the
+  // element (a row range reaching it), an element indexed by the loop.
+  checkSource(R"(
+kernel trmm(alpha: f32, A: in f32[M][M], B: inout f32[M][N]) {
+  for i in 0..M {
+    parfor j in 0..N {
+      for k in i + 1..M {
+        B[i][j] += A[k][i] * B[k][j];
+      }
+      B[i][j] = alpha * B[i][j];
+    }
+  }
+}
+kernel solve(L: in f32[N][N], x: inout f32[N]) {
+  for i in 0..N {
+    for j in 0..i {
+      x[i] -= L[i][j] * x[j];
+    }
+    x[i] = x[i] / (L[i][i] + 3.0);
+  }
+}
+kernel nested(X: inout f32[M][N], y: out f32[M]) {
+  parfor i in 0..M {
+    for k in 0..N {
+      if (X[i][k] > 0.0) {
+        y[i] = y[i] * 0.5 + X[i][k];
+      } else {
+        for r in 0..k {
+          y[i] += X[i][r] * 0.125;
+        }
+        y[i] -= 1.0;
+      }
+    }
+    y[i] += 2.0;
+  }
+}
+kernel reaching(L: in f32[N][N], x: inout f32[N]) {
+  for i in 0..N {
+    for j in 0..i + 1 {
+      x[i] -= L[i][j] * x[j] * 0.25;
+    }
+  }
+}
+kernel indexed(x: inout f32[N]) {
+  for i in 0..N {
+    x[i] = x[i] * 0.5 + 1.0;
+  }
+}
+)",
+              {"N=0 M=0 alpha=1.5", "N=1 M=1 alpha=1.5", "N=2 M=3 alpha=0.5",
+               "N=17 M=5 alpha=1.5", "N=64 M=33 alpha=0.75", "N=129 M=2 alpha=1.5"});
+}
+
 TEST_CASE("combine outside any parfor is a plain update") {
   checkSource(R"(
 kernel host_level(x: in f32[N], best: inout f32, H: out i32[4]) {

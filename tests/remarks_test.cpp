@@ -666,6 +666,13 @@ TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality,
   CHECK(remarksOf(program(kLocality).kernel("splits").onCpu(), "interchange_column_walks") ==
         Lines{"90:34: remark: interchange_column_walks: the reduction over k below j pushed by "
               "each k into the later js' partial results, along the rows of 'T'"});
+  CHECK(remarksOf(program(kLocality).kernel("columns").onCpu(), "promote_invariant_elements") ==
+        Lines{"30:9: remark: promote_invariant_elements: 'B' kept in a register across the loop "
+              "over k: the element it updates at each iteration, which no other access there "
+              "touches"});
+  CHECK(remarksOf(program(kLocality).kernel("nextelement").onCpu(), "promote_invariant_elements") ==
+        Lines{"81:9: remark: promote_invariant_elements: 'A' not kept in a register across the "
+              "loop over k: the access at line 81 is not proven to touch another element"});
   CHECK(
       remarksOf(program(kLocality).kernel("columns").onCpu(), "hoist_independent_parfors") ==
       Lines{"28:12: remark: hoist_independent_parfors: hoisted out of the serial loop over i: one "

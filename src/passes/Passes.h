@@ -85,6 +85,11 @@ ir::Function hoistIndependentParfors(ir::Function function, const RemarkReporter
 // that walk columns along it (interchange_column_walks.cpp).
 ir::Function interchangeColumnWalks(ir::Function function, const RemarkReporter &remarks = {});
 
+// On the CPU, an element a serial loop updates at every iteration, which no
+// other access in the loop touches, lives in a register across the loop
+// (promote_invariant_elements.cpp).
+ir::Function promoteInvariantElements(ir::Function function, const RemarkReporter &remarks = {});
+
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
 // The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp).
 ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTarget::Gpu);

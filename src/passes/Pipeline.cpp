@@ -37,6 +37,7 @@ const Optimization kOptimizations[] = {
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"interchange_column_walks", {PipelineTarget::Cpu}},
+    {"promote_invariant_elements", {PipelineTarget::Cpu}},
     {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"interleave_reductions", {PipelineTarget::Cpu}},
@@ -313,6 +314,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
     return privatizeCombines(std::move(f), parameters, remarks);
   });
   passes.optimize("interchange_column_walks", interchangeColumnWalks);
+  passes.optimize("promote_invariant_elements", promoteInvariantElements);
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);
   passes.optimize("fuse_sibling_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
