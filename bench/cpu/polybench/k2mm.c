@@ -17,7 +17,8 @@ static void reset(void) { memcpy(D, D0, (size_t)(NI * NL) * sizeof(float)); }
  * version, zeros only, one memset of the whole of tmp, which Polly cannot
  * bound (-Rpass-analysis=polly-scops: "Inbounds assumption" and "No-aliasing
  * assumption" false, "SCoP ends here but was dismissed"); with -mllvm
- * -disable-loop-idiom-all it optimizes them. */
+ * -disable-loop-idiom-all, which bench/cpu/polybench.sh passes, it optimizes
+ * them. */
 static void __attribute__((noinline))
 kernel_k2mm(long NI, long NJ, long NK, long NL, float *restrict tmp, const float *restrict A,
             const float *restrict B, const float *restrict C, float *restrict D) {

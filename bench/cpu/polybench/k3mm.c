@@ -18,7 +18,8 @@ static float *A, *B, *C, *D, *E, *F, *G;
  * one memset of the whole of E, which Polly cannot bound
  * (-Rpass-analysis=polly-scops: "Inbounds assumption" and "No-aliasing
  * assumption" false, "SCoP ends here but was dismissed"); with -mllvm
- * -disable-loop-idiom-all it optimizes the three products. */
+ * -disable-loop-idiom-all, which bench/cpu/polybench.sh passes, it
+ * optimizes the three products. */
 static void __attribute__((noinline))
 mm3_mul(long P, long Q, long R, const float *restrict A, const float *restrict B,
         float *restrict E) {
