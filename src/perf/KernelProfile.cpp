@@ -92,8 +92,8 @@ class Walker {
 public:
   Walker(const KernelFunc &kernel, const LaunchShape &launch,
          const std::map<std::string, int64_t> &values,
-         const std::map<std::string, int> &loopGlobalLoads)
-      : kernel_(kernel), launch_(launch), sizes_(values), loopGlobalLoads_(loopGlobalLoads) {}
+         const std::map<std::string, CompiledLoop> &compiledLoops)
+      : kernel_(kernel), launch_(launch), sizes_(values), compiledLoops_(compiledLoops) {}
 
   KernelProfile profile() {
     KernelProfile result;
@@ -457,8 +457,10 @@ private:
     frame.var = loop.var;
     frame.trips = static_cast<double>(trips);
     frame.roundsUnroll = static_cast<double>(unrollFactor(loop, trips));
-    frame.joinsEnclosingRound = frame.roundsUnroll >= static_cast<double>(trips) &&
-                                (constantTrips || !loopGlobalLoads_.contains(loop.var));
+    frame.joinsEnclosingRound =
+        unrolledByPtxas(loop.var) || (frame.roundsUnroll >= static_cast<double>(trips) &&
+                                      (constantTrips || !compiledLoops_.contains(loop.var)));
+    double instructionsBefore = warpCounts_.instructions;
     // The loop's own increment and branch, per iteration LLVM leaves.
     if (!frame.joinsEnclosingRound)
       issue(weight * static_cast<double>(trips) * 2 / frame.roundsUnroll);
@@ -494,6 +496,20 @@ private:
         closeRoundScope(loops_.back(), weight * share);
       }
       loops_.pop_back();
+    }
+    // An innermost loop LLVM kept issues at least the instructions LLVM
+    // left in it: the index arithmetic of a copy into shared memory (an
+    // element's row and column, the clamps and compares of its guard) is
+    // not folded into addresses as a compute loop's is. A loop ptxas
+    // unrolls whole folds its counter into constant offsets instead.
+    if (auto compiled = compiledLoops_.find(loop.var); compiled != compiledLoops_.end() &&
+                                                       !unrolledByPtxas(loop.var) &&
+                                                       !containsKeptLoop(*loop.body)) {
+      double iterations = weight * static_cast<double>(trips);
+      double counted = (warpCounts_.instructions - instructionsBefore) / iterations;
+      double left = compiled->second.instructions / frame.roundsUnroll;
+      if (left > counted)
+        issue(iterations * (left - counted));
     }
     // The first iteration's wait is for the copies issued before the loop,
     // with no compute between: a whole round trip.
@@ -1126,17 +1142,29 @@ private:
     }
   }
 
+  // Whether ptxas unrolls whole a loop LLVM kept: one of a constant trip
+  // count that it may unroll (codegen/LoopCensus.h), when the unrolled code
+  // stays short. ptxas unrolled matmul's copy of B (8 iterations of 32
+  // instructions) and conv2d_5x5's 2 x 2 tile rows (5 of 76), but not
+  // cnn_conv's halo copy (13 of 42) nor conv2d_5x5's (19 of 33).
+  bool unrolledByPtxas(const std::string &var) const {
+    constexpr int64_t kPtxasUnrollInstructions = 400;
+    auto found = compiledLoops_.find(var);
+    return found != compiledLoops_.end() && found->second.constantTrips > 0 &&
+           found->second.constantTrips * found->second.instructions <= kPtxasUnrollInstructions;
+  }
+
   // The iterations of `loop`'s body one iteration of what LLVM's unroller
   // left runs: all of them when it unrolled the loop whole, else the loads
   // the optimized loop makes over those one iteration of ours makes.
   int64_t unrollFactor(const ir::For &loop, int64_t trips) const {
-    auto found = loopGlobalLoads_.find(loop.var);
-    if (found == loopGlobalLoads_.end())
+    auto found = compiledLoops_.find(loop.var);
+    if (found == compiledLoops_.end())
       return trips;
     int64_t ours = globalLoadsPerIteration(*loop.body);
     if (ours == 0)
       return 1;
-    return std::clamp<int64_t>((found->second + ours / 2) / ours, 1, trips);
+    return std::clamp<int64_t>((found->second.globalLoads + ours / 2) / ours, 1, trips);
   }
 
   // The global loads one iteration of a loop's body makes, with those of
@@ -1156,7 +1184,7 @@ private:
         auto &loop = *stmt.as<ir::For>();
         auto *trips = loop.extent->as<IntImm>();
         bool unrolledWhole =
-            loop.forKind == ForKind::Unrolled || (trips && !loopGlobalLoads_.contains(loop.var));
+            loop.forKind == ForKind::Unrolled || (trips && !compiledLoops_.contains(loop.var));
         if (unrolledWhole)
           visit(*loop.body, times * (trips ? std::max<int64_t>(trips->value, 0) : 1));
         return;
@@ -1196,6 +1224,27 @@ private:
     };
     visit(body, 1);
     return loads;
+  }
+
+  // Whether a loop inside `body` is one the code generator kept.
+  bool containsKeptLoop(const StmtNode &body) const {
+    class Finder : public IRVisitor {
+    public:
+      explicit Finder(const std::map<std::string, CompiledLoop> &kept) : kept_(kept) {}
+      bool found = false;
+
+    protected:
+      bool finished() const override { return found; }
+      void visitFor(const ir::For &node) override {
+        found |= kept_.contains(node.var);
+        IRVisitor::visitFor(node);
+      }
+
+    private:
+      const std::map<std::string, CompiledLoop> &kept_;
+    } finder(compiledLoops_);
+    finder.visit(Stmt(Stmt(), &body));
+    return finder.found;
   }
 
   // Whether a loop inside `body` has bounds that use `var`.
@@ -1252,7 +1301,7 @@ private:
   const KernelFunc &kernel_;
   const LaunchShape &launch_;
   const std::map<std::string, int64_t> &sizes_;
-  const std::map<std::string, int> &loopGlobalLoads_;
+  const std::map<std::string, CompiledLoop> &compiledLoops_;
 
   std::array<int64_t, 3> blockIndex_ = {0, 0, 0};
   double blockWeight_ = 1;
@@ -1309,8 +1358,8 @@ double KernelProfile::l2Bytes() const {
 
 KernelProfile profileKernel(const KernelFunc &kernel, const LaunchShape &launch,
                             const std::map<std::string, int64_t> &values,
-                            const std::map<std::string, int> &loopGlobalLoads) {
-  return Walker(kernel, launch, values, loopGlobalLoads).profile();
+                            const std::map<std::string, CompiledLoop> &compiledLoops) {
+  return Walker(kernel, launch, values, compiledLoops).profile();
 }
 
 } // namespace loopc::perf
