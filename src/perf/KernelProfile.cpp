@@ -1,6 +1,7 @@
 // Counting what one launch of a GPU kernel does (see KernelProfile.h).
 #include "perf/KernelProfile.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "passes/analysis/Evaluate.h"
 
@@ -86,6 +87,8 @@ struct LoopFrame {
   bool hasSharedLoad = false;
   // An AsyncWait in the loop's body: the groups it leaves in flight.
   int asyncPending = -1;
+  // The non-affine index expressions an iteration has computed.
+  std::set<std::string> computedIndices;
 };
 
 class Walker {
@@ -282,7 +285,12 @@ private:
                        ? std::optional<std::optional<LaneValues>>()
                        : std::optional<std::optional<LaneValues>>(vars_[let.var]);
       bind(let.var, isFloat(let.value->type) ? std::nullopt : evaluate(*let.value, lanes));
+      auto savedLoopVars = letLoopVars_.extract(let.var);
+      letLoopVars_[let.var] = loopVarsOf(*let.value);
       walk(*let.body, lanes, weight);
+      letLoopVars_.erase(let.var);
+      if (savedLoopVars)
+        letLoopVars_.insert(std::move(savedLoopVars));
       if (saved)
         vars_[let.var] = *saved;
       else
@@ -740,10 +748,84 @@ private:
     }
   }
 
-  // Index arithmetic: one instruction for an address, as LLVM strength-
-  // reduces the rest and folds constant offsets.
+  // Index arithmetic: LLVM strength-reduces an index that moves by a
+  // constant step with the loops around it and folds constant offsets into
+  // the address, so that costs nothing. Clamps (min, max, select) and
+  // divisions do not move so: each is an instruction (a division by a
+  // variable many), and their result one more to scale into the address (a
+  // copy's element row and column, a halo's clamped coordinates).
+  // Each distinct one is computed once per iteration of the innermost loop
+  // whose variable it uses (LLVM's GVN and LICM), and not at all when it
+  // uses none (computed once per thread).
   void countIndex(const ExprNode &index, LaneMask lanes, double weight) {
     countLoadsIn(index, lanes, weight);
+    countNonAffine(index, weight);
+  }
+
+  void countNonAffine(const ExprNode &expr, double weight) {
+    bool nonAffine =
+        expr.kind == ExprNode::Kind::Call || expr.kind == ExprNode::Kind::Select ||
+        (expr.kind == ExprNode::Kind::Binary && (expr.as<Binary>()->op == BinaryOpKind::Div ||
+                                                 expr.as<Binary>()->op == BinaryOpKind::Rem));
+    if (!nonAffine) {
+      if (auto *unary = expr.as<Unary>())
+        countNonAffine(*unary->operand, weight);
+      else if (auto *binary = expr.as<Binary>()) {
+        countNonAffine(*binary->lhs, weight);
+        countNonAffine(*binary->rhs, weight);
+      } else if (auto *cast = expr.as<Cast>())
+        countNonAffine(*cast->operand, weight);
+      return;
+    }
+    std::set<std::string> varying = loopVarsOf(expr);
+    for (auto loop = loops_.rbegin(); loop != loops_.rend(); ++loop)
+      if (varying.contains(loop->var)) {
+        if (loop->computedIndices.insert(ir::toString(Expr(Expr(), &expr))).second)
+          addFloatOrInteger(ScalarType::I64, nonAffineInstructions(expr) + 1, 0, weight);
+        return;
+      }
+  }
+
+  // The variables of the loops being walked that `expr` uses, directly or
+  // through the lets it reads.
+  std::set<std::string> loopVarsOf(const ExprNode &expr) const {
+    std::set<std::string> result;
+    for (const std::string &name : freeVars(Expr(Expr(), &expr))) {
+      if (auto let = letLoopVars_.find(name); let != letLoopVars_.end())
+        result.insert(let->second.begin(), let->second.end());
+      else if (std::ranges::any_of(loops_, [&](const LoopFrame &loop) { return loop.var == name; }))
+        result.insert(name);
+    }
+    return result;
+  }
+
+  static double nonAffineInstructions(const ExprNode &expr) {
+    switch (expr.kind) {
+    case ExprNode::Kind::Unary:
+      return nonAffineInstructions(*expr.as<Unary>()->operand);
+    case ExprNode::Kind::Binary: {
+      auto &binary = *expr.as<Binary>();
+      double own = 0;
+      if (binary.op == BinaryOpKind::Div || binary.op == BinaryOpKind::Rem)
+        own = binary.rhs->as<IntImm>() ? 1 : kIntegerDivideInstructions;
+      return own + nonAffineInstructions(*binary.lhs) + nonAffineInstructions(*binary.rhs);
+    }
+    case ExprNode::Kind::Select: {
+      auto &select = *expr.as<ir::Select>();
+      return 1 + nonAffineInstructions(*select.cond) + nonAffineInstructions(*select.thenValue) +
+             nonAffineInstructions(*select.elseValue);
+    }
+    case ExprNode::Kind::Cast:
+      return nonAffineInstructions(*expr.as<Cast>()->operand);
+    case ExprNode::Kind::Call: {
+      double total = 1;
+      for (const Expr &arg : expr.as<ir::Call>()->args)
+        total += nonAffineInstructions(*arg);
+      return total;
+    }
+    default:
+      return 0;
+    }
   }
 
   void countLoadsIn(const ExprNode &expr, LaneMask lanes, double weight) {
@@ -1308,6 +1390,8 @@ private:
   int64_t warp_ = 0;
   std::map<std::string, std::optional<LaneValues>> vars_;
   std::vector<LoopFrame> loops_;
+  // The lets in scope: the variables of the loops being walked each uses.
+  std::map<std::string, std::set<std::string>> letLoopVars_;
   std::map<const void *, int64_t> vectorFactors_;
   // Loads of the block being walked merged with their neighbours
   // (mergeableSiblings).
