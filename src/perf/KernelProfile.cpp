@@ -286,11 +286,16 @@ private:
                        : std::optional<std::optional<LaneValues>>(vars_[let.var]);
       bind(let.var, isFloat(let.value->type) ? std::nullopt : evaluate(*let.value, lanes));
       auto savedLoopVars = letLoopVars_.extract(let.var);
+      auto savedValue = letValues_.extract(let.var);
       letLoopVars_[let.var] = loopVarsOf(*let.value);
+      letValues_[let.var] = let.value.get();
       walk(*let.body, lanes, weight);
       letLoopVars_.erase(let.var);
+      letValues_.erase(let.var);
       if (savedLoopVars)
         letLoopVars_.insert(std::move(savedLoopVars));
+      if (savedValue)
+        letValues_.insert(std::move(savedValue));
       if (saved)
         vars_[let.var] = *saved;
       else
@@ -997,10 +1002,18 @@ private:
         for (int lane = 0; lane < kLanes; ++lane) {
           if (!(lanes & (1u << lane)))
             continue;
-          auto value = passes::evaluateInteger(*indices[dim], [&](const std::string &name) {
+          // The lets computed from the loop's variable move with it.
+          std::function<std::optional<int64_t>(const std::string &)> shifted =
+              [&](const std::string &name) -> std::optional<int64_t> {
             auto found = lookup(name, lane);
-            return name == *shiftedVar && found ? std::optional<int64_t>(*found + 1) : found;
-          });
+            if (name == *shiftedVar)
+              return found ? std::optional<int64_t>(*found + 1) : found;
+            if (auto let = letValues_.find(name);
+                let != letValues_.end() && letLoopVars_.at(name).contains(*shiftedVar))
+              return passes::evaluateInteger(*let->second, shifted);
+            return found;
+          };
+          auto value = passes::evaluateInteger(*indices[dim], shifted);
           if (!value)
             return std::nullopt;
           values[lane] = *value;
@@ -1392,6 +1405,7 @@ private:
   std::vector<LoopFrame> loops_;
   // The lets in scope: the variables of the loops being walked each uses.
   std::map<std::string, std::set<std::string>> letLoopVars_;
+  std::map<std::string, const ExprNode *> letValues_;
   std::map<const void *, int64_t> vectorFactors_;
   // Loads of the block being walked merged with their neighbours
   // (mergeableSiblings).
