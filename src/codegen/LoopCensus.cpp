@@ -46,6 +46,33 @@ bool issues(const llvm::Instruction &instruction) {
   return true;
 }
 
+// The machine instructions an instruction that issues becomes: one, but a
+// 64-bit multiply takes three (the SM multiplies 32-bit halves) and a
+// division by a constant that is not a power of two a multiply-high and
+// shifts (eight on 64 bits, three on 32), by a variable a routine.
+int machineInstructions(const llvm::Instruction &instruction) {
+  if (!issues(instruction))
+    return 0;
+  bool wide = instruction.getType()->isIntegerTy(64);
+  switch (instruction.getOpcode()) {
+  case llvm::Instruction::Mul:
+    return wide ? 3 : 1;
+  case llvm::Instruction::UDiv:
+  case llvm::Instruction::SDiv:
+  case llvm::Instruction::URem:
+  case llvm::Instruction::SRem: {
+    auto *divisor = llvm::dyn_cast<llvm::ConstantInt>(instruction.getOperand(1));
+    if (divisor && divisor->getValue().isPowerOf2())
+      return 1;
+    if (divisor)
+      return wide ? 8 : 3;
+    return 20;
+  }
+  default:
+    return 1;
+  }
+}
+
 // The Loop IR variable a loop's `llvm.loop` properties name (the NVPTX
 // target gives each loop {"loopc.loop", name}); empty when none does.
 std::string loopVariable(const llvm::Loop &loop) {
@@ -87,7 +114,7 @@ LoopCensus censusLoops(llvm::Module &module) {
         if (loops.getLoopFor(block) == loop) // not a block of an inner loop
           for (const llvm::Instruction &instruction : *block) {
             found.globalLoads += isGlobalLoad(instruction) ? 1 : 0;
-            found.instructions += issues(instruction) ? 1 : 0;
+            found.instructions += machineInstructions(instruction);
           }
       // ptxas may unroll the loop only where the latch compares a counter
       // (not where LLVM turned a short loop into a flag it clears) and no

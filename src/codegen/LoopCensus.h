@@ -22,8 +22,10 @@ namespace loopc::codegen {
 struct CensusLoop {
   int globalLoads = 0; // per iteration
   // Per iteration, of the loop's own blocks (not those of the loops in it):
-  // its instructions but phis, casts that move no bits and address
-  // arithmetic with constant offsets (folded into the memory instruction).
+  // the machine instructions of its instructions but phis, casts that move
+  // no bits and address arithmetic with constant offsets (folded into the
+  // memory instruction); a 64-bit multiply counts three, a division by a
+  // constant its multiply-high and shifts.
   int instructions = 0;
   // The trip count, where ptxas may unroll the loop: a constant the latch
   // compares a counter with, and no `nounroll` pragma; 0 otherwise.
