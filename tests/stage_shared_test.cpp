@@ -278,7 +278,7 @@ TEST_CASE("copies_in_flight: a stage's copies in unrolled groups of unconditiona
   codegen::LoopCensus loops;
   REQUIRE(codegen::compileToPtx(matmul.function, "sm_90", nullptr, &loops));
   CHECK(!loops["matmul_kernel0"].contains("A.shared.copy"));
-  CHECK(loops["matmul_kernel0"]["B.shared.group"] == 8);
+  CHECK(loops["matmul_kernel0"]["B.shared.group"].globalLoads == 8);
   test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
                              {{{"M", "33"}, {"N", "129"}, {"K", "81"}},
                               {{"M", "7"}, {"N", "300"}, {"K", "1"}},

@@ -173,8 +173,10 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
   auto ptx = codegen::compileToPtx(*function, device.ptxTarget, nullptr, &loops);
   if (!ptx)
     return std::unexpected(ptx.error());
-  for (const auto &[kernelName, copies] : loops)
-    compiled[kernelName].loopGlobalLoads = copies;
+  for (const auto &[kernelName, kernelLoops] : loops)
+    for (const auto &[variable, loop] : kernelLoops)
+      compiled[kernelName].loops[variable] = {loop.globalLoads, loop.instructions,
+                                              loop.constantTrips};
   if (std::optional<std::string> ptxas = codegen::findPtxas()) {
     auto reports = codegen::runPtxas(*ptxas, *ptx, device.ptxTarget);
     if (!reports)

@@ -12,12 +12,17 @@
 //    requests' L1 wavefronts (a 128-byte line each);
 //  - a block's critical path: the instructions of its busiest warp (one
 //    every other cycle), one round trip to memory per group of loads that go
-//    out together (as the loops LLVM left say), the shared loads' latency
-//    and its barriers. A wave of B resident blocks takes the longer of what
-//    the SM must issue for them and one critical path, so few blocks or few
-//    loads in flight show as latency-bound; the last, partial wave of a grid
-//    is a wave of its own.
-// The launch takes the longest of these, plus the device's launch overhead.
+//    out together (as the loops LLVM left, and those ptxas unrolls, say), the
+//    shared loads' latency and its barriers. A wave of B resident blocks
+//    takes the longest of what the SM's pipes need for them, one critical
+//    path, and their instructions over the share of cycles a scheduler finds
+//    one of its warps ready (each warp ready for its critical path's
+//    instructions out of its cycles), so few blocks or few loads in flight
+//    show as latency-bound; the last, partial wave of a grid is a wave of its
+//    own.
+// The launch takes the 4-norm of the DRAM, L2 and SM times (they overlap,
+// but not perfectly), at least the atomics' time, plus the device's launch
+// overhead.
 // docs/perf.md says what each figure means and where the model is blind.
 #pragma once
 
@@ -38,10 +43,10 @@ struct CompiledKernel {
   int spillBytes = 0;  // stores and loads of spilled registers, per thread
   int sharedBytes = 0; // static shared memory per block
   bool known = false;  // false: no ptxas; registers are then a guess
-  // Loop IR loop variable -> global loads per iteration, for the loops
-  // still loops after optimization (codegen/LoopCensus.h); the others were
+  // Loop IR loop variable -> what one iteration does, for the loops still
+  // loops after optimization (codegen/LoopCensus.h); the others were
   // unrolled whole.
-  std::map<std::string, int> loopGlobalLoads;
+  std::map<std::string, CompiledLoop> loops;
 };
 
 struct Occupancy {

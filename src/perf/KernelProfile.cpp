@@ -1,6 +1,7 @@
 // Counting what one launch of a GPU kernel does (see KernelProfile.h).
 #include "perf/KernelProfile.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "passes/analysis/Evaluate.h"
 
@@ -86,14 +87,16 @@ struct LoopFrame {
   bool hasSharedLoad = false;
   // An AsyncWait in the loop's body: the groups it leaves in flight.
   int asyncPending = -1;
+  // The non-affine index expressions an iteration has computed.
+  std::set<std::string> computedIndices;
 };
 
 class Walker {
 public:
   Walker(const KernelFunc &kernel, const LaunchShape &launch,
          const std::map<std::string, int64_t> &values,
-         const std::map<std::string, int> &loopGlobalLoads)
-      : kernel_(kernel), launch_(launch), sizes_(values), loopGlobalLoads_(loopGlobalLoads) {}
+         const std::map<std::string, CompiledLoop> &compiledLoops)
+      : kernel_(kernel), launch_(launch), sizes_(values), compiledLoops_(compiledLoops) {}
 
   KernelProfile profile() {
     KernelProfile result;
@@ -282,7 +285,17 @@ private:
                        ? std::optional<std::optional<LaneValues>>()
                        : std::optional<std::optional<LaneValues>>(vars_[let.var]);
       bind(let.var, isFloat(let.value->type) ? std::nullopt : evaluate(*let.value, lanes));
+      auto savedLoopVars = letLoopVars_.extract(let.var);
+      auto savedValue = letValues_.extract(let.var);
+      letLoopVars_[let.var] = loopVarsOf(*let.value);
+      letValues_[let.var] = let.value.get();
       walk(*let.body, lanes, weight);
+      letLoopVars_.erase(let.var);
+      letValues_.erase(let.var);
+      if (savedLoopVars)
+        letLoopVars_.insert(std::move(savedLoopVars));
+      if (savedValue)
+        letValues_.insert(std::move(savedValue));
       if (saved)
         vars_[let.var] = *saved;
       else
@@ -457,8 +470,10 @@ private:
     frame.var = loop.var;
     frame.trips = static_cast<double>(trips);
     frame.roundsUnroll = static_cast<double>(unrollFactor(loop, trips));
-    frame.joinsEnclosingRound = frame.roundsUnroll >= static_cast<double>(trips) &&
-                                (constantTrips || !loopGlobalLoads_.contains(loop.var));
+    frame.joinsEnclosingRound =
+        unrolledByPtxas(loop.var) || (frame.roundsUnroll >= static_cast<double>(trips) &&
+                                      (constantTrips || !compiledLoops_.contains(loop.var)));
+    double instructionsBefore = warpCounts_.instructions;
     // The loop's own increment and branch, per iteration LLVM leaves.
     if (!frame.joinsEnclosingRound)
       issue(weight * static_cast<double>(trips) * 2 / frame.roundsUnroll);
@@ -494,6 +509,20 @@ private:
         closeRoundScope(loops_.back(), weight * share);
       }
       loops_.pop_back();
+    }
+    // An innermost loop LLVM kept issues at least the instructions LLVM
+    // left in it: the index arithmetic of a copy into shared memory (an
+    // element's row and column, the clamps and compares of its guard) is
+    // not folded into addresses as a compute loop's is. A loop ptxas
+    // unrolls whole folds its counter into constant offsets instead.
+    if (auto compiled = compiledLoops_.find(loop.var); compiled != compiledLoops_.end() &&
+                                                       !unrolledByPtxas(loop.var) &&
+                                                       !containsKeptLoop(*loop.body)) {
+      double iterations = weight * static_cast<double>(trips);
+      double counted = (warpCounts_.instructions - instructionsBefore) / iterations;
+      double left = compiled->second.instructions / frame.roundsUnroll;
+      if (left > counted)
+        issue(iterations * (left - counted));
     }
     // The first iteration's wait is for the copies issued before the loop,
     // with no compute between: a whole round trip.
@@ -724,10 +753,84 @@ private:
     }
   }
 
-  // Index arithmetic: one instruction for an address, as LLVM strength-
-  // reduces the rest and folds constant offsets.
+  // Index arithmetic: LLVM strength-reduces an index that moves by a
+  // constant step with the loops around it and folds constant offsets into
+  // the address, so that costs nothing. Clamps (min, max, select) and
+  // divisions do not move so: each is an instruction (a division by a
+  // variable many), and their result one more to scale into the address (a
+  // copy's element row and column, a halo's clamped coordinates).
+  // Each distinct one is computed once per iteration of the innermost loop
+  // whose variable it uses (LLVM's GVN and LICM), and not at all when it
+  // uses none (computed once per thread).
   void countIndex(const ExprNode &index, LaneMask lanes, double weight) {
     countLoadsIn(index, lanes, weight);
+    countNonAffine(index, weight);
+  }
+
+  void countNonAffine(const ExprNode &expr, double weight) {
+    bool nonAffine =
+        expr.kind == ExprNode::Kind::Call || expr.kind == ExprNode::Kind::Select ||
+        (expr.kind == ExprNode::Kind::Binary && (expr.as<Binary>()->op == BinaryOpKind::Div ||
+                                                 expr.as<Binary>()->op == BinaryOpKind::Rem));
+    if (!nonAffine) {
+      if (auto *unary = expr.as<Unary>())
+        countNonAffine(*unary->operand, weight);
+      else if (auto *binary = expr.as<Binary>()) {
+        countNonAffine(*binary->lhs, weight);
+        countNonAffine(*binary->rhs, weight);
+      } else if (auto *cast = expr.as<Cast>())
+        countNonAffine(*cast->operand, weight);
+      return;
+    }
+    std::set<std::string> varying = loopVarsOf(expr);
+    for (auto loop = loops_.rbegin(); loop != loops_.rend(); ++loop)
+      if (varying.contains(loop->var)) {
+        if (loop->computedIndices.insert(ir::toString(Expr(Expr(), &expr))).second)
+          addFloatOrInteger(ScalarType::I64, nonAffineInstructions(expr) + 1, 0, weight);
+        return;
+      }
+  }
+
+  // The variables of the loops being walked that `expr` uses, directly or
+  // through the lets it reads.
+  std::set<std::string> loopVarsOf(const ExprNode &expr) const {
+    std::set<std::string> result;
+    for (const std::string &name : freeVars(Expr(Expr(), &expr))) {
+      if (auto let = letLoopVars_.find(name); let != letLoopVars_.end())
+        result.insert(let->second.begin(), let->second.end());
+      else if (std::ranges::any_of(loops_, [&](const LoopFrame &loop) { return loop.var == name; }))
+        result.insert(name);
+    }
+    return result;
+  }
+
+  static double nonAffineInstructions(const ExprNode &expr) {
+    switch (expr.kind) {
+    case ExprNode::Kind::Unary:
+      return nonAffineInstructions(*expr.as<Unary>()->operand);
+    case ExprNode::Kind::Binary: {
+      auto &binary = *expr.as<Binary>();
+      double own = 0;
+      if (binary.op == BinaryOpKind::Div || binary.op == BinaryOpKind::Rem)
+        own = binary.rhs->as<IntImm>() ? 1 : kIntegerDivideInstructions;
+      return own + nonAffineInstructions(*binary.lhs) + nonAffineInstructions(*binary.rhs);
+    }
+    case ExprNode::Kind::Select: {
+      auto &select = *expr.as<ir::Select>();
+      return 1 + nonAffineInstructions(*select.cond) + nonAffineInstructions(*select.thenValue) +
+             nonAffineInstructions(*select.elseValue);
+    }
+    case ExprNode::Kind::Cast:
+      return nonAffineInstructions(*expr.as<Cast>()->operand);
+    case ExprNode::Kind::Call: {
+      double total = 1;
+      for (const Expr &arg : expr.as<ir::Call>()->args)
+        total += nonAffineInstructions(*arg);
+      return total;
+    }
+    default:
+      return 0;
+    }
   }
 
   void countLoadsIn(const ExprNode &expr, LaneMask lanes, double weight) {
@@ -899,10 +1002,18 @@ private:
         for (int lane = 0; lane < kLanes; ++lane) {
           if (!(lanes & (1u << lane)))
             continue;
-          auto value = passes::evaluateInteger(*indices[dim], [&](const std::string &name) {
+          // The lets computed from the loop's variable move with it.
+          std::function<std::optional<int64_t>(const std::string &)> shifted =
+              [&](const std::string &name) -> std::optional<int64_t> {
             auto found = lookup(name, lane);
-            return name == *shiftedVar && found ? std::optional<int64_t>(*found + 1) : found;
-          });
+            if (name == *shiftedVar)
+              return found ? std::optional<int64_t>(*found + 1) : found;
+            if (auto let = letValues_.find(name);
+                let != letValues_.end() && letLoopVars_.at(name).contains(*shiftedVar))
+              return passes::evaluateInteger(*let->second, shifted);
+            return found;
+          };
+          auto value = passes::evaluateInteger(*indices[dim], shifted);
           if (!value)
             return std::nullopt;
           values[lane] = *value;
@@ -1126,17 +1237,30 @@ private:
     }
   }
 
+  // Whether ptxas unrolls whole a loop LLVM kept: one of a constant trip
+  // count that it may unroll (codegen/LoopCensus.h), when the unrolled code
+  // stays short. ptxas unrolled matmul's copy of B (8 iterations of 36
+  // instructions) and conv2d_5x5's 2 x 2 tile rows (5 of 82), but not
+  // cnn_conv's halo copy (13 of 56) nor conv2d_5x5's (19 of 39): the SASS
+  // has as many global loads as the PTX there.
+  bool unrolledByPtxas(const std::string &var) const {
+    constexpr int64_t kPtxasUnrollInstructions = 500;
+    auto found = compiledLoops_.find(var);
+    return found != compiledLoops_.end() && found->second.constantTrips > 0 &&
+           found->second.constantTrips * found->second.instructions <= kPtxasUnrollInstructions;
+  }
+
   // The iterations of `loop`'s body one iteration of what LLVM's unroller
   // left runs: all of them when it unrolled the loop whole, else the loads
   // the optimized loop makes over those one iteration of ours makes.
   int64_t unrollFactor(const ir::For &loop, int64_t trips) const {
-    auto found = loopGlobalLoads_.find(loop.var);
-    if (found == loopGlobalLoads_.end())
+    auto found = compiledLoops_.find(loop.var);
+    if (found == compiledLoops_.end())
       return trips;
     int64_t ours = globalLoadsPerIteration(*loop.body);
     if (ours == 0)
       return 1;
-    return std::clamp<int64_t>((found->second + ours / 2) / ours, 1, trips);
+    return std::clamp<int64_t>((found->second.globalLoads + ours / 2) / ours, 1, trips);
   }
 
   // The global loads one iteration of a loop's body makes, with those of
@@ -1156,7 +1280,7 @@ private:
         auto &loop = *stmt.as<ir::For>();
         auto *trips = loop.extent->as<IntImm>();
         bool unrolledWhole =
-            loop.forKind == ForKind::Unrolled || (trips && !loopGlobalLoads_.contains(loop.var));
+            loop.forKind == ForKind::Unrolled || (trips && !compiledLoops_.contains(loop.var));
         if (unrolledWhole)
           visit(*loop.body, times * (trips ? std::max<int64_t>(trips->value, 0) : 1));
         return;
@@ -1196,6 +1320,27 @@ private:
     };
     visit(body, 1);
     return loads;
+  }
+
+  // Whether a loop inside `body` is one the code generator kept.
+  bool containsKeptLoop(const StmtNode &body) const {
+    class Finder : public IRVisitor {
+    public:
+      explicit Finder(const std::map<std::string, CompiledLoop> &kept) : kept_(kept) {}
+      bool found = false;
+
+    protected:
+      bool finished() const override { return found; }
+      void visitFor(const ir::For &node) override {
+        found |= kept_.contains(node.var);
+        IRVisitor::visitFor(node);
+      }
+
+    private:
+      const std::map<std::string, CompiledLoop> &kept_;
+    } finder(compiledLoops_);
+    finder.visit(Stmt(Stmt(), &body));
+    return finder.found;
   }
 
   // Whether a loop inside `body` has bounds that use `var`.
@@ -1252,13 +1397,16 @@ private:
   const KernelFunc &kernel_;
   const LaunchShape &launch_;
   const std::map<std::string, int64_t> &sizes_;
-  const std::map<std::string, int> &loopGlobalLoads_;
+  const std::map<std::string, CompiledLoop> &compiledLoops_;
 
   std::array<int64_t, 3> blockIndex_ = {0, 0, 0};
   double blockWeight_ = 1;
   int64_t warp_ = 0;
   std::map<std::string, std::optional<LaneValues>> vars_;
   std::vector<LoopFrame> loops_;
+  // The lets in scope: the variables of the loops being walked each uses.
+  std::map<std::string, std::set<std::string>> letLoopVars_;
+  std::map<std::string, const ExprNode *> letValues_;
   std::map<const void *, int64_t> vectorFactors_;
   // Loads of the block being walked merged with their neighbours
   // (mergeableSiblings).
@@ -1309,8 +1457,8 @@ double KernelProfile::l2Bytes() const {
 
 KernelProfile profileKernel(const KernelFunc &kernel, const LaunchShape &launch,
                             const std::map<std::string, int64_t> &values,
-                            const std::map<std::string, int> &loopGlobalLoads) {
-  return Walker(kernel, launch, values, loopGlobalLoads).profile();
+                            const std::map<std::string, CompiledLoop> &compiledLoops) {
+  return Walker(kernel, launch, values, compiledLoops).profile();
 }
 
 } // namespace loopc::perf

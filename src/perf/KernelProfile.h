@@ -17,7 +17,10 @@
 // that the code generator merges into 64- or 128-bit loads are seen as one,
 // as are a straight-line block's shared loads of neighbouring elements (a
 // register tile's x copies, 4 neighbours a thread).
-// Counts are warp instructions, the unit SM schedulers issue.
+// Counts are warp instructions, the unit SM schedulers issue: index
+// arithmetic LLVM strength-reduces counts nothing, clamps and divisions in
+// indices once per iteration of the loop they move with, and an innermost
+// loop the code generator kept at least what LLVM left in it.
 #pragma once
 
 #include "ir/IR.h"
@@ -117,12 +120,22 @@ struct KernelProfile {
   double l2Bytes() const;
 };
 
+// A loop of the Loop IR that the code generator kept as a loop
+// (codegen/LoopCensus.h): per iteration of what LLVM left, its global loads
+// and the instructions of its own code (not of the loops in it), and its
+// trip count when that is a constant (0 otherwise).
+struct CompiledLoop {
+  int globalLoads = 0;
+  int instructions = 0;
+  int64_t constantTrips = 0;
+};
+
 // Profiles one launch of `kernel` with `launch`'s geometry; `values` binds
-// the kernel's sizes and scalars. `loopGlobalLoads` says which loops the
-// code generator kept as loops and how many global loads one iteration of
-// each makes (codegen/LoopCensus.h); the others it unrolled whole.
+// the kernel's sizes and scalars. `compiledLoops` (by loop variable) says
+// which loops the code generator kept as loops and what one iteration of
+// each does; the others it unrolled whole.
 KernelProfile profileKernel(const ir::KernelFunc &kernel, const LaunchShape &launch,
                             const std::map<std::string, int64_t> &values,
-                            const std::map<std::string, int> &loopGlobalLoads);
+                            const std::map<std::string, CompiledLoop> &compiledLoops);
 
 } // namespace loopc::perf
