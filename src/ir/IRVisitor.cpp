@@ -567,6 +567,44 @@ std::set<std::string> freeVars(const Stmt &stmt) {
   return std::move(collector.free);
 }
 
+std::set<std::string> boundNames(const Stmt &stmt) {
+  class Binder : public IRVisitor {
+  public:
+    std::set<std::string> names;
+
+  protected:
+    void visitFor(const For &node) override {
+      names.insert(node.var);
+      IRVisitor::visitFor(node);
+    }
+    void visitLetStmt(const LetStmt &node) override {
+      names.insert(node.var);
+      IRVisitor::visitLetStmt(node);
+    }
+    void visitReduce(const Reduce &node) override {
+      for (const Reduce::Loop &loop : node.loops)
+        names.insert(loop.var);
+      IRVisitor::visitReduce(node);
+    }
+    void visitScan(const Scan &node) override {
+      names.insert(node.loop.var);
+      IRVisitor::visitScan(node);
+    }
+  } binder;
+  binder.visit(stmt);
+  return std::move(binder.names);
+}
+
+Expr substituteLets(Expr expr, const std::map<std::string, Expr> &lets) {
+  // Lets bind each name once and only earlier names: this ends.
+  for (;;) {
+    std::set<std::string> free = freeVars(expr);
+    if (std::ranges::none_of(free, [&](const std::string &name) { return lets.contains(name); }))
+      return expr;
+    expr = substitute(expr, lets);
+  }
+}
+
 bool mentionsVar(const Stmt &stmt, const std::string &name) {
   class Finder : public IRVisitor {
   public:

@@ -112,6 +112,14 @@ Expr applyOperator(const ReduceOperator &op, Expr lhs, Expr rhs);
 // function, so any occurrence is a free one); stops at the first.
 bool mentionsVar(const Stmt &stmt, const std::string &name);
 
+// Names of the variables a statement binds: its loops' (For, Reduce, Scan)
+// and lets'.
+std::set<std::string> boundNames(const Stmt &stmt);
+
+// `expr` with the variables `lets` binds replaced by their values, again
+// until none is left (a let's value may read an earlier let).
+Expr substituteLets(Expr expr, const std::map<std::string, Expr> &lets);
+
 // Names of the variables an expression or statement reads without binding them.
 std::set<std::string> freeVars(const Expr &expr);
 std::set<std::string> freeVars(const Stmt &stmt);

@@ -181,19 +181,6 @@ protected:
   }
 };
 
-// Whether `difference`, an integer expression, is a constant of at most 0
-// whatever its variables (sizes, loop variables and lets are atoms of its
-// affine form: only a difference in which they cancel is proven).
-bool provenNotPositive(const Expr &difference) {
-  AffineScope scope;
-  for (const std::string &var : freeVars(difference))
-    scope.bindLoop(var);
-  AffineIndex form = scope.analyze(difference);
-  const auto *constant = form.rest ? form.rest->as<IntImm>() : nullptr;
-  return form.isAffine() && form.coefficients.empty() && (!form.rest || constant) &&
-         (!constant || constant->value <= 0);
-}
-
 // Whether the iterations of the serial loop `loop` (host code, its
 // accesses those of `accesses`) touch no element another writes: each array
 // it writes has a dimension that every store indexes by exactly the loop's
@@ -416,22 +403,6 @@ protected:
   }
 };
 
-// The names a statement binds (loops, lets).
-class BoundNames : public IRVisitor {
-public:
-  std::set<std::string> names;
-
-protected:
-  void visitFor(const For &node) override {
-    names.insert(node.var);
-    IRVisitor::visitFor(node);
-  }
-  void visitLetStmt(const LetStmt &node) override {
-    names.insert(node.var);
-    IRVisitor::visitLetStmt(node);
-  }
-};
-
 class ColumnWalkInterchanger : public IRMutator {
 public:
   ColumnWalkInterchanger(bool boundsChecked, const RemarkReporter &remarks)
@@ -487,17 +458,7 @@ protected:
 private:
   // `expr` with the lets around the loop being looked at replaced by their
   // values, so that `j.min` and `i + 1` compare equal.
-  Expr resolved(Expr expr) const {
-    for (int round = 0; round < 8 && usesAnyVar(expr, namesOf(lets_)); ++round)
-      expr = substitute(expr, lets_);
-    return expr;
-  }
-  static std::set<std::string> namesOf(const std::map<std::string, Expr> &lets) {
-    std::set<std::string> names;
-    for (const auto &[name, value] : lets)
-      names.insert(name);
-    return names;
-  }
+  Expr resolved(const Expr &expr) const { return substituteLets(expr, lets_); }
 
   // `parallel` (the statement `parallelStmt`) distributed over its
   // statements and moved inside the serial loops that walk columns along
@@ -741,10 +702,9 @@ private:
     if (std::optional<std::string> blocked = triangularPushBlocked(
             outer, triangle, checked, [&](const Expr &e) { return resolved(e); }, true))
       return decline(*blocked);
-    BoundNames bound;
-    bound.visit(outer.body);
+    std::set<std::string> bound = boundNames(outer.body);
     for (const std::string &name : freeVars(reduce->value))
-      if (name != range.var && name != outer.var && bound.names.contains(name))
+      if (name != range.var && name != outer.var && bound.contains(name))
         return decline("its terms read '" + remarks_.programName(name) + "', which each " + j +
                        " binds");
 

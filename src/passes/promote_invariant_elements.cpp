@@ -165,29 +165,7 @@ protected:
   }
 
 private:
-  Expr resolved(Expr expr) const {
-    for (int round = 0; round < 8; ++round) {
-      bool usesLet = false;
-      for (const std::string &name : freeVars(expr))
-        usesLet = usesLet || lets_.contains(name);
-      if (!usesLet)
-        break;
-      expr = substitute(expr, lets_);
-    }
-    return expr;
-  }
-
-  // Whether `difference`, an integer expression, is a constant of at most 0
-  // whatever its variables.
-  static bool provenNotPositive(const Expr &difference) {
-    AffineScope scope;
-    for (const std::string &var : freeVars(difference))
-      scope.bindLoop(var);
-    AffineIndex form = scope.analyze(difference);
-    const auto *constant = form.rest ? form.rest->as<IntImm>() : nullptr;
-    return form.isAffine() && form.coefficients.empty() && (!form.rest || constant) &&
-           (!constant || constant->value <= 0);
-  }
+  Expr resolved(const Expr &expr) const { return substituteLets(expr, lets_); }
 
   // Whether `other` is never `element` in the loop: in some dimension
   // their difference is v + c, v a loop variable bound in it whose range

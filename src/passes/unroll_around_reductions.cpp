@@ -36,35 +36,6 @@ namespace {
 constexpr int64_t kMaxCopies = 4;         // fuse_sibling_reductions' largest group
 constexpr size_t kMaxUnrolledSize = 4000; // codeSize of all the copies
 
-// The names a statement binds: its lets' and loops' variables.
-std::set<std::string> boundNames(const Stmt &stmt) {
-  class Binder : public IRVisitor {
-  public:
-    std::set<std::string> names;
-
-  protected:
-    void visitFor(const For &node) override {
-      names.insert(node.var);
-      IRVisitor::visitFor(node);
-    }
-    void visitLetStmt(const LetStmt &node) override {
-      names.insert(node.var);
-      IRVisitor::visitLetStmt(node);
-    }
-    void visitReduce(const Reduce &node) override {
-      for (const Reduce::Loop &loop : node.loops)
-        names.insert(loop.var);
-      IRVisitor::visitReduce(node);
-    }
-    void visitScan(const Scan &node) override {
-      names.insert(node.loop.var);
-      IRVisitor::visitScan(node);
-    }
-  } binder;
-  binder.visit(stmt);
-  return std::move(binder.names);
-}
-
 // The reductions `stmt` reaches through blocks, lets and scopes alone.
 void reductionsAtTop(const Stmt &stmt, std::vector<const Reduce *> &reductions) {
   if (auto *block = stmt->as<Block>())

@@ -135,14 +135,14 @@ std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
 
 // Every loop of a kernel, as the code generator keeps it (a loop the model
 // walks once, weighted by its trip count).
-std::map<std::string, int> everyLoopKept(const KernelFunc &kernel) {
+std::map<std::string, CompiledLoop> everyLoopKept(const KernelFunc &kernel) {
   class Loops : public IRVisitor {
   public:
-    std::map<std::string, int> kept;
+    std::map<std::string, CompiledLoop> kept;
 
   protected:
     void visitFor(const For &node) override {
-      kept[node.var] = 1;
+      kept[node.var] = CompiledLoop{.globalLoads = 1, .instructions = 0, .constantTrips = 0};
       IRVisitor::visitFor(node);
     }
   } loops;

@@ -358,4 +358,14 @@ bool gathersAcrossThreads(const std::vector<BufferAccess> &accesses, const std::
   return false;
 }
 
+bool provenNotPositive(const ir::Expr &difference) {
+  AffineScope scope;
+  for (const std::string &var : ir::freeVars(difference))
+    scope.bindLoop(var);
+  AffineIndex form = scope.analyze(difference);
+  const auto *constant = form.rest ? form.rest->as<ir::IntImm>() : nullptr;
+  return form.isAffine() && form.coefficients.empty() && (!form.rest || constant) &&
+         (!constant || constant->value <= 0);
+}
+
 } // namespace loopc::passes

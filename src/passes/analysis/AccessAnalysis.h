@@ -93,6 +93,11 @@ struct Stride {
 
 Stride strideAlong(const BufferAccess &access, const std::string &loopVar);
 
+// Whether `difference`, an integer expression, is a constant of at most 0
+// whatever its variables (sizes, loop variables and lets are atoms of its
+// affine form: only a difference in which they cancel is proven).
+bool provenNotPositive(const ir::Expr &difference);
+
 // Whether running `loopVar`'s loop outside the loop over `threadVar` (the
 // innermost thread loop of a CPU thread nest) would turn an access that
 // streams along the loop into a gather across threads (a row walked by each
