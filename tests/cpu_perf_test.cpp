@@ -23,8 +23,8 @@ namespace {
 
 // The share of the calibration rows the model must predict within 1.5x and
 // within 2x of the measured time.
-constexpr double kCpuShareWithin15 = 0.37;
-constexpr double kCpuShareWithin2 = 0.58;
+constexpr double kCpuShareWithin15 = 0.5;
+constexpr double kCpuShareWithin2 = 0.75;
 
 std::vector<std::string> words(const std::string &text) {
   std::vector<std::string> result;

@@ -41,76 +41,92 @@ template <typename Run> double fastest(int runs, Run run) {
   return best;
 }
 
-// Twelve independent chains of vector FMAs: enough to cover an FMA's
-// latency on both of a core's FMA pipes. Returns seconds for `iterations`.
+// Twelve independent chains of vector FMAs, each in a register of its own:
+// enough to cover an FMA's latency on both of a core's FMA pipes. Returns
+// seconds for `iterations`.
 #if defined(__x86_64__)
+#define LOOPC_TWELVE(step)                                                                         \
+  step(a0) step(a1) step(a2) step(a3) step(a4) step(a5) step(a6) step(a7) step(a8) step(a9)        \
+      step(a10) step(a11)
+
 __attribute__((target("avx512f"))) double timeFma512(int64_t iterations) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i)
-    acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
   __m512 scale = _mm512_set1_ps(0.9999f), shift = _mm512_set1_ps(1e-4f);
+  volatile float seed = 0.001f; // a different start for each chain: none is merged
+  float next = seed;
+#define LOOPC_START(a)                                                                             \
+  __m512 a = _mm512_set1_ps(next);                                                                 \
+  next += seed;
+  LOOPC_TWELVE(LOOPC_START)
+#undef LOOPC_START
   auto start = Clock::now();
-  for (int64_t n = 0; n < iterations; ++n)
-    for (__m512 &a : acc)
-      a = _mm512_fmadd_ps(a, scale, shift);
-  double seconds = secondsSince(start);
-  float lanes[16], sink = 0;
-  for (const __m512 &a : acc) {
-    _mm512_storeu_ps(lanes, a);
-    sink += lanes[0];
+  for (int64_t n = 0; n < iterations; ++n) {
+#define LOOPC_STEP(a) a = _mm512_fmadd_ps(a, scale, shift);
+    LOOPC_TWELVE(LOOPC_STEP)
+#undef LOOPC_STEP
   }
-  asm volatile("" : : "x"(sink));
+  double seconds = secondsSince(start);
+  __m512 sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  sum = _mm512_add_ps(sum, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+  float lanes[16];
+  _mm512_storeu_ps(lanes, sum);
+  asm volatile("" : : "x"(lanes[0]));
   return seconds;
 }
 
 __attribute__((target("avx2,fma"))) double timeFma256(int64_t iterations) {
-  __m256 acc[12];
-  for (int i = 0; i < 12; ++i)
-    acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
   __m256 scale = _mm256_set1_ps(0.9999f), shift = _mm256_set1_ps(1e-4f);
+  volatile float seed = 0.001f;
+  float next = seed;
+#define LOOPC_START(a)                                                                             \
+  __m256 a = _mm256_set1_ps(next);                                                                 \
+  next += seed;
+  LOOPC_TWELVE(LOOPC_START)
+#undef LOOPC_START
   auto start = Clock::now();
-  for (int64_t n = 0; n < iterations; ++n)
-    for (__m256 &a : acc)
-      a = _mm256_fmadd_ps(a, scale, shift);
-  double seconds = secondsSince(start);
-  float lanes[8], sink = 0;
-  for (const __m256 &a : acc) {
-    _mm256_storeu_ps(lanes, a);
-    sink += lanes[0];
+  for (int64_t n = 0; n < iterations; ++n) {
+#define LOOPC_STEP(a) a = _mm256_fmadd_ps(a, scale, shift);
+    LOOPC_TWELVE(LOOPC_STEP)
+#undef LOOPC_STEP
   }
-  asm volatile("" : : "x"(sink));
+  double seconds = secondsSince(start);
+  __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                             _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+  sum = _mm256_add_ps(sum, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, sum);
+  asm volatile("" : : "x"(lanes[0]));
   return seconds;
 }
+#undef LOOPC_TWELVE
 #endif
 
 // Eight independent chains of scalar multiply-then-add (2 operations each
-// step), or one chain of dependent additions.
+// step), each in a register of its own, or one chain of dependent
+// additions.
 double timeScalarOps(int64_t iterations, bool dependent) {
   volatile float seed = 0.9999f;
   float scale = seed, shift = 1e-4f * seed;
-  float acc[8];
-  for (int i = 0; i < 8; ++i)
-    acc[i] = 0.001f * static_cast<float>(i);
+  float c0 = seed, c1 = c0 + shift, c2 = c1 + shift, c3 = c2 + shift, c4 = c3 + shift,
+        c5 = c4 + shift, c6 = c5 + shift, c7 = c6 + shift;
   auto start = Clock::now();
   if (dependent) {
-    float chain = acc[1]; // a register, not the array's slot in memory
     for (int64_t n = 0; n < iterations; ++n) {
-      chain += shift;
-      asm volatile("" : "+x"(chain));
+      c0 += shift;
+      asm volatile("" : "+x"(c0));
     }
-    acc[0] = chain;
   } else {
-    for (int64_t n = 0; n < iterations; ++n)
-      for (float &a : acc) {
-        a = a * scale;
-        a = a + shift;
-        asm volatile("" : "+x"(a));
-      }
+    for (int64_t n = 0; n < iterations; ++n) {
+      c0 = c0 * scale + shift, c1 = c1 * scale + shift, c2 = c2 * scale + shift;
+      c3 = c3 * scale + shift, c4 = c4 * scale + shift, c5 = c5 * scale + shift;
+      c6 = c6 * scale + shift, c7 = c7 * scale + shift;
+      asm volatile(""
+                   : "+x"(c0), "+x"(c1), "+x"(c2), "+x"(c3), "+x"(c4), "+x"(c5), "+x"(c6),
+                     "+x"(c7));
+    }
   }
   double seconds = secondsSince(start);
-  float sink = 0;
-  for (float a : acc)
-    sink += a;
+  float sink = c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7;
   asm volatile("" : : "x"(sink));
   return seconds;
 }
@@ -255,18 +271,18 @@ CpuDevice epyc2() {
   device.description = "AMD EPYC (virtual machine), 2 threads, AVX-512";
   device.threads = 2;
   device.vectorLanes = 16;
-  device.vectorGflopsPerThread = 52;
-  device.scalarGopsPerThread = 3.8;
-  device.dependentOpNs = 3.3;
+  device.vectorGflopsPerThread = 117;
+  device.scalarGopsPerThread = 9.4;
+  device.dependentOpNs = 0.82;
   device.l1BytesPerThread = 32 << 10;
   device.l2BytesPerThread = 1 << 20;
   device.lastLevelCacheBytes = 32LL << 20;
-  device.l1GBsOneThread = 85;
-  device.l2GBsOneThread = 111;
-  device.cacheGBsOneThread = 92;
-  device.cacheGBs = 86;
-  device.dramGBsOneThread = 20;
-  device.dramGBs = 18;
+  device.l1GBsOneThread = 98;
+  device.l2GBsOneThread = 115;
+  device.cacheGBsOneThread = 98;
+  device.cacheGBs = 192;
+  device.dramGBsOneThread = 23.2;
+  device.dramGBs = 32;
   return device;
 }
 

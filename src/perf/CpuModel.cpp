@@ -117,7 +117,12 @@ std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
       vectorLoop = innerLoops.back();
     else if (finder.loop)
       vectorLoop = finder.loop->var;
-    kind.gathered = vectorLoop && !isStream(access, *vectorLoop);
+    // An element the innermost loop around it does not move is loaded
+    // before that loop (LLVM hoists it), whatever the lanes do.
+    bool hoisted =
+        !innerLoops.empty() && vectorLoop != innerLoops.back() &&
+        passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Zero;
+    kind.gathered = vectorLoop && !isStream(access, *vectorLoop) && !hoisted;
     kind.columnWalk = !kind.gathered && !innerLoops.empty() && vectorLoop != innerLoops.back() &&
                       !isStream(access, innerLoops.back()) &&
                       passes::strideAlong(access, *vectorLoop).kind == passes::Stride::Kind::Zero;
