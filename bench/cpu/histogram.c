@@ -9,14 +9,20 @@ static int *H;
 
 static void reset(void) { memset(H, 0, (size_t)B * sizeof(int)); }
 
+/* The range, as the sample takes it: at run time (volatile, so that the
+ * compiler does not turn the division by hi - lo = 2 into a multiplication,
+ * which it could not do for the sample's run-time lo and hi). */
+static volatile float rangeLo = -1.0f, rangeHi = 1.0f;
+
 static void run(void) {
+  float lo = rangeLo, hi = rangeHi;
 #pragma omp parallel
   {
     int *mine = calloc((size_t)B, sizeof(int));
 #pragma omp for
     for (long i = 0; i < N; ++i)
-      if (x[i] >= -1.0f && x[i] < 1.0f) {
-        long bin = (long)((x[i] + 1.0f) / 2.0f * (float)B);
+      if (x[i] >= lo && x[i] < hi) {
+        long bin = (long)((x[i] - lo) / (hi - lo) * (float)B);
         mine[bin < B - 1 ? bin : B - 1] += 1;
       }
     for (long b = 0; b < B; ++b)
