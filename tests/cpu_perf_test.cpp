@@ -26,14 +26,6 @@ namespace {
 constexpr double kCpuShareWithin15 = 0.5;
 constexpr double kCpuShareWithin2 = 0.75;
 
-std::vector<std::string> words(const std::string &text) {
-  std::vector<std::string> result;
-  std::istringstream in(text);
-  for (std::string word; in >> word;)
-    result.push_back(word);
-  return result;
-}
-
 perf::CpuProgramPrediction predictLoaded(const test::LoadedProgram &loaded,
                                          const std::string &kernel,
                                          const std::map<std::string, int64_t> &values,
@@ -176,35 +168,11 @@ TEST_CASE("cpu perf: predictions against the runs of tests/perf/cpu_measured.tsv
     double measured = 0, predicted = 0;
   };
   std::vector<Row> rows;
-  std::ifstream rowsIn(test::sourcePath("tests/perf/cpu_measured.tsv"));
-  REQUIRE(rowsIn);
-  for (std::string line; std::getline(rowsIn, line);) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    std::vector<std::string> fields;
-    std::istringstream split(line);
-    for (std::string field; std::getline(split, field, '\t');)
-      fields.push_back(field);
-    REQUIRE(fields.size() == 7);
-    std::map<std::string, int64_t> values;
-    for (const std::string &assignment : words(fields[3])) {
-      size_t equals = assignment.find('=');
-      std::string value = assignment.substr(equals + 1);
-      if (value.find_first_not_of("-0123456789") == std::string::npos)
-        values[assignment.substr(0, equals)] = std::stoll(value);
-    }
-    passes::PassChoices choices;
-    std::vector<std::string> options = words(fields[4]);
-    for (size_t i = 0; i + 1 < options.size(); i += 2) {
-      if (options[i] == "--skip-pass")
-        choices.skipped.insert(options[i + 1]);
-      else
-        REQUIRE(passes::setPassParameter(choices.parameters, options[i + 1]));
-    }
+  for (const test::MeasuredRow &row : test::readMeasuredRows("tests/perf/cpu_measured.tsv")) {
     perf::CpuProgramPrediction prediction =
-        predictFile(test::sourcePath(fields[1]), fields[2], values, choices, epyc2());
-    rows.push_back({fields[0], fields[1] + " " + fields[2] + " " + fields[3],
-                    std::stod(fields[5]) * 1e-3, prediction.seconds});
+        predictFile(test::sourcePath(row.file), row.kernel, row.values, row.choices, epyc2());
+    rows.push_back({row.name, row.file + " " + row.kernel + " " + row.sizes, row.measuredSeconds,
+                    prediction.seconds});
   }
   REQUIRE(rows.size() >= 25);
 

@@ -109,14 +109,6 @@ double spearman(const std::vector<double> &a, const std::vector<double> &b) {
   return varianceA > 0 && varianceB > 0 ? covariance / std::sqrt(varianceA * varianceB) : 1.0;
 }
 
-std::vector<std::string> words(const std::string &text) {
-  std::istringstream stream(text);
-  std::vector<std::string> result;
-  for (std::string word; stream >> word;)
-    result.push_back(word);
-  return result;
-}
-
 } // namespace
 
 TEST_CASE("perf: the device table") {
@@ -358,34 +350,10 @@ void checkCalibration(const std::string &table, const perf::GpuDevice &device,
     double measured = 0, predicted = 0;
   };
   std::vector<Row> rows;
-  std::ifstream rowsIn(test::sourcePath(table));
-  REQUIRE(rowsIn);
-  for (std::string line; std::getline(rowsIn, line);) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    std::vector<std::string> fields;
-    std::istringstream split(line);
-    for (std::string field; std::getline(split, field, '\t');)
-      fields.push_back(field);
-    REQUIRE(fields.size() == 7);
-    const std::string &name = fields[0], &file = fields[1], &kernel = fields[2];
-    std::map<std::string, int64_t> values;
-    for (const std::string &assignment : words(fields[3])) {
-      size_t equals = assignment.find('=');
-      std::string value = assignment.substr(equals + 1);
-      if (value.find_first_not_of("-0123456789") == std::string::npos)
-        values[assignment.substr(0, equals)] = std::stoll(value);
-    }
-    passes::PassChoices choices;
-    std::vector<std::string> options = words(fields[4]);
-    for (size_t i = 0; i + 1 < options.size(); i += 2) {
-      if (options[i] == "--skip-pass")
-        choices.skipped.insert(options[i + 1]);
-      else
-        REQUIRE(passes::setPassParameter(choices.parameters, options[i + 1]));
-    }
-    perf::ProgramPrediction prediction = predict(file, kernel, values, choices, device);
-    rows.push_back({name, file + " " + kernel + " " + fields[3], std::stod(fields[5]) * 1e-3,
+  for (const test::MeasuredRow &row : test::readMeasuredRows(table)) {
+    perf::ProgramPrediction prediction =
+        predict(row.file, row.kernel, row.values, row.choices, device);
+    rows.push_back({row.name, row.file + " " + row.kernel + " " + row.sizes, row.measuredSeconds,
                     prediction.seconds});
   }
   REQUIRE(rows.size() >= 50);

@@ -3,7 +3,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
-#include "passes/analysis/Evaluate.h"
+#include "perf/HostWalk.h"
 
 #include <algorithm>
 #include <functional>
@@ -189,16 +189,19 @@ double secondsOf(double bytes, double gbs) { return gbs > 0 ? bytes / (gbs * 1e9
 CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfile &profile,
                                      const std::map<AccessKey, AccessClass> &classes);
 
-class HostWalk {
+// The CPU's view of the host code: launches predicted per kernel and
+// geometry on the thread pool; the statements between them costed one by
+// one (see CpuModel.h).
+class CpuHostWalk : public HostWalk {
 public:
-  HostWalk(const CpuDevice &device, const Function &function,
-           const std::map<std::string, int64_t> &values)
-      : device_(device), function_(function), values_(values) {}
+  CpuHostWalk(const CpuDevice &device, const Function &function,
+              const std::map<std::string, int64_t> &values)
+      : HostWalk(function, values), device_(device) {}
 
-  CpuProgramPrediction run() {
+  CpuProgramPrediction predict() {
     result_.device = device_.description;
-    if (function_.body)
-      walk(*function_.body, 1);
+    run();
+    result_.approximate |= approximate();
     for (const CpuLaunchPrediction &prediction : std::views::values(predictions_)) {
       result_.launches.push_back(prediction);
       result_.seconds += prediction.seconds * prediction.launches;
@@ -210,81 +213,30 @@ public:
     return result_;
   }
 
+protected:
+  // A temporary of the host code starts zeroed: a fill of its bytes.
+  void allocated(double bytes, double times) override {
+    addHost(0, 0, secondsOf(bytes, bandwidthFor(bytes)) * times);
+  }
+
+  void stored(const Store &node, double times) override { store(node, times); }
+
+  void launched(const LaunchSite &site, double times) override {
+    auto found = predictions_.find(site.key);
+    if (found == predictions_.end()) {
+      KernelProfile profile =
+          profileKernel(site.kernel, site.shape, site.values, everyLoopKept(site.kernel));
+      result_.approximate |= profile.approximate;
+      found =
+          predictions_
+              .emplace(site.key, predictCpuLaunch(device_, profile, classifyAccesses(site.kernel)))
+              .first;
+      found->second.launches = 0;
+    }
+    found->second.launches += times;
+  }
+
 private:
-  std::optional<int64_t> evaluate(const ExprNode &expr) const {
-    return passes::evaluateInteger(expr, [&](const std::string &name) {
-      auto found = values_.find(name);
-      return found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
-    });
-  }
-
-  void walk(const StmtNode &stmt, double times) {
-    switch (stmt.kind) {
-    case StmtNode::Kind::Block:
-      for (const Stmt &child : stmt.as<ir::Block>()->stmts)
-        walk(*child, times);
-      return;
-    case StmtNode::Kind::LetStmt: {
-      auto &let = *stmt.as<LetStmt>();
-      lets_.emplace_back(let.var, let.value);
-      withValue(let.var, evaluate(*let.value), [&] { walk(*let.body, times); });
-      lets_.pop_back();
-      return;
-    }
-    case StmtNode::Kind::For: {
-      auto &loop = *stmt.as<ir::For>();
-      auto min = evaluate(*loop.min);
-      auto extent = evaluate(*loop.extent);
-      loops_.push_back(&loop);
-      if (!min || !extent) {
-        result_.approximate = true;
-        withValue(loop.var, std::nullopt, [&] { walk(*loop.body, times); });
-      } else if (*extent > 0) {
-        // Every iteration of a short loop; a long one at a few points of
-        // its range (a triangle's inner loops grow with it).
-        constexpr int64_t kEnumerated = 16, kSamples = 8;
-        if (*extent <= kEnumerated) {
-          for (int64_t i = 0; i < *extent; ++i)
-            withValue(loop.var, *min + i, [&] { walk(*loop.body, times); });
-        } else {
-          for (int64_t sample = 0; sample < kSamples; ++sample)
-            withValue(loop.var, *min + (2 * sample + 1) * *extent / (2 * kSamples),
-                      [&] { walk(*loop.body, times * static_cast<double>(*extent) / kSamples); });
-        }
-      }
-      loops_.pop_back();
-      return;
-    }
-    case StmtNode::Kind::IfThenElse: {
-      auto &branch = *stmt.as<IfThenElse>();
-      auto cond = evaluate(*branch.cond);
-      if (!cond)
-        result_.approximate = true;
-      if (!cond || *cond)
-        walk(*branch.thenCase, times);
-      else if (branch.elseCase)
-        walk(*branch.elseCase, times);
-      return;
-    }
-    case StmtNode::Kind::Allocate: {
-      // A temporary of the host code starts zeroed: a fill of its bytes.
-      auto &allocate = *stmt.as<ir::Allocate>();
-      double bytes = footprint(*allocate.buffer);
-      addHost(0, 0, secondsOf(bytes, bandwidthFor(bytes)) * times);
-      walk(*allocate.body, times);
-      return;
-    }
-    case StmtNode::Kind::Store:
-      store(*stmt.as<Store>(), times);
-      return;
-    case StmtNode::Kind::Launch:
-      launch(*stmt.as<ir::Launch>(), times);
-      return;
-    default:
-      return;
-    }
-  }
-
   double footprint(const BufferInfo &buffer) const {
     double bytes = static_cast<double>(scalarSize(buffer.element));
     for (const Expr &extent : buffer.shape)
@@ -306,11 +258,11 @@ private:
     // How each access walks the innermost loop around the statement.
     enum class Walk { Invariant, Contiguous, Strided };
     passes::AffineScope scope;
-    for (const For *loop : loops_)
+    for (const For *loop : enclosingLoops())
       scope.bindLoop(loop->var);
-    for (const auto &[var, value] : lets_)
+    for (const auto &[var, value] : enclosingLets())
       scope.bindLet(var, value);
-    const For *innermost = loops_.empty() ? nullptr : loops_.back();
+    const For *innermost = enclosingLoops().empty() ? nullptr : enclosingLoops().back();
     auto walkOf = [&](const BufferInfo &buffer, const std::vector<Expr> &indices) {
       if (!innermost)
         return Walk::Invariant;
@@ -384,67 +336,7 @@ private:
     addHost(compute * times, latency * times, memory * times);
   }
 
-  void launch(const ir::Launch &launch, double times) {
-    const KernelFunc *kernel = nullptr;
-    for (const KernelFunc &candidate : function_.kernels)
-      if (candidate.name == launch.kernel)
-        kernel = &candidate;
-    if (!kernel)
-      return;
-    LaunchShape shape;
-    for (int dim = 0; dim < 3; ++dim) {
-      auto grid = evaluate(*launch.grid[dim]);
-      auto block = evaluate(*launch.block[dim]);
-      if (!grid || !block)
-        result_.approximate = true;
-      shape.grid[dim] = std::max<int64_t>(grid.value_or(1), 0);
-      shape.block[dim] = std::max<int64_t>(block.value_or(1), 1);
-    }
-    std::map<std::string, int64_t> kernelValues = values_;
-    for (size_t i = 0; i < launch.scalars.size() && i < kernel->scalars.size(); ++i)
-      if (auto value = evaluate(*launch.scalars[i]))
-        kernelValues[kernel->scalars[i].name] = *value;
-    // One prediction per kernel, geometry and scalars; a launch repeated
-    // with other values (a shrinking grid) is predicted again.
-    std::string key = launch.kernel;
-    for (int dim = 0; dim < 3; ++dim)
-      key += " " + std::to_string(shape.grid[dim]) + "x" + std::to_string(shape.block[dim]);
-    for (const ScalarParam &scalar : kernel->scalars)
-      if (auto found = kernelValues.find(scalar.name); found != kernelValues.end())
-        key += " " + scalar.name + "=" + std::to_string(found->second);
-    auto found = predictions_.find(key);
-    if (found == predictions_.end()) {
-      KernelProfile profile = profileKernel(*kernel, shape, kernelValues, everyLoopKept(*kernel));
-      result_.approximate |= profile.approximate;
-      found =
-          predictions_.emplace(key, predictCpuLaunch(device_, profile, classifyAccesses(*kernel)))
-              .first;
-      found->second.launches = 0;
-    }
-    found->second.launches += times;
-  }
-
-  void withValue(const std::string &name, std::optional<int64_t> value,
-                 const std::function<void()> &body) {
-    auto found = values_.find(name);
-    std::optional<int64_t> saved =
-        found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
-    if (value)
-      values_[name] = *value;
-    else
-      values_.erase(name);
-    body();
-    if (saved)
-      values_[name] = *saved;
-    else
-      values_.erase(name);
-  }
-
   const CpuDevice &device_;
-  const Function &function_;
-  std::map<std::string, int64_t> values_;
-  std::vector<const For *> loops_;
-  std::vector<std::pair<std::string, Expr>> lets_;
   std::map<std::string, CpuLaunchPrediction> predictions_;
   CpuProgramPrediction result_;
 };
@@ -522,7 +414,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
 
 CpuProgramPrediction predictCpuProgram(const CpuDevice &device, const Function &function,
                                        const std::map<std::string, int64_t> &values) {
-  return HostWalk(device, function, values).run();
+  return CpuHostWalk(device, function, values).predict();
 }
 
 } // namespace loopc::perf

@@ -1,7 +1,7 @@
 // The performance model of GPU launches and host programs (see GpuModel.h).
 #include "perf/GpuModel.h"
 
-#include "passes/analysis/Evaluate.h"
+#include "perf/HostWalk.h"
 
 #include <algorithm>
 #include <cmath>
@@ -202,17 +202,20 @@ LaunchPrediction predictLaunch(const GpuDevice &device, const KernelProfile &pro
 namespace {
 
 // Walks a host program with the values of its sizes, predicting each launch.
-class HostWalk {
+// The GPU's view of the host code: launches predicted per kernel and
+// geometry; a fill of device memory or a host operation between launches
+// costs the device's overhead.
+class GpuHostWalk : public HostWalk {
 public:
-  HostWalk(const GpuDevice &device, const Function &function,
-           const std::map<std::string, int64_t> &values,
-           const std::map<std::string, CompiledKernel> &compiled)
-      : device_(device), function_(function), values_(values), compiled_(compiled) {}
+  GpuHostWalk(const GpuDevice &device, const Function &function,
+              const std::map<std::string, int64_t> &values,
+              const std::map<std::string, CompiledKernel> &compiled)
+      : HostWalk(function, values), device_(device), compiled_(compiled) {}
 
-  ProgramPrediction run() {
+  ProgramPrediction predict() {
     result_.device = device_.description;
-    if (function_.body)
-      walk(*function_.body, 1);
+    run();
+    result_.approximate |= approximate();
     for (const LaunchPrediction &prediction : std::views::values(predictions_)) {
       result_.launches.push_back(prediction);
       result_.seconds += prediction.seconds * prediction.launches;
@@ -223,143 +226,31 @@ public:
     return result_;
   }
 
-private:
-  std::optional<int64_t> evaluate(const ExprNode &expr) const {
-    return passes::evaluateInteger(expr, [&](const std::string &name) {
-      auto found = values_.find(name);
-      return found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
-    });
+protected:
+  // A global temporary is cleared before use: a fill of its bytes.
+  void allocated(double bytes, double times) override {
+    result_.hostSeconds +=
+        times * (device_.hostOperationMicroseconds * 1e-6 + bytes / (device_.dramGBs * 1e9));
   }
-
-  void walk(const StmtNode &stmt, double times) {
-    switch (stmt.kind) {
-    case StmtNode::Kind::Block:
-      for (const Stmt &child : stmt.as<ir::Block>()->stmts)
-        walk(*child, times);
-      return;
-    case StmtNode::Kind::LetStmt: {
-      auto &let = *stmt.as<LetStmt>();
-      std::optional<int64_t> value = evaluate(*let.value);
-      withValue(let.var, value, [&] { walk(*let.body, times); });
-      return;
-    }
-    case StmtNode::Kind::For: {
-      auto &loop = *stmt.as<ir::For>();
-      auto min = evaluate(*loop.min);
-      auto extent = evaluate(*loop.extent);
-      if (!min || !extent) {
-        result_.approximate = true;
-        withValue(loop.var, std::nullopt, [&] { walk(*loop.body, times); });
-        return;
-      }
-      if (*extent <= 0)
-        return;
-      // Every iteration of a short loop; a long one at a few points of its
-      // range (its launches may shrink with it, as an LU's do).
-      constexpr int64_t kEnumerated = 64, kSamples = 8;
-      if (*extent <= kEnumerated) {
-        for (int64_t i = 0; i < *extent; ++i)
-          withValue(loop.var, *min + i, [&] { walk(*loop.body, times); });
-        return;
-      }
-      for (int64_t sample = 0; sample < kSamples; ++sample)
-        withValue(loop.var, *min + (2 * sample + 1) * *extent / (2 * kSamples),
-                  [&] { walk(*loop.body, times * static_cast<double>(*extent) / kSamples); });
-      return;
-    }
-    case StmtNode::Kind::IfThenElse: {
-      auto &branch = *stmt.as<IfThenElse>();
-      auto cond = evaluate(*branch.cond);
-      if (!cond)
-        result_.approximate = true;
-      if (!cond || *cond)
-        walk(*branch.thenCase, times);
-      else if (branch.elseCase)
-        walk(*branch.elseCase, times);
-      return;
-    }
-    case StmtNode::Kind::Allocate: {
-      // A global temporary is cleared before use: a fill of its bytes.
-      auto &allocate = *stmt.as<ir::Allocate>();
-      double bytes = static_cast<double>(scalarSize(allocate.buffer->element));
-      for (const Expr &extent : allocate.buffer->shape)
-        bytes *= static_cast<double>(std::max<int64_t>(evaluate(*extent).value_or(1), 0));
-      result_.hostSeconds +=
-          times * (device_.hostOperationMicroseconds * 1e-6 + bytes / (device_.dramGBs * 1e9));
-      walk(*allocate.body, times);
-      return;
-    }
-    case StmtNode::Kind::Store:
-      result_.hostSeconds += times * device_.hostOperationMicroseconds * 1e-6;
-      return;
-    case StmtNode::Kind::Launch:
-      launch(*stmt.as<ir::Launch>(), times);
-      return;
-    default:
-      return;
-    }
+  void stored(const ir::Store &, double times) override {
+    result_.hostSeconds += times * device_.hostOperationMicroseconds * 1e-6;
   }
-
-  void launch(const ir::Launch &launch, double times) {
-    const KernelFunc *kernel = nullptr;
-    for (const KernelFunc &candidate : function_.kernels)
-      if (candidate.name == launch.kernel)
-        kernel = &candidate;
-    if (!kernel)
-      return;
-    LaunchShape shape;
-    for (int dim = 0; dim < 3; ++dim) {
-      auto grid = evaluate(*launch.grid[dim]);
-      auto block = evaluate(*launch.block[dim]);
-      if (!grid || !block)
-        result_.approximate = true;
-      shape.grid[dim] = std::max<int64_t>(grid.value_or(1), 0);
-      shape.block[dim] = std::max<int64_t>(block.value_or(1), 1);
-    }
-    std::map<std::string, int64_t> kernelValues = values_;
-    for (size_t i = 0; i < launch.scalars.size() && i < kernel->scalars.size(); ++i)
-      if (auto value = evaluate(*launch.scalars[i]))
-        kernelValues[kernel->scalars[i].name] = *value;
-    // One prediction per kernel and geometry; a launch repeated with other
-    // values (a shrinking grid) is predicted again and counted apart.
-    std::string key = launch.kernel;
-    for (int dim = 0; dim < 3; ++dim)
-      key += " " + std::to_string(shape.grid[dim]) + "x" + std::to_string(shape.block[dim]);
-    for (const ScalarParam &scalar : kernel->scalars)
-      if (auto found = kernelValues.find(scalar.name); found != kernelValues.end())
-        key += " " + scalar.name + "=" + std::to_string(found->second);
-    auto found = predictions_.find(key);
+  void launched(const LaunchSite &site, double times) override {
+    auto found = predictions_.find(site.key);
     if (found == predictions_.end()) {
       CompiledKernel facts;
-      if (auto known = compiled_.find(launch.kernel); known != compiled_.end())
+      if (auto known = compiled_.find(site.kernel.name); known != compiled_.end())
         facts = known->second;
-      KernelProfile profile = profileKernel(*kernel, shape, kernelValues, facts.loops);
+      KernelProfile profile = profileKernel(site.kernel, site.shape, site.values, facts.loops);
       result_.approximate |= profile.approximate;
-      found = predictions_.emplace(key, predictLaunch(device_, profile, facts)).first;
+      found = predictions_.emplace(site.key, predictLaunch(device_, profile, facts)).first;
       found->second.launches = 0;
     }
     found->second.launches += times;
   }
 
-  void withValue(const std::string &name, std::optional<int64_t> value,
-                 const std::function<void()> &body) {
-    auto found = values_.find(name);
-    std::optional<int64_t> saved =
-        found == values_.end() ? std::nullopt : std::optional<int64_t>(found->second);
-    if (value)
-      values_[name] = *value;
-    else
-      values_.erase(name);
-    body();
-    if (saved)
-      values_[name] = *saved;
-    else
-      values_.erase(name);
-  }
-
+private:
   const GpuDevice &device_;
-  const Function &function_;
-  std::map<std::string, int64_t> values_;
   const std::map<std::string, CompiledKernel> &compiled_;
   std::map<std::string, LaunchPrediction> predictions_;
   ProgramPrediction result_;
@@ -370,7 +261,7 @@ private:
 ProgramPrediction predictProgram(const GpuDevice &device, const Function &function,
                                  const std::map<std::string, int64_t> &values,
                                  const std::map<std::string, CompiledKernel> &compiled) {
-  return HostWalk(device, function, values, compiled).run();
+  return GpuHostWalk(device, function, values, compiled).predict();
 }
 
 } // namespace loopc::perf

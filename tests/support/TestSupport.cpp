@@ -199,4 +199,44 @@ std::string TempDir::file(const std::string &name, const std::string &contents) 
 
 std::string TempDir::at(const std::string &name) const { return (path_ / name).string(); }
 
+std::vector<MeasuredRow> readMeasuredRows(const std::string &relativePath) {
+  auto words = [](const std::string &text) {
+    std::istringstream stream(text);
+    std::vector<std::string> result;
+    for (std::string word; stream >> word;)
+      result.push_back(word);
+    return result;
+  };
+  std::vector<MeasuredRow> rows;
+  std::ifstream in(sourcePath(relativePath));
+  REQUIRE(in);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#')
+      continue;
+    std::vector<std::string> fields;
+    std::istringstream split(line);
+    for (std::string field; std::getline(split, field, '\t');)
+      fields.push_back(field);
+    REQUIRE(fields.size() == 7);
+    MeasuredRow row;
+    row.name = fields[0], row.file = fields[1], row.kernel = fields[2], row.sizes = fields[3];
+    row.measuredSeconds = std::stod(fields[5]) * 1e-3;
+    for (const std::string &assignment : words(fields[3])) {
+      size_t equals = assignment.find('=');
+      std::string value = assignment.substr(equals + 1);
+      if (value.find_first_not_of("-0123456789") == std::string::npos)
+        row.values[assignment.substr(0, equals)] = std::stoll(value);
+    }
+    std::vector<std::string> options = words(fields[4]);
+    for (size_t i = 0; i + 1 < options.size(); i += 2) {
+      if (options[i] == "--skip-pass")
+        row.choices.skipped.insert(options[i + 1]);
+      else
+        REQUIRE(passes::setPassParameter(row.choices.parameters, options[i + 1]));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 } // namespace loopc::test

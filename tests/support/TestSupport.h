@@ -8,6 +8,7 @@
 #include "support/Diagnostics.h"
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -104,5 +105,19 @@ public:
 private:
   std::filesystem::path path_;
 };
+
+// One row of a calibration table (tests/perf/*_measured.tsv): a program run
+// with its sizes and compiler options, and the time it measured.
+struct MeasuredRow {
+  std::string name, file, kernel, sizes;
+  std::map<std::string, int64_t> values; // the integer sizes and scalars
+  passes::PassChoices choices;           // --skip-pass and --pass-param
+  double measuredSeconds = 0;
+};
+
+// The rows of the table at `relativePath` (tab-separated: case, file,
+// kernel, sizes, options, measured ms, commit; '#' lines are comments);
+// fails the current test on a malformed row.
+std::vector<MeasuredRow> readMeasuredRows(const std::string &relativePath);
 
 } // namespace loopc::test
