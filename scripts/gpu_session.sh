@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# What a session lent a GPU runs there, in one call of the device tool (a
-# session gets about 15 minutes of device time, the machine's start
-# included, so there is room for one full call): the correctness table
+# Everything a GPU machine held for a few minutes should run, in one command
+# (about 10 minutes, so that one run fits a short loan of the machine): the
+# correctness table
 # (scripts/gpu_check.sh, its checks in parallel, none started after a quarter
 # of the budget), then the benchmark (bench/gpu/run.sh: the peers, then loopc) with
 # the time left before BUDGET seconds (default 560). Everything is written
@@ -13,11 +13,11 @@
 # cases of bench/gpu/profile.sh it matches (Nsight Compute and the machine
 # instructions by opcode, no tuning) into $OUT/profile/, within the budget.
 #
-# Prepared on the CPU machine (docs/gpu.md, "A session with a GPU"):
+# Prepared on a machine without a GPU (docs/gpu.md, "Everything in one command"):
 #   scripts/build-static.sh; cmake --build build-static --target loopc-runtime-smoke
 #   LOOPC_EXPORT_RANDOM_PROGRAMS=build-static/random-programs build/tests/test_random_programs
 #   cp -r ../shared/anchors bench/anchors
-# then the device tool's run, carrying build-static/loopc, build-static/libdevice.10.bc,
+# then run on the GPU machine with build-static/loopc, build-static/libdevice.10.bc,
 # build-static/runtime/loopc-runtime-smoke, build-static/random-programs and
 # bench/anchors, with LOOPC_COMMIT set to the commit the binary was built from:
 #   LOOPC_COMMIT=abc1234 scripts/gpu_session.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The whole GPU benchmark in one command, made for one call of the device tool
-# (10 minutes at most): runs the peers' script (bench/anchors/gpu_anchors.py:
+# The whole GPU benchmark in one command, made to fit 10 minutes on a GPU
+# machine: runs the peers' script (bench/anchors/gpu_anchors.py:
 # torch, cuBLAS, cuDNN, Triton on this GPU) and then `loopc bench --json` on
 # each sample at the sizes the peers use, and prints a markdown table joining
 # the two (bench/gpu/report.py). Peer and loopc run in the same run, because
@@ -11,7 +11,7 @@
 # has its row), 2 when LOOPC is missing.
 # Environment:
 #   OUT            also write everything (table.md, anchors.jsonl, the raw logs,
-#                  loopc.tsv) to $OUT/bench-gpu/; the device tool returns $OUT
+#                  loopc.tsv) to $OUT/bench-gpu/, a folder to bring back
 #   LOOPC_COMMIT   the commit LOOPC was built from (the device's copy of the
 #                  checkout has no .git); default: git HEAD here, else unknown
 #   DEVICE=gpu     loopc's --device; DEVICE=cpu with SMOKE=1 exercises the
