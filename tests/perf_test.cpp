@@ -314,9 +314,25 @@ TEST_CASE("perf: explain --perf on the command line") {
   CHECK(contains(bench.output, "\"device_model\":\"h100\""));
   CHECK(contains(bench.output, "\"predicted_bound\":"));
   CHECK(contains(bench.output, "\"predicted_ms\":"));
+  // On the CPU, the CPU's model: a named one, or this machine's; a GPU's
+  // name still predicts for that GPU.
+  auto cpu = test::runLoopc("bench samples/dot.loop --set N=100000 --device cpu --repeat 1 "
+                            "--device-model epyc-2 --json");
+  CHECK(cpu.exitCode == 0);
+  CHECK(contains(cpu.output, "\"device_model\":\"epyc-2\""));
+  CHECK(contains(cpu.output, "\"predicted_ms\":"));
   auto plain = test::runLoopc("bench samples/dot.loop --set N=100000 --device cpu --repeat 1");
   CHECK(plain.exitCode == 0);
-  CHECK(!contains(plain.output, "predicted"));
+  CHECK(contains(plain.output, "on native"));
+  CHECK(contains(plain.output, "(loopc explain --perf --target cpu says why)"));
+  auto onGpu = test::runLoopc("bench samples/dot.loop --set N=1000 --device cpu --repeat 1 "
+                              "--device-model h100");
+  CHECK(contains(onGpu.output, "on h100"));
+  auto neither =
+      test::runLoopc("bench samples/dot.loop --set N=10 --device cpu --device-model z80");
+  CHECK(neither.exitCode == 1);
+  CHECK(contains(neither.output, "unknown device model 'z80': a GPU (h100, h100-pcie, h200, a100, "
+                                 "l4) or a CPU (native, epyc-2)"));
 
   auto missing = test::runLoopc("explain samples/matmul.loop --perf --set M=100");
   CHECK(missing.exitCode == 1);

@@ -28,11 +28,18 @@ struct BenchOptions {
 };
 
 // The GPU the performance model predicts this run for: --device-model, or
-// the model of the GPU the run is on; none on the CPU without the option.
+// the model of the GPU the run is on; none for a run on the CPU but when
+// --device-model names a GPU (the CPU's own model predicts it otherwise).
 Expected<const perf::GpuDevice *> benchDeviceModel(const BenchOptions &options,
                                                    const Engine &engine) {
-  if (!options.deviceModel.empty())
-    return perf::findGpuDevice(options.deviceModel);
+  if (!options.deviceModel.empty()) {
+    auto gpu = perf::findGpuDevice(options.deviceModel);
+    if (!gpu && engine.name() == "cpu")
+      return nullptr; // a CPU model's name (runBench)
+    return gpu;
+  }
+  if (engine.name() == "cpu")
+    return nullptr; // the CPU's own model (runBench)
   if (engine.name() == "gpu")
     return perf::gpuDeviceForDriverName(engine.device());
   return nullptr;
@@ -74,6 +81,27 @@ int runBench(const BenchOptions &options) {
     return 1;
   }
   std::optional<perf::ProgramPrediction> prediction;
+  std::optional<perf::CpuProgramPrediction> cpuPrediction;
+  std::optional<perf::CpuDevice> cpuDevice;
+  if (!*device && run->engine->name() == "cpu") {
+    auto found = perf::findCpuDevice(options.deviceModel.empty() ? "native" : options.deviceModel);
+    if (!found) {
+      // Neither a GPU's name (benchDeviceModel) nor a CPU's.
+      session.report(makeError("unknown device model '" + options.deviceModel +
+                               "': a GPU (h100, h100-pcie, h200, a100, l4) or a CPU (native, "
+                               "epyc-2)")
+                         .error());
+      return 1;
+    }
+    cpuDevice = *found;
+    auto predicted = predictCpuRun(*session.program, kernel, run->choices,
+                                   integerValues(kernel, *inputs), *cpuDevice);
+    if (!predicted) {
+      session.report(predicted.error());
+      return 1;
+    }
+    cpuPrediction = std::move(*predicted);
+  }
   if (*device) {
     auto predicted = predictGpuRun(*session.program, kernel, run->choices,
                                    integerValues(kernel, *inputs), **device);
@@ -121,6 +149,11 @@ int runBench(const BenchOptions &options) {
       result["predicted_ms"] = prediction->seconds * 1e3;
       result["predicted_bound"] = predictedBound(*prediction);
     }
+    if (cpuPrediction) {
+      result["device_model"] = cpuDevice->name;
+      result["predicted_ms"] = cpuPrediction->seconds * 1e3;
+      result["predicted_bound"] = predictedBound(*cpuPrediction);
+    }
     std::cout << result.dump() << "\n";
     return 0;
   }
@@ -138,6 +171,9 @@ int runBench(const BenchOptions &options) {
   if (prediction)
     std::cout << "  " << predictionSummary(*prediction, **device)
               << " (loopc explain --perf says why)\n";
+  if (cpuPrediction)
+    std::cout << "  " << predictionSummary(*cpuPrediction, *cpuDevice)
+              << " (loopc explain --perf --target cpu says why)\n";
   return 0;
 }
 
@@ -157,7 +193,8 @@ void addBenchCommand(CLI::App &app) {
   command
       ->add_option("--device-model", options->deviceModel,
                    "Also print what the performance model predicts on this GPU (h100, "
-                   "h100-pcie, h200, a100, l4; a run on a known GPU predicts for it)")
+                   "h100-pcie, h200, a100, l4; a run on a known GPU predicts for it), or "
+                   "for a run on the CPU on this CPU model (native, the default, or epyc-2)")
       ->check(nonEmpty());
   command->callback([options] {
     if (int exitCode = runBench(*options))

@@ -258,6 +258,22 @@ std::string predictedBound(const perf::ProgramPrediction &prediction) {
   return longest ? longest->bound : "launch";
 }
 
+std::string predictedBound(const perf::CpuProgramPrediction &prediction) {
+  const perf::CpuLaunchPrediction *longest = nullptr;
+  for (const perf::CpuLaunchPrediction &launch : prediction.launches)
+    if (!longest || launch.seconds * launch.launches > longest->seconds * longest->launches)
+      longest = &launch;
+  if (!longest || prediction.hostSeconds > longest->seconds * longest->launches)
+    return "host code";
+  return longest->bound;
+}
+
+std::string predictionSummary(const perf::CpuProgramPrediction &prediction,
+                              const perf::CpuDevice &device) {
+  return "predicted " + milliseconds(prediction.seconds) + " on " + device.name + ", " +
+         predictedBound(prediction) + (predictedBound(prediction) == "host code" ? "" : "-bound");
+}
+
 std::string predictionSummary(const perf::ProgramPrediction &prediction,
                               const perf::GpuDevice &device) {
   return "predicted " + milliseconds(prediction.seconds) + " on " + device.name + ", " +

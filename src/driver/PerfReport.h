@@ -43,6 +43,14 @@ void printPrediction(std::ostream &out, const perf::ProgramPrediction &predictio
 // The bound of the launch that takes the most of the run's time.
 std::string predictedBound(const perf::ProgramPrediction &prediction);
 
+// The bound of the launch, or of the host code, that takes the most of a
+// CPU run's time.
+std::string predictedBound(const perf::CpuProgramPrediction &prediction);
+
+// One line: "predicted 12.3 ms on native, compute-bound".
+std::string predictionSummary(const perf::CpuProgramPrediction &prediction,
+                              const perf::CpuDevice &device);
+
 // One line: "predicted 0.452 ms on h100 (issue-bound)".
 std::string predictionSummary(const perf::ProgramPrediction &prediction,
                               const perf::GpuDevice &device);
