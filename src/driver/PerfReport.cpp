@@ -270,8 +270,9 @@ std::string predictedBound(const perf::CpuProgramPrediction &prediction) {
 
 std::string predictionSummary(const perf::CpuProgramPrediction &prediction,
                               const perf::CpuDevice &device) {
-  return "predicted " + milliseconds(prediction.seconds) + " on " + device.name + ", " +
-         predictedBound(prediction) + (predictedBound(prediction) == "host code" ? "" : "-bound");
+  std::string bound = predictedBound(prediction);
+  return "predicted " + milliseconds(prediction.seconds) + " on " + device.name + ", " + bound +
+         (bound == "host code" ? "" : "-bound");
 }
 
 std::string predictionSummary(const perf::ProgramPrediction &prediction,

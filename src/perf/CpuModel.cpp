@@ -263,7 +263,7 @@ private:
     for (const auto &[var, value] : enclosingLets())
       scope.bindLet(var, value);
     const For *innermost = enclosingLoops().empty() ? nullptr : enclosingLoops().back();
-    auto walkOf = [&](const BufferInfo &buffer, const std::vector<Expr> &indices) {
+    auto walkOf = [&](const std::vector<Expr> &indices) {
       if (!innermost)
         return Walk::Invariant;
       bool contiguous = true, invariant = true;
@@ -277,7 +277,6 @@ private:
         if (coefficient != 0 && !(d + 1 == indices.size() && coefficient == 1))
           contiguous = false;
       }
-      (void)buffer;
       return invariant ? Walk::Invariant : contiguous ? Walk::Contiguous : Walk::Strided;
     };
     struct Access {
@@ -300,9 +299,9 @@ private:
     for (const Load *load : loads.loads) {
       bool same = load->buffer == node.buffer && load->indices.size() == node.indices.size() &&
                   std::ranges::equal(load->indices, node.indices, sameExpr);
-      accesses.push_back({load->buffer.get(), walkOf(*load->buffer, load->indices), same});
+      accesses.push_back({load->buffer.get(), walkOf(load->indices), same});
     }
-    Walk stored = walkOf(*node.buffer, node.indices);
+    Walk stored = walkOf(node.indices);
     accesses.push_back({node.buffer.get(), stored, false});
 
     double operations = operationsOf(node.value) + 1;
