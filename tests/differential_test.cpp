@@ -1101,6 +1101,43 @@ kernel bound(X: inout f32[M][N], B: in f32[N][N]) {
               {"N=0 M=0", "N=1 M=1", "N=2 M=3", "N=3 M=1", "N=17 M=5", "N=64 M=2", "N=129 M=3"});
 }
 
+TEST_CASE(
+    "iterations of a serial loop run together: the results of every engine, and the same bits") {
+  // jam_serial_chains: forward substitutions, LU's halves, chains over a
+  // fixed range, a moving start; declined: a backward substitution, a chain
+  // reading what the row before updates. Sizes below, at and past a group
+  // of 4 and of 16 copies, and between.
+  const char *const file = "tests/programs/passes/chains.loop";
+  checkFile(file, {"N=0 M=0", "N=1 M=1", "N=2 M=3", "N=3 M=1", "N=4 M=4", "N=5 M=7", "N=16 M=2",
+                   "N=17 M=33", "N=35 M=5", "N=100 M=19"});
+  // Each element's steps run in their order, so the results do not change
+  // by a bit.
+  auto loaded = test::loadFile(test::sourcePath(file));
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  codegen::CpuEngine jammed;
+  codegen::CpuEngine apart(passes::PipelineTarget::Cpu, {.skipped = {"jam_serial_chains"}});
+  for (const auto &kernel : loaded->program->modules.front()->kernels)
+    for (const char *n : {"3", "37", "100"}) {
+      CAPTURE(kernel->name);
+      CAPTURE(n);
+      ArgumentRequest request;
+      request.seed = 7;
+      request.values["N"] = n;
+      if (kernelHasName(*kernel, "M"))
+        request.values["M"] = "21";
+      Engine *withJam[] = {&jammed};
+      Engine *withoutJam[] = {&apart};
+      test::DifferentialOutcome a =
+          test::runDifferential(*loaded->program, *kernel, request, withJam);
+      test::DifferentialOutcome b =
+          test::runDifferential(*loaded->program, *kernel, request, withoutJam);
+      REQUIRE_MESSAGE(!a.skipped, a.report);
+      REQUIRE_MESSAGE(!b.skipped, b.report);
+      for (size_t p = 0; p < a.reference.params.size(); ++p)
+        CHECK(a.reference.params[p].bytes == b.reference.params[p].bytes);
+    }
+}
+
 TEST_CASE("an element a serial loop updates kept in a register across it") {
   // promote_invariant_elements: trmm's column update (the other row walked
   // below it), a triangular solve (the finished elements before it), the
@@ -1154,8 +1191,8 @@ kernel indexed(x: inout f32[N]) {
   }
 }
 )",
-              {"N=0 M=0 alpha=1.5", "N=1 M=1 alpha=1.5", "N=2 M=3 alpha=0.5",
-               "N=17 M=5 alpha=1.5", "N=64 M=33 alpha=0.75", "N=129 M=2 alpha=1.5"});
+              {"N=0 M=0 alpha=1.5", "N=1 M=1 alpha=1.5", "N=2 M=3 alpha=0.5", "N=17 M=5 alpha=1.5",
+               "N=64 M=33 alpha=0.75", "N=129 M=2 alpha=1.5"});
 }
 
 TEST_CASE("combine outside any parfor is a plain update") {

@@ -341,7 +341,7 @@ kernel splits(T: inout i32[N][N]) {
 // last when empty), the pipeline, the sizes a run would have and the pass
 // parameters.
 struct Compilation {
-  std::string sample; // samples/<sample>.loop, or:
+  std::string file; // a .loop file of the source tree, or:
   const char *text = nullptr;
   std::string kernelName;
   passes::PipelineTarget target = passes::PipelineTarget::Gpu;
@@ -370,9 +370,15 @@ struct Compilation {
   }
 };
 
-Compilation sample(std::string name) {
+Compilation sample(const std::string &name) {
   Compilation compilation;
-  compilation.sample = std::move(name);
+  compilation.file = "samples/" + name + ".loop";
+  return compilation;
+}
+
+Compilation programFile(std::string path) {
+  Compilation compilation;
+  compilation.file = std::move(path);
   return compilation;
 }
 
@@ -387,9 +393,8 @@ Compilation program(const char *text) {
 // file name and the quoted source.
 std::vector<std::string> remarksOf(const Compilation &compilation, const std::string &pass) {
   std::unique_ptr<test::LoadedProgram> loaded =
-      compilation.text
-          ? test::loadText(compilation.text)
-          : test::loadFile(test::sourcePath("samples/" + compilation.sample + ".loop"));
+      compilation.text ? test::loadText(compilation.text)
+                       : test::loadFile(test::sourcePath(compilation.file));
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const KernelDecl *kernel = nullptr;
   for (const auto &candidate : loaded->program->modules.front()->kernels)
@@ -685,6 +690,34 @@ TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality,
       remarksOf(program(kLocality).kernel("first").onCpu(), "hoist_independent_parfors") ==
       Lines{"62:12: remark: hoist_independent_parfors: not hoisted out of the serial loop over t: "
             "'y' is accessed outside the slice each i owns"});
+}
+
+TEST_CASE("jam_serial_chains: iterations of a serial loop run together, or why not") {
+  Compilation chains = programFile("tests/programs/passes/chains.loop");
+  auto jammed = [](int line, int col, const std::string &loop, int copies,
+                   const std::string &steps) {
+    return std::to_string(line) + ":" + std::to_string(col) +
+           ": remark: jam_serial_chains: the loop over " + loop + " runs " +
+           std::to_string(copies) + " iterations together: their chains over " + steps +
+           " interleaved, each element's steps in their order";
+  };
+  CHECK(remarksOf(chains.kernel("solve").onCpu(), "jam_serial_chains") ==
+        Lines{jammed(7, 7, "i", 4, "j")});
+  // The copies' loads side by side: more copies, made vectors by LLVM.
+  CHECK(remarksOf(chains.kernel("lu").onCpu(), "jam_serial_chains") ==
+        Lines{jammed(19, 9, "j", 16, "k"), jammed(26, 9, "j", 16, "k")});
+  CHECK(remarksOf(chains.kernel("rows").onCpu(), "jam_serial_chains") ==
+        Lines{jammed(38, 7, "i", 4, "k")});
+  CHECK(remarksOf(chains.kernel("upper").onCpu(), "jam_serial_chains") ==
+        Lines{jammed(51, 7, "i", 4, "j")});
+  CHECK(remarksOf(chains.kernel("back").onCpu(), "jam_serial_chains") ==
+        Lines{"63:7: remark: jam_serial_chains: the iterations of the loop over ii not run "
+              "together: the access at line 67 would run before an access of an earlier "
+              "iteration, one of them a write, not proven to touch another element"});
+  CHECK(remarksOf(chains.kernel("reaching").onCpu(), "jam_serial_chains") ==
+        Lines{"76:7: remark: jam_serial_chains: the iterations of the loop over i not run "
+              "together: the access at line 78 would run before an access of an earlier "
+              "iteration, one of them a write, not proven to touch another element"});
 }
 
 TEST_CASE("interleave_reductions: a CPU fold in vector lanes, or why not") {

@@ -85,6 +85,11 @@ ir::Function hoistIndependentParfors(ir::Function function, const RemarkReporter
 // that walk columns along it (interchange_column_walks.cpp).
 ir::Function interchangeColumnWalks(ir::Function function, const RemarkReporter &remarks = {});
 
+// On the CPU, a serial loop of the host code whose iterations each run a
+// chain of dependent steps runs several iterations together, their chains
+// interleaved (jam_serial_chains.cpp).
+ir::Function jamSerialChains(ir::Function function, const RemarkReporter &remarks = {});
+
 // On the CPU, an element a serial loop updates at every iteration, which no
 // other access in the loop touches, lives in a register across the loop
 // (promote_invariant_elements.cpp).

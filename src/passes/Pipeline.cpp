@@ -37,6 +37,7 @@ const Optimization kOptimizations[] = {
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"interchange_column_walks", {PipelineTarget::Cpu}},
+    {"jam_serial_chains", {PipelineTarget::Cpu}},
     {"promote_invariant_elements", {PipelineTarget::Cpu}},
     {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
@@ -314,6 +315,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
     return privatizeCombines(std::move(f), parameters, remarks);
   });
   passes.optimize("interchange_column_walks", interchangeColumnWalks);
+  passes.optimize("jam_serial_chains", jamSerialChains);
   passes.optimize("promote_invariant_elements", promoteInvariantElements);
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);

@@ -368,4 +368,50 @@ bool provenNotPositive(const ir::Expr &difference) {
          (!constant || constant->value <= 0);
 }
 
+namespace {
+
+// `expr` with each variable of `ranges` replaced, innermost first, by the
+// end of its range that makes it largest (`largest`) or smallest; null when
+// it is not affine in one of them.
+ir::Expr extremeOver(ir::Expr expr, const std::vector<LoopRange> &ranges, bool largest) {
+  for (const LoopRange &range : ranges) {
+    AffineScope scope;
+    scope.bindLoop(range.var);
+    AffineIndex form = scope.analyze(expr);
+    if (!form.isAffine())
+      return nullptr;
+    int64_t coefficient = form.coefficient(range.var);
+    if (coefficient == 0)
+      continue;
+    ir::Expr first = ir::toI64(range.min);
+    ir::Expr last = ir::sub(ir::add(first, ir::toI64(range.extent)), ir::makeI64(1));
+    expr = ir::substitute(expr, {{range.var, (coefficient > 0) == largest ? last : first}});
+  }
+  return expr;
+}
+
+} // namespace
+
+bool provenAtLeast(const ir::Expr &value, int64_t least, const std::vector<LoopRange> &ranges) {
+  ir::Expr smallest = extremeOver(ir::toI64(value), ranges, false);
+  return smallest && provenNotPositive(ir::sub(ir::makeI64(least), smallest));
+}
+
+bool provenAtMost(const ir::Expr &value, int64_t most, const std::vector<LoopRange> &ranges) {
+  ir::Expr largest = extremeOver(ir::toI64(value), ranges, true);
+  return largest && provenNotPositive(ir::sub(largest, ir::makeI64(most)));
+}
+
+bool provenNonZero(const ir::Expr &difference, const std::vector<LoopRange> &ranges) {
+  return provenAtMost(difference, -1, ranges) || provenAtLeast(difference, 1, ranges);
+}
+
+bool provenApart(const std::vector<ir::Expr> &indices, const std::vector<ir::Expr> &others,
+                 const std::vector<LoopRange> &ranges) {
+  for (size_t d = 0; d < indices.size() && d < others.size(); ++d)
+    if (provenNonZero(ir::sub(ir::toI64(indices[d]), ir::toI64(others[d])), ranges))
+      return true;
+  return false;
+}
+
 } // namespace loopc::passes

@@ -98,6 +98,34 @@ Stride strideAlong(const BufferAccess &access, const std::string &loopVar);
 // affine form: only a difference in which they cancel is proven).
 bool provenNotPositive(const ir::Expr &difference);
 
+// The values a loop variable takes, [min, min + extent), for the proofs
+// below.
+struct LoopRange {
+  std::string var;
+  ir::Expr min;
+  ir::Expr extent;
+};
+
+// Whether an integer expression stays at least `least` (at most `most`)
+// while each variable of `ranges` lies in its range. `ranges` goes from the
+// innermost loop out: a range's bounds may use the variables after it, not
+// those before. Each variable in turn is replaced by the end of its range
+// that makes the expression smallest (largest), down to an expression whose
+// variables cancel: Fourier-Motzkin elimination where every bound is one
+// expression. `i - k` is at least 1 for k in [0, i); `(i0 + 2) - N` at most
+// -1 for i0 in [0, N - 3).
+bool provenAtLeast(const ir::Expr &value, int64_t least, const std::vector<LoopRange> &ranges);
+bool provenAtMost(const ir::Expr &value, int64_t most, const std::vector<LoopRange> &ranges);
+
+// Whether `difference` is never 0 there (at most -1 or at least 1).
+bool provenNonZero(const ir::Expr &difference, const std::vector<LoopRange> &ranges);
+
+// Whether two accesses of one array touch different elements while the
+// variables of `ranges` lie in them: in some dimension the difference of
+// their indices is provenNonZero.
+bool provenApart(const std::vector<ir::Expr> &indices, const std::vector<ir::Expr> &others,
+                 const std::vector<LoopRange> &ranges);
+
 // Whether running `loopVar`'s loop outside the loop over `threadVar` (the
 // innermost thread loop of a CPU thread nest) would turn an access that
 // streams along the loop into a gather across threads (a row walked by each
