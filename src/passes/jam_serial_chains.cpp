@@ -29,8 +29,9 @@
 //   }
 //   for i in [max(N, 0) / 4 * 4, N) { the original body }
 //
-// promote_invariant_elements then keeps the 4 elements of the shared loop in
-// registers: 4 independent chains. Every element's steps still run in their
+// The elements the shared loop updates are kept in registers across it
+// (as promote_invariant_elements does, with the range of i.first to prove
+// them apart): 4 independent chains. Every element's steps still run in their
 // order, so the results are the same bit for bit. Where the chain's loop
 // starts later in later iterations and ends at the same place (a backward
 // substitution's `for j in [i + 1, N)`), each copy's own first steps run
@@ -53,6 +54,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/lowering/ElementsInRegisters.h"
 
 #include <algorithm>
 #include <functional>
@@ -388,7 +390,16 @@ private:
     std::vector<Stmt> shared;
     for (int64_t r = 0; r < copies; ++r)
       shared.push_back(copy(chain.body, r));
-    group.push_back(chainLoop(sharedStart, sharedEnd, makeBlock(std::move(shared))));
+    // The elements the shared steps update in memory kept in registers
+    // across them: proven apart here, with the range of the group's first
+    // iteration, which promote_invariant_elements would not know.
+    Stmt sharedLoop = chainLoop(sharedStart, sharedEnd, makeBlock(std::move(shared)));
+    RegisterElements how{.around = around,
+                         .resolve = [&](const Expr &expr) { return resolved(expr); },
+                         .stem = "chain",
+                         .made = &registersMade_,
+                         .remarks = {}};
+    group.push_back(keepElementsInRegisters(*sharedLoop->as<For>(), how).value_or(sharedLoop));
     Expr ownLastStart = provenAtLeast(resolved(sub(sharedEnd, chainStart)), 0, around)
                             ? sharedEnd
                             : makeBinary(BinaryOpKind::Max, sharedEnd, chainStart);
@@ -475,6 +486,7 @@ private:
   std::map<std::string, Expr> lets_;
   std::vector<LoopRange> enclosing_; // the loops around, outermost first
   int parallelDepth_ = 0;
+  int registersMade_ = 0; // for unique names
 };
 
 } // namespace
