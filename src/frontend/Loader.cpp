@@ -120,6 +120,7 @@ void ProgramLoader::loadImport(const ImportDecl &import, const fs::path &importe
     return;
   }
   uint32_t file = sources_.addFile(found->string(), std::move(*text));
+  sources_.setImportSite(file, import.range);
   std::unique_ptr<Module> module = parseModule(file, sources_, diagnostics_);
   if (!module)
     return;

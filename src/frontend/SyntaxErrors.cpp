@@ -7,8 +7,12 @@
 #include "LoopLexer.h"
 #include "LoopParser.h"
 
+#include "support/Suggestions.h"
+
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <optional>
 
 namespace loopc {
 
@@ -140,6 +144,65 @@ std::string describeLastMatched(antlr4::Parser *parser) {
   return "";
 }
 
+// The types of C and their loopc spelling.
+const std::map<std::string, std::string> &cTypeNames() {
+  static const std::map<std::string, std::string> names = {
+      {"float", "f32"},  {"double", "f64"},   {"int", "i32"},
+      {"long", "i64"},   {"int32_t", "i32"},  {"int64_t", "i64"},
+      {"size_t", "i64"}, {"unsigned", "i32"}, {"boolean", "bool"}};
+  return names;
+}
+
+// The language's keywords, from the vocabulary.
+std::vector<std::string> keywords(const antlr4::dfa::Vocabulary &vocabulary) {
+  std::vector<std::string> words;
+  for (size_t type = 1; type <= vocabulary.getMaxTokenType(); ++type) {
+    std::string literal = vocabulary.getLiteralName(type);
+    if (literal.size() > 2 && std::isalpha(static_cast<unsigned char>(literal[1])))
+      words.push_back(literal.substr(1, literal.size() - 2));
+  }
+  return words;
+}
+
+// A hint for a habit of C (or a slip) that explains a syntax error at
+// `token` better than the expected set: a number with a suffix (`1.0f`), a
+// type spelt as in C (`float`), a misspelt keyword (`parfr i in ...`).
+std::string habitHint(antlr4::Parser *parser, antlr4::Token *token) {
+  if (token->getType() == antlr4::Token::EOF)
+    return "";
+  antlr4::Token *previous = token->getTokenIndex() > 0
+                                ? parser->getTokenStream()->get(token->getTokenIndex() - 1)
+                                : nullptr;
+  bool adjacent = previous && previous->getStopIndex() + 1 == token->getStartIndex();
+  if (token->getType() == LoopLexer::ID && adjacent &&
+      (previous->getType() == LoopLexer::FLOAT || previous->getType() == LoopLexer::INT))
+    return "; numbers take no suffix in loopc: write '" + previous->getText() +
+           "', which takes the type its use needs";
+  auto cType = [](antlr4::Token *word) -> std::optional<std::string> {
+    if (!word || word->getType() != LoopLexer::ID)
+      return std::nullopt;
+    auto found = cTypeNames().find(word->getText());
+    return found == cTypeNames().end() ? std::nullopt : std::optional(found->second);
+  };
+  if (std::optional<std::string> type = cType(token))
+    return "; did you mean '" + *type + "'? loopc's types are i32, i64, f32, f64 and bool";
+  if (std::optional<std::string> type = cType(previous); type && token->getType() == LoopLexer::ID)
+    return "; a value is declared as 'let " + token->getText() + ": " + *type +
+           " = ...' ('var' for one that changes)";
+  // An identifier where one cannot be, or right before another.
+  antlr4::Token *misspelt = token->getType() == LoopLexer::ID ? token : nullptr;
+  if (previous && previous->getType() == LoopLexer::ID && token->getType() == LoopLexer::ID)
+    misspelt = previous;
+  if (misspelt) {
+    std::string keyword = closestName(misspelt->getText(), keywords(parser->getVocabulary()));
+    if (!keyword.empty() && misspelt == token)
+      return "; did you mean '" + keyword + "'?";
+    if (!keyword.empty())
+      return "; '" + misspelt->getText() + "' is no keyword: did you mean '" + keyword + "'?";
+  }
+  return "";
+}
+
 } // namespace
 
 std::string describeToken(antlr4::Token *token) {
@@ -258,7 +321,7 @@ void SyntaxErrorStrategy::reportAt(antlr4::Parser *parser, antlr4::Token *token,
   if (what && token == parser->getCurrentToken() && token->getType() != antlr4::Token::EOF)
     if (std::string after = describeLastMatched(parser); !after.empty())
       message += " after " + after;
-  reporter_.report(locate(parser, token), message);
+  reporter_.report(locate(parser, token), message + habitHint(parser, token));
 }
 
 void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser *parser,
@@ -267,7 +330,8 @@ void SyntaxErrorStrategy::reportNoViableAlternative(antlr4::Parser *parser,
   // decision's start says nothing about the token that broke it.
   antlr4::Token *offending = e.getOffendingToken();
   if (e.getStartToken() != offending && offending->getType() != antlr4::Token::EOF) {
-    reporter_.report(locate(parser, offending), unexpectedMessage(offending));
+    reporter_.report(locate(parser, offending),
+                     unexpectedMessage(offending) + habitHint(parser, offending));
     return;
   }
   reportAt(parser, offending, e.getExpectedTokens());
@@ -294,7 +358,7 @@ void SyntaxErrorStrategy::reportUnwantedToken(antlr4::Parser *parser) {
   antlr4::Token *token = parser->getCurrentToken();
   antlr4::misc::IntervalSet expected = getExpectedTokens(parser);
   if (expected.contains(antlr4::Token::EOF)) {
-    reporter_.report(locate(parser, token), unexpectedMessage(token));
+    reporter_.report(locate(parser, token), unexpectedMessage(token) + habitHint(parser, token));
     return;
   }
   reportAt(parser, token, expected);

@@ -7,6 +7,7 @@
 // checks themselves.
 #include "sema/Checker.h"
 #include "sema/OperatorSymmetry.h"
+#include "support/Suggestions.h"
 
 #include <algorithm>
 #include <functional>
@@ -15,24 +16,6 @@
 
 namespace loopc::sema {
 namespace {
-
-// Edits (insertions, deletions, substitutions and swaps of neighbours)
-// that turn a into b.
-size_t editDistance(const std::string &a, const std::string &b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i)
-    d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j)
-    d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] =
-          std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1])});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
 
 template <typename Map> std::vector<std::string> keysOf(const Map &map) {
   std::vector<std::string> keys;
@@ -80,21 +63,8 @@ void reportCycles(DiagnosticEngine &diagnostics, const std::vector<Decl *> &root
 } // namespace
 
 std::string suggestion(const std::string &name, std::vector<std::string> candidates) {
-  std::sort(candidates.begin(), candidates.end());
-  // Short names are too close to everything to guess from.
-  size_t limit = name.size() / 3;
-  if (limit == 0)
-    return "";
-  const std::string *best = nullptr;
-  size_t bestDistance = limit + 1;
-  for (const std::string &candidate : candidates) {
-    size_t distance = editDistance(name, candidate);
-    if (distance < bestDistance) {
-      best = &candidate;
-      bestDistance = distance;
-    }
-  }
-  return best ? "; did you mean " + quoted(*best) + "?" : "";
+  std::string best = closestName(name, std::move(candidates));
+  return best.empty() ? "" : "; did you mean " + quoted(best) + "?";
 }
 
 // ------------------------------------------------------------------ globals ---

@@ -84,7 +84,31 @@ static const char *severityName(Severity severity) {
   return "error";
 }
 
+void SourceManager::setImportSite(uint32_t file, SourceRange site) { importSites_[file] = site; }
+
+const SourceRange *SourceManager::importSite(uint32_t file) const {
+  auto found = importSites_.find(file);
+  return found == importSites_.end() ? nullptr : &found->second;
+}
+
 std::string DiagnosticEngine::format(const Diagnostic &diagnostic) const {
+  std::string text = formatOne(diagnostic);
+  if (diagnostic.severity != Severity::Error && diagnostic.severity != Severity::Warning)
+    return text;
+  // The chain of imports, nearest first; a file is imported once.
+  uint32_t file = diagnostic.range.begin.file;
+  for (size_t hops = 0; diagnostic.range.valid() && hops < sources_.fileCount(); ++hops) {
+    const SourceRange *site = sources_.importSite(file);
+    if (!site)
+      break;
+    text += formatOne({Severity::Note, *site,
+                       "'" + sources_.file(file).path + "' is imported here"});
+    file = site->begin.file;
+  }
+  return text;
+}
+
+std::string DiagnosticEngine::formatOne(const Diagnostic &diagnostic) const {
   std::ostringstream out;
   const SourceRange &range = diagnostic.range;
   if (!range.valid() || range.begin.file >= sources_.fileCount()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -47,9 +48,14 @@ public:
   std::string location(SourceRange range) const;
   // The source text the range covers; "" when it names no loaded file.
   std::string text(SourceRange range) const;
+  // Where a file was imported (the import declaration in its importer), so a
+  // diagnostic in it can show the chain of imports that led there.
+  void setImportSite(uint32_t file, SourceRange site);
+  const SourceRange *importSite(uint32_t file) const;
 
 private:
   std::vector<std::unique_ptr<SourceFile>> files_;
+  std::map<uint32_t, SourceRange> importSites_;
 };
 
 // Remark: what an optimization did or declined (`--remarks`).
@@ -73,13 +79,16 @@ public:
   unsigned errorCount() const { return errorCount_; }
   const std::vector<Diagnostic> &diagnostics() const { return diagnostics_; }
 
-  // Renders one diagnostic: location, severity, message, source line, caret.
+  // Renders one diagnostic: location, severity, message, source line, caret;
+  // for an error or a warning in an imported file, a note at each import
+  // that led to it.
   std::string format(const Diagnostic &diagnostic) const;
   // Writes every diagnostic collected so far, in order.
   void print(std::ostream &out) const;
 
 private:
   void report(Severity severity, SourceRange range, std::string message);
+  std::string formatOne(const Diagnostic &diagnostic) const;
 
   const SourceManager &sources_;
   std::vector<Diagnostic> diagnostics_;
