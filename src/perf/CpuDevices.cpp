@@ -130,6 +130,158 @@ double timeScalarOps(int64_t iterations, bool dependent) {
   return seconds;
 }
 
+// One chain of dependent multiply-adds (`c = c * scale + shift`, one FMA
+// where the CPU has them), or of dependent maxima (`c = c > v ? c : v`, as
+// a running maximum compiles).
+#if defined(__x86_64__)
+__attribute__((target("fma"))) double timeFmaChain(int64_t iterations) {
+  volatile float seed = 0.9999f;
+  __m128 c = _mm_set_ss(seed), scale = _mm_set_ss(seed), shift = _mm_set_ss(1e-4f * seed);
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n) {
+    c = _mm_fmadd_ss(c, scale, shift);
+    asm volatile("" : "+x"(c));
+  }
+  double seconds = secondsSince(start);
+  float sink = _mm_cvtss_f32(c);
+  asm volatile("" : : "x"(sink));
+  return seconds;
+}
+#endif
+
+double timeMaxChain(int64_t iterations) {
+  volatile float seed = 0.5f;
+  float c = seed, v = seed * 0.5f;
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n) {
+    c = c > v ? c : v;
+    asm volatile("" : "+x"(c), "+x"(v));
+  }
+  double seconds = secondsSince(start);
+  asm volatile("" : : "x"(c));
+  return seconds;
+}
+
+// Twelve independent chains of vector divisions (`a = 1 / a`, which stays
+// finite) or square roots (`a = sqrt(a)`, which tends to 1) on the widest
+// vectors: the divider's throughput. Returns seconds for `iterations`.
+#if defined(__x86_64__)
+#define LOOPC_DIVIDER_PROBE(name, attribute, vec, set1, div, sqrt, add)                          \
+  __attribute__((target(attribute))) double name(int64_t iterations, bool roots) {                 \
+    vec one = set1(1.0f);                                                                          \
+    volatile float seed = 1.5f;                                                                    \
+    float next = seed;                                                                             \
+    vec a0 = set1(next), a1 = set1(next + 0.01f), a2 = set1(next + 0.02f),                         \
+        a3 = set1(next + 0.03f), a4 = set1(next + 0.04f), a5 = set1(next + 0.05f),                 \
+        a6 = set1(next + 0.06f), a7 = set1(next + 0.07f), a8 = set1(next + 0.08f),                 \
+        a9 = set1(next + 0.09f), a10 = set1(next + 0.1f), a11 = set1(next + 0.11f);                \
+    auto start = Clock::now();                                                                     \
+    if (roots) {                                                                                   \
+      for (int64_t n = 0; n < iterations; ++n) {                                                   \
+        a0 = sqrt(a0), a1 = sqrt(a1), a2 = sqrt(a2), a3 = sqrt(a3), a4 = sqrt(a4);                 \
+        a5 = sqrt(a5), a6 = sqrt(a6), a7 = sqrt(a7), a8 = sqrt(a8), a9 = sqrt(a9);                 \
+        a10 = sqrt(a10), a11 = sqrt(a11);                                                          \
+      }                                                                                            \
+    } else {                                                                                       \
+      for (int64_t n = 0; n < iterations; ++n) {                                                   \
+        a0 = div(one, a0), a1 = div(one, a1), a2 = div(one, a2), a3 = div(one, a3);                \
+        a4 = div(one, a4), a5 = div(one, a5), a6 = div(one, a6), a7 = div(one, a7);                \
+        a8 = div(one, a8), a9 = div(one, a9), a10 = div(one, a10), a11 = div(one, a11);            \
+      }                                                                                            \
+    }                                                                                              \
+    double seconds = secondsSince(start);                                                          \
+    vec sum = add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7)));                  \
+    sum = add(sum, add(add(a8, a9), add(a10, a11)));                                               \
+    asm volatile("" : : "x"(sum));                                                                 \
+    return seconds;                                                                                \
+  }
+// (_mm512_sqrt_ps's undefined passthrough upsets GCC's warnings.)
+#define LOOPC_SQRT512(a) _mm512_mask_sqrt_ps(a, 0xffff, a)
+LOOPC_DIVIDER_PROBE(timeDivider512, "avx512f", __m512, _mm512_set1_ps, _mm512_div_ps,
+                    LOOPC_SQRT512, _mm512_add_ps)
+#undef LOOPC_SQRT512
+LOOPC_DIVIDER_PROBE(timeDivider256, "avx2", __m256, _mm256_set1_ps, _mm256_div_ps, _mm256_sqrt_ps,
+                    _mm256_add_ps)
+#undef LOOPC_DIVIDER_PROBE
+#endif
+
+// A walk down a column strip: at each of `rows` steps, `width` floats of a
+// row (`pitch` floats apart) multiplied and added into per-lane sums that
+// stay in memory, as a block of threads walking down columns runs them
+// (the thread loop inside the walk, each thread's sum in its own slot).
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void stripWalk512(float *sums, const float *rows,
+                                                     int64_t count, int64_t pitch, int64_t width) {
+  __m512 factor = _mm512_set1_ps(0.5f);
+  for (int64_t r = 0; r < count; ++r) {
+    const float *row = rows + r * pitch;
+    for (int64_t k = 0; k + 16 <= width; k += 16)
+      _mm512_storeu_ps(sums + k, _mm512_fmadd_ps(_mm512_loadu_ps(row + k), factor,
+                                                 _mm512_loadu_ps(sums + k)));
+    asm volatile("" : : "r"(sums) : "memory");
+  }
+}
+
+__attribute__((target("avx2,fma"))) void stripWalk256(float *sums, const float *rows,
+                                                      int64_t count, int64_t pitch,
+                                                      int64_t width) {
+  __m256 factor = _mm256_set1_ps(0.5f);
+  for (int64_t r = 0; r < count; ++r) {
+    const float *row = rows + r * pitch;
+    for (int64_t k = 0; k + 8 <= width; k += 8)
+      _mm256_storeu_ps(sums + k, _mm256_fmadd_ps(_mm256_loadu_ps(row + k), factor,
+                                                 _mm256_loadu_ps(sums + k)));
+    asm volatile("" : : "r"(sums) : "memory");
+  }
+}
+#endif
+
+void stripWalk(float *sums, const float *rows, int64_t count, int64_t pitch, int64_t width) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f"))
+    return stripWalk512(sums, rows, count, pitch, width);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return stripWalk256(sums, rows, count, pitch, width);
+#endif
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t k = 0; k < width; ++k)
+      sums[k] += rows[r * pitch + k] * 0.5f;
+    asm volatile("" : : "r"(sums) : "memory");
+  }
+}
+
+// Bytes read a second by `threads` threads each walking every 1 KB-wide
+// column strip of its share of `bytes`, in rows of 16 KB.
+double stripGBs(int64_t bytes, int threads) {
+  constexpr int64_t kPitch = 4096, kWidth = 256; // floats
+  int64_t rows = std::max<int64_t>(bytes / threads / (kPitch * 4), 1);
+  std::vector<std::unique_ptr<float[]>> arrays;
+  std::vector<std::vector<float>> sums(static_cast<size_t>(threads),
+                                       std::vector<float>(kWidth, 0.0f));
+  for (int t = 0; t < threads; ++t) {
+    arrays.push_back(std::make_unique<float[]>(static_cast<size_t>(rows * kPitch)));
+    std::fill_n(arrays.back().get(), rows * kPitch, 1.0f);
+  }
+  double seconds = fastest(2, [&] {
+    std::vector<double> elapsed(static_cast<size_t>(threads));
+    auto walk = [&](int t) {
+      auto start = Clock::now();
+      for (int64_t column = 0; column < kPitch; column += kWidth)
+        stripWalk(sums[static_cast<size_t>(t)].data(), arrays[static_cast<size_t>(t)].get() + column,
+                  rows, kPitch, kWidth);
+      elapsed[static_cast<size_t>(t)] = secondsSince(start);
+    };
+    std::vector<std::thread> workers;
+    for (int t = 1; t < threads; ++t)
+      workers.emplace_back(walk, t);
+    walk(0);
+    for (std::thread &worker : workers)
+      worker.join();
+    return *std::ranges::max_element(elapsed);
+  });
+  return static_cast<double>(rows * kPitch * 4) * threads / seconds / 1e9;
+}
+
 // `to[i] = from[i] * scale` over n floats with the widest vectors the CPU
 // has: how the code loopc generates streams arrays (memcpy moves small ones
 // slower, and large ones with stores that bypass the caches).
@@ -255,6 +407,10 @@ nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
           {"vector_gflops_per_thread", device.vectorGflopsPerThread},
           {"scalar_gops_per_thread", device.scalarGopsPerThread},
           {"dependent_op_ns", device.dependentOpNs},
+          {"dependent_fma_ns", device.dependentFmaNs},
+          {"dependent_max_ns", device.dependentMaxNs},
+          {"vector_divide_ns", device.vectorDivideNs},
+          {"vector_sqrt_ns", device.vectorSqrtNs},
           {"l1_bytes_per_thread", device.l1BytesPerThread},
           {"l2_bytes_per_thread", device.l2BytesPerThread},
           {"l1_gbs_one_thread", device.l1GBsOneThread},
@@ -263,7 +419,9 @@ nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
           {"cache_gbs_one_thread", device.cacheGBsOneThread},
           {"cache_gbs", device.cacheGBs},
           {"dram_gbs_one_thread", device.dramGBsOneThread},
-          {"dram_gbs", device.dramGBs}};
+          {"dram_gbs", device.dramGBs},
+          {"strip_gbs_one_thread", device.stripGBsOneThread},
+          {"strip_gbs", device.stripGBs}};
 }
 
 std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string &key) {
@@ -278,6 +436,10 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
     device.vectorGflopsPerThread = json.at("vector_gflops_per_thread").get<double>();
     device.scalarGopsPerThread = json.at("scalar_gops_per_thread").get<double>();
     device.dependentOpNs = json.at("dependent_op_ns").get<double>();
+    device.dependentFmaNs = json.at("dependent_fma_ns").get<double>();
+    device.dependentMaxNs = json.at("dependent_max_ns").get<double>();
+    device.vectorDivideNs = json.at("vector_divide_ns").get<double>();
+    device.vectorSqrtNs = json.at("vector_sqrt_ns").get<double>();
     device.l1BytesPerThread = json.at("l1_bytes_per_thread").get<int64_t>();
     device.l2BytesPerThread = json.at("l2_bytes_per_thread").get<int64_t>();
     device.l1GBsOneThread = json.at("l1_gbs_one_thread").get<double>();
@@ -287,6 +449,8 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
     device.cacheGBs = json.at("cache_gbs").get<double>();
     device.dramGBsOneThread = json.at("dram_gbs_one_thread").get<double>();
     device.dramGBs = json.at("dram_gbs").get<double>();
+    device.stripGBsOneThread = json.at("strip_gbs_one_thread").get<double>();
+    device.stripGBs = json.at("strip_gbs").get<double>();
     return device;
   } catch (const nlohmann::json::exception &) {
     return std::nullopt; // an older or damaged file: probe again
@@ -346,6 +510,31 @@ CpuDevice probeCpu() {
     device.vectorGflopsPerThread = device.scalarGopsPerThread * 4;
   double chain = fastest(3, [] { return timeScalarOps(kScalarIterations, true); });
   device.dependentOpNs = chain / static_cast<double>(kScalarIterations) * 1e9;
+  device.dependentFmaNs = device.dependentOpNs;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("fma"))
+    device.dependentFmaNs = fastest(3, [] { return timeFmaChain(kScalarIterations); }) /
+                            static_cast<double>(kScalarIterations) * 1e9;
+#endif
+  device.dependentMaxNs = fastest(3, [] { return timeMaxChain(kScalarIterations); }) /
+                          static_cast<double>(kScalarIterations) * 1e9;
+  // Without a vector divider probe: a division or root of each lane at
+  // the rate of a few scalar operations.
+  device.vectorDivideNs = device.vectorSqrtNs = device.vectorLanes * 4 / device.scalarGopsPerThread;
+#if defined(__x86_64__)
+  constexpr int64_t kDividerIterations = 200'000;
+  auto dividerNs = [&](auto time, bool roots) {
+    return fastest(3, [&] { return time(kDividerIterations, roots); }) /
+           static_cast<double>(kDividerIterations * 12) * 1e9;
+  };
+  if (device.vectorLanes == 16) {
+    device.vectorDivideNs = dividerNs(timeDivider512, false);
+    device.vectorSqrtNs = dividerNs(timeDivider512, true);
+  } else if (device.vectorLanes == 8) {
+    device.vectorDivideNs = dividerNs(timeDivider256, false);
+    device.vectorSqrtNs = dividerNs(timeDivider256, true);
+  }
+#endif
 
   device.l1BytesPerThread = cacheSize(1, _SC_LEVEL1_DCACHE_SIZE, 32 << 10);
   device.l2BytesPerThread = cacheSize(2, _SC_LEVEL2_CACHE_SIZE, 1 << 20);
@@ -360,6 +549,8 @@ CpuDevice probeCpu() {
   device.cacheGBs = copyGBs(inCache, device.threads, 20);
   device.dramGBsOneThread = copyGBs(beyondCache, 1, 1);
   device.dramGBs = copyGBs(beyondCache, device.threads, 1);
+  device.stripGBsOneThread = stripGBs(beyondCache, 1);
+  device.stripGBs = stripGBs(beyondCache, device.threads);
 
   std::ostringstream description;
   description << cpuModelName() << ", " << device.threads << " thread"
