@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 #include <thread>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -204,6 +205,41 @@ LOOPC_DIVIDER_PROBE(timeDivider256, "avx2", __m256, _mm256_set1_ps, _mm256_div_p
                     _mm256_add_ps)
 #undef LOOPC_DIVIDER_PROBE
 #endif
+
+// Nanoseconds a call of libmvec's exp on 8 lanes (AVX2) takes, many
+// independent calls in a row, or 0 where the library is missing.
+#if defined(__x86_64__)
+using VectorRoutine8 = __m256 (*)(__m256);
+__attribute__((target("avx2"))) double timeVectorExp(VectorRoutine8 routine, int64_t iterations) {
+  __m256 inputs[8];
+  for (int i = 0; i < 8; ++i)
+    inputs[i] = _mm256_set1_ps(0.1f * static_cast<float>(i) - 0.3f);
+  __m256 sum = _mm256_setzero_ps();
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n)
+    for (__m256 input : inputs)
+      sum = _mm256_add_ps(sum, routine(input));
+  double seconds = secondsSince(start);
+  asm volatile("" : : "x"(sum));
+  return seconds / static_cast<double>(iterations * 8) * 1e9;
+}
+#endif
+
+double vectorExpNs() {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2"))
+    return 0;
+  void *library = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return 0;
+  auto routine = reinterpret_cast<VectorRoutine8>(dlsym(library, "_ZGVdN8v_expf"));
+  double ns = routine ? fastest(3, [&] { return timeVectorExp(routine, 100'000); }) : 0;
+  dlclose(library);
+  return ns;
+#else
+  return 0;
+#endif
+}
 
 // A walk down a column strip: at each of `rows` steps, `width` floats of a
 // row (`pitch` floats apart) multiplied and added into per-lane sums that
@@ -411,6 +447,8 @@ nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
           {"dependent_max_ns", device.dependentMaxNs},
           {"vector_divide_ns", device.vectorDivideNs},
           {"vector_sqrt_ns", device.vectorSqrtNs},
+          {"math_lanes", device.mathLanes},
+          {"vector_exp_ns", device.vectorExpNs},
           {"l1_bytes_per_thread", device.l1BytesPerThread},
           {"l2_bytes_per_thread", device.l2BytesPerThread},
           {"l1_gbs_one_thread", device.l1GBsOneThread},
@@ -440,6 +478,8 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
     device.dependentMaxNs = json.at("dependent_max_ns").get<double>();
     device.vectorDivideNs = json.at("vector_divide_ns").get<double>();
     device.vectorSqrtNs = json.at("vector_sqrt_ns").get<double>();
+    device.mathLanes = json.at("math_lanes").get<int>();
+    device.vectorExpNs = json.at("vector_exp_ns").get<double>();
     device.l1BytesPerThread = json.at("l1_bytes_per_thread").get<int64_t>();
     device.l2BytesPerThread = json.at("l2_bytes_per_thread").get<int64_t>();
     device.l1GBsOneThread = json.at("l1_gbs_one_thread").get<double>();
@@ -468,6 +508,12 @@ CpuDevice epyc2() {
   device.vectorGflopsPerThread = 117;
   device.scalarGopsPerThread = 9.5;
   device.dependentOpNs = 0.82;
+  device.dependentFmaNs = 1.09;
+  device.dependentMaxNs = 0.545;
+  device.vectorDivideNs = 1.63;
+  device.vectorSqrtNs = 2.72;
+  device.mathLanes = 8;
+  device.vectorExpNs = 3.56;
   device.l1BytesPerThread = 32 << 10;
   device.l2BytesPerThread = 1 << 20;
   device.lastLevelCacheBytes = 32LL << 20;
@@ -477,6 +523,8 @@ CpuDevice epyc2() {
   device.cacheGBs = 193;
   device.dramGBsOneThread = 25.3;
   device.dramGBs = 35;
+  device.stripGBsOneThread = 7.2;
+  device.stripGBs = 13.8;
   return device;
 }
 
@@ -549,6 +597,14 @@ CpuDevice probeCpu() {
   device.cacheGBs = copyGBs(inCache, device.threads, 20);
   device.dramGBsOneThread = copyGBs(beyondCache, 1, 1);
   device.dramGBs = copyGBs(beyondCache, device.threads, 1);
+  // Without libmvec, LLVM calls the scalar routine lane by lane: about
+  // twenty operations each.
+  device.mathLanes = 4;
+  device.vectorExpNs = 4 * 20 / device.scalarGopsPerThread;
+#if defined(__x86_64__)
+  if (double ns = vectorExpNs(); ns > 0)
+    device.mathLanes = 8, device.vectorExpNs = ns;
+#endif
   device.stripGBsOneThread = stripGBs(beyondCache, 1);
   device.stripGBs = stripGBs(beyondCache, device.threads);
 

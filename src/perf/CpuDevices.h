@@ -41,6 +41,12 @@ struct CpuDevice {
   // far slower than the FMA pipes.
   double vectorDivideNs = 0;
   double vectorSqrtNs = 0;
+  // Vectorized loops call glibc's vector math library (libmvec) for exp,
+  // log, sin, cos, tanh and pow, `mathLanes` f32 lanes a call (its AVX2
+  // routines where the CPU has AVX2, whatever wider vectors it has):
+  // nanoseconds a call of its exp takes, one call after another.
+  int mathLanes = 4;
+  double vectorExpNs = 0;
   int64_t l1BytesPerThread = 0, l2BytesPerThread = 0;
   int64_t lastLevelCacheBytes = 0;
   // Bytes read plus written a second by one thread copying arrays that fit

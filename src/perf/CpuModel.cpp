@@ -1,11 +1,15 @@
 // The CPU performance model (see CpuModel.h).
 #include "perf/CpuModel.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "passes/analysis/Evaluate.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "perf/HostWalk.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <ranges>
@@ -21,6 +25,9 @@ using ir::Stmt;
 namespace {
 
 constexpr double kCacheLineBytes = 64;
+constexpr double kPageBytes = 4096;
+
+using AccessKey = std::tuple<std::string, SourceLoc, bool>; // array, where, a store
 
 // How the CPU runs one access of a kernel (codegen/CpuThreadNest.h): the
 // threads of a block along x are a core's vector lanes, the thread loop
@@ -43,47 +50,191 @@ struct AccessClass {
   // thread (not a reduction's): one dependent step after another, through
   // memory.
   bool recurrence = false;
+  // Walked down a column by the loop inside the thread while the lanes
+  // read along a row, each step a row at least a page further: a column
+  // strip (a transposed matrix-vector product's), which streams at the
+  // probe's strip rate once the arrays are larger than the last-level
+  // cache.
+  bool stripWalk = false;
+  // The array's bytes at the run's sizes.
+  double arrayBytes = 0;
+  // Accumulators updated from their own last value at each iteration of
+  // the loop around this access (the first access of that loop carries
+  // them): the nanoseconds one step of the slowest waits for the one
+  // before it, and how many vectors of such chains are in flight together.
+  // `chainScalar`: the loop is the one the lanes would be vectorized along
+  // and the update is not a reduction's, so LLVM cannot vectorize it: its
+  // lanes' steps run one after another.
+  double chainStepNs = 0;
+  double chainVectors = 1;
+  bool chainScalar = false;
 };
 
-using AccessKey = std::tuple<std::string, SourceLoc, bool>; // array, where, a store
+// What the model reads from a kernel's IR besides its profile: how each
+// access runs, and which share of its divisions and square roots LLVM
+// computes once (the same value in several lets, as a vector's components
+// each repeat `1 / sqrt(r2)`).
+struct KernelFacts {
+  std::map<AccessKey, AccessClass> classes;
+  double dividerShare = 1;
+};
 
-std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
+// Whether `store` writes the element its value reads (`s = s + v`).
+bool readsItsTarget(const Store &store) {
+  class ReadsTarget : public IRVisitor {
+  public:
+    explicit ReadsTarget(const Store &store) : store_(store) {}
+    bool found = false;
+
+  protected:
+    void visitLoad(const Load &load) override {
+      found = found || (load.buffer == store_.buffer &&
+                        std::ranges::equal(load.indices, store_.indices, sameExpr));
+    }
+
+  private:
+    const Store &store_;
+  } reads(store);
+  reads.visit(store.value);
+  return reads.found;
+}
+
+// The nanoseconds one step of an accumulation waits for the step before:
+// a running maximum or minimum a compare-and-select (a max instruction),
+// a sum of products an FMA (LLVM contracts `s + a * b`), anything else a
+// dependent addition.
+double chainStepNs(const CpuDevice &device, const Store &store) {
+  const ExprNode &value = *store.value;
+  if (value.kind == ExprNode::Kind::Select)
+    return device.dependentMaxNs;
+  if (const auto *call = value.as<Call>();
+      call && (call->builtin == Builtin::Min || call->builtin == Builtin::Max))
+    return device.dependentMaxNs;
+  if (const auto *binary = value.as<Binary>();
+      binary && (binary->op == BinaryOpKind::Add || binary->op == BinaryOpKind::Sub)) {
+    auto product = [](const Expr &operand) {
+      const ExprNode *node = operand.get();
+      if (const auto *cast = node->as<Cast>())
+        node = cast->operand.get();
+      const auto *multiply = node->as<Binary>();
+      return multiply && multiply->op == BinaryOpKind::Mul;
+    };
+    if (product(binary->lhs) || product(binary->rhs))
+      return device.dependentFmaNs;
+  }
+  return device.dependentOpNs;
+}
+
+// The text of `expr` with the lets it reads replaced by their values: two
+// lets that compute the same value read the same.
+std::string expanded(const std::string &text, const std::map<std::string, std::string> &lets) {
+  auto identifier = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  std::string result;
+  for (size_t i = 0; i < text.size();) {
+    if (!identifier(text[i])) {
+      result += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && identifier(text[end]))
+      ++end;
+    std::string word = text.substr(i, end - i);
+    auto found = lets.find(word);
+    result += found == lets.end() ? word : "(" + found->second + ")";
+    i = end;
+  }
+  return result;
+}
+
+KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
+                           const LaunchShape &shape, const std::map<std::string, int64_t> &values) {
+  auto lookup = [&](const std::string &name) {
+    auto found = values.find(name);
+    return found == values.end() ? std::nullopt : std::optional<int64_t>(found->second);
+  };
   class XThread : public IRVisitor {
   public:
     const For *loop = nullptr;
     std::set<const Store *> accumulating; // stores of the element they read, not reductions
+    // Registers updated from their own last value, by the loop inside a
+    // thread they step along.
+    std::vector<std::pair<std::string, const Store *>> chains;
+    // Divisions and square roots by the let-expanded text of their value,
+    // and how many there are.
+    std::set<std::string> distinctDividers;
+    double dividers = 0;
+    // Loops inside the x thread loop that LLVM unrolls whole with the
+    // loops around them inside the thread: constant trips, at most 64
+    // bodies together (codegen/CpuThreadNest.cpp keeps those inside).
+    std::set<std::string> unrolledInThread;
 
   protected:
     void visitFor(const For &node) override {
       if (node.forKind == ForKind::GpuThread && node.gpuDim == 0)
         loop = &node;
+      loops_.push_back(&node);
+      if (auto inX = std::ranges::find(loops_, loop); loop && inX != loops_.end()) {
+        double bodies = 1;
+        for (auto inner = std::next(inX); inner != loops_.end(); ++inner) {
+          const auto *trips = (*inner)->extent->as<IntImm>();
+          bodies *= trips ? static_cast<double>(trips->value) : 1e9;
+        }
+        if (bodies <= 64)
+          unrolledInThread.insert(node.var);
+      }
       IRVisitor::visitFor(node);
+      loops_.pop_back();
+    }
+    void visitLetStmt(const LetStmt &node) override {
+      std::optional<std::string> saved;
+      if (auto found = lets_.find(node.var); found != lets_.end())
+        saved = found->second;
+      lets_[node.var] = expanded(toString(node.value), lets_);
+      IRVisitor::visitLetStmt(node);
+      if (saved)
+        lets_[node.var] = *saved;
+      else
+        lets_.erase(node.var);
+    }
+    void visitBinary(const Binary &node) override {
+      if (isFloat(node.lhs->type) &&
+          (node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem))
+        divider(node);
+      IRVisitor::visitBinary(node);
+    }
+    void visitCall(const Call &node) override {
+      if (node.builtin == Builtin::Sqrt && isFloat(node.type))
+        divider(node);
+      IRVisitor::visitCall(node);
     }
     void visitStore(const Store &node) override {
-      if (!node.reduction) {
-        class ReadsTarget : public IRVisitor {
-        public:
-          explicit ReadsTarget(const Store &store) : store_(store) {}
-          bool found = false;
-
-        protected:
-          void visitLoad(const Load &load) override {
-            found = found || (load.buffer == store_.buffer &&
-                              std::ranges::equal(load.indices, store_.indices, sameExpr));
-          }
-
-        private:
-          const Store &store_;
-        } reads(node);
-        reads.visit(node.value);
-        if (reads.found)
+      if (readsItsTarget(node)) {
+        if (!node.reduction)
           accumulating.insert(&node);
+        auto inX = std::ranges::find(loops_, loop);
+        if (node.buffer->memory == MemorySpace::Register && loop && inX != loops_.end() &&
+            std::next(inX) != loops_.end() && loops_.back()->forKind != ForKind::GpuThread &&
+            loops_.back()->forKind != ForKind::GpuBlock)
+          chains.emplace_back(loops_.back()->var, &node);
       }
       IRVisitor::visitStore(node);
     }
+
+  private:
+    void divider(const ExprNode &node) {
+      dividers += 1;
+      distinctDividers.insert(expanded(toString(Expr(Expr(), &node)), lets_));
+    }
+    std::vector<const For *> loops_;
+    std::map<std::string, std::string> lets_;
   } finder;
   finder.visit(kernel.body);
-  std::map<AccessKey, AccessClass> classes;
+  KernelFacts facts;
+  if (finder.dividers > 0)
+    facts.dividerShare = static_cast<double>(finder.distinctDividers.size()) / finder.dividers;
+  std::map<AccessKey, AccessClass> &classes = facts.classes;
   std::set<SourceLoc> accumulatingSources;
   for (const Store *store : finder.accumulating)
     accumulatingSources.insert(store->source.begin);
@@ -107,16 +258,81 @@ std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
                  return passes::strideAlong(access, loop).kind == passes::Stride::Kind::Contiguous;
                });
       });
+  // The bytes an access moves from one iteration of `loop` to the next.
+  auto strideBytes = [&](const passes::BufferAccess &access, const std::string &loop) {
+    passes::Stride stride = passes::strideAlong(access, loop);
+    double elements = static_cast<double>(stride.constant);
+    if (stride.kind == passes::Stride::Kind::Symbolic)
+      elements = static_cast<double>(passes::evaluateInteger(*stride.symbolic, lookup).value_or(0));
+    return std::abs(elements) * static_cast<double>(scalarSize(access.buffer->element));
+  };
+  // The accumulators of each loop: the slowest step and how many there are.
+  // (A reduction's steps, which LLVM may reassociate, count where the
+  // lanes are threads; in a loop that is not vectorized, only the others.)
+  struct Chains {
+    double stepNs = 0, scalarStepNs = 0;
+    std::set<std::string> accumulators;
+  };
+  std::map<std::string, Chains> chainsByLoop;
+  for (const auto &[loop, store] : finder.chains) {
+    Chains &chains = chainsByLoop[loop];
+    chains.stepNs = std::max(chains.stepNs, chainStepNs(device, *store));
+    if (!store->reduction)
+      chains.scalarStepNs = std::max(chains.scalarStepNs, chainStepNs(device, *store));
+    std::string accumulator = store->buffer->nameInMessages();
+    for (const Expr &index : store->indices)
+      accumulator += "[" + toString(index) + "]";
+    chains.accumulators.insert(accumulator);
+  }
+  std::set<std::string> chainCarried;
   for (const passes::BufferAccess &access : accesses) {
-    if (access.buffer->memory != MemorySpace::Global)
+    if (access.buffer->memory == MemorySpace::Register)
       continue;
     std::vector<std::string> innerLoops = innerLoopsOf(access);
     AccessClass kind;
+    double bytes = static_cast<double>(scalarSize(access.buffer->element));
+    for (const Expr &extent : access.buffer->shape)
+      bytes *= static_cast<double>(
+          std::max<int64_t>(passes::evaluateInteger(*extent, lookup).value_or(1), 0));
+    kind.arrayBytes = bytes;
     std::optional<std::string> vectorLoop;
     if (loopsStayInThreads && !innerLoops.empty())
       vectorLoop = innerLoops.back();
     else if (finder.loop)
       vectorLoop = finder.loop->var;
+    // The accumulators stepping along the loop around this access, counted
+    // once for the loop. Where the lanes are threads, the vectors of the
+    // thread loop each hold their own (the thread loop runs inside the
+    // loop, or around a loop LLVM unrolled); where the loops stay inside
+    // the threads and the loop is the vectorized one, a reduction's lanes
+    // are spread over vectors LLVM interleaves (no wait), and any other
+    // update keeps the loop from vectorizing: one lane's step after
+    // another.
+    if (!innerLoops.empty() && chainsByLoop.contains(innerLoops.back()) &&
+        !chainCarried.contains(innerLoops.back())) {
+      const std::string &loop = innerLoops.back();
+      chainCarried.insert(loop);
+      const Chains &chains = chainsByLoop.at(loop);
+      bool alongVectors = loopsStayInThreads && vectorLoop == loop;
+      if (!alongVectors) {
+        // The thread loop runs inside a loop of the thread (all of the
+        // block's threads each step), or around a nest of few constant
+        // trips LLVM unrolls into straight-line code (its x threads).
+        double threads = finder.unrolledInThread.contains(loop)
+                             ? static_cast<double>(shape.block[0])
+                             : static_cast<double>(shape.threadsPerBlock());
+        kind.chainStepNs = chains.stepNs;
+        kind.chainVectors = std::ceil(threads / device.vectorLanes) *
+                            static_cast<double>(chains.accumulators.size());
+      } else if (chains.scalarStepNs > 0) {
+        kind.chainStepNs = chains.scalarStepNs;
+        kind.chainScalar = true;
+      }
+    }
+    if (access.buffer->memory != MemorySpace::Global) {
+      classes[{access.buffer->nameInMessages(), access.source.begin, access.isStore}] = kind;
+      continue;
+    }
     // An element the innermost loop around it does not move is loaded
     // before that loop (LLVM hoists it), whatever the lanes do.
     bool hoisted =
@@ -133,9 +349,13 @@ std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
         access.isStore && !innerLoops.empty() &&
         accumulatingSources.contains(access.source.begin) &&
         passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Zero;
+    kind.stripWalk = !loopsStayInThreads && finder.loop && !innerLoops.empty() &&
+                     passes::strideAlong(access, finder.loop->var).kind ==
+                         passes::Stride::Kind::Contiguous &&
+                     strideBytes(access, innerLoops.back()) >= kPageBytes;
     classes[{access.buffer->nameInMessages(), access.source.begin, access.isStore}] = kind;
   }
-  return classes;
+  return facts;
 }
 
 // Every loop of a kernel, as the code generator keeps it (a loop the model
@@ -187,7 +407,7 @@ double operationsOf(const Expr &expr) {
 double secondsOf(double bytes, double gbs) { return gbs > 0 ? bytes / (gbs * 1e9) : 0; }
 
 CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfile &profile,
-                                     const std::map<AccessKey, AccessClass> &classes);
+                                     const KernelFacts &facts);
 
 // The CPU's view of the host code: launches predicted per kernel and
 // geometry on the thread pool; the statements between them costed one by
@@ -229,7 +449,10 @@ protected:
       result_.approximate |= profile.approximate;
       found =
           predictions_
-              .emplace(site.key, predictCpuLaunch(device_, profile, classifyAccesses(site.kernel)))
+              .emplace(site.key,
+                       predictCpuLaunch(device_, profile,
+                                        classifyKernel(device_, site.kernel, site.shape,
+                                                       site.values)))
               .first;
       found->second.launches = 0;
     }
@@ -341,7 +564,7 @@ private:
 };
 
 CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfile &profile,
-                                     const std::map<AccessKey, AccessClass> &classes) {
+                                     const KernelFacts &facts) {
   CpuLaunchPrediction prediction;
   prediction.profile = profile;
   // The lanes' floating-point operations (a warp instruction is 32 of
@@ -351,20 +574,53 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // recurrence waits a dependent operation a step for each vector, and so
   // does each lane's combine into an element (a read-modify-write, which
   // waits for the last one to the same element).
-  double laneOperations = (profile.fp32Instructions + 2 * profile.fp64Instructions) * 32;
-  double gatheredLoads = 0, lines = 0, rereadBytes = 0, dependentSteps = 0;
+  // Divisions and square roots go to the divider, a unit of their own far
+  // slower than the FMA pipes, which works beside them: the slower of the
+  // two bounds. LLVM computes a value several lets repeat once.
+  // A math routine (exp, log, ...) is a call of the vector math library
+  // for `mathLanes` lanes; exp's time as probed, the others in proportion
+  // to their instructions (exp counts 8).
+  double laneOperations =
+      std::max(profile.fp32Instructions + 2 * profile.fp64Instructions -
+                   profile.dividerInstructions - profile.routineInstructions,
+               0.0) *
+      32;
+  double routineSeconds = profile.routineInstructions / 8 * 32 / std::max(device.mathLanes, 1) *
+                          device.vectorExpNs * 1e-9;
+  double dividerSeconds = (profile.floatDivides * device.vectorDivideNs +
+                           profile.squareRoots * device.vectorSqrtNs) *
+                          facts.dividerShare * 32 / device.vectorLanes * 1e-9;
+  double gatheredLoads = 0, lines = 0, rereadBytes = 0, dependentSteps = 0, chainSeconds = 0;
   // The arrays' elements once, and where they are held: the level whose
-  // size their footprint fits serves every byte moved.
+  // size their footprint fits serves every byte moved; the part of them a
+  // column strip walks, at the strip rate once they exceed the last-level
+  // cache.
   double footprint = profile.compulsoryReadBytes + profile.compulsoryWriteBytes;
-  double bytes = footprint;
+  double bytes = footprint, stripBytes = 0;
+  bool beyondCache = footprint > static_cast<double>(device.lastLevelCacheBytes);
+  std::set<std::string> stripArrays;
   for (const AccessProfile &access : profile.accesses) {
-    auto found =
-        classes.find({access.array, access.source.begin, access.kind != AccessProfile::Kind::Load});
+    auto found = facts.classes.find(
+        {access.array, access.source.begin, access.kind != AccessProfile::Kind::Load});
     if (access.kind == AccessProfile::Kind::Atomic)
       dependentSteps += access.activeLanes;
-    if (access.memory != MemorySpace::Global || found == classes.end())
+    if (found == facts.classes.end())
       continue;
     const AccessClass &kind = found->second;
+    // An accumulation's steps, one per lane and iteration: where its loop
+    // cannot be vectorized, each waits for the one before; else the
+    // vectors in flight share the wait.
+    if (kind.chainStepNs > 0) {
+      if (kind.chainScalar)
+        prediction.vectorized = false;
+      double vectorSteps = kind.chainScalar
+                               ? access.activeLanes
+                               : access.activeLanes / device.vectorLanes /
+                                     std::max(kind.chainVectors, 1.0);
+      chainSeconds += vectorSteps * kind.chainStepNs * 1e-9;
+    }
+    if (access.memory != MemorySpace::Global)
+      continue;
     if (kind.gathered) {
       prediction.vectorized = false;
       gatheredLoads += access.activeLanes;
@@ -372,21 +628,32 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
     }
     if (kind.columnWalk)
       lines += access.activeLanes / device.vectorLanes;
-    if (kind.rereadByLanes)
+    // An array every lane walks again stays in the core's caches when it
+    // fits its L2: only one larger brings its elements again.
+    if (kind.rereadByLanes && kind.arrayBytes > static_cast<double>(device.l2BytesPerThread))
       rereadBytes += access.activeLanes * access.elementBytes;
     if (kind.recurrence)
       dependentSteps += access.activeLanes / device.vectorLanes;
+    if (kind.stripWalk && beyondCache && device.stripGBs > 0 &&
+        stripArrays.insert(access.array).second)
+      stripBytes += std::min(kind.arrayBytes, access.activeLanes * access.elementBytes);
   }
+  bytes -= std::min(stripBytes, bytes);
   // Elements gathered lane by lane, or a column walked, bring a cache line
   // each once the arrays do not fit the core's L2 (each lane's element of a
   // transpose's column is on a page of its own); so do the elements each
   // lane reads again in its own walk.
   if (footprint > static_cast<double>(device.l2BytesPerThread))
     bytes += lines * kCacheLineBytes + rereadBytes;
-  double computeOneThread = laneOperations * 2 / (device.vectorGflopsPerThread * 1e9) +
-                            gatheredLoads / (device.scalarGopsPerThread * 1e9) +
-                            dependentSteps * device.dependentOpNs * 1e-9;
-  double memoryOneThread = secondsOf(bytes, device.bandwidthFor(footprint, 1));
+  double throughputOneThread =
+      std::max(laneOperations * 2 / (device.vectorGflopsPerThread * 1e9), dividerSeconds) +
+      routineSeconds + gatheredLoads / (device.scalarGopsPerThread * 1e9) +
+      dependentSteps * device.dependentOpNs * 1e-9;
+  // Out-of-order execution overlaps the chains' waits with the other
+  // work: the longer of the two.
+  double computeOneThread = std::max(throughputOneThread, chainSeconds);
+  double memoryOneThread = secondsOf(bytes, device.bandwidthFor(footprint, 1)) +
+                           secondsOf(stripBytes, device.stripGBsOneThread);
   double aloneSeconds = std::max(computeOneThread, memoryOneThread);
   double threads = std::clamp<double>(static_cast<double>(profile.launch.blocks()), 1,
                                       static_cast<double>(device.threads));
@@ -398,7 +665,9 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   } else {
     prediction.computeSeconds = computeOneThread / threads;
     prediction.memorySeconds =
-        secondsOf(bytes, device.bandwidthFor(footprint, static_cast<int>(threads)));
+        secondsOf(bytes, device.bandwidthFor(footprint, static_cast<int>(threads))) +
+        secondsOf(stripBytes, threads >= device.threads ? device.stripGBs
+                                                        : device.stripGBsOneThread * threads);
     prediction.overheadSeconds = device.launchSharedMicroseconds * 1e-6;
   }
   double work = std::max(prediction.computeSeconds, prediction.memorySeconds);
