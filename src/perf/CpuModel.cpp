@@ -497,7 +497,9 @@ private:
           return Walk::Strided;
         if (coefficient != 0)
           invariant = false;
-        if (coefficient != 0 && !(d + 1 == indices.size() && coefficient == 1))
+        // A walk backwards along a row vectorizes too (a reversing
+        // shuffle per vector).
+        if (coefficient != 0 && !(d + 1 == indices.size() && std::abs(coefficient) == 1))
           contiguous = false;
       }
       return invariant ? Walk::Invariant : contiguous ? Walk::Contiguous : Walk::Strided;
