@@ -315,13 +315,18 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
       const Chains &chains = chainsByLoop.at(loop);
       bool alongVectors = loopsStayInThreads && vectorLoop == loop;
       if (!alongVectors) {
-        // The thread loop runs inside a loop of the thread (all of the
-        // block's threads each step), or around a nest of few constant
-        // trips LLVM unrolls into straight-line code (its x threads).
-        double threads = finder.unrolledInThread.contains(loop)
-                             ? static_cast<double>(shape.block[0])
-                             : static_cast<double>(shape.threadsPerBlock());
-        kind.chainStepNs = chains.stepNs;
+        // The thread loop runs around a nest of few constant trips LLVM
+        // unrolls into straight-line code (its x threads each keep their
+        // accumulator in a register), or inside a loop of the thread: all
+        // of the block's threads each step, each accumulator in a slot of
+        // memory, which every step loads from the store of the step
+        // before (store-to-load forwarding on the chain).
+        bool unrolled = finder.unrolledInThread.contains(loop);
+        double threads = unrolled ? static_cast<double>(shape.block[0])
+                                  : static_cast<double>(shape.threadsPerBlock());
+        kind.chainStepNs =
+            chains.stepNs +
+            (unrolled ? 0 : std::max(device.dependentMemoryOpNs - device.dependentOpNs, 0.0));
         kind.chainVectors = std::ceil(threads / device.vectorLanes) *
                             static_cast<double>(chains.accumulators.size());
       } else if (chains.scalarStepNs > 0) {
