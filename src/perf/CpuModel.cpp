@@ -465,6 +465,15 @@ protected:
   }
 
 private:
+  // How an access of a host statement walks the innermost loop around it.
+  enum class Walk { Invariant, Contiguous, Strided };
+  struct Access {
+    const BufferInfo *buffer;
+    Walk walk;
+    bool sameAsStored;
+    const std::vector<Expr> *indices = nullptr;
+  };
+
   double footprint(const BufferInfo &buffer) const {
     double bytes = static_cast<double>(scalarSize(buffer.element));
     for (const Expr &extent : buffer.shape)
@@ -483,8 +492,6 @@ private:
 
   // One statement of the host code, run `times` times.
   void store(const Store &node, double times) {
-    // How each access walks the innermost loop around the statement.
-    enum class Walk { Invariant, Contiguous, Strided };
     passes::AffineScope scope;
     for (const For *loop : enclosingLoops())
       scope.bindLoop(loop->var);
@@ -509,11 +516,6 @@ private:
       }
       return invariant ? Walk::Invariant : contiguous ? Walk::Contiguous : Walk::Strided;
     };
-    struct Access {
-      const BufferInfo *buffer;
-      Walk walk;
-      bool sameAsStored;
-    };
     std::vector<Access> accesses;
     class Loads : public IRVisitor {
     public:
@@ -529,7 +531,7 @@ private:
     for (const Load *load : loads.loads) {
       bool same = load->buffer == node.buffer && load->indices.size() == node.indices.size() &&
                   std::ranges::equal(load->indices, node.indices, sameExpr);
-      accesses.push_back({load->buffer.get(), walkOf(load->indices), same});
+      accesses.push_back({load->buffer.get(), walkOf(load->indices), same, &load->indices});
     }
     Walk stored = walkOf(node.indices);
     accesses.push_back({node.buffer.get(), stored, false});
@@ -542,9 +544,10 @@ private:
         innermost && stored == Walk::Invariant && !node.reduction &&
         std::ranges::any_of(accesses, [](const Access &access) { return access.sameAsStored; });
     bool vectorized =
-        innermost && !recurrence && std::ranges::all_of(accesses, [](const Access &access) {
-          return access.walk != Walk::Strided;
-        });
+        innermost && !recurrence &&
+        std::ranges::all_of(accesses,
+                            [](const Access &access) { return access.walk != Walk::Strided; }) &&
+        !overlapCheckFails(node, accesses);
     double compute = vectorized ? operations * 2 / (device_.vectorGflopsPerThread * 1e9)
                                 : operations / (device_.scalarGopsPerThread * 1e9);
     double latency = recurrence ? device_.dependentOpNs * 1e-9 : 0;
@@ -563,6 +566,98 @@ private:
       memory += secondsOf(bytes, bandwidthFor(arrayBytes));
     }
     addHost(compute * times, latency * times, memory * times);
+  }
+
+  // The element offset of `indices` into `buffer`, with the given loop
+  // variables at the given values (the others, and lets, as bound now).
+  std::optional<int64_t> offsetAt(const BufferInfo &buffer, const std::vector<Expr> &indices,
+                                  const std::map<std::string, int64_t> &at) const {
+    std::map<std::string, Expr> lets, replacements;
+    for (const auto &[var, value] : enclosingLets())
+      lets[var] = value;
+    for (const auto &[var, value] : at)
+      replacements[var] = makeI64(value);
+    int64_t offset = 0;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      std::optional<int64_t> index =
+          evaluate(*substitute(substituteLets(indices[d], lets), replacements));
+      std::optional<int64_t> extent = d < buffer.shape.size()
+                                          ? evaluate(*buffer.shape[d])
+                                          : std::optional<int64_t>(1);
+      if (!index || !extent)
+        return std::nullopt;
+      offset = offset * *extent + *index;
+    }
+    return offset;
+  }
+
+  // Whether LLVM's run-time overlap check sends the vectorized loop around
+  // the statement to its scalar version. The check compares the elements
+  // the loop stores with those it reads from the same array, and LLVM
+  // hoists it out of the loop around: a read's range is widened over that
+  // loop's whole range. A read of another element of the row being stored
+  // (an LU's pivot `A[i][k]` in `A[i][j] -= A[i][k] * A[k][j]` along j)
+  // then always overlaps the stored range, and the loop runs scalar.
+  bool overlapCheckFails(const Store &node, const std::vector<Access> &accesses) const {
+    const std::vector<const For *> &loops = enclosingLoops();
+    if (loops.empty())
+      return false;
+    const For &inner = *loops.back();
+    const For *outer = loops.size() >= 2 ? loops[loops.size() - 2] : nullptr;
+    // The first and last values of the inner loop (the outer one at
+    // `outerValue`, or as bound now); an empty one's bounds still give the
+    // addresses the widened check computes.
+    auto innerRange = [&](std::optional<int64_t> outerValue)
+        -> std::optional<std::pair<int64_t, int64_t>> {
+      std::map<std::string, Expr> replacements;
+      if (outerValue)
+        replacements[outer->var] = makeI64(*outerValue);
+      std::optional<int64_t> min = evaluate(*substitute(inner.min, replacements));
+      std::optional<int64_t> extent = evaluate(*substitute(inner.extent, replacements));
+      if (!min || !extent)
+        return std::nullopt;
+      return std::pair{*min, *min + std::max<int64_t>(*extent, 1) - 1};
+    };
+    auto stored = innerRange(std::nullopt);
+    if (!stored)
+      return false;
+    std::optional<int64_t> storeFirst =
+        offsetAt(*node.buffer, node.indices, {{inner.var, stored->first}});
+    std::optional<int64_t> storeLast =
+        offsetAt(*node.buffer, node.indices, {{inner.var, stored->second}});
+    if (!storeFirst || !storeLast)
+      return false;
+    int64_t storeLow = std::min(*storeFirst, *storeLast),
+            storeHigh = std::max(*storeFirst, *storeLast);
+    std::vector<std::optional<int64_t>> outerValues = {std::nullopt};
+    if (outer) {
+      std::optional<int64_t> min = evaluate(*outer->min), extent = evaluate(*outer->extent);
+      if (min && extent && *extent > 0)
+        outerValues = {*min, *min + *extent - 1};
+    }
+    for (const Access &access : accesses) {
+      if (access.buffer != node.buffer.get() || access.sameAsStored || !access.indices)
+        continue;
+      std::optional<int64_t> low, high;
+      for (std::optional<int64_t> outerValue : outerValues) {
+        auto range = innerRange(outerValue);
+        if (!range)
+          continue;
+        for (int64_t innerValue : {range->first, range->second}) {
+          std::map<std::string, int64_t> at = {{inner.var, innerValue}};
+          if (outerValue)
+            at[outer->var] = *outerValue;
+          std::optional<int64_t> offset = offsetAt(*access.buffer, *access.indices, at);
+          if (!offset)
+            return false;
+          low = std::min(low.value_or(*offset), *offset);
+          high = std::max(high.value_or(*offset), *offset);
+        }
+      }
+      if (low && high && *low <= storeHigh && storeLow <= *high)
+        return true;
+    }
+    return false;
   }
 
   const CpuDevice &device_;
