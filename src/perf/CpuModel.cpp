@@ -692,6 +692,18 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   double dividerSeconds = (profile.floatDivides * device.vectorDivideNs +
                            profile.squareRoots * device.vectorSqrtNs) *
                           facts.dividerShare * 32 / device.vectorLanes * 1e-9;
+  // An update of an element the data picks (a histogram's bin) is a
+  // scatter whose lanes may collide: LLVM does not vectorize its loop, and
+  // the kernel's operations run at the scalar rate (a division or square
+  // root as one of them: the divider overlaps them one lane at a time).
+  bool scatters = std::ranges::any_of(profile.accesses, [](const AccessProfile &access) {
+    return access.kind == AccessProfile::Kind::Atomic && !access.addressesKnown;
+  });
+  if (scatters) {
+    prediction.vectorized = false;
+    laneOperations += (profile.floatDivides + profile.squareRoots) * facts.dividerShare * 32;
+    dividerSeconds = 0;
+  }
   double gatheredLoads = 0, lines = 0, rereadBytes = 0, dependentSteps = 0, chainSeconds = 0;
   // The arrays' elements once, and where they are held: the level whose
   // size their footprint fits serves every byte moved; the part of them a
@@ -747,8 +759,10 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // lane reads again in its own walk.
   if (footprint > static_cast<double>(device.l2BytesPerThread))
     bytes += lines * kCacheLineBytes + rereadBytes;
+  double operationSeconds = scatters ? laneOperations / (device.scalarGopsPerThread * 1e9)
+                                     : laneOperations * 2 / (device.vectorGflopsPerThread * 1e9);
   double throughputOneThread =
-      std::max(laneOperations * 2 / (device.vectorGflopsPerThread * 1e9), dividerSeconds) +
+      std::max(operationSeconds, dividerSeconds) +
       routineSeconds + gatheredLoads / (device.scalarGopsPerThread * 1e9) +
       dependentSteps * device.dependentOpNs * 1e-9;
   // Out-of-order execution overlaps the chains' waits with the other
