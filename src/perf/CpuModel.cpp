@@ -68,6 +68,9 @@ struct AccessClass {
   double chainStepNs = 0;
   double chainVectors = 1;
   bool chainScalar = false;
+  // How many accesses of the IR share this one's array, place and kind
+  // (the profile adds their counts up: `s = s > x[i] ? s : x[i]`'s two).
+  double accesses = 1;
 };
 
 // What the model reads from a kernel's IR besides its profile: how each
@@ -334,8 +337,23 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
         kind.chainScalar = true;
       }
     }
+    // Accesses of one array at one place are one line of the profile:
+    // what one of them carries, the line carries.
+    auto keep = [&](AccessClass kind) {
+      AccessKey key{access.buffer->nameInMessages(), access.source.begin, access.isStore};
+      if (auto found = classes.find(key); found != classes.end()) {
+        const AccessClass &before = found->second;
+        kind.accesses = before.accesses + 1;
+        if (before.chainStepNs > 0 && kind.chainStepNs == 0) {
+          kind.chainStepNs = before.chainStepNs;
+          kind.chainVectors = before.chainVectors;
+          kind.chainScalar = before.chainScalar;
+        }
+      }
+      classes[key] = kind;
+    };
     if (access.buffer->memory != MemorySpace::Global) {
-      classes[{access.buffer->nameInMessages(), access.source.begin, access.isStore}] = kind;
+      keep(kind);
       continue;
     }
     // An element the innermost loop around it does not move is loaded
@@ -358,7 +376,7 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
                      passes::strideAlong(access, finder.loop->var).kind ==
                          passes::Stride::Kind::Contiguous &&
                      strideBytes(access, innerLoops.back()) >= kPageBytes;
-    classes[{access.buffer->nameInMessages(), access.source.begin, access.isStore}] = kind;
+    keep(kind);
   }
   return facts;
 }
@@ -727,10 +745,10 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
     if (kind.chainStepNs > 0) {
       if (kind.chainScalar)
         prediction.vectorized = false;
-      double vectorSteps = kind.chainScalar
-                               ? access.activeLanes
-                               : access.activeLanes / device.vectorLanes /
-                                     std::max(kind.chainVectors, 1.0);
+      double steps = access.activeLanes / kind.accesses;
+      double vectorSteps =
+          kind.chainScalar ? steps
+                           : steps / device.vectorLanes / std::max(kind.chainVectors, 1.0);
       chainSeconds += vectorSteps * kind.chainStepNs * 1e-9;
     }
     if (access.memory != MemorySpace::Global)
