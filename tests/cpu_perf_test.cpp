@@ -23,10 +23,10 @@ namespace {
 
 // The share of the calibration rows the model must predict within 1.5x and
 // within 2x of the measured time.
-constexpr double kCpuShareWithin15 = 0.95;
+constexpr double kCpuShareWithin15 = 1.0;
 constexpr double kCpuShareWithin2 = 1.0;
 // How far off the worst row may be.
-constexpr double kCpuWorstError = 2.0;
+constexpr double kCpuWorstError = 1.5;
 
 perf::CpuProgramPrediction predictLoaded(const test::LoadedProgram &loaded,
                                          const std::string &kernel,

@@ -367,6 +367,37 @@ void scaleCopy(float *to, const float *from, int64_t n, float scale) {
     to[i] = from[i] * scale;
 }
 
+// Nanoseconds a load waits for a line of an array of `bytes` no prefetcher
+// can guess: a chase of pointers, one a line, in a random cycle.
+double chaseNs(int64_t bytes) {
+  int64_t lines = std::max<int64_t>(bytes / 64, 2);
+  constexpr int64_t kStride = 64 / sizeof(int64_t);
+  std::vector<int64_t> next(static_cast<size_t>(lines * kStride), 0);
+  std::vector<int64_t> order(static_cast<size_t>(lines));
+  for (int64_t i = 0; i < lines; ++i)
+    order[static_cast<size_t>(i)] = i;
+  uint64_t state = 0x9e3779b97f4a7c15ull; // a fixed shuffle: the same walk every time
+  for (int64_t i = lines - 1; i > 0; --i) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    std::swap(order[static_cast<size_t>(i)],
+              order[static_cast<size_t>(state % static_cast<uint64_t>(i + 1))]);
+  }
+  for (int64_t i = 0; i < lines; ++i)
+    next[static_cast<size_t>(order[static_cast<size_t>(i)] * kStride)] =
+        order[static_cast<size_t>((i + 1) % lines)] * kStride;
+  int64_t steps = std::min<int64_t>(lines * 2, 2'000'000);
+  return fastest(3, [&] {
+           int64_t at = 0;
+           auto start = Clock::now();
+           for (int64_t n = 0; n < steps; ++n)
+             at = next[static_cast<size_t>(at)];
+           double seconds = secondsSince(start);
+           asm volatile("" : : "r"(at));
+           return seconds;
+         }) /
+         static_cast<double>(steps) * 1e9;
+}
+
 // Bytes read plus written a second by `threads` threads each copying its
 // share of `bytes` (source and destination together) `passes` times.
 double copyGBs(int64_t bytes, int threads, int passes) {
@@ -476,6 +507,7 @@ nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
           {"last_level_cache_bytes", device.lastLevelCacheBytes},
           {"cache_gbs_one_thread", device.cacheGBsOneThread},
           {"cache_gbs", device.cacheGBs},
+          {"cache_latency_ns", device.cacheLatencyNs},
           {"dram_gbs_one_thread", device.dramGBsOneThread},
           {"dram_gbs", device.dramGBs},
           {"strip_gbs_one_thread", device.stripGBsOneThread},
@@ -508,6 +540,7 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
     device.lastLevelCacheBytes = json.at("last_level_cache_bytes").get<int64_t>();
     device.cacheGBsOneThread = json.at("cache_gbs_one_thread").get<double>();
     device.cacheGBs = json.at("cache_gbs").get<double>();
+    device.cacheLatencyNs = json.at("cache_latency_ns").get<double>();
     device.dramGBsOneThread = json.at("dram_gbs_one_thread").get<double>();
     device.dramGBs = json.at("dram_gbs").get<double>();
     device.stripGBsOneThread = json.at("strip_gbs_one_thread").get<double>();
@@ -543,6 +576,7 @@ CpuDevice epyc2() {
   device.l2GBsOneThread = 108;
   device.cacheGBsOneThread = 84;
   device.cacheGBs = 193;
+  device.cacheLatencyNs = 18;
   device.dramGBsOneThread = 25.3;
   device.dramGBs = 35;
   device.stripGBsOneThread = 7.2;
@@ -618,6 +652,7 @@ CpuDevice probeCpu() {
   device.l1GBsOneThread = copyGBs(device.l1BytesPerThread / 2, 1, 2000);
   device.l2GBsOneThread = copyGBs(device.l2BytesPerThread / 2, 1, 200);
   device.cacheGBsOneThread = copyGBs(inCache, 1, 20);
+  device.cacheLatencyNs = chaseNs(inCache);
   device.cacheGBs = copyGBs(inCache, device.threads, 20);
   device.dramGBsOneThread = copyGBs(beyondCache, 1, 1);
   device.dramGBs = copyGBs(beyondCache, device.threads, 1);

@@ -59,6 +59,9 @@ struct CpuDevice {
   // and on all of them.
   double l1GBsOneThread = 0, l2GBsOneThread = 0;
   double cacheGBsOneThread = 0, cacheGBs = 0;
+  // Nanoseconds a load from the last-level cache waits when no prefetcher
+  // brought the line ahead (the first lines of a walk that starts anew).
+  double cacheLatencyNs = 0;
   double dramGBsOneThread = 0, dramGBs = 0;
   // Bytes read a second by walks down column strips of arrays far larger
   // than the last-level cache, on one thread and on all of them: each step

@@ -68,6 +68,12 @@ struct AccessClass {
   double chainStepNs = 0;
   double chainVectors = 1;
   bool chainScalar = false;
+  // Read along a row by the vectorized loop inside each thread, a run of
+  // `runElements` elements at a time, and the next run does not continue
+  // where it ended (a row further down, as covariance's threads each read
+  // part of every row): every run starts a stream anew, and its first
+  // lines wait the cache's latency before the prefetchers run ahead.
+  double runElements = 0;
   // How many accesses of the IR share this one's array, place and kind
   // (the profile adds their counts up: `s = s > x[i] ? s : x[i]`'s two).
   double accesses = 1;
@@ -159,7 +165,11 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
   };
   class XThread : public IRVisitor {
   public:
+    explicit XThread(const std::map<std::string, int64_t> &values) : bound_(values) {}
     const For *loop = nullptr;
+    // Each loop's trip count with the loops and lets around it at the
+    // middle of their ranges (a thread in the middle of the grid).
+    std::map<std::string, double> trips;
     std::set<const Store *> accumulating; // stores of the element they read, not reductions
     // Registers updated from their own last value, by the loop inside a
     // thread they step along.
@@ -177,6 +187,16 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
     void visitFor(const For &node) override {
       if (node.forKind == ForKind::GpuThread && node.gpuDim == 0)
         loop = &node;
+      auto lookup = [&](const std::string &name) {
+        auto found = bound_.find(name);
+        return found == bound_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+      };
+      std::optional<int64_t> min = passes::evaluateInteger(*node.min, lookup);
+      std::optional<int64_t> extent = passes::evaluateInteger(*node.extent, lookup);
+      if (min && extent) {
+        trips[node.var] = static_cast<double>(std::max<int64_t>(*extent, 0));
+        bound_[node.var] = *min + std::max<int64_t>(*extent, 0) / 2;
+      }
       loops_.push_back(&node);
       if (auto inX = std::ranges::find(loops_, loop); loop && inX != loops_.end()) {
         double bodies = 1;
@@ -191,6 +211,13 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
       loops_.pop_back();
     }
     void visitLetStmt(const LetStmt &node) override {
+      auto lookup = [&](const std::string &name) {
+        auto found = bound_.find(name);
+        return found == bound_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+      };
+      if (!isFloat(node.value->type))
+        if (std::optional<int64_t> value = passes::evaluateInteger(*node.value, lookup))
+          bound_[node.var] = *value;
       std::optional<std::string> saved;
       if (auto found = lets_.find(node.var); found != lets_.end())
         saved = found->second;
@@ -232,7 +259,8 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
     }
     std::vector<const For *> loops_;
     std::map<std::string, std::string> lets_;
-  } finder;
+    std::map<std::string, int64_t> bound_;
+  } finder(values);
   finder.visit(kernel.body);
   KernelFacts facts;
   if (finder.dividers > 0)
@@ -376,6 +404,19 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
                      passes::strideAlong(access, finder.loop->var).kind ==
                          passes::Stride::Kind::Contiguous &&
                      strideBytes(access, innerLoops.back()) >= kPageBytes;
+    if (loopsStayInThreads && !access.isStore && !innerLoops.empty() &&
+        vectorLoop == innerLoops.back() &&
+        passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Contiguous &&
+        finder.trips.contains(innerLoops.back())) {
+      double run = finder.trips.at(innerLoops.back());
+      const std::string &around =
+          innerLoops.size() >= 2 ? innerLoops[innerLoops.size() - 2] : finder.loop->var;
+      double element = static_cast<double>(scalarSize(access.buffer->element));
+      // (A run the loop around reads again stays in L1.)
+      double next = strideBytes(access, around);
+      if (run > 0 && next != 0 && next != run * element)
+        kind.runElements = run;
+    }
     keep(kind);
   }
   return facts;
@@ -728,7 +769,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // column strip walks, at the strip rate once they exceed the last-level
   // cache.
   double footprint = profile.compulsoryReadBytes + profile.compulsoryWriteBytes;
-  double bytes = footprint, stripBytes = 0;
+  double bytes = footprint, stripBytes = 0, runStarts = 0;
   bool beyondCache = footprint > static_cast<double>(device.lastLevelCacheBytes);
   std::set<std::string> stripArrays;
   for (const AccessProfile &access : profile.accesses) {
@@ -766,6 +807,8 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
       rereadBytes += access.activeLanes * access.elementBytes;
     if (kind.recurrence)
       dependentSteps += access.activeLanes / device.vectorLanes;
+    if (kind.runElements > 0 && footprint > static_cast<double>(device.l2BytesPerThread))
+      runStarts += access.activeLanes / kind.accesses / kind.runElements;
     if (kind.stripWalk && beyondCache && device.stripGBs > 0 &&
         stripArrays.insert(access.array).second)
       stripBytes += std::min(kind.arrayBytes, access.activeLanes * access.elementBytes);
@@ -786,8 +829,12 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // Out-of-order execution overlaps the chains' waits with the other
   // work: the longer of the two.
   double computeOneThread = std::max(throughputOneThread, chainSeconds);
+  // Runs read from beyond the core's L2 that start anew wait the
+  // last-level cache's latency each (its lower bound where they come from
+  // DRAM).
+  double runStartSeconds = runStarts * device.cacheLatencyNs * 1e-9;
   double memoryOneThread = secondsOf(bytes, device.bandwidthFor(footprint, 1)) +
-                           secondsOf(stripBytes, device.stripGBsOneThread);
+                           secondsOf(stripBytes, device.stripGBsOneThread) + runStartSeconds;
   double aloneSeconds = std::max(computeOneThread, memoryOneThread);
   double threads = std::clamp<double>(static_cast<double>(profile.launch.blocks()), 1,
                                       static_cast<double>(device.threads));
@@ -801,7 +848,8 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
     prediction.memorySeconds =
         secondsOf(bytes, device.bandwidthFor(footprint, static_cast<int>(threads))) +
         secondsOf(stripBytes, threads >= device.threads ? device.stripGBs
-                                                        : device.stripGBsOneThread * threads);
+                                                        : device.stripGBsOneThread * threads) +
+        runStartSeconds / threads;
     prediction.overheadSeconds = device.launchSharedMicroseconds * 1e-6;
   }
   double work = std::max(prediction.computeSeconds, prediction.memorySeconds);
