@@ -10,12 +10,12 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <thread>
-#include <dlfcn.h>
 #include <unistd.h>
 
 #if defined(__x86_64__)
@@ -186,7 +186,7 @@ double timeMemoryChain(int64_t iterations) {
 // finite) or square roots (`a = sqrt(a)`, which tends to 1) on the widest
 // vectors: the divider's throughput. Returns seconds for `iterations`.
 #if defined(__x86_64__)
-#define LOOPC_DIVIDER_PROBE(name, attribute, vec, set1, div, sqrt, add)                          \
+#define LOOPC_DIVIDER_PROBE(name, attribute, vec, set1, div, sqrt, add)                            \
   __attribute__((target(attribute))) double name(int64_t iterations, bool roots) {                 \
     vec one = set1(1.0f);                                                                          \
     volatile float seed = 1.5f;                                                                    \
@@ -210,15 +210,15 @@ double timeMemoryChain(int64_t iterations) {
       }                                                                                            \
     }                                                                                              \
     double seconds = secondsSince(start);                                                          \
-    vec sum = add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7)));                  \
+    vec sum = add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7)));                   \
     sum = add(sum, add(add(a8, a9), add(a10, a11)));                                               \
     asm volatile("" : : "x"(sum));                                                                 \
     return seconds;                                                                                \
   }
 // (_mm512_sqrt_ps's undefined passthrough upsets GCC's warnings.)
 #define LOOPC_SQRT512(a) _mm512_mask_sqrt_ps(a, 0xffff, a)
-LOOPC_DIVIDER_PROBE(timeDivider512, "avx512f", __m512, _mm512_set1_ps, _mm512_div_ps,
-                    LOOPC_SQRT512, _mm512_add_ps)
+LOOPC_DIVIDER_PROBE(timeDivider512, "avx512f", __m512, _mm512_set1_ps, _mm512_div_ps, LOOPC_SQRT512,
+                    _mm512_add_ps)
 #undef LOOPC_SQRT512
 LOOPC_DIVIDER_PROBE(timeDivider256, "avx2", __m256, _mm256_set1_ps, _mm256_div_ps, _mm256_sqrt_ps,
                     _mm256_add_ps)
@@ -265,27 +265,26 @@ double vectorExpNs() {
 // stay in memory, as a block of threads walking down columns runs them
 // (the thread loop inside the walk, each thread's sum in its own slot).
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) void stripWalk512(float *sums, const float *rows,
-                                                     int64_t count, int64_t pitch, int64_t width) {
+__attribute__((target("avx512f"))) void stripWalk512(float *sums, const float *rows, int64_t count,
+                                                     int64_t pitch, int64_t width) {
   __m512 factor = _mm512_set1_ps(0.5f);
   for (int64_t r = 0; r < count; ++r) {
     const float *row = rows + r * pitch;
     for (int64_t k = 0; k + 16 <= width; k += 16)
-      _mm512_storeu_ps(sums + k, _mm512_fmadd_ps(_mm512_loadu_ps(row + k), factor,
-                                                 _mm512_loadu_ps(sums + k)));
+      _mm512_storeu_ps(
+          sums + k, _mm512_fmadd_ps(_mm512_loadu_ps(row + k), factor, _mm512_loadu_ps(sums + k)));
     asm volatile("" : : "r"(sums) : "memory");
   }
 }
 
-__attribute__((target("avx2,fma"))) void stripWalk256(float *sums, const float *rows,
-                                                      int64_t count, int64_t pitch,
-                                                      int64_t width) {
+__attribute__((target("avx2,fma"))) void stripWalk256(float *sums, const float *rows, int64_t count,
+                                                      int64_t pitch, int64_t width) {
   __m256 factor = _mm256_set1_ps(0.5f);
   for (int64_t r = 0; r < count; ++r) {
     const float *row = rows + r * pitch;
     for (int64_t k = 0; k + 8 <= width; k += 8)
-      _mm256_storeu_ps(sums + k, _mm256_fmadd_ps(_mm256_loadu_ps(row + k), factor,
-                                                 _mm256_loadu_ps(sums + k)));
+      _mm256_storeu_ps(
+          sums + k, _mm256_fmadd_ps(_mm256_loadu_ps(row + k), factor, _mm256_loadu_ps(sums + k)));
     asm volatile("" : : "r"(sums) : "memory");
   }
 }
@@ -322,8 +321,8 @@ double stripGBs(int64_t bytes, int threads) {
     auto walk = [&](int t) {
       auto start = Clock::now();
       for (int64_t column = 0; column < kPitch; column += kWidth)
-        stripWalk(sums[static_cast<size_t>(t)].data(), arrays[static_cast<size_t>(t)].get() + column,
-                  rows, kPitch, kWidth);
+        stripWalk(sums[static_cast<size_t>(t)].data(),
+                  arrays[static_cast<size_t>(t)].get() + column, rows, kPitch, kWidth);
       elapsed[static_cast<size_t>(t)] = secondsSince(start);
     };
     std::vector<std::thread> workers;
@@ -386,15 +385,16 @@ double chaseNs(int64_t bytes) {
     next[static_cast<size_t>(order[static_cast<size_t>(i)] * kStride)] =
         order[static_cast<size_t>((i + 1) % lines)] * kStride;
   int64_t steps = std::min<int64_t>(lines * 2, 2'000'000);
-  return fastest(3, [&] {
-           int64_t at = 0;
-           auto start = Clock::now();
-           for (int64_t n = 0; n < steps; ++n)
-             at = next[static_cast<size_t>(at)];
-           double seconds = secondsSince(start);
-           asm volatile("" : : "r"(at));
-           return seconds;
-         }) /
+  return fastest(3,
+                 [&] {
+                   int64_t at = 0;
+                   auto start = Clock::now();
+                   for (int64_t n = 0; n < steps; ++n)
+                     at = next[static_cast<size_t>(at)];
+                   double seconds = secondsSince(start);
+                   asm volatile("" : : "r"(at));
+                   return seconds;
+                 }) /
          static_cast<double>(steps) * 1e9;
 }
 

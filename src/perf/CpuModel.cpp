@@ -3,8 +3,8 @@
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
-#include "passes/analysis/Evaluate.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/Evaluate.h"
 #include "perf/HostWalk.h"
 
 #include <algorithm>
@@ -229,8 +229,7 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
         lets_.erase(node.var);
     }
     void visitBinary(const Binary &node) override {
-      if (isFloat(node.lhs->type) &&
-          (node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem))
+      if (isFloat(node.lhs->type) && (node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem))
         divider(node);
       IRVisitor::visitBinary(node);
     }
@@ -400,10 +399,10 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
         access.isStore && !innerLoops.empty() &&
         accumulatingSources.contains(access.source.begin) &&
         passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Zero;
-    kind.stripWalk = !loopsStayInThreads && finder.loop && !innerLoops.empty() &&
-                     passes::strideAlong(access, finder.loop->var).kind ==
-                         passes::Stride::Kind::Contiguous &&
-                     strideBytes(access, innerLoops.back()) >= kPageBytes;
+    kind.stripWalk =
+        !loopsStayInThreads && finder.loop && !innerLoops.empty() &&
+        passes::strideAlong(access, finder.loop->var).kind == passes::Stride::Kind::Contiguous &&
+        strideBytes(access, innerLoops.back()) >= kPageBytes;
     if (loopsStayInThreads && !access.isStore && !innerLoops.empty() &&
         vectorLoop == innerLoops.back() &&
         passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Contiguous &&
@@ -511,13 +510,11 @@ protected:
       KernelProfile profile =
           profileKernel(site.kernel, site.shape, site.values, everyLoopKept(site.kernel));
       result_.approximate |= profile.approximate;
-      found =
-          predictions_
-              .emplace(site.key,
-                       predictCpuLaunch(device_, profile,
-                                        classifyKernel(device_, site.kernel, site.shape,
-                                                       site.values)))
-              .first;
+      found = predictions_
+                  .emplace(site.key, predictCpuLaunch(device_, profile,
+                                                      classifyKernel(device_, site.kernel,
+                                                                     site.shape, site.values)))
+                  .first;
       found->second.launches = 0;
     }
     found->second.launches += times;
@@ -640,9 +637,8 @@ private:
     for (size_t d = 0; d < indices.size(); ++d) {
       std::optional<int64_t> index =
           evaluate(*substitute(substituteLets(indices[d], lets), replacements));
-      std::optional<int64_t> extent = d < buffer.shape.size()
-                                          ? evaluate(*buffer.shape[d])
-                                          : std::optional<int64_t>(1);
+      std::optional<int64_t> extent =
+          d < buffer.shape.size() ? evaluate(*buffer.shape[d]) : std::optional<int64_t>(1);
       if (!index || !extent)
         return std::nullopt;
       offset = offset * *extent + *index;
@@ -666,8 +662,8 @@ private:
     // The first and last values of the inner loop (the outer one at
     // `outerValue`, or as bound now); an empty one's bounds still give the
     // addresses the widened check computes.
-    auto innerRange = [&](std::optional<int64_t> outerValue)
-        -> std::optional<std::pair<int64_t, int64_t>> {
+    auto innerRange =
+        [&](std::optional<int64_t> outerValue) -> std::optional<std::pair<int64_t, int64_t>> {
       std::map<std::string, Expr> replacements;
       if (outerValue)
         replacements[outer->var] = makeI64(*outerValue);
@@ -741,16 +737,15 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // A math routine (exp, log, ...) is a call of the vector math library
   // for `mathLanes` lanes; exp's time as probed, the others in proportion
   // to their instructions (exp counts 8).
-  double laneOperations =
-      std::max(profile.fp32Instructions + 2 * profile.fp64Instructions -
-                   profile.dividerInstructions - profile.routineInstructions,
-               0.0) *
-      32;
+  double laneOperations = std::max(profile.fp32Instructions + 2 * profile.fp64Instructions -
+                                       profile.dividerInstructions - profile.routineInstructions,
+                                   0.0) *
+                          32;
   double routineSeconds = profile.routineInstructions / 8 * 32 / std::max(device.mathLanes, 1) *
                           device.vectorExpNs * 1e-9;
-  double dividerSeconds = (profile.floatDivides * device.vectorDivideNs +
-                           profile.squareRoots * device.vectorSqrtNs) *
-                          facts.dividerShare * 32 / device.vectorLanes * 1e-9;
+  double dividerSeconds =
+      (profile.floatDivides * device.vectorDivideNs + profile.squareRoots * device.vectorSqrtNs) *
+      facts.dividerShare * 32 / device.vectorLanes * 1e-9;
   // An update of an element the data picks (a histogram's bin) is a
   // scatter whose lanes may collide: LLVM does not vectorize its loop, and
   // the kernel's operations run at the scalar rate (a division or square
@@ -788,8 +783,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
         prediction.vectorized = false;
       double steps = access.activeLanes / kind.accesses;
       double vectorSteps =
-          kind.chainScalar ? steps
-                           : steps / device.vectorLanes / std::max(kind.chainVectors, 1.0);
+          kind.chainScalar ? steps : steps / device.vectorLanes / std::max(kind.chainVectors, 1.0);
       chainSeconds += vectorSteps * kind.chainStepNs * 1e-9;
     }
     if (access.memory != MemorySpace::Global)
@@ -822,10 +816,9 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
     bytes += lines * kCacheLineBytes + rereadBytes;
   double operationSeconds = scatters ? laneOperations / (device.scalarGopsPerThread * 1e9)
                                      : laneOperations * 2 / (device.vectorGflopsPerThread * 1e9);
-  double throughputOneThread =
-      std::max(operationSeconds, dividerSeconds) +
-      routineSeconds + gatheredLoads / (device.scalarGopsPerThread * 1e9) +
-      dependentSteps * device.dependentOpNs * 1e-9;
+  double throughputOneThread = std::max(operationSeconds, dividerSeconds) + routineSeconds +
+                               gatheredLoads / (device.scalarGopsPerThread * 1e9) +
+                               dependentSteps * device.dependentOpNs * 1e-9;
   // Out-of-order execution overlaps the chains' waits with the other
   // work: the longer of the two.
   double computeOneThread = std::max(throughputOneThread, chainSeconds);
