@@ -755,6 +755,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   });
   if (scatters) {
     prediction.vectorized = false;
+    prediction.scalarBecause = "updates scattered by data";
     laneOperations += (profile.floatDivides + profile.squareRoots) * facts.dividerShare * 32;
     dividerSeconds = 0;
   }
@@ -779,8 +780,10 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
     // cannot be vectorized, each waits for the one before; else the
     // vectors in flight share the wait.
     if (kind.chainStepNs > 0) {
-      if (kind.chainScalar)
+      if (kind.chainScalar) {
         prediction.vectorized = false;
+        prediction.scalarBecause = "an update waits for the last";
+      }
       double steps = access.activeLanes / kind.accesses;
       double vectorSteps =
           kind.chainScalar ? steps : steps / device.vectorLanes / std::max(kind.chainVectors, 1.0);
@@ -790,6 +793,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
       continue;
     if (kind.gathered) {
       prediction.vectorized = false;
+      prediction.scalarBecause = "lanes gather";
       gatheredLoads += access.activeLanes;
       lines += access.activeLanes;
     }

@@ -41,9 +41,10 @@ namespace loopc::perf {
 
 struct CpuLaunchPrediction {
   KernelProfile profile;
-  double launches = 1;    // times the host program makes this launch
-  bool vectorized = true; // false: some lanes gather
-  bool alone = false;     // runs in the calling thread
+  double launches = 1;       // times the host program makes this launch
+  bool vectorized = true;    // false: some loop runs lane by lane
+  std::string scalarBecause; // why not: "lanes gather", ...
+  bool alone = false;        // runs in the calling thread
   // Seconds of one launch on the threads it runs on.
   double computeSeconds = 0, memorySeconds = 0, overheadSeconds = 0;
   double seconds = 0;
