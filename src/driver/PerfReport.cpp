@@ -216,7 +216,8 @@ void printCpuPrediction(std::ostream &out, const perf::CpuProgramPrediction &pre
         << profile.launch.block[1] << " x " << profile.launch.block[2] << " threads, "
         << (launch.alone ? "run in the calling thread" : "shared out to the pool") << "\n";
     out << "  work         " << quantity(profile.flops, "FLOP") << ", "
-        << (launch.vectorized ? "threads as vector lanes" : "scalar (lanes gather)") << "\n";
+        << (launch.vectorized ? "threads as vector lanes" : "scalar (" + launch.scalarBecause + ")")
+        << "\n";
     out << "  memory       " << quantity(profile.compulsoryReadBytes, "B") << " read, "
         << quantity(profile.compulsoryWriteBytes, "B") << " written\n";
     out << "  times        compute " << milliseconds(launch.computeSeconds) << ", memory "

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -130,6 +131,211 @@ double timeScalarOps(int64_t iterations, bool dependent) {
   return seconds;
 }
 
+// One chain of dependent multiply-adds (`c = c * scale + shift`, one FMA
+// where the CPU has them), or of dependent maxima (`c = c > v ? c : v`, as
+// a running maximum compiles).
+#if defined(__x86_64__)
+__attribute__((target("fma"))) double timeFmaChain(int64_t iterations) {
+  volatile float seed = 0.9999f;
+  __m128 c = _mm_set_ss(seed), scale = _mm_set_ss(seed), shift = _mm_set_ss(1e-4f * seed);
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n) {
+    c = _mm_fmadd_ss(c, scale, shift);
+    asm volatile("" : "+x"(c));
+  }
+  double seconds = secondsSince(start);
+  float sink = _mm_cvtss_f32(c);
+  asm volatile("" : : "x"(sink));
+  return seconds;
+}
+#endif
+
+double timeMaxChain(int64_t iterations) {
+  volatile float seed = 0.5f;
+  float c = seed, v = seed * 0.5f;
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n) {
+    c = c > v ? c : v;
+    asm volatile("" : "+x"(c), "+x"(v));
+  }
+  double seconds = secondsSince(start);
+  asm volatile("" : : "x"(c));
+  return seconds;
+}
+
+// One chain of additions into an element of memory: each step loads the
+// element the step before stored.
+double timeMemoryChain(int64_t iterations) {
+  alignas(64) float slot[16] = {};
+  volatile float seed = 1e-4f;
+  float shift = seed;
+  float *element = slot;
+  asm volatile("" : "+r"(element));
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n) {
+    *element = *element + shift;
+    asm volatile("" : : "r"(element) : "memory");
+  }
+  double seconds = secondsSince(start);
+  float sink = slot[0];
+  asm volatile("" : : "x"(sink));
+  return seconds;
+}
+
+// Twelve independent chains of vector divisions (`a = 1 / a`, which stays
+// finite) or square roots (`a = sqrt(a)`, which tends to 1) on the widest
+// vectors: the divider's throughput. Returns seconds for `iterations`.
+#if defined(__x86_64__)
+#define LOOPC_DIVIDER_PROBE(name, attribute, vec, set1, div, sqrt, add)                            \
+  __attribute__((target(attribute))) double name(int64_t iterations, bool roots) {                 \
+    vec one = set1(1.0f);                                                                          \
+    volatile float seed = 1.5f;                                                                    \
+    float next = seed;                                                                             \
+    vec a0 = set1(next), a1 = set1(next + 0.01f), a2 = set1(next + 0.02f),                         \
+        a3 = set1(next + 0.03f), a4 = set1(next + 0.04f), a5 = set1(next + 0.05f),                 \
+        a6 = set1(next + 0.06f), a7 = set1(next + 0.07f), a8 = set1(next + 0.08f),                 \
+        a9 = set1(next + 0.09f), a10 = set1(next + 0.1f), a11 = set1(next + 0.11f);                \
+    auto start = Clock::now();                                                                     \
+    if (roots) {                                                                                   \
+      for (int64_t n = 0; n < iterations; ++n) {                                                   \
+        a0 = sqrt(a0), a1 = sqrt(a1), a2 = sqrt(a2), a3 = sqrt(a3), a4 = sqrt(a4);                 \
+        a5 = sqrt(a5), a6 = sqrt(a6), a7 = sqrt(a7), a8 = sqrt(a8), a9 = sqrt(a9);                 \
+        a10 = sqrt(a10), a11 = sqrt(a11);                                                          \
+      }                                                                                            \
+    } else {                                                                                       \
+      for (int64_t n = 0; n < iterations; ++n) {                                                   \
+        a0 = div(one, a0), a1 = div(one, a1), a2 = div(one, a2), a3 = div(one, a3);                \
+        a4 = div(one, a4), a5 = div(one, a5), a6 = div(one, a6), a7 = div(one, a7);                \
+        a8 = div(one, a8), a9 = div(one, a9), a10 = div(one, a10), a11 = div(one, a11);            \
+      }                                                                                            \
+    }                                                                                              \
+    double seconds = secondsSince(start);                                                          \
+    vec sum = add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7)));                   \
+    sum = add(sum, add(add(a8, a9), add(a10, a11)));                                               \
+    asm volatile("" : : "x"(sum));                                                                 \
+    return seconds;                                                                                \
+  }
+// (_mm512_sqrt_ps's undefined passthrough upsets GCC's warnings.)
+#define LOOPC_SQRT512(a) _mm512_mask_sqrt_ps(a, 0xffff, a)
+LOOPC_DIVIDER_PROBE(timeDivider512, "avx512f", __m512, _mm512_set1_ps, _mm512_div_ps, LOOPC_SQRT512,
+                    _mm512_add_ps)
+#undef LOOPC_SQRT512
+LOOPC_DIVIDER_PROBE(timeDivider256, "avx2", __m256, _mm256_set1_ps, _mm256_div_ps, _mm256_sqrt_ps,
+                    _mm256_add_ps)
+#undef LOOPC_DIVIDER_PROBE
+#endif
+
+// Nanoseconds a call of libmvec's exp on 8 lanes (AVX2) takes, many
+// independent calls in a row, or 0 where the library is missing.
+#if defined(__x86_64__)
+using VectorRoutine8 = __m256 (*)(__m256);
+__attribute__((target("avx2"))) double timeVectorExp(VectorRoutine8 routine, int64_t iterations) {
+  __m256 inputs[8];
+  for (int i = 0; i < 8; ++i)
+    inputs[i] = _mm256_set1_ps(0.1f * static_cast<float>(i) - 0.3f);
+  __m256 sum = _mm256_setzero_ps();
+  auto start = Clock::now();
+  for (int64_t n = 0; n < iterations; ++n)
+    for (__m256 input : inputs)
+      sum = _mm256_add_ps(sum, routine(input));
+  double seconds = secondsSince(start);
+  asm volatile("" : : "x"(sum));
+  return seconds / static_cast<double>(iterations * 8) * 1e9;
+}
+#endif
+
+double vectorExpNs() {
+#if defined(__x86_64__)
+  if (!__builtin_cpu_supports("avx2"))
+    return 0;
+  void *library = dlopen("libmvec.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    return 0;
+  auto routine = reinterpret_cast<VectorRoutine8>(dlsym(library, "_ZGVdN8v_expf"));
+  double ns = routine ? fastest(3, [&] { return timeVectorExp(routine, 100'000); }) : 0;
+  dlclose(library);
+  return ns;
+#else
+  return 0;
+#endif
+}
+
+// A walk down a column strip: at each of `rows` steps, `width` floats of a
+// row (`pitch` floats apart) multiplied and added into per-lane sums that
+// stay in memory, as a block of threads walking down columns runs them
+// (the thread loop inside the walk, each thread's sum in its own slot).
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void stripWalk512(float *sums, const float *rows, int64_t count,
+                                                     int64_t pitch, int64_t width) {
+  __m512 factor = _mm512_set1_ps(0.5f);
+  for (int64_t r = 0; r < count; ++r) {
+    const float *row = rows + r * pitch;
+    for (int64_t k = 0; k + 16 <= width; k += 16)
+      _mm512_storeu_ps(
+          sums + k, _mm512_fmadd_ps(_mm512_loadu_ps(row + k), factor, _mm512_loadu_ps(sums + k)));
+    asm volatile("" : : "r"(sums) : "memory");
+  }
+}
+
+__attribute__((target("avx2,fma"))) void stripWalk256(float *sums, const float *rows, int64_t count,
+                                                      int64_t pitch, int64_t width) {
+  __m256 factor = _mm256_set1_ps(0.5f);
+  for (int64_t r = 0; r < count; ++r) {
+    const float *row = rows + r * pitch;
+    for (int64_t k = 0; k + 8 <= width; k += 8)
+      _mm256_storeu_ps(
+          sums + k, _mm256_fmadd_ps(_mm256_loadu_ps(row + k), factor, _mm256_loadu_ps(sums + k)));
+    asm volatile("" : : "r"(sums) : "memory");
+  }
+}
+#endif
+
+void stripWalk(float *sums, const float *rows, int64_t count, int64_t pitch, int64_t width) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f"))
+    return stripWalk512(sums, rows, count, pitch, width);
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return stripWalk256(sums, rows, count, pitch, width);
+#endif
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t k = 0; k < width; ++k)
+      sums[k] += rows[r * pitch + k] * 0.5f;
+    asm volatile("" : : "r"(sums) : "memory");
+  }
+}
+
+// Bytes read a second by `threads` threads each walking every 1 KB-wide
+// column strip of its share of `bytes`, in rows of 16 KB.
+double stripGBs(int64_t bytes, int threads) {
+  constexpr int64_t kPitch = 4096, kWidth = 256; // floats
+  int64_t rows = std::max<int64_t>(bytes / threads / (kPitch * 4), 1);
+  std::vector<std::unique_ptr<float[]>> arrays;
+  std::vector<std::vector<float>> sums(static_cast<size_t>(threads),
+                                       std::vector<float>(kWidth, 0.0f));
+  for (int t = 0; t < threads; ++t) {
+    arrays.push_back(std::make_unique<float[]>(static_cast<size_t>(rows * kPitch)));
+    std::fill_n(arrays.back().get(), rows * kPitch, 1.0f);
+  }
+  double seconds = fastest(2, [&] {
+    std::vector<double> elapsed(static_cast<size_t>(threads));
+    auto walk = [&](int t) {
+      auto start = Clock::now();
+      for (int64_t column = 0; column < kPitch; column += kWidth)
+        stripWalk(sums[static_cast<size_t>(t)].data(),
+                  arrays[static_cast<size_t>(t)].get() + column, rows, kPitch, kWidth);
+      elapsed[static_cast<size_t>(t)] = secondsSince(start);
+    };
+    std::vector<std::thread> workers;
+    for (int t = 1; t < threads; ++t)
+      workers.emplace_back(walk, t);
+    walk(0);
+    for (std::thread &worker : workers)
+      worker.join();
+    return *std::ranges::max_element(elapsed);
+  });
+  return static_cast<double>(rows * kPitch * 4) * threads / seconds / 1e9;
+}
+
 // `to[i] = from[i] * scale` over n floats with the widest vectors the CPU
 // has: how the code loopc generates streams arrays (memcpy moves small ones
 // slower, and large ones with stores that bypass the caches).
@@ -158,6 +364,38 @@ void scaleCopy(float *to, const float *from, int64_t n, float scale) {
 #endif
   for (int64_t i = 0; i < n; ++i)
     to[i] = from[i] * scale;
+}
+
+// Nanoseconds a load waits for a line of an array of `bytes` no prefetcher
+// can guess: a chase of pointers, one a line, in a random cycle.
+double chaseNs(int64_t bytes) {
+  int64_t lines = std::max<int64_t>(bytes / 64, 2);
+  constexpr int64_t kStride = 64 / sizeof(int64_t);
+  std::vector<int64_t> next(static_cast<size_t>(lines * kStride), 0);
+  std::vector<int64_t> order(static_cast<size_t>(lines));
+  for (int64_t i = 0; i < lines; ++i)
+    order[static_cast<size_t>(i)] = i;
+  uint64_t state = 0x9e3779b97f4a7c15ull; // a fixed shuffle: the same walk every time
+  for (int64_t i = lines - 1; i > 0; --i) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    std::swap(order[static_cast<size_t>(i)],
+              order[static_cast<size_t>(state % static_cast<uint64_t>(i + 1))]);
+  }
+  for (int64_t i = 0; i < lines; ++i)
+    next[static_cast<size_t>(order[static_cast<size_t>(i)] * kStride)] =
+        order[static_cast<size_t>((i + 1) % lines)] * kStride;
+  int64_t steps = std::min<int64_t>(lines * 2, 2'000'000);
+  return fastest(3,
+                 [&] {
+                   int64_t at = 0;
+                   auto start = Clock::now();
+                   for (int64_t n = 0; n < steps; ++n)
+                     at = next[static_cast<size_t>(at)];
+                   double seconds = secondsSince(start);
+                   asm volatile("" : : "r"(at));
+                   return seconds;
+                 }) /
+         static_cast<double>(steps) * 1e9;
 }
 
 // Bytes read plus written a second by `threads` threads each copying its
@@ -255,6 +493,13 @@ nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
           {"vector_gflops_per_thread", device.vectorGflopsPerThread},
           {"scalar_gops_per_thread", device.scalarGopsPerThread},
           {"dependent_op_ns", device.dependentOpNs},
+          {"dependent_fma_ns", device.dependentFmaNs},
+          {"dependent_max_ns", device.dependentMaxNs},
+          {"dependent_memory_op_ns", device.dependentMemoryOpNs},
+          {"vector_divide_ns", device.vectorDivideNs},
+          {"vector_sqrt_ns", device.vectorSqrtNs},
+          {"math_lanes", device.mathLanes},
+          {"vector_exp_ns", device.vectorExpNs},
           {"l1_bytes_per_thread", device.l1BytesPerThread},
           {"l2_bytes_per_thread", device.l2BytesPerThread},
           {"l1_gbs_one_thread", device.l1GBsOneThread},
@@ -262,8 +507,11 @@ nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
           {"last_level_cache_bytes", device.lastLevelCacheBytes},
           {"cache_gbs_one_thread", device.cacheGBsOneThread},
           {"cache_gbs", device.cacheGBs},
+          {"cache_latency_ns", device.cacheLatencyNs},
           {"dram_gbs_one_thread", device.dramGBsOneThread},
-          {"dram_gbs", device.dramGBs}};
+          {"dram_gbs", device.dramGBs},
+          {"strip_gbs_one_thread", device.stripGBsOneThread},
+          {"strip_gbs", device.stripGBs}};
 }
 
 std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string &key) {
@@ -278,6 +526,13 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
     device.vectorGflopsPerThread = json.at("vector_gflops_per_thread").get<double>();
     device.scalarGopsPerThread = json.at("scalar_gops_per_thread").get<double>();
     device.dependentOpNs = json.at("dependent_op_ns").get<double>();
+    device.dependentFmaNs = json.at("dependent_fma_ns").get<double>();
+    device.dependentMaxNs = json.at("dependent_max_ns").get<double>();
+    device.dependentMemoryOpNs = json.at("dependent_memory_op_ns").get<double>();
+    device.vectorDivideNs = json.at("vector_divide_ns").get<double>();
+    device.vectorSqrtNs = json.at("vector_sqrt_ns").get<double>();
+    device.mathLanes = json.at("math_lanes").get<int>();
+    device.vectorExpNs = json.at("vector_exp_ns").get<double>();
     device.l1BytesPerThread = json.at("l1_bytes_per_thread").get<int64_t>();
     device.l2BytesPerThread = json.at("l2_bytes_per_thread").get<int64_t>();
     device.l1GBsOneThread = json.at("l1_gbs_one_thread").get<double>();
@@ -285,8 +540,11 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
     device.lastLevelCacheBytes = json.at("last_level_cache_bytes").get<int64_t>();
     device.cacheGBsOneThread = json.at("cache_gbs_one_thread").get<double>();
     device.cacheGBs = json.at("cache_gbs").get<double>();
+    device.cacheLatencyNs = json.at("cache_latency_ns").get<double>();
     device.dramGBsOneThread = json.at("dram_gbs_one_thread").get<double>();
     device.dramGBs = json.at("dram_gbs").get<double>();
+    device.stripGBsOneThread = json.at("strip_gbs_one_thread").get<double>();
+    device.stripGBs = json.at("strip_gbs").get<double>();
     return device;
   } catch (const nlohmann::json::exception &) {
     return std::nullopt; // an older or damaged file: probe again
@@ -304,6 +562,13 @@ CpuDevice epyc2() {
   device.vectorGflopsPerThread = 117;
   device.scalarGopsPerThread = 9.5;
   device.dependentOpNs = 0.82;
+  device.dependentFmaNs = 1.09;
+  device.dependentMaxNs = 0.545;
+  device.dependentMemoryOpNs = 3.27;
+  device.vectorDivideNs = 1.63;
+  device.vectorSqrtNs = 2.72;
+  device.mathLanes = 8;
+  device.vectorExpNs = 3.56;
   device.l1BytesPerThread = 32 << 10;
   device.l2BytesPerThread = 1 << 20;
   device.lastLevelCacheBytes = 32LL << 20;
@@ -311,8 +576,11 @@ CpuDevice epyc2() {
   device.l2GBsOneThread = 108;
   device.cacheGBsOneThread = 84;
   device.cacheGBs = 193;
+  device.cacheLatencyNs = 18;
   device.dramGBsOneThread = 25.3;
   device.dramGBs = 35;
+  device.stripGBsOneThread = 7.2;
+  device.stripGBs = 13.8;
   return device;
 }
 
@@ -346,6 +614,33 @@ CpuDevice probeCpu() {
     device.vectorGflopsPerThread = device.scalarGopsPerThread * 4;
   double chain = fastest(3, [] { return timeScalarOps(kScalarIterations, true); });
   device.dependentOpNs = chain / static_cast<double>(kScalarIterations) * 1e9;
+  device.dependentFmaNs = device.dependentOpNs;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("fma"))
+    device.dependentFmaNs = fastest(3, [] { return timeFmaChain(kScalarIterations); }) /
+                            static_cast<double>(kScalarIterations) * 1e9;
+#endif
+  device.dependentMaxNs = fastest(3, [] { return timeMaxChain(kScalarIterations); }) /
+                          static_cast<double>(kScalarIterations) * 1e9;
+  device.dependentMemoryOpNs = fastest(3, [] { return timeMemoryChain(kScalarIterations); }) /
+                               static_cast<double>(kScalarIterations) * 1e9;
+  // Without a vector divider probe: a division or root of each lane at
+  // the rate of a few scalar operations.
+  device.vectorDivideNs = device.vectorSqrtNs = device.vectorLanes * 4 / device.scalarGopsPerThread;
+#if defined(__x86_64__)
+  constexpr int64_t kDividerIterations = 200'000;
+  auto dividerNs = [&](auto time, bool roots) {
+    return fastest(3, [&] { return time(kDividerIterations, roots); }) /
+           static_cast<double>(kDividerIterations * 12) * 1e9;
+  };
+  if (device.vectorLanes == 16) {
+    device.vectorDivideNs = dividerNs(timeDivider512, false);
+    device.vectorSqrtNs = dividerNs(timeDivider512, true);
+  } else if (device.vectorLanes == 8) {
+    device.vectorDivideNs = dividerNs(timeDivider256, false);
+    device.vectorSqrtNs = dividerNs(timeDivider256, true);
+  }
+#endif
 
   device.l1BytesPerThread = cacheSize(1, _SC_LEVEL1_DCACHE_SIZE, 32 << 10);
   device.l2BytesPerThread = cacheSize(2, _SC_LEVEL2_CACHE_SIZE, 1 << 20);
@@ -357,9 +652,20 @@ CpuDevice probeCpu() {
   device.l1GBsOneThread = copyGBs(device.l1BytesPerThread / 2, 1, 2000);
   device.l2GBsOneThread = copyGBs(device.l2BytesPerThread / 2, 1, 200);
   device.cacheGBsOneThread = copyGBs(inCache, 1, 20);
+  device.cacheLatencyNs = chaseNs(inCache);
   device.cacheGBs = copyGBs(inCache, device.threads, 20);
   device.dramGBsOneThread = copyGBs(beyondCache, 1, 1);
   device.dramGBs = copyGBs(beyondCache, device.threads, 1);
+  // Without libmvec, LLVM calls the scalar routine lane by lane: about
+  // twenty operations each.
+  device.mathLanes = 4;
+  device.vectorExpNs = 4 * 20 / device.scalarGopsPerThread;
+#if defined(__x86_64__)
+  if (double ns = vectorExpNs(); ns > 0)
+    device.mathLanes = 8, device.vectorExpNs = ns;
+#endif
+  device.stripGBsOneThread = stripGBs(beyondCache, 1);
+  device.stripGBs = stripGBs(beyondCache, device.threads);
 
   std::ostringstream description;
   description << cpuModelName() << ", " << device.threads << " thread"

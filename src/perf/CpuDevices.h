@@ -31,6 +31,26 @@ struct CpuDevice {
   double vectorGflopsPerThread = 0;
   double scalarGopsPerThread = 0;
   double dependentOpNs = 0;
+  // Nanoseconds between two dependent multiply-adds (an accumulation LLVM
+  // contracts into FMAs: `s = s + a * b`) and two dependent maxima (a
+  // running maximum, `m = m > v ? m : v`).
+  double dependentFmaNs = 0;
+  double dependentMaxNs = 0;
+  // Nanoseconds between two dependent additions into one element of
+  // memory (load, add, store, and the next load served from that store):
+  // an accumulator that lives in memory from one step to the next.
+  double dependentMemoryOpNs = 0;
+  // Nanoseconds a core takes for each of many independent divisions, and
+  // square roots, of the widest vectors: the divider is a unit of its own,
+  // far slower than the FMA pipes.
+  double vectorDivideNs = 0;
+  double vectorSqrtNs = 0;
+  // Vectorized loops call glibc's vector math library (libmvec) for exp,
+  // log, sin, cos, tanh and pow, `mathLanes` f32 lanes a call (its AVX2
+  // routines where the CPU has AVX2, whatever wider vectors it has):
+  // nanoseconds a call of its exp takes, one call after another.
+  int mathLanes = 4;
+  double vectorExpNs = 0;
   int64_t l1BytesPerThread = 0, l2BytesPerThread = 0;
   int64_t lastLevelCacheBytes = 0;
   // Bytes read plus written a second by one thread copying arrays that fit
@@ -39,7 +59,17 @@ struct CpuDevice {
   // and on all of them.
   double l1GBsOneThread = 0, l2GBsOneThread = 0;
   double cacheGBsOneThread = 0, cacheGBs = 0;
+  // Nanoseconds a load from the last-level cache waits when no prefetcher
+  // brought the line ahead (the first lines of a walk that starts anew).
+  double cacheLatencyNs = 0;
   double dramGBsOneThread = 0, dramGBs = 0;
+  // Bytes read a second by walks down column strips of arrays far larger
+  // than the last-level cache, on one thread and on all of them: each step
+  // reads 1 KB of a row (a block's 256 lanes), adds it into per-lane sums
+  // kept in memory, and moves a row (16 KB) down, as a block whose threads
+  // each walk a column runs. Every step lands on another page, where the
+  // prefetchers stop, so such a walk streams far below `dramGBs`.
+  double stripGBsOneThread = 0, stripGBs = 0;
   // The thread pool (runtime/src/CpuThreadPool.cpp): a launch run in the
   // calling thread, and one handed to the other threads, cost this many
   // microseconds besides their work; a launch whose work takes less than

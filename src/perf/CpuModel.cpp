@@ -1,11 +1,15 @@
 // The CPU performance model (see CpuModel.h).
 #include "perf/CpuModel.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/Evaluate.h"
 #include "perf/HostWalk.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <ranges>
@@ -21,6 +25,9 @@ using ir::Stmt;
 namespace {
 
 constexpr double kCacheLineBytes = 64;
+constexpr double kPageBytes = 4096;
+
+using AccessKey = std::tuple<std::string, SourceLoc, bool>; // array, where, a store
 
 // How the CPU runs one access of a kernel (codegen/CpuThreadNest.h): the
 // threads of a block along x are a core's vector lanes, the thread loop
@@ -43,47 +50,221 @@ struct AccessClass {
   // thread (not a reduction's): one dependent step after another, through
   // memory.
   bool recurrence = false;
+  // Walked down a column by the loop inside the thread while the lanes
+  // read along a row, each step a row at least a page further: a column
+  // strip (a transposed matrix-vector product's), which streams at the
+  // probe's strip rate once the arrays are larger than the last-level
+  // cache.
+  bool stripWalk = false;
+  // The array's bytes at the run's sizes.
+  double arrayBytes = 0;
+  // Accumulators updated from their own last value at each iteration of
+  // the loop around this access (the first access of that loop carries
+  // them): the nanoseconds one step of the slowest waits for the one
+  // before it, and how many vectors of such chains are in flight together.
+  // `chainScalar`: the loop is the one the lanes would be vectorized along
+  // and the update is not a reduction's, so LLVM cannot vectorize it: its
+  // lanes' steps run one after another.
+  double chainStepNs = 0;
+  double chainVectors = 1;
+  bool chainScalar = false;
+  // Read along a row by the vectorized loop inside each thread, a run of
+  // `runElements` elements at a time, and the next run does not continue
+  // where it ended (a row further down, as covariance's threads each read
+  // part of every row): every run starts a stream anew, and its first
+  // lines wait the cache's latency before the prefetchers run ahead.
+  double runElements = 0;
+  // How many accesses of the IR share this one's array, place and kind
+  // (the profile adds their counts up: `s = s > x[i] ? s : x[i]`'s two).
+  double accesses = 1;
 };
 
-using AccessKey = std::tuple<std::string, SourceLoc, bool>; // array, where, a store
+// What the model reads from a kernel's IR besides its profile: how each
+// access runs, and which share of its divisions and square roots LLVM
+// computes once (the same value in several lets, as a vector's components
+// each repeat `1 / sqrt(r2)`).
+struct KernelFacts {
+  std::map<AccessKey, AccessClass> classes;
+  double dividerShare = 1;
+};
 
-std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
+// Whether `store` writes the element its value reads (`s = s + v`).
+bool readsItsTarget(const Store &store) {
+  class ReadsTarget : public IRVisitor {
+  public:
+    explicit ReadsTarget(const Store &store) : store_(store) {}
+    bool found = false;
+
+  protected:
+    void visitLoad(const Load &load) override {
+      found = found || (load.buffer == store_.buffer &&
+                        std::ranges::equal(load.indices, store_.indices, sameExpr));
+    }
+
+  private:
+    const Store &store_;
+  } reads(store);
+  reads.visit(store.value);
+  return reads.found;
+}
+
+// The nanoseconds one step of an accumulation waits for the step before:
+// a running maximum or minimum a compare-and-select (a max instruction),
+// a sum of products an FMA (LLVM contracts `s + a * b`), anything else a
+// dependent addition.
+double chainStepNs(const CpuDevice &device, const Store &store) {
+  const ExprNode &value = *store.value;
+  if (value.kind == ExprNode::Kind::Select)
+    return device.dependentMaxNs;
+  if (const auto *call = value.as<Call>();
+      call && (call->builtin == Builtin::Min || call->builtin == Builtin::Max))
+    return device.dependentMaxNs;
+  if (const auto *binary = value.as<Binary>();
+      binary && (binary->op == BinaryOpKind::Add || binary->op == BinaryOpKind::Sub)) {
+    auto product = [](const Expr &operand) {
+      const ExprNode *node = operand.get();
+      if (const auto *cast = node->as<Cast>())
+        node = cast->operand.get();
+      const auto *multiply = node->as<Binary>();
+      return multiply && multiply->op == BinaryOpKind::Mul;
+    };
+    if (product(binary->lhs) || product(binary->rhs))
+      return device.dependentFmaNs;
+  }
+  return device.dependentOpNs;
+}
+
+// The text of `expr` with the lets it reads replaced by their values: two
+// lets that compute the same value read the same.
+std::string expanded(const std::string &text, const std::map<std::string, std::string> &lets) {
+  auto identifier = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+  };
+  std::string result;
+  for (size_t i = 0; i < text.size();) {
+    if (!identifier(text[i])) {
+      result += text[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && identifier(text[end]))
+      ++end;
+    std::string word = text.substr(i, end - i);
+    auto found = lets.find(word);
+    result += found == lets.end() ? word : "(" + found->second + ")";
+    i = end;
+  }
+  return result;
+}
+
+KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
+                           const LaunchShape &shape, const std::map<std::string, int64_t> &values) {
+  auto lookup = [&](const std::string &name) {
+    auto found = values.find(name);
+    return found == values.end() ? std::nullopt : std::optional<int64_t>(found->second);
+  };
   class XThread : public IRVisitor {
   public:
+    explicit XThread(const std::map<std::string, int64_t> &values) : bound_(values) {}
     const For *loop = nullptr;
+    // Each loop's trip count with the loops and lets around it at the
+    // middle of their ranges (a thread in the middle of the grid).
+    std::map<std::string, double> trips;
     std::set<const Store *> accumulating; // stores of the element they read, not reductions
+    // Registers updated from their own last value, by the loop inside a
+    // thread they step along.
+    std::vector<std::pair<std::string, const Store *>> chains;
+    // Divisions and square roots by the let-expanded text of their value,
+    // and how many there are.
+    std::set<std::string> distinctDividers;
+    double dividers = 0;
+    // Loops inside the x thread loop that LLVM unrolls whole with the
+    // loops around them inside the thread: constant trips, at most 64
+    // bodies together (codegen/CpuThreadNest.cpp keeps those inside).
+    std::set<std::string> unrolledInThread;
 
   protected:
     void visitFor(const For &node) override {
       if (node.forKind == ForKind::GpuThread && node.gpuDim == 0)
         loop = &node;
+      auto lookup = [&](const std::string &name) {
+        auto found = bound_.find(name);
+        return found == bound_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+      };
+      std::optional<int64_t> min = passes::evaluateInteger(*node.min, lookup);
+      std::optional<int64_t> extent = passes::evaluateInteger(*node.extent, lookup);
+      if (min && extent) {
+        trips[node.var] = static_cast<double>(std::max<int64_t>(*extent, 0));
+        bound_[node.var] = *min + std::max<int64_t>(*extent, 0) / 2;
+      }
+      loops_.push_back(&node);
+      if (auto inX = std::ranges::find(loops_, loop); loop && inX != loops_.end()) {
+        double bodies = 1;
+        for (auto inner = std::next(inX); inner != loops_.end(); ++inner) {
+          const auto *trips = (*inner)->extent->as<IntImm>();
+          bodies *= trips ? static_cast<double>(trips->value) : 1e9;
+        }
+        if (bodies <= 64)
+          unrolledInThread.insert(node.var);
+      }
       IRVisitor::visitFor(node);
+      loops_.pop_back();
+    }
+    void visitLetStmt(const LetStmt &node) override {
+      auto lookup = [&](const std::string &name) {
+        auto found = bound_.find(name);
+        return found == bound_.end() ? std::nullopt : std::optional<int64_t>(found->second);
+      };
+      if (!isFloat(node.value->type))
+        if (std::optional<int64_t> value = passes::evaluateInteger(*node.value, lookup))
+          bound_[node.var] = *value;
+      std::optional<std::string> saved;
+      if (auto found = lets_.find(node.var); found != lets_.end())
+        saved = found->second;
+      lets_[node.var] = expanded(toString(node.value), lets_);
+      IRVisitor::visitLetStmt(node);
+      if (saved)
+        lets_[node.var] = *saved;
+      else
+        lets_.erase(node.var);
+    }
+    void visitBinary(const Binary &node) override {
+      if (isFloat(node.lhs->type) && (node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem))
+        divider(node);
+      IRVisitor::visitBinary(node);
+    }
+    void visitCall(const Call &node) override {
+      if (node.builtin == Builtin::Sqrt && isFloat(node.type))
+        divider(node);
+      IRVisitor::visitCall(node);
     }
     void visitStore(const Store &node) override {
-      if (!node.reduction) {
-        class ReadsTarget : public IRVisitor {
-        public:
-          explicit ReadsTarget(const Store &store) : store_(store) {}
-          bool found = false;
-
-        protected:
-          void visitLoad(const Load &load) override {
-            found = found || (load.buffer == store_.buffer &&
-                              std::ranges::equal(load.indices, store_.indices, sameExpr));
-          }
-
-        private:
-          const Store &store_;
-        } reads(node);
-        reads.visit(node.value);
-        if (reads.found)
+      if (readsItsTarget(node)) {
+        if (!node.reduction)
           accumulating.insert(&node);
+        auto inX = std::ranges::find(loops_, loop);
+        if (node.buffer->memory == MemorySpace::Register && loop && inX != loops_.end() &&
+            std::next(inX) != loops_.end() && loops_.back()->forKind != ForKind::GpuThread &&
+            loops_.back()->forKind != ForKind::GpuBlock)
+          chains.emplace_back(loops_.back()->var, &node);
       }
       IRVisitor::visitStore(node);
     }
-  } finder;
+
+  private:
+    void divider(const ExprNode &node) {
+      dividers += 1;
+      distinctDividers.insert(expanded(toString(Expr(Expr(), &node)), lets_));
+    }
+    std::vector<const For *> loops_;
+    std::map<std::string, std::string> lets_;
+    std::map<std::string, int64_t> bound_;
+  } finder(values);
   finder.visit(kernel.body);
-  std::map<AccessKey, AccessClass> classes;
+  KernelFacts facts;
+  if (finder.dividers > 0)
+    facts.dividerShare = static_cast<double>(finder.distinctDividers.size()) / finder.dividers;
+  std::map<AccessKey, AccessClass> &classes = facts.classes;
   std::set<SourceLoc> accumulatingSources;
   for (const Store *store : finder.accumulating)
     accumulatingSources.insert(store->source.begin);
@@ -107,16 +288,101 @@ std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
                  return passes::strideAlong(access, loop).kind == passes::Stride::Kind::Contiguous;
                });
       });
+  // The bytes an access moves from one iteration of `loop` to the next.
+  auto strideBytes = [&](const passes::BufferAccess &access, const std::string &loop) {
+    passes::Stride stride = passes::strideAlong(access, loop);
+    double elements = static_cast<double>(stride.constant);
+    if (stride.kind == passes::Stride::Kind::Symbolic)
+      elements = static_cast<double>(passes::evaluateInteger(*stride.symbolic, lookup).value_or(0));
+    return std::abs(elements) * static_cast<double>(scalarSize(access.buffer->element));
+  };
+  // The accumulators of each loop: the slowest step and how many there are.
+  // (A reduction's steps, which LLVM may reassociate, count where the
+  // lanes are threads; in a loop that is not vectorized, only the others.)
+  struct Chains {
+    double stepNs = 0, scalarStepNs = 0;
+    std::set<std::string> accumulators;
+  };
+  std::map<std::string, Chains> chainsByLoop;
+  for (const auto &[loop, store] : finder.chains) {
+    Chains &chains = chainsByLoop[loop];
+    chains.stepNs = std::max(chains.stepNs, chainStepNs(device, *store));
+    if (!store->reduction)
+      chains.scalarStepNs = std::max(chains.scalarStepNs, chainStepNs(device, *store));
+    std::string accumulator = store->buffer->nameInMessages();
+    for (const Expr &index : store->indices)
+      accumulator += "[" + toString(index) + "]";
+    chains.accumulators.insert(accumulator);
+  }
+  std::set<std::string> chainCarried;
   for (const passes::BufferAccess &access : accesses) {
-    if (access.buffer->memory != MemorySpace::Global)
+    if (access.buffer->memory == MemorySpace::Register)
       continue;
     std::vector<std::string> innerLoops = innerLoopsOf(access);
     AccessClass kind;
+    double bytes = static_cast<double>(scalarSize(access.buffer->element));
+    for (const Expr &extent : access.buffer->shape)
+      bytes *= static_cast<double>(
+          std::max<int64_t>(passes::evaluateInteger(*extent, lookup).value_or(1), 0));
+    kind.arrayBytes = bytes;
     std::optional<std::string> vectorLoop;
     if (loopsStayInThreads && !innerLoops.empty())
       vectorLoop = innerLoops.back();
     else if (finder.loop)
       vectorLoop = finder.loop->var;
+    // The accumulators stepping along the loop around this access, counted
+    // once for the loop. Where the lanes are threads, the vectors of the
+    // thread loop each hold their own (the thread loop runs inside the
+    // loop, or around a loop LLVM unrolled); where the loops stay inside
+    // the threads and the loop is the vectorized one, a reduction's lanes
+    // are spread over vectors LLVM interleaves (no wait), and any other
+    // update keeps the loop from vectorizing: one lane's step after
+    // another.
+    if (!innerLoops.empty() && chainsByLoop.contains(innerLoops.back()) &&
+        !chainCarried.contains(innerLoops.back())) {
+      const std::string &loop = innerLoops.back();
+      chainCarried.insert(loop);
+      const Chains &chains = chainsByLoop.at(loop);
+      bool alongVectors = loopsStayInThreads && vectorLoop == loop;
+      if (!alongVectors) {
+        // The thread loop runs around a nest of few constant trips LLVM
+        // unrolls into straight-line code (its x threads each keep their
+        // accumulator in a register), or inside a loop of the thread: all
+        // of the block's threads each step, each accumulator in a slot of
+        // memory, which every step loads from the store of the step
+        // before (store-to-load forwarding on the chain).
+        bool unrolled = finder.unrolledInThread.contains(loop);
+        double threads = unrolled ? static_cast<double>(shape.block[0])
+                                  : static_cast<double>(shape.threadsPerBlock());
+        kind.chainStepNs =
+            chains.stepNs +
+            (unrolled ? 0 : std::max(device.dependentMemoryOpNs - device.dependentOpNs, 0.0));
+        kind.chainVectors = std::ceil(threads / device.vectorLanes) *
+                            static_cast<double>(chains.accumulators.size());
+      } else if (chains.scalarStepNs > 0) {
+        kind.chainStepNs = chains.scalarStepNs;
+        kind.chainScalar = true;
+      }
+    }
+    // Accesses of one array at one place are one line of the profile:
+    // what one of them carries, the line carries.
+    auto keep = [&](AccessClass kind) {
+      AccessKey key{access.buffer->nameInMessages(), access.source.begin, access.isStore};
+      if (auto found = classes.find(key); found != classes.end()) {
+        const AccessClass &before = found->second;
+        kind.accesses = before.accesses + 1;
+        if (before.chainStepNs > 0 && kind.chainStepNs == 0) {
+          kind.chainStepNs = before.chainStepNs;
+          kind.chainVectors = before.chainVectors;
+          kind.chainScalar = before.chainScalar;
+        }
+      }
+      classes[key] = kind;
+    };
+    if (access.buffer->memory != MemorySpace::Global) {
+      keep(kind);
+      continue;
+    }
     // An element the innermost loop around it does not move is loaded
     // before that loop (LLVM hoists it), whatever the lanes do.
     bool hoisted =
@@ -133,9 +399,26 @@ std::map<AccessKey, AccessClass> classifyAccesses(const KernelFunc &kernel) {
         access.isStore && !innerLoops.empty() &&
         accumulatingSources.contains(access.source.begin) &&
         passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Zero;
-    classes[{access.buffer->nameInMessages(), access.source.begin, access.isStore}] = kind;
+    kind.stripWalk =
+        !loopsStayInThreads && finder.loop && !innerLoops.empty() &&
+        passes::strideAlong(access, finder.loop->var).kind == passes::Stride::Kind::Contiguous &&
+        strideBytes(access, innerLoops.back()) >= kPageBytes;
+    if (loopsStayInThreads && !access.isStore && !innerLoops.empty() &&
+        vectorLoop == innerLoops.back() &&
+        passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Contiguous &&
+        finder.trips.contains(innerLoops.back())) {
+      double run = finder.trips.at(innerLoops.back());
+      const std::string &around =
+          innerLoops.size() >= 2 ? innerLoops[innerLoops.size() - 2] : finder.loop->var;
+      double element = static_cast<double>(scalarSize(access.buffer->element));
+      // (A run the loop around reads again stays in L1.)
+      double next = strideBytes(access, around);
+      if (run > 0 && next != 0 && next != run * element)
+        kind.runElements = run;
+    }
+    keep(kind);
   }
-  return classes;
+  return facts;
 }
 
 // Every loop of a kernel, as the code generator keeps it (a loop the model
@@ -187,7 +470,7 @@ double operationsOf(const Expr &expr) {
 double secondsOf(double bytes, double gbs) { return gbs > 0 ? bytes / (gbs * 1e9) : 0; }
 
 CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfile &profile,
-                                     const std::map<AccessKey, AccessClass> &classes);
+                                     const KernelFacts &facts);
 
 // The CPU's view of the host code: launches predicted per kernel and
 // geometry on the thread pool; the statements between them costed one by
@@ -227,16 +510,26 @@ protected:
       KernelProfile profile =
           profileKernel(site.kernel, site.shape, site.values, everyLoopKept(site.kernel));
       result_.approximate |= profile.approximate;
-      found =
-          predictions_
-              .emplace(site.key, predictCpuLaunch(device_, profile, classifyAccesses(site.kernel)))
-              .first;
+      found = predictions_
+                  .emplace(site.key, predictCpuLaunch(device_, profile,
+                                                      classifyKernel(device_, site.kernel,
+                                                                     site.shape, site.values)))
+                  .first;
       found->second.launches = 0;
     }
     found->second.launches += times;
   }
 
 private:
+  // How an access of a host statement walks the innermost loop around it.
+  enum class Walk { Invariant, Contiguous, Strided };
+  struct Access {
+    const BufferInfo *buffer;
+    Walk walk;
+    bool sameAsStored;
+    const std::vector<Expr> *indices = nullptr;
+  };
+
   double footprint(const BufferInfo &buffer) const {
     double bytes = static_cast<double>(scalarSize(buffer.element));
     for (const Expr &extent : buffer.shape)
@@ -255,8 +548,6 @@ private:
 
   // One statement of the host code, run `times` times.
   void store(const Store &node, double times) {
-    // How each access walks the innermost loop around the statement.
-    enum class Walk { Invariant, Contiguous, Strided };
     passes::AffineScope scope;
     for (const For *loop : enclosingLoops())
       scope.bindLoop(loop->var);
@@ -274,15 +565,12 @@ private:
           return Walk::Strided;
         if (coefficient != 0)
           invariant = false;
-        if (coefficient != 0 && !(d + 1 == indices.size() && coefficient == 1))
+        // A walk backwards along a row vectorizes too (a reversing
+        // shuffle per vector).
+        if (coefficient != 0 && !(d + 1 == indices.size() && std::abs(coefficient) == 1))
           contiguous = false;
       }
       return invariant ? Walk::Invariant : contiguous ? Walk::Contiguous : Walk::Strided;
-    };
-    struct Access {
-      const BufferInfo *buffer;
-      Walk walk;
-      bool sameAsStored;
     };
     std::vector<Access> accesses;
     class Loads : public IRVisitor {
@@ -299,7 +587,7 @@ private:
     for (const Load *load : loads.loads) {
       bool same = load->buffer == node.buffer && load->indices.size() == node.indices.size() &&
                   std::ranges::equal(load->indices, node.indices, sameExpr);
-      accesses.push_back({load->buffer.get(), walkOf(load->indices), same});
+      accesses.push_back({load->buffer.get(), walkOf(load->indices), same, &load->indices});
     }
     Walk stored = walkOf(node.indices);
     accesses.push_back({node.buffer.get(), stored, false});
@@ -312,9 +600,10 @@ private:
         innermost && stored == Walk::Invariant && !node.reduction &&
         std::ranges::any_of(accesses, [](const Access &access) { return access.sameAsStored; });
     bool vectorized =
-        innermost && !recurrence && std::ranges::all_of(accesses, [](const Access &access) {
-          return access.walk != Walk::Strided;
-        });
+        innermost && !recurrence &&
+        std::ranges::all_of(accesses,
+                            [](const Access &access) { return access.walk != Walk::Strided; }) &&
+        !overlapCheckFails(node, accesses);
     double compute = vectorized ? operations * 2 / (device_.vectorGflopsPerThread * 1e9)
                                 : operations / (device_.scalarGopsPerThread * 1e9);
     double latency = recurrence ? device_.dependentOpNs * 1e-9 : 0;
@@ -335,13 +624,104 @@ private:
     addHost(compute * times, latency * times, memory * times);
   }
 
+  // The element offset of `indices` into `buffer`, with the given loop
+  // variables at the given values (the others, and lets, as bound now).
+  std::optional<int64_t> offsetAt(const BufferInfo &buffer, const std::vector<Expr> &indices,
+                                  const std::map<std::string, int64_t> &at) const {
+    std::map<std::string, Expr> lets, replacements;
+    for (const auto &[var, value] : enclosingLets())
+      lets[var] = value;
+    for (const auto &[var, value] : at)
+      replacements[var] = makeI64(value);
+    int64_t offset = 0;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      std::optional<int64_t> index =
+          evaluate(*substitute(substituteLets(indices[d], lets), replacements));
+      std::optional<int64_t> extent =
+          d < buffer.shape.size() ? evaluate(*buffer.shape[d]) : std::optional<int64_t>(1);
+      if (!index || !extent)
+        return std::nullopt;
+      offset = offset * *extent + *index;
+    }
+    return offset;
+  }
+
+  // Whether LLVM's run-time overlap check sends the vectorized loop around
+  // the statement to its scalar version. The check compares the elements
+  // the loop stores with those it reads from the same array, and LLVM
+  // hoists it out of the loop around: a read's range is widened over that
+  // loop's whole range. A read of another element of the row being stored
+  // (an LU's pivot `A[i][k]` in `A[i][j] -= A[i][k] * A[k][j]` along j)
+  // then always overlaps the stored range, and the loop runs scalar.
+  bool overlapCheckFails(const Store &node, const std::vector<Access> &accesses) const {
+    const std::vector<const For *> &loops = enclosingLoops();
+    if (loops.empty())
+      return false;
+    const For &inner = *loops.back();
+    const For *outer = loops.size() >= 2 ? loops[loops.size() - 2] : nullptr;
+    // The first and last values of the inner loop (the outer one at
+    // `outerValue`, or as bound now); an empty one's bounds still give the
+    // addresses the widened check computes.
+    auto innerRange =
+        [&](std::optional<int64_t> outerValue) -> std::optional<std::pair<int64_t, int64_t>> {
+      std::map<std::string, Expr> replacements;
+      if (outerValue)
+        replacements[outer->var] = makeI64(*outerValue);
+      std::optional<int64_t> min = evaluate(*substitute(inner.min, replacements));
+      std::optional<int64_t> extent = evaluate(*substitute(inner.extent, replacements));
+      if (!min || !extent)
+        return std::nullopt;
+      return std::pair{*min, *min + std::max<int64_t>(*extent, 1) - 1};
+    };
+    auto stored = innerRange(std::nullopt);
+    if (!stored)
+      return false;
+    std::optional<int64_t> storeFirst =
+        offsetAt(*node.buffer, node.indices, {{inner.var, stored->first}});
+    std::optional<int64_t> storeLast =
+        offsetAt(*node.buffer, node.indices, {{inner.var, stored->second}});
+    if (!storeFirst || !storeLast)
+      return false;
+    int64_t storeLow = std::min(*storeFirst, *storeLast),
+            storeHigh = std::max(*storeFirst, *storeLast);
+    std::vector<std::optional<int64_t>> outerValues = {std::nullopt};
+    if (outer) {
+      std::optional<int64_t> min = evaluate(*outer->min), extent = evaluate(*outer->extent);
+      if (min && extent && *extent > 0)
+        outerValues = {*min, *min + *extent - 1};
+    }
+    for (const Access &access : accesses) {
+      if (access.buffer != node.buffer.get() || access.sameAsStored || !access.indices)
+        continue;
+      std::optional<int64_t> low, high;
+      for (std::optional<int64_t> outerValue : outerValues) {
+        auto range = innerRange(outerValue);
+        if (!range)
+          continue;
+        for (int64_t innerValue : {range->first, range->second}) {
+          std::map<std::string, int64_t> at = {{inner.var, innerValue}};
+          if (outerValue)
+            at[outer->var] = *outerValue;
+          std::optional<int64_t> offset = offsetAt(*access.buffer, *access.indices, at);
+          if (!offset)
+            return false;
+          low = std::min(low.value_or(*offset), *offset);
+          high = std::max(high.value_or(*offset), *offset);
+        }
+      }
+      if (low && high && *low <= storeHigh && storeLow <= *high)
+        return true;
+    }
+    return false;
+  }
+
   const CpuDevice &device_;
   std::map<std::string, CpuLaunchPrediction> predictions_;
   CpuProgramPrediction result_;
 };
 
 CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfile &profile,
-                                     const std::map<AccessKey, AccessClass> &classes) {
+                                     const KernelFacts &facts) {
   CpuLaunchPrediction prediction;
   prediction.profile = profile;
   // The lanes' floating-point operations (a warp instruction is 32 of
@@ -351,42 +731,107 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // recurrence waits a dependent operation a step for each vector, and so
   // does each lane's combine into an element (a read-modify-write, which
   // waits for the last one to the same element).
-  double laneOperations = (profile.fp32Instructions + 2 * profile.fp64Instructions) * 32;
-  double gatheredLoads = 0, lines = 0, rereadBytes = 0, dependentSteps = 0;
+  // Divisions and square roots go to the divider, a unit of their own far
+  // slower than the FMA pipes, which works beside them: the slower of the
+  // two bounds. LLVM computes a value several lets repeat once.
+  // A math routine (exp, log, ...) is a call of the vector math library
+  // for `mathLanes` lanes; exp's time as probed, the others in proportion
+  // to their instructions (exp counts 8).
+  double laneOperations = std::max(profile.fp32Instructions + 2 * profile.fp64Instructions -
+                                       profile.dividerInstructions - profile.routineInstructions,
+                                   0.0) *
+                          32;
+  double routineSeconds = profile.routineInstructions / 8 * 32 / std::max(device.mathLanes, 1) *
+                          device.vectorExpNs * 1e-9;
+  double dividerSeconds =
+      (profile.floatDivides * device.vectorDivideNs + profile.squareRoots * device.vectorSqrtNs) *
+      facts.dividerShare * 32 / device.vectorLanes * 1e-9;
+  // An update of an element the data picks (a histogram's bin) is a
+  // scatter whose lanes may collide: LLVM does not vectorize its loop, and
+  // the kernel's operations run at the scalar rate (a division or square
+  // root as one of them: the divider overlaps them one lane at a time).
+  bool scatters = std::ranges::any_of(profile.accesses, [](const AccessProfile &access) {
+    return access.kind == AccessProfile::Kind::Atomic && !access.addressesKnown;
+  });
+  if (scatters) {
+    prediction.vectorized = false;
+    prediction.scalarBecause = "updates scattered by data";
+    laneOperations += (profile.floatDivides + profile.squareRoots) * facts.dividerShare * 32;
+    dividerSeconds = 0;
+  }
+  double gatheredLoads = 0, lines = 0, rereadBytes = 0, dependentSteps = 0, chainSeconds = 0;
   // The arrays' elements once, and where they are held: the level whose
-  // size their footprint fits serves every byte moved.
+  // size their footprint fits serves every byte moved; the part of them a
+  // column strip walks, at the strip rate once they exceed the last-level
+  // cache.
   double footprint = profile.compulsoryReadBytes + profile.compulsoryWriteBytes;
-  double bytes = footprint;
+  double bytes = footprint, stripBytes = 0, runStarts = 0;
+  bool beyondCache = footprint > static_cast<double>(device.lastLevelCacheBytes);
+  std::set<std::string> stripArrays;
   for (const AccessProfile &access : profile.accesses) {
-    auto found =
-        classes.find({access.array, access.source.begin, access.kind != AccessProfile::Kind::Load});
+    auto found = facts.classes.find(
+        {access.array, access.source.begin, access.kind != AccessProfile::Kind::Load});
     if (access.kind == AccessProfile::Kind::Atomic)
       dependentSteps += access.activeLanes;
-    if (access.memory != MemorySpace::Global || found == classes.end())
+    if (found == facts.classes.end())
       continue;
     const AccessClass &kind = found->second;
+    // An accumulation's steps, one per lane and iteration: where its loop
+    // cannot be vectorized, each waits for the one before; else the
+    // vectors in flight share the wait.
+    if (kind.chainStepNs > 0) {
+      if (kind.chainScalar) {
+        prediction.vectorized = false;
+        prediction.scalarBecause = "an update waits for the last";
+      }
+      double steps = access.activeLanes / kind.accesses;
+      double vectorSteps =
+          kind.chainScalar ? steps : steps / device.vectorLanes / std::max(kind.chainVectors, 1.0);
+      chainSeconds += vectorSteps * kind.chainStepNs * 1e-9;
+    }
+    if (access.memory != MemorySpace::Global)
+      continue;
     if (kind.gathered) {
       prediction.vectorized = false;
+      prediction.scalarBecause = "lanes gather";
       gatheredLoads += access.activeLanes;
       lines += access.activeLanes;
     }
     if (kind.columnWalk)
       lines += access.activeLanes / device.vectorLanes;
-    if (kind.rereadByLanes)
+    // An array every lane walks again stays in the core's caches when it
+    // fits its L2: only one larger brings its elements again.
+    if (kind.rereadByLanes && kind.arrayBytes > static_cast<double>(device.l2BytesPerThread))
       rereadBytes += access.activeLanes * access.elementBytes;
     if (kind.recurrence)
       dependentSteps += access.activeLanes / device.vectorLanes;
+    if (kind.runElements > 0 && footprint > static_cast<double>(device.l2BytesPerThread))
+      runStarts += access.activeLanes / kind.accesses / kind.runElements;
+    if (kind.stripWalk && beyondCache && device.stripGBs > 0 &&
+        stripArrays.insert(access.array).second)
+      stripBytes += std::min(kind.arrayBytes, access.activeLanes * access.elementBytes);
   }
+  bytes -= std::min(stripBytes, bytes);
   // Elements gathered lane by lane, or a column walked, bring a cache line
   // each once the arrays do not fit the core's L2 (each lane's element of a
   // transpose's column is on a page of its own); so do the elements each
   // lane reads again in its own walk.
   if (footprint > static_cast<double>(device.l2BytesPerThread))
     bytes += lines * kCacheLineBytes + rereadBytes;
-  double computeOneThread = laneOperations * 2 / (device.vectorGflopsPerThread * 1e9) +
-                            gatheredLoads / (device.scalarGopsPerThread * 1e9) +
-                            dependentSteps * device.dependentOpNs * 1e-9;
-  double memoryOneThread = secondsOf(bytes, device.bandwidthFor(footprint, 1));
+  double operationSeconds = scatters ? laneOperations / (device.scalarGopsPerThread * 1e9)
+                                     : laneOperations * 2 / (device.vectorGflopsPerThread * 1e9);
+  double throughputOneThread = std::max(operationSeconds, dividerSeconds) + routineSeconds +
+                               gatheredLoads / (device.scalarGopsPerThread * 1e9) +
+                               dependentSteps * device.dependentOpNs * 1e-9;
+  // Out-of-order execution overlaps the chains' waits with the other
+  // work: the longer of the two.
+  double computeOneThread = std::max(throughputOneThread, chainSeconds);
+  // Runs read from beyond the core's L2 that start anew wait the
+  // last-level cache's latency each (its lower bound where they come from
+  // DRAM).
+  double runStartSeconds = runStarts * device.cacheLatencyNs * 1e-9;
+  double memoryOneThread = secondsOf(bytes, device.bandwidthFor(footprint, 1)) +
+                           secondsOf(stripBytes, device.stripGBsOneThread) + runStartSeconds;
   double aloneSeconds = std::max(computeOneThread, memoryOneThread);
   double threads = std::clamp<double>(static_cast<double>(profile.launch.blocks()), 1,
                                       static_cast<double>(device.threads));
@@ -398,7 +843,10 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   } else {
     prediction.computeSeconds = computeOneThread / threads;
     prediction.memorySeconds =
-        secondsOf(bytes, device.bandwidthFor(footprint, static_cast<int>(threads)));
+        secondsOf(bytes, device.bandwidthFor(footprint, static_cast<int>(threads))) +
+        secondsOf(stripBytes, threads >= device.threads ? device.stripGBs
+                                                        : device.stripGBsOneThread * threads) +
+        runStartSeconds / threads;
     prediction.overheadSeconds = device.launchSharedMicroseconds * 1e-6;
   }
   double work = std::max(prediction.computeSeconds, prediction.memorySeconds);

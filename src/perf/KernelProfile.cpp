@@ -166,6 +166,10 @@ public:
 
     result.fp32Instructions = totals_.fp32;
     result.fp64Instructions = totals_.fp64;
+    result.floatDivides = totals_.divides;
+    result.squareRoots = totals_.roots;
+    result.dividerInstructions = totals_.dividerInstructions;
+    result.routineInstructions = totals_.routineInstructions;
     result.integerInstructions = totals_.integer;
     result.flops = totals_.flops;
     result.shuffles = totals_.shuffles;
@@ -226,6 +230,7 @@ private:
   };
   struct Totals {
     double fp32 = 0, fp64 = 0, integer = 0, flops = 0, shuffles = 0, barriers = 0;
+    double divides = 0, roots = 0, dividerInstructions = 0, routineInstructions = 0;
   };
 
   // ------------------------------------------------------------ values ---
@@ -753,6 +758,16 @@ private:
     }
   }
 
+  // A division or square root of floats (warp instructions, an f64 one
+  // twice), and the instructions addFloatOrInteger counted for it.
+  void addDivider(ScalarType type, double instructions, bool root, double weight) {
+    if (probing_)
+      return;
+    double scale = type == ScalarType::F64 ? 2 : 1;
+    (root ? totals_.roots : totals_.divides) += scale * weight * blockWeight_;
+    totals_.dividerInstructions += scale * instructions * weight * blockWeight_;
+  }
+
   // Index arithmetic: LLVM strength-reduces an index that moves by a
   // constant step with the loops around it and folds constant offsets into
   // the address, so that costs nothing. Clamps (min, max, select) and
@@ -906,6 +921,8 @@ private:
                   binary.op != BinaryOpKind::Or;
       addFloatOrInteger(floatOperands ? binary.lhs->type : ScalarType::I64, instructions,
                         flop ? 1 : 0, weight, lanes);
+      if (floatOperands && (binary.op == BinaryOpKind::Div || binary.op == BinaryOpKind::Rem))
+        addDivider(binary.lhs->type, instructions, /*root=*/false, weight);
       return;
     }
     case ExprNode::Kind::Select: {
@@ -938,6 +955,12 @@ private:
         countExpr(*arg, lanes, weight);
       addFloatOrInteger(call.type, mathRoutineInstructions(call.builtin),
                         call.builtin == Builtin::Fma ? 2 : 1, weight, lanes);
+      if (call.builtin == Builtin::Sqrt && isFloat(call.type))
+        addDivider(call.type, mathRoutineInstructions(call.builtin), /*root=*/true, weight);
+      if (call.isMathRoutine() && !probing_)
+        totals_.routineInstructions += (call.type == ScalarType::F64 ? 2 : 1) *
+                                       mathRoutineInstructions(call.builtin) * weight *
+                                       blockWeight_;
       return;
     }
     default:

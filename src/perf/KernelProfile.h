@@ -83,6 +83,12 @@ struct KernelProfile {
   double fp64Instructions = 0;
   double integerInstructions = 0; // index arithmetic, comparisons, branches
   double flops = 0;               // floating-point operations (an FMA is 2)
+  // Of the floating-point instructions: divisions and square roots (an f64
+  // one counts twice), and the instructions counted above for them.
+  double floatDivides = 0, squareRoots = 0, dividerInstructions = 0;
+  // Of the floating-point instructions: those counted for math routines
+  // (exp, log, sin, cos, tanh, pow; an f64 one twice).
+  double routineInstructions = 0;
   double shuffles = 0;
   double barriers = 0; // barrier instructions (per warp)
   // A warp's longest path: instructions it issues in order, global memory
