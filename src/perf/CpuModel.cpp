@@ -604,9 +604,22 @@ private:
         std::ranges::all_of(accesses,
                             [](const Access &access) { return access.walk != Walk::Strided; }) &&
         !overlapCheckFails(node, accesses);
-    double compute = vectorized ? operations * 2 / (device_.vectorGflopsPerThread * 1e9)
-                                : operations / (device_.scalarGopsPerThread * 1e9);
-    double latency = recurrence ? device_.dependentOpNs * 1e-9 : 0;
+    // Several chains in one loop body (jam_serial_chains runs several
+    // iterations' chains together) wait at the same time: one dependent
+    // step an iteration for all of them. Where their loads lie side by
+    // side, LLVM's SLP vectorizer makes their steps one vector operation,
+    // whose loads share cache lines.
+    const ChainGroup *chains = recurrence ? &chainGroupOf(*innermost) : nullptr;
+    bool sideBySide = chains && chains->sideBySide;
+    double compute = vectorized || sideBySide
+                         ? operations * 2 / (device_.vectorGflopsPerThread * 1e9)
+                         : operations / (device_.scalarGopsPerThread * 1e9);
+    // The chains' steps issue while they wait: an iteration takes the
+    // longer of their operations and one dependent step.
+    double latency =
+        recurrence ? std::max(0.0, device_.dependentOpNs * 1e-9 - compute * chains->recurrences) /
+                         chains->recurrences
+                   : 0;
     double memory = 0;
     for (const Access &access : accesses) {
       if (access.walk == Walk::Invariant)
@@ -614,14 +627,129 @@ private:
       double arrayBytes = footprint(*access.buffer);
       double element = static_cast<double>(scalarSize(access.buffer->element));
       // Down a column of an array the core's L2 cannot hold, each element
-      // brings its own cache line.
-      double bytes =
-          access.walk == Walk::Strided && arrayBytes > static_cast<double>(device_.l2BytesPerThread)
-              ? kCacheLineBytes
-              : element;
-      memory += secondsOf(bytes, bandwidthFor(arrayBytes));
+      // brings its own cache line (unless side-by-side chains share it).
+      double bytes = access.walk == Walk::Strided && !sideBySide &&
+                             arrayBytes > static_cast<double>(device_.l2BytesPerThread)
+                         ? kCacheLineBytes
+                         : element;
+      double stride = access.walk == Walk::Strided && !sideBySide ? kCacheLineBytes : element;
+      memory += secondsOf(bytes, bandwidthFor(reuseFootprint(access, stride, arrayBytes, scope)));
     }
     addHost(compute * times, latency * times, memory * times);
+  }
+
+  // What an access touches between two reads of one element, which decides
+  // the cache that serves it: the bytes of its walk over the loops inside
+  // the innermost enclosing loop that does not move it (which carries its
+  // reuse: an LU's row A[i][k] re-read for every j); the whole array when
+  // every enclosing loop moves it, or a trip count is not known.
+  double reuseFootprint(const Access &access, double bytesPerStep, double arrayBytes,
+                        const passes::AffineScope &scope) const {
+    if (!access.indices)
+      return arrayBytes;
+    double bytes = bytesPerStep;
+    const std::vector<const For *> &loops = enclosingLoops();
+    for (auto loop = loops.rbegin(); loop != loops.rend(); ++loop) {
+      bool moves = std::ranges::any_of(*access.indices, [&](const Expr &index) {
+        return scope.analyze(index).dependsOn((*loop)->var);
+      });
+      if (!moves)
+        return std::min(bytes, arrayBytes);
+      std::optional<int64_t> trips = evaluate(*(*loop)->extent);
+      if (!trips)
+        return arrayBytes;
+      bytes *= static_cast<double>(std::max<int64_t>(*trips, 1));
+    }
+    return arrayBytes;
+  }
+
+  // The chains of one loop body: its statements (outside inner loops) that
+  // update an element the loop does not move from its own last value, and
+  // whether there are several whose loads pair up side by side (the same
+  // element, or neighbours in a row: one apart in the last index by a
+  // constant, as jam_serial_chains' copies of a step read).
+  struct ChainGroup {
+    int recurrences = 1;
+    bool sideBySide = false;
+  };
+
+  const ChainGroup &chainGroupOf(const For &loop) {
+    auto [found, inserted] = chainGroups_.try_emplace(&loop);
+    if (!inserted)
+      return found->second;
+    class Statements : public IRVisitor {
+    public:
+      std::vector<const Store *> stores;
+
+    protected:
+      void visitFor(const For &) override {}
+      void visitStore(const Store &node) override { stores.push_back(&node); }
+    } statements;
+    statements.visit(loop.body);
+    auto loadsOf = [](const Expr &value) {
+      std::vector<const Load *> loads;
+      class Loads : public IRVisitor {
+      public:
+        std::vector<const Load *> &found;
+        explicit Loads(std::vector<const Load *> &found) : found(found) {}
+
+      protected:
+        void visitLoad(const Load &node) override {
+          found.push_back(&node);
+          IRVisitor::visitLoad(node);
+        }
+      } visitor(loads);
+      visitor.visit(value);
+      return loads;
+    };
+    std::vector<const Store *> chains;
+    for (const Store *store : statements.stores) {
+      bool moves = std::ranges::any_of(
+          store->indices, [&](const Expr &index) { return freeVars(index).contains(loop.var); });
+      bool readsItself = std::ranges::any_of(loadsOf(store->value), [&](const Load *load) {
+        return load->buffer == store->buffer &&
+               std::ranges::equal(load->indices, store->indices, sameExpr);
+      });
+      if (!moves && readsItself)
+        chains.push_back(store);
+    }
+    ChainGroup &group = found->second;
+    group.recurrences = std::max<int>(1, static_cast<int>(chains.size()));
+    auto neighbours = [](const Load &a, const Load &b) {
+      if (a.buffer != b.buffer || a.indices.size() != b.indices.size())
+        return false;
+      for (size_t d = 0; d < a.indices.size(); ++d) {
+        if (sameExpr(a.indices[d], b.indices[d]))
+          continue;
+        // A constant apart: every variable cancels.
+        Expr difference = sub(toI64(a.indices[d]), toI64(b.indices[d]));
+        passes::AffineScope scope;
+        for (const std::string &var : freeVars(difference))
+          scope.bindLoop(var);
+        passes::AffineIndex apart = scope.analyze(difference);
+        if (d + 1 != a.indices.size() || !apart.isAffine() || !apart.coefficients.empty() ||
+            (apart.rest && !apart.rest->as<IntImm>()))
+          return false;
+      }
+      return true;
+    };
+    const int kSideBySideChains = 4;
+    if (chains.size() >= kSideBySideChains) {
+      std::vector<const Load *> first = loadsOf(chains[0]->value);
+      group.sideBySide = std::ranges::all_of(chains, [&](const Store *chain) {
+        std::vector<const Load *> loads = loadsOf(chain->value);
+        if (loads.size() != first.size())
+          return false;
+        for (size_t l = 0; l < loads.size(); ++l) {
+          bool ownElement =
+              loads[l]->buffer == chain->buffer && first[l]->buffer == chains[0]->buffer;
+          if (!ownElement && !neighbours(*loads[l], *first[l]))
+            return false;
+        }
+        return true;
+      });
+    }
+    return group;
   }
 
   // The element offset of `indices` into `buffer`, with the given loop
@@ -716,6 +844,7 @@ private:
   }
 
   const CpuDevice &device_;
+  std::map<const For *, ChainGroup> chainGroups_;
   std::map<std::string, CpuLaunchPrediction> predictions_;
   CpuProgramPrediction result_;
 };
