@@ -280,7 +280,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
         contains(refused.output,
                  "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
                  "fuse_producers, hoist_independent_parfors, split_reductions, map_rows_to_blocks, "
-                 "privatize_combines, jam_serial_chains, interchange_column_walks, promote_invariant_elements, "
+                 "privatize_combines, jam_serial_chains, interchange_column_walks, "
+                 "promote_invariant_elements, "
                  "unroll_around_reductions, "
                  "fuse_sibling_reductions, "
                  "interleave_reductions, "
@@ -439,13 +440,14 @@ TEST_CASE("hoist_independent_parfors keeps the host loop under --bounds-check") 
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
-  CHECK(contains(cpu.output,
-                 "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
-                 "fuse_producers, hoist_independent_parfors, split_reductions, privatize_combines, "
-                 "jam_serial_chains, interchange_column_walks, promote_invariant_elements, map_to_gpu, "
-                 "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
-                 "interleave_reductions, "
-                 "extract_kernels"));
+  CHECK(contains(
+      cpu.output,
+      "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
+      "fuse_producers, hoist_independent_parfors, split_reductions, privatize_combines, "
+      "jam_serial_chains, interchange_column_walks, promote_invariant_elements, map_to_gpu, "
+      "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
+      "interleave_reductions, "
+      "extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));
@@ -1125,6 +1127,28 @@ TEST_CASE("loopc --version names the commit, LLVM and the GPU, and loopc alone s
   CHECK(contains(bare.output, "Usage: loopc [OPTIONS] SUBCOMMAND"));
   CHECK(contains(bare.output, "--version"));
   CHECK(contains(bare.output, "explain"));
+}
+
+TEST_CASE("a crash in generated code names the kernel and says how to rerun it checked") {
+  TempDir dir;
+  std::string gather =
+      dir.file("gather.loop", "kernel g(x: in f32[M], idx: in i32[N], r: out f32[N]) {\n"
+                              "  parfor i in 0..N { r[i] = x[idx[i]]; }\n}\n");
+  // Indices two billion elements past an array of 5: far outside anything
+  // mapped, and not checked by default on the CPU.
+  auto crashed = runLoopc(
+      "run " + gather + " --set M=5 --set N=64 --device cpu --random-range 2000000000:2000000001");
+  CHECK(crashed.exitCode != 0);
+  CHECK(contains(crashed.output,
+                 "loopc: a segmentation fault in kernel 'g' on cpu: most likely an "
+                 "array index out of range, which the generated code does not check "
+                 "by default; rerun with --bounds-check (or --device interp) to have "
+                 "it reported at its source line"));
+  auto checked = runLoopc("run " + gather +
+                          " --set M=5 --set N=64 --device cpu --random-range 2000000000:2000000001 "
+                          "--bounds-check");
+  CHECK(checked.exitCode == 1);
+  CHECK(contains(checked.output, "gather.loop:2:29: error: index 2000000000 out of range"));
 }
 
 TEST_CASE("random integer inputs come from --random-range LO:HI, by default 0:16") {

@@ -5,6 +5,7 @@
 
 #include "codegen/CpuJit.h"
 #include "loopc/generated.h"
+#include "support/CrashReport.h"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/TargetParser/Host.h>
@@ -64,6 +65,7 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
   auto bound = bindFunctionArguments(kernel, (*compiled)->function, args, "CPU");
   if (!bound)
     return std::unexpected(bound.error());
+  RunningKernel running(kernel.name, name());
   // An empty array is passed as a few zeroed bytes, not a null pointer: the
   // code after a recorded fault (`A[t % C]` with C = 0 goes on with t % C =
   // 0) then reads a harmless element before the fault is reported.

@@ -13,6 +13,7 @@
 #include "codegen/NvptxTarget.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
+#include "support/CrashReport.h"
 
 #include <loopc/runtime.hpp>
 
@@ -794,6 +795,7 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
   auto bound = bindFunctionArguments(kernel, function, args, "GPU");
   if (!bound)
     return std::unexpected(bound.error());
+  RunningKernel running(kernel.name, name());
   const runtime::Runtime &runtime = state_->runtime;
   HostProgram host(runtime, state_->pool, code.kernels, code.kernelInfo);
 

@@ -7,10 +7,12 @@
 #include "driver/ReplCommand.h"
 #include "driver/RunCommand.h"
 #include "driver/TuneCommand.h"
+#include "support/CrashReport.h"
 
 int main(int argc, char **argv) {
   using namespace loopc::driver;
   return runWithLargeStack([&] {
+    loopc::installCrashReport();
     CLI::App app{"loopc: a compiler for parallel loop nests (.loop files)", "loopc"};
     configureApp(app);
     addCheckCommand(app);

@@ -1,9 +1,15 @@
 #include "support/Diagnostics.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 namespace loopc {
+
+namespace {
+// The widest part of a source line a diagnostic quotes.
+const size_t kQuotedColumns = 160;
+} // namespace
 
 std::string_view SourceFile::line(uint32_t lineNumber) const {
   if (lineNumber == 0 || lineNumber > lineStarts.size())
@@ -101,8 +107,8 @@ std::string DiagnosticEngine::format(const Diagnostic &diagnostic) const {
     const SourceRange *site = sources_.importSite(file);
     if (!site)
       break;
-    text += formatOne({Severity::Note, *site,
-                       "'" + sources_.file(file).path + "' is imported here"});
+    text +=
+        formatOne({Severity::Note, *site, "'" + sources_.file(file).path + "' is imported here"});
     file = site->begin.file;
   }
   return text;
@@ -121,18 +127,44 @@ std::string DiagnosticEngine::formatOne(const Diagnostic &diagnostic) const {
   std::string_view line = file.line(range.begin.line);
   if (line.empty())
     return out.str();
-  out << line << "\n";
-  // The caret line copies tabs so the marker lines up under the source.
-  std::string marker;
-  for (uint32_t col = 1; col < range.begin.col && col <= line.size(); ++col)
-    marker += line[col - 1] == '\t' ? '\t' : ' ';
   uint32_t lastCol = range.begin.col;
   if (range.end.valid() && range.end.line == range.begin.line && range.end.col > range.begin.col)
     lastCol = std::min<uint32_t>(range.end.col, static_cast<uint32_t>(line.size()));
-  marker += '^';
-  for (uint32_t col = range.begin.col + 1; col <= lastCol; ++col)
-    marker += '~';
-  out << marker << "\n";
+  // The quoted part of the line: all of it, or a window around the range
+  // when it is long (a generated file may hold megabytes on one line).
+  size_t first = 0, end = line.size();
+  if (line.size() > kQuotedColumns) {
+    size_t begin = std::min<size_t>(range.begin.col - 1, line.size());
+    first = begin > kQuotedColumns / 3 ? begin - kQuotedColumns / 3 : 0;
+    end = std::min(line.size(), first + kQuotedColumns);
+  }
+  // Control characters escaped (`\x01`), tabs kept; the caret line copies
+  // the tabs and the escapes' widths so the marker lines up under the source.
+  std::string quoted = first > 0 ? "..." : "", marker = first > 0 ? "   " : "";
+  for (size_t i = first; i < end; ++i) {
+    unsigned char c = static_cast<unsigned char>(line[i]);
+    std::string shown(1, line[i]);
+    if (c != '\t' && (c < 0x20 || c == 0x7f)) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      shown = escaped;
+    }
+    quoted += shown;
+    uint32_t col = static_cast<uint32_t>(i + 1);
+    char fill = col < range.begin.col    ? (c == '\t' ? '\t' : ' ')
+                : col == range.begin.col ? '^'
+                : col <= lastCol         ? '~'
+                                         : '\0';
+    if (fill == '^')
+      marker += "^" + std::string(shown.size() - 1, '~');
+    else if (fill != '\0')
+      marker += std::string(fill == '\t' ? 1 : shown.size(), fill);
+  }
+  if (end < line.size())
+    quoted += "...";
+  if (range.begin.col > line.size())
+    marker += '^'; // just past the end of the line
+  out << quoted << "\n" << marker << "\n";
   return out.str();
 }
 
