@@ -835,6 +835,34 @@ size_t codeSize(const Stmt &stmt) {
   return counter.count;
 }
 
+Stmt LetTrackingMutator::visitLetStmt(const LetStmt &node, const Stmt &self) {
+  lets_[node.var] = node.value;
+  Stmt mutated = IRMutator::visitLetStmt(node, self);
+  lets_.erase(node.var);
+  return mutated;
+}
+
+Expr LetTrackingMutator::resolved(const Expr &expr) const { return substituteLets(expr, lets_); }
+
+bool synchronizes(const Stmt &stmt) {
+  class Finder : public IRVisitor {
+  public:
+    bool found = false;
+
+  protected:
+    bool finished() const override { return found; }
+    void visitBarrier(const Barrier &) override { found = true; }
+    void visitLaunch(const Launch &) override { found = true; }
+    void visitReduce(const Reduce &) override { found = true; }
+    void visitScan(const Scan &) override { found = true; }
+    void visitAtomicUpdate(const AtomicUpdate &) override { found = true; }
+    void visitWarpShuffle(const WarpShuffle &) override { found = true; }
+    void visitAsyncCopy(const AsyncCopy &) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
 bool containsLoopOf(const Stmt &stmt, ForKind kind) {
   class Finder : public IRVisitor {
   public:

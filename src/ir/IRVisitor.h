@@ -100,6 +100,19 @@ protected:
   bool mutateAll(const std::vector<Expr> &in, std::vector<Expr> &out);
 };
 
+// A mutator that knows the values of the lets around the node it visits,
+// so an index compares and analyses the same whatever lets name its parts.
+class LetTrackingMutator : public IRMutator {
+protected:
+  Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override;
+  // `expr` with the lets in scope replaced by their values.
+  Expr resolved(const Expr &expr) const;
+  const std::map<std::string, Expr> &lets() const { return lets_; }
+
+private:
+  std::map<std::string, Expr> lets_;
+};
+
 // Replaces free occurrences of the named variables (bindings of the same name
 // inside shadow them, though names are unique within a function).
 Expr substitute(const Expr &expr, const std::map<std::string, Expr> &replacements);
@@ -147,6 +160,12 @@ size_t codeSize(const Stmt &stmt);
 
 // True when `stmt` calls a math routine (Call::isMathRoutine).
 bool callsMathRoutine(const Stmt &stmt);
+
+// True when `stmt` holds what orders threads or hands work to them: a
+// barrier, a launch, a reduction, a scan, an atomic update, a warp shuffle
+// or an async copy (passes that reorder a loop's statements leave these
+// alone).
+bool synchronizes(const Stmt &stmt);
 
 // True when `stmt` holds a loop of `kind`.
 bool containsLoopOf(const Stmt &stmt, ForKind kind);

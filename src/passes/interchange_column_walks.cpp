@@ -403,7 +403,7 @@ protected:
   }
 };
 
-class ColumnWalkInterchanger : public IRMutator {
+class ColumnWalkInterchanger : public LetTrackingMutator {
 public:
   ColumnWalkInterchanger(bool boundsChecked, const RemarkReporter &remarks)
       : boundsChecked_(boundsChecked), remarks_(remarks) {}
@@ -448,18 +448,7 @@ protected:
     return body;
   }
 
-  Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override {
-    lets_[node.var] = node.value;
-    Stmt mutated = IRMutator::visitLetStmt(node, self);
-    lets_.erase(node.var);
-    return mutated;
-  }
-
 private:
-  // `expr` with the lets around the loop being looked at replaced by their
-  // values, so that `j.min` and `i + 1` compare equal.
-  Expr resolved(const Expr &expr) const { return substituteLets(expr, lets_); }
-
   // `parallel` (the statement `parallelStmt`) distributed over its
   // statements and moved inside the serial loops that walk columns along
   // it, or none. `outer`: the parallel loops around it in its nest, or none
@@ -762,7 +751,6 @@ private:
 
   bool boundsChecked_;
   const RemarkReporter &remarks_;
-  std::map<std::string, Expr> lets_;
 };
 
 } // namespace

@@ -84,28 +84,19 @@ const size_t kMaxBodySize = 64;
 
 // What rules a statement out of a jammed body: loops, bindings, and
 // anything that synchronizes or launches.
-class Disqualifies : public IRVisitor {
-public:
-  bool found = false;
-
-protected:
-  bool finished() const override { return found; }
-  void visitFor(const For &) override { found = true; }
-  void visitLetStmt(const LetStmt &) override { found = true; }
-  void visitAllocate(const ir::Allocate &) override { found = true; }
-  void visitBarrier(const Barrier &) override { found = true; }
-  void visitLaunch(const Launch &) override { found = true; }
-  void visitReduce(const Reduce &) override { found = true; }
-  void visitScan(const Scan &) override { found = true; }
-  void visitAtomicUpdate(const AtomicUpdate &) override { found = true; }
-  void visitWarpShuffle(const WarpShuffle &) override { found = true; }
-  void visitAsyncCopy(const AsyncCopy &) override { found = true; }
-};
-
 bool disqualified(const Stmt &stmt) {
-  Disqualifies check;
+  class LoopsOrBindings : public IRVisitor {
+  public:
+    bool found = false;
+
+  protected:
+    bool finished() const override { return found; }
+    void visitFor(const For &) override { found = true; }
+    void visitLetStmt(const LetStmt &) override { found = true; }
+    void visitAllocate(const ir::Allocate &) override { found = true; }
+  } check;
   check.visit(stmt);
-  return check.found;
+  return check.found || synchronizes(stmt);
 }
 
 // One load or store of an array element.
@@ -222,19 +213,12 @@ struct Section {
   std::optional<LoopRange> steps; // none outside the chain's loop
 };
 
-class Jammer : public IRMutator {
+class Jammer : public LetTrackingMutator {
 public:
   Jammer(bool boundsChecked, const RemarkReporter &remarks)
       : boundsChecked_(boundsChecked), remarks_(remarks) {}
 
 protected:
-  Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override {
-    lets_[node.var] = node.value;
-    Stmt mutated = IRMutator::visitLetStmt(node, self);
-    lets_.erase(node.var);
-    return mutated;
-  }
-
   Stmt visitFor(const For &node, const Stmt &self) override {
     bool parallel = node.forKind != ForKind::Serial;
     parallelDepth_ += parallel;
@@ -248,8 +232,6 @@ protected:
   }
 
 private:
-  Expr resolved(const Expr &expr) const { return substituteLets(expr, lets_); }
-
   std::optional<Stmt> jam(const For &loop) {
     // The body: statements without loops around one serial loop.
     FlatBody flat;
@@ -483,7 +465,6 @@ private:
 
   bool boundsChecked_;
   const RemarkReporter &remarks_;
-  std::map<std::string, Expr> lets_;
   std::vector<LoopRange> enclosing_; // the loops around, outermost first
   int parallelDepth_ = 0;
   int registersMade_ = 0; // for unique names

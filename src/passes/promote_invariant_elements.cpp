@@ -48,26 +48,19 @@ using ir::Stmt;
 
 namespace {
 
-class Promoter : public IRMutator {
+class Promoter : public LetTrackingMutator {
 public:
   Promoter(bool boundsChecked, const RemarkReporter &remarks)
       : boundsChecked_(boundsChecked), remarks_(remarks) {}
 
 protected:
-  Stmt visitLetStmt(const LetStmt &node, const Stmt &self) override {
-    lets_[node.var] = node.value;
-    Stmt mutated = IRMutator::visitLetStmt(node, self);
-    lets_.erase(node.var);
-    return mutated;
-  }
-
   Stmt visitFor(const For &node, const Stmt &self) override {
     Stmt mutated = IRMutator::visitFor(node, self); // inner loops first
     const For &loop = *mutated->as<For>();
     if (loop.forKind != ForKind::Serial || boundsChecked_)
       return mutated;
     RegisterElements how{.around = {},
-                         .resolve = [&](const Expr &expr) { return substituteLets(expr, lets_); },
+                         .resolve = [&](const Expr &expr) { return resolved(expr); },
                          .stem = "element",
                          .made = &cells_,
                          .remarks = remarks_};
@@ -77,7 +70,6 @@ protected:
 private:
   bool boundsChecked_;
   RemarkReporter remarks_;
-  std::map<std::string, Expr> lets_;
   int cells_ = 0; // registers made so far, for unique names
 };
 

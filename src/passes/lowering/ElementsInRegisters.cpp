@@ -14,23 +14,6 @@ using ir::Stmt;
 
 namespace {
 
-// What a loop's body holds that rules it out: a barrier, a launch, or an
-// update of arrays other than plain loads and stores.
-class HoldsSynchronization : public IRVisitor {
-public:
-  bool found = false;
-
-protected:
-  bool finished() const override { return found; }
-  void visitBarrier(const Barrier &) override { found = true; }
-  void visitLaunch(const Launch &) override { found = true; }
-  void visitReduce(const Reduce &) override { found = true; }
-  void visitScan(const Scan &) override { found = true; }
-  void visitAtomicUpdate(const AtomicUpdate &) override { found = true; }
-  void visitWarpShuffle(const WarpShuffle &) override { found = true; }
-  void visitAsyncCopy(const AsyncCopy &) override { found = true; }
-};
-
 // The loops and lets bound inside a statement, by name.
 class Bindings : public IRVisitor {
 public:
@@ -114,9 +97,7 @@ private:
 // registers, or none.
 std::optional<Stmt> keepElementsInRegisters(const For &loop, const RegisterElements &how) {
   auto resolved = [&](const Expr &expr) { return how.resolve ? how.resolve(expr) : expr; };
-  HoldsSynchronization synchronization;
-  synchronization.visit(loop.body);
-  if (synchronization.found)
+  if (synchronizes(loop.body))
     return std::nullopt;
   Bindings inside;
   inside.visit(loop.body);
