@@ -94,6 +94,7 @@ cases=(
   "matmul, copies 8 in flight|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param copies_in_flight=8"
   "matmul, copies 8 in flight, 8 x 8 tiles, 16-k stages|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param copies_in_flight=8 --pass-param register_tile=8 --pass-param stage_length=16"
   "matmul, 2 stages in flight|matmul|matmul|M=1000 N=1000 K=1000|M=33 N=33 K=33|cublas_sgemm|--pass-param pipeline_depth=2"
+  "matmul, 8 x 8 tiles|matmul|matmul|M=1000 N=1000 K=1000|M=33 N=33 K=33|cublas_sgemm|--pass-param register_tile=8"
   "matmul, 2 stages in flight|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param pipeline_depth=2"
   "matmul, 3 stages in flight|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param pipeline_depth=3"
   "matmul, 2 stages in flight, 8 x 8 tiles|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--pass-param pipeline_depth=2 --pass-param register_tile=8"
