@@ -723,6 +723,14 @@ TEST_CASE("jam_serial_chains: iterations of a serial loop run together, or why n
         Lines{jammed(19, 9, "j", 16, "k"), jammed(26, 9, "j", 16, "k")});
   CHECK(remarksOf(chains.kernel("lumem").onCpu(), "jam_serial_chains") ==
         Lines{jammed(87, 9, "j", 16, "k"), jammed(93, 9, "j", 16, "k")});
+  // A parfor's points are independent: rows apart, 4 run together in a
+  // thread; side by side, the threads' vector lanes run them.
+  CHECK(remarksOf(chains.kernel("rowdots").onCpu(), "jam_serial_chains") ==
+        Lines{jammed(105, 10, "i", 4, "j")});
+  CHECK(remarksOf(chains.kernel("coldots").onCpu(), "jam_serial_chains").empty());
+  // The statements around a chain may hold loops of their own.
+  CHECK(remarksOf(chains.kernel("atax").onCpu(), "jam_serial_chains") ==
+        Lines{jammed(131, 7, "i", 4, "j")});
   CHECK(remarksOf(chains.kernel("rows").onCpu(), "jam_serial_chains") ==
         Lines{jammed(38, 7, "i", 4, "k")});
   CHECK(remarksOf(chains.kernel("upper").onCpu(), "jam_serial_chains") ==
