@@ -1129,6 +1129,16 @@ TEST_CASE("loopc --version names the commit, LLVM and the GPU, and loopc alone s
   CHECK(contains(bare.output, "explain"));
 }
 
+TEST_CASE("--check says when the interpreter will take a while, and how long") {
+  auto longer = runLoopc("run samples/matmul.loop --set M=300 --set N=300 --set K=300 --check");
+  CHECK(longer.exitCode == 0);
+  CHECK(contains(longer.output, "loopc: --check: the interpreter runs the kernel again to compare, "
+                                "about 1.4 s at these sizes (--reference cpu compares in less)"));
+  auto quick = runLoopc("run samples/matmul.loop --set M=64 --set N=64 --set K=64 --check");
+  CHECK(quick.exitCode == 0);
+  CHECK(!contains(quick.output, "--check: the interpreter runs"));
+}
+
 TEST_CASE("a crash in generated code names the kernel and says how to rerun it checked") {
   TempDir dir;
   std::string gather =

@@ -123,6 +123,9 @@ selectOutputs(const KernelDecl &kernel, const std::vector<std::string> &outputFi
 // the CPU JIT, itself tested against the interpreter on every sample, checks
 // instead, unless it is the engine under test.
 constexpr double kInterpreterWorkLimit = 5e8;
+constexpr double kInterpreterOperationsPerSecond = 4e7;
+// A check expected to take longer than this says so before it starts.
+constexpr double kAnnouncedCheckSeconds = 1;
 
 // The engine that checks `run`'s results (see RunOptions::reference), chosen
 // before the kernel runs: a check against the engine under test itself
@@ -156,6 +159,17 @@ bool checkOutputs(PreparedRun &run, Engine &reference, KernelArgs inputs,
   const KernelDecl &kernel = *run.kernel;
   std::string referenceName =
       reference.name() == "interp" ? "the interpreter" : "the " + reference.name() + " engine";
+  if (reference.name() == "interp") {
+    passes::WorkCount work =
+        passes::countWork(ir::lowerKernel(*session.program, kernel), integerValues(kernel, inputs));
+    double seconds = (work.flops + work.bytes / 4) / kInterpreterOperationsPerSecond;
+    if (seconds >= kAnnouncedCheckSeconds) {
+      std::ostringstream estimate;
+      estimate << std::setprecision(2) << seconds;
+      std::cerr << "loopc: --check: the interpreter runs the kernel again to compare, about "
+                << estimate.str() << " s at these sizes (--reference cpu compares in less)\n";
+    }
+  }
   auto stats = reference.run(*session.program, kernel, inputs);
   if (!stats) {
     session.report(stats.error());
