@@ -59,9 +59,10 @@
 // Legal when every store writes one element X[j] (one dimension indexed by
 // exactly j, the others invariant), and X is read only there, at X[k] in
 // the inner loop (element k, finished before the first push reads it, in
-// both orders), or at elements of another slice (an index j or k, which
-// stay below the loop's end, where the written slice's index is at least
-// that end, or the other way round). Each X[j] still receives its updates
+// both orders), or at elements of another slice (in a dimension other than
+// j's, an index proven apart from the written one while j and k stay in the
+// loop's range: `T[i + 1][k]` against `T[i][j]`, an index j or k against a
+// written index at or past the loop's end). Each X[j] still receives its updates
 // in increasing k and then its own statements: the same result bit for bit.
 // lu at N = 2000 ran 4.3x faster (the left-looking half of each row was
 // most of its time).
@@ -290,26 +291,19 @@ std::optional<std::string> triangularPushBlocked(const For &outer, const For &in
     }
     return true;
   };
-  // j and k stay in [outer.min, end of outer): a slice whose invariant
-  // index is outside that range, shifted by a constant, is one no
-  // iteration writes.
+  // A slice no iteration writes: in a dimension other than j's, an index
+  // proven apart from the written one while j and k stay in [outer.min,
+  // end of outer) (provenApart's elimination, AccessAnalysis.h).
+  std::vector<LoopRange> ranges = {{k, resolved(outer.min), resolved(outer.extent)},
+                                   {j, resolved(outer.min), resolved(outer.extent)}};
   auto otherSlice = [&](const BufferAccess &access) {
-    for (size_t d = 0; d < access.indices.size(); ++d) {
-      const AffineIndex &index = access.indices[d];
-      bool shiftedLoopVar = index.isAffine() && index.coefficients.size() == 1 &&
-                            (index.coefficient(j) == 1 || index.coefficient(k) == 1) &&
-                            (!index.rest || index.rest->as<IntImm>());
-      if (d == *own || !shiftedLoopVar)
-        continue;
-      Expr shift = orZero(index.rest);
-      Expr written = resolved(orZero(store->indices[d].rest));
-      Expr first = resolved(makeBinary(BinaryOpKind::Add, outer.min, shift));
-      Expr end = resolved(makeBinary(BinaryOpKind::Add, endOf(outer), shift));
-      if (provenNotPositive(makeBinary(BinaryOpKind::Sub, end, written)) ||
-          provenNotPositive(makeBinary(BinaryOpKind::Sub,
-                                       makeBinary(BinaryOpKind::Add, written, makeI64(1)), first)))
+    if (!access.load)
+      return false;
+    for (size_t d = 0; d < access.indices.size(); ++d)
+      if (d != *own && provenNonZero(sub(toI64(resolved(access.load->indices[d])),
+                                         toI64(resolved(orZero(store->indices[d].rest)))),
+                                     ranges))
         return true;
-    }
     return false;
   };
   for (const BufferAccess &access : accesses) {
