@@ -844,6 +844,28 @@ Stmt LetTrackingMutator::visitLetStmt(const LetStmt &node, const Stmt &self) {
 
 Expr LetTrackingMutator::resolved(const Expr &expr) const { return substituteLets(expr, lets_); }
 
+std::vector<const Load *> loadsIn(const Expr &expr) {
+  class Collector : public IRVisitor {
+  public:
+    std::vector<const Load *> loads;
+
+  protected:
+    void visitLoad(const Load &node) override {
+      loads.push_back(&node);
+      IRVisitor::visitLoad(node);
+    }
+  } collector;
+  collector.visit(expr);
+  return collector.loads;
+}
+
+bool readsStoredElement(const Store &store) {
+  return std::ranges::any_of(loadsIn(store.value), [&](const Load *load) {
+    return load->buffer == store.buffer &&
+           std::ranges::equal(load->indices, store.indices, sameExpr);
+  });
+}
+
 bool synchronizes(const Stmt &stmt) {
   class Finder : public IRVisitor {
   public:

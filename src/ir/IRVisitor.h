@@ -140,6 +140,14 @@ std::set<std::string> freeVars(const Stmt &stmt);
 // True when `expr` reads any variable of `names`.
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 
+// The loads in `expr`, in order (an index's loads after the load it
+// indexes).
+std::vector<const Load *> loadsIn(const Expr &expr);
+
+// Whether `store`'s value reads the element it stores (`x[i] = x[i] + v`):
+// an update from the element's last value.
+bool readsStoredElement(const Store &store);
+
 // The buffers `expr` loads from.
 std::set<const BufferInfo *> buffersRead(const Expr &expr);
 

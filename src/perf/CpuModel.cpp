@@ -573,18 +573,7 @@ private:
       return invariant ? Walk::Invariant : contiguous ? Walk::Contiguous : Walk::Strided;
     };
     std::vector<Access> accesses;
-    class Loads : public IRVisitor {
-    public:
-      std::vector<const Load *> loads;
-
-    protected:
-      void visitLoad(const Load &node) override {
-        loads.push_back(&node);
-        IRVisitor::visitLoad(node);
-      }
-    } loads;
-    loads.visit(node.value);
-    for (const Load *load : loads.loads) {
+    for (const Load *load : loadsIn(node.value)) {
       bool same = load->buffer == node.buffer && load->indices.size() == node.indices.size() &&
                   std::ranges::equal(load->indices, node.indices, sameExpr);
       accesses.push_back({load->buffer.get(), walkOf(load->indices), same, &load->indices});
@@ -686,31 +675,11 @@ private:
       void visitStore(const Store &node) override { stores.push_back(&node); }
     } statements;
     statements.visit(loop.body);
-    auto loadsOf = [](const Expr &value) {
-      std::vector<const Load *> loads;
-      class Loads : public IRVisitor {
-      public:
-        std::vector<const Load *> &found;
-        explicit Loads(std::vector<const Load *> &found) : found(found) {}
-
-      protected:
-        void visitLoad(const Load &node) override {
-          found.push_back(&node);
-          IRVisitor::visitLoad(node);
-        }
-      } visitor(loads);
-      visitor.visit(value);
-      return loads;
-    };
     std::vector<const Store *> chains;
     for (const Store *store : statements.stores) {
       bool moves = std::ranges::any_of(
           store->indices, [&](const Expr &index) { return freeVars(index).contains(loop.var); });
-      bool readsItself = std::ranges::any_of(loadsOf(store->value), [&](const Load *load) {
-        return load->buffer == store->buffer &&
-               std::ranges::equal(load->indices, store->indices, sameExpr);
-      });
-      if (!moves && readsItself)
+      if (!moves && readsStoredElement(*store))
         chains.push_back(store);
     }
     ChainGroup &group = found->second;
@@ -735,9 +704,9 @@ private:
     };
     const int kSideBySideChains = 4;
     if (chains.size() >= kSideBySideChains) {
-      std::vector<const Load *> first = loadsOf(chains[0]->value);
+      std::vector<const Load *> first = loadsIn(chains[0]->value);
       group.sideBySide = std::ranges::all_of(chains, [&](const Store *chain) {
-        std::vector<const Load *> loads = loadsOf(chain->value);
+        std::vector<const Load *> loads = loadsIn(chain->value);
         if (loads.size() != first.size())
           return false;
         for (size_t l = 0; l < loads.size(); ++l) {

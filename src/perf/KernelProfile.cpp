@@ -655,7 +655,7 @@ private:
       const auto *store = child->as<ir::Store>();
       if (!store)
         continue;
-      for (const ir::Load *load : loadsIn(*store->value)) {
+      for (const ir::Load *load : ir::loadsIn(store->value)) {
         if (load->buffer->memory != MemorySpace::Shared || vectorFactors_.contains(load))
           continue;
         if (auto addresses = laneAddresses(*load->buffer, load->indices, lanes)) {
@@ -981,25 +981,9 @@ private:
     return readsMemory(binary) ? 1 : 0;
   }
 
-  // The loads in `expr`, in order.
-  static std::vector<const ir::Load *> loadsIn(const ExprNode &expr) {
-    class Collector : public IRVisitor {
-    public:
-      std::vector<const ir::Load *> loads;
-
-    protected:
-      void visitLoad(const ir::Load &node) override {
-        loads.push_back(&node);
-        IRVisitor::visitLoad(node);
-      }
-    } collector;
-    collector.visit(Expr(Expr(), &expr));
-    return collector.loads;
-  }
-
   // Whether `expr` reads an array (a register scalar is no memory).
   static bool readsMemory(const ExprNode &expr) {
-    return std::ranges::any_of(loadsIn(expr), [](const ir::Load *load) {
+    return std::ranges::any_of(ir::loadsIn(Expr(Expr(), &expr)), [](const ir::Load *load) {
       return load->buffer->memory != MemorySpace::Register || !load->buffer->shape.empty();
     });
   }
@@ -1292,7 +1276,7 @@ private:
   int64_t globalLoadsPerIteration(const StmtNode &body) const {
     int64_t loads = 0;
     auto inExpr = [&](const ExprNode &expr) {
-      for (const ir::Load *load : loadsIn(expr))
+      for (const ir::Load *load : ir::loadsIn(Expr(Expr(), &expr)))
         loads += load->buffer->memory == MemorySpace::Global ? 1 : 0;
     };
     std::function<void(const StmtNode &, int64_t)> visit = [&](const StmtNode &stmt,

@@ -140,16 +140,11 @@ std::optional<Stmt> keepElementsInRegisters(const For &loop, const RegisterEleme
       return std::ranges::any_of(freeVars(index),
                                  [&](const std::string &name) { return bound.contains(name); });
     });
-    AccessesOf reads(store->buffer.get());
-    reads.visit(store->value);
-    bool readsItself = std::ranges::any_of(reads.indices, [&](const std::vector<Expr> *indices) {
-      return std::ranges::equal(*indices, store->indices, sameExpr);
-    });
     bool already = std::ranges::any_of(promoted, [&](const Store *other) {
       return other->buffer == store->buffer &&
              std::ranges::equal(other->indices, store->indices, sameExpr);
     });
-    if (!invariant || !readsItself || already)
+    if (!invariant || !readsStoredElement(*store) || already)
       continue;
     AccessesOf accesses(store->buffer.get());
     accesses.visit(loop.body);
