@@ -276,16 +276,16 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     auto refused = runLoopc(command);
     CHECK(refused.exitCode == 1);
     CHECK(contains(refused.output, "loopc: error: cannot skip pass '"));
-    CHECK(
-        contains(refused.output,
-                 "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
-                 "fuse_producers, hoist_independent_parfors, split_reductions, map_rows_to_blocks, "
-                 "privatize_combines, jam_serial_chains, interchange_column_walks, "
-                 "promote_invariant_elements, "
-                 "unroll_around_reductions, "
-                 "fuse_sibling_reductions, "
-                 "interleave_reductions, "
-                 "combine_in_warps, tile_registers, stage_shared"));
+    CHECK(contains(
+        refused.output,
+        "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
+        "fuse_producers, hoist_independent_parfors, split_reductions, map_rows_to_blocks, "
+        "privatize_combines, jam_serial_chains, interchange_column_walks, transpose_column_reads, "
+        "promote_invariant_elements, "
+        "unroll_around_reductions, "
+        "fuse_sibling_reductions, "
+        "interleave_reductions, "
+        "combine_in_warps, tile_registers, stage_shared"));
   }
 }
 
@@ -440,14 +440,14 @@ TEST_CASE("hoist_independent_parfors keeps the host loop under --bounds-check") 
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
-  CHECK(contains(
-      cpu.output,
-      "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
-      "fuse_producers, hoist_independent_parfors, split_reductions, privatize_combines, "
-      "jam_serial_chains, interchange_column_walks, promote_invariant_elements, map_to_gpu, "
-      "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
-      "interleave_reductions, "
-      "extract_kernels"));
+  CHECK(contains(cpu.output,
+                 "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
+                 "fuse_producers, hoist_independent_parfors, split_reductions, privatize_combines, "
+                 "jam_serial_chains, interchange_column_walks, transpose_column_reads, "
+                 "promote_invariant_elements, map_to_gpu, "
+                 "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
+                 "interleave_reductions, "
+                 "extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));

@@ -707,6 +707,33 @@ TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality,
             "'y' is accessed outside the slice each i owns"});
 }
 
+TEST_CASE("transpose_column_reads: columns read again from a transposed copy, or why not") {
+  Compilation transposes = programFile("tests/programs/passes/transpose.loop");
+  auto copied = [](int line, int col, const std::string &array, const std::string &along) {
+    return std::to_string(line) + ":" + std::to_string(col) +
+           ": remark: transpose_column_reads: '" + array + "' read down a column along " + along +
+           ", again at each iteration over i: read from a copy transposed before the nest, along "
+           "its rows";
+  };
+  CHECK(remarksOf(transposes.kernel("tri2").onCpu(), "transpose_column_reads") ==
+        Lines{copied(12, 20, "A", "j"), copied(12, 48, "B", "j")});
+  CHECK(remarksOf(transposes.kernel("three").onCpu(), "transpose_column_reads") ==
+        Lines{copied(35, 25, "X", "j")});
+  CHECK(remarksOf(transposes.kernel("written").onCpu(), "transpose_column_reads") ==
+        Lines{"75:20: remark: transpose_column_reads: 'A' read down a column along j: no "
+              "transposed copy, the nest writes it",
+              "78:19: remark: transpose_column_reads: 'C' read down a column along i: no "
+              "transposed copy, the nest writes it"});
+  CHECK(remarksOf(sample("transpose").onCpu(), "transpose_column_reads") ==
+        Lines{"9:15: remark: transpose_column_reads: 'A' read down a column along j: no "
+              "transposed copy, each element is read once"});
+  // gemm's B[k][j] is a column along k, but the threads over j run inside
+  // k as vector lanes, which read it along a row.
+  CHECK(remarksOf(programFile("tests/programs/polybench/gemm.loop").kernel("gemm").onCpu(),
+                  "transpose_column_reads")
+            .empty());
+}
+
 TEST_CASE("jam_serial_chains: iterations of a serial loop run together, or why not") {
   Compilation chains = programFile("tests/programs/passes/chains.loop");
   auto jammed = [](int line, int col, const std::string &loop, int copies,

@@ -85,6 +85,11 @@ ir::Function hoistIndependentParfors(ir::Function function, const RemarkReporter
 // that walk columns along it (interchange_column_walks.cpp).
 ir::Function interchangeColumnWalks(ir::Function function, const RemarkReporter &remarks = {});
 
+// On the CPU, an array a parfor nest reads down a column in its innermost
+// loop, again at each iteration of another loop, is read from a copy
+// transposed before the nest (transpose_column_reads.cpp).
+ir::Function transposeColumnReads(ir::Function function, const RemarkReporter &remarks = {});
+
 // On the CPU, a serial loop of the host code whose iterations each run a
 // chain of dependent steps runs several iterations together, their chains
 // interleaved (jam_serial_chains.cpp).

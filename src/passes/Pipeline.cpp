@@ -38,6 +38,7 @@ const Optimization kOptimizations[] = {
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"jam_serial_chains", {PipelineTarget::Cpu}},
     {"interchange_column_walks", {PipelineTarget::Cpu}},
+    {"transpose_column_reads", {PipelineTarget::Cpu}},
     {"promote_invariant_elements", {PipelineTarget::Cpu}},
     {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
@@ -52,7 +53,7 @@ const Optimization kOptimizations[] = {
 // checks would then be made elsewhere, missing or misnaming an index out of
 // range. Left out under PassChoices::boundsChecks.
 const std::set<std::string> kHidesAccesses = {"fuse_producers", "stage_shared",
-                                              "privatize_combines"};
+                                              "privatize_combines", "transpose_column_reads"};
 
 // Runs passes one after the other on one Function, verifying and logging the
 // IR after each; after the first invalid IR the remaining passes are skipped.
@@ -316,6 +317,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   });
   passes.optimize("jam_serial_chains", jamSerialChains);
   passes.optimize("interchange_column_walks", interchangeColumnWalks);
+  passes.optimize("transpose_column_reads", transposeColumnReads);
   passes.optimize("promote_invariant_elements", promoteInvariantElements);
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);
