@@ -53,6 +53,8 @@ rows=(
   "mvt|tests/programs/polybench/mvt.loop|mvt|N=4000|"
   "gemm|tests/programs/polybench/gemm.loop|gemm|NI=1000 NJ=1100 NK=1200 alpha=1.5 beta=1.2|"
   "syrk|tests/programs/polybench/syrk.loop|syrk|M=1000 N=1200 alpha=1.5 beta=1.2|"
+  "syrk, columns|tests/programs/polybench/syrk.loop|syrk|M=1000 N=1200 alpha=1.5 beta=1.2|--skip-pass transpose_column_reads"
+  "syr2k|tests/programs/polybench/syr2k.loop|syr2k|M=1000 N=1200 alpha=1.5 beta=1.2|"
 )
 
 echo "# loopc run --device cpu --repeat $reps medians on $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) threads"
