@@ -238,6 +238,13 @@ private:
     Kind kind;
     ir::Expr bound;
   };
+  // A guard comparison `coefficients . threads + rest op 0` (Lt, Le, Gt or
+  // Ge), each coefficient that of a thread loop (its index in loops_).
+  struct AffineGuard {
+    BinaryOpKind op;
+    std::vector<std::pair<size_t, int64_t>> coefficients;
+    ir::Expr rest;
+  };
   struct PerThreadValue {
     std::string var;
     PerThread value;
@@ -282,6 +289,9 @@ private:
       if (clips) {
         clips_[&branch] = std::move(*clips);
         needed = true;
+      } else if (loopsInThread_ == 0) {
+        if (auto guards = affineGuardsOf(branch))
+          affineGuards_[&branch] = std::move(*guards);
       }
       visit(branch.thenCase);
       visit(branch.elseCase);
@@ -638,7 +648,25 @@ private:
       loops_ = std::move(unclipped);
       return;
     }
-    // Threads disagree: each side runs for the threads that take it.
+    // A guard relating several thread indices (a triangle's `j <= i`) is
+    // taken whole by most blocks: where it holds for every thread of the
+    // block, the then-case runs unmasked (its loops then keep the block's
+    // accumulators in registers, as a clip's whole blocks do); where it holds
+    // for none, nothing runs; only the blocks it cuts test each thread.
+    if (auto tests = blockTestsOf(branch)) {
+      branchOn(
+          tests->everyThread, "every_thread", [&] { split(*branch.thenCase); },
+          [&] {
+            branchOn(
+                tests->noThread, "no_thread", [] {}, [&] { splitPerThread(branch); });
+          });
+      return;
+    }
+    splitPerThread(branch);
+  }
+
+  // Threads disagree: each side runs for the threads that take it.
+  void splitPerThread(const IfThenElse &branch) {
     PerThread cond = perThread(*branch.cond);
     masks_.push_back(cond);
     split(*branch.thenCase);
@@ -649,6 +677,105 @@ private:
       split(*branch.elseCase);
       masks_.pop_back();
     }
+  }
+
+  // Whether a guard holds for every thread of the block, and whether it is
+  // known to hold for none (then nothing need run).
+  struct BlockTests {
+    llvm::Value *everyThread, *noThread;
+  };
+
+  // The tests of `branch`'s affine guards (affineGuardsOf), if it has them
+  // and no masks are around it: a comparison holds for all threads (for
+  // none) when it does at the corner of the threads' box that makes its
+  // side largest (smallest).
+  std::optional<BlockTests> blockTestsOf(const IfThenElse &branch) {
+    auto guards = affineGuards_.find(&branch);
+    if (guards == affineGuards_.end() || !masks_.empty())
+      return std::nullopt;
+    llvm::Value *every = builder_.getTrue(), *none = builder_.getFalse();
+    llvm::Value *zero = builder_.getInt64(0);
+    for (const AffineGuard &guard : guards->second) {
+      llvm::Value *smallest = emitSaturating(*guard.rest), *largest = smallest;
+      for (auto [loop, coefficient] : guard.coefficients) {
+        const ThreadLoop &thread = loops_[loop];
+        llvm::Value *first = emitter_.emitCast(thread.begin, thread.type, ScalarType::I64);
+        llvm::Value *last = builder_.CreateSub(
+            emitter_.emitCast(thread.end, thread.type, ScalarType::I64), builder_.getInt64(1));
+        llvm::Value *scale = builder_.getInt64(coefficient);
+        llvm::Value *atFirst = emitter_.saturatingMultiply(first, scale);
+        llvm::Value *atLast = emitter_.saturatingMultiply(last, scale);
+        smallest = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_sat, smallest,
+                                                  coefficient > 0 ? atFirst : atLast);
+        largest = builder_.CreateBinaryIntrinsic(llvm::Intrinsic::sadd_sat, largest,
+                                                 coefficient > 0 ? atLast : atFirst);
+      }
+      llvm::Value *holdsForAll, *holdsForNone;
+      switch (guard.op) {
+      case BinaryOpKind::Lt: // lhs - rhs < 0
+        holdsForAll = builder_.CreateICmpSLT(largest, zero);
+        holdsForNone = builder_.CreateICmpSGE(smallest, zero);
+        break;
+      case BinaryOpKind::Le:
+        holdsForAll = builder_.CreateICmpSLE(largest, zero);
+        holdsForNone = builder_.CreateICmpSGT(smallest, zero);
+        break;
+      case BinaryOpKind::Gt:
+        holdsForAll = builder_.CreateICmpSGT(smallest, zero);
+        holdsForNone = builder_.CreateICmpSLE(largest, zero);
+        break;
+      default: // Ge
+        holdsForAll = builder_.CreateICmpSGE(smallest, zero);
+        holdsForNone = builder_.CreateICmpSLT(largest, zero);
+        break;
+      }
+      every = builder_.CreateAnd(every, holdsForAll);
+      none = builder_.CreateOr(none, holdsForNone);
+    }
+    return BlockTests{every, none};
+  }
+
+  // `branch`'s condition as comparisons `lhs - rhs op 0`, each affine in the
+  // thread variables (integer coefficients, at least one; the rest the same
+  // for every thread), when it is a conjunction of such and the branch has
+  // no else.
+  std::optional<std::vector<AffineGuard>> affineGuardsOf(const IfThenElse &branch) const {
+    if (branch.elseCase)
+      return std::nullopt;
+    std::vector<AffineGuard> guards;
+    std::vector<ir::Expr> conjuncts{branch.cond};
+    while (!conjuncts.empty()) {
+      ir::Expr cond = conjuncts.back();
+      conjuncts.pop_back();
+      auto *comparison = cond->as<Binary>();
+      if (!comparison)
+        return std::nullopt;
+      if (comparison->op == BinaryOpKind::And) {
+        conjuncts.push_back(comparison->lhs);
+        conjuncts.push_back(comparison->rhs);
+        continue;
+      }
+      BinaryOpKind op = comparison->op;
+      if ((op != BinaryOpKind::Lt && op != BinaryOpKind::Le && op != BinaryOpKind::Gt &&
+           op != BinaryOpKind::Ge) ||
+          !isInteger(comparison->lhs->type) || mayFault(*comparison))
+        return std::nullopt;
+      passes::AffineIndex difference =
+          affine_.analyze(makeBinary(BinaryOpKind::Sub, comparison->lhs, comparison->rhs));
+      if (!difference.isAffine() || difference.coefficients.empty())
+        return std::nullopt;
+      AffineGuard guard{op, {}, difference.rest ? difference.rest : makeI64(0)};
+      if (mentionsNestNames(*guard.rest) || mayFault(*guard.rest))
+        return std::nullopt;
+      for (auto [var, coefficient] : difference.coefficients) {
+        auto loop = std::ranges::find(loops_, var, &ThreadLoop::var);
+        if (loop == loops_.end())
+          return std::nullopt; // a loop inside the nest, not a thread index
+        guard.coefficients.emplace_back(static_cast<size_t>(loop - loops_.begin()), coefficient);
+      }
+      guards.push_back(std::move(guard));
+    }
+    return guards;
   }
 
   bool containsInterchangedLoop(const StmtNode &stmt) const {
@@ -856,6 +983,9 @@ private:
   std::vector<ThreadLoop> loops_;
   std::set<const For *> interchanged_;
   std::map<const IfThenElse *, std::vector<Clip>> clips_;
+  // The guards of branches no clip covers, affine in several thread
+  // variables (a triangle's `j <= i`), tested once per block (blockTestsOf).
+  std::map<const IfThenElse *, std::vector<AffineGuard>> affineGuards_;
   // Affine forms over the thread variables (and the loops inside), looking
   // through lets, while marking; with the names bound inside the nest.
   passes::AffineScope affine_;
