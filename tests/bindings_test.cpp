@@ -267,3 +267,29 @@ TEST_CASE_FIXTURE(Fixture, "random inputs are deterministic, in range and differ
   CHECK(smallest == 0);
   CHECK(largest == 15);
 }
+
+TEST_CASE_FIXTURE(Fixture,
+                  "a large random input, filled by several threads, has a small one's values "
+                  "where they overlap") {
+  // Element i of a parameter's stream does not depend on the array's size
+  // nor on how many threads fill it: x of 2^21 elements (filled in parallel)
+  // starts as x of 100 (filled by one thread), and its later parts differ.
+  ArgumentRequest small, large;
+  small.values = {{"N", "100"}, {"steps", "0"}};
+  large.values = {{"N", std::to_string(1 << 21)}, {"steps", "0"}};
+  auto few = bindKernelArguments(kernel("shrink"), small);
+  auto many = bindKernelArguments(kernel("shrink"), large);
+  REQUIRE(few.has_value());
+  REQUIRE(many.has_value());
+  // shrink's x is its second parameter (after steps).
+  const HostArray &shortX = few->params[1], &longX = many->params[1];
+  REQUIRE(shortX.elementCount() == 100);
+  for (size_t i = 0; i < 100; ++i)
+    CHECK(shortX.getAsDouble(i) == longX.getAsDouble(i));
+  size_t last = longX.elementCount() - 1;
+  CHECK(longX.getAsDouble(last) != longX.getAsDouble(last - (1 << 20)));
+  double sum = 0;
+  for (size_t i = 0; i < longX.elementCount(); ++i)
+    sum += longX.getAsDouble(i);
+  CHECK(std::abs(sum / static_cast<double>(longX.elementCount())) < 0.01); // uniform in [-1, 1)
+}

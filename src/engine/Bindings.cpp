@@ -13,8 +13,8 @@
 #include <iomanip>
 #include <limits>
 #include <optional>
-#include <random>
 #include <sstream>
+#include <thread>
 
 namespace loopc {
 
@@ -268,20 +268,36 @@ uint64_t parameterSeed(uint64_t seed, size_t position) {
   return value ^ (value >> 31);
 }
 
+// The bits of element `index` of a parameter's stream: a counter-based
+// generator (splitmix64's output function on seed + (index + 1) times the
+// golden ratio), so that any part of an array can be filled on its own, in
+// any order and on any number of threads, to the same values.
+uint64_t streamBits(uint64_t seed, uint64_t index) {
+  uint64_t value = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
+  value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9ull;
+  value = (value ^ (value >> 27)) * 0x94D049BB133111EBull;
+  return value ^ (value >> 31);
+}
+
+// Arrays this large are filled by several threads (2^27 floats took 7.8 s
+// with one sequential generator, for a kernel of 0.39 s).
+constexpr size_t kParallelFillElements = size_t{1} << 20;
+// The least each thread fills.
+constexpr size_t kElementsPerFillThread = size_t{1} << 18;
+
 // The values are built from raw generator bits rather than std::
 // distributions, whose results differ between standard libraries. An
 // integer is low + the high 64 bits of bits * (high - low) (uniform up to a
 // bias of span / 2^64; for [0, 16), the top four bits).
-void fillRandom(HostArray &array, uint64_t seed, const ArgumentRequest &request) {
-  std::mt19937_64 generator(seed);
+void fillRandomRange(HostArray &array, uint64_t seed, const ArgumentRequest &request, size_t begin,
+                     size_t end) {
   auto span = static_cast<unsigned __int128>(static_cast<uint64_t>(request.randomHigh) -
                                              static_cast<uint64_t>(request.randomLow));
   auto integer = [&](uint64_t bits) {
     return request.randomLow + static_cast<int64_t>((bits * span) >> 64);
   };
-  size_t count = array.elementCount();
-  for (size_t i = 0; i < count; ++i) {
-    uint64_t bits = generator();
+  for (size_t i = begin; i < end; ++i) {
+    uint64_t bits = streamBits(seed, i);
     switch (array.type) {
     case ScalarType::F32:
       array.data<float>()[i] = static_cast<float>(bits >> 40) * 0x1p-23f - 1.0f;
@@ -300,6 +316,27 @@ void fillRandom(HostArray &array, uint64_t seed, const ArgumentRequest &request)
       break;
     }
   }
+}
+
+void fillRandom(HostArray &array, uint64_t seed, const ArgumentRequest &request) {
+  size_t count = array.elementCount();
+  size_t threads = 1;
+  if (count >= kParallelFillElements)
+    threads = std::clamp<size_t>(count / kElementsPerFillThread, 1,
+                                 std::max(1u, std::thread::hardware_concurrency()));
+  if (threads == 1) {
+    fillRandomRange(array, seed, request, 0, count);
+    return;
+  }
+  std::vector<std::thread> fillers;
+  size_t share = (count + threads - 1) / threads;
+  for (size_t begin = share; begin < count; begin += share)
+    fillers.emplace_back([&, begin] {
+      fillRandomRange(array, seed, request, begin, std::min(count, begin + share));
+    });
+  fillRandomRange(array, seed, request, 0, std::min(count, share));
+  for (std::thread &filler : fillers)
+    filler.join();
 }
 
 // "an f32", "an i64[3]", "a bool": the article as the name is read aloud.
