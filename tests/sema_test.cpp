@@ -422,6 +422,27 @@ kernel lu_step(A: inout f32[N][N]) {
 )");
 }
 
+TEST_CASE("the race check accepts a strict triangle and its mirror") {
+  // Each element below the diagonal has row - column at least 1, each one
+  // above it at most -1: the writes of c[i][j] and c[j][i] for j > i, and
+  // the mirror's read of the upper triangle, never meet another iteration's.
+  checked(R"(
+kernel covariance_mirrored(x: in f32[N][M], c: out f32[M][M]) {
+  parfor i in 0..M, j in i + 1..M {
+    let v = redomap(+, 0.0, k in 0..N) x[k][i] * x[k][j];
+    c[i][j] = v;
+    c[j][i] = v;
+  }
+}
+kernel mirror(c: inout f32[M][M]) {
+  parfor i in 0..M, j in 0..i { c[i][j] = c[j][i]; }
+}
+kernel mirror_up(c: inout f64[M][M]) {
+  parfor i in 1..M, j in 0..i - 1 { c[j][i] = c[i][j] * 2.0; }
+}
+)");
+}
+
 TEST_CASE("the race check sweeps the loops inside the parfor over their ranges") {
   // Rodinia's lud: row i's reads a[i][k] and column i's reads a[k][i], for
   // k below i, never meet the elements the parfors write (found by a bug

@@ -50,7 +50,13 @@
 //       whole run of the nest, within its range, so the difference counts as
 //       every value those ranges allow (A[i][k] for k in kb..i inside
 //       `for i in kb..ke` is below ke, the first column `parfor j in ke..N`
-//       writes).
+//       writes), or
+//   (c) the two accesses lie on opposite sides of a diagonal: for two
+//       dimensions, the difference of their indices is at least 1 for every
+//       element one touches and at most 0 for every element the other
+//       touches, whatever the iterations (a strict triangle `c[i][j]` for
+//       j in i + 1..M and its mirror `c[j][i]`; the strict upper triangle
+//       read while the lower one is written).
 // Variables and arrays declared inside the parfor body are private to an
 // iteration and never race. Writes to scalars declared outside the parfor
 // (scalar outputs, outer `var`s) are always races: use redomap.
@@ -68,10 +74,9 @@
 // Limits (it is sound for what it accepts, and incomplete): indices that are
 // not affine (`i / 2`, `i * i`, indirect `A[idx[i]]`) are never proven
 // injective, equal or disjoint, and a load is only ever an invariant term;
-// relations between two parfor variables (`A[i][j] = A[j][i]` over `j < i`)
-// are not used; ranges are only used when their bounds are invariant (for a
-// loop around the nest: when what they read has not changed since the loop
-// began);
+// relations between two parfor variables are used only by (c) (a mirror
+// that includes the diagonal, `j in i..M`, is refused); ranges are only used when their bounds are
+// invariant (for a loop around the nest: when what they read has not changed since the loop began);
 // conditions are ignored, so a guarded write (`if i == 0 { B[0] = x; }`) must
 // be injective on its own and a guarded read counts as unconditional.
 #include "sema/RaceCheck.h"
@@ -1003,6 +1008,8 @@ private:
     for (size_t d = 0; d < write.indices.size(); ++d)
       if (provablyDisjoint(write.indices[d], other.indices[d], *write.chain[targetDepth], vars))
         return true;
+    if (onOppositeSidesOfADiagonal(write, other))
+      return true;
     for (const VarDecl *var : vars) {
       std::optional<size_t> d = pinningDimension(write, var);
       // Exact forms only: two non-affine parts over the same variables may
@@ -1024,6 +1031,74 @@ private:
       return false;
     }
     return true;
+  }
+
+  // True when, for two dimensions d1 and d2, every element one access
+  // touches has index d2 - index d1 at least 1 and every element the other
+  // touches has it at most 0, whatever the iterations (rule (c)): a
+  // triangle and its mirror (`c[i][j]` and `c[j][i]` for j in i+1..M), or a
+  // strict triangle read while the other is written. The difference's least
+  // and greatest values are found by replacing the loop variables it reads
+  // by the ends of their ranges (smallestOrLargest).
+  bool onOppositeSidesOfADiagonal(const Access &write, const Access &other) const {
+    size_t rank = write.indices.size();
+    for (size_t d1 = 0; d1 < rank; ++d1)
+      for (size_t d2 = 0; d2 < rank; ++d2) {
+        if (d1 == d2)
+          continue;
+        AffineForm written = write.indices[d2].plus(write.indices[d1], -1);
+        AffineForm touched = other.indices[d2].plus(other.indices[d1], -1);
+        auto writtenLeast = smallestOrLargest(written, /*largest=*/false);
+        auto touchedMost = smallestOrLargest(touched, /*largest=*/true);
+        if (writtenLeast && touchedMost && writtenLeast->isConstant() &&
+            touchedMost->isConstant() && writtenLeast->constant >= 1 && touchedMost->constant <= 0)
+          return true;
+        auto writtenMost = smallestOrLargest(written, /*largest=*/true);
+        auto touchedLeast = smallestOrLargest(touched, /*largest=*/false);
+        if (writtenMost && touchedLeast && writtenMost->isConstant() &&
+            touchedLeast->isConstant() && writtenMost->constant <= 0 && touchedLeast->constant >= 1)
+          return true;
+      }
+    return false;
+  }
+
+  // The least (or greatest) value of linear `form` as each loop, parfor,
+  // redomap or scan variable it reads takes any value of its range: the
+  // latest declared is replaced first by the end of its range that makes
+  // the form smallest (largest), as a range's bounds read only variables
+  // declared before it (`j - i` for j in i + 1..M: i + 1 - i = 1). Other
+  // atoms (sizes, parameters) stay; nullopt when a range's bounds are not
+  // linear or may have changed since the loop began.
+  std::optional<AffineForm> smallestOrLargest(const AffineForm &form, bool largest) const {
+    if (!form.isLinear())
+      return std::nullopt;
+    AffineForm value = form;
+    std::set<const VarDecl *> atoms;
+    while (true) {
+      const VarDecl *latest = nullptr;
+      for (const auto &[var, coefficient] : value.coefficients)
+        if (!atoms.contains(var) && declarationNumber_.contains(var) &&
+            (!latest || declarationNumber_.at(var) > declarationNumber_.at(latest)))
+          latest = var;
+      if (!latest)
+        return value;
+      auto range = rangeForms_.find(latest);
+      if (range == rangeForms_.end()) {
+        atoms.insert(latest); // a variable no loop bounds
+        continue;
+      }
+      const RangeForms &bounds = range->second;
+      if (!bounds.first.isLinear() || !bounds.last.isLinear())
+        return std::nullopt;
+      for (const AffineForm *end : {&bounds.first, &bounds.last})
+        for (const auto &[read, coefficient] : end->coefficients)
+          if (mayChangeSince(read, bounds.position))
+            return std::nullopt;
+      int64_t coefficient = value.coefficient(latest);
+      bool towardsLast = (coefficient > 0) == largest;
+      value.coefficients.erase(latest);
+      value = value.plus(towardsLast ? bounds.last : bounds.first, coefficient);
+    }
   }
 
   // What a parfor or scan declares, as a range of declaration numbers, and
