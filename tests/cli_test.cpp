@@ -280,7 +280,7 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
         refused.output,
         "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
         "fuse_producers, hoist_independent_parfors, split_reductions, map_rows_to_blocks, "
-        "privatize_combines, jam_serial_chains, interchange_column_walks, transpose_column_reads, "
+        "privatize_combines, transpose_column_reads, jam_serial_chains, interchange_column_walks, "
         "promote_invariant_elements, "
         "unroll_around_reductions, "
         "fuse_sibling_reductions, "
@@ -443,7 +443,7 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
                  "fuse_producers, hoist_independent_parfors, split_reductions, privatize_combines, "
-                 "jam_serial_chains, interchange_column_walks, transpose_column_reads, "
+                 "transpose_column_reads, jam_serial_chains, interchange_column_walks, "
                  "promote_invariant_elements, map_to_gpu, "
                  "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
                  "interleave_reductions, "

@@ -727,6 +727,11 @@ TEST_CASE("transpose_column_reads: columns read again from a transposed copy, or
   CHECK(remarksOf(sample("transpose").onCpu(), "transpose_column_reads") ==
         Lines{"9:15: remark: transpose_column_reads: 'A' read down a column along j: no "
               "transposed copy, each element is read once"});
+  // B[j][k] runs along k, but across the lanes (j) down a column.
+  CHECK(
+      remarksOf(transposes.kernel("nt").onCpu(), "transpose_column_reads") ==
+      Lines{"88:28: remark: transpose_column_reads: 'B' read down a column along j, again at "
+            "each iteration over i: read from a copy transposed before the nest, along its rows"});
   // gemm's B[k][j] is a column along k, but the threads over j run inside
   // k as vector lanes, which read it along a row.
   CHECK(remarksOf(programFile("tests/programs/polybench/gemm.loop").kernel("gemm").onCpu(),

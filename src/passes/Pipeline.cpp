@@ -36,9 +36,9 @@ const Optimization kOptimizations[] = {
     {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
     {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"transpose_column_reads", {PipelineTarget::Cpu}},
     {"jam_serial_chains", {PipelineTarget::Cpu}},
     {"interchange_column_walks", {PipelineTarget::Cpu}},
-    {"transpose_column_reads", {PipelineTarget::Cpu}},
     {"promote_invariant_elements", {PipelineTarget::Cpu}},
     {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
@@ -315,9 +315,9 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("privatize_combines", [&](ir::Function f, const RemarkReporter &remarks) {
     return privatizeCombines(std::move(f), parameters, remarks);
   });
+  passes.optimize("transpose_column_reads", transposeColumnReads);
   passes.optimize("jam_serial_chains", jamSerialChains);
   passes.optimize("interchange_column_walks", interchangeColumnWalks);
-  passes.optimize("transpose_column_reads", transposeColumnReads);
   passes.optimize("promote_invariant_elements", promoteInvariantElements);
   passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
   passes.optimize("unroll_around_reductions", unrollAroundReductions);

@@ -14,17 +14,30 @@
 //   }}}                                              for j in [0, i + 1) {
 //                                                      C[i][j] += A.transposed[k][j] * ..
 //
-// An access qualifies when its indices are affine, the loop directly around
-// it (a For or a reduction's loop) moves exactly one of its leading indices,
-// by 1 or -1, and not its last one, its last index moves with some loop of
+// The column is walked in the loop the CPU runs as vector lanes: the
+// innermost parallel loop that map_to_gpu maps, or a serial loop inside it
+// that stays inside each thread (by the thread nest's own test,
+// gathersAcrossThreads: syr2k's j, along which C[i][j] streams in each
+// thread). An access qualifies in two ways:
+//  - the loop directly around it is the lanes' loop and moves exactly one
+//    of its leading indices, by 1 or -1, and not its last one (A[j][k]
+//    above);
+//  - it runs along a serial loop directly around it, inside the lanes'
+//    loop, but across the lanes down a column (`C[i][j] += A[i][k] *
+//    B[j][k]`, j the lanes: each thread a dot product of rows), and such
+//    accesses alone keep that loop inside each thread: read from copies
+//    along the lanes, they let the CPU run the loop with the lanes inside
+//    it, as gemm's B[k][j] (A times B's transpose 17x faster).
+// Either way its indices are affine, its last index moves with some loop of
 // the nest (the nest sweeps rows, not one column), and some loop of the nest
 // moves none of its indices (every element is read again at each of that
 // loop's iterations: the copy, one read and one write per element, costs
-// less than the column walks it saves). That leading dimension and the last
+// less than the column walks it saves). The leading dimension and the last
 // trade places in the copy, so the access runs along the copy's rows; the
 // other accesses of the array (A[i][k] above) keep reading the original. The
 // copy is a parfor nest of its own, which the rest of the pipeline compiles
-// as any transpose (tiles of blocks).
+// as any transpose (tiles of blocks). The pass runs before jam_serial_chains,
+// which would otherwise take the dot products of rows 4 points a thread.
 //
 // Why it is exact: the array is not written in the nest (the pass declines
 // otherwise), and the copy is taken right before it, so every element of the
@@ -51,10 +64,11 @@ using ir::Stmt;
 
 namespace {
 
-// The loops of a nest: which are parallel and which serial (For loops;
-// a reduction's are neither), and the trip counts known.
+// The loops of a nest: which are parallel (and of those, which map_to_gpu
+// maps: bounds that read no loop of the nest) and which serial (For loops; a
+// reduction's are neither), and the trip counts known.
 struct NestLoops {
-  std::set<std::string> parallel, serial;
+  std::set<std::string> parallel, mapped, serial;
   std::map<std::string, int64_t> constantExtents;
 };
 
@@ -62,11 +76,16 @@ NestLoops loopsOf(const Stmt &nest) {
   class Finder : public IRVisitor {
   public:
     NestLoops loops;
+    std::map<std::string, std::set<std::string>> parallelBoundsRead;
 
   protected:
     void visitFor(const For &loop) override {
-      if (loop.forKind == ForKind::Parallel)
+      if (loop.forKind == ForKind::Parallel) {
         loops.parallel.insert(loop.var);
+        std::set<std::string> &read = parallelBoundsRead[loop.var];
+        for (const Expr &bound : {loop.min, loop.extent})
+          read.merge(freeVars(bound));
+      }
       if (loop.forKind == ForKind::Serial)
         loops.serial.insert(loop.var);
       note(loop.var, loop.extent);
@@ -85,56 +104,123 @@ NestLoops loopsOf(const Stmt &nest) {
     }
   } finder;
   finder.visit(nest);
+  std::set<std::string> nestLoops = boundNames(nest);
+  for (const auto &[var, read] : finder.parallelBoundsRead)
+    if (std::ranges::none_of(read,
+                             [&](const std::string &name) { return nestLoops.contains(name); }))
+      finder.loops.mapped.insert(var);
   return finder.loops;
 }
 
-// Whether the loop over `var`, directly around an access, is the loop the
-// CPU runs as vector lanes there. The innermost parallel loop is; a serial
-// loop inside it is when it stays inside its thread, which the CPU decides
-// by the same test (gathersAcrossThreads, codegen/CpuThreadNest.h: syr2k's
-// j, along which C[i][j] streams in each thread); otherwise the threads run
-// inside it as the lanes, and an access that is a column along it is one
-// element shared by the lanes or a gather across them (gemm's B[k][j] with k
-// serial and j parallel is a row across them). A reduction's loop is
-// vectorized or not by interleave_reductions, from the accesses' strides:
-// a copy would change that choice (trmm's A[k][i] over k, 5x slower).
-bool runsAsLanes(const std::string &var, const std::vector<BufferAccess> &accesses,
-                 const NestLoops &loops, const std::string &innermostParallel) {
-  if (var == innermostParallel)
-    return true;
-  return loops.serial.contains(var) && gathersAcrossThreads(accesses, var, innermostParallel);
+// The loop the CPU runs as vector lanes around an access: the innermost
+// parallel loop map_to_gpu maps (a triangle's inner parfor runs serially in
+// each thread), if any.
+std::optional<std::string> lanesAround(const BufferAccess &access, const NestLoops &loops) {
+  auto lanes =
+      std::ranges::find_if(access.enclosingLoops.rbegin(), access.enclosingLoops.rend(),
+                           [&](const std::string &loop) { return loops.mapped.contains(loop); });
+  if (lanes == access.enclosingLoops.rend())
+    return std::nullopt;
+  return *lanes;
 }
 
-// The leading dimension along which `access` walks a column in the loop
-// directly around it, if it does (see the file comment; reuse aside).
-std::optional<size_t> columnWalked(const BufferAccess &access,
-                                   const std::vector<BufferAccess> &accesses,
-                                   const NestLoops &loops) {
-  size_t rank = access.indices.size();
-  if (access.isStore || rank < 2 || access.enclosingLoops.empty() ||
-      access.buffer->memory != MemorySpace::Global)
-    return std::nullopt;
-  if (!std::ranges::all_of(access.indices, &AffineIndex::isAffine))
-    return std::nullopt;
-  auto parallel =
-      std::ranges::find_if(access.enclosingLoops.rbegin(), access.enclosingLoops.rend(),
-                           [&](const std::string &loop) { return loops.parallel.contains(loop); });
-  const std::string &innermost = access.enclosingLoops.back();
-  if (parallel == access.enclosingLoops.rend() ||
-      !runsAsLanes(innermost, accesses, loops, *parallel))
-    return std::nullopt;
-  if (access.indices.back().dependsOn(innermost))
+// Whether the loop over `var`, directly around an access, is the loop the
+// CPU runs as vector lanes there. The lanes' own loop is; a serial loop
+// inside it (or a parfor run serially) is when it stays inside its thread,
+// which the CPU decides by the same test (gathersAcrossThreads,
+// codegen/CpuThreadNest.h: syr2k's j, along which C[i][j] streams in each
+// thread); otherwise the threads run inside it as the lanes, and an access
+// that is a column along it is one element shared by the lanes or a gather
+// across them (gemm's B[k][j] with k serial and j parallel is a row across
+// them). A reduction's loop is vectorized or not by interleave_reductions,
+// from the accesses' strides: a copy would change that choice (trmm's
+// A[k][i] over k, 5x slower).
+bool runsAsLanes(const std::string &var, const std::vector<BufferAccess> &accesses,
+                 const NestLoops &loops, const std::string &lanes) {
+  if (var == lanes)
+    return true;
+  bool serialInThread = loops.serial.contains(var) || loops.parallel.contains(var);
+  return serialInThread && gathersAcrossThreads(accesses, var, lanes);
+}
+
+bool affineLoad(const BufferAccess &access) {
+  return !access.isStore && access.indices.size() >= 2 && !access.enclosingLoops.empty() &&
+         access.buffer->memory == MemorySpace::Global &&
+         std::ranges::all_of(access.indices, &AffineIndex::isAffine);
+}
+
+// The one leading dimension whose index moves with `loop`, by 1 or -1, when
+// no other index moves with it (the last one included).
+std::optional<size_t> leadingDimensionAlong(const BufferAccess &access, const std::string &loop) {
+  if (access.indices.back().dependsOn(loop))
     return std::nullopt;
   std::optional<size_t> walked;
-  for (size_t d = 0; d + 1 < rank; ++d) {
-    if (!access.indices[d].dependsOn(innermost))
+  for (size_t d = 0; d + 1 < access.indices.size(); ++d) {
+    if (!access.indices[d].dependsOn(loop))
       continue;
-    int64_t coefficient = access.indices[d].coefficient(innermost);
+    int64_t coefficient = access.indices[d].coefficient(loop);
     if (walked || (coefficient != 1 && coefficient != -1))
       return std::nullopt;
     walked = d;
   }
   return walked;
+}
+
+// A column an access walks in the lanes: its dimension that trades places
+// with the last in the copy, and the loop along which it is walked.
+struct Walk {
+  size_t dimension;
+  std::string along;
+};
+
+// Where `access` walks a column in the loop directly around it, and that
+// loop runs as the lanes (see the file comment; reuse aside).
+std::optional<Walk> columnWalked(const BufferAccess &access,
+                                 const std::vector<BufferAccess> &accesses,
+                                 const NestLoops &loops) {
+  std::optional<std::string> lanes = lanesAround(access, loops);
+  const std::string &innermost = access.enclosingLoops.back();
+  if (!affineLoad(access) || !lanes || !runsAsLanes(innermost, accesses, loops, *lanes))
+    return std::nullopt;
+  if (std::optional<size_t> walked = leadingDimensionAlong(access, innermost))
+    return Walk{*walked, innermost};
+  return std::nullopt;
+}
+
+// The accesses that read along rows in a serial loop inside the lanes'
+// loop but across the lanes down a column (`B[j][k]` for k serial, j the
+// lanes: a dot product of rows per thread), when they alone keep that loop
+// inside each thread: read from copies whose rows run along the lanes, they
+// let the CPU run the loop with the lanes inside it, as gemm's B[k][j].
+std::map<const BufferAccess *, Walk> walksAcrossLanes(const std::vector<BufferAccess> &accesses,
+                                                      const NestLoops &loops) {
+  std::map<std::pair<std::string, std::string>, std::vector<const BufferAccess *>> byLoops;
+  std::map<const BufferAccess *, size_t> dimensions;
+  for (const BufferAccess &access : accesses) {
+    std::optional<std::string> lanes = lanesAround(access, loops);
+    const std::string &innermost =
+        access.enclosingLoops.empty() ? std::string() : access.enclosingLoops.back();
+    if (!affineLoad(access) || !lanes || !loops.serial.contains(innermost) ||
+        strideAlong(access, innermost).kind != Stride::Kind::Contiguous)
+      continue;
+    if (std::optional<size_t> walked = leadingDimensionAlong(access, *lanes)) {
+      byLoops[{innermost, *lanes}].push_back(&access);
+      dimensions[&access] = *walked;
+    }
+  }
+  std::map<const BufferAccess *, Walk> walks;
+  for (const auto &[loopPair, walking] : byLoops) {
+    const auto &[serial, lanes] = loopPair;
+    std::vector<BufferAccess> others;
+    for (const BufferAccess &access : accesses)
+      if (std::ranges::find(walking, &access) == walking.end())
+        others.push_back(access);
+    if (gathersAcrossThreads(others, serial, lanes))
+      continue; // the loop stays in its thread whatever the copies
+    for (const BufferAccess *access : walking)
+      walks[access] = Walk{dimensions.at(access), lanes};
+  }
+  return walks;
 }
 
 // Below this many iterations of the loop that reads them again, the copy
@@ -213,14 +299,22 @@ private:
     for (const BufferAccess &access : accesses)
       if (access.isStore)
         written.insert(access.buffer.get());
-    // Per array, the qualifying loads of each walked dimension.
-    std::map<const BufferInfo *, std::map<size_t, std::vector<const BufferAccess *>>> walks;
+    // Per array, the qualifying loads of each walked dimension, and the
+    // loop along which each walks.
+    struct Walking {
+      const BufferAccess *access;
+      std::string along;
+    };
+    std::map<const BufferInfo *, std::map<size_t, std::vector<Walking>>> walks;
+    std::map<const BufferAccess *, Walk> acrossLanes = walksAcrossLanes(accesses, loops);
     for (const BufferAccess &access : accesses) {
-      std::optional<size_t> walked = columnWalked(access, accesses, loops);
+      std::optional<Walk> walked = columnWalked(access, accesses, loops);
+      if (auto across = acrossLanes.find(&access); !walked && across != acrossLanes.end())
+        walked = across->second;
       if (!walked)
         continue;
       std::string array = access.buffer->nameInMessages();
-      std::string along = remarks_.programName(access.enclosingLoops.back());
+      std::string along = remarks_.programName(walked->along);
       if (written.contains(access.buffer.get())) {
         remarks_.declined(access.source, "'" + array + "' read down a column along " + along +
                                              ": no transposed copy, the nest writes it");
@@ -233,7 +327,7 @@ private:
                                              ": no transposed copy, each element is read once");
         continue;
       }
-      walks[access.buffer.get()][*walked].push_back(&access);
+      walks[access.buffer.get()][walked->dimension].push_back({&access, walked->along});
     }
     if (walks.empty())
       return nest;
@@ -250,18 +344,17 @@ private:
       });
       Copy &copy = copies[walk->first];
       copy.walked = most->first;
-      for (const BufferAccess *walking : most->second)
-        copy.loads.insert(walking->load);
+      for (const Walking &walking : most->second)
+        copy.loads.insert(walking.access->load);
       copy.transposed = transposedBuffer(*access.buffer, copy.walked);
       order.push_back(access.buffer);
-      const BufferAccess &first = *most->second.front();
-      remarks_.applied(first.source, "'" + access.buffer->nameInMessages() +
-                                         "' read down a column along " +
-                                         remarks_.programName(first.enclosingLoops.back()) +
-                                         ", again at each iteration over " +
-                                         remarks_.programName(*reusingLoop(first, loops)) +
-                                         ": read from a copy transposed before the nest, "
-                                         "along its rows");
+      const Walking &first = most->second.front();
+      remarks_.applied(first.access->source,
+                       "'" + access.buffer->nameInMessages() + "' read down a column along " +
+                           remarks_.programName(first.along) + ", again at each iteration over " +
+                           remarks_.programName(*reusingLoop(*first.access, loops)) +
+                           ": read from a copy transposed before the nest, "
+                           "along its rows");
     }
 
     Stmt result = ReadsRetargeted(copies).mutate(nest);
