@@ -295,7 +295,7 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
                "register_tile=8 --pass-param stage_length=16 --pass-param pipeline_depth=1");
   CHECK(wide.exitCode == 0);
   CHECK(contains(wide.output, "register f32 acc.x7y7"));
-  CHECK(contains(wide.output, "shared f32 A.shared[64][16]"));
+  CHECK(contains(wide.output, "shared f32 A.shared[16][68]")); // 64 rows by 16 k, transposed
   CHECK(contains(wide.output, "shared f32 B.shared[16][256]"));
   CHECK(contains(wide.output, "for k.stage in [0, max((K + 15) / 16, 0)) {"));
   // A budget too small for any box stages nothing.

@@ -135,6 +135,46 @@ TEST_CASE("matmul: a thread reads 4 k of a row of A.shared in one 128-bit load")
   CHECK(test::occurrences(*ptx, "ld.shared.f32") < 160);
 }
 
+TEST_CASE("matmul, 8 x 8 tiles: A stored transposed, a thread's 8 rows at one k in two 128-bit "
+          "loads") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  test::PassTrace trace =
+      test::tracePasses(*loaded->program, "matmul", test::withParameters({"register_tile=8"}));
+  const std::string &staged = trace.after("stage_shared");
+  // 64 rows by 8 k stored [k][row], rows of 68 (17 x 16 bytes, odd: the
+  // fill's column writes fall in different banks), 2 buffers.
+  CHECK(contains(staged, "shared f32 A.shared[2][8][68]"));
+  CHECK(contains(staged, "shared f32 B.shared[2][8][256]"));
+  // Filled element by element, each written to its transposed place.
+  CHECK(contains(staged, "async_copy A.shared[(k.stage + 1) % 2][A.shared.copy1.element % 8]"
+                         "[A.shared.copy1.element / 8] <- "));
+  CHECK(!contains(staged, "A.shared.copy4"));
+  // Read at one offset plus the copy's row, added last.
+  CHECK(contains(staged, "acc.x0y7 = acc.x0y7 + A.shared[k.stage % 2][k - k.stage * 8][i.y0 - "
+                         "i.block * 64 + 7] * "));
+  // The edge tile's rows are clamped (no provable neighbours): row-major.
+  CHECK(contains(staged, "shared f32 A.shared2[64][4]"));
+  // With 4 x 4 tiles, one 128-bit load's worth of rows, A stays row-major:
+  // its 32 rows first.
+  CHECK(contains(test::tracePasses(*loaded->program, "matmul").after("stage_shared"),
+                 "shared f32 A.shared[2][32]["));
+  auto ptx = codegen::compileToPtx(trace.function, "sm_80");
+  REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+  // A full stage of 8 k in the interior tile: per k, 2 loads of A's column
+  // and 2 of B's row.
+  CHECK(test::occurrences(*ptx, "ld.shared.v4.f32") >= 4 * 8);
+  for (const char *depth : {"pipeline_depth=1", "pipeline_depth=2"}) {
+    CAPTURE(depth);
+    test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                               {{{"M", "64"}, {"N", "256"}, {"K", "16"}},
+                                {{"M", "65"}, {"N", "257"}, {"K", "9"}},
+                                {{"M", "130"}, {"N", "100"}, {"K", "3"}},
+                                {{"M", "1"}, {"N", "1"}, {"K", "1"}}},
+                               23, test::withParameters({"register_tile=8", depth}));
+  }
+}
+
 // Found by a bug hunt: a full stage of a DCT by redomap was unrolled like
 // matmul's, inlining libdevice's cos with its slow path 4 x 32 times (34 KB
 // of spills, 8000 lines of PTX). A body calling a math routine runs its

@@ -25,9 +25,13 @@ namespace {
 // tile's accumulators; an f64 or i64 takes two) asks ptxas for the occupancy
 // kMinThreadsPerSM, and one keeping kVeryManyRegisterWords (an 8 x 4 f32 or
 // a 4 x 4 f64 tile) for one block of threads per SM, where each may use up
-// to 255 registers.
+// to 255 registers; unless its tile reduces along one loop, reads its
+// operands from shared memory only, its stages pipelined, and keeps at
+// most kStagedRegisterWords (see the launch bounds below).
 const int64_t kManyRegisterWords = 8;
 const int64_t kVeryManyRegisterWords = 32;
+const int64_t kStagedRegisterWords = 64;
+const int kStagedReductionLoops = 2;
 const int64_t kMinThreadsPerSM = 512;
 
 // What a GPU nest uses from outside itself, in order of first use.
@@ -39,6 +43,12 @@ public:
   // The most 32-bit words of register buffers live at once (allocated around
   // one another) in the kernel.
   int64_t registerWords = 0;
+  // Whether stores into register buffers (a tile's accumulators) read
+  // shared memory, and whether they read global memory; the most loops
+  // (other than the grid's) around one of them that reads memory.
+  bool registersReadShared = false, registersReadGlobal = false;
+  int registerUpdateLoops = 0;
+  bool copiesAsync = false; // fills shared memory by async copies
 
   // Extents of the first GpuBlock / GpuThread loop of each dimension.
   Expr grid[3], block[3];
@@ -57,6 +67,12 @@ protected:
   void visitStore(const Store &node) override {
     use(node.buffer);
     stored.insert(node.buffer.get());
+    if (node.buffer->memory == MemorySpace::Register)
+      for (const Load *load : loadsIn(node.value)) {
+        registersReadShared |= load->buffer->memory == MemorySpace::Shared;
+        registersReadGlobal |= load->buffer->memory == MemorySpace::Global;
+        registerUpdateLoops = std::max(registerUpdateLoops, loops_);
+      }
     IRVisitor::visitStore(node);
   }
   void visitAtomicUpdate(const AtomicUpdate &node) override {
@@ -65,6 +81,7 @@ protected:
     IRVisitor::visitAtomicUpdate(node);
   }
   void visitAsyncCopy(const AsyncCopy &node) override {
+    copiesAsync = true;
     use(node.source);
     use(node.target);
     stored.insert(node.target.get());
@@ -95,7 +112,10 @@ protected:
     if (slot && !*slot)
       *slot = node.extent;
     bound_.insert(node.var);
+    int serial = slot ? 0 : 1;
+    loops_ += serial;
     visit(node.body);
+    loops_ -= serial;
   }
   void visitLetStmt(const LetStmt &node) override {
     visit(node.value);
@@ -117,6 +137,7 @@ private:
   std::set<std::string> bound_, seenScalars_;
   std::set<const BufferInfo *> allocated_, seenBuffers_;
   int64_t liveRegisterWords_ = 0;
+  int loops_ = 0; // around the node visited, other than the grid's
 };
 
 // Reads of host register cells inside a kernel become reads of a scalar
@@ -183,9 +204,28 @@ protected:
     // the independent work of a tile) lets it use up to 128 registers. Other
     // kernels keep ptxas's choice: given the room, it spent registers on a
     // memory-bound reduction (31 -> 56) that occupancy needs more.
+    // A tile reducing along one loop (matmul's k, cut in stages: two loops)
+    // with its operands in shared memory reads them a step at a time, one
+    // 128-bit load per 4 of them (stage_shared's layouts), each used at once:
+    // up to 64 words of accumulators fit at 128 registers beside them (an
+    // 8 x 8 f32 tile: 128 registers, no spills, two blocks of 256 threads
+    // per SM where one ran). Operands read from global memory stay in flight
+    // longer (cnn_conv's 8 x 8 tile spilled 1376 bytes at 128 registers),
+    // and so do those of a window of several loops unrolled together (its
+    // input and filter staged at K = 3: 400 bytes). Copies into shared
+    // memory through registers hold their values and addresses beside the
+    // tile: the stages must be pipelined, copied by async copies (the 8 x 8
+    // tile at pipeline_depth=1 spilled 28 bytes, with copies_in_flight=8 84).
+    // At pipeline_depth=3 it still spills 100 to 136 bytes, in its edge
+    // tile: there A's rows, clamped, are no provable neighbours, so the box
+    // stays row-major and a thread holds 4 k of each of its 8 rows.
     if (threads > 0 && uses.registerWords >= kManyRegisterWords) {
-      int64_t threadsPerSM =
-          uses.registerWords >= kVeryManyRegisterWords ? threads : kMinThreadsPerSM;
+      bool operandsStreamFromShared = uses.registersReadShared && !uses.registersReadGlobal &&
+                                      uses.registerUpdateLoops <= kStagedReductionLoops &&
+                                      uses.copiesAsync;
+      bool manyThreads = uses.registerWords < kVeryManyRegisterWords ||
+                         (operandsStreamFromShared && uses.registerWords <= kStagedRegisterWords);
+      int64_t threadsPerSM = manyThreads ? kMinThreadsPerSM : threads;
       kernel.minBlocksPerSM = static_cast<int>(std::max<int64_t>(1, threadsPerSM / threads));
     }
     function_.kernels.push_back(std::move(kernel));

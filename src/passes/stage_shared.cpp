@@ -57,7 +57,13 @@
 // bytes so every row starts 16-byte aligned, and a thread's reads of
 // consecutive elements of a row (matmul's A[i][k] over an unrolled k) become
 // one 128-bit load (LLVM's load-store vectorizer proves the alignment): a
-// quarter of the shared-memory instructions.
+// quarter of the shared-memory instructions. Where instead a thread reads
+// two 128-bit loads' worth of consecutive rows at one column, every lane of
+// the warp the same ones (matmul's A under an 8 x 8 register tile), the box
+// is stored transposed (readsRowsTogether says why), filled element by
+// element. A staged load reads its box at the index minus the origin, with
+// the index's constant term added last, so the rows of a thread's copies are
+// one offset plus constants that LLVM folds into the loads' addresses.
 #include "passes/Passes.h"
 
 #include "ir/IRPrinter.h"
@@ -125,7 +131,8 @@ std::string timesRead(int64_t reads, int64_t elements) {
 struct RangedLoad {
   const Load *load;
   std::vector<IndexRange> indices;
-  int64_t count; // how many times the block makes it in the region
+  int64_t count;               // how many times the block makes it in the region
+  std::vector<Expr> inlined{}; // its indices with the lets in scope substituted
 };
 
 // The loads of one array a block reads from one box.
@@ -134,6 +141,9 @@ struct Footprint {
   std::vector<IndexRange> box; // per dimension
   std::vector<const Load *> loads;
   int64_t loadCount = 0;
+  std::vector<std::vector<Expr>> inlinedIndices{}; // of each of `loads`
+  // Allocated [column][row] (see readsRowsTogether).
+  bool transposed = false;
 
   std::vector<int64_t> extents() const {
     std::vector<int64_t> extents;
@@ -197,6 +207,7 @@ protected:
       if (!range)
         return;
       ranged.indices.push_back(std::move(*range));
+      ranged.inlined.push_back(scope_.inlined(index));
     }
     loads.push_back(std::move(ranged));
   }
@@ -221,12 +232,13 @@ std::vector<Footprint> footprintsOf(const std::vector<RangedLoad> &loads) {
     };
     auto footprint = std::ranges::find_if(footprints, sharesBox);
     if (footprint == footprints.end()) {
-      footprints.push_back(Footprint{ranged.load->buffer, ranged.indices, {}, 0});
+      footprints.push_back(Footprint{ranged.load->buffer, ranged.indices, {}, 0, {}, false});
       footprint = std::prev(footprints.end());
     }
     for (size_t d = 0; d < footprint->box.size(); ++d)
       footprint->box[d].unite(ranged.indices[d]);
     footprint->loads.push_back(ranged.load);
+    footprint->inlinedIndices.push_back(ranged.inlined);
     if (__builtin_add_overflow(footprint->loadCount, ranged.count, &footprint->loadCount))
       footprint->loadCount = std::numeric_limits<int64_t>::max();
   }
@@ -254,12 +266,26 @@ protected:
     if (staged->second.copy)
       indices.push_back(staged->second.copy);
     for (size_t d = 0; d < load.indices.size(); ++d)
-      indices.push_back(makeBinary(BinaryOpKind::Sub, toI64(load.indices[d]),
-                                   staged->second.footprint->box[d].origin()));
+      indices.push_back(offsetInBox(toI64(load.indices[d]), staged->second.footprint->box[d]));
+    if (staged->second.footprint->transposed)
+      std::swap(indices[indices.size() - 2], indices.back());
     return std::make_shared<Load>(staged->second.shared, std::move(indices), load.source);
   }
 
 private:
+  // `index - origin`, a constant added to the index added last: a thread's
+  // copies (`i + r` of a register tile) then read at one offset plus
+  // constants, which LLVM folds into the addresses of its loads. Subtracted
+  // last, each copy's offset was a value of its own, computed before the
+  // loop and kept live across it (8 of them for an 8 x 8 tile's rows).
+  static Expr offsetInBox(const Expr &index, const IndexRange &range) {
+    const auto *sum = index->as<Binary>();
+    const auto *constant = sum ? sum->rhs->as<IntImm>() : nullptr;
+    if (!constant || (sum->op != BinaryOpKind::Add && sum->op != BinaryOpKind::Sub))
+      return makeBinary(BinaryOpKind::Sub, index, range.origin());
+    return makeBinary(sum->op, makeBinary(BinaryOpKind::Sub, sum->lhs, range.origin()), sum->rhs);
+  }
+
   std::map<const Load *, Staged> staged_;
 };
 
@@ -390,7 +416,8 @@ private:
 
   // "a box of 32 x 36 f32 (4.5 KiB)", its bytes as allocated (padded).
   std::string describeBox(const Footprint &footprint) const {
-    return "a box of " + boxShape(footprint) + " (" + kibibytes(paddedBytes(footprint)) + ")";
+    return "a box of " + boxShape(footprint) + " (" + kibibytes(paddedBytes(footprint)) +
+           (footprint.transposed ? ", stored transposed" : "") + ")";
   }
 
   std::string quoted(const Footprint &footprint) const {
@@ -516,6 +543,8 @@ private:
                   "'" + remarks_.programName(load->buffer->nameInMessages()) +
                       "' not staged: the kernel also writes it (only read-only arrays are staged)");
     std::vector<Footprint> footprints = footprintsOf(ranged.loads);
+    for (Footprint &footprint : footprints)
+      footprint.transposed = readsRowsTogether(footprint);
     // One iteration: the loop variable a uniform term.
     scope_.unbind(loop.var);
     std::map<const Load *, RangedLoad> iteration = loadsByNode(loop.body);
@@ -898,12 +927,62 @@ private:
     return makeBlock(std::move(prologue));
   }
 
+  // Whether a thread reads consecutive rows of a 2-D box at one column, two
+  // 128-bit loads' worth or more (matmul's A[i + r][k] over an 8 x 8 register
+  // tile's rows r), and all lanes of a warp the same elements (a broadcast:
+  // how a warp's reads fall on the banks is then the same in either layout).
+  // Stored [column][row], such a box gives 128-bit loads down the column,
+  // whose values the products of that column use at once; stored
+  // [row][column], the 128-bit loads run along the row, and a thread holds
+  // the values of 4 columns of each of its rows until the last is used (8
+  // rows of f32: 32 registers where the transposed box needs 8, and ptxas
+  // spilled at 128). The price: the fill copies an element at a time, 4
+  // times the copies. With one load's worth of rows (a 4 x 4 tile: 16
+  // registers against 4) the tile fitted its registers either way, and the
+  // performance model predicted the extra copies 5% slower (matmul, 2048).
+  bool readsRowsTogether(const Footprint &footprint) const {
+    int64_t vector = kVectorLoadBytes / std::max<int64_t>(1, scalarSize(footprint.array->element));
+    const For *lanes = threadsByDim_[0];
+    const auto *laneCount = lanes ? lanes->extent->as<IntImm>() : nullptr;
+    if (footprint.box.size() != 2 || vector < 2 || !laneCount || laneCount->value % kWarpSize != 0)
+      return false;
+    for (size_t i = 0; i < footprint.loads.size(); ++i) {
+      const std::vector<Expr> &indices = footprint.inlinedIndices[i];
+      if (columnReads_.contains(footprint.loads[i]) ||
+          std::ranges::any_of(indices,
+                              [&](const Expr &index) { return usesAnyVar(index, {lanes->var}); }))
+        return false;
+    }
+    // `index` as a term and a constant added to it.
+    auto split = [](const Expr &index) -> std::pair<Expr, int64_t> {
+      if (const auto *sum = index->as<Binary>(); sum && sum->op == BinaryOpKind::Add)
+        if (const auto *constant = sum->rhs->as<IntImm>())
+          return {sum->lhs, constant->value};
+      return {index, 0};
+    };
+    auto rowsAfter = [&](const std::vector<Expr> &first, int64_t rows) {
+      auto [term, row] = split(first[0]);
+      return std::ranges::any_of(footprint.inlinedIndices, [&](const std::vector<Expr> &other) {
+        auto [otherTerm, otherRow] = split(other[0]);
+        return otherRow == row + rows && sameExpr(otherTerm, term) && sameExpr(other[1], first[1]);
+      });
+    };
+    return std::ranges::any_of(footprint.inlinedIndices, [&](const std::vector<Expr> &first) {
+      for (int64_t rows = 1; rows < 2 * vector; ++rows)
+        if (!rowsAfter(first, rows))
+          return false;
+      return true;
+    });
+  }
+
   // A box's extents as allocated (the file comment says why): the innermost
   // odd where warps read down its columns, else rows of whole 16 bytes.
   std::vector<int64_t> padded(const Footprint &footprint) const {
     std::vector<int64_t> extents = footprint.extents();
     if (extents.size() < 2)
       return extents;
+    if (footprint.transposed)
+      std::swap(extents[0], extents[1]);
     int64_t &row = extents.back();
     if (std::ranges::any_of(footprint.loads,
                             [&](const Load *load) { return columnReads_.contains(load); })) {
@@ -912,6 +991,13 @@ private:
       int64_t vector = std::max<int64_t>(
           1, kVectorLoadBytes / static_cast<int64_t>(scalarSize(footprint.array->element)));
       row = (row + vector - 1) / vector * vector;
+      // The fill walks the box in the array's order, so a warp's copies into
+      // a transposed box go down its columns: rows of an odd number of
+      // 16-byte groups put the columns' elements in different banks (8
+      // columns of 4 rows, matmul's A: 32 banks, where rows of 64 f32 put all
+      // 8 columns in 4 banks).
+      if (footprint.transposed && (row / vector) % 2 == 0)
+        row += vector;
     }
     return extents;
   }
@@ -927,7 +1013,7 @@ private:
     for (const IndexRange &range : footprint.box)
       origin.push_back(toI64(range.origin()));
     return AsyncBox{footprint.array, std::move(origin), footprint.extents(), shared, copy,
-                    linearThread_,   threadCount_};
+                    linearThread_,   threadCount_,      footprint.transposed};
   }
   int64_t paddedBytes(const Footprint &footprint) const {
     return saturatingProduct(padded(footprint),
@@ -1054,6 +1140,8 @@ private:
           makeBinary(BinaryOpKind::Min, at, makeBinary(BinaryOpKind::Sub, extent, makeI64(1))),
           makeI64(0)));
     }
+    if (footprint.transposed)
+      std::swap(local[0], local[1]);
     std::string valueVar = prefix + ".value";
     Stmt copy = store(shared, std::move(local),
                       std::make_shared<Select>(inArray, makeVar(footprint.array->element, valueVar),
@@ -1099,6 +1187,8 @@ private:
     Expr value = std::make_shared<Select>(
         inArray, std::make_shared<Load>(footprint.array, std::move(global)),
         zeroOf(footprint.array->element));
+    if (footprint.transposed)
+      std::swap(local[0], local[1]);
     Stmt copy = store(shared, std::move(local), value);
     if (elements % threadCount_ != 0)
       copy = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(elements)),

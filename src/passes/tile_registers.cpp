@@ -36,17 +36,18 @@
 // Edges: a thread runs when its first copy is in range (map_to_gpu's guard
 // at copy 0); a copy past the end of the range computes on the last index in
 // it (`min(v, bound - 1)`), so every load it makes is one the program makes,
-// and does not store. Every block then runs the same straight-line tile, at
-// any size; bodies that read a global buffer they also write are left alone
-// (a clamped copy could read an element another thread has written). A
-// block whose copies are all in range (the last copy of its last thread is:
-// a test on the block index, uniform across the block) runs an interior
-// tile instead, without the clamps and the store guards: most blocks at
-// realistic sizes. There a y or z copy's index is the first copy's plus the
-// copy index, and a window loop over such copies is unrolled
-// (slidesAcrossCopies), innermost when it encloses a loop of reduction steps
-// (loopOfReductionSteps), so the rows neighbouring copies share are loaded
-// once; clamped, they could not be proven equal.
+// and does not store; a copy in range stores at its indices before the
+// clamp, equal there (storeInRange says why). Every block then runs the
+// same straight-line tile, at any size; bodies that read a global buffer
+// they also write are left alone (a clamped copy could read an element
+// another thread has written). A block whose copies are all in range (the
+// last copy of its last thread is: a test on the block index, uniform
+// across the block) runs an interior tile instead, without the clamps and
+// the store guards: most blocks at realistic sizes. There a y or z copy's
+// index is the first copy's plus the copy index, and a window loop over such
+// copies is unrolled (slidesAcrossCopies), innermost when it encloses a loop
+// of reduction steps (loopOfReductionSteps), so the rows neighbouring copies
+// share are loaded once; clamped, they could not be proven equal.
 //
 // Chosen only where it pays: a mapped dimension is coarsened when a global
 // load inside a loop of the body is invariant along it, loads that differ
@@ -585,18 +586,27 @@ private:
   }
 
   // The global store of a copy happens when the copy's indices are in range.
+  // There a clamped index equals its value before clamping, which the store
+  // reads instead: the tests need those values after the loop anyway, and
+  // the clamped ones then die in the loop that reads them (an 8 x 8 tile
+  // kept 16 of them, 32 registers, across its k loop for the stores, and
+  // ptxas spilled at 128).
   Stmt storeInRange(Stmt store, const CopyIndex &copy) const {
     if (interior_)
       return store;
     Expr inRange;
+    std::map<std::string, Expr> unclamped;
     for (const auto &[var, guarded] : guardedIndices_) {
       DimMask deps = depsOfName(var);
       if (!deps || (deps & ~copy.fixed))
         continue;
       Expr test = inRangeTest(var, copy);
       inRange = inRange ? makeBinary(BinaryOpKind::And, inRange, test) : test;
+      unclamped[var + copySuffix(deps, copy)] = rewrite(guarded.value, copy);
     }
-    return inRange ? std::make_shared<IfThenElse>(inRange, store) : store;
+    if (!inRange)
+      return store;
+    return std::make_shared<IfThenElse>(inRange, substitute(store, unclamped));
   }
 
   const std::vector<MappedDim> &dims_;

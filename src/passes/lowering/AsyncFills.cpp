@@ -89,6 +89,8 @@ Stmt copiesOf(const AsyncBox &box, int64_t width) {
         inRow, makeI64(0));
     source.push_back(clamp(at, 0, sub(extent, makeI64(width))));
   }
+  if (box.transposed)
+    std::swap(local[local.size() - 2], local.back());
   Stmt copy = std::make_shared<AsyncCopy>(box.shared, std::move(local), box.array,
                                           std::move(source), static_cast<int>(width), valid);
   if (rounds * box.threads != total)
@@ -112,8 +114,8 @@ int64_t vectorElements(const AsyncBox &box) {
     return 0;
   int64_t width = kCopyBytes / size;
   const auto *sharedRow = box.shared->shape.back()->as<IntImm>();
-  if (width <= 1 || !sharedRow || sharedRow->value % width != 0 || box.extents.back() < width ||
-      provenNotMultiple(box.origin.back(), width) ||
+  if (width <= 1 || box.transposed || !sharedRow || sharedRow->value % width != 0 ||
+      box.extents.back() < width || provenNotMultiple(box.origin.back(), width) ||
       (box.array->shape.size() > 1 && provenNotMultiple(box.array->shape.back(), width)))
     return 1;
   return width;

@@ -21,12 +21,17 @@ struct AsyncBox {
   ir::Expr copy;                // the leading index into `shared`, or null
   ir::Expr linearThread;        // the thread's index in its block (i64)
   int64_t threads = 1;          // of the block
+  // `shared` holds the box [column][row] (its last two dimensions swapped):
+  // copies of one element each, since consecutive elements of the array's
+  // row land a shared row apart.
+  bool transposed = false;
 };
 
 // How many elements one copy moves: 16 bytes where the array's rows and the
 // box's origin along them are multiples of it and the shared rows are
-// padded to it; 4 bytes (one element of 4 or 8 bytes) otherwise; 0 when the
-// element is narrower than 4 bytes (no async copy moves it).
+// padded to it and the box is not transposed; 4 bytes (one element of 4 or
+// 8 bytes) otherwise; 0 when the element is narrower than 4 bytes (no async
+// copy moves it).
 int64_t vectorElements(const AsyncBox &box);
 
 // The copies of the box. With `vector` elements per copy (more than 1), a
