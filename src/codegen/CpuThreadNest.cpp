@@ -326,10 +326,26 @@ private:
   // its condition is a conjunction of comparisons each affine in one thread
   // variable with coefficient 1 or -1.
   std::optional<std::vector<Clip>> clipsOf(const IfThenElse &branch) const {
+    std::optional<std::vector<const Binary *>> comparisons = comparisonsOf(branch);
+    if (!comparisons)
+      return std::nullopt;
+    std::vector<Clip> clips;
+    for (const Binary *comparison : *comparisons) {
+      std::optional<Clip> clip = clipOf(*comparison);
+      if (!clip)
+        return std::nullopt;
+      clips.push_back(*clip);
+    }
+    return clips;
+  }
+
+  // The operands of the conjunction that is `branch`'s condition (each a
+  // binary operation other than `&&`), when the branch has no else.
+  static std::optional<std::vector<const Binary *>> comparisonsOf(const IfThenElse &branch) {
     if (branch.elseCase)
       return std::nullopt;
+    std::vector<const Binary *> comparisons;
     std::vector<ir::Expr> conjuncts{branch.cond};
-    std::vector<Clip> clips;
     while (!conjuncts.empty()) {
       ir::Expr cond = conjuncts.back();
       conjuncts.pop_back();
@@ -341,12 +357,9 @@ private:
         conjuncts.push_back(binary->rhs);
         continue;
       }
-      std::optional<Clip> clip = clipOf(*binary);
-      if (!clip)
-        return std::nullopt;
-      clips.push_back(*clip);
+      comparisons.push_back(binary);
     }
-    return clips;
+    return comparisons;
   }
 
   std::optional<Clip> clipOf(const Binary &comparison) const {
@@ -740,21 +753,11 @@ private:
   // for every thread), when it is a conjunction of such and the branch has
   // no else.
   std::optional<std::vector<AffineGuard>> affineGuardsOf(const IfThenElse &branch) const {
-    if (branch.elseCase)
+    std::optional<std::vector<const Binary *>> comparisons = comparisonsOf(branch);
+    if (!comparisons)
       return std::nullopt;
     std::vector<AffineGuard> guards;
-    std::vector<ir::Expr> conjuncts{branch.cond};
-    while (!conjuncts.empty()) {
-      ir::Expr cond = conjuncts.back();
-      conjuncts.pop_back();
-      auto *comparison = cond->as<Binary>();
-      if (!comparison)
-        return std::nullopt;
-      if (comparison->op == BinaryOpKind::And) {
-        conjuncts.push_back(comparison->lhs);
-        conjuncts.push_back(comparison->rhs);
-        continue;
-      }
+    for (const Binary *comparison : *comparisons) {
       BinaryOpKind op = comparison->op;
       if ((op != BinaryOpKind::Lt && op != BinaryOpKind::Le && op != BinaryOpKind::Gt &&
            op != BinaryOpKind::Ge) ||

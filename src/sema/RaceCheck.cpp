@@ -84,6 +84,7 @@
 #include "sema/AffineForm.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <ranges>
@@ -758,24 +759,37 @@ private:
   bool alwaysNegative(const AffineForm &form, const Stmt &nest) const {
     if (!form.isLinear())
       return false;
-    AffineForm greatest = form;
+    AffineForm greatest = extremeOver(form, /*largest=*/true, [&](const VarDecl *var, bool last) {
+      return enclosingRangeBound(var, nest, last);
+    });
+    return greatest.isConstant() && greatest.constant < 0;
+  }
+
+  // The value of linear `form` at its greatest (or least) as each variable
+  // `rangeEnd` bounds takes any value of its range: the latest declared is
+  // replaced first by the end of its range (`rangeEnd(var, last)`) that
+  // makes the form largest (smallest), as a range's bounds read only
+  // variables declared before it. A variable it does not bound stays.
+  using RangeEnd = std::function<std::optional<AffineForm>(const VarDecl *, bool last)>;
+  AffineForm extremeOver(const AffineForm &form, bool largest, const RangeEnd &rangeEnd) const {
+    AffineForm value = form;
     std::set<const VarDecl *> unbounded;
     while (true) {
       const VarDecl *latest = nullptr;
-      for (const auto &[var, coefficient] : greatest.coefficients)
+      for (const auto &[var, coefficient] : value.coefficients)
         if (!unbounded.contains(var) && declarationNumber_.contains(var) &&
             (!latest || declarationNumber_.at(var) > declarationNumber_.at(latest)))
           latest = var;
       if (!latest)
-        return greatest.isConstant() && greatest.constant < 0;
-      int64_t coefficient = greatest.coefficient(latest);
-      std::optional<AffineForm> replacement = enclosingRangeBound(latest, nest, coefficient > 0);
-      if (!replacement) {
+        return value;
+      int64_t coefficient = value.coefficient(latest);
+      std::optional<AffineForm> end = rangeEnd(latest, (coefficient > 0) == largest);
+      if (!end) {
         unbounded.insert(latest);
         continue;
       }
-      greatest.coefficients.erase(latest);
-      greatest = greatest.plus(*replacement, coefficient);
+      value.coefficients.erase(latest);
+      value = value.plus(*end, coefficient);
     }
   }
 
@@ -1063,42 +1077,25 @@ private:
   }
 
   // The least (or greatest) value of linear `form` as each loop, parfor,
-  // redomap or scan variable it reads takes any value of its range: the
-  // latest declared is replaced first by the end of its range that makes
-  // the form smallest (largest), as a range's bounds read only variables
-  // declared before it (`j - i` for j in i + 1..M: i + 1 - i = 1). Other
-  // atoms (sizes, parameters) stay; nullopt when a range's bounds are not
-  // linear or may have changed since the loop began.
+  // redomap or scan variable it reads takes any value of its range, inside
+  // the nest or around it (extremeOver: `j - i` for j in i + 1..M is at
+  // least i + 1 - i = 1). A range whose bounds are not linear, or may have
+  // changed since the loop began, bounds nothing.
   std::optional<AffineForm> smallestOrLargest(const AffineForm &form, bool largest) const {
     if (!form.isLinear())
       return std::nullopt;
-    AffineForm value = form;
-    std::set<const VarDecl *> atoms;
-    while (true) {
-      const VarDecl *latest = nullptr;
-      for (const auto &[var, coefficient] : value.coefficients)
-        if (!atoms.contains(var) && declarationNumber_.contains(var) &&
-            (!latest || declarationNumber_.at(var) > declarationNumber_.at(latest)))
-          latest = var;
-      if (!latest)
-        return value;
-      auto range = rangeForms_.find(latest);
-      if (range == rangeForms_.end()) {
-        atoms.insert(latest); // a variable no loop bounds
-        continue;
-      }
-      const RangeForms &bounds = range->second;
-      if (!bounds.first.isLinear() || !bounds.last.isLinear())
-        return std::nullopt;
-      for (const AffineForm *end : {&bounds.first, &bounds.last})
-        for (const auto &[read, coefficient] : end->coefficients)
-          if (mayChangeSince(read, bounds.position))
-            return std::nullopt;
-      int64_t coefficient = value.coefficient(latest);
-      bool towardsLast = (coefficient > 0) == largest;
-      value.coefficients.erase(latest);
-      value = value.plus(towardsLast ? bounds.last : bounds.first, coefficient);
-    }
+    return extremeOver(form, largest,
+                       [&](const VarDecl *var, bool last) -> std::optional<AffineForm> {
+                         auto range = rangeForms_.find(var);
+                         if (range == rangeForms_.end() || !range->second.first.isLinear() ||
+                             !range->second.last.isLinear())
+                           return std::nullopt;
+                         for (const AffineForm *end : {&range->second.first, &range->second.last})
+                           for (const auto &[read, coefficient] : end->coefficients)
+                             if (mayChangeSince(read, range->second.position))
+                               return std::nullopt;
+                         return last ? range->second.last : range->second.first;
+                       });
   }
 
   // What a parfor or scan declares, as a range of declaration numbers, and
