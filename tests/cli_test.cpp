@@ -7,6 +7,7 @@
 #include "engine/Npy.h"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -729,6 +730,46 @@ TEST_CASE("check reports every error of a file, not only the first") {
   CHECK(
       contains(result.output, bad + ":6:3: error: cannot assign to 'x': it is an 'in' parameter"));
   CHECK(!contains(result.output, "ok ("));
+}
+
+TEST_CASE(
+    "check --describe prints each kernel's signature as JSON, or nothing when a file has errors") {
+  TempDir dir;
+  std::string file = dir.file("signatures.loop",
+                              "kernel shift(steps: i64, x: in f64[N], y: out f64[N - 2 * steps],\n"
+                              "             total: out i32) {\n"
+                              "  parfor i in 0..N - 2 * steps { y[i] = x[i + steps]; }\n"
+                              "  total = 0;\n"
+                              "}\n");
+  auto described = runLoopc("check --describe " + file);
+  REQUIRE(described.exitCode == 0);
+  nlohmann::json document = nlohmann::json::parse(described.output);
+  REQUIRE(document.at("files").size() == 1);
+  const nlohmann::json &kernel = document["files"][0]["kernels"][0];
+  CHECK(kernel.at("name") == "shift");
+  CHECK(kernel.at("location") == file + ":1:8");
+  CHECK(kernel.at("sizes") == nlohmann::json::array({"N"}));
+  const nlohmann::json &parameters = kernel.at("parameters");
+  REQUIRE(parameters.size() == 4);
+  CHECK(parameters[0] == nlohmann::json{{"name", "steps"},
+                                        {"intent", "value"},
+                                        {"type", "i64"},
+                                        {"shape", nlohmann::json::array()}});
+  CHECK(parameters[1] ==
+        nlohmann::json{{"name", "x"}, {"intent", "in"}, {"type", "f64"}, {"shape", {"N"}}});
+  CHECK(parameters[2] ==
+        nlohmann::json{
+            {"name", "y"}, {"intent", "out"}, {"type", "f64"}, {"shape", {"N - 2 * steps"}}});
+  CHECK(parameters[3] == nlohmann::json{{"name", "total"},
+                                        {"intent", "out"},
+                                        {"type", "i32"},
+                                        {"shape", nlohmann::json::array()}});
+
+  std::string bad = dir.file("bad.loop", "kernel k(x: in f32[N]) { x[0] = 1.0; }\n");
+  auto refused = runLoopc("check --describe " + file + " " + bad);
+  CHECK(refused.exitCode == 1);
+  CHECK(contains(refused.output, "cannot assign to 'x'"));
+  CHECK(!contains(refused.output, "\"files\""));
 }
 
 // The interpreter defines MIN / -1 as MIN and MIN % -1 as 0 (wrapping, like
