@@ -21,19 +21,6 @@ struct CheckOptions {
   bool describe = false;
 };
 
-const char *intentName(Intent intent) {
-  switch (intent) {
-  case Intent::In:
-    return "in";
-  case Intent::Out:
-    return "out";
-  case Intent::InOut:
-    return "inout";
-  default:
-    return "value";
-  }
-}
-
 // A kernel's signature: its parameters in order (intent, element type, and
 // for an array its extents as written, in the kernel's sizes), and the sizes
 // a run binds from the arrays or --set.
@@ -43,10 +30,11 @@ nlohmann::json describeKernel(const KernelDecl &kernel, const SourceManager &sou
     nlohmann::json shape = nlohmann::json::array();
     for (const ExprPtr &extent : param->type.dims)
       shape.push_back(sources.text(extent->range));
-    parameters.push_back({{"name", param->name},
-                          {"intent", intentName(param->intent)},
-                          {"type", scalarTypeName(param->type.element)},
-                          {"shape", shape}});
+    parameters.push_back(
+        {{"name", param->name},
+         {"intent", param->intent == Intent::None ? "value" : intentName(param->intent)},
+         {"type", scalarTypeName(param->type.element)},
+         {"shape", shape}});
   }
   nlohmann::json sizes = nlohmann::json::array();
   for (const VarDeclPtr &size : kernel.sizes)

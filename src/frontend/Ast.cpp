@@ -83,6 +83,20 @@ const char *reduceOpSpelling(const ReduceOp &op) {
   return op.userName.c_str();
 }
 
+const char *intentName(Intent intent) {
+  switch (intent) {
+  case Intent::In:
+    return "in";
+  case Intent::Out:
+    return "out";
+  case Intent::InOut:
+    return "inout";
+  case Intent::None:
+    break;
+  }
+  return "";
+}
+
 const char *binaryOpSpelling(BinaryOp op) {
   static const char *const spellings[] = {
       "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};

@@ -43,6 +43,8 @@ struct TypeSpec {
 // --------------------------------------------------------- declarations ---
 
 enum class Intent : uint8_t { None, In, Out, InOut };
+// "in", "out", "inout" as written; "" for None.
+const char *intentName(Intent intent);
 
 // Everything a name can refer to: kernel/function parameters, the symbolic
 // sizes of a kernel (bound from array arguments), let/var locals and loop

@@ -55,7 +55,6 @@ struct Ty {
 std::string quoted(std::string_view name);
 // How a type reads in a message: "'i32'", "an integer literal", ...
 std::string describe(Ty type);
-const char *intentName(Intent intent);
 // "; convert explicitly, e.g. i64(...)" where a known type of `got` cannot
 // become `wanted`; nothing for a literal, which has no type to convert from.
 std::string conversionHint(ScalarType wanted, Ty got);

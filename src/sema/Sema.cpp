@@ -52,20 +52,6 @@ std::string describe(Ty type) {
   return "an erroneous expression";
 }
 
-const char *intentName(Intent intent) {
-  switch (intent) {
-  case Intent::In:
-    return "in";
-  case Intent::Out:
-    return "out";
-  case Intent::InOut:
-    return "inout";
-  case Intent::None:
-    break;
-  }
-  return "";
-}
-
 std::string conversionHint(ScalarType wanted, Ty got) {
   if (!got.isKnown())
     return "";
