@@ -187,42 +187,6 @@ std::optional<Walk> columnWalked(const BufferAccess &access,
   return std::nullopt;
 }
 
-// The accesses that read along rows in a serial loop inside the lanes'
-// loop but across the lanes down a column (`B[j][k]` for k serial, j the
-// lanes: a dot product of rows per thread), when they alone keep that loop
-// inside each thread: read from copies whose rows run along the lanes, they
-// let the CPU run the loop with the lanes inside it, as gemm's B[k][j].
-std::map<const BufferAccess *, Walk> walksAcrossLanes(const std::vector<BufferAccess> &accesses,
-                                                      const NestLoops &loops) {
-  std::map<std::pair<std::string, std::string>, std::vector<const BufferAccess *>> byLoops;
-  std::map<const BufferAccess *, size_t> dimensions;
-  for (const BufferAccess &access : accesses) {
-    std::optional<std::string> lanes = lanesAround(access, loops);
-    const std::string &innermost =
-        access.enclosingLoops.empty() ? std::string() : access.enclosingLoops.back();
-    if (!affineLoad(access) || !lanes || !loops.serial.contains(innermost) ||
-        strideAlong(access, innermost).kind != Stride::Kind::Contiguous)
-      continue;
-    if (std::optional<size_t> walked = leadingDimensionAlong(access, *lanes)) {
-      byLoops[{innermost, *lanes}].push_back(&access);
-      dimensions[&access] = *walked;
-    }
-  }
-  std::map<const BufferAccess *, Walk> walks;
-  for (const auto &[loopPair, walking] : byLoops) {
-    const auto &[serial, lanes] = loopPair;
-    std::vector<BufferAccess> others;
-    for (const BufferAccess &access : accesses)
-      if (std::ranges::find(walking, &access) == walking.end())
-        others.push_back(access);
-    if (gathersAcrossThreads(others, serial, lanes))
-      continue; // the loop stays in its thread whatever the copies
-    for (const BufferAccess *access : walking)
-      walks[access] = Walk{dimensions.at(access), lanes};
-  }
-  return walks;
-}
-
 // Below this many iterations of the loop that reads them again, the copy
 // of the elements costs about what the column walks do.
 const int64_t kMinReuse = 8;
@@ -245,6 +209,47 @@ bool sweepsRows(const BufferAccess &access) {
   return std::ranges::any_of(access.enclosingLoops, [&](const std::string &loop) {
     return access.indices.back().dependsOn(loop);
   });
+}
+
+// The accesses that read along rows in a serial loop inside the lanes'
+// loop but across the lanes down a column (`B[j][k]` for k serial, j the
+// lanes: a dot product of rows per thread), when they alone keep that loop
+// inside each thread: read from copies whose rows run along the lanes, they
+// let the CPU run the loop with the lanes inside it, as gemm's B[k][j].
+// Only accesses that get a copy count (an array the nest does not write,
+// read again, sweeping rows): one left in place keeps the loop in its
+// thread, and the others' copies would then only stride along it.
+std::map<const BufferAccess *, Walk> walksAcrossLanes(const std::vector<BufferAccess> &accesses,
+                                                      const NestLoops &loops,
+                                                      const std::set<const BufferInfo *> &written) {
+  std::map<std::pair<std::string, std::string>, std::vector<const BufferAccess *>> byLoops;
+  std::map<const BufferAccess *, size_t> dimensions;
+  for (const BufferAccess &access : accesses) {
+    std::optional<std::string> lanes = lanesAround(access, loops);
+    const std::string &innermost =
+        access.enclosingLoops.empty() ? std::string() : access.enclosingLoops.back();
+    if (!affineLoad(access) || !lanes || !loops.serial.contains(innermost) ||
+        strideAlong(access, innermost).kind != Stride::Kind::Contiguous ||
+        written.contains(access.buffer.get()) || !sweepsRows(access) || !reusingLoop(access, loops))
+      continue;
+    if (std::optional<size_t> walked = leadingDimensionAlong(access, *lanes)) {
+      byLoops[{innermost, *lanes}].push_back(&access);
+      dimensions[&access] = *walked;
+    }
+  }
+  std::map<const BufferAccess *, Walk> walks;
+  for (const auto &[loopPair, walking] : byLoops) {
+    const auto &[serial, lanes] = loopPair;
+    std::vector<BufferAccess> others;
+    for (const BufferAccess &access : accesses)
+      if (std::ranges::find(walking, &access) == walking.end())
+        others.push_back(access);
+    if (gathersAcrossThreads(others, serial, lanes))
+      continue; // the loop stays in its thread whatever the copies
+    for (const BufferAccess *access : walking)
+      walks[access] = Walk{dimensions.at(access), lanes};
+  }
+  return walks;
 }
 
 // `indices` with dimension `walked` and the last one traded.
@@ -306,7 +311,7 @@ private:
       std::string along;
     };
     std::map<const BufferInfo *, std::map<size_t, std::vector<Walking>>> walks;
-    std::map<const BufferAccess *, Walk> acrossLanes = walksAcrossLanes(accesses, loops);
+    std::map<const BufferAccess *, Walk> acrossLanes = walksAcrossLanes(accesses, loops, written);
     for (const BufferAccess &access : accesses) {
       std::optional<Walk> walked = columnWalked(access, accesses, loops);
       if (auto across = acrossLanes.find(&access); !walked && across != acrossLanes.end())
