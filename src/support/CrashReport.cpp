@@ -1,6 +1,7 @@
 #include "support/CrashReport.h"
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <unistd.h>
@@ -30,7 +31,16 @@ void write(const char *text) {
   }
 }
 
+// Set by the first thread to fault. The kernels run on every core, and an
+// index out of range faults in all of them at once: the others wait for the
+// first to finish its report, which then ends the process.
+std::atomic_flag reporting = ATOMIC_FLAG_INIT;
+
 void onCrash(int signal) {
+  if (reporting.test_and_set()) {
+    for (;;)
+      pause();
+  }
   const char *what = signal == SIGSEGV  ? "a segmentation fault"
                      : signal == SIGBUS ? "a bus error"
                      : signal == SIGFPE ? "an arithmetic fault"
@@ -68,7 +78,7 @@ void installCrashReport() {
   sigaltstack(&stack, nullptr);
   struct sigaction action {};
   action.sa_handler = onCrash;
-  action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  action.sa_flags = SA_ONSTACK;
   sigemptyset(&action.sa_mask);
   for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     sigaction(signal, &action, nullptr);
