@@ -317,8 +317,9 @@ TEST_CASE("pass parameters size the optimizations, and bad names and values are 
       auto refused = runLoopc(std::string(command) + " --pass-param " + parameter);
       CHECK(refused.exitCode == 1);
       CHECK(contains(refused.output, "pass parameter"));
-      CHECK(contains(refused.output, "register_tile (1 to 8, a power of two), stage_length (4 to "
-                                     "64), shared_kib (1 to 48), stage_min_reuse (2 to 256)"));
+      CHECK(contains(refused.output,
+                     "register_tile (1 to 8, a power of two; 0: by the grid's size), stage_length "
+                     "(4 to 64), shared_kib (1 to 48), stage_min_reuse (2 to 256)"));
     }
   }
 }
@@ -349,7 +350,8 @@ TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU 
 }
 
 TEST_CASE("explain --remarks prints what the optimizations did, located, instead of the IR") {
-  auto remarks = runLoopc("explain samples/matmul.loop --remarks");
+  // (The 4 x 4 tiles alone; by default an 8 x 8 variant too: remarks_test.)
+  auto remarks = runLoopc("explain samples/matmul.loop --remarks --pass-param register_tile=4");
   CHECK(remarks.exitCode == 0);
   const std::string tiles =
       "samples/matmul.loop:7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) "
@@ -375,7 +377,9 @@ TEST_CASE("explain --remarks prints what the optimizations did, located, instead
             "    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];\n"
             "                                                   ^~~~~~~\n");
   // --after keeps one pass's; the CPU pipeline has none for matmul.
-  CHECK(runLoopc("explain samples/matmul.loop --remarks --after tile_registers").output == tiles);
+  CHECK(runLoopc("explain samples/matmul.loop --remarks --after tile_registers --pass-param "
+                 "register_tile=4")
+            .output == tiles);
   CHECK(runLoopc("explain samples/matmul.loop --remarks --target cpu").output ==
         "no remarks for kernel 'matmul'\n");
   // Warnings read as warnings.

@@ -221,8 +221,10 @@ TEST_CASE("a loop whose extent is the launch geometry is no loop on the GPU") {
   REQUIRE(loaded->program);
   ir::Function function =
       test::compiledKernel(*loaded->program, *loaded->program->findKernel("matmul"));
-  // Two block and two thread dimensions, all matching the launch.
-  CHECK(codegen::launchGeometryLoops(function).size() == 4);
+  // Two block and two thread dimensions, all matching the launch, in each
+  // of its two kernels (4 x 4 and 8 x 8 tiles).
+  REQUIRE(function.kernels.size() == 2);
+  CHECK(codegen::launchGeometryLoops(function).size() == 2 * 4);
   // Also where the extents are i32 (the launch widens them to i64).
   auto narrow = test::loadText(R"(
 kernel narrow(n: i32, m: i32, v: in i32[R], w: out i32[R][C]) {

@@ -175,7 +175,8 @@ kernel flip(A: in f32[M][N], B: out f32[N][M]) {
 
 TEST_CASE("perf: matmul's shared loads merge along k and across copies, repeat loads count once") {
   perf::ProgramPrediction matmul =
-      predict("samples/matmul.loop", "matmul", {{"M", 2048}, {"N", 2048}, {"K", 2048}});
+      predict("samples/matmul.loop", "matmul", {{"M", 2048}, {"N", 2048}, {"K", 2048}},
+              test::withParameters({"register_tile=4"}));
   const perf::LaunchPrediction &launch = launchOf(matmul, "matmul_kernel0");
   // A thread's four rows of A are read 4 k at a time (ld.shared.v4), each
   // row once for the four columns that use it.
@@ -244,9 +245,9 @@ TEST_CASE("perf: pipelined stages wait only for the latency their compute does n
       "matmul_kernel0");
   for (int depth : {2, 3}) {
     CAPTURE(depth);
-    perf::ProgramPrediction prediction =
-        predict("samples/matmul.loop", "matmul", sizes,
-                test::withParameters({"pipeline_depth=" + std::to_string(depth)}));
+    perf::ProgramPrediction prediction = predict(
+        "samples/matmul.loop", "matmul", sizes,
+        test::withParameters({"register_tile=4", "pipeline_depth=" + std::to_string(depth)}));
     const perf::LaunchPrediction &launch = launchOf(prediction, "matmul_kernel0");
     // Stages of 16 k at depth 2 (128 of them), 8 at depth 3 (256): every
     // stage's wait but the first is covered by the stages between; the
@@ -299,7 +300,10 @@ TEST_CASE("perf: explain --perf on the command line") {
                                "--set K=1000");
   CHECK(result.exitCode == 0);
   CHECK(contains(result.output, "// performance model: NVIDIA H100 SXM5 80 GB (HBM3)"));
+  // One kernel, compiled for these sizes: 4 x 4 tiles, as a grid of 8 x 8
+  // tiles would have 64 blocks for 132 SMs.
   CHECK(contains(result.output, "kernel matmul_kernel0 (7:10)"));
+  CHECK(!contains(result.output, "kernel matmul_kernel1"));
   CHECK(contains(result.output,
                  "occupancy    2 blocks per SM (16 warps, 25%), limited by registers"));
   CHECK(contains(result.output, "total"));

@@ -432,7 +432,7 @@ using Lines = std::vector<std::string>;
 TEST_CASE("stage_shared: boxes staged with their reuse, or why not (reuse, broadcast, box fixed "
           "along the loop, written, too large)") {
   CHECK(
-      remarksOf(sample("matmul"), "stage_shared") ==
+      remarksOf(sample("matmul").with({"register_tile=4"}), "stage_shared") ==
       Lines{
           "8:15: remark: stage_shared: the stages of k pipelined 2 deep: async copies (cp.async) "
           "into 2 buffers per box, each stage's issued 1 stage ahead of its compute",
@@ -452,7 +452,7 @@ TEST_CASE("stage_shared: boxes staged with their reuse, or why not (reuse, broad
             "10:71: remark: stage_shared: 'F' not staged: every thread of the block reads the same "
             "elements (a broadcast, which the load unit serves once per warp)"});
   CHECK(
-      remarksOf(program(kNotmove), "stage_shared") ==
+      remarksOf(program(kNotmove).with({"register_tile=4"}), "stage_shared") ==
       Lines{"3:15: remark: stage_shared: the stages of k pipelined 2 deep: async copies "
             "(cp.async) into 2 buffers per box, each stage's issued 1 stage ahead of its compute",
             "3:42: remark: stage_shared: 'B' staged in shared memory: a box of 32 x 32 f32 (4 KiB) "
@@ -483,31 +483,52 @@ TEST_CASE("stage_shared: column reads staged in a transpose, or too narrow to be
 }
 
 TEST_CASE("tile_registers: the tile chosen, or why none") {
+  const std::string largeVariant =
+      "7:10: remark: tile_registers: 8 x 8 points per thread instead where the grid of 8 x 8 "
+      "tiles has 198 blocks or more (tested at run time): 3/4 of the 264 that fit at once, 2 per "
+      "SM on 132 SMs";
   CHECK(remarksOf(sample("matmul"), "tile_registers") ==
         Lines{"7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid "
               "y); j (grid x) copies 4 consecutive points a thread (its reads of shared memory "
+              "128-bit, contiguous across a warp)",
+              largeVariant});
+  CHECK(remarksOf(sample("matmul").with({"register_tile=4"}), "tile_registers") ==
+        Lines{"7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid "
+              "y); j (grid x) copies 4 consecutive points a thread (its reads of shared memory "
               "128-bit, contiguous across a warp)"});
+  // B is read 32 times per k by a block of 4 x 4 tiles, 64 times by one of
+  // 8 x 8: only the large tiles stage it.
   CHECK(remarksOf(sample("matmul").with({"stage_min_reuse=64"}), "tile_registers") ==
         Lines{"7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid "
               "y)",
               "7:10: remark: tile_registers: j (grid x) copies a block width apart, not 4 "
               "consecutive points a thread: 'B' is read from global memory, where 4 points a "
-              "thread would not coalesce"});
+              "thread would not coalesce",
+              largeVariant});
+  CHECK(remarksOf(sample("matmul").with({"pipeline_depth=3"}), "tile_registers").back() ==
+        "7:10: remark: tile_registers: no 8 x 8 variant for grids that fill the GPU at "
+        "pipeline_depth=3: its edge tile would spill registers");
+  const std::string oneBlockPerSM =
+      "remark: tile_registers: no 8 x 8 variant for grids that fill the GPU: its 64 accumulators "
+      "a thread would leave room for one block per SM (two need operands streamed from shared "
+      "memory filled by async copies, along at most 2 loops)";
   CHECK(remarksOf(sample("sqdist"), "tile_registers") ==
         Lines{"12:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid "
               "y)",
               "12:10: remark: tile_registers: j (grid x) copies a block width apart, not 4 "
-              "consecutive points a thread: its reads of 'Y' go down a column along it"});
+              "consecutive points a thread: its reads of 'Y' go down a column along it",
+              "12:10: " + oneBlockPerSM});
   CHECK(
       remarksOf(sample("matmul").with({"register_tile=2"}), "tile_registers") ==
       Lines{
           "7:10: remark: tile_registers: 2 x 2 points per thread along j (grid x) and i (grid y)"});
   CHECK(remarksOf(sample("cnn_conv").kernel("cnn_conv_valid"), "tile_registers") ==
         Lines{"13:10: remark: tile_registers: 4 x 4 points per thread along x (grid x) and o (grid "
-              "z); not along y (grid y): a thread has register_tile^2 = 16 points already",
+              "z); not along y (grid y): a thread has 4^2 = 16 points already",
               "13:10: remark: tile_registers: x (grid x) copies a block width apart, not 4 "
               "consecutive points a thread: its reads of 'I' slide along the row with 'v' "
-              "(unaligned)"});
+              "(unaligned)",
+              "13:10: " + oneBlockPerSM});
   CHECK(remarksOf(program(kNoreuse), "tile_registers") ==
         Lines{"2:10: remark: tile_registers: not tiled: no load in a loop of the body is invariant "
               "along j (grid x) or i (grid y), so neighbouring points share no loads"});
@@ -864,8 +885,10 @@ TEST_CASE("warnings: uncoalesced accesses, and reductions walked in order by an 
 }
 
 TEST_CASE("samples: every remark of a kernel, in source order") {
+  // (At the default register_tile=0 the 8 x 8 variant's remarks come too:
+  // the tile_registers test case.)
   CHECK(
-      remarksOf(sample("matmul"), "") ==
+      remarksOf(sample("matmul").with({"register_tile=4"}), "") ==
       Lines{
           "7:10: remark: tile_registers: 4 x 4 points per thread along j (grid x) and i (grid y); "
           "j (grid x) copies 4 consecutive points a thread (its reads of shared memory 128-bit, "

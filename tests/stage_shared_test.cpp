@@ -157,8 +157,10 @@ TEST_CASE("matmul, 8 x 8 tiles: A stored transposed, a thread's 8 rows at one k 
   CHECK(contains(staged, "shared f32 A.shared2[64][4]"));
   // With 4 x 4 tiles, one 128-bit load's worth of rows, A stays row-major:
   // its 32 rows first.
-  CHECK(contains(test::tracePasses(*loaded->program, "matmul").after("stage_shared"),
-                 "shared f32 A.shared[2][32]["));
+  CHECK(contains(
+      test::tracePasses(*loaded->program, "matmul", test::withParameters({"register_tile=4"}))
+          .after("stage_shared"),
+      "shared f32 A.shared[2][32]["));
   auto ptx = codegen::compileToPtx(trace.function, "sm_80");
   REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
   // A full stage of 8 k in the interior tile: per k, 2 loads of A's column
@@ -229,7 +231,8 @@ TEST_CASE("stage_min_reuse: a box is staged when an iteration reads each element
   // Per k, at 4 x 4 tiles: each of A's 32 elements is read 128 times (every
   // thread of its row), each of B's 128 elements 32 times.
   auto stagedAt = [&](const char *reuse) {
-    passes::PassChoices choices = test::withParameters({std::string("stage_min_reuse=") + reuse});
+    passes::PassChoices choices =
+        test::withParameters({"register_tile=4", std::string("stage_min_reuse=") + reuse});
     return test::tracePasses(*loaded->program, "matmul", choices).after("stage_shared");
   };
   const std::string both = stagedAt("32");
@@ -522,7 +525,8 @@ TEST_CASE("pipeline_depth: matmul's stages copied by async copies into 2 or 3 bu
     CAPTURE(depth);
     std::string parameter = "pipeline_depth=" + std::to_string(depth);
     const std::string staged =
-        test::tracePasses(*loaded->program, "matmul", test::withParameters({parameter}))
+        test::tracePasses(*loaded->program, "matmul",
+                          test::withParameters({"register_tile=4", parameter}))
             .after("stage_shared");
     // Every buffer of each box fits shared_kib=24 together: stages of 16 k
     // at depth 2 (2 x 10 KiB), 8 at depth 3 (3 x 5 KiB).

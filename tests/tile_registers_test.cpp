@@ -2,6 +2,7 @@
 // like, and that tiled kernels compute what the interpreter computes at sizes
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
+#include "codegen/EngineArguments.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
@@ -114,6 +115,100 @@ TEST_CASE("an 8 x 8 tile of f32 staged in shared memory fits two blocks per SM, 
     CHECK(reports->front().spillStoreBytes == 0);
     CHECK(reports->front().spillLoadBytes == 0);
   }
+}
+
+TEST_CASE("register_tile=0: 8 x 8 tiles where their grid fills the GPU, 4 x 4 below, picked at "
+          "run time") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  const KernelDecl &matmul = *loaded->program->findKernel("matmul");
+  auto tiledFor = [&](int multiprocessors) {
+    passes::PipelineOptions options;
+    options.multiprocessors = multiprocessors;
+    std::string tiled;
+    options.afterPass = [&](const std::string &pass, const ir::Function &function) {
+      if (pass == "tile_registers")
+        tiled = ir::toString(function);
+    };
+    auto function = passes::runPipeline(ir::lowerKernel(*loaded->program, matmul), options);
+    REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
+    return std::make_pair(std::move(*function), tiled);
+  };
+  // The host tests the 8 x 8 tiles' grid against 3/4 of the blocks that fit
+  // at once, 2 per SM: 198 on 132 SMs, 15 on 10.
+  auto [h100, h100Tiled] = tiledFor(132);
+  CHECK(contains(h100Tiled, "if ((max((M + 8 - 1) / 8, 0) + 7) / 8 * ((max((N + 32 - 1) / 32, 0) "
+                            "+ 7) / 8) >= 198) {"));
+  CHECK(contains(h100Tiled, "register f32 acc.x7y7"));
+  CHECK(contains(tiledFor(10).second, ") >= 15) {"));
+  // Two kernels, the 8 x 8 one first, both asking for two blocks per SM.
+  REQUIRE(h100.kernels.size() == 2);
+  for (const ir::KernelFunc &kernel : h100.kernels) {
+    CAPTURE(kernel.name);
+    CHECK(kernel.minBlocksPerSM == 2);
+    CHECK(kernel.maxThreadsPerBlock == 256);
+  }
+  // On one SM the 8 x 8 tiles (64 x 256 points a block) run from 2 blocks:
+  // sizes on both sides, partial tiles of both kinds.
+  passes::PipelineOptions oneSM;
+  oneSM.multiprocessors = 1;
+  test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                             {{{"M", "64"}, {"N", "256"}, {"K", "7"}},  // 1 block: 4 x 4
+                              {{"M", "65"}, {"N", "257"}, {"K", "33"}}, // 4 blocks: 8 x 8
+                              {{"M", "200"}, {"N", "300"}, {"K", "9"}},
+                              {{"M", "1"}, {"N", "600"}, {"K", "1"}},
+                              {{"M", "129"}, {"N", "5"}, {"K", "0"}}},
+                             41, oneSM);
+  // Other choices keep one tile size: a size forced, or deeper pipelines.
+  for (const char *parameter :
+       {"register_tile=4", "register_tile=8", "pipeline_depth=1", "pipeline_depth=3"}) {
+    CAPTURE(parameter);
+    passes::PipelineOptions options;
+    options.choices = test::withParameters({parameter});
+    auto function = passes::runPipeline(ir::lowerKernel(*loaded->program, matmul), options);
+    REQUIRE(function);
+    CHECK(function->kernels.size() == 1);
+  }
+}
+
+TEST_CASE("an engine compiles the tiles its run's sizes choose, and reuses them where the choice "
+          "holds") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  const KernelDecl &matmul = *loaded->program->findKernel("matmul");
+  passes::PipelineOptions oneSM;
+  oneSM.multiprocessors = 1; // 8 x 8 tiles from 2 blocks of 64 x 256 points
+  struct Compiled {
+    ir::Function function;
+  };
+  codegen::CompiledKernelCache<Compiled> cache(oneSM);
+  int builds = 0;
+  auto compiledAt = [&](int64_t m, int64_t n) {
+    // (K beyond the sizes a kernel is specialized for: a short k loop is
+    // staged whole, not pipelined, and its 8 x 8 tiles would not pay.)
+    auto compiled = cache.get(*loaded->program, matmul, {{"M", m}, {"N", n}, {"K", 33}},
+                              [&](Compiled &) -> Status {
+                                ++builds;
+                                return {};
+                              });
+    REQUIRE(compiled);
+    return *compiled;
+  };
+  const Compiled *small = compiledAt(64, 256);
+  REQUIRE(small->function.kernels.size() == 1);
+  REQUIRE(small->function.sizeChoices.size() == 1);
+  CHECK(!small->function.sizeChoices[0].holds);
+  const Compiled *large = compiledAt(65, 257);
+  REQUIRE(large->function.kernels.size() == 1);
+  REQUIRE(large->function.sizeChoices.size() == 1);
+  CHECK(large->function.sizeChoices[0].holds);
+  CHECK(contains(ir::toString(large->function), "acc.x7y7"));
+  CHECK(!contains(ir::toString(small->function), "acc.x7y7"));
+  CHECK(builds == 2);
+  CHECK(compiledAt(1000, 1000) == large);
+  CHECK(compiledAt(30, 200) == small); // (N beyond the specialized sizes: it bounds a
+                                       // parallel loop inside another)
+  CHECK(builds == 2);
 }
 
 TEST_CASE("an 8 x 8 tile reading global memory keeps one block per SM") {

@@ -32,6 +32,7 @@ passes::PipelineOptions pipelineFor(passes::PipelineTarget target, passes::PassC
 
 CpuEngine::CpuEngine(passes::PipelineTarget pipeline, passes::PassChoices choices)
     : cache_(pipelineFor(pipeline, std::move(choices))) {}
+CpuEngine::CpuEngine(passes::PipelineOptions options) : cache_(std::move(options)) {}
 CpuEngine::~CpuEngine() = default;
 
 std::string CpuEngine::name() const {

@@ -21,6 +21,9 @@ public:
   // GPU's (the differential tests' check of the GPU-only passes).
   explicit CpuEngine(passes::PipelineTarget pipeline = passes::PipelineTarget::Cpu,
                      passes::PassChoices choices = {});
+  // Kernels from the pipeline `options` make (a GPU pipeline sized for
+  // another GPU's multiprocessors, say).
+  explicit CpuEngine(passes::PipelineOptions options);
   ~CpuEngine() override;
   // "cpu", or "cpu (GPU kernels, ...)" with any parameters set otherwise and
   // bounds checks.

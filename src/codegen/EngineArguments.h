@@ -37,10 +37,13 @@ Expected<FunctionArguments> bindFunctionArguments(const KernelDecl &kernel,
 
 // Compiled code per kernel for an engine's lifetime, so repeated runs
 // (benchmarks, differential tests at several sizes) compile once: one entry
-// per kernel and per value of the sizes it is specialized for
+// per kernel, per value of the sizes it is specialized for
 // (passes::sizesToSpecialize; none when the pipeline skips
-// specialize_sizes). `Compiled` has an `ir::Function function` member: the
-// kernel after the pass pipeline, which the build callback compiles in place.
+// specialize_sizes), and per outcome of the choices the passes made for the
+// sizes of the run compiled for (Function::sizeChoices: 8 x 8 register tiles
+// or 4 x 4), so a run compiles only the variant it runs. `Compiled` has an
+// `ir::Function function` member: the kernel after the pass pipeline, which
+// the build callback compiles in place.
 template <typename Compiled> class CompiledKernelCache {
 public:
   using Build = std::function<Status(Compiled &)>;
@@ -57,11 +60,13 @@ public:
       entry = Entry{&program, ir::lowerKernel(program, kernel), {}};
     std::map<std::string, int64_t> specialized =
         passes::sizesToSpecialize(entry.lowered, sizes, pipeline_);
-    auto found = entry.variants.find(specialized);
-    if (found != entry.variants.end())
-      return found->second.get();
+    std::vector<std::unique_ptr<Compiled>> &variants = entry.variants[specialized];
+    for (const std::unique_ptr<Compiled> &variant : variants)
+      if (passes::choicesHoldAt(variant->function, sizes))
+        return variant.get();
     passes::PipelineOptions options = pipeline_;
-    options.specializedSizes = specialized;
+    options.specializedSizes = std::move(specialized);
+    options.runSizes = sizes;
     auto compiled = std::make_unique<Compiled>();
     Expected<ir::Function> function = passes::runPipeline(entry.lowered, options);
     if (!function)
@@ -69,7 +74,8 @@ public:
     compiled->function = std::move(*function);
     if (auto built = build(*compiled); !built)
       return std::unexpected(built.error());
-    return entry.variants.emplace(std::move(specialized), std::move(compiled)).first->second.get();
+    variants.push_back(std::move(compiled));
+    return variants.back().get();
   }
 
   void clear() { entries_.clear(); }
@@ -78,7 +84,7 @@ private:
   struct Entry {
     const Program *program = nullptr;
     ir::Function lowered;
-    std::map<std::map<std::string, int64_t>, std::unique_ptr<Compiled>> variants;
+    std::map<std::map<std::string, int64_t>, std::vector<std::unique_ptr<Compiled>>> variants;
   };
   passes::PipelineOptions pipeline_;
   std::map<const KernelDecl *, Entry> entries_;

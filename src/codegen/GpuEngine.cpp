@@ -734,11 +734,13 @@ std::string gpuOf(const runtime::Runtime &runtime) {
 
 namespace {
 
-passes::PipelineOptions gpuPipeline(passes::PassChoices choices, const std::string &gpu) {
+passes::PipelineOptions gpuPipeline(passes::PassChoices choices, const runtime::Runtime &runtime) {
   passes::PipelineOptions options;
   options.target = passes::PipelineTarget::Gpu;
   options.choices = std::move(choices);
-  options.computeCapability = computeCapabilityOf(gpu);
+  options.computeCapability = computeCapabilityOf(gpuOf(runtime));
+  if (auto info = runtime.info(); info && info->multiprocessor_count > 0)
+    options.multiprocessors = info->multiprocessor_count;
   return options;
 }
 
@@ -746,7 +748,7 @@ passes::PipelineOptions gpuPipeline(passes::PassChoices choices, const std::stri
 
 GpuEngine::GpuEngine(std::unique_ptr<State> state, passes::PassChoices choices)
     : state_(std::move(state)), gpu_(gpuOf(state_->runtime)),
-      cache_(gpuPipeline(std::move(choices), gpu_)) {
+      cache_(gpuPipeline(std::move(choices), state_->runtime)) {
   auto info = state_->runtime.info();
   device_ = (info ? std::string(info->name) : std::string("unknown GPU")) + " (" + gpu_ + ")";
 }

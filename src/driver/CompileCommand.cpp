@@ -12,6 +12,7 @@
 #include "driver/Session.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
+#include "perf/GpuDevices.h"
 #include "support/AtomicFile.h"
 
 #include <algorithm>
@@ -229,6 +230,7 @@ int runCompile(const CompileOptions &options) {
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
   pipeline.choices = std::move(*choices);
   pipeline.computeCapability = codegen::computeCapabilityOf(options.gpu);
+  pipeline.multiprocessors = perf::typicalGpuDeviceFor(options.gpu).multiprocessors;
   for (const std::string &note : passes::choicesWithoutEffect(pipeline))
     printWarning(note);
   if (isLibrary(options)) {

@@ -164,6 +164,7 @@ int runExplain(const ExplainOptions &options) {
     return printKernelRemarks(*session, **kernel, options, pipeline, *sizes);
   pipeline.specializedSizes =
       passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
+  pipeline.runSizes = *sizes;
   if (auto explained =
           explainKernel(std::cout, *session->program, **kernel, options.after, pipeline);
       !explained) {

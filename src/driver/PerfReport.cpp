@@ -161,8 +161,10 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
   pipeline.target = passes::PipelineTarget::Gpu;
   pipeline.choices = choices;
   pipeline.computeCapability = codegen::computeCapabilityOf(device.ptxTarget);
+  pipeline.multiprocessors = device.multiprocessors;
   ir::Function lowered = ir::lowerKernel(program, kernel);
   pipeline.specializedSizes = passes::sizesToSpecialize(lowered, values, pipeline);
+  pipeline.runSizes = values;
   auto function = passes::runPipeline(std::move(lowered), pipeline);
   if (!function)
     return std::unexpected(function.error());

@@ -15,6 +15,7 @@ kernelRemarks(const Program &program, const KernelDecl &kernel, passes::Pipeline
   pipeline.remarks = &remarks;
   ir::Function lowered = ir::lowerKernel(program, kernel);
   pipeline.specializedSizes = passes::sizesToSpecialize(lowered, sizes, pipeline);
+  pipeline.runSizes = sizes;
   std::vector<std::string> passNames;
   pipeline.afterPass = [&](const std::string &pass, const ir::Function &) {
     if (std::ranges::find(passNames, pass) == passNames.end())

@@ -15,6 +15,7 @@
 #include "frontend/Loader.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
+#include "perf/GpuDevices.h"
 #include "sema/Sema.h"
 
 #include <CLI/CLI.hpp>
@@ -729,6 +730,7 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
   pipeline.computeCapability = codegen::computeCapabilityOf(gpu);
+  pipeline.multiprocessors = perf::typicalGpuDeviceFor(gpu).multiprocessors;
   Expected<ir::Function> function =
       passes::runPipeline(ir::lowerKernel(*session_->program, **kernel), pipeline);
   if (!function) {

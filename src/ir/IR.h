@@ -542,6 +542,15 @@ struct Function {
   // The program's name of each name the lowering made unique (the second
   // loop over `c` is `c_2`), which remarks use.
   std::map<std::string, std::string> programNames;
+  // Conditions over the sizes a pass decided when compiling for the sizes of
+  // one run (PipelineOptions::runSizes) instead of leaving the host a branch,
+  // each with its outcome there: the code is right for any run where each
+  // comes out the same (CompiledKernelCache checks).
+  struct SizeChoice {
+    Expr condition;
+    bool holds;
+  };
+  std::vector<SizeChoice> sizeChoices;
 };
 
 // Convenience constructors used by the lowering and the passes.

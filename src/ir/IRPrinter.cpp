@@ -369,7 +369,11 @@ std::string toString(const KernelFunc &kernel) {
 }
 
 std::string toString(const Function &function) {
-  std::string text = "func " + function.name + "(" +
+  std::string text;
+  for (const Function::SizeChoice &choice : function.sizeChoices)
+    text += "// compiled for sizes where " + toString(choice.condition) + " is " +
+            (choice.holds ? "true" : "false") + "\n";
+  text += "func " + function.name + "(" +
                      paramsText(function.buffers, function.scalars) + ")" +
                      (function.boundsChecked ? " bounds_checked" : "") + " {\n" +
                      toString(function.body, 1) + "}\n";

@@ -129,12 +129,22 @@ ir::Function fuseSiblingReductions(ir::Function function, PipelineTarget target,
 // then the warps' totals after one barrier (combine_in_warps.cpp).
 ir::Function combineInWarps(ir::Function function, const RemarkReporter &remarks = {});
 
+// What tile_registers knows of what follows it and of the GPU.
+struct RegisterTilingTarget {
+  bool stagingFollows = false; // stage_shared runs next: it decides the x copies' layout
+  int computeCapability = 80;  // stage_shared's, to judge a tile's operands
+  int multiprocessors = 132;   // PipelineOptions::multiprocessors
+  // PipelineOptions::runSizes: where they decide the tiles, one nest.
+  std::map<std::string, int64_t> runSizes = {};
+};
+
 // Threads of a mapped nest compute a small tile of points each, the copies
-// of the body jammed so loads are shared in registers (tile_registers.cpp);
-// `stagingFollows`: stage_shared runs next, which decides the x copies'
-// layout.
+// of the body jammed so loads are shared in registers; with register_tile=0
+// a larger tile too, for grids that fill the GPU, picked at run time
+// (tile_registers.cpp).
 ir::Function tileRegisters(ir::Function function, const PassParameters &parameters = {},
-                           bool stagingFollows = false, const RemarkReporter &remarks = {});
+                           const RegisterTilingTarget &target = {},
+                           const RemarkReporter &remarks = {});
 
 // Arrays the threads of a block read in common inside a loop are copied to
 // shared memory by the whole block, a stage at a time (stage_shared.cpp);
@@ -151,5 +161,9 @@ Expected<ir::Function> globalizePrivateArrays(ir::Function function);
 
 // Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
 ir::Function extractKernels(ir::Function function);
+
+// The blocks per SM the kernel extract_kernels makes of `nest`, an outermost
+// GpuBlock loop, asks ptxas to fit (KernelFunc::minBlocksPerSM; 0 for none).
+int blocksPerSMToAsk(const ir::Stmt &nest);
 
 } // namespace loopc::passes

@@ -6,6 +6,7 @@
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Coalescing.h"
+#include "passes/analysis/Evaluate.h"
 
 #include <algorithm>
 #include <array>
@@ -159,10 +160,17 @@ struct ParameterSpec {
   int64_t min, max;
   bool powerOfTwo;
   std::array<const char *, 2> readers;
+  const char *zeroMeans = nullptr; // what 0 asks for, where it is no size
 };
 
 constexpr ParameterSpec kParameters[] = {
-    {"register_tile", &PassParameters::registerTile, 1, 8, true, {"tile_registers"}},
+    {"register_tile",
+     &PassParameters::registerTile,
+     1,
+     8,
+     true,
+     {"tile_registers"},
+     "by the grid's size"},
     {"stage_length", &PassParameters::stageLength, 4, 64, false, {"stage_shared"}},
     {"shared_kib",
      &PassParameters::sharedKiB,
@@ -182,7 +190,8 @@ Status setPassParameter(PassParameters &parameters, const std::string &assignmen
   for (const ParameterSpec &spec : kParameters)
     known += (known.empty() ? "" : ", ") + std::string(spec.name) + " (" +
              std::to_string(spec.min) + " to " + std::to_string(spec.max) +
-             (spec.powerOfTwo ? ", a power of two)" : ")");
+             (spec.powerOfTwo ? ", a power of two" : "") +
+             (spec.zeroMeans ? std::string("; 0: ") + spec.zeroMeans : "") + ")";
   size_t equals = assignment.find('=');
   std::string name = assignment.substr(0, equals);
   const ParameterSpec *spec = nullptr;
@@ -195,8 +204,10 @@ Status setPassParameter(PassParameters &parameters, const std::string &assignmen
   std::string text = assignment.substr(equals + 1);
   int64_t value = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  bool valid = error == std::errc() && end == text.data() + text.size() && value >= spec->min &&
-               value <= spec->max && (!spec->powerOfTwo || (value & (value - 1)) == 0);
+  bool inRange = (value >= spec->min && value <= spec->max &&
+                  (!spec->powerOfTwo || (value & (value - 1)) == 0)) ||
+                 (value == 0 && spec->zeroMeans);
+  bool valid = error == std::errc() && end == text.data() + text.size() && inRange;
   if (!valid)
     return makeError("bad value for pass parameter " + name + ": '" + text +
                      "'; the parameters are " + known);
@@ -291,6 +302,16 @@ std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target
   return names;
 }
 
+bool choicesHoldAt(const ir::Function &function, const std::map<std::string, int64_t> &sizes) {
+  return std::ranges::all_of(function.sizeChoices, [&](const ir::Function::SizeChoice &choice) {
+    std::optional<int64_t> value = evaluateInteger(*choice.condition, [&](const std::string &name) {
+      auto size = sizes.find(name);
+      return size == sizes.end() ? std::nullopt : std::optional<int64_t>(size->second);
+    });
+    return value && (*value != 0) == choice.holds;
+  });
+}
+
 Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
   const PassParameters &parameters = options.choices.parameters;
   function.boundsChecked = options.choices.boundsChecks;
@@ -330,8 +351,10 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("interleave_reductions", interleaveReductions);
   passes.optimize("combine_in_warps", combineInWarps);
   passes.optimize("tile_registers", [&](ir::Function f, const RemarkReporter &remarks) {
-    return tileRegisters(std::move(f), parameters, passLeftOutBy("stage_shared", options).empty(),
-                         remarks);
+    RegisterTilingTarget target{passLeftOutBy("stage_shared", options).empty(),
+                                options.computeCapability, options.multiprocessors,
+                                options.runSizes};
+    return tileRegisters(std::move(f), parameters, target, remarks);
   });
   passes.optimize("stage_shared", [&](ir::Function f, const RemarkReporter &remarks) {
     return stageShared(std::move(f), parameters, remarks, options.computeCapability);

@@ -33,8 +33,15 @@ enum class PipelineTarget { Gpu, Cpu };
 // other choices in the same run (and a tuner can search them).
 struct PassParameters {
   // register_tile (tile_registers): copies of a thread's work per coarsened
-  // dimension, 1, 2, 4 or 8; at most its square per thread.
-  int64_t registerTile = 4;
+  // dimension, 1, 2, 4 or 8; at most its square per thread. 0, the default:
+  // 4, and 8 where the grid of 8 x 8 tiles fills the GPU (PipelineOptions::
+  // multiprocessors) and they keep two blocks per SM, picked at run time.
+  // Measured on an H200 (docs/benchmarks.md, 2026-11-28), both pipelined:
+  // 8 x 8 tiles at one block per SM ran matmul 1.18x faster than 4 x 4 at
+  // 2048 and at 4096; the performance model predicts today's two blocks per
+  // SM 1.33x faster there, and 2.1x slower at 1000 (64 blocks of 8 x 8
+  // tiles for 132 SMs).
+  int64_t registerTile = 0;
   // stage_length (stage_shared): iterations of the longest stage of a loop
   // staged in parts, 4 to 64; shorter ones (halves, down to 2) are tried
   // when its boxes do not fit.
@@ -113,9 +120,20 @@ struct PipelineOptions {
   // decides the instructions passes may use (stage_shared's async copies
   // need 80).
   int computeCapability = 80;
+  // The GPU's multiprocessors (SMs): tile_registers' variants by size
+  // compare a grid's blocks with the blocks that fit on them at once. The
+  // GPU engine gives its device's; a pipeline for no device at hand, the
+  // count of a typical GPU of its architecture (132, an H100's, for sm_90).
+  int multiprocessors = 132;
   // Sizes compiled as constants (sizesToSpecialize picks them from the
   // values of a run): the kernel then runs only with these values.
   std::map<std::string, int64_t> specializedSizes;
+  // The sizes of the run being compiled for, when an engine compiles for
+  // one: a choice the host would make at run time between variants
+  // (tile_registers' tiles by size) is made now, the other variant left out,
+  // and recorded in Function::sizeChoices. Empty (`loopc compile`): the
+  // host chooses.
+  std::map<std::string, int64_t> runSizes;
   // Called after every pass with its name and the Function it produced
   // (`loopc explain` prints it); may be empty.
   std::function<void(const std::string &pass, const ir::Function &)> afterPass;
@@ -143,6 +161,11 @@ std::string passLeftOutBy(const std::string &name, const PipelineOptions &option
 // register_tile=8 changes nothing: tile_registers is not in the CPU
 // pipeline`), a skipped pass it does not run.
 std::vector<std::string> choicesWithoutEffect(const PipelineOptions &options);
+
+// Whether every choice `function`'s passes made for the sizes of a run
+// (Function::sizeChoices) comes out the same at `sizes`: its code is then
+// right for them.
+bool choicesHoldAt(const ir::Function &function, const std::map<std::string, int64_t> &sizes);
 
 // Runs every pass in order; the IR verifier checks the result of each. An
 // invalid IR is a compiler bug, reported as an internal error naming the

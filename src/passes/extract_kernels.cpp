@@ -140,6 +140,51 @@ private:
   int loops_ = 0; // around the node visited, other than the grid's
 };
 
+// The blocks per SM a kernel asks ptxas to fit (its minctasm; 0 for none).
+// Given only maxntid, ptxas on sm_80 budgets registers for as many blocks
+// as fit and spilled a 16-accumulator register tile at 48 registers.
+// Asking for 512 threads per SM (16 warps, enough to hide latency with
+// the independent work of a tile) lets it use up to 128 registers. Other
+// kernels keep ptxas's choice: given the room, it spent registers on a
+// memory-bound reduction (31 -> 56) that occupancy needs more.
+// A tile reducing along one loop (matmul's k, cut in stages: two loops)
+// with its operands in shared memory reads them a step at a time, one
+// 128-bit load per 4 of them (stage_shared's layouts), each used at once:
+// up to 64 words of accumulators fit at 128 registers beside them (an
+// 8 x 8 f32 tile: 128 registers, no spills, two blocks of 256 threads
+// per SM where one ran). Operands read from global memory stay in flight
+// longer (cnn_conv's 8 x 8 tile spilled 1376 bytes at 128 registers),
+// and so do those of a window of several loops unrolled together (its
+// input and filter staged at K = 3: 400 bytes). Copies into shared
+// memory through registers hold their values and addresses beside the
+// tile: the stages must be pipelined, copied by async copies (the 8 x 8
+// tile at pipeline_depth=1 spilled 28 bytes, with copies_in_flight=8 84).
+// At pipeline_depth=3 it still spills 100 to 136 bytes, in its edge
+// tile: there A's rows, clamped, are no provable neighbours, so the box
+// stays row-major and a thread holds 4 k of each of its 8 rows.
+int blocksPerSMToAsk(const OutsideUses &uses, int64_t threads) {
+  if (threads <= 0 || uses.registerWords < kManyRegisterWords)
+    return 0;
+  bool operandsStreamFromShared = uses.registersReadShared && !uses.registersReadGlobal &&
+                                  uses.registerUpdateLoops <= kStagedReductionLoops &&
+                                  uses.copiesAsync;
+  bool manyThreads = uses.registerWords < kVeryManyRegisterWords ||
+                     (operandsStreamFromShared && uses.registerWords <= kStagedRegisterWords);
+  int64_t threadsPerSM = manyThreads ? kMinThreadsPerSM : threads;
+  return static_cast<int>(std::max<int64_t>(1, threadsPerSM / threads));
+}
+
+// The threads of a block of the nest (an unmapped dimension has one), 0
+// when their count is not a constant.
+int64_t threadsPerBlock(const OutsideUses &uses) {
+  int64_t threads = 1;
+  for (const Expr &extent : uses.block) {
+    const auto *imm = extent ? extent->as<IntImm>() : nullptr;
+    threads = !extent ? threads : imm ? threads * imm->value : 0;
+  }
+  return threads;
+}
+
 // Reads of host register cells inside a kernel become reads of a scalar
 // parameter of the same name.
 class CellsToScalars : public IRMutator {
@@ -189,45 +234,14 @@ protected:
     }
     kernel.body = CellsToScalars(cells).mutate(self);
     std::vector<Expr> grid, block;
-    int64_t threads = 1;
     for (int d = 0; d < 3; ++d) {
       // An unmapped dimension has one block of one thread.
       grid.push_back(uses.grid[d] ? toI64(uses.grid[d]) : makeI64(1));
       block.push_back(uses.block[d] ? toI64(uses.block[d]) : makeI64(1));
-      const auto *imm = block.back()->as<IntImm>();
-      threads = imm && threads ? threads * imm->value : 0;
     }
+    int64_t threads = threadsPerBlock(uses);
     kernel.maxThreadsPerBlock = static_cast<int>(threads);
-    // Given only maxntid, ptxas on sm_80 budgets registers for as many blocks
-    // as fit and spilled a 16-accumulator register tile at 48 registers.
-    // Asking for 512 threads per SM (16 warps, enough to hide latency with
-    // the independent work of a tile) lets it use up to 128 registers. Other
-    // kernels keep ptxas's choice: given the room, it spent registers on a
-    // memory-bound reduction (31 -> 56) that occupancy needs more.
-    // A tile reducing along one loop (matmul's k, cut in stages: two loops)
-    // with its operands in shared memory reads them a step at a time, one
-    // 128-bit load per 4 of them (stage_shared's layouts), each used at once:
-    // up to 64 words of accumulators fit at 128 registers beside them (an
-    // 8 x 8 f32 tile: 128 registers, no spills, two blocks of 256 threads
-    // per SM where one ran). Operands read from global memory stay in flight
-    // longer (cnn_conv's 8 x 8 tile spilled 1376 bytes at 128 registers),
-    // and so do those of a window of several loops unrolled together (its
-    // input and filter staged at K = 3: 400 bytes). Copies into shared
-    // memory through registers hold their values and addresses beside the
-    // tile: the stages must be pipelined, copied by async copies (the 8 x 8
-    // tile at pipeline_depth=1 spilled 28 bytes, with copies_in_flight=8 84).
-    // At pipeline_depth=3 it still spills 100 to 136 bytes, in its edge
-    // tile: there A's rows, clamped, are no provable neighbours, so the box
-    // stays row-major and a thread holds 4 k of each of its 8 rows.
-    if (threads > 0 && uses.registerWords >= kManyRegisterWords) {
-      bool operandsStreamFromShared = uses.registersReadShared && !uses.registersReadGlobal &&
-                                      uses.registerUpdateLoops <= kStagedReductionLoops &&
-                                      uses.copiesAsync;
-      bool manyThreads = uses.registerWords < kVeryManyRegisterWords ||
-                         (operandsStreamFromShared && uses.registerWords <= kStagedRegisterWords);
-      int64_t threadsPerSM = manyThreads ? kMinThreadsPerSM : threads;
-      kernel.minBlocksPerSM = static_cast<int>(std::max<int64_t>(1, threadsPerSM / threads));
-    }
+    kernel.minBlocksPerSM = blocksPerSMToAsk(uses, threads);
     function_.kernels.push_back(std::move(kernel));
     return std::make_shared<Launch>(function_.kernels.back().name, std::move(grid),
                                     std::move(block), std::move(bufferArgs), std::move(scalarArgs),
@@ -239,6 +253,12 @@ private:
 };
 
 } // namespace
+
+int blocksPerSMToAsk(const Stmt &nest) {
+  OutsideUses uses;
+  uses.visit(nest);
+  return blocksPerSMToAsk(uses, threadsPerBlock(uses));
+}
 
 Function extractKernels(Function function) {
   function.body = KernelExtractor(function).mutate(function.body);

@@ -49,6 +49,14 @@
 // of reduction steps (loopOfReductionSteps), so the rows neighbouring copies
 // share are loaded once; clamped, they could not be proven equal.
 //
+// Variants by size (register_tile=0, the default): a thread's 4 x 4
+// points, and where 8 x 8 would keep two blocks per SM (the occupancy
+// extract_kernels asks for, judged on the nest tiled and staged) a second
+// nest of 8 x 8 tiles. The host runs it when its grid has at least 3/4 of
+// the blocks that fit on the GPU at once (kFillingWave): larger tiles read
+// half the shared memory per multiply-add, but make a quarter of the blocks,
+// and a grid that leaves SMs idle loses more than that.
+//
 // Chosen only where it pays: a mapped dimension is coarsened when a global
 // load inside a loop of the body is invariant along it, loads that differ
 // across a warp weighing more than broadcasts; only in nests of two or more
@@ -60,6 +68,7 @@
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/BlockCooperation.h"
+#include "passes/analysis/Evaluate.h"
 
 #include <algorithm>
 #include <array>
@@ -78,6 +87,23 @@ namespace {
 const size_t kMaxJammedNodes = 8000; // IR nodes of the jammed body (code size)
 const int kWarpWideLoad = 4;         // the reuse weight of a load that differs across a warp
 const int64_t kGroupedCopies = 4;    // x copies a lane reads with one 128-bit load of f32
+
+// register_tile=0 (the default): 4 copies a dimension, and a variant of 8
+// for grids large enough (see the file comment).
+const int64_t kSmallTile = 4;
+const int64_t kLargeTile = 8;
+// The large tiles' grid must fill this much of the blocks that fit on the
+// GPU at once. The performance model (h200, matmul) has 8 x 8 tiles and
+// 4 x 4 tiles equal where the 8 x 8 grid makes 0.74 of a wave (1792^2: 196
+// blocks, 0.330 ms each), 8 x 8 1.3x faster from one wave on (2048^2, 4096^2),
+// 4 x 4 faster below (1.1x at 1536^2, 2.1x at 1000^2).
+struct Fraction {
+  int64_t numerator, denominator;
+};
+const Fraction kFillingWave{3, 4};
+// Deeper pipelines keep more of the large tile's operands in flight: at
+// pipeline_depth=3, 8 x 8 tiles spill (extract_kernels.cpp says where).
+const int64_t kDeepestLargeTilePipeline = 2;
 
 // A set of GPU dimensions (bit d for x, y, z = 0, 1, 2): the copy indices a
 // name or statement depends on.
@@ -621,13 +647,17 @@ private:
 
 class RegisterTiler : public IRMutator {
 public:
-  // `factor` copies along one dimension (PassParameters::registerTile), at
-  // most its square per thread, so the accumulators fit in registers.
-  // `stagingFollows`: stage_shared runs after this pass.
-  RegisterTiler(const PassParameters &parameters, bool stagingFollows,
+  // `factor` copies along one dimension (PassParameters::registerTile; 0
+  // for variants by size), at most its square per thread, so the
+  // accumulators fit in registers.
+  RegisterTiler(const PassParameters &parameters, const RegisterTilingTarget &target,
                 const RemarkReporter &remarks)
-      : factor_(parameters.registerTile), parameters_(parameters), stagingFollows_(stagingFollows),
+      : factor_(parameters.registerTile == 0 ? kSmallTile : parameters.registerTile),
+        bySize_(parameters.registerTile == 0), parameters_(parameters), target_(target),
         remarks_(remarks) {}
+
+  // The choices between tile sizes made for PipelineOptions::runSizes.
+  std::vector<Function::SizeChoice> takeSizeChoices() { return std::move(sizeChoices_); }
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -706,32 +736,137 @@ private:
       return nest;
 
     countReuse(threadNest, dims);
-    if (!chooseFactors(guard->thenCase, dims)) {
+    std::vector<MappedDim> small = dims;
+    if (!chooseFactors(guard->thenCase, small, factor_)) {
       if (hasLoop)
-        remarks_.declined(source, whyNotTiled(guard->thenCase, dims));
+        remarks_.declined(source, whyNotTiled(guard->thenCase, small));
       return nest;
     }
-    Stmt tiled = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
-    std::string layout, notGrouped;
-    if (MappedDim *x = groupableX(dims, lets)) {
-      x->grouped = true;
-      Stmt grouped = tiledNest(dims, blocks, threads, inner, *guard, *guardedIndices);
-      if (std::optional<std::string> why = whyNotGrouped(grouped, dims)) {
-        x->grouped = false;
-        notGrouped = dimensionName(*x) + " copies a block width apart, not " +
-                     std::to_string(kGroupedCopies) + " consecutive points a thread: " + *why;
-      } else {
-        tiled = grouped;
-        layout = "; " + dimensionName(*x) + " copies " + std::to_string(kGroupedCopies) +
-                 " consecutive points a thread (its reads of shared memory 128-bit, "
-                 "contiguous across a warp)";
-      }
-    }
+    Tiling smallTiling =
+        tiledWithLayout(small, blocks, threads, inner, lets, *guard, *guardedIndices);
     if (remarks_.enabled())
-      remarks_.applied(source, describeTiles(dims) + layout);
-    if (!notGrouped.empty())
-      remarks_.declined(source, notGrouped);
-    return tiled;
+      remarks_.applied(source, describeTiles(small) + smallTiling.layout);
+    if (smallTiling.notGrouped)
+      remarks_.declined(source, *smallTiling.notGrouped);
+    Stmt tiled = smallTiling.nest;
+    if (!bySize_)
+      return tiled;
+    return withLargeTiles(tiled, small, dims, blocks, threads, inner, lets, *guard, *guardedIndices,
+                          source);
+  }
+
+  // `tiled`, the nest at `small` tiles (4 x 4), or a host branch between it
+  // and the nest at 8 x 8 tiles where they pay (the file comment).
+  Stmt withLargeTiles(const Stmt &tiled, const std::vector<MappedDim> &small,
+                      const std::vector<MappedDim> &dims, const std::vector<const For *> &blocks,
+                      const std::vector<const For *> &threads, const Stmt &inner,
+                      const std::vector<const LetStmt *> &lets, const IfThenElse &guard,
+                      const std::map<std::string, GuardedIndex> &guardedIndices,
+                      SourceRange source) {
+    std::vector<MappedDim> large = dims;
+    // Only square tiles have been measured against each other: a thread's
+    // 4 x 4 points and 8 x 8.
+    if (copiesOf(small) != kSmallTile * kSmallTile ||
+        !chooseFactors(guard.thenCase, large, kLargeTile) ||
+        copiesOf(large) != kLargeTile * kLargeTile)
+      return tiled;
+    std::string largeTiles = factorsOf(large);
+    if (parameters_.pipelineDepth > kDeepestLargeTilePipeline) {
+      remarks_.declined(source, "no " + largeTiles +
+                                    " variant for grids that fill the GPU at "
+                                    "pipeline_depth=" +
+                                    std::to_string(parameters_.pipelineDepth) +
+                                    ": its edge tile would spill registers");
+      return tiled;
+    }
+    // The grid of the large tiles, in blocks, evaluated on the host; at the
+    // sizes of the run compiled for, when the pipeline knows them.
+    Expr gridBlocks;
+    for (const For *block : blocks) {
+      Expr extent = toI64(tiledExtent(*block, large));
+      gridBlocks = gridBlocks ? makeBinary(BinaryOpKind::Mul, gridBlocks, extent) : extent;
+    }
+    std::optional<int64_t> blocksHere = evaluateInteger(*gridBlocks, [&](const std::string &name) {
+      auto value = target_.runSizes.find(name);
+      return value == target_.runSizes.end() ? std::nullopt : std::optional<int64_t>(value->second);
+    });
+    auto tooFewBlocks = [&](int64_t blocksPerSM) {
+      int64_t fills = blocksFillingGpu(blocksPerSM);
+      remarks_.declined(source, "no " + largeTiles +
+                                    " tiles at these sizes: their grid would have " +
+                                    std::to_string(*blocksHere) + " blocks, fewer than " +
+                                    std::to_string(fills) + " (" + fillingWave(blocksPerSM) + ")");
+      sizeChoices_.push_back({makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(fills)), false});
+      return tiled;
+    };
+    // Two blocks per SM at least, or no variant: a run on too few blocks for
+    // that decides before the large tiles are made.
+    if (blocksHere && *blocksHere < blocksFillingGpu(2))
+      return tooFewBlocks(2);
+    Stmt largeTiled =
+        tiledWithLayout(large, blocks, threads, inner, lets, guard, guardedIndices).nest;
+    Function staged;
+    staged.body = largeTiled;
+    if (target_.stagingFollows)
+      staged = stageShared(std::move(staged), parameters_, {}, target_.computeCapability);
+    int64_t blocksPerSM = blocksPerSMToAsk(staged.body);
+    if (blocksPerSM < 2) {
+      remarks_.declined(source,
+                        "no " + largeTiles + " variant for grids that fill the GPU: its " +
+                            std::to_string(copiesOf(large)) +
+                            " accumulators a thread would leave room for one block per SM (two "
+                            "need operands streamed from shared memory filled by async copies, "
+                            "along at most 2 loops)");
+      return tiled;
+    }
+    int64_t fills = blocksFillingGpu(blocksPerSM);
+    Expr fillsGpu = makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(fills));
+    if (!blocksHere) {
+      remarks_.applied(source,
+                       largeTiles + " points per thread instead where the grid of " + largeTiles +
+                           " tiles has " + std::to_string(fills) +
+                           " blocks or more (tested at run time): " + fillingWave(blocksPerSM));
+      return std::make_shared<IfThenElse>(fillsGpu, largeTiled, tiled);
+    }
+    if (*blocksHere < fills)
+      return tooFewBlocks(blocksPerSM);
+    remarks_.applied(source,
+                     largeTiles + " points per thread instead: at these sizes the grid of " +
+                         largeTiles + " tiles has " + std::to_string(*blocksHere) + " blocks, " +
+                         std::to_string(fills) + " or more (" + fillingWave(blocksPerSM) + ")");
+    sizeChoices_.push_back({fillsGpu, true});
+    return largeTiled;
+  }
+
+  // A nest tiled, and what its remarks say of the x copies' layout.
+  struct Tiling {
+    Stmt nest;
+    std::string layout;                    // "; j (grid x) copies 4 consecutive points ..."
+    std::optional<std::string> notGrouped; // why x copies stay a block width apart
+  };
+
+  // The nest tiled with `dims`' factors, x copies grouped where that pays
+  // (whyNotGrouped).
+  Tiling tiledWithLayout(std::vector<MappedDim> dims, const std::vector<const For *> &blocks,
+                         const std::vector<const For *> &threads, const Stmt &inner,
+                         const std::vector<const LetStmt *> &lets, const IfThenElse &guard,
+                         const std::map<std::string, GuardedIndex> &guardedIndices) const {
+    Tiling tiling{tiledNest(dims, blocks, threads, inner, guard, guardedIndices), "", {}};
+    MappedDim *x = groupableX(dims, lets);
+    if (!x)
+      return tiling;
+    x->grouped = true;
+    Stmt grouped = tiledNest(dims, blocks, threads, inner, guard, guardedIndices);
+    if (std::optional<std::string> why = whyNotGrouped(grouped, dims)) {
+      tiling.notGrouped = dimensionName(*x) + " copies a block width apart, not " +
+                          std::to_string(kGroupedCopies) + " consecutive points a thread: " + *why;
+      return tiling;
+    }
+    tiling.nest = grouped;
+    tiling.layout = "; " + dimensionName(*x) + " copies " + std::to_string(kGroupedCopies) +
+                    " consecutive points a thread (its reads of shared memory 128-bit, "
+                    "contiguous across a warp)";
+    return tiling;
   }
 
   // The nest with each thread computing its copies (`dims`' factors and
@@ -759,18 +894,37 @@ private:
                                    ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
     for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
       const For *loop = *block;
-      Expr extent = loop->extent;
-      auto dim = std::ranges::find_if(dims, [&](const MappedDim &d) { return d.block == loop; });
-      if (dim->factor > 1) {
-        ScalarType type = extent->type;
-        extent = makeBinary(BinaryOpKind::Div,
-                            makeBinary(BinaryOpKind::Add, extent, makeInt(type, dim->factor - 1)),
-                            makeInt(type, dim->factor));
-      }
-      body = std::make_shared<For>(loop->var, loop->min, extent, ForKind::GpuBlock, loop->gpuDim,
-                                   body, loop->source);
+      body = std::make_shared<For>(loop->var, loop->min, tiledExtent(*loop, dims),
+                                   ForKind::GpuBlock, loop->gpuDim, body, loop->source);
     }
     return body;
+  }
+
+  // The extent of the block loop `block` once its dimension has its factor
+  // of copies a thread: the blocks shrink by it.
+  static Expr tiledExtent(const For &block, const std::vector<MappedDim> &dims) {
+    auto dim = std::ranges::find_if(dims, [&](const MappedDim &d) { return d.block == &block; });
+    if (dim->factor == 1)
+      return block.extent;
+    ScalarType type = block.extent->type;
+    return makeBinary(BinaryOpKind::Div,
+                      makeBinary(BinaryOpKind::Add, block.extent, makeInt(type, dim->factor - 1)),
+                      makeInt(type, dim->factor));
+  }
+
+  // The blocks a run needs at least for 8 x 8 tiles to pay on
+  // `blocksPerSM` blocks per SM.
+  int64_t blocksFillingGpu(int64_t blocksPerSM) const {
+    int64_t resident = blocksPerSM * target_.multiprocessors;
+    return (resident * kFillingWave.numerator + kFillingWave.denominator - 1) /
+           kFillingWave.denominator;
+  }
+
+  // "3/4 of the 264 that fit at once, 2 per SM on 132 SMs".
+  std::string fillingWave(int64_t blocksPerSM) const {
+    return "3/4 of the " + std::to_string(blocksPerSM * target_.multiprocessors) +
+           " that fit at once, " + std::to_string(blocksPerSM) + " per SM on " +
+           std::to_string(target_.multiprocessors) + " SMs";
   }
 
   // The x dimension, when its copies can go in groups of 4 consecutive
@@ -807,7 +961,7 @@ private:
   // stays in global memory. Why not, or nothing when it pays.
   std::optional<std::string> whyNotGrouped(const Stmt &nest,
                                            const std::vector<MappedDim> &dims) const {
-    if (!stagingFollows_)
+    if (!target_.stagingFollows)
       return "stage_shared does not run";
     const MappedDim &x =
         *std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 0; });
@@ -936,6 +1090,22 @@ private:
     return sorted;
   }
 
+  // "8 x 8": the factors of the coarsened dimensions, x first.
+  static std::string factorsOf(const std::vector<MappedDim> &dims) {
+    std::string factors;
+    for (const MappedDim *dim : byGpuDim(dims))
+      if (dim->factor > 1)
+        factors += (factors.empty() ? "" : " x ") + std::to_string(dim->factor);
+    return factors;
+  }
+
+  static int64_t copiesOf(const std::vector<MappedDim> &dims) {
+    int64_t copies = 1;
+    for (const MappedDim &dim : dims)
+      copies *= dim.factor;
+    return copies;
+  }
+
   // "4 x 4 points per thread along j (grid x) and i (grid y)", and each dimension
   // left whole with why (chooseFactors' reasons).
   std::string describeTiles(const std::vector<MappedDim> &dims) const {
@@ -951,11 +1121,11 @@ private:
     for (const MappedDim *dim : byGpuDim(dims)) {
       if (dim->factor > 1)
         continue;
-      std::string why =
-          dim->reuse == 0 ? "no load in a loop is invariant along it"
-          : copies == factor_ * factor_
-              ? "a thread has register_tile^2 = " + std::to_string(copies) + " points already"
-              : "more copies would pass the code-size budget";
+      std::string why = dim->reuse == 0 ? "no load in a loop is invariant along it"
+                        : copies == factor_ * factor_
+                            ? "a thread has " + std::to_string(factor_) +
+                                  "^2 = " + std::to_string(copies) + " points already"
+                            : "more copies would pass the code-size budget";
       whole += "; not along " + dimensionName(*dim) + ": " + why;
     }
     return factors + " points per thread along " + along + whole;
@@ -1051,8 +1221,9 @@ private:
   }
 
   // Factors for the dimensions with reuse, most reuse first (x on a tie),
-  // within the register and code-size budgets. False when none pays.
-  bool chooseFactors(const Stmt &body, std::vector<MappedDim> &dims) const {
+  // `factor` each and at most its square in all, within the code-size
+  // budget. False when none pays.
+  static bool chooseFactors(const Stmt &body, std::vector<MappedDim> &dims, int64_t factor) {
     std::vector<MappedDim *> byReuse;
     for (MappedDim &dim : dims)
       if (dim.reuse > 0)
@@ -1062,9 +1233,9 @@ private:
     });
     int64_t copies = 1;
     for (MappedDim *dim : byReuse)
-      if (copies * factor_ <= factor_ * factor_) {
-        dim->factor = factor_;
-        copies *= factor_;
+      if (copies * factor <= factor * factor) {
+        dim->factor = factor;
+        copies *= factor;
       }
     size_t size = codeSize(body);
     // Over the code-size budget: halve the factors, least reuse first.
@@ -1082,16 +1253,21 @@ private:
   }
 
   const int64_t factor_;
+  const bool bySize_; // register_tile=0: a large tile where the grid fills the GPU
   const PassParameters &parameters_;
-  const bool stagingFollows_;
+  const RegisterTilingTarget target_;
   const RemarkReporter &remarks_;
+  // The host's choices between tile sizes made for the run's sizes.
+  std::vector<Function::SizeChoice> sizeChoices_;
 };
 
 } // namespace
 
-Function tileRegisters(Function function, const PassParameters &parameters, bool stagingFollows,
-                       const RemarkReporter &remarks) {
-  function.body = RegisterTiler(parameters, stagingFollows, remarks).mutate(function.body);
+Function tileRegisters(Function function, const PassParameters &parameters,
+                       const RegisterTilingTarget &target, const RemarkReporter &remarks) {
+  RegisterTiler tiler(parameters, target, remarks);
+  function.body = tiler.mutate(function.body);
+  std::ranges::move(tiler.takeSizeChoices(), std::back_inserter(function.sizeChoices));
   return function;
 }
 

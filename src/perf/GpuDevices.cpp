@@ -129,6 +129,13 @@ const GpuDevice *gpuDeviceForDriverName(const std::string &driverName) {
   return best;
 }
 
+const GpuDevice &typicalGpuDeviceFor(const std::string &ptxTarget) {
+  for (const GpuDevice &device : gpuDevices())
+    if (device.ptxTarget == ptxTarget)
+      return device;
+  return gpuDevices().front();
+}
+
 Expected<const GpuDevice *> findGpuDevice(const std::string &name) {
   for (const GpuDevice &device : gpuDevices())
     if (lowercase(device.name) == lowercase(name))

@@ -80,6 +80,11 @@ const std::vector<GpuDevice> &gpuDevices();
 // driver name contains one of its `driverNames`; an error lists the names.
 Expected<const GpuDevice *> findGpuDevice(const std::string &name);
 
+// The first device of the table whose kernels are compiled for `ptxTarget`
+// (h100 for sm_90, a100 for sm_80, l4 for sm_89; h100 for any other): what
+// a pipeline for no device at hand sizes its variants for.
+const GpuDevice &typicalGpuDeviceFor(const std::string &ptxTarget);
+
 // The model of the GPU the CUDA driver calls `driverName`, if it is known.
 const GpuDevice *gpuDeviceForDriverName(const std::string &driverName);
 

@@ -68,10 +68,20 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
                           const std::vector<std::map<std::string, std::string>> &assignments,
                           uint64_t seed, const passes::PassChoices &choices) {
+  passes::PipelineOptions pipeline;
+  pipeline.target = passes::PipelineTarget::Gpu;
+  pipeline.choices = choices;
+  checkGpuKernelsOnCpu(program, kernelName, assignments, seed, pipeline);
+}
+
+void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
+                          const std::vector<std::map<std::string, std::string>> &assignments,
+                          uint64_t seed, const passes::PipelineOptions &pipeline) {
+  REQUIRE(pipeline.target == passes::PipelineTarget::Gpu);
   const KernelDecl *kernel = program.findKernel(kernelName);
   REQUIRE_MESSAGE(kernel, "no kernel " << kernelName);
   Interpreter interpreter;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, choices);
+  codegen::CpuEngine gpuKernels(pipeline);
   Engine *engines[] = {&interpreter, &gpuKernels};
   for (const auto &values : assignments) {
     ArgumentRequest request;

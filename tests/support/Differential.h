@@ -43,5 +43,9 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
                           const std::vector<std::map<std::string, std::string>> &assignments,
                           uint64_t seed, const passes::PassChoices &choices = {});
+// The same with the GPU pipeline `pipeline` (its target must be the GPU).
+void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
+                          const std::vector<std::map<std::string, std::string>> &assignments,
+                          uint64_t seed, const passes::PipelineOptions &pipeline);
 
 } // namespace loopc::test
