@@ -373,10 +373,9 @@ std::string toString(const Function &function) {
   for (const Function::SizeChoice &choice : function.sizeChoices)
     text += "// compiled for sizes where " + toString(choice.condition) + " is " +
             (choice.holds ? "true" : "false") + "\n";
-  text += "func " + function.name + "(" +
-                     paramsText(function.buffers, function.scalars) + ")" +
-                     (function.boundsChecked ? " bounds_checked" : "") + " {\n" +
-                     toString(function.body, 1) + "}\n";
+  text += "func " + function.name + "(" + paramsText(function.buffers, function.scalars) + ")" +
+          (function.boundsChecked ? " bounds_checked" : "") + " {\n" + toString(function.body, 1) +
+          "}\n";
   for (const KernelFunc &kernel : function.kernels)
     text += "\n" + toString(kernel);
   return text;
