@@ -253,7 +253,8 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       "split_reductions, map_rows_to_blocks, privatize_combines, "
       "map_to_gpu, unroll_around_reductions, fuse_sibling_reductions, "
       "lower_reductions, combine_in_warps, "
-      "tile_registers, stage_shared, globalize_private_arrays, extract_kernels"));
+      "tile_registers, stage_shared, globalize_private_arrays, drop_untaken_branches, "
+      "extract_kernels"));
 }
 
 TEST_CASE("skipping passes: an optimization can be left out, a pass the program needs cannot") {
@@ -452,7 +453,7 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
                  "promote_invariant_elements, map_to_gpu, "
                  "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
                  "interleave_reductions, "
-                 "extract_kernels"));
+                 "drop_untaken_branches, extract_kernels"));
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));

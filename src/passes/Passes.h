@@ -159,6 +159,12 @@ ir::Function stageShared(ir::Function function, const PassParameters &parameters
 // (globalize_private_arrays.cpp).
 Expected<ir::Function> globalizePrivateArrays(ir::Function function);
 
+// Host branches whose conditions the sizes of the run compiled for decide
+// keep only the side taken, recorded in Function::sizeChoices
+// (drop_untaken_branches.cpp); nothing without `runSizes`.
+ir::Function dropUntakenBranches(ir::Function function,
+                                 const std::map<std::string, int64_t> &runSizes);
+
 // Each outermost GpuBlock nest to a KernelFunc and a Launch (extract_kernels.cpp).
 ir::Function extractKernels(ir::Function function);
 

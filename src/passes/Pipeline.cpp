@@ -47,6 +47,7 @@ const Optimization kOptimizations[] = {
     {"combine_in_warps", {PipelineTarget::Gpu}},
     {"tile_registers", {PipelineTarget::Gpu}},
     {"stage_shared", {PipelineTarget::Gpu}},
+    {"drop_untaken_branches", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
 };
 
 // The passes that move a program's array accesses into buffers they make
@@ -366,6 +367,9 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   if (options.target == PipelineTarget::Gpu)
     passes.runOrRefuse("globalize_private_arrays", globalizePrivateArrays);
   passes.run("simplify", simplify);
+  passes.optimize("drop_untaken_branches", [&](ir::Function f) {
+    return dropUntakenBranches(std::move(f), options.runSizes);
+  });
   passes.run("extract_kernels", extractKernels);
   return std::move(passes).result();
 }
