@@ -305,10 +305,7 @@ std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target
 
 bool choicesHoldAt(const ir::Function &function, const std::map<std::string, int64_t> &sizes) {
   return std::ranges::all_of(function.sizeChoices, [&](const ir::Function::SizeChoice &choice) {
-    std::optional<int64_t> value = evaluateInteger(*choice.condition, [&](const std::string &name) {
-      auto size = sizes.find(name);
-      return size == sizes.end() ? std::nullopt : std::optional<int64_t>(size->second);
-    });
+    std::optional<int64_t> value = evaluateInteger(*choice.condition, sizes);
     return value && (*value != 0) == choice.holds;
   });
 }

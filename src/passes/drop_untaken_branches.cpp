@@ -40,10 +40,7 @@ protected:
 
   Stmt visitIfThenElse(const IfThenElse &node, const Stmt &self) override {
     Expr condition = resolved(node.cond);
-    std::optional<int64_t> value = evaluateInteger(*condition, [&](const std::string &name) {
-      auto size = runSizes_.find(name);
-      return size == runSizes_.end() ? std::nullopt : std::optional<int64_t>(size->second);
-    });
+    std::optional<int64_t> value = evaluateInteger(*condition, runSizes_);
     if (!value)
       return LetTrackingMutator::visitIfThenElse(node, self);
     if (!freeVars(condition).empty())

@@ -786,10 +786,7 @@ private:
       Expr extent = toI64(tiledExtent(*block, large));
       gridBlocks = gridBlocks ? makeBinary(BinaryOpKind::Mul, gridBlocks, extent) : extent;
     }
-    std::optional<int64_t> blocksHere = evaluateInteger(*gridBlocks, [&](const std::string &name) {
-      auto value = target_.runSizes.find(name);
-      return value == target_.runSizes.end() ? std::nullopt : std::optional<int64_t>(value->second);
-    });
+    std::optional<int64_t> blocksHere = evaluateInteger(*gridBlocks, target_.runSizes);
     auto tooFewBlocks = [&](int64_t blocksPerSM) {
       int64_t fills = blocksFillingGpu(blocksPerSM);
       remarks_.declined(source, "no " + largeTiles +

@@ -85,4 +85,12 @@ std::optional<int64_t> evaluateInteger(const ExprNode &expr, const VariableLooku
   }
 }
 
+std::optional<int64_t> evaluateInteger(const ir::ExprNode &expr,
+                                       const std::map<std::string, int64_t> &values) {
+  return evaluateInteger(expr, [&](const std::string &name) {
+    auto value = values.find(name);
+    return value == values.end() ? std::nullopt : std::optional<int64_t>(value->second);
+  });
+}
+
 } // namespace loopc::passes

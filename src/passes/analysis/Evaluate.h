@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -19,5 +20,9 @@ namespace loopc::passes {
 using VariableLookup = std::function<std::optional<int64_t>(const std::string &name)>;
 
 std::optional<int64_t> evaluateInteger(const ir::ExprNode &expr, const VariableLookup &lookup);
+
+// The same where the variables are the sizes `values` gives (a run's).
+std::optional<int64_t> evaluateInteger(const ir::ExprNode &expr,
+                                       const std::map<std::string, int64_t> &values);
 
 } // namespace loopc::passes
