@@ -279,7 +279,10 @@ Expected<std::unique_ptr<llvm::Module>> readLibdevice(llvm::LLVMContext &context
   if (!buffer)
     return makeError("cannot read libdevice at '" + path + "' (" + buffer.getError().message() +
                      "); set LOOPC_LIBDEVICE to libdevice.10.bc");
-  auto module = llvm::parseBitcodeFile(**buffer, context);
+  // Lazily: the linker materializes only the functions a module calls (a
+  // few of libdevice's hundreds), where parsing all of it took a quarter of
+  // a small kernel's compile time.
+  auto module = llvm::getOwningLazyBitcodeModule(std::move(*buffer), context);
   if (!module)
     return makeError("cannot parse libdevice '" + path +
                      "': " + llvm::toString(module.takeError()));
