@@ -144,7 +144,8 @@ for file in samples/*.loop; do
 done
 
 # The other sizes and choices of the optimizations bench/gpu/run.sh times,
-# so that no figure there comes from a kernel computing something else:
+# so that no figure there comes from a kernel computing something else
+# (matmul at 1793 x 1800: a grid large enough for its 8 x 8 tiles):
 # sample | kernel | loopc options | sizes instead of the sample's above.
 variants=(
   "matmul|matmul|--pass-param register_tile=8 --pass-param stage_length=16"
@@ -179,6 +180,7 @@ variants=(
   "matmul|matmul|--pass-param pipeline_depth=3"
   "matmul|matmul|--pass-param pipeline_depth=2 --pass-param register_tile=8"
   "matmul|matmul|--pass-param pipeline_depth=2|M=256 N=256 K=256"
+  "matmul|matmul||M=1793 N=1800 K=17"
   "cnn_conv|cnn_conv_valid|--pass-param pipeline_depth=2"
   "cnn_conv|cnn_conv_valid|--pass-param pipeline_depth=3"
   "sqdist|sqdist|--pass-param pipeline_depth=2"
