@@ -241,6 +241,9 @@ private:
     auto compiled = passes::runPipeline(lowered_, pipeline);
     if (!compiled)
       return std::unexpected(compiled.error());
+    // The same code whatever choices led to it (register_tile=0 choosing
+    // 8 x 8 tiles at these sizes and register_tile=8).
+    compiled->sizeChoices.clear();
     return ir::toString(*compiled);
   }
 
