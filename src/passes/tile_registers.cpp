@@ -800,11 +800,12 @@ private:
     // that decides before the large tiles are made.
     if (blocksHere && *blocksHere < blocksFillingGpu(2))
       return tooFewBlocks(2);
-    Stmt largeTiled =
-        tiledWithLayout(large, blocks, threads, inner, lets, guard, guardedIndices).nest;
+    Tiling largeTiling =
+        tiledWithLayout(large, blocks, threads, inner, lets, guard, guardedIndices);
+    Stmt largeTiled = largeTiling.nest;
     Function staged;
-    staged.body = largeTiled;
-    if (target_.stagingFollows)
+    staged.body = largeTiling.staged ? largeTiling.staged : largeTiled;
+    if (target_.stagingFollows && !largeTiling.staged)
       staged = stageShared(std::move(staged), parameters_, {}, target_.computeCapability);
     int64_t blocksPerSM = blocksPerSMToAsk(staged.body);
     if (blocksPerSM < 2) {
@@ -840,6 +841,8 @@ private:
     Stmt nest;
     std::string layout;                    // "; j (grid x) copies 4 consecutive points ..."
     std::optional<std::string> notGrouped; // why x copies stay a block width apart
+    // The nest as stage_shared stages it, where judging the layout took that.
+    Stmt staged;
   };
 
   // The nest tiled with `dims`' factors, x copies grouped where that pays
@@ -848,15 +851,16 @@ private:
                          const std::vector<const For *> &threads, const Stmt &inner,
                          const std::vector<const LetStmt *> &lets, const IfThenElse &guard,
                          const std::map<std::string, GuardedIndex> &guardedIndices) const {
-    Tiling tiling{tiledNest(dims, blocks, threads, inner, guard, guardedIndices), "", {}};
+    Tiling tiling{tiledNest(dims, blocks, threads, inner, guard, guardedIndices), "", {}, {}};
     MappedDim *x = groupableX(dims, lets);
     if (!x)
       return tiling;
     x->grouped = true;
     Stmt grouped = tiledNest(dims, blocks, threads, inner, guard, guardedIndices);
-    if (std::optional<std::string> why = whyNotGrouped(grouped, dims)) {
+    if (std::optional<std::string> why = whyNotGrouped(grouped, dims, tiling.staged)) {
       tiling.notGrouped = dimensionName(*x) + " copies a block width apart, not " +
                           std::to_string(kGroupedCopies) + " consecutive points a thread: " + *why;
+      tiling.staged = nullptr; // (of the grouped nest, not this one)
       return tiling;
     }
     tiling.nest = grouped;
@@ -956,8 +960,8 @@ private:
   // Asked of stage_shared itself, run on the tiled nest, rather than
   // guessed from its criteria: a box too large, or reused too little,
   // stays in global memory. Why not, or nothing when it pays.
-  std::optional<std::string> whyNotGrouped(const Stmt &nest,
-                                           const std::vector<MappedDim> &dims) const {
+  std::optional<std::string> whyNotGrouped(const Stmt &nest, const std::vector<MappedDim> &dims,
+                                           Stmt &staged) const {
     if (!target_.stagingFollows)
       return "stage_shared does not run";
     const MappedDim &x =
@@ -995,7 +999,8 @@ private:
       return "no load differs along it";
     Function trial;
     trial.body = nest;
-    trial = stageShared(std::move(trial), parameters_);
+    trial = stageShared(std::move(trial), parameters_, {}, target_.computeCapability);
+    staged = trial.body;
     for (const BufferAccess &access : collectAccesses(trial.body)) {
       auto read = rowReads.find(access.source.begin);
       if (access.load && access.source.valid() && access.buffer->memory == MemorySpace::Global &&
