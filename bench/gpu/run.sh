@@ -84,6 +84,7 @@ cases=(
   "histogram, 65536 bins|histogram|histogram|N=268435456 B=65536 lo=-1 hi=1|N=100003 B=65536 lo=-1 hi=1|torch_histc65536"
   "jacobi2d|jacobi2d|jacobi2d|N=8192 steps=1|N=301 steps=1|torch_jacobi"
   "matmul|matmul|matmul|M=1000 N=1000 K=1000|M=33 N=33 K=33|cublas_sgemm"
+  "matmul|matmul|matmul|M=1024 N=1024 K=1024|M=33 N=33 K=33|cublas_sgemm"
   "matmul|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm"
   "matmul, no register tiles|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--skip-pass tile_registers"
   "matmul, no shared staging|matmul|matmul|M=2048 N=2048 K=2048|M=64 N=64 K=64|cublas_sgemm,triton_sgemm|--skip-pass stage_shared"
