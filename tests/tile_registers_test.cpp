@@ -211,6 +211,81 @@ TEST_CASE("an engine compiles the tiles its run's sizes choose, and reuses them 
   CHECK(builds == 2);
 }
 
+TEST_CASE("unclamped_tiles=1: one tile for every block where the copies read shared boxes only, "
+          "and results agree") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  for (const char *tile : {"register_tile=4", "register_tile=8"}) {
+    CAPTURE(tile);
+    test::PassTrace trace = test::tracePasses(*loaded->program, "matmul",
+                                              test::withParameters({tile, "unclamped_tiles=1"}));
+    const std::string &tiled = trace.after("tile_registers");
+    // No clamps, no interior test: copies past the ends read the boxes
+    // (zeros past the array) and do not store.
+    CHECK(!contains(tiled, "min("));
+    CHECK(!contains(tiled, "+ 31 < N"));
+    CHECK(contains(tiled, "let j.x3 = (j.block * "));
+    CHECK(contains(tiled, "(j.thread * 4 + 3) < N) {"));
+    REQUIRE(trace.function.kernels.size() == 1);
+    CHECK(trace.function.kernels[0].minBlocksPerSM == 2);
+  }
+  passes::Remarks remarks;
+  passes::PipelineOptions options;
+  options.choices = test::withParameters({"register_tile=4", "unclamped_tiles=1"});
+  options.remarks = &remarks;
+  REQUIRE(passes::runPipeline(
+      ir::lowerKernel(*loaded->program, *loaded->program->findKernel("matmul")), options));
+  std::vector<std::string> tiles;
+  for (const passes::Remark &remark : remarks.inSourceOrder())
+    if (remark.pass == "tile_registers")
+      tiles.push_back(remark.message);
+  REQUIRE(tiles.size() == 1);
+  CHECK(tiles[0].ends_with("; one tile for every block, copies past the ends computing on what "
+                           "the shared boxes hold there, not stored"));
+  // B read from global memory (staged only from 64 reads a k): the edge tile
+  // stays.
+  CHECK(contains(test::tracePasses(*loaded->program, "matmul",
+                                   test::withParameters({"register_tile=4", "unclamped_tiles=1",
+                                                         "stage_min_reuse=64"}))
+                     .after("tile_registers"),
+                 "min("));
+  for (const char *tile : {"register_tile=4", "register_tile=8"})
+    for (const char *depth : {"pipeline_depth=1", "pipeline_depth=2", "pipeline_depth=3"}) {
+      CAPTURE(tile);
+      CAPTURE(depth);
+      test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                                 {{{"M", "65"}, {"N", "257"}, {"K", "33"}},
+                                  {{"M", "1"}, {"N", "1"}, {"K", "1"}},
+                                  {{"M", "130"}, {"N", "100"}, {"K", "70"}},
+                                  {{"M", "7"}, {"N", "33"}, {"K", "0"}}},
+                                 47, test::withParameters({tile, depth, "unclamped_tiles=1"}));
+    }
+  // The 8 x 8 tile, even 3 stages deep (whose edge tile spills), fits 128
+  // registers without spills.
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  if (!ptxas) {
+    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
+    return;
+  }
+  for (const char *depth : {"pipeline_depth=2", "pipeline_depth=3"})
+    for (const char *gpu : {"sm_80", "sm_90"}) {
+      CAPTURE(depth);
+      CAPTURE(gpu);
+      ir::Function function =
+          test::tracePasses(*loaded->program, "matmul",
+                            test::withParameters({"register_tile=8", depth, "unclamped_tiles=1"}))
+              .function;
+      auto ptx = codegen::compileToPtx(function, gpu);
+      REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+      auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
+      REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
+      REQUIRE(reports->size() == 1);
+      CHECK(reports->front().registers <= 128);
+      CHECK(reports->front().spillStoreBytes == 0);
+      CHECK(reports->front().spillLoadBytes == 0);
+    }
+}
+
 TEST_CASE("an 8 x 8 tile reading global memory keeps one block per SM") {
   // cnn_conv's tiles read their input and filters from global memory (not
   // staged: stage_shared's remarks), with more operands in flight: at 128

@@ -35,9 +35,13 @@ struct Dimension {
 
 // The parameters' values worth trying; each must be valid (kParameters).
 const std::map<std::string, std::vector<std::string>> kParameterValues = {
-    {"register_tile", {"0", "1", "2", "4", "8"}}, {"stage_length", {"8", "16", "32", "64"}},
-    {"shared_kib", {"8", "16", "24", "48"}},      {"stage_min_reuse", {"2", "16", "64"}},
-    {"copies_in_flight", {"0", "4", "8", "16"}},  {"pipeline_depth", {"1", "2", "3"}},
+    {"register_tile", {"0", "1", "2", "4", "8"}},
+    {"stage_length", {"8", "16", "32", "64"}},
+    {"shared_kib", {"8", "16", "24", "48"}},
+    {"stage_min_reuse", {"2", "16", "64"}},
+    {"copies_in_flight", {"0", "4", "8", "16"}},
+    {"pipeline_depth", {"1", "2", "3"}},
+    {"unclamped_tiles", {"0", "1"}},
 };
 
 using Point = std::map<std::string, std::string>; // dimension -> value

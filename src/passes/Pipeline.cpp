@@ -182,6 +182,7 @@ constexpr ParameterSpec kParameters[] = {
     {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false, {"stage_shared"}},
     {"copies_in_flight", &PassParameters::copiesInFlight, 0, 32, false, {"stage_shared"}},
     {"pipeline_depth", &PassParameters::pipelineDepth, 1, 3, false, {"stage_shared"}},
+    {"unclamped_tiles", &PassParameters::unclampedTiles, 0, 1, false, {"tile_registers"}},
 };
 
 } // namespace

@@ -84,6 +84,14 @@ struct PassParameters {
   // 1.03x at 2048 and 1.08x at 4096, the same at 1000; 3 slower than 2
   // (matmul 2048 0.775 against 0.670 ms: shorter stages).
   int64_t pipelineDepth = 2;
+  // unclamped_tiles (tile_registers): 1 gives every block of a register-
+  // tiled nest the same tile, without clamps, where all its copies' reads
+  // go through shared memory (stage_shared's boxes hold zeros or elements in
+  // range past the array's ends) and copies past the ends do not store:
+  // edge blocks then run the interior's code, grouped and unclamped,
+  // instead of a slower tile of their own, and the kernel is half the code.
+  // 0, the default until a GPU has measured it, keeps an edge tile.
+  int64_t unclampedTiles = 0;
 };
 
 // What the user chose about the optimizations.

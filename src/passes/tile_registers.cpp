@@ -155,16 +155,23 @@ std::string copySuffix(DimMask deps, const CopyIndex &copy) {
   return suffix.empty() ? suffix : "." + suffix;
 }
 
+// Which blocks a tile is for (see the file comment).
+enum class TileKind {
+  Edge,      // any block: copies past the end clamped, and not stored
+  Interior,  // a block every copy of which is in range: no clamps, no guards
+  Unclamped, // any block whose copies read memory through shared boxes only:
+             // no clamps, copies past the end not stored
+};
+
 // The copies of a thread's body, jammed: each statement is emitted once per
 // copy index along the dimensions it depends on, the names it binds renamed
 // per copy (`acc.x1y2`), in the order of the original statements.
 class Jammer {
 public:
-  // `interior`: the tile of a block every copy of which is in range (see
-  // the file comment), with no clamps and no guards.
   Jammer(const std::vector<MappedDim> &dims, const IfThenElse &guard,
-         const std::map<std::string, GuardedIndex> &guardedIndices, bool interior)
-      : dims_(dims), guard_(guard), guardedIndices_(guardedIndices), interior_(interior) {
+         const std::map<std::string, GuardedIndex> &guardedIndices, TileKind kind)
+      : dims_(dims), guard_(guard), guardedIndices_(guardedIndices),
+        unclamped_(kind != TileKind::Edge), guarded_(kind != TileKind::Interior) {
     for (const MappedDim &dim : dims) {
       if (dim.factor == 1)
         continue;
@@ -391,7 +398,7 @@ private:
       if (offsetDim && each.index[*offsetDim] != 0)
         return; // read as the first copy's plus the copy index
       Expr value = rewrite(let.value, each);
-      if (guarded != guardedIndices_.end() && !interior_)
+      if (guarded != guardedIndices_.end() && !unclamped_)
         value = makeBinary(
             BinaryOpKind::Min, value,
             makeBinary(BinaryOpKind::Sub, guarded->second.bound, makeInt(value->type, 1)));
@@ -410,7 +417,7 @@ private:
   // The dimension, for such an index.
   std::optional<int> offsetFromFirstCopy(const std::string &name) const {
     auto guarded = guardedIndices_.find(name);
-    if (!interior_ || guarded == guardedIndices_.end())
+    if (!unclamped_ || guarded == guardedIndices_.end())
       return std::nullopt;
     for (const MappedDim &dim : dims_) {
       if (dim.gpuDim == 0 || dim.factor == 1 || depsOfName(name) != (1u << dim.gpuDim))
@@ -503,14 +510,14 @@ private:
       // many columns there are (the order a commuting reduction combines in
       // is free).
       // (Reduction steps bind nothing: jamming them twice is harmless.)
-      if (const For *inner = interior_ ? loopOfReductionSteps(loop) : nullptr) {
+      if (const For *inner = unclamped_ ? loopOfReductionSteps(loop) : nullptr) {
         Stmt innerBody = jam(inner->body, copy);
         if (slidesAcrossCopies(loop, innerBody))
           return sameLoop(*inner, inner->forKind,
                           sameLoop(loop, ForKind::Unrolled, std::move(innerBody)));
       }
       Stmt body = jam(loop.body, copy);
-      bool window = interior_ && slidesAcrossCopies(loop, body);
+      bool window = unclamped_ && slidesAcrossCopies(loop, body);
       return sameLoop(loop, window ? ForKind::Unrolled : loop.forKind, std::move(body));
     }
     // Bounds that differ between copies: a loop per copy.
@@ -595,7 +602,7 @@ private:
   // the last index in range (so every load they make is one the program
   // makes) and do not store.
   Stmt guardFirstCopy(const CopyIndex &copy) {
-    if (interior_)
+    if (!guarded_)
       return jam(guard_.thenCase, copy);
     Expr firstInRange;
     for (const auto &[var, guarded] : guardedIndices_) {
@@ -618,7 +625,7 @@ private:
   // kept 16 of them, 32 registers, across its k loop for the stores, and
   // ptxas spilled at 128).
   Stmt storeInRange(Stmt store, const CopyIndex &copy) const {
-    if (interior_)
+    if (!guarded_)
       return store;
     Expr inRange;
     std::map<std::string, Expr> unclamped;
@@ -638,7 +645,8 @@ private:
   const std::vector<MappedDim> &dims_;
   const IfThenElse &guard_;
   const std::map<std::string, GuardedIndex> &guardedIndices_; // by let name
-  const bool interior_;
+  const bool unclamped_;                                      // copy indices past the end stay so
+  const bool guarded_;                                        // copies past the end do not store
   DimMask coarsened_ = 0;
   std::map<std::string, DimMask> varDeps_; // names bound per copy
   std::set<const BufferInfo *> copiedBuffers_;
@@ -867,29 +875,45 @@ private:
     tiling.layout = "; " + dimensionName(*x) + " copies " + std::to_string(kGroupedCopies) +
                     " consecutive points a thread (its reads of shared memory 128-bit, "
                     "contiguous across a warp)";
+    if (parameters_.unclampedTiles)
+      withUnclampedTile(tiling, dims, blocks, threads, inner, guard, guardedIndices);
     return tiling;
+  }
+
+  // `tiling` as one tile for every block (TileKind::Unclamped) where its
+  // copies read memory through shared boxes only: edge blocks then run as
+  // fast as interior ones, from the same code.
+  void withUnclampedTile(Tiling &tiling, const std::vector<MappedDim> &dims,
+                         const std::vector<const For *> &blocks,
+                         const std::vector<const For *> &threads, const Stmt &inner,
+                         const IfThenElse &guard,
+                         const std::map<std::string, GuardedIndex> &guardedIndices) const {
+    Stmt unclamped = tiledNest(dims, blocks, threads, inner, guard, guardedIndices, true);
+    Function trial;
+    trial.body = unclamped;
+    trial = stageShared(std::move(trial), parameters_, {}, target_.computeCapability);
+    if (!readsPastEndsFromShared(unclamped, trial.body, dims))
+      return;
+    tiling.nest = unclamped;
+    tiling.staged = trial.body;
+    tiling.layout += "; one tile for every block, copies past the ends computing on what the "
+                     "shared boxes hold there, not stored";
   }
 
   // The nest with each thread computing its copies (`dims`' factors and
   // layout).
+  // `unclamped`: one tile for every block (TileKind::Unclamped), where
+  // readsPastEndsFromShared says it may.
   static Stmt tiledNest(const std::vector<MappedDim> &dims, const std::vector<const For *> &blocks,
                         const std::vector<const For *> &threads, const Stmt &inner,
                         const IfThenElse &guard,
-                        const std::map<std::string, GuardedIndex> &guardedIndices) {
-    // The edge tile keeps x copies a block width apart even where the
-    // interior groups them: its clamped indices are not provably
-    // neighbours, so grouped reads would stay scalar and four copies' reads
-    // a lane apart would meet in a quarter of the banks (matmul 1000, where
-    // most blocks are edge blocks, ran 1.3x slower on an H200). Both layouts
-    // cover the block's points, and a block runs one tile or the other.
-    std::vector<MappedDim> edgeDims = dims;
-    for (MappedDim &dim : edgeDims)
-      dim.grouped = false;
-    Jammer edge(edgeDims, guard, guardedIndices, false);
-    Stmt body = edge.tile(inner);
-    if (std::optional<Expr> interior = edge.interiorBlock())
-      body = std::make_shared<IfThenElse>(
-          *interior, Jammer(dims, guard, guardedIndices, true).tile(inner), body);
+                        const std::map<std::string, GuardedIndex> &guardedIndices,
+                        bool unclamped = false) {
+    Stmt body;
+    if (unclamped)
+      body = Jammer(dims, guard, guardedIndices, TileKind::Unclamped).tile(inner);
+    else
+      body = edgeAndInteriorTiles(dims, inner, guard, guardedIndices);
     for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
       body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
                                    ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
@@ -899,6 +923,58 @@ private:
                                    ForKind::GpuBlock, loop->gpuDim, body, loop->source);
     }
     return body;
+  }
+
+  // A thread's work in the edge tile, and in the interior tile where the
+  // block's copies are all in range.
+  static Stmt edgeAndInteriorTiles(const std::vector<MappedDim> &dims, const Stmt &inner,
+                                   const IfThenElse &guard,
+                                   const std::map<std::string, GuardedIndex> &guardedIndices) {
+    // The edge tile keeps x copies a block width apart even where the
+    // interior groups them: its clamped indices are not provably
+    // neighbours, so grouped reads would stay scalar and four copies' reads
+    // a lane apart would meet in a quarter of the banks (matmul 1000, where
+    // most blocks are edge blocks, ran 1.3x slower on an H200). Both layouts
+    // cover the block's points, and a block runs one tile or the other.
+    std::vector<MappedDim> edgeDims = dims;
+    for (MappedDim &dim : edgeDims)
+      dim.grouped = false;
+    Jammer edge(edgeDims, guard, guardedIndices, TileKind::Edge);
+    Stmt body = edge.tile(inner);
+    if (std::optional<Expr> interior = edge.interiorBlock())
+      body = std::make_shared<IfThenElse>(
+          *interior, Jammer(dims, guard, guardedIndices, TileKind::Interior).tile(inner), body);
+    return body;
+  }
+
+  // Whether `staged`, the nest `unclamped` (TileKind::Unclamped) as
+  // stage_shared stages it, reads no memory at a copy's index but from
+  // shared memory: every load and store of `unclamped` that moves with a
+  // copy is a global store (guarded) or a global load stage_shared moved
+  // into a box, where past the array's ends it reads zeros or elements in
+  // range.
+  static bool readsPastEndsFromShared(const Stmt &unclamped, const Stmt &staged,
+                                      const std::vector<MappedDim> &dims) {
+    auto movesWithCopies = [&](const BufferAccess &access) {
+      return std::ranges::any_of(dims, [&](const MappedDim &dim) {
+        return dim.factor > 1 && std::ranges::any_of(access.indices, [&](const AffineIndex &index) {
+                 return index.dependsOn(dim.block->var) || index.dependsOn(dim.thread->var);
+               });
+      });
+    };
+    std::set<SourceLoc> perCopyLoads;
+    for (const BufferAccess &access : collectAccesses(unclamped)) {
+      if (!movesWithCopies(access) || access.buffer->memory == MemorySpace::Shared)
+        continue;
+      if (access.buffer->memory != MemorySpace::Global || (access.load && !access.source.valid()))
+        return false;
+      if (access.load)
+        perCopyLoads.insert(access.source.begin);
+    }
+    return std::ranges::none_of(collectAccesses(staged), [&](const BufferAccess &access) {
+      return access.load && access.source.valid() && access.buffer->memory == MemorySpace::Global &&
+             perCopyLoads.contains(access.source.begin);
+    });
   }
 
   // The extent of the block loop `block` once its dimension has its factor
