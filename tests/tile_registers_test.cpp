@@ -27,6 +27,28 @@ passes::PassChoices unstaged() {
   return choices;
 }
 
+// `function`'s one kernel, assembled for sm_80 and sm_90 where ptxas is
+// installed, fits 128 registers (two blocks of 256 threads per SM) without
+// spills.
+void checkAssemblesInto128Registers(const ir::Function &function) {
+  std::optional<std::string> ptxas = codegen::findPtxas();
+  if (!ptxas) {
+    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
+    return;
+  }
+  for (const char *gpu : {"sm_80", "sm_90"}) {
+    CAPTURE(gpu);
+    auto ptx = codegen::compileToPtx(function, gpu);
+    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+    auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
+    REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
+    REQUIRE(reports->size() == 1);
+    CHECK(reports->front().registers <= 128);
+    CHECK(reports->front().spillStoreBytes == 0);
+    CHECK(reports->front().spillLoadBytes == 0);
+  }
+}
+
 TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accumulators") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
@@ -99,22 +121,7 @@ TEST_CASE("an 8 x 8 tile of f32 staged in shared memory fits two blocks per SM, 
   CHECK(contains(printed, "C[i.block * 8 * 8 + (i.thread * 8 + 7)][(j.block * 8 + 7) * 32 + "
                           "j.thread] = acc.x7y7"));
   CHECK(!contains(printed, "C[i.y7][j.x7] = acc.x7y7"));
-  std::optional<std::string> ptxas = codegen::findPtxas();
-  if (!ptxas) {
-    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
-    return;
-  }
-  for (const char *gpu : {"sm_80", "sm_90"}) {
-    CAPTURE(gpu);
-    auto ptx = codegen::compileToPtx(function, gpu);
-    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
-    auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
-    REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
-    REQUIRE(reports->size() == 1);
-    CHECK(reports->front().registers <= 128);
-    CHECK(reports->front().spillStoreBytes == 0);
-    CHECK(reports->front().spillLoadBytes == 0);
-  }
+  checkAssemblesInto128Registers(function);
 }
 
 TEST_CASE("register_tile=0: 8 x 8 tiles where their grid fills the GPU, 4 x 4 below, picked at "
@@ -262,28 +269,13 @@ TEST_CASE("unclamped_tiles=1: one tile for every block where the copies read sha
     }
   // The 8 x 8 tile, even 3 stages deep (whose edge tile spills), fits 128
   // registers without spills.
-  std::optional<std::string> ptxas = codegen::findPtxas();
-  if (!ptxas) {
-    MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
-    return;
+  for (const char *depth : {"pipeline_depth=2", "pipeline_depth=3"}) {
+    CAPTURE(depth);
+    checkAssemblesInto128Registers(
+        test::tracePasses(*loaded->program, "matmul",
+                          test::withParameters({"register_tile=8", depth, "unclamped_tiles=1"}))
+            .function);
   }
-  for (const char *depth : {"pipeline_depth=2", "pipeline_depth=3"})
-    for (const char *gpu : {"sm_80", "sm_90"}) {
-      CAPTURE(depth);
-      CAPTURE(gpu);
-      ir::Function function =
-          test::tracePasses(*loaded->program, "matmul",
-                            test::withParameters({"register_tile=8", depth, "unclamped_tiles=1"}))
-              .function;
-      auto ptx = codegen::compileToPtx(function, gpu);
-      REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
-      auto reports = codegen::runPtxas(*ptxas, *ptx, gpu);
-      REQUIRE_MESSAGE(reports, (reports ? "" : reports.error().message));
-      REQUIRE(reports->size() == 1);
-      CHECK(reports->front().registers <= 128);
-      CHECK(reports->front().spillStoreBytes == 0);
-      CHECK(reports->front().spillLoadBytes == 0);
-    }
 }
 
 TEST_CASE("an 8 x 8 tile reading global memory keeps one block per SM") {
