@@ -702,13 +702,13 @@ void checkEverywhere(const std::string &source, uint32_t seed, const std::string
 
 namespace {
 
-// The programs of seeds `first` to `last` (at most LOOPC_RANDOM_PROGRAMS of
-// them, when set), each everywhere.
-void checkParforPrograms(uint32_t first, uint32_t last) {
+// The programs of every other seed from `first` up to 40 (at most
+// LOOPC_RANDOM_PROGRAMS of them, when set), each everywhere.
+void checkParforPrograms(uint32_t first) {
   std::optional<std::string> ptxas = codegen::findPtxas();
   std::unique_ptr<Engine> gpu = stubbedGpuEngine();
-  last = std::min(last, first + programCount(last - first + 1) - 1);
-  for (uint32_t seed = first; seed <= last; ++seed) {
+  uint32_t count = programCount(20);
+  for (uint32_t seed = first; seed <= 40 && (seed - first) / 2 < count; seed += 2) {
     std::string source = ProgramGenerator(seed).kernel();
     CAPTURE(seed);
     CAPTURE(source);
@@ -722,16 +722,16 @@ void checkParforPrograms(uint32_t first, uint32_t last) {
 
 } // namespace
 
-// Two test cases of 20 programs each, so ctest runs them side by side: one of
-// 40 took 8 minutes alone.
+// Two test cases of 20 programs each, odd and even seeds, so ctest runs them
+// side by side: one of 40 took 8 minutes alone (seeds 1 to 20 took 6).
 TEST_CASE("random parfor programs agree between the interpreter and the CPU JIT, and ptxas takes "
-          "them (seeds 1 to 20)") {
-  checkParforPrograms(1, 20);
+          "them (odd seeds)") {
+  checkParforPrograms(1);
 }
 
 TEST_CASE("random parfor programs agree between the interpreter and the CPU JIT, and ptxas takes "
-          "them (seeds 21 to 40)") {
-  checkParforPrograms(21, 40);
+          "them (even seeds)") {
+  checkParforPrograms(2);
 }
 
 TEST_CASE("random time loops around 1-D parfors agree between the interpreter and the CPU JIT") {
