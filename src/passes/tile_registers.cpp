@@ -796,18 +796,18 @@ private:
     }
     std::optional<int64_t> blocksHere = evaluateInteger(*gridBlocks, target_.runSizes);
     auto tooFewBlocks = [&](int64_t blocksPerSM) {
-      int64_t fills = blocksFillingGpu(blocksPerSM);
-      remarks_.declined(source, "no " + largeTiles +
-                                    " tiles at these sizes: their grid would have " +
-                                    std::to_string(*blocksHere) + " blocks, fewer than " +
-                                    std::to_string(fills) + " (" + fillingWave(blocksPerSM) + ")");
-      sizeChoices_.push_back({makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(fills)), false});
-      return tiled;
+      return "no " + largeTiles + " tiles at these sizes: their grid would have " +
+             std::to_string(*blocksHere) + " blocks, fewer than " +
+             std::to_string(blocksFillingGpu(blocksPerSM)) + " (" + fillingWave(blocksPerSM) + ")";
     };
     // Two blocks per SM at least, or no variant: a run on too few blocks for
     // that decides before the large tiles are made.
-    if (blocksHere && *blocksHere < blocksFillingGpu(2))
-      return tooFewBlocks(2);
+    if (blocksHere && *blocksHere < blocksFillingGpu(2)) {
+      remarks_.declined(source, tooFewBlocks(2));
+      sizeChoices_.push_back(
+          {makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(blocksFillingGpu(2))), false});
+      return tiled;
+    }
     Tiling largeTiling =
         tiledWithLayout(large, blocks, threads, inner, lets, guard, guardedIndices);
     Stmt largeTiled = largeTiling.nest;
@@ -825,23 +825,24 @@ private:
                             "along at most 2 loops)");
       return tiled;
     }
+    // The host's choice, which drop_untaken_branches makes where the sizes
+    // of the run are known.
     int64_t fills = blocksFillingGpu(blocksPerSM);
-    Expr fillsGpu = makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(fills));
-    if (!blocksHere) {
+    Stmt bySize = std::make_shared<IfThenElse>(
+        makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(fills)), largeTiled, tiled);
+    if (!blocksHere)
       remarks_.applied(source,
                        largeTiles + " points per thread instead where the grid of " + largeTiles +
                            " tiles has " + std::to_string(fills) +
                            " blocks or more (tested at run time): " + fillingWave(blocksPerSM));
-      return std::make_shared<IfThenElse>(fillsGpu, largeTiled, tiled);
-    }
-    if (*blocksHere < fills)
-      return tooFewBlocks(blocksPerSM);
-    remarks_.applied(source,
-                     largeTiles + " points per thread instead: at these sizes the grid of " +
-                         largeTiles + " tiles has " + std::to_string(*blocksHere) + " blocks, " +
-                         std::to_string(fills) + " or more (" + fillingWave(blocksPerSM) + ")");
-    sizeChoices_.push_back({fillsGpu, true});
-    return largeTiled;
+    else if (*blocksHere < fills)
+      remarks_.declined(source, tooFewBlocks(blocksPerSM));
+    else
+      remarks_.applied(source,
+                       largeTiles + " points per thread instead: at these sizes the grid of " +
+                           largeTiles + " tiles has " + std::to_string(*blocksHere) + " blocks, " +
+                           std::to_string(fills) + " or more (" + fillingWave(blocksPerSM) + ")");
+    return bySize;
   }
 
   // A nest tiled, and what its remarks say of the x copies' layout.

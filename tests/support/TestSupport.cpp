@@ -73,7 +73,7 @@ std::unique_ptr<LoadedProgram> loadText(const std::string &text) {
   return loaded;
 }
 
-void checkAssemblesWithoutSpills(const std::string &ptx) {
+void checkAssemblesWithoutSpills(const std::string &ptx, int maxRegisters) {
   std::optional<std::string> ptxas = codegen::findPtxas();
   if (!ptxas) {
     MESSAGE("skipped assembling the PTX: ptxas not found (set LOOPC_PTXAS)");
@@ -87,6 +87,8 @@ void checkAssemblesWithoutSpills(const std::string &ptx) {
       CAPTURE(report.name);
       CHECK(report.spillStoreBytes == 0);
       CHECK(report.spillLoadBytes == 0);
+      if (maxRegisters > 0)
+        CHECK(report.registers <= maxRegisters);
     }
   }
 }

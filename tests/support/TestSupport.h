@@ -82,9 +82,10 @@ std::pair<std::string, std::string> aroundPass(const Program &program,
 bool contains(const std::string &text, const std::string &part);
 size_t occurrences(const std::string &text, const std::string &part);
 
-// ptxas assembles `ptx` for sm_80 and sm_90 and no kernel spills; says it
-// skipped where ptxas is missing.
-void checkAssemblesWithoutSpills(const std::string &ptx);
+// ptxas assembles `ptx` for sm_80 and sm_90 and no kernel spills (nor uses
+// more than `maxRegisters` registers a thread, when given); says it skipped
+// where ptxas is missing.
+void checkAssemblesWithoutSpills(const std::string &ptx, int maxRegisters = 0);
 
 // The contents of a file; fails the current test when it cannot be read.
 std::string readFile(const std::string &path);
