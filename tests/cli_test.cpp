@@ -430,17 +430,35 @@ TEST_CASE("run and bench --remarks print the device's remarks to stderr before r
                  "loopc: note: --remarks: the interp engine runs no optimization passes\n"));
 }
 
-TEST_CASE("hoist_independent_parfors keeps the host loop under --bounds-check") {
+TEST_CASE("hoist_independent_parfors under --bounds-check: hoisted where every index is proven") {
   // Hoisted, a later step of one point could report its index out of range
-  // before an earlier step of another: the program's first stays first.
+  // before an earlier step of another: a loop whose accesses are not all
+  // proven in range keeps its order, so the program's first error stays
+  // first; trmm's are all proven, and it is hoisted either way.
   const char *explain = "explain tests/programs/polybench/trmm.loop --kernel trmm --target cpu "
                         "--after hoist_independent_parfors";
-  auto hoisted = runLoopc(explain);
-  CHECK(hoisted.exitCode == 0);
-  CHECK(contains(hoisted.output, "  parallel for j in [0, N) {\n    for i in [0, M) {\n"));
-  auto checked = runLoopc(std::string(explain) + " --bounds-check");
-  CHECK(checked.exitCode == 0);
-  CHECK(contains(checked.output, "  for i in [0, M) {\n    parallel for j in [0, N) {\n"));
+  for (const char *checks : {"", " --bounds-check"}) {
+    CAPTURE(checks);
+    auto hoisted = runLoopc(std::string(explain) + checks);
+    CHECK(hoisted.exitCode == 0);
+    CHECK(contains(hoisted.output, "  parallel for j in [0, N) {\n    for i in [0, M) {\n"));
+  }
+  TempDir dir;
+  std::string shift = dir.file("shift.loop", "kernel shift(steps: i32, x: in f32[N], y: inout "
+                                             "f32[N], k: i64) {\n"
+                                             "  for t in 0..steps {\n"
+                                             "    parfor i in 0..N {\n"
+                                             "      y[i] = y[i] + x[(i + k) % N];\n"
+                                             "    }\n"
+                                             "  }\n"
+                                             "}\n");
+  auto kept = runLoopc("explain " + shift + " --target cpu --bounds-check --remarks");
+  CHECK(kept.exitCode == 0);
+  CHECK(contains(kept.output, "remark: bounds_checks: index (i + k) % N of 'x' (dimension 0) "
+                              "checked at run time: not proven within [0, N)"));
+  auto order =
+      runLoopc("explain " + shift + " --target cpu --bounds-check --after extract_kernels");
+  CHECK(contains(order.output, "  for t in [0, steps) {\n"));
 }
 
 TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
@@ -1003,7 +1021,7 @@ TEST_CASE("messages say what is wrong with what the user typed") {
       "PASS"));
 
   // A pass that exists but is left out, and each pass named once.
-  for (const char *option : {" --target cpu", " --bounds-check", " --skip-pass stage_shared"}) {
+  for (const char *option : {" --target cpu", " --skip-pass stage_shared"}) {
     CAPTURE(option);
     auto leftOut =
         runLoopc(std::string("explain samples/matmul.loop --after stage_shared") + option);
@@ -1300,9 +1318,11 @@ TEST_CASE("choices the device's pipeline never acts on are warned of, and tune l
                                 "--skip-pass tile_registers");
   CHECK(contains(skipped.output, "--pass-param register_tile=2 changes nothing: tile_registers is "
                                  "left out by --skip-pass tile_registers"));
+  // Under bounds checks stage_shared runs where every index is proven in
+  // range, as in matmul: its parameters count.
   auto checked = runLoopc(run + "--device gpu-on-cpu --pass-param stage_length=8 --bounds-check");
-  CHECK(contains(checked.output, "--pass-param stage_length=8 changes nothing: stage_shared is "
-                                 "left out by --bounds-check"));
+  CHECK(checked.exitCode == 0);
+  CHECK(!contains(checked.output, "warning"));
   auto interp = runLoopc(run + "--device interp --pass-param register_tile=2");
   CHECK(contains(interp.output, "loopc: warning: --device interp compiles nothing: --skip-pass and "
                                 "--pass-param change nothing there"));

@@ -374,9 +374,10 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
   if (!sweep && runsColumnByColumn(kernel))
     std::ranges::stable_partition(grid, [](const ir::For *loop) { return loop->gpuDim != 1; });
   const std::vector<const ir::For *> &units = sweep ? sweep->rows : grid;
-  // Under bounds checks every access is checked on the program's arrays.
+  // Under bounds checks an access not proven in range is checked on the
+  // program's arrays, where the panel's copy would read it.
   std::optional<ColumnPanel> panel;
-  if (!sweep && !emitter.boundsChecks())
+  if (!sweep && emitter.accessesUncheckedIn(kernel.body))
     panel = columnPanelOf(kernel);
   std::optional<PanelCopy> panelCopy;
   if (panel)

@@ -86,7 +86,11 @@ public:
   // proven in range in `function` (passes::proveAccessesInBounds), naming
   // each array as the program does where the access is (arrayNamesAt).
   void setBoundsChecks(const ir::Function &function);
-  bool boundsChecks() const { return boundsChecks_; }
+  // Whether every access in `region` goes unchecked: bounds checks are off,
+  // or each index is proven in range.
+  bool accessesUncheckedIn(const ir::Stmt &region) const {
+    return !boundsChecks_ || provenInBounds_.allProvenIn(region);
+  }
 
   // A counted loop `for var in [min, min + extent)`; `body` is called with the
   // insertion point inside the loop and the induction variable. Returns the

@@ -5,6 +5,7 @@
 
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
+#include "passes/analysis/BoundsProof.h"
 #include "passes/analysis/Coalescing.h"
 #include "passes/analysis/Evaluate.h"
 
@@ -12,6 +13,7 @@
 #include <array>
 #include <cassert>
 #include <charconv>
+#include <tuple>
 
 namespace loopc::passes {
 
@@ -50,12 +52,15 @@ const Optimization kOptimizations[] = {
     {"drop_untaken_branches", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
 };
 
-// The passes that move a program's array accesses into buffers they make
-// (shared staging, per-block histograms) or replace them (fusion): bounds
-// checks would then be made elsewhere, missing or misnaming an index out of
-// range. Left out under PassChoices::boundsChecks.
+// The passes that replace a program's array accesses (fusion computes an
+// element where it was read) or move them into buffers they make (shared
+// staging, transposed copies), whose accesses are not checked: a bounds
+// check would then be lost. Under PassChoices::boundsChecks they run only on a function whose
+// every index is proven in range (BoundsProof.h). (privatize_combines
+// checks the indices of the combines it sends to private copies against
+// the program's arrays itself.)
 const std::set<std::string> kHidesAccesses = {"fuse_producers", "stage_shared",
-                                              "privatize_combines", "transpose_column_reads"};
+                                              "transpose_column_reads"};
 
 // Runs passes one after the other on one Function, verifying and logging the
 // IR after each; after the first invalid IR the remaining passes are skipped.
@@ -101,8 +106,16 @@ public:
     assert(std::ranges::any_of(kOptimizations,
                                [&](const Optimization &known) { return name == known.name; }) &&
            "every optimization is listed in kOptimizations");
-    if (passLeftOutBy(name, options_).empty())
-      run(name, pass);
+    if (!passLeftOutBy(name, options_).empty() || !status_)
+      return;
+    if (options_.choices.boundsChecks && kHidesAccesses.contains(name) &&
+        !passes::proveAccessesInBounds(function_).allProvenIn(function_.body)) {
+      RemarkReporter(options_.remarks, name, function_.programNames)
+          .declined({}, "not run: an index it would move out of the bounds checks' sight is not "
+                        "proven in range (`loopc explain --remarks` lists the checks kept)");
+      return;
+    }
+    run(name, pass);
   }
 
   // Lets `analysis` report remarks about the Function as `name` (a pass
@@ -185,6 +198,21 @@ constexpr ParameterSpec kParameters[] = {
     {"unclamped_tiles", &PassParameters::unclampedTiles, 0, 1, false, {"tile_registers"}},
 };
 
+// Under bounds checks, each index whose check stays in the generated code
+// (BoundsProof found no proof), once per access and dimension.
+void remarkUncheckedIndices(const ir::Function &function, const RemarkReporter &remarks) {
+  if (!remarks.enabled())
+    return;
+  std::set<std::tuple<SourceLoc, std::string, size_t>> said;
+  ProvenAccesses proven = proveAccessesInBounds(function);
+  for (const ProvenAccesses::Unproven &index : proven.unproven())
+    if (said.insert({index.source.begin, index.array, index.dim}).second)
+      remarks.declined(index.source, "index " + index.index + " of '" + index.array +
+                                         "' (dimension " + std::to_string(index.dim) +
+                                         ") checked at run time: not proven within [0, " +
+                                         index.extent + ")");
+}
+
 } // namespace
 
 Status setPassParameter(PassParameters &parameters, const std::string &assignment) {
@@ -245,8 +273,6 @@ std::string passLeftOutBy(const std::string &name, const PipelineOptions &option
       return options.target == PipelineTarget::Cpu ? "--target cpu" : "--target gpu";
     if (options.choices.skipped.contains(name))
       return "--skip-pass " + name;
-    if (options.choices.boundsChecks && kHidesAccesses.contains(name))
-      return "--bounds-check";
   }
   return "";
 }
@@ -369,6 +395,8 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
     return dropUntakenBranches(std::move(f), options.runSizes);
   });
   passes.run("extract_kernels", extractKernels);
+  if (options.choices.boundsChecks)
+    passes.inspect("bounds_checks", remarkUncheckedIndices);
   return std::move(passes).result();
 }
 

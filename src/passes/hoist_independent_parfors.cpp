@@ -36,6 +36,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/BoundsProof.h"
 
 #include <algorithm>
 #include <optional>
@@ -73,7 +74,8 @@ bool isExactly(const AffineIndex &index, const std::string &var) {
 
 class ParforHoister : public IRMutator {
 public:
-  explicit ParforHoister(const RemarkReporter &remarks) : remarks_(remarks) {}
+  ParforHoister(const ReorderableAccesses &reorderable, const RemarkReporter &remarks)
+      : reorderable_(reorderable), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -81,9 +83,13 @@ protected:
     // runs in its thread.
     if (node.forKind == ForKind::Parallel)
       return self;
+    // Under bounds checks the first index out of range, in the program's
+    // order of steps, is the one reported; hoisted, a later step of one
+    // point could fail before an earlier step of another.
+    bool reorderable = reorderable_.allowed(self);
     Stmt mutated = IRMutator::visitFor(node, self);
     const auto *serial = mutated->as<For>();
-    if (serial->forKind != ForKind::Serial)
+    if (serial->forKind != ForKind::Serial || !reorderable)
       return mutated;
     return hoist(*serial).value_or(mutated);
   }
@@ -173,18 +179,15 @@ private:
     return body;
   }
 
+  const ReorderableAccesses &reorderable_;
   const RemarkReporter &remarks_;
 };
 
 } // namespace
 
 Function hoistIndependentParfors(Function function, const RemarkReporter &remarks) {
-  // Under --bounds-check the first index out of range, in the program's
-  // order of steps, is the one reported; hoisted, a later step of one point
-  // could fail before an earlier step of another.
-  if (function.boundsChecked)
-    return function;
-  function.body = ParforHoister(remarks).mutate(function.body);
+  ReorderableAccesses reorderable(function);
+  function.body = ParforHoister(reorderable, remarks).mutate(function.body);
   return function;
 }
 

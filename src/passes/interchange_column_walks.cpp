@@ -87,6 +87,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/BoundsProof.h"
 
 #include <algorithm>
 #include <functional>
@@ -399,8 +400,8 @@ protected:
 
 class ColumnWalkInterchanger : public LetTrackingMutator {
 public:
-  ColumnWalkInterchanger(bool boundsChecked, const RemarkReporter &remarks)
-      : boundsChecked_(boundsChecked), remarks_(remarks) {}
+  ColumnWalkInterchanger(const ReorderableAccesses &reorderable, const RemarkReporter &remarks)
+      : reorderable_(reorderable), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -495,7 +496,7 @@ private:
       ranges.visit(parallel.body);
       MayFail mayFail;
       mayFail.visit(parallel.body);
-      if (boundsChecked_ || mayFail.found) {
+      if (!reorderable_.allowed(parallel.body) || mayFail.found) {
         remarks_.declined(parallel.source,
                           "not interchanged with the loop over " + k + " (line " + line +
                               "): a failure in the serial loop over " + j +
@@ -574,7 +575,7 @@ private:
     };
     MayFail mayFail;
     mayFail.visit(outer.body);
-    if (boundsChecked_ || mayFail.found)
+    if (!reorderable_.allowed(outer.body) || mayFail.found)
       return decline("a failure (an index out of range, a division by zero) would be reported "
                      "out of the program's order");
     if (bindsNames)
@@ -657,7 +658,7 @@ private:
       return decline("its terms need statements of their own");
     MayFail mayFail;
     mayFail.visit(reduce->value);
-    if (boundsChecked_ || mayFail.found)
+    if (!reorderable_.allowed(reduce->value) || mayFail.found)
       return decline("a failure in a term (an index out of range, a division by zero) would be "
                      "reported out of the program's order");
 
@@ -743,14 +744,15 @@ private:
     return value->as<IntImm>() || value->as<FloatImm>();
   }
 
-  bool boundsChecked_;
+  const ReorderableAccesses &reorderable_;
   const RemarkReporter &remarks_;
 };
 
 } // namespace
 
 Function interchangeColumnWalks(Function function, const RemarkReporter &remarks) {
-  function.body = ColumnWalkInterchanger(function.boundsChecked, remarks).mutate(function.body);
+  ReorderableAccesses reorderable(function);
+  function.body = ColumnWalkInterchanger(reorderable, remarks).mutate(function.body);
   return function;
 }
 

@@ -62,6 +62,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/BoundsProof.h"
 #include "passes/lowering/ElementsInRegisters.h"
 
 #include <algorithm>
@@ -238,11 +239,12 @@ struct Section {
 
 class Jammer : public LetTrackingMutator {
 public:
-  Jammer(bool boundsChecked, const RemarkReporter &remarks)
-      : boundsChecked_(boundsChecked), remarks_(remarks) {}
+  Jammer(const ReorderableAccesses &reorderable, const RemarkReporter &remarks)
+      : reorderable_(reorderable), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
+    bool reorderable = reorderable_.allowed(self);
     bool parallel = node.forKind != ForKind::Serial;
     parallelDepth_ += parallel;
     enclosing_.push_back({node.var, resolved(node.min), resolved(node.extent)});
@@ -252,7 +254,7 @@ protected:
     const For &loop = *mutated->as<For>();
     bool hostLoop = !parallel && parallelDepth_ == 0;
     bool innermostParallel = loop.forKind == ForKind::Parallel && !containsParallelLoop(loop.body);
-    if (boundsChecked_ || !(hostLoop || innermostParallel))
+    if (!reorderable || !(hostLoop || innermostParallel))
       return mutated;
     return jam(loop).value_or(mutated);
   }
@@ -508,7 +510,7 @@ private:
     return std::nullopt;
   }
 
-  bool boundsChecked_;
+  const ReorderableAccesses &reorderable_;
   const RemarkReporter &remarks_;
   std::vector<LoopRange> enclosing_; // the loops around, outermost first
   int parallelDepth_ = 0;
@@ -518,7 +520,8 @@ private:
 } // namespace
 
 Function jamSerialChains(Function function, const RemarkReporter &remarks) {
-  function.body = Jammer(function.boundsChecked, remarks).mutate(function.body);
+  ReorderableAccesses reorderable(function);
+  function.body = Jammer(reorderable, remarks).mutate(function.body);
   return function;
 }
 

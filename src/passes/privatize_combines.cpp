@@ -27,6 +27,7 @@
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "passes/analysis/BoundsProof.h"
 #include "passes/lowering/ReductionTrees.h"
 
 #include <algorithm>
@@ -209,10 +210,21 @@ Expr flatIndex(const std::vector<Expr> &indices, const std::vector<Expr> &shape)
   return flat;
 }
 
+// Under bounds checks, what a combine's indices into the global array
+// need: the private copy is shaped otherwise (one flat row, room for more
+// elements), so each index not proven in range is checked against the
+// global array's extent, as an access to it would be, and the update is
+// made only when all are in range.
+struct IndexChecks {
+  const ProvenAccesses *proven = nullptr; // null: no bounds checks
+  const std::map<SourceLoc, std::string> *arrayNamesAt = nullptr;
+};
+
 // The combines into privatized arrays, sent to their private copies.
 class ToPrivateCopies : public IRMutator {
 public:
-  explicit ToPrivateCopies(const std::vector<Privatized> &arrays) : arrays_(arrays) {}
+  ToPrivateCopies(const std::vector<Privatized> &arrays, const IndexChecks &checks)
+      : arrays_(arrays), checks_(checks) {}
 
 protected:
   Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) override {
@@ -220,20 +232,67 @@ protected:
     const auto &update = *mutated->as<AtomicUpdate>();
     for (const Privatized &array : arrays_)
       if (array.global == update.buffer)
-        return std::make_shared<AtomicUpdate>(
-            array.local, std::vector<Expr>{flatIndex(update.indices, array.global->shape)},
-            update.op, update.value, update.source);
+        return toPrivateCopy(node, update, array);
     return mutated;
   }
 
 private:
+  Stmt toPrivateCopy(const AtomicUpdate &original, const AtomicUpdate &update,
+                     const Privatized &array) {
+    std::vector<Expr> indices = update.indices;
+    std::vector<Stmt> checks;
+    Expr inRange;
+    std::vector<std::pair<std::string, Expr>> lets;
+    for (size_t d = 0; d < indices.size(); ++d) {
+      if (!checks_.proven || checks_.proven->proven(&original, d))
+        continue;
+      // Evaluated once: an index may read memory (a key).
+      std::string name = array.global->name + ".index" + std::to_string(d) + "." +
+                         std::to_string(checkedIndices_++);
+      lets.emplace_back(name, toI64(indices[d]));
+      Expr index = makeVar(ScalarType::I64, name);
+      indices[d] = index;
+      const Expr &extent = array.global->shape[d];
+      Expr holds = makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, index, makeI64(0)),
+                              makeBinary(BinaryOpKind::Lt, index, toI64(extent)));
+      checks.push_back(std::make_shared<Check>(
+          holds,
+          "index {0} out of range for dimension " + std::to_string(d) + " of '" +
+              nameAt(update.source, *array.global) + "' (extent {1})",
+          std::vector<Expr>{index, toI64(extent)}, update.source));
+      inRange = inRange ? makeBinary(BinaryOpKind::And, inRange, holds) : holds;
+    }
+    Stmt privateUpdate = std::make_shared<AtomicUpdate>(
+        array.local, std::vector<Expr>{flatIndex(indices, array.global->shape)}, update.op,
+        update.value, update.source);
+    if (!inRange)
+      return privateUpdate;
+    checks.push_back(std::make_shared<IfThenElse>(inRange, privateUpdate, nullptr));
+    Stmt result = makeBlock(std::move(checks));
+    for (auto let = lets.rbegin(); let != lets.rend(); ++let)
+      result = std::make_shared<LetStmt>(let->first, let->second, result);
+    return result;
+  }
+
+  // The program's name for the array an access at `source` writes.
+  std::string nameAt(SourceRange source, const BufferInfo &buffer) const {
+    if (checks_.arrayNamesAt)
+      if (auto named = checks_.arrayNamesAt->find(source.begin);
+          named != checks_.arrayNamesAt->end())
+        return named->second;
+    return buffer.nameInMessages();
+  }
+
   const std::vector<Privatized> &arrays_;
+  const IndexChecks &checks_;
+  int checkedIndices_ = 0;
 };
 
 class CombinePrivatizer : public IRMutator {
 public:
-  CombinePrivatizer(const PassParameters &parameters, const RemarkReporter &remarks)
-      : parameters_(parameters), remarks_(remarks) {}
+  CombinePrivatizer(const PassParameters &parameters, const IndexChecks &checks,
+                    const RemarkReporter &remarks)
+      : parameters_(parameters), checks_(checks), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -348,8 +407,8 @@ private:
         return store(array.local, {element}, privateIdentity(array.op, array.global->element));
       }));
     steps.push_back(std::make_shared<Barrier>());
-    steps.push_back(gridStride(chain, extents, ToPrivateCopies(arrays).mutate(body), block, thread,
-                               blocks, iterations));
+    steps.push_back(gridStride(chain, extents, ToPrivateCopies(arrays, checks_).mutate(body), block,
+                               thread, blocks, iterations));
     steps.push_back(std::make_shared<Barrier>());
     for (const Privatized &array : arrays)
       steps.push_back(overElements(array, thread, top.var + ".merge", [&](const Expr &element) {
@@ -440,6 +499,7 @@ private:
   }
 
   const PassParameters &parameters_;
+  const IndexChecks &checks_;
   const RemarkReporter &remarks_;
 };
 
@@ -447,7 +507,11 @@ private:
 
 Function privatizeCombines(Function function, const PassParameters &parameters,
                            const RemarkReporter &remarks) {
-  function.body = CombinePrivatizer(parameters, remarks).mutate(function.body);
+  std::optional<ProvenAccesses> proven;
+  if (function.boundsChecked)
+    proven = proveAccessesInBounds(function);
+  IndexChecks checks{proven ? &*proven : nullptr, &function.arrayNamesAt};
+  function.body = CombinePrivatizer(parameters, checks, remarks).mutate(function.body);
   return function;
 }
 

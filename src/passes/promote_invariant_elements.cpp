@@ -36,6 +36,7 @@
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
+#include "passes/analysis/BoundsProof.h"
 #include "passes/lowering/ElementsInRegisters.h"
 
 #include <map>
@@ -50,14 +51,15 @@ namespace {
 
 class Promoter : public LetTrackingMutator {
 public:
-  Promoter(bool boundsChecked, const RemarkReporter &remarks)
-      : boundsChecked_(boundsChecked), remarks_(remarks) {}
+  Promoter(const ReorderableAccesses &reorderable, const RemarkReporter &remarks)
+      : reorderable_(reorderable), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
+    bool reorderable = reorderable_.allowed(self);
     Stmt mutated = IRMutator::visitFor(node, self); // inner loops first
     const For &loop = *mutated->as<For>();
-    if (loop.forKind != ForKind::Serial || boundsChecked_)
+    if (loop.forKind != ForKind::Serial || !reorderable)
       return mutated;
     RegisterElements how{.around = {},
                          .resolve = [&](const Expr &expr) { return resolved(expr); },
@@ -68,7 +70,7 @@ protected:
   }
 
 private:
-  bool boundsChecked_;
+  const ReorderableAccesses &reorderable_;
   RemarkReporter remarks_;
   int cells_ = 0; // registers made so far, for unique names
 };
@@ -76,7 +78,8 @@ private:
 } // namespace
 
 Function promoteInvariantElements(Function function, const RemarkReporter &remarks) {
-  function.body = Promoter(function.boundsChecked, remarks).mutate(function.body);
+  ReorderableAccesses reorderable(function);
+  function.body = Promoter(reorderable, remarks).mutate(function.body);
   return function;
 }
 

@@ -5,8 +5,10 @@
 #include "ir/IRVisitor.h"
 #include "passes/analysis/IndexRange.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <functional>
 #include <set>
 #include <string>
 
@@ -23,9 +25,64 @@ bool ProvenAccesses::proven(const void *access, size_t dim) const {
 
 namespace {
 
+// Whether the accesses a visit meets are all proven.
+struct ProvenCheck : IRVisitor {
+  const ProvenAccesses &proven;
+  bool all = true;
+  explicit ProvenCheck(const ProvenAccesses &proven) : proven(proven) {}
+  void check(const void *access, size_t dims) {
+    for (size_t dim = 0; dim < dims; ++dim)
+      all = all && proven.proven(access, dim);
+  }
+  void visitLoad(const Load &load) override {
+    IRVisitor::visitLoad(load);
+    check(&load, load.indices.size());
+  }
+  void visitStore(const Store &store) override {
+    IRVisitor::visitStore(store);
+    check(&store, store.indices.size());
+  }
+  void visitAtomicUpdate(const AtomicUpdate &update) override {
+    IRVisitor::visitAtomicUpdate(update);
+    check(&update, update.indices.size());
+  }
+  // An array element a redomap or scan writes: its store is made later.
+  void visitReduce(const Reduce &reduce) override {
+    IRVisitor::visitReduce(reduce);
+    all = all && reduce.indices.empty();
+  }
+  void visitScan(const Scan &scan) override {
+    IRVisitor::visitScan(scan);
+    all = all && scan.indices.empty();
+  }
+};
+
+} // namespace
+
+bool ProvenAccesses::allProvenIn(const Stmt &region) const {
+  ProvenCheck accesses(*this);
+  accesses.visit(region);
+  return accesses.all;
+}
+
+bool ProvenAccesses::allProvenIn(const Expr &region) const {
+  ProvenCheck accesses(*this);
+  accesses.visit(region);
+  return accesses.all;
+}
+
+ReorderableAccesses::ReorderableAccesses(const Function &function) {
+  if (function.boundsChecked)
+    proven_ = proveAccessesInBounds(function);
+}
+
+namespace {
+
 // Steps one proof may take, and the largest coefficient it may reach:
 // enough for the nests passes make, small enough to cost nothing.
-constexpr int kProofSteps = 256;
+constexpr int kProofSteps = 2048;
+// The depths of the searches, one after the other (`proves`).
+constexpr int kProofDepths[] = {4, 8, 16, 64};
 constexpr int64_t kLargestCoefficient = int64_t(1) << 40;
 constexpr int64_t kLargestFactor = int64_t(1) << 20;
 
@@ -41,8 +98,32 @@ LinearForm atomForm(const Expr &atom) {
   return form;
 }
 
+struct Clamp {
+  bool isMin;
+  LinearForm first, second;
+};
+struct Quotient {
+  LinearForm dividend;
+  int64_t divisor;
+};
+// An atom `first op second` (op a product, a quotient or a remainder).
+struct Operands {
+  BinaryOpKind op;
+  LinearForm first, second;
+};
+
+// What the host code knows where it launches a kernel (Prover::visitLaunch).
+struct LaunchContext {
+  std::vector<LinearForm> facts; // each >= 0
+  std::map<std::string, Clamp> clamps;
+  std::map<std::string, Quotient> quotients;
+  std::map<std::string, Operands> signedByOperands;
+  std::map<std::string, Expr> productAtoms;
+};
+
 // Collects the facts around each access and proves its indices.
 class Prover : public IRVisitor {
+
 public:
   Prover(const Function &function, ProvenAccesses &proven) : proven_(proven) {
     auto addSizes = [&](const std::vector<Buffer> &buffers) {
@@ -56,24 +137,98 @@ public:
     addSizes(function.buffers);
     for (const KernelFunc &kernel : function.kernels)
       addSizes(kernel.buffers);
+    // The code serves only runs whose sizes decide these as they came out.
+    for (const Function::SizeChoice &choice : function.sizeChoices)
+      addConditionFacts(choice.condition, choice.holds);
+    for (const KernelFunc &kernel : function.kernels)
+      kernels_[kernel.name] = &kernel;
   }
+
+  // What holds at the launches of a kernel, about its scalars (`launches`,
+  // filled while visiting the host code), taken as facts for its body.
+  void assumeLaunchContext(const LaunchContext &context) {
+    facts_.insert(facts_.end(), context.facts.begin(), context.facts.end());
+    clamps_.insert(context.clamps.begin(), context.clamps.end());
+    quotients_.insert(context.quotients.begin(), context.quotients.end());
+    signedByOperands_.insert(context.signedByOperands.begin(), context.signedByOperands.end());
+    productAtoms_.insert(context.productAtoms.begin(), context.productAtoms.end());
+  }
+  std::map<std::string, std::vector<LaunchContext>> launches;
 
 protected:
   void visitFor(const For &loop) override {
     visit(loop.min);
     visit(loop.extent);
-    std::optional<LinearForm> min = form(loop.min), extent = form(loop.extent);
-    depth_[loop.var] = static_cast<int>(depth_.size()) + 1;
     size_t facts = facts_.size();
-    LinearForm var = atomForm(makeVar(loop.min->type, loop.var));
-    if (min) {
-      facts_.push_back(var.plus(*min, -1)); // var - min >= 0
-      if (extent)                           // min + extent - 1 - var >= 0
-        facts_.push_back(min->plus(*extent, 1).plus(var, -1).plus(constantForm(1), -1));
-    }
+    enterLoop(loop.var, loop.min, loop.extent);
     visit(loop.body);
     facts_.resize(facts);
     depth_.erase(loop.var);
+  }
+
+  // A redomap's or scan's loops, before lower_reductions makes them Fors.
+  void visitReduce(const Reduce &reduce) override {
+    for (const Expr &index : reduce.indices)
+      visit(index);
+    visit(reduce.neutral);
+    size_t facts = facts_.size();
+    for (const Reduce::Loop &loop : reduce.loops) {
+      visit(loop.min);
+      visit(loop.extent);
+      enterLoop(loop.var, loop.min, loop.extent);
+    }
+    visit(reduce.valueSetup);
+    visit(reduce.value);
+    facts_.resize(facts);
+    for (const Reduce::Loop &loop : reduce.loops)
+      depth_.erase(loop.var);
+  }
+  void visitScan(const Scan &scan) override {
+    visit(scan.neutral);
+    visit(scan.loop.min);
+    visit(scan.loop.extent);
+    size_t facts = facts_.size();
+    enterLoop(scan.loop.var, scan.loop.min, scan.loop.extent);
+    visit(scan.valueSetup);
+    for (const Expr &index : scan.indices)
+      visit(index);
+    visit(scan.value);
+    facts_.resize(facts);
+    depth_.erase(scan.loop.var);
+  }
+
+  // The facts of a loop over `var` in [min, min + extent): the caller drops
+  // them (and the variable's depth) when it leaves the loop.
+  void enterLoop(const std::string &var, const Expr &min, const Expr &extent) {
+    std::optional<LinearForm> first = form(min), count = form(runningExtent(extent));
+    depth_[var] = static_cast<int>(depth_.size()) + 1;
+    LinearForm value = atomForm(makeVar(min->type, var));
+    if (first) {
+      facts_.push_back(value.plus(*first, -1)); // var - min >= 0
+      if (count)                                // min + extent - 1 - var >= 0
+        facts_.push_back(first->plus(*count, 1).plus(value, -1).plus(constantForm(1), -1));
+    }
+  }
+
+  // A loop's extent as its body sees it: there it is at least 1, so
+  // `max(e, c)` with a constant c <= 0 (a lowering's guard against negative
+  // trip counts) is e, also as an operand of a min.
+  static Expr runningExtent(const Expr &extent) {
+    auto *clamp = extent->as<Binary>();
+    // min(a, b) >= 1: a >= 1 and b >= 1.
+    if (clamp && clamp->op == BinaryOpKind::Min)
+      return makeBinary(BinaryOpKind::Min, runningExtent(clamp->lhs), runningExtent(clamp->rhs));
+    if (!clamp || clamp->op != BinaryOpKind::Max)
+      return extent;
+    auto notPositive = [](const Expr &side) {
+      auto *constant = side->as<IntImm>();
+      return constant && constant->value <= 0;
+    };
+    if (notPositive(clamp->rhs))
+      return runningExtent(clamp->lhs);
+    if (notPositive(clamp->lhs))
+      return runningExtent(clamp->rhs);
+    return extent;
   }
 
   void visitLetStmt(const LetStmt &let) override {
@@ -98,39 +253,113 @@ protected:
     }
   }
 
+  // The facts here that hold in a kernel launched here: each scalar it
+  // takes equals the value passed (the host's variable of the same name,
+  // or another expression), and the facts over names the kernel does not
+  // bind otherwise (the host's loops and lets the values mention).
+  void visitLaunch(const Launch &launch) override {
+    IRVisitor::visitLaunch(launch);
+    auto kernel = kernels_.find(launch.kernel);
+    if (kernel == kernels_.end())
+      return;
+    std::set<std::string> rebound = boundNames(kernel->second->body);
+    LaunchContext context;
+    for (size_t i = 0; i < launch.scalars.size() && i < kernel->second->scalars.size(); ++i) {
+      const ScalarParam &param = kernel->second->scalars[i];
+      auto *var = launch.scalars[i]->as<Var>();
+      if (var && var->name == param.name && !lets_.contains(var->name))
+        continue; // the same name for the same value
+      rebound.insert(param.name);
+      if (!isInteger(param.type))
+        continue;
+      if (std::optional<LinearForm> value = form(launch.scalars[i])) {
+        LinearForm equal = atomForm(makeVar(param.type, param.name)).plus(*value, -1);
+        context.facts.push_back(equal);
+        context.facts.push_back(equal.scaled(-1));
+      }
+    }
+    auto mentionsRebound = [&](const LinearForm &linear, const std::string &except) {
+      return std::ranges::any_of(linear.terms, [&](const auto &term) {
+        return term.first != except &&
+               std::ranges::any_of(freeVars(term.second.first),
+                                   [&](const std::string &name) { return rebound.contains(name); });
+      });
+    };
+    // An equality's own parameter is the kernel's.
+    std::erase_if(context.facts, [&](const LinearForm &fact) {
+      return std::ranges::any_of(kernel->second->scalars, [&](const ScalarParam &param) {
+        std::string key = toString(makeVar(param.type, param.name));
+        return fact.terms.contains(key) && mentionsRebound(fact, key);
+      });
+    });
+    for (const LinearForm &fact : facts_)
+      if (!mentionsRebound(fact, ""))
+        context.facts.push_back(fact);
+    context.clamps = clamps_;
+    context.quotients = quotients_;
+    context.signedByOperands = signedByOperands_;
+    context.productAtoms = productAtoms_;
+    launches[launch.kernel].push_back(std::move(context));
+  }
+
   void visitLoad(const Load &load) override {
     IRVisitor::visitLoad(load);
-    prove(&load, *load.buffer, load.indices);
+    prove(&load, *load.buffer, load.indices, load.source);
   }
   void visitStore(const Store &store) override {
     IRVisitor::visitStore(store);
-    prove(&store, *store.buffer, store.indices);
+    prove(&store, *store.buffer, store.indices, store.source);
   }
   void visitAtomicUpdate(const AtomicUpdate &update) override {
     IRVisitor::visitAtomicUpdate(update);
-    prove(&update, *update.buffer, update.indices);
+    prove(&update, *update.buffer, update.indices, update.source);
   }
 
 private:
-  void prove(const void *access, const BufferInfo &buffer, const std::vector<Expr> &indices) {
+  void prove(const void *access, const BufferInfo &buffer, const std::vector<Expr> &indices,
+             SourceRange source) {
+    // An access a pass made on its own (a tree's tile, a stage's copy),
+    // with no place in the program, is in range by construction: not
+    // checked, as if proven.
+    if (!source.valid()) {
+      proven_.record(access, std::vector<bool>(indices.size(), true));
+      return;
+    }
     std::vector<bool> dims(indices.size(), false);
     for (size_t dim = 0; dim < indices.size() && dim < buffer.shape.size(); ++dim) {
       std::optional<LinearForm> extent = form(buffer.shape[dim]);
       dims[dim] = extent && atLeastZero(indices[dim]) && belowExtent(indices[dim], *extent);
+      if (!dims[dim])
+        proven_.recordUnproven({source, buffer.nameInMessages(), dim, toString(indices[dim]),
+                                toString(buffer.shape[dim])});
     }
     proven_.record(access, std::move(dims));
   }
 
   bool atLeastZero(const Expr &index) {
     std::optional<LinearForm> linear = form(index);
-    int steps = kProofSteps;
-    return linear && nonNegative(*linear, steps);
+    return linear && proves(*linear);
   }
 
   bool belowExtent(const Expr &index, const LinearForm &extent) {
     std::optional<LinearForm> linear = form(index);
+    return linear && proves(extent.plus(*linear, -1).plus(constantForm(1), -1));
+  }
+
+  // Whether `r >= 0` follows from the facts: a search of the proofs of a
+  // few steps first, then of more (iterative deepening), so that the order
+  // in which the search tries facts and atoms' definitions matters little,
+  // within kProofSteps in all.
+  bool proves(const LinearForm &r) const {
     int steps = kProofSteps;
-    return linear && nonNegative(extent.plus(*linear, -1).plus(constantForm(1), -1), steps);
+    for (int depth : kProofDepths) {
+      depthLeft_ = depth;
+      if (nonNegative(r, steps))
+        return true;
+      if (steps < 0)
+        return false;
+    }
+    return false;
   }
 
   // The linear form of an integer expression; none for other types. Lets
@@ -185,10 +414,20 @@ private:
             return lhs->scaled(rhs->constant);
           if (lhs->terms.empty() && std::abs(lhs->constant) < kLargestFactor)
             return rhs->scaled(lhs->constant);
+          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs});
+          productAtoms_.try_emplace(toString(expr), expr);
           break;
         case BinaryOpKind::Min:
         case BinaryOpKind::Max:
           defineMinMax(expr, binary->op == BinaryOpKind::Min, *lhs, *rhs);
+          break;
+        case BinaryOpKind::Div:
+          if (rhs->terms.empty() && rhs->constant > 1 && rhs->constant < kLargestFactor)
+            quotients_.try_emplace(toString(expr), Quotient{*lhs, rhs->constant});
+          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs});
+          break;
+        case BinaryOpKind::Rem:
+          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs});
           break;
         default:
           break;
@@ -286,60 +525,194 @@ private:
     return INT_MAX;
   }
 
-  // Whether `r >= 0` follows from the facts, within `steps`.
+  // Whether `r >= 0` follows from the facts, within `steps`: a term at a
+  // time, in elimination order, is cancelled by a fact that mentions it (a
+  // term no fact cancels is left for later: a fact about another may bring
+  // the one that does).
   bool nonNegative(const LinearForm &r, int &steps) const {
-    if (--steps < 0)
+    if (--steps < 0 || depthLeft_ == 0)
       return false;
+    struct Deeper {
+      int &depth;
+      explicit Deeper(int &depth) : depth(depth) { --depth; }
+      ~Deeper() { ++depth; }
+    } deeper(depthLeft_);
     // Done: a constant and sizes, all non-negative.
     bool done = r.constant >= 0;
     for (const auto &[key, term] : r.terms)
       done = done && term.second > 0 && sizes_.contains(key);
     if (done)
       return true;
-    // The term to cancel: the first in elimination order.
-    const std::pair<const std::string, std::pair<Expr, int64_t>> *pick = nullptr;
     // (A size with a positive coefficient is cancelled only when nothing
     // else is left and the constant is negative: `M - 1 >= 0` inside
     // `i < M` with i >= 0.)
+    std::vector<const std::string *> order;
     for (const auto &entry : r.terms)
-      if (!pick || eliminationOrder(entry.first) > eliminationOrder(pick->first))
-        pick = &entry;
-    if (!pick)
+      order.push_back(&entry.first);
+    std::stable_sort(order.begin(), order.end(), [&](const std::string *a, const std::string *b) {
+      return eliminationOrder(*a) > eliminationOrder(*b);
+    });
+    std::vector<std::function<bool(int &)>> ways;
+    for (const std::string *key : order)
+      ways.push_back([&, key](int &left) { return eliminates(r, *key, left); });
+    return anyWay(ways, steps);
+  }
+
+  // Whether `r >= 0` follows once its term `key` is cancelled: by a fact
+  // (those of the fewest terms first: a guard `i < k` relating the indices
+  // is most often the one the proof needs), or by what the atom
+  // stands for (a clamp's cases, bounds from its operands, a quotient's
+  // facts), tried in order.
+  bool eliminates(const LinearForm &r, const std::string &key, int &steps) const {
+    int64_t a = r.terms.at(key).second;
+    if (std::abs(a) >= kLargestFactor)
       return false;
-    int64_t a = pick->second.second;
-    if (auto clamp = clamps_.find(pick->first); clamp != clamps_.end()) {
-      // m = min(x, y) is x or y: r >= 0 for both values when r grows with
-      // m (it is at its least at the smaller one), else for either (m is
-      // at most each); the other way around for a max.
-      LinearForm withoutAtom = r;
-      withoutAtom.terms.erase(pick->first);
-      if (std::abs(a) >= kLargestFactor)
+    std::vector<const LinearForm *> cancelling;
+    for (const LinearForm &fact : facts_)
+      if (auto term = fact.terms.find(key);
+          term != fact.terms.end() && (term->second.second > 0) == (a > 0))
+        cancelling.push_back(&fact);
+    std::ranges::stable_sort(cancelling, {},
+                             [](const LinearForm *fact) { return fact->terms.size(); });
+    std::vector<std::function<bool(int &)>> ways;
+    for (const LinearForm *fact : cancelling)
+      ways.push_back([&, fact](int &left) {
+        std::optional<LinearForm> reduced = cancelled(r, key, a, *fact);
+        return reduced && nonNegative(*reduced, left);
+      });
+    if (auto clamp = clamps_.find(key); clamp != clamps_.end())
+      ways.push_back(
+          [&, clamp](int &left) { return clampEliminates(r, key, a, clamp->second, left); });
+    if (auto operands = signedByOperands_.find(key); operands != signedByOperands_.end())
+      ways.push_back([&, operands](int &left) {
+        for (const LinearForm &bound : operandBounds(operands->second, a, left)) {
+          LinearForm withAtomBounded = r;
+          withAtomBounded.terms.erase(key);
+          withAtomBounded = withAtomBounded.plus(bound.scaled(a), 1);
+          if (!tooLarge(withAtomBounded) && nonNegative(withAtomBounded, left))
+            return true;
+        }
         return false;
-      LinearForm first = withoutAtom.plus(clamp->second.first.scaled(a), 1);
-      LinearForm second = withoutAtom.plus(clamp->second.second.scaled(a), 1);
-      if (tooLarge(first) || tooLarge(second))
+      });
+    if (auto quotient = quotients_.find(key); quotient != quotients_.end())
+      ways.push_back([&, quotient](int &left) {
+        for (const LinearForm &fact :
+             quotientFacts(key, quotient->second, r.terms.at(key).first, a, left))
+          if (std::optional<LinearForm> reduced = cancelled(r, key, a, fact);
+              reduced && nonNegative(*reduced, left))
+            return true;
         return false;
-      if ((a > 0) == clamp->second.isMin)
-        return nonNegative(first, steps) && nonNegative(second, steps);
-      return nonNegative(first, steps) || nonNegative(second, steps);
-    }
-    for (const LinearForm &fact : facts_) {
-      auto term = fact.terms.find(pick->first);
-      if (term == fact.terms.end() || (term->second.second > 0) != (a > 0))
-        continue;
-      int64_t c = term->second.second;
-      if (std::abs(c) >= kLargestFactor || std::abs(a) >= kLargestFactor)
-        continue;
-      // |c| r - |a| fact: the term cancels, and r >= 0 follows from it.
-      LinearForm reduced = r.scaled(std::abs(c)).plus(fact.scaled(std::abs(a)), -1);
-      if (tooLarge(reduced))
-        continue;
-      if (nonNegative(reduced, steps))
+      });
+    return anyWay(ways, steps);
+  }
+
+  // Whether one of `ways` succeeds, tried in order.
+  static bool anyWay(const std::vector<std::function<bool(int &)>> &ways, int &steps) {
+    for (const auto &way : ways) {
+      if (way(steps))
         return true;
       if (steps < 0)
         return false;
     }
     return false;
+  }
+
+  // Whether r >= 0 for the values the clamp `key` (coefficient a in r) can
+  // take: m = min(x, y) is x or y, so r >= 0 for both when r grows with m
+  // (it is at its least at the smaller one), else for either (m is at most
+  // each); the other way around for a max. Where the facts order x and y
+  // (`max(N, 0)` of a size), m is the one they pick.
+  bool clampEliminates(const LinearForm &r, const std::string &key, int64_t a, const Clamp &clamp,
+                       int &steps) const {
+    LinearForm withoutAtom = r;
+    withoutAtom.terms.erase(key);
+    LinearForm first = withoutAtom.plus(clamp.first.scaled(a), 1);
+    LinearForm second = withoutAtom.plus(clamp.second.scaled(a), 1);
+    if (tooLarge(first) || tooLarge(second))
+      return false;
+    LinearForm secondPicked = clamp.first.plus(clamp.second, -1); // max: x - y >= 0 picks x
+    if (!clamp.isMin)
+      secondPicked = secondPicked.scaled(-1);
+    if (nonNegative(secondPicked.scaled(-1), steps))
+      return nonNegative(first, steps);
+    if (nonNegative(secondPicked, steps))
+      return nonNegative(second, steps);
+    if ((a > 0) == clamp.isMin)
+      return nonNegative(first, steps) && nonNegative(second, steps);
+    return nonNegative(first, steps) || nonNegative(second, steps);
+  }
+
+  // r with its term `key` (coefficient a) cancelled by `fact` (>= 0): what
+  // is left to prove, when `fact` can cancel it.
+  static std::optional<LinearForm> cancelled(const LinearForm &r, const std::string &key, int64_t a,
+                                             const LinearForm &fact) {
+    auto term = fact.terms.find(key);
+    if (term == fact.terms.end() || (term->second.second > 0) != (a > 0))
+      return std::nullopt;
+    int64_t c = term->second.second;
+    if (std::abs(c) >= kLargestFactor)
+      return std::nullopt;
+    // |c| r - |a| fact: the term cancels, and r >= 0 follows from it.
+    LinearForm reduced = r.scaled(std::abs(c)).plus(fact.scaled(std::abs(a)), -1);
+    if (tooLarge(reduced))
+      return std::nullopt;
+    return reduced;
+  }
+
+  // Values an atom `x op y` (Operands) is at least (`a` > 0: r grows with
+  // it) or at most (`a` < 0), from its operands:
+  //  - x * y, x / y and x % y are at least 0 when x and y are (a quotient
+  //    or remainder by 0 is 0 in the generated code, after its error);
+  //  - x % y is at most y - 1 when x >= 0 and y >= 1;
+  //  - x / y is at most z - 1 when x <= z * y - 1 for a product z * y the
+  //    code computes (a flattened loop's `i.flat / parts` below `rows`).
+  std::vector<LinearForm> operandBounds(const Operands &atom, int64_t a, int &steps) const {
+    if (a > 0) {
+      if (nonNegative(atom.first, steps) && nonNegative(atom.second, steps))
+        return {constantForm(0)};
+      return {};
+    }
+    if (atom.op == BinaryOpKind::Rem && nonNegative(atom.first, steps) &&
+        nonNegative(atom.second.plus(constantForm(1), -1), steps))
+      return {atom.second.plus(constantForm(1), -1)};
+    std::vector<LinearForm> bounds;
+    if (atom.op != BinaryOpKind::Div || !nonNegative(atom.first, steps) ||
+        !nonNegative(atom.second.plus(constantForm(1), -1), steps))
+      return bounds;
+    for (const auto &[productKey, product] : signedByOperands_) {
+      if (product.op != BinaryOpKind::Mul)
+        continue;
+      for (const auto &[count, divisor] : {std::pair{&product.first, &product.second},
+                                           std::pair{&product.second, &product.first}}) {
+        if (!(*divisor == atom.second))
+          continue;
+        LinearForm below = atomForm(productTerm(productKey)).plus(atom.first, -1);
+        below.constant -= 1; // z * y - 1 - x >= 0
+        if (nonNegative(below, steps))
+          bounds.push_back(count->plus(constantForm(1), -1));
+      }
+    }
+    return bounds;
+  }
+
+  // The atom of a product registered under `key`, as a term's expression.
+  Expr productTerm(const std::string &key) const { return productAtoms_.at(key); }
+
+  // What q = e / c (c > 1, rounded toward zero) says of q, each fact >= 0:
+  // a lower bound for a term that grows with q (`a` > 0), else an upper
+  // one. c q >= e - (c - 1) always holds; c q <= e where e >= 0 (proven
+  // directly, or from q >= 1), else only c q <= e + c - 1.
+  std::vector<LinearForm> quotientFacts(const std::string &key, const Quotient &quotient,
+                                        const Expr &atom, int64_t a, int &steps) const {
+    LinearForm q;
+    q.terms.emplace(key, std::make_pair(atom, int64_t(1)));
+    LinearForm cq = q.scaled(quotient.divisor);
+    LinearForm slack = constantForm(quotient.divisor - 1);
+    if (a > 0)
+      return {cq.plus(quotient.dividend, -1).plus(slack, 1)};
+    if (nonNegative(quotient.dividend, steps) || nonNegative(q.plus(constantForm(1), -1), steps))
+      return {quotient.dividend.plus(cq, -1)};
+    return {quotient.dividend.plus(slack, 1).plus(cq, -1)};
   }
 
   static bool tooLarge(const LinearForm &form) {
@@ -356,11 +729,13 @@ private:
   std::map<std::string, int> depth_;       // enclosing loop variables
   std::map<std::string, LinearForm> lets_; // enclosing lets with linear values
   std::vector<LinearForm> facts_;          // each >= 0 here
-  struct Clamp {
-    bool isMin;
-    LinearForm first, second;
-  };
-  std::map<std::string, Clamp> clamps_; // min and max atoms
+  std::map<std::string, const KernelFunc *> kernels_;
+  mutable int depthLeft_ = 0;                 // of the search `proves` runs
+  std::map<std::string, Clamp> clamps_;       // min and max atoms
+  std::map<std::string, Quotient> quotients_; // atoms e / c, c a constant above 1
+  // Atoms a * b (neither a constant) and a / b.
+  std::map<std::string, Operands> signedByOperands_;
+  std::map<std::string, Expr> productAtoms_; // the products among them
 };
 
 } // namespace
@@ -368,13 +743,17 @@ private:
 ProvenAccesses proveAccessesInBounds(const Function &function) {
   // One prover per body: each kernel's names are its own.
   ProvenAccesses proven;
-  auto proveBody = [&](const Stmt &body) {
+  Prover host(function, proven);
+  host.visit(function.body);
+  for (const KernelFunc &kernel : function.kernels) {
     Prover prover(function, proven);
-    prover.visit(body);
-  };
-  proveBody(function.body);
-  for (const KernelFunc &kernel : function.kernels)
-    proveBody(kernel.body);
+    // A kernel launched once knows what held there (one launched from
+    // several places would need what held at all of them).
+    if (auto launched = host.launches.find(kernel.name);
+        launched != host.launches.end() && launched->second.size() == 1)
+      prover.assumeLaunchContext(launched->second.front());
+    prover.visit(kernel.body);
+  }
   return proven;
 }
 

@@ -24,6 +24,8 @@
 #include "ir/IR.h"
 
 #include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace loopc::passes {
@@ -35,11 +37,43 @@ public:
   bool proven(const void *access, size_t dim) const;
   void record(const void *access, std::vector<bool> dims) { dims_[access] = std::move(dims); }
 
+  // An index left without a proof: its check stays in the code.
+  struct Unproven {
+    SourceRange source; // the access in the program
+    std::string array;  // its name in messages
+    size_t dim;
+    std::string index, extent; // printed
+  };
+  void recordUnproven(Unproven unproven) { unproven_.push_back(std::move(unproven)); }
+  const std::vector<Unproven> &unproven() const { return unproven_; }
+
+  // Whether every index of every access in `region` (a part of the
+  // function proven) is proven: a pass may then move those accesses, or
+  // run them in another order, without hiding an error a check would
+  // report, or reporting another first.
+  bool allProvenIn(const ir::Stmt &region) const;
+  bool allProvenIn(const ir::Expr &region) const;
+
 private:
   std::map<const void *, std::vector<bool>> dims_;
+  std::vector<Unproven> unproven_;
 };
 
 // The proofs for every access of `function`'s host code and kernels.
 ProvenAccesses proveAccessesInBounds(const ir::Function &function);
+
+// What a pass that moves accesses, or runs them in another order, may
+// touch: under bounds checks (Function::boundsChecked) the parts whose
+// every access is proven in range, so no check is hidden and the first
+// failing one is still the first reported; everything otherwise.
+class ReorderableAccesses {
+public:
+  explicit ReorderableAccesses(const ir::Function &function);
+  bool allowed(const ir::Stmt &region) const { return !proven_ || proven_->allProvenIn(region); }
+  bool allowed(const ir::Expr &region) const { return !proven_ || proven_->allProvenIn(region); }
+
+private:
+  std::optional<ProvenAccesses> proven_;
+};
 
 } // namespace loopc::passes
