@@ -465,9 +465,11 @@ emitCpuModule(const ir::Function &input, llvm::LLVMContext &context, DeviceError
       *module, recordType, /*isConstant=*/false, llvm::GlobalValue::ExternalLinkage,
       llvm::ConstantAggregateZero::get(recordType), kDeviceErrorName);
   emitter.setDeviceErrorRecord(errorWord, function.source);
+  emitter.setBoundsCheckBody(function.body);
   emitEntry(emitter, function);
   for (const KernelFunc &kernel : function.kernels) {
     emitter.setDeviceErrorRecord(errorWord, kernel.source);
+    emitter.setBoundsCheckBody(kernel.body);
     auto sweep = rowSweeps.find(kernel.name);
     emitKernel(emitter, kernel, sweep == rowSweeps.end() ? nullptr : &sweep->second);
   }

@@ -149,7 +149,7 @@ llvm::Value *LlvmEmitter::emitBoundsChecks(const void *site, const BufferInfo &b
                                            const std::vector<ir::Expr> &indices, SourceRange use) {
   std::vector<size_t> unproven;
   for (size_t dim = 0; boundsChecks_ && dim < indices.size() && dim < buffer.shape.size(); ++dim)
-    if (!provenInBounds_.proven(site, dim))
+    if (!provenInBounds_.proven(boundsBody_, site, dim))
       unproven.push_back(dim);
   if (unproven.empty())
     return nullptr;

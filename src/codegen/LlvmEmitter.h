@@ -86,10 +86,13 @@ public:
   // proven in range in `function` (passes::proveAccessesInBounds), naming
   // each array as the program does where the access is (arrayNamesAt).
   void setBoundsChecks(const ir::Function &function);
-  // Whether every access in `region` goes unchecked: bounds checks are off,
-  // or each index is proven in range.
+  // The body (the host code's or a kernel's) emitted from now on, whose
+  // proofs the bounds checks read.
+  void setBoundsCheckBody(const ir::Stmt &body) { boundsBody_ = body; }
+  // Whether every access in `region` of that body goes unchecked: bounds
+  // checks are off, or each index is proven in range.
   bool accessesUncheckedIn(const ir::Stmt &region) const {
-    return !boundsChecks_ || provenInBounds_.allProvenIn(region);
+    return !boundsChecks_ || provenInBounds_.allProvenIn(boundsBody_, region);
   }
 
   // A counted loop `for var in [min, min + extent)`; `body` is called with the
@@ -167,6 +170,7 @@ private:
   llvm::Value *overflowFlag_ = nullptr; // setOverflowFlag
   bool boundsChecks_ = false;
   passes::ProvenAccesses provenInBounds_;
+  ir::Stmt boundsBody_;
   std::map<SourceLoc, std::string> arrayNamesAt_; // ir::Function::arrayNamesAt
   SourceRange errorRange_;                        // the assignment being emitted, else the function
   DeviceErrorSites errorSites_;

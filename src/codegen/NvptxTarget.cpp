@@ -269,6 +269,7 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
   errorWord->setName(kDeviceErrorName);
   errorWord->addAttr(llvm::Attribute::NoAlias);
   emitter.setDeviceErrorRecord(errorWord, kernel.source);
+  emitter.setBoundsCheckBody(kernel.body);
   emitter.emitStmt(*kernel.body);
   builder.CreateRetVoid();
 }

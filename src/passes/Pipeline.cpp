@@ -109,7 +109,7 @@ public:
     if (!passLeftOutBy(name, options_).empty() || !status_)
       return;
     if (options_.choices.boundsChecks && kHidesAccesses.contains(name) &&
-        !passes::proveAccessesInBounds(function_).allProvenIn(function_.body)) {
+        !passes::proveAccessesInBounds(function_).allProvenIn(function_.body, function_.body)) {
       RemarkReporter(options_.remarks, name, function_.programNames)
           .declined({}, "not run: an index it would move out of the bounds checks' sight is not "
                         "proven in range (`loopc explain --remarks` lists the checks kept)");

@@ -217,6 +217,7 @@ Expr flatIndex(const std::vector<Expr> &indices, const std::vector<Expr> &shape)
 // made only when all are in range.
 struct IndexChecks {
   const ProvenAccesses *proven = nullptr; // null: no bounds checks
+  ir::Stmt body;                          // the host code proven
   const std::map<SourceLoc, std::string> *arrayNamesAt = nullptr;
 };
 
@@ -244,7 +245,7 @@ private:
     Expr inRange;
     std::vector<std::pair<std::string, Expr>> lets;
     for (size_t d = 0; d < indices.size(); ++d) {
-      if (!checks_.proven || checks_.proven->proven(&original, d))
+      if (!checks_.proven || checks_.proven->proven(checks_.body, &original, d))
         continue;
       // Evaluated once: an index may read memory (a key).
       std::string name = array.global->name + ".index" + std::to_string(d) + "." +
@@ -510,7 +511,7 @@ Function privatizeCombines(Function function, const PassParameters &parameters,
   std::optional<ProvenAccesses> proven;
   if (function.boundsChecked)
     proven = proveAccessesInBounds(function);
-  IndexChecks checks{proven ? &*proven : nullptr, &function.arrayNamesAt};
+  IndexChecks checks{proven ? &*proven : nullptr, function.body, &function.arrayNamesAt};
   function.body = CombinePrivatizer(parameters, checks, remarks).mutate(function.body);
   return function;
 }

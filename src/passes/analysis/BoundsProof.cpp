@@ -18,9 +18,16 @@ using namespace loopc::ir;
 using ir::Expr;
 using ir::Stmt;
 
-bool ProvenAccesses::proven(const void *access, size_t dim) const {
-  auto found = dims_.find(access);
+bool ProvenAccesses::proven(const Stmt &body, const void *access, size_t dim) const {
+  auto found = dims_.find({body.get(), access});
   return found != dims_.end() && dim < found->second.size() && found->second[dim];
+}
+
+void ProvenAccesses::record(const Stmt &body, const void *access, const std::vector<bool> &dims) {
+  auto [recorded, first] = dims_.try_emplace({body.get(), access}, dims);
+  if (!first)
+    for (size_t dim = 0; dim < dims.size() && dim < recorded->second.size(); ++dim)
+      recorded->second[dim] = recorded->second[dim] && dims[dim];
 }
 
 namespace {
@@ -28,11 +35,12 @@ namespace {
 // Whether the accesses a visit meets are all proven.
 struct ProvenCheck : IRVisitor {
   const ProvenAccesses &proven;
+  const Stmt &body;
   bool all = true;
-  explicit ProvenCheck(const ProvenAccesses &proven) : proven(proven) {}
+  ProvenCheck(const ProvenAccesses &proven, const Stmt &body) : proven(proven), body(body) {}
   void check(const void *access, size_t dims) {
     for (size_t dim = 0; dim < dims; ++dim)
-      all = all && proven.proven(access, dim);
+      all = all && proven.proven(body, access, dim);
   }
   void visitLoad(const Load &load) override {
     IRVisitor::visitLoad(load);
@@ -59,19 +67,19 @@ struct ProvenCheck : IRVisitor {
 
 } // namespace
 
-bool ProvenAccesses::allProvenIn(const Stmt &region) const {
-  ProvenCheck accesses(*this);
+bool ProvenAccesses::allProvenIn(const Stmt &body, const Stmt &region) const {
+  ProvenCheck accesses(*this, body);
   accesses.visit(region);
   return accesses.all;
 }
 
-bool ProvenAccesses::allProvenIn(const Expr &region) const {
-  ProvenCheck accesses(*this);
+bool ProvenAccesses::allProvenIn(const Stmt &body, const Expr &region) const {
+  ProvenCheck accesses(*this, body);
   accesses.visit(region);
   return accesses.all;
 }
 
-ReorderableAccesses::ReorderableAccesses(const Function &function) {
+ReorderableAccesses::ReorderableAccesses(const Function &function) : body_(function.body) {
   if (function.boundsChecked)
     proven_ = proveAccessesInBounds(function);
 }
@@ -125,7 +133,8 @@ struct LaunchContext {
 class Prover : public IRVisitor {
 
 public:
-  Prover(const Function &function, ProvenAccesses &proven) : proven_(proven) {
+  Prover(const Function &function, const Stmt &body, ProvenAccesses &proven)
+      : proven_(proven), body_(body) {
     auto addSizes = [&](const std::vector<Buffer> &buffers) {
       // The extents of the program's array parameters, which the engines
       // and generated wrappers check are not negative.
@@ -240,6 +249,19 @@ protected:
     lets_.erase(let.var);
   }
 
+  // Only the side a select picks is evaluated where a side reads memory
+  // (the code branches), so each side's accesses know the condition.
+  void visitSelect(const Select &select) override {
+    visit(select.cond);
+    size_t facts = facts_.size();
+    addConditionFacts(select.cond, /*holds=*/true);
+    visit(select.thenValue);
+    facts_.resize(facts);
+    addConditionFacts(select.cond, /*holds=*/false);
+    visit(select.elseValue);
+    facts_.resize(facts);
+  }
+
   void visitIfThenElse(const IfThenElse &branch) override {
     visit(branch.cond);
     size_t facts = facts_.size();
@@ -266,10 +288,14 @@ protected:
     LaunchContext context;
     for (size_t i = 0; i < launch.scalars.size() && i < kernel->second->scalars.size(); ++i) {
       const ScalarParam &param = kernel->second->scalars[i];
+      // The same name for the same value (a let's, as the host's atoms
+      // print it), or another value.
       auto *var = launch.scalars[i]->as<Var>();
-      if (var && var->name == param.name && !lets_.contains(var->name))
-        continue; // the same name for the same value
-      rebound.insert(param.name);
+      bool sameName = var && var->name == param.name;
+      if (sameName && !lets_.contains(var->name))
+        continue;
+      if (!sameName)
+        rebound.insert(param.name);
       if (!isInteger(param.type))
         continue;
       if (std::optional<LinearForm> value = form(launch.scalars[i])) {
@@ -285,7 +311,8 @@ protected:
                                    [&](const std::string &name) { return rebound.contains(name); });
       });
     };
-    // An equality's own parameter is the kernel's.
+    // An equality's own parameter is the kernel's; the rest must read the
+    // host's names the kernel keeps.
     std::erase_if(context.facts, [&](const LinearForm &fact) {
       return std::ranges::any_of(kernel->second->scalars, [&](const ScalarParam &param) {
         std::string key = toString(makeVar(param.type, param.name));
@@ -322,7 +349,7 @@ private:
     // with no place in the program, is in range by construction: not
     // checked, as if proven.
     if (!source.valid()) {
-      proven_.record(access, std::vector<bool>(indices.size(), true));
+      proven_.record(body_, access, std::vector<bool>(indices.size(), true));
       return;
     }
     std::vector<bool> dims(indices.size(), false);
@@ -333,7 +360,7 @@ private:
         proven_.recordUnproven({source, buffer.nameInMessages(), dim, toString(indices[dim]),
                                 toString(buffer.shape[dim])});
     }
-    proven_.record(access, std::move(dims));
+    proven_.record(body_, access, dims);
   }
 
   bool atLeastZero(const Expr &index) {
@@ -515,14 +542,14 @@ private:
   }
 
   // When eliminating, inner loop variables go first (their facts mention
-  // outer ones), atoms with definitions before any loop variable, sizes
-  // last (their facts are what is left to check).
+  // outer ones and the atoms their ranges are made of), then the other
+  // atoms, sizes last (their facts are what is left to check).
   int eliminationOrder(const std::string &key) const {
     if (auto loop = depth_.find(key); loop != depth_.end())
       return loop->second;
     if (sizes_.contains(key))
       return -1;
-    return INT_MAX;
+    return 0;
   }
 
   // Whether `r >= 0` follows from the facts, within `steps`: a term at a
@@ -630,16 +657,16 @@ private:
     LinearForm second = withoutAtom.plus(clamp.second.scaled(a), 1);
     if (tooLarge(first) || tooLarge(second))
       return false;
-    LinearForm secondPicked = clamp.first.plus(clamp.second, -1); // max: x - y >= 0 picks x
+    if ((a > 0) != clamp.isMin)
+      return nonNegative(first, steps) || nonNegative(second, steps);
+    LinearForm secondPicked = clamp.first.plus(clamp.second, -1); // min: x - y >= 0 picks y
     if (!clamp.isMin)
       secondPicked = secondPicked.scaled(-1);
     if (nonNegative(secondPicked.scaled(-1), steps))
       return nonNegative(first, steps);
     if (nonNegative(secondPicked, steps))
       return nonNegative(second, steps);
-    if ((a > 0) == clamp.isMin)
-      return nonNegative(first, steps) && nonNegative(second, steps);
-    return nonNegative(first, steps) || nonNegative(second, steps);
+    return nonNegative(first, steps) && nonNegative(second, steps);
   }
 
   // r with its term `key` (coefficient a) cancelled by `fact` (>= 0): what
@@ -725,6 +752,7 @@ private:
   }
 
   ProvenAccesses &proven_;
+  const Stmt &body_; // the body proven, which the proofs are recorded by
   std::set<std::string> sizes_;
   std::map<std::string, int> depth_;       // enclosing loop variables
   std::map<std::string, LinearForm> lets_; // enclosing lets with linear values
@@ -743,10 +771,10 @@ private:
 ProvenAccesses proveAccessesInBounds(const Function &function) {
   // One prover per body: each kernel's names are its own.
   ProvenAccesses proven;
-  Prover host(function, proven);
+  Prover host(function, function.body, proven);
   host.visit(function.body);
   for (const KernelFunc &kernel : function.kernels) {
-    Prover prover(function, proven);
+    Prover prover(function, kernel.body, proven);
     // A kernel launched once knows what held there (one launched from
     // several places would need what held at all of them).
     if (auto launched = host.launches.find(kernel.name);

@@ -30,12 +30,16 @@
 
 namespace loopc::passes {
 
+// The proofs, by body: the host code's and each kernel's. IR nodes are
+// shared, so one access can sit in several places (a reduction's value in
+// the host loop and in its tree kernel, a tile's copies): in one body it is
+// proven where it is proven at every place.
 class ProvenAccesses {
 public:
-  // Whether index `dim` of `access` (a Load, Store or AtomicUpdate node) is
-  // proven within its extent.
-  bool proven(const void *access, size_t dim) const;
-  void record(const void *access, std::vector<bool> dims) { dims_[access] = std::move(dims); }
+  // Whether index `dim` of `access` (a Load, Store or AtomicUpdate node) in
+  // `body` is proven within its extent.
+  bool proven(const ir::Stmt &body, const void *access, size_t dim) const;
+  void record(const ir::Stmt &body, const void *access, const std::vector<bool> &dims);
 
   // An index left without a proof: its check stays in the code.
   struct Unproven {
@@ -51,11 +55,11 @@ public:
   // function proven) is proven: a pass may then move those accesses, or
   // run them in another order, without hiding an error a check would
   // report, or reporting another first.
-  bool allProvenIn(const ir::Stmt &region) const;
-  bool allProvenIn(const ir::Expr &region) const;
+  bool allProvenIn(const ir::Stmt &body, const ir::Stmt &region) const;
+  bool allProvenIn(const ir::Stmt &body, const ir::Expr &region) const;
 
 private:
-  std::map<const void *, std::vector<bool>> dims_;
+  std::map<std::pair<const void *, const void *>, std::vector<bool>> dims_; // by body, access
   std::vector<Unproven> unproven_;
 };
 
@@ -69,11 +73,16 @@ ProvenAccesses proveAccessesInBounds(const ir::Function &function);
 class ReorderableAccesses {
 public:
   explicit ReorderableAccesses(const ir::Function &function);
-  bool allowed(const ir::Stmt &region) const { return !proven_ || proven_->allProvenIn(region); }
-  bool allowed(const ir::Expr &region) const { return !proven_ || proven_->allProvenIn(region); }
+  bool allowed(const ir::Stmt &region) const {
+    return !proven_ || proven_->allProvenIn(body_, region);
+  }
+  bool allowed(const ir::Expr &region) const {
+    return !proven_ || proven_->allProvenIn(body_, region);
+  }
 
 private:
   std::optional<ProvenAccesses> proven_;
+  ir::Stmt body_; // the host code, where the passes before extract_kernels work
 };
 
 } // namespace loopc::passes
