@@ -440,6 +440,18 @@ TEST_CASE("indices proven in range lose their checks, and only those") {
   CHECK(proven("parfor i in 0..N { y[i] = x[i % 7]; }") != "proven");
   CHECK(proven("parfor i in 0..N { if (N >= 7) { y[i] = x[i % 7]; } }") == "proven");
   CHECK(proven("parfor i in 0..N { y[i] = x[idx[i]]; }") == "checked");
+  // An input's elements do not change: a test of one holds where it is used.
+  CHECK(proven("parfor i in 0..N { if (idx[i] >= 0 && idx[i] < N) { y[i] = x[idx[i]]; } }") ==
+        "proven");
+  CHECK(proven("parfor i in 0..N { y[i] = idx[i] < N ? x[idx[i]] : 0.0; }") == "checked");
+  // A float's sign from the tests around it; its conversion saturates.
+  CHECK(proven("parfor i in 0..N { if (x[i] >= 0.0) { y[i] = x[min(i64(x[i] * f32(N)), N - 1)]; } "
+               "}") == "proven");
+  CHECK(proven("parfor i in 0..N { y[i] = x[min(i64(x[i] * f32(N)), N - 1)]; }") != "proven");
+  CHECK(proven("parfor i in 0..N { if (x[i] >= 0.5) { y[i] = x[min(i64((x[i] - 0.5) * f32(N)), N - "
+               "1)]; } }") == "proven");
+  CHECK(proven("parfor i in 0..N { if (x[i] >= 0.5) { y[i] = x[min(i64((0.5 - x[i]) * f32(N)), N - "
+               "1)]; } }") != "proven");
   CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in 0..i + 1) x[k]; }") == "proven");
   CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in i..N + 1) x[k]; }") == "checked");
 }

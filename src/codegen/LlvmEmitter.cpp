@@ -147,6 +147,11 @@ const std::string &LlvmEmitter::arrayNameAt(const BufferInfo &buffer, SourceRang
 
 llvm::Value *LlvmEmitter::emitBoundsChecks(const void *site, const BufferInfo &buffer,
                                            const std::vector<ir::Expr> &indices, SourceRange use) {
+  // An access code generation or a pass made on its own (a panel's copy, a
+  // tree's tile), with no place in the program, is in range by
+  // construction, as BoundsProof takes it.
+  if (!use.valid())
+    return nullptr;
   std::vector<size_t> unproven;
   for (size_t dim = 0; boundsChecks_ && dim < indices.size() && dim < buffer.shape.size(); ++dim)
     if (!provenInBounds_.proven(boundsBody_, site, dim))

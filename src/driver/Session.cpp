@@ -209,8 +209,8 @@ void PassChoiceOptions::addTo(CLI::App &command) {
                      "stage_length, shared_kib, stage_min_reuse (docs/tuning.md)");
   command.add_flag("--bounds-check", boundsChecks,
                    "Check every array index in the generated code: one out of range is a "
-                   "located error, not a wild access (slower; leaves out fuse_producers, "
-                   "stage_shared and privatize_combines)");
+                   "located error, not a wild access (indices proven in range go unchecked; "
+                   "`explain --remarks --bounds-check` lists the checks kept)");
 }
 
 Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {

@@ -409,7 +409,7 @@ private:
       }));
     steps.push_back(std::make_shared<Barrier>());
     steps.push_back(gridStride(chain, extents, ToPrivateCopies(arrays, checks_).mutate(body), block,
-                               thread, blocks, iterations));
+                               thread, blocks, iterations, checks_.proven != nullptr));
     steps.push_back(std::make_shared<Barrier>());
     for (const Privatized &array : arrays)
       steps.push_back(overElements(array, thread, top.var + ".merge", [&](const Expr &element) {
@@ -478,7 +478,7 @@ private:
   // over all threads of the grid.
   static Stmt gridStride(const std::vector<const For *> &chain, const std::vector<Expr> &extents,
                          Stmt body, const Expr &block, const Expr &thread, const Expr &blocks,
-                         const Expr &iterations) {
+                         const Expr &iterations, bool boundsChecked) {
     const For &top = *chain.front();
     std::string flatVar = top.var + ".flat", stepVar = top.var + ".round";
     Expr flat = makeVar(ScalarType::I64, flatVar);
@@ -491,6 +491,11 @@ private:
       body = std::make_shared<LetStmt>(loop.var, castTo(loop.min->type, value), body);
       inner = mul(inner, extents[d]);
     }
+    // Under bounds checks, what the trip count means, said where the
+    // proof of the body's indices can read it (it cannot divide by the
+    // stride); one comparison a point.
+    if (boundsChecked)
+      body = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, flat, iterations), body);
     Expr first = add(mul(block, makeI64(kThreads)), thread);
     Expr stride = mul(blocks, makeI64(kThreads));
     body = std::make_shared<LetStmt>(

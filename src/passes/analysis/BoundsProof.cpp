@@ -168,10 +168,10 @@ protected:
   void visitFor(const For &loop) override {
     visit(loop.min);
     visit(loop.extent);
-    size_t facts = facts_.size();
+    FactsMark facts = mark();
     enterLoop(loop.var, loop.min, loop.extent);
     visit(loop.body);
-    facts_.resize(facts);
+    restore(facts);
     depth_.erase(loop.var);
   }
 
@@ -180,7 +180,7 @@ protected:
     for (const Expr &index : reduce.indices)
       visit(index);
     visit(reduce.neutral);
-    size_t facts = facts_.size();
+    FactsMark facts = mark();
     for (const Reduce::Loop &loop : reduce.loops) {
       visit(loop.min);
       visit(loop.extent);
@@ -188,7 +188,7 @@ protected:
     }
     visit(reduce.valueSetup);
     visit(reduce.value);
-    facts_.resize(facts);
+    restore(facts);
     for (const Reduce::Loop &loop : reduce.loops)
       depth_.erase(loop.var);
   }
@@ -196,13 +196,13 @@ protected:
     visit(scan.neutral);
     visit(scan.loop.min);
     visit(scan.loop.extent);
-    size_t facts = facts_.size();
+    FactsMark facts = mark();
     enterLoop(scan.loop.var, scan.loop.min, scan.loop.extent);
     visit(scan.valueSetup);
     for (const Expr &index : scan.indices)
       visit(index);
     visit(scan.value);
-    facts_.resize(facts);
+    restore(facts);
     depth_.erase(scan.loop.var);
   }
 
@@ -216,6 +216,99 @@ protected:
       facts_.push_back(value.plus(*first, -1)); // var - min >= 0
       if (count)                                // min + extent - 1 - var >= 0
         facts_.push_back(first->plus(*count, 1).plus(value, -1).plus(constantForm(1), -1));
+    }
+  }
+
+  // Where the facts stand, to go back to when leaving a scope.
+  struct FactsMark {
+    size_t linear, floats;
+  };
+  FactsMark mark() const { return {facts_.size(), floatFacts_.size()}; }
+  void restore(FactsMark mark) {
+    facts_.resize(mark.linear);
+    floatFacts_.resize(mark.floats);
+  }
+
+  // A float comparison that holds (`holds`: else it fails, which says
+  // nothing with NaNs about): `a >= b` or `a > b` as (a, b), in terms the
+  // code cannot change between the test and a use (they read no array the
+  // function writes).
+  void addFloatFact(const Binary &comparison, bool holds) {
+    if (!holds || !unchanging(comparison.lhs) || !unchanging(comparison.rhs))
+      return;
+    switch (comparison.op) {
+    case BinaryOpKind::Ge:
+    case BinaryOpKind::Gt:
+      floatFacts_.emplace_back(toString(comparison.lhs), toString(comparison.rhs));
+      break;
+    case BinaryOpKind::Le:
+    case BinaryOpKind::Lt:
+      floatFacts_.emplace_back(toString(comparison.rhs), toString(comparison.lhs));
+      break;
+    default:
+      break;
+    }
+  }
+
+  // Whether `expr` reads no array the function writes.
+  static bool unchanging(const Expr &expr) {
+    struct Reads : IRVisitor {
+      bool written = false;
+      void visitLoad(const Load &load) override {
+        written = written || load.buffer->isWritten;
+        IRVisitor::visitLoad(load);
+      }
+    } reads;
+    reads.visit(expr);
+    return !reads.written;
+  }
+
+  // Whether `a >= b` (printed) follows from the float facts, directly or
+  // through one term between (`hi > x >= lo`).
+  bool floatAtLeast(const std::string &a, const std::string &b) const {
+    for (const auto &[greater, lesser] : floatFacts_)
+      if (greater == a && (lesser == b || std::ranges::any_of(floatFacts_, [&](const auto &next) {
+                             return next.first == lesser && next.second == b;
+                           })))
+        return true;
+    return false;
+  }
+
+  // Whether the float `expr` is at least 0 or NaN (IEEE: a - b for a >= b,
+  // sums, products and quotients of such values, and conversions of
+  // integers at least 0).
+  bool floatNotNegative(const Expr &expr) const {
+    if (auto *value = expr->as<FloatImm>())
+      return value->value >= 0;
+    // A comparison with a constant at least 0 (`x[i] >= 0.0`).
+    std::string printed = toString(expr);
+    for (const auto &[greater, lesser] : floatFacts_)
+      if (greater == printed && lesser.find_first_not_of("0123456789.e+") == std::string::npos)
+        return true;
+    if (auto *var = expr->as<Var>()) {
+      auto let = floatLets_.find(var->name);
+      return let != floatLets_.end() && floatNotNegative(let->second);
+    }
+    if (auto *cast = expr->as<Cast>(); cast && isInteger(cast->operand->type)) {
+      std::optional<LinearForm> value = const_cast<Prover *>(this)->form(cast->operand);
+      // A search of its own, inside the one that asks.
+      int depth = depthLeft_;
+      bool holds = value && proves(*value);
+      depthLeft_ = depth;
+      return holds;
+    }
+    auto *binary = expr->as<Binary>();
+    if (!binary)
+      return false;
+    switch (binary->op) {
+    case BinaryOpKind::Add:
+    case BinaryOpKind::Mul:
+    case BinaryOpKind::Div:
+      return floatNotNegative(binary->lhs) && floatNotNegative(binary->rhs);
+    case BinaryOpKind::Sub:
+      return floatAtLeast(toString(binary->lhs), toString(binary->rhs));
+    default:
+      return false;
     }
   }
 
@@ -245,33 +338,36 @@ protected:
     std::optional<LinearForm> value = form(let.value);
     if (value)
       lets_[let.var] = *value;
+    if (isFloat(let.value->type))
+      floatLets_[let.var] = let.value;
     visit(let.body);
     lets_.erase(let.var);
+    floatLets_.erase(let.var);
   }
 
   // Only the side a select picks is evaluated where a side reads memory
   // (the code branches), so each side's accesses know the condition.
   void visitSelect(const Select &select) override {
     visit(select.cond);
-    size_t facts = facts_.size();
+    FactsMark facts = mark();
     addConditionFacts(select.cond, /*holds=*/true);
     visit(select.thenValue);
-    facts_.resize(facts);
+    restore(facts);
     addConditionFacts(select.cond, /*holds=*/false);
     visit(select.elseValue);
-    facts_.resize(facts);
+    restore(facts);
   }
 
   void visitIfThenElse(const IfThenElse &branch) override {
     visit(branch.cond);
-    size_t facts = facts_.size();
+    FactsMark facts = mark();
     addConditionFacts(branch.cond, /*holds=*/true);
     visit(branch.thenCase);
-    facts_.resize(facts);
+    restore(facts);
     if (branch.elseCase) {
       addConditionFacts(branch.cond, /*holds=*/false);
       visit(branch.elseCase);
-      facts_.resize(facts);
+      restore(facts);
     }
   }
 
@@ -399,17 +495,14 @@ private:
     return result;
   }
 
-  // `expr` as an atom, unless it reads memory: the same load may give
-  // another value further on (the array written between), so a fact about
-  // it would not hold at the access. A let's value is fixed where it is
-  // bound, so a let of a load is an atom, by its name.
+  // `expr` as an atom, unless it reads memory the function writes: the
+  // same load may give another value further on (the array written
+  // between), so a fact about it would not hold at the access. An array
+  // nothing writes (an input) keeps its elements, so facts about them hold
+  // (a gather's `if (k < N) x[k]` with k = idx[i]). A let's value is fixed
+  // where it is bound, so a let of a load is an atom, by its name.
   static std::optional<LinearForm> opaque(const Expr &expr) {
-    struct Reads : IRVisitor {
-      bool found = false;
-      void visitLoad(const Load &) override { found = true; }
-    } reads;
-    reads.visit(expr);
-    if (reads.found)
+    if (!unchanging(expr))
       return std::nullopt;
     return atomForm(expr);
   }
@@ -427,6 +520,11 @@ private:
     if (auto *cast = expr->as<Cast>();
         cast && expr->type == ScalarType::I64 && isInteger(cast->operand->type))
       return form(cast->operand); // widening keeps the value
+    if (auto *cast = expr->as<Cast>(); cast && isFloat(cast->operand->type))
+      if (std::optional<LinearForm> atom = opaque(expr)) {
+        floatCasts_.try_emplace(toString(expr), cast->operand);
+        return atom;
+      }
     if (auto *binary = expr->as<Binary>(); binary && expr->type == ScalarType::I64) {
       std::optional<LinearForm> lhs = form(binary->lhs), rhs = form(binary->rhs);
       if (lhs && rhs) {
@@ -490,6 +588,10 @@ private:
     if (binary->op == (holds ? BinaryOpKind::And : BinaryOpKind::Or)) {
       addConditionFacts(binary->lhs, holds); // both sides hold (or both fail)
       addConditionFacts(binary->rhs, holds);
+      return;
+    }
+    if (isFloat(binary->lhs->type)) {
+      addFloatFact(*binary, holds);
       return;
     }
     std::optional<LinearForm> lhs = form(binary->lhs), rhs = form(binary->rhs);
@@ -557,6 +659,12 @@ private:
   // term no fact cancels is left for later: a fact about another may bring
   // the one that does).
   bool nonNegative(const LinearForm &r, int &steps) const {
+    // Done: a constant and sizes, all non-negative.
+    bool done = r.constant >= 0;
+    for (const auto &[key, term] : r.terms)
+      done = done && term.second > 0 && sizes_.contains(key);
+    if (done)
+      return true;
     if (--steps < 0 || depthLeft_ == 0)
       return false;
     struct Deeper {
@@ -564,12 +672,6 @@ private:
       explicit Deeper(int &depth) : depth(depth) { --depth; }
       ~Deeper() { ++depth; }
     } deeper(depthLeft_);
-    // Done: a constant and sizes, all non-negative.
-    bool done = r.constant >= 0;
-    for (const auto &[key, term] : r.terms)
-      done = done && term.second > 0 && sizes_.contains(key);
-    if (done)
-      return true;
     // (A size with a positive coefficient is cancelled only when nothing
     // else is left and the constant is negative: `M - 1 >= 0` inside
     // `i < M` with i >= 0.)
@@ -620,6 +722,15 @@ private:
             return true;
         }
         return false;
+      });
+    // A float converted to an integer saturates, NaN to 0: at least 0 where
+    // the float is not negative.
+    if (auto converted = floatCasts_.find(key);
+        converted != floatCasts_.end() && a > 0 && floatNotNegative(converted->second))
+      ways.push_back([&](int &left) {
+        LinearForm withoutAtom = r;
+        withoutAtom.terms.erase(key);
+        return nonNegative(withoutAtom, left);
       });
     if (auto quotient = quotients_.find(key); quotient != quotients_.end())
       ways.push_back([&, quotient](int &left) {
@@ -757,6 +868,10 @@ private:
   std::map<std::string, int> depth_;       // enclosing loop variables
   std::map<std::string, LinearForm> lets_; // enclosing lets with linear values
   std::vector<LinearForm> facts_;          // each >= 0 here
+  // Float comparisons that hold here, (a, b) for a >= b (printed).
+  std::vector<std::pair<std::string, std::string>> floatFacts_;
+  std::map<std::string, Expr> floatLets_;  // enclosing lets of float values
+  std::map<std::string, Expr> floatCasts_; // integer atoms converted from floats
   std::map<std::string, const KernelFunc *> kernels_;
   mutable int depthLeft_ = 0;                 // of the search `proves` runs
   std::map<std::string, Clamp> clamps_;       // min and max atoms
