@@ -304,6 +304,16 @@ kernel gather(A: in f32[M][K], idx: in i32[K], B: in f32[K][N], C: out f32[M][N]
   auto unchecked = test::runLoopc("explain " + path + " --remarks");
   CHECK(!test::contains(unchecked.output, "not run"));
   CHECK(!test::contains(unchecked.output, "bounds_checks"));
+
+  // A histogram's bin is at least 0 only where B is (B = 0 makes it -1):
+  // privatize_combines still runs, checking the bin against H's extent
+  // before each private update, and says so.
+  auto histogram = test::runLoopc("explain samples/histogram.loop --target cpu --bounds-check "
+                                  "--remarks --set N=100000 --set B=256");
+  CHECK(histogram.exitCode == 0);
+  CHECK(test::contains(histogram.output, "remark: privatize_combines: index bin of 'H' (dimension "
+                                         "0) checked at run time: not proven within [0, B)"));
+  CHECK(test::contains(histogram.output, "remark: privatize_combines: 'H' gets a copy per block"));
 }
 
 TEST_CASE("checked PTX of every sample assembles, and reports through the error record") {

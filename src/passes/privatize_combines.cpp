@@ -219,6 +219,7 @@ struct IndexChecks {
   const ProvenAccesses *proven = nullptr; // null: no bounds checks
   ir::Stmt body;                          // the host code proven
   const std::map<SourceLoc, std::string> *arrayNamesAt = nullptr;
+  const RemarkReporter *remarks = nullptr; // says which indices stay checked
 };
 
 // The combines into privatized arrays, sent to their private copies.
@@ -262,6 +263,12 @@ private:
               nameAt(update.source, *array.global) + "' (extent {1})",
           std::vector<Expr>{index, toI64(extent)}, update.source));
       inRange = inRange ? makeBinary(BinaryOpKind::And, inRange, holds) : holds;
+      if (checks_.remarks)
+        checks_.remarks->declined(update.source,
+                                  "index " + toString(original.indices[d]) + " of '" +
+                                      nameAt(update.source, *array.global) + "' (dimension " +
+                                      std::to_string(d) + ") checked at run time: not proven " +
+                                      "within [0, " + toString(extent) + ")");
     }
     Stmt privateUpdate = std::make_shared<AtomicUpdate>(
         array.local, std::vector<Expr>{flatIndex(indices, array.global->shape)}, update.op,
@@ -516,7 +523,7 @@ Function privatizeCombines(Function function, const PassParameters &parameters,
   std::optional<ProvenAccesses> proven;
   if (function.boundsChecked)
     proven = proveAccessesInBounds(function);
-  IndexChecks checks{proven ? &*proven : nullptr, function.body, &function.arrayNamesAt};
+  IndexChecks checks{proven ? &*proven : nullptr, function.body, &function.arrayNamesAt, &remarks};
   function.body = CombinePrivatizer(parameters, checks, remarks).mutate(function.body);
   return function;
 }
