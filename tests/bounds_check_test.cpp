@@ -458,6 +458,8 @@ TEST_CASE("indices proven in range lose their checks, and only those") {
   CHECK(proven("parfor i in 0..N { if (x[i] >= 0.0) { y[i] = x[min(i64(x[i] * f32(N)), N - 1)]; } "
                "}") == "proven");
   CHECK(proven("parfor i in 0..N { y[i] = x[min(i64(x[i] * f32(N)), N - 1)]; }") != "proven");
+  CHECK(proven("parfor i in 0..N { let e = x[0] - 1.0; if (x[i] >= e) { y[i] = x[min(i64(x[i] * "
+               "f32(N)), N - 1)]; } }") != "proven");
   CHECK(proven("parfor i in 0..N { if (x[i] >= 0.5) { y[i] = x[min(i64((x[i] - 0.5) * f32(N)), N - "
                "1)]; } }") == "proven");
   CHECK(proven("parfor i in 0..N { if (x[i] >= 0.5) { y[i] = x[min(i64((0.5 - x[i]) * f32(N)), N - "

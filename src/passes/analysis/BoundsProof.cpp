@@ -6,6 +6,7 @@
 #include "passes/analysis/IndexRange.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <functional>
@@ -283,7 +284,9 @@ protected:
     // A comparison with a constant at least 0 (`x[i] >= 0.0`).
     std::string printed = toString(expr);
     for (const auto &[greater, lesser] : floatFacts_)
-      if (greater == printed && lesser.find_first_not_of("0123456789.e+") == std::string::npos)
+      if (greater == printed && !lesser.empty() &&
+          std::isdigit(static_cast<unsigned char>(lesser[0])) &&
+          lesser.find_first_not_of("0123456789.e+") == std::string::npos)
         return true;
     if (auto *var = expr->as<Var>()) {
       auto let = floatLets_.find(var->name);
