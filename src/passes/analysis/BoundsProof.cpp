@@ -351,25 +351,25 @@ protected:
   // Only the side a select picks is evaluated where a side reads memory
   // (the code branches), so each side's accesses know the condition.
   void visitSelect(const Select &select) override {
-    visit(select.cond);
-    FactsMark facts = mark();
-    addConditionFacts(select.cond, /*holds=*/true);
-    visit(select.thenValue);
-    restore(facts);
-    addConditionFacts(select.cond, /*holds=*/false);
-    visit(select.elseValue);
-    restore(facts);
+    visitSides(select.cond, select.thenValue, select.elseValue);
   }
 
   void visitIfThenElse(const IfThenElse &branch) override {
-    visit(branch.cond);
+    visitSides(branch.cond, branch.thenCase, branch.elseCase);
+  }
+
+  // Each side of a branch (a Stmt or an Expr; the else side may be null)
+  // with the facts of `cond` holding or failing.
+  template <typename Side>
+  void visitSides(const Expr &cond, const Side &thenSide, const Side &elseSide) {
+    visit(cond);
     FactsMark facts = mark();
-    addConditionFacts(branch.cond, /*holds=*/true);
-    visit(branch.thenCase);
+    addConditionFacts(cond, /*holds=*/true);
+    visit(thenSide);
     restore(facts);
-    if (branch.elseCase) {
-      addConditionFacts(branch.cond, /*holds=*/false);
-      visit(branch.elseCase);
+    if (elseSide) {
+      addConditionFacts(cond, /*holds=*/false);
+      visit(elseSide);
       restore(facts);
     }
   }
