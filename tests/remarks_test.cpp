@@ -973,7 +973,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("a pass left out by --skip-pass says nothing; bounds checks keep what is proven") {
+TEST_CASE("a pass left out by --skip-pass says nothing, and bounds checks keep what is proven") {
   auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
   REQUIRE(loaded->program);
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
