@@ -468,6 +468,41 @@ TEST_CASE("indices proven in range lose their checks, and only those") {
   CHECK(proven("parfor i in 0..N { y[i] = redomap(+, 0.0, k in i..N + 1) x[k]; }") == "checked");
 }
 
+TEST_CASE(
+    "what the prover follows still fails where it can: negative quotients, changed elements") {
+  // Quotients and remainders of a negative dividend are negative; a test of
+  // an element the code then overwrites says nothing of the new value.
+  std::string source = R"(
+kernel quotient(x: in f32[N], y: out f32[N]) {
+  parfor i in 0..N { y[i] = x[(i - 5) / 2]; }
+}
+kernel remainder(x: in f32[N], y: out f32[N]) {
+  parfor i in 0..N { y[i] = x[(i - 5) % 3]; }
+}
+kernel overwritten(x: inout f32[N], y: out f32[N], lo: f32) {
+  for t in 0..1 {
+    if x[0] >= lo {
+      x[0] = lo - 10.0;
+      y[0] = y[i64(x[0] - lo) + 1];
+    }
+  }
+}
+kernel launched(x: in f32[N], y: out f32[N], k: i64) {
+  for t in 0..2 {
+    parfor i in 0..N { y[i] = x[min(i + k * t, N - 1)]; }
+  }
+}
+)";
+  checkSameError(source, "quotient", {{"N", "20"}},
+                 "index -2 out of range for dimension 0 of 'x' (extent 20)");
+  checkSameError(source, "remainder", {{"N", "20"}},
+                 "index -2 out of range for dimension 0 of 'x' (extent 20)");
+  checkSameError(source, "overwritten", {{"N", "20"}, {"lo", "-2"}},
+                 "index -9 out of range for dimension 0 of 'y' (extent 20)");
+  checkSameError(source, "launched", {{"N", "20"}, {"k", "-30"}},
+                 "index -30 out of range for dimension 0 of 'x' (extent 20)");
+}
+
 TEST_CASE("random indices near the edges: checked code fails exactly where the interpreter does") {
   // Indices, guards and ranges that are in range for some sizes and not for
   // others: a check proven away wrongly would let a run pass that the
