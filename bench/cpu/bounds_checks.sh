@@ -37,18 +37,8 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 
 ratios=()
 for entry in "${cases[@]}"; do
-  IFS='|' read -r name sample values _ sizes options <<<"$entry"
+  read_case "$entry"
   [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
-  kernel_args=()
-  if [[ $sample == *:* ]]; then
-    kernel_args=(--kernel "${sample#*:}")
-    sample=${sample%%:*}
-  fi
-  [[ $sample == */* ]] || sample=samples/$sample
-  set_args=()
-  for value in $values; do set_args+=(--set "$value"); done
-  # shellcheck disable=SC2206 # a list of options
-  option_args=($options)
   # The sizes explain takes are the kernel's sizes, not its scalars.
   explain_sets=()
   for value in $values; do

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # The CPU benchmark's cases, read by run.sh and bounds_checks.sh (sourced:
-# defines `cases`).
+# defines `cases` and `read_case`).
 # name | program[:kernel] (in samples/, or a path from the root) | loopc --set
 # values | C arguments (before REPS) | sizes shown [| further loopc options]
 # launch's host loop is kept (hoist_independent_parfors would make its steps
@@ -26,3 +26,21 @@ cases=(
   "durbin|bench/cpu/durbin.loop|N=4000|4000|N = 4000"
   "nussinov|bench/cpu/nussinov.loop|N=2500|2500|N = 2500"
 )
+
+# Reads one entry of `cases` into name, sample (a path from the root),
+# values, c_args, sizes and the loopc arguments kernel_args (--kernel),
+# set_args (--set) and option_args (the further options).
+read_case() {
+  local options
+  IFS='|' read -r name sample values c_args sizes options <<<"$1"
+  kernel_args=()
+  if [[ $sample == *:* ]]; then
+    kernel_args=(--kernel "${sample#*:}")
+    sample=${sample%%:*}
+  fi
+  [[ $sample == */* ]] || sample=samples/$sample
+  set_args=()
+  for value in $values; do set_args+=(--set "$value"); done
+  # shellcheck disable=SC2206 # a list of options
+  option_args=($options)
+}

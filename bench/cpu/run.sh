@@ -55,20 +55,10 @@ echo "| kernel | sizes | loopc ms | C ms | C / loopc |"
 echo "| --- | --- | ---: | ---: | ---: |"
 
 for entry in "${cases[@]}"; do
-  IFS='|' read -r name sample values c_args sizes options <<<"$entry"
+  read_case "$entry"
   [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
-  kernel_args=()
-  if [[ $sample == *:* ]]; then
-    kernel_args=(--kernel "${sample#*:}")
-    sample=${sample%%:*}
-  fi
-  set_args=()
-  for value in $values; do set_args+=(--set "$value"); done
-  # shellcheck disable=SC2206 # a list of options
-  option_args=($options)
 
   loopc_ms=failed
-  [[ $sample == */* ]] || sample=samples/$sample
   if output=$("$loopc" run "$root/$sample" "${kernel_args[@]}" --device cpu --repeat "$reps" \
     "${set_args[@]}" "${option_args[@]}" 2>&1); then
     loopc_ms=$(sed -n "s/.* ran on cpu in \([0-9.]*\) ms.*/\1/p" <<<"$output")
