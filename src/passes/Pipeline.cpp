@@ -55,8 +55,8 @@ const Optimization kOptimizations[] = {
 // The passes that replace a program's array accesses (fusion computes an
 // element where it was read) or move them into buffers they make (shared
 // staging, transposed copies), whose accesses are not checked: a bounds
-// check would then be lost. Under PassChoices::boundsChecks they run only on a function whose
-// every index is proven in range (BoundsProof.h). (privatize_combines
+// check would then be lost. Under PassChoices::boundsChecks they run only
+// on a function whose every index is proven in range (BoundsProof.h). (privatize_combines
 // checks the indices of the combines it sends to private copies against
 // the program's arrays itself.)
 const std::set<std::string> kHidesAccesses = {"fuse_producers", "stage_shared",

@@ -104,9 +104,9 @@ struct PassChoices {
   PassParameters parameters = {};
   // Check every array access in the generated code (`--bounds-check`): an
   // index out of range is a located run-time error instead of a wild access.
-  // The passes that move a program's accesses into buffers of their own
-  // (stage_shared, privatize_combines) are left out, so every check is made
-  // on the program's arrays.
+  // Indices proven in range are not checked (BoundsProof.h), and the passes
+  // that would move an unproven access out of the checks' sight are left
+  // out where one remains.
   bool boundsChecks = false;
 };
 

@@ -119,6 +119,7 @@ struct Quotient {
 struct Operands {
   BinaryOpKind op;
   LinearForm first, second;
+  Expr atom; // the expression, for a term of it
 };
 
 // What the host code knows where it launches a kernel (Prover::visitLaunch).
@@ -127,12 +128,10 @@ struct LaunchContext {
   std::map<std::string, Clamp> clamps;
   std::map<std::string, Quotient> quotients;
   std::map<std::string, Operands> signedByOperands;
-  std::map<std::string, Expr> productAtoms;
 };
 
 // Collects the facts around each access and proves its indices.
 class Prover : public IRVisitor {
-
 public:
   Prover(const Function &function, const Stmt &body, ProvenAccesses &proven)
       : proven_(proven), body_(body) {
@@ -161,7 +160,6 @@ public:
     clamps_.insert(context.clamps.begin(), context.clamps.end());
     quotients_.insert(context.quotients.begin(), context.quotients.end());
     signedByOperands_.insert(context.signedByOperands.begin(), context.signedByOperands.end());
-    productAtoms_.insert(context.productAtoms.begin(), context.productAtoms.end());
   }
   std::map<std::string, std::vector<LaunchContext>> launches;
 
@@ -424,7 +422,6 @@ protected:
     context.clamps = clamps_;
     context.quotients = quotients_;
     context.signedByOperands = signedByOperands_;
-    context.productAtoms = productAtoms_;
     launches[launch.kernel].push_back(std::move(context));
   }
 
@@ -542,8 +539,7 @@ private:
             return lhs->scaled(rhs->constant);
           if (lhs->terms.empty() && std::abs(lhs->constant) < kLargestFactor)
             return rhs->scaled(lhs->constant);
-          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs});
-          productAtoms_.try_emplace(toString(expr), expr);
+          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs, expr});
           break;
         case BinaryOpKind::Min:
         case BinaryOpKind::Max:
@@ -552,10 +548,10 @@ private:
         case BinaryOpKind::Div:
           if (rhs->terms.empty() && rhs->constant > 1 && rhs->constant < kLargestFactor)
             quotients_.try_emplace(toString(expr), Quotient{*lhs, rhs->constant});
-          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs});
+          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs, expr});
           break;
         case BinaryOpKind::Rem:
-          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs});
+          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs, expr});
           break;
         default:
           break;
@@ -820,14 +816,14 @@ private:
     if (atom.op != BinaryOpKind::Div || !nonNegative(atom.first, steps) ||
         !nonNegative(atom.second.plus(constantForm(1), -1), steps))
       return bounds;
-    for (const auto &[productKey, product] : signedByOperands_) {
+    for (const auto &[key, product] : signedByOperands_) {
       if (product.op != BinaryOpKind::Mul)
         continue;
       for (const auto &[count, divisor] : {std::pair{&product.first, &product.second},
                                            std::pair{&product.second, &product.first}}) {
         if (!(*divisor == atom.second))
           continue;
-        LinearForm below = atomForm(productTerm(productKey)).plus(atom.first, -1);
+        LinearForm below = atomForm(product.atom).plus(atom.first, -1);
         below.constant -= 1; // z * y - 1 - x >= 0
         if (nonNegative(below, steps))
           bounds.push_back(count->plus(constantForm(1), -1));
@@ -835,9 +831,6 @@ private:
     }
     return bounds;
   }
-
-  // The atom of a product registered under `key`, as a term's expression.
-  Expr productTerm(const std::string &key) const { return productAtoms_.at(key); }
 
   // What q = e / c (c > 1, rounded toward zero) says of q, each fact >= 0:
   // a lower bound for a term that grows with q (`a` > 0), else an upper
@@ -881,7 +874,6 @@ private:
   std::map<std::string, Quotient> quotients_; // atoms e / c, c a constant above 1
   // Atoms a * b (neither a constant) and a / b.
   std::map<std::string, Operands> signedByOperands_;
-  std::map<std::string, Expr> productAtoms_; // the products among them
 };
 
 } // namespace
