@@ -461,7 +461,7 @@ TEST_CASE("hoist_independent_parfors under --bounds-check: hoisted where every i
   CHECK(contains(order.output, "  for t in [0, steps) {\n"));
 }
 
-TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile follow --target") {
+TEST_CASE("the CPU pipeline tiles registers its own way: explain and compile follow --target") {
   auto cpu = runLoopc("explain samples/matmul.loop --target cpu --after tile_everything");
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output,
@@ -470,15 +470,23 @@ TEST_CASE("the CPU pipeline leaves out register tiling: explain and compile foll
                  "transpose_column_reads, jam_serial_chains, interchange_column_walks, "
                  "promote_invariant_elements, map_to_gpu, "
                  "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "
-                 "interleave_reductions, "
+                 "interleave_reductions, tile_registers, "
                  "drop_untaken_branches, extract_kernels"));
+  // matmul: a GPU thread computes 4 x 4 points; a CPU thread one, its x the
+  // vector lanes, since no window slides along y.
   auto gpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target gpu --no-opt");
   CHECK(gpuIr.exitCode == 0);
   CHECK(contains(gpuIr.output, "acc.x3y3"));
   auto cpuIr = runLoopc("compile samples/matmul.loop --emit llvm --target cpu --no-opt");
   CHECK(cpuIr.exitCode == 0);
   CHECK(contains(cpuIr.output, "define"));
-  CHECK(!contains(cpuIr.output, "acc.x3y3"));
+  CHECK(!contains(cpuIr.output, "acc.x"));
+  CHECK(!contains(cpuIr.output, "acc.y"));
+  // conv2d_5x5: two rows a CPU thread, whose windows overlap.
+  auto conv = runLoopc("compile samples/conv2d_5x5.loop --emit llvm --target cpu --no-opt");
+  CHECK(conv.exitCode == 0);
+  CHECK(contains(conv.output, "acc.y1"));
+  CHECK(!contains(conv.output, "acc.y2"));
 }
 
 TEST_CASE("compile --emit llvm prints a module defining the kernel") {
@@ -653,7 +661,8 @@ TEST_CASE(
   CHECK(contains(tuned.output, "tuning kernel 'histogram' on cpu: "));
   CHECK(contains(tuned.output, "  the defaults: "));
   CHECK(contains(tuned.output, "  skipping privatize_combines: "));
-  // The CPU pipeline has no register tiles: tune does not try them.
+  // The CPU's register tiles are not sized by register_tile: tune does not
+  // try it.
   CHECK(!contains(tuned.output, "register_tile"));
   CHECK(contains(tuned.output, "  shared_kib=8"));
   CHECK(contains(tuned.output, "tuned kernel 'histogram' on cpu: "));
@@ -1310,7 +1319,7 @@ TEST_CASE("choices the device's pipeline never acts on are warned of, and tune l
                             "--pass-param shared_kib=8");
   CHECK(cpu.exitCode == 0);
   CHECK(contains(cpu.output, "loopc: warning: --pass-param register_tile=8 changes nothing: "
-                             "tile_registers is not in the CPU pipeline\n"));
+                             "tile_registers reads it in the GPU pipeline only\n"));
   CHECK(contains(cpu.output, "loopc: warning: --skip-pass stage_shared changes nothing: it is "
                              "not in the CPU pipeline\n"));
   CHECK(!contains(cpu.output, "shared_kib=8 changes nothing")); // privatize_combines reads it

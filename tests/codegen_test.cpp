@@ -539,10 +539,11 @@ TEST_CASE("a row's float maximum is computed in vector lanes on the CPU") {
         std::string::npos);
 }
 
-TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the others") {
-  // A row sweep needs independent threads, no loop in a thread and every
-  // access streaming along x (CpuThreadNest.h). Per kernel: its rows,
-  // slowest first, then the x block and thread loops; "" for block order.
+TEST_CASE("the CPU sweeps rows of kernels with small windows and keeps the tiles of the others") {
+  // A row sweep needs independent threads, no loop in a thread but small
+  // constant ones and every access streaming along x (CpuThreadNest.h). Per
+  // kernel: its rows, slowest first, then the x block and thread loops; ""
+  // for block order.
   auto sweeps = [](const std::string &sample) {
     Function function = cpuPipelineSample(sample);
     std::vector<std::string> perKernel;
@@ -566,10 +567,13 @@ TEST_CASE("the CPU sweeps rows of loop-free kernels and keeps the tiles of the o
   CHECK(sweeps("jacobi2d") ==
         Kernels{"i.block i.thread | j.block j.thread as j.thread.row",
                 "i_2.block i_2.thread | j_2.block j_2.thread as j_2.thread.row"});
-  CHECK(sweeps("conv2d_5x5") == Kernels{""}); // a window loop in each thread
-  CHECK(sweeps("matmul") == Kernels{""});     // for k in each thread
-  CHECK(sweeps("transpose") == Kernels{""});  // B[j][i]: strided along x
-  CHECK(sweeps("dot") == Kernels{"", ""});    // barriers
+  // A 5 x 5 window (two rows a thread: their interior and edge tiles), but
+  // not an 11 x 11 one.
+  CHECK(sweeps("conv2d_5x5") == Kernels{"y.block y.thread | x.block x.thread as x.thread.row"});
+  CHECK(sweeps("conv2d_11x11") == Kernels{""});
+  CHECK(sweeps("matmul") == Kernels{""});    // for k in each thread
+  CHECK(sweeps("transpose") == Kernels{""}); // B[j][i]: strided along x
+  CHECK(sweeps("dot") == Kernels{"", ""});   // barriers
   // 1-D grids: each call's blocks one thread loop (wide and narrow blocks).
   CHECK(sweeps("jacobi1d") == Kernels{"| i.block i.thread as i.thread.row spanning blocks",
                                       "| i.block i.thread as i.thread.row spanning blocks",

@@ -111,8 +111,8 @@ TEST_CASE(":explain --remarks and :run --remarks quote the typed input") {
         "64 (tested at run time; shorter rows keep a thread each)\n"
         "  parfor i in 0..M {\n"
         "         ^~~~~~~~~\n");
-  CHECK(session.type(":explain --remarks --after tile_registers --target cpu")
-            .starts_with("loopc: error: pass 'tile_registers' is not run with --target cpu"));
+  CHECK(session.type(":explain --remarks --after stage_shared --target cpu")
+            .starts_with("loopc: error: pass 'stage_shared' is not run with --target cpu"));
   // :run's remarks are diagnostics: on the error stream, before the results.
   CHECK(session.repl.handleLine(":run --set M=2 --set N=100 --device cpu --remarks"));
   CHECK(contains(session.err.str(), "<input 1>:3:12: remark: split_reductions: a second version "

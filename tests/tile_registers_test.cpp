@@ -2,9 +2,11 @@
 // like, and that tiled kernels compute what the interpreter computes at sizes
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
+#include "codegen/CpuEngine.h"
 #include "codegen/EngineArguments.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
+#include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
@@ -12,8 +14,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace loopc;
 using loopc::test::contains;
@@ -641,4 +647,89 @@ kernel masked_scores(A: in f32[N][N], S: out f32[N][N], C: out bool[N][N]) {
                  "keep.x"));
   test::checkGpuKernelsOnCpu(*loaded->program, "masked_scores",
                              {{{"N", "1"}}, {{"N", "37"}}, {{"N", "64"}}}, 3);
+}
+
+TEST_CASE("on the CPU a thread computes two rows of a window, its sums in the program's order") {
+  const char *source = R"(
+kernel conv5(I: in f32[H][W], F: in f32[5][5], O: out f32[H - 4][W - 4]) {
+  parfor y in 0..H - 4, x in 0..W - 4 {
+    O[y][x] = redomap(+, 0.0, u in 0..5, v in 0..5) I[y + u][x + v] * F[u][v];
+  }
+}
+fn tap(k: i64) -> f32 { return k == 1 ? 2.0 : 1.0; }
+kernel blur3(I: in f32[H][W], O: out f32[H - 2][W - 2]) {
+  parfor y in 0..H - 2, x in 0..W - 2 {
+    O[y][x] = redomap(+, 0.0, u in 0..3, v in 0..3) tap(u) * tap(v) / 16.0 * I[y + u][x + v];
+  }
+}
+kernel conv11(I: in f32[H][W], F: in f32[11][11], O: out f32[H - 10][W - 10]) {
+  parfor y in 0..H - 10, x in 0..W - 10 {
+    O[y][x] = redomap(+, 0.0, u in 0..11, v in 0..11) I[y + u][x + v] * F[u][v];
+  }
+}
+kernel product(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+)";
+  using passes::PipelineTarget;
+  // Two rows a thread, x left to the vector lanes; the window's rows u
+  // outside its columns v, as written, each row's sum one chain.
+  std::string conv5;
+  std::istringstream lines(test::compiledKernelText(source, "conv5", PipelineTarget::Cpu));
+  for (std::string line; std::getline(lines, line);)
+    conv5 += line.substr(std::min(line.find_first_not_of(' '), line.size())) + "\n";
+  CHECK(contains(conv5, "let y.y0 = y.block * 2 * 8 + y.thread * 2\n"));
+  CHECK(contains(conv5, "unrolled for u in [0, 5) {\n"
+                        "for v in [0, 5) {\n"
+                        "acc.y0 = acc.y0 + I[y.y0 + u][x + v] * F[u][v]  (reduction step)\n"
+                        "acc.y1 = acc.y1 + I[y.y0 + 1 + u][x + v] * F[u][v]"));
+  CHECK(!contains(conv5, "acc.y2"));
+  CHECK(!contains(conv5, "acc.x"));
+  CHECK(contains(test::compiledKernelText(source, "blur3", PipelineTarget::Cpu), "acc.y1"));
+  // 121 weights do not stay in vector registers; matmul's k slides nothing
+  // along i.
+  CHECK(!contains(test::compiledKernelText(source, "conv11", PipelineTarget::Cpu), "acc.y"));
+  CHECK(!contains(test::compiledKernelText(source, "product", PipelineTarget::Cpu), "acc.y"));
+
+  // The interpreter agrees, and the rows compute bit for bit what one row a
+  // thread computes, at sizes that fill whole tiles, leave partial ones, or
+  // give a single row or column.
+  auto loaded = test::loadText(source);
+  REQUIRE(loaded->program);
+  passes::PassChoices untiledChoices;
+  untiledChoices.skipped.insert("tile_registers");
+  Interpreter interpreter;
+  codegen::CpuEngine rows;
+  codegen::CpuEngine untiled(PipelineTarget::Cpu, untiledChoices);
+  Engine *engines[] = {&interpreter, &rows};
+  const std::vector<std::pair<const char *, std::vector<std::pair<int, int>>>> cases = {
+      {"conv5", {{5, 5}, {6, 9}, {20, 36}, {21, 37}, {37, 70}, {52, 133}}},
+      {"blur3", {{3, 3}, {19, 34}, {35, 131}}}};
+  for (const auto &[name, sizes] : cases) {
+    const KernelDecl *kernel = nullptr;
+    for (const auto &candidate : loaded->program->modules.front()->kernels)
+      if (candidate->name == name)
+        kernel = candidate.get();
+    REQUIRE(kernel);
+    for (auto [height, width] : sizes) {
+      CAPTURE(name);
+      CAPTURE(height);
+      CAPTURE(width);
+      ArgumentRequest request;
+      request.seed = 11;
+      request.values = {{"H", std::to_string(height)}, {"W", std::to_string(width)}};
+      test::DifferentialOutcome outcome =
+          test::runDifferential(*loaded->program, *kernel, request, engines);
+      REQUIRE(!outcome.skipped);
+      CHECK_MESSAGE(outcome.agree, outcome.report);
+      Expected<KernelArgs> tiledArgs = bindKernelArguments(*kernel, request);
+      REQUIRE(tiledArgs);
+      KernelArgs untiledArgs = *tiledArgs;
+      REQUIRE(rows.run(*loaded->program, *kernel, *tiledArgs));
+      REQUIRE(untiled.run(*loaded->program, *kernel, untiledArgs));
+      CHECK(tiledArgs->params.back().bytes == untiledArgs.params.back().bytes);
+    }
+  }
 }

@@ -49,10 +49,13 @@ void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> 
 // every access streams along x. One row is a combination of the other block
 // and thread indices, swept along x over all x blocks: one stream where
 // block order would read pieces of blockDim.x elements from several rows at
-// once. Kernels with loops in their threads keep the block order, whose
-// tiles keep the rows a block reads in cache while its rows reuse them (a
-// convolution's window, matmul's row of B), and so do kernels with an access
-// strided along x (transpose's tiles).
+// once. A thread may run small loops of constant trip count, which LLVM
+// unrolls (a 5 x 5 filter's window: the few input rows it reads stay in
+// cache from one output row to the next). Kernels with longer loops in
+// their threads keep the block order, whose tiles keep the rows a block
+// reads in cache while its rows reuse them (a large filter's window,
+// matmul's row of B), and so do kernels with an access strided along x
+// (transpose's tiles).
 // When the body reads the x indices only as map_to_gpu combines them,
 // `x.block * size + x.thread`, the x blocks of a row are one thread loop
 // across the whole row (`row`): one vectorized loop per row, where block by

@@ -136,6 +136,9 @@ struct RegisterTilingTarget {
   int multiprocessors = 132;   // PipelineOptions::multiprocessors
   // PipelineOptions::runSizes: where they decide the tiles, one nest.
   std::map<std::string, int64_t> runSizes = {};
+  // The CPU pipeline, whose backend runs the threads along x as vector
+  // lanes: rows of windows only (tile_registers.cpp, cpuRows).
+  bool cpu = false;
 };
 
 // Threads of a mapped nest compute a small tile of points each, the copies

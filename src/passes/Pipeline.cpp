@@ -47,7 +47,7 @@ const Optimization kOptimizations[] = {
     {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"interleave_reductions", {PipelineTarget::Cpu}},
     {"combine_in_warps", {PipelineTarget::Gpu}},
-    {"tile_registers", {PipelineTarget::Gpu}},
+    {"tile_registers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"stage_shared", {PipelineTarget::Gpu}},
     {"drop_untaken_branches", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
 };
@@ -175,6 +175,9 @@ struct ParameterSpec {
   bool powerOfTwo;
   std::array<const char *, 2> readers;
   const char *zeroMeans = nullptr; // what 0 asks for, where it is no size
+  // Read by its passes in the GPU pipeline only (the CPU's register tiles
+  // are rows of windows, sized by the vector registers).
+  bool gpuOnly = false;
 };
 
 constexpr ParameterSpec kParameters[] = {
@@ -184,7 +187,8 @@ constexpr ParameterSpec kParameters[] = {
      8,
      true,
      {"tile_registers"},
-     "by the grid's size"},
+     "by the grid's size",
+     true},
     {"stage_length", &PassParameters::stageLength, 4, 64, false, {"stage_shared"}},
     {"shared_kib",
      &PassParameters::sharedKiB,
@@ -195,7 +199,14 @@ constexpr ParameterSpec kParameters[] = {
     {"stage_min_reuse", &PassParameters::stageMinReuse, 2, 256, false, {"stage_shared"}},
     {"copies_in_flight", &PassParameters::copiesInFlight, 0, 32, false, {"stage_shared"}},
     {"pipeline_depth", &PassParameters::pipelineDepth, 1, 3, false, {"stage_shared"}},
-    {"unclamped_tiles", &PassParameters::unclampedTiles, 0, 1, false, {"tile_registers"}},
+    {"unclamped_tiles",
+     &PassParameters::unclampedTiles,
+     0,
+     1,
+     false,
+     {"tile_registers"},
+     nullptr,
+     true},
 };
 
 // Under bounds checks, each index whose check stays in the generated code
@@ -297,6 +308,11 @@ std::vector<std::string> choicesWithoutEffect(const PipelineOptions &options) {
       if (!reader)
         continue;
       std::string leftOutBy = passLeftOutBy(reader, options);
+      if (leftOutBy.empty() && spec.gpuOnly && options.target != PipelineTarget::Gpu) {
+        why +=
+            (why.empty() ? "" : "; ") + std::string(reader) + " reads it in the GPU pipeline only";
+        continue;
+      }
       read |= leftOutBy.empty();
       why += (why.empty() ? "" : "; ") + std::string(reader) + " is " + reason(leftOutBy);
     }
@@ -315,7 +331,8 @@ std::vector<std::string> parametersRead(PipelineTarget target) {
   std::vector<std::string> passes = optimizationPasses(target);
   std::vector<std::string> names;
   for (const ParameterSpec &spec : kParameters)
-    if (std::ranges::any_of(spec.readers, [&](const char *reader) {
+    if ((!spec.gpuOnly || target == PipelineTarget::Gpu) &&
+        std::ranges::any_of(spec.readers, [&](const char *reader) {
           return reader && std::ranges::find(passes, reader) != passes.end();
         }))
       names.push_back(spec.name);
@@ -378,7 +395,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.optimize("tile_registers", [&](ir::Function f, const RemarkReporter &remarks) {
     RegisterTilingTarget target{passLeftOutBy("stage_shared", options).empty(),
                                 options.computeCapability, options.multiprocessors,
-                                options.runSizes};
+                                options.runSizes, options.target == PipelineTarget::Cpu};
     return tileRegisters(std::move(f), parameters, target, remarks);
   });
   passes.optimize("stage_shared", [&](ir::Function f, const RemarkReporter &remarks) {

@@ -20,12 +20,12 @@ namespace loopc::passes {
 // The machine the kernels are shaped for. Both code generators accept the
 // IR of either pipeline (tests run the GPU's kernels on the CPU JIT), but the
 // CPU backend runs a block's threads as vector lanes with the sequential
-// loops outside them (CpuThreadNest.h), where register tiles mostly add
-// accumulator traffic: with a variant of them that ran whole tiles apart,
-// conv2d_5x5 was 2.5x and cnn_conv_valid 2.7x slower on the CPU (matmul 1.8x
-// faster), and the clamped edge copies tile_registers now makes turn
-// contiguous loads into gathers there. So the CPU pipeline leaves
-// tile_registers out; the CPU needs tiles of its own (vector registers).
+// loops outside them (CpuThreadNest.h), where the GPU's register tiles
+// mostly add accumulator traffic: with a variant of them that ran whole
+// tiles apart, conv2d_5x5 was 2.5x and cnn_conv_valid 2.7x slower on the CPU
+// (matmul 1.8x faster), and clamped copies along x turn contiguous loads
+// into gathers there. So tile_registers makes the CPU tiles of its own:
+// rows of a window, x left to the vector lanes (RegisterTilingTarget::cpu).
 enum class PipelineTarget { Gpu, Cpu };
 
 // The numbers the optimization passes size their work by. Each has a
@@ -165,9 +165,10 @@ std::vector<std::string> parametersRead(PipelineTarget target);
 std::string passLeftOutBy(const std::string &name, const PipelineOptions &options);
 
 // What the user chose that the pipeline of `options` never acts on, one
-// message each: a parameter whose passes it leaves out (`--pass-param
-// register_tile=8 changes nothing: tile_registers is not in the CPU
-// pipeline`), a skipped pass it does not run.
+// message each: a parameter whose passes it leaves out or read it only on
+// the other target (`--pass-param register_tile=8 changes nothing:
+// tile_registers reads it in the GPU pipeline only`), a skipped pass it does
+// not run.
 std::vector<std::string> choicesWithoutEffect(const PipelineOptions &options);
 
 // Whether every choice `function`'s passes made for the sizes of a run

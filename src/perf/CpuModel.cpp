@@ -26,6 +26,13 @@ namespace {
 
 constexpr double kCacheLineBytes = 64;
 constexpr double kPageBytes = 4096;
+// The dependent steps of unrolled chains the out-of-order core holds waiting
+// at once, fitted on the rows of tests/perf/cpu_measured.tsv (Zen 4's
+// floating-point schedulers hold 64 operations): the vectors of a thread loop
+// whose body is one chain of 25 multiply-adds (a 5 x 5 filter) overlap 1.6
+// at a time, not all of them; chains interleaved in the body (two rows a
+// thread) run side by side regardless.
+constexpr double kWaitingChainSteps = 40;
 
 using AccessKey = std::tuple<std::string, SourceLoc, bool>; // array, where, a store
 
@@ -68,6 +75,11 @@ struct AccessClass {
   double chainStepNs = 0;
   double chainVectors = 1;
   bool chainScalar = false;
+  // The accesses at this place that step chains of their own: the copies of
+  // a body jammed with an accumulator each (tile_registers' rows), in each
+  // of the loops of that name (its tiles). Past them, the accesses of the
+  // place are steps of the same chains (jam_serial_chains' shared steps).
+  double chainAccesses = 1;
   // Read along a row by the vectorized loop inside each thread, a run of
   // `runElements` elements at a time, and the next run does not continue
   // where it ended (a row further down, as covariance's threads each read
@@ -174,14 +186,18 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
     // Registers updated from their own last value, by the loop inside a
     // thread they step along.
     std::vector<std::pair<std::string, const Store *>> chains;
+    // The loops of each name holding chains: a tile_registers nest's
+    // interior and edge tiles each have theirs, of which a block runs one.
+    std::map<std::string, std::set<const For *>> chainLoops;
     // Divisions and square roots by the let-expanded text of their value,
     // and how many there are.
     std::set<std::string> distinctDividers;
     double dividers = 0;
     // Loops inside the x thread loop that LLVM unrolls whole with the
     // loops around them inside the thread: constant trips, at most 64
-    // bodies together (codegen/CpuThreadNest.cpp keeps those inside).
-    std::set<std::string> unrolledInThread;
+    // bodies together (codegen/CpuThreadNest.cpp keeps those inside), and
+    // the bodies of the loops from the x thread loop down to each.
+    std::map<std::string, double> unrolledInThread;
 
   protected:
     void visitFor(const For &node) override {
@@ -205,7 +221,7 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
           bodies *= trips ? static_cast<double>(trips->value) : 1e9;
         }
         if (bodies <= 64)
-          unrolledInThread.insert(node.var);
+          unrolledInThread[node.var] = bodies;
       }
       IRVisitor::visitFor(node);
       loops_.pop_back();
@@ -245,8 +261,10 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
         auto inX = std::ranges::find(loops_, loop);
         if (node.buffer->memory == MemorySpace::Register && loop && inX != loops_.end() &&
             std::next(inX) != loops_.end() && loops_.back()->forKind != ForKind::GpuThread &&
-            loops_.back()->forKind != ForKind::GpuBlock)
+            loops_.back()->forKind != ForKind::GpuBlock) {
           chains.emplace_back(loops_.back()->var, &node);
+          chainLoops[loops_.back()->var].insert(loops_.back());
+        }
       }
       IRVisitor::visitStore(node);
     }
@@ -309,7 +327,7 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
     chains.stepNs = std::max(chains.stepNs, chainStepNs(device, *store));
     if (!store->reduction)
       chains.scalarStepNs = std::max(chains.scalarStepNs, chainStepNs(device, *store));
-    std::string accumulator = store->buffer->nameInMessages();
+    std::string accumulator = store->buffer->name; // a copy's own (acc.y1), not the program's
     for (const Expr &index : store->indices)
       accumulator += "[" + toString(index) + "]";
     chains.accumulators.insert(accumulator);
@@ -351,14 +369,22 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
         // of the block's threads each step, each accumulator in a slot of
         // memory, which every step loads from the store of the step
         // before (store-to-load forwarding on the chain).
-        bool unrolled = finder.unrolledInThread.contains(loop);
+        auto unrolledBodies = finder.unrolledInThread.find(loop);
+        bool unrolled = unrolledBodies != finder.unrolledInThread.end();
         double threads = unrolled ? static_cast<double>(shape.block[0])
                                   : static_cast<double>(shape.threadsPerBlock());
         kind.chainStepNs =
             chains.stepNs +
             (unrolled ? 0 : std::max(device.dependentMemoryOpNs - device.dependentOpNs, 0.0));
-        kind.chainVectors = std::ceil(threads / device.vectorLanes) *
-                            static_cast<double>(chains.accumulators.size());
+        double accumulators = static_cast<double>(chains.accumulators.size());
+        double vectors = std::ceil(threads / device.vectorLanes);
+        // Unrolled, a vector's chains are straight-line code: the next
+        // vector's overlap them only as far as the core holds their steps.
+        if (unrolled)
+          vectors = std::min(
+              vectors, std::max(1.0, kWaitingChainSteps / (unrolledBodies->second * accumulators)));
+        kind.chainVectors = vectors * accumulators;
+        kind.chainAccesses = accumulators * static_cast<double>(finder.chainLoops.at(loop).size());
       } else if (chains.scalarStepNs > 0) {
         kind.chainStepNs = chains.scalarStepNs;
         kind.chainScalar = true;
@@ -375,6 +401,7 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
           kind.chainStepNs = before.chainStepNs;
           kind.chainVectors = before.chainVectors;
           kind.chainScalar = before.chainScalar;
+          kind.chainAccesses = before.chainAccesses;
         }
       }
       classes[key] = kind;
@@ -882,7 +909,8 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
         prediction.vectorized = false;
         prediction.scalarBecause = "an update waits for the last";
       }
-      double steps = access.activeLanes / kind.accesses;
+      double steps =
+          access.activeLanes / kind.accesses * std::min(kind.accesses, kind.chainAccesses);
       double vectorSteps =
           kind.chainScalar ? steps : steps / device.vectorLanes / std::max(kind.chainVectors, 1.0);
       chainSeconds += vectorSteps * kind.chainStepNs * 1e-9;
