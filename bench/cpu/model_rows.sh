@@ -32,6 +32,7 @@ rows=(
   "sum_and_max|samples/sum_max.loop|sum_and_max|N=16777216|"
   "transpose|samples/transpose.loop|transpose|M=4096 N=4096|"
   "conv2d_5x5|samples/conv2d_5x5.loop|conv2d_5x5|H=2048 W=2048|"
+  "conv2d_5x5, one row a thread|samples/conv2d_5x5.loop|conv2d_5x5|H=2048 W=2048|--skip-pass tile_registers"
   "jacobi2d|samples/jacobi2d.loop|jacobi2d|N=4096 steps=10|"
   "softmax|samples/softmax.loop|softmax|R=4096 C=1024|"
   "sqdist|samples/sqdist.loop|sqdist|M=2048 N=2048 K=64|"
