@@ -59,6 +59,43 @@ TEST_CASE("a histogram's bins get a copy per block: filled, combined into, merge
                              5);
 }
 
+TEST_CASE("on the CPU a block combines a range of the iterations of its own, in order") {
+  const char *source = R"(
+kernel histogram(x: in i32[N], H: out i32[B]) {
+  parfor i in 0..N {
+    let bin = i64(x[i]);
+    if bin >= 0 && bin < B {
+      combine(+) H[bin] = 1;
+    }
+  }
+}
+)";
+  // Rounds of 256 consecutive iterations a block, the block's range after
+  // the blocks before it; the GPU's blocks stride over the whole grid.
+  std::string cpu = test::compiledKernelText(source, "histogram", passes::PipelineTarget::Cpu);
+  CHECK(contains(cpu, "let i.flat = i.block * ((i.iterations + (i.blocks * 256 - 1)) / "
+                      "(i.blocks * 256)) * 256 + i.thread + i.round * 256"));
+  std::string gpu = test::compiledKernelText(source, "histogram", passes::PipelineTarget::Gpu);
+  CHECK(contains(gpu, "let i.flat = i.block * 256 + i.thread + i.round * (i.blocks * 256)"));
+  // Several rounds a block, the last blocks' ranges short or empty.
+  auto loaded = load(source);
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+  Interpreter interpreter;
+  codegen::CpuEngine cpuEngine;
+  Engine *engines[] = {&interpreter, &cpuEngine};
+  for (const char *count : {"1", "257", "262143", "525288", "786433"}) {
+    CAPTURE(count);
+    ArgumentRequest request;
+    request.values = {{"N", count}, {"B", "9"}};
+    request.randomLow = -2;
+    request.randomHigh = 11;
+    test::DifferentialOutcome outcome =
+        test::runDifferential(*loaded->program, kernel, request, engines);
+    REQUIRE(!outcome.skipped);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
 TEST_CASE("every builtin operator's neutral element, 2-D nests flattened, scalar results") {
   auto loaded = load(R"(
 kernel image(X: in f32[H][W], counts: out i32[4], lo: inout f32[3], hi: inout i64[3],

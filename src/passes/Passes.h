@@ -70,9 +70,10 @@ RowMapping rowMapping(const ir::Stmt &parfor);
 std::optional<ir::Expr> blockPerRowCondition(const ir::Stmt &parfor);
 
 // Parfors combining into small arrays get a copy of them per block in shared
-// memory, over a grid-stride loop, when the host finds they fit
-// (privatize_combines.cpp).
+// memory, over a grid-stride loop (on the CPU, a range of the iterations per
+// block), when the host finds they fit (privatize_combines.cpp).
 ir::Function privatizeCombines(ir::Function function, const PassParameters &parameters = {},
+                               PipelineTarget target = PipelineTarget::Gpu,
                                const RemarkReporter &remarks = {});
 
 // On the CPU, a parfor nest that is the whole body of a serial loop of the

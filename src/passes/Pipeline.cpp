@@ -376,7 +376,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
                            !options.choices.skipped.contains("fuse_sibling_reductions"), remarks);
   });
   passes.optimize("privatize_combines", [&](ir::Function f, const RemarkReporter &remarks) {
-    return privatizeCombines(std::move(f), parameters, remarks);
+    return privatizeCombines(std::move(f), parameters, options.target, remarks);
   });
   passes.optimize("transpose_column_reads", transposeColumnReads);
   passes.optimize("jam_serial_chains", jamSerialChains);

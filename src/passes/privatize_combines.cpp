@@ -13,7 +13,8 @@
 //
 // For that to pay, a block must cover many iterations: the nest (a perfect,
 // rectangular nest of parallel loops, flattened into one index) runs as a
-// grid-stride loop over at most kMaxBlocks blocks. Sizes are symbolic, so
+// grid-stride loop over at most kMaxBlocks blocks (on the CPU, each block
+// through a range of its own: overIterations). Sizes are symbolic, so
 // the host picks at run time: the private copies are allocated at a fixed
 // capacity (their share of the shared-memory budget) and used when every
 // array fits and its elements, times the blocks, are no more than the
@@ -298,9 +299,9 @@ private:
 
 class CombinePrivatizer : public IRMutator {
 public:
-  CombinePrivatizer(const PassParameters &parameters, const IndexChecks &checks,
-                    const RemarkReporter &remarks)
-      : parameters_(parameters), checks_(checks), remarks_(remarks) {}
+  CombinePrivatizer(const PassParameters &parameters, PipelineTarget target,
+                    const IndexChecks &checks, const RemarkReporter &remarks)
+      : parameters_(parameters), target_(target), checks_(checks), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -415,8 +416,9 @@ private:
         return store(array.local, {element}, privateIdentity(array.op, array.global->element));
       }));
     steps.push_back(std::make_shared<Barrier>());
-    steps.push_back(gridStride(chain, extents, ToPrivateCopies(arrays, checks_).mutate(body), block,
-                               thread, blocks, iterations, checks_.proven != nullptr));
+    steps.push_back(overIterations(chain, extents, ToPrivateCopies(arrays, checks_).mutate(body),
+                                   block, thread, blocks, iterations, checks_.proven != nullptr,
+                                   target_ == PipelineTarget::Cpu));
     steps.push_back(std::make_shared<Barrier>());
     for (const Privatized &array : arrays)
       steps.push_back(overElements(array, thread, top.var + ".merge", [&](const Expr &element) {
@@ -482,10 +484,16 @@ private:
   }
 
   // The body at every point of the nest, the flat iteration index striding
-  // over all threads of the grid.
-  static Stmt gridStride(const std::vector<const For *> &chain, const std::vector<Expr> &extents,
-                         Stmt body, const Expr &block, const Expr &thread, const Expr &blocks,
-                         const Expr &iterations, bool boundsChecked) {
+  // over all threads of the grid, or with `blockRanges`, over the threads of
+  // the block through a range of the iterations of its own. On the GPU the
+  // blocks running together then read neighbouring elements at every step;
+  // on the CPU a block is a core's unit of work, whose contiguous range is a
+  // stream the prefetcher follows (the histogram at 2^24 values, 256 bins:
+  // 14.1-17.2 ms striding, 12.1-15.7 in ranges, 5 runs alternated).
+  static Stmt overIterations(const std::vector<const For *> &chain,
+                             const std::vector<Expr> &extents, Stmt body, const Expr &block,
+                             const Expr &thread, const Expr &blocks, const Expr &iterations,
+                             bool boundsChecked, bool blockRanges) {
     const For &top = *chain.front();
     std::string flatVar = top.var + ".flat", stepVar = top.var + ".round";
     Expr flat = makeVar(ScalarType::I64, flatVar);
@@ -505,13 +513,24 @@ private:
       body = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, flat, iterations), body);
     Expr first = add(mul(block, makeI64(kThreads)), thread);
     Expr stride = mul(blocks, makeI64(kThreads));
+    Expr trips;
+    if (blockRanges) {
+      // Rounds of kThreads iterations a block: the block's first, then the
+      // next kThreads, up to the iterations' end.
+      Expr rounds = div(add(iterations, sub(stride, makeI64(1))), stride);
+      first = add(mul(mul(block, rounds), makeI64(kThreads)), thread);
+      stride = makeI64(kThreads);
+      trips = makeBinary(BinaryOpKind::Min, rounds, stridedTripCount(first, iterations, stride));
+    } else {
+      trips = stridedTripCount(first, iterations, stride);
+    }
     body = std::make_shared<LetStmt>(
         flatVar, add(first, mul(makeVar(ScalarType::I64, stepVar), stride)), body);
-    return std::make_shared<For>(stepVar, makeI64(0), stridedTripCount(first, iterations, stride),
-                                 ForKind::Serial, 0, body, top.source);
+    return std::make_shared<For>(stepVar, makeI64(0), trips, ForKind::Serial, 0, body, top.source);
   }
 
   const PassParameters &parameters_;
+  const PipelineTarget target_;
   const IndexChecks &checks_;
   const RemarkReporter &remarks_;
 };
@@ -519,12 +538,12 @@ private:
 } // namespace
 
 Function privatizeCombines(Function function, const PassParameters &parameters,
-                           const RemarkReporter &remarks) {
+                           PipelineTarget target, const RemarkReporter &remarks) {
   std::optional<ProvenAccesses> proven;
   if (function.boundsChecked)
     proven = proveAccessesInBounds(function);
   IndexChecks checks{proven ? &*proven : nullptr, function.body, &function.arrayNamesAt, &remarks};
-  function.body = CombinePrivatizer(parameters, checks, remarks).mutate(function.body);
+  function.body = CombinePrivatizer(parameters, target, checks, remarks).mutate(function.body);
   return function;
 }
 
