@@ -281,7 +281,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     CHECK(contains(
         refused.output,
         "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
-        "fuse_producers, hoist_independent_parfors, split_reductions, map_rows_to_blocks, "
+        "fuse_producers, fuse_with_lag, hoist_independent_parfors, split_reductions, "
+        "map_rows_to_blocks, "
         "privatize_combines, transpose_column_reads, jam_serial_chains, interchange_column_walks, "
         "promote_invariant_elements, "
         "unroll_around_reductions, "
@@ -466,7 +467,8 @@ TEST_CASE("the CPU pipeline tiles registers its own way: explain and compile fol
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
-                 "fuse_producers, hoist_independent_parfors, split_reductions, privatize_combines, "
+                 "fuse_producers, fuse_with_lag, hoist_independent_parfors, split_reductions, "
+                 "privatize_combines, "
                  "transpose_column_reads, jam_serial_chains, interchange_column_walks, "
                  "promote_invariant_elements, map_to_gpu, "
                  "unroll_around_reductions, fuse_sibling_reductions, lower_reductions, "

@@ -669,6 +669,32 @@ TEST_CASE("privatize_combines: a histogram per block, or why an array keeps its 
               "'biggest' is a user's, with no known neutral element"});
 }
 
+const char *const kLagged = R"(kernel far(A: inout f32[N][M], B: inout f32[N][M]) {
+  parfor i in 5..N - 5, j in 0..M { B[i][j] = A[i - 5][j] + A[i + 5][j]; }
+  parfor i in 5..N - 5, j in 0..M { A[i][j] = B[i][j]; }
+}
+kernel apart(A: inout f32[N][M], B: inout f32[N][M]) {
+  parfor i in 0..N, j in 0..M { B[i][j] = A[(i * 7) % N][j]; }
+  parfor i in 0..N, j in 0..M { A[i][j] = B[i][j]; }
+}
+)";
+
+TEST_CASE("fuse_with_lag: nests fused a few rows apart, or why not") {
+  CHECK(remarksOf(sample("jacobi2d").onCpu(), "fuse_with_lag") ==
+        Lines{"13:12: remark: fuse_with_lag: fused with the parfor before it, 1 row behind: each "
+              "chunk of rows is read and written once while in cache, its first and last 1 row in "
+              "a second launch"});
+  CHECK(remarksOf(sample("jacobi1d").onCpu(), "fuse_with_lag") ==
+        Lines{"13:12: remark: fuse_with_lag: not fused with the parfor before it, a few rows "
+              "behind: a nest of one dimension (its points are the vector lanes, which a lag "
+              "would serialize)"});
+  CHECK(remarksOf(program(kLagged).kernel("far").onCpu(), "fuse_with_lag") ==
+        Lines{"3:10: remark: fuse_with_lag: not fused with the parfor before it, a few rows "
+              "behind: its rows read 5 rows away, more than 4"});
+  // Rows no constant distance apart: nothing of this kind, nothing said.
+  CHECK(remarksOf(program(kLagged).kernel("apart").onCpu(), "fuse_with_lag").empty());
+}
+
 TEST_CASE("interchange_column_walks and hoist_independent_parfors: CPU locality, or why not") {
   CHECK(remarksOf(program(kLocality).kernel("triangle").onCpu(), "interchange_column_walks") ==
         Lines{"2:21: remark: interchange_column_walks: interchanged with the loop over k (line 4): "

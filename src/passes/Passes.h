@@ -76,6 +76,11 @@ ir::Function privatizeCombines(ir::Function function, const PassParameters &para
                                PipelineTarget target = PipelineTarget::Gpu,
                                const RemarkReporter &remarks = {});
 
+// On the CPU, a parfor nest whose rows read, a few rows around each point,
+// what the parfor nest after it overwrites is fused with it, that one a few
+// rows behind, in chunks of rows (fuse_with_lag.cpp).
+ir::Function fuseWithLag(ir::Function function, const RemarkReporter &remarks = {});
+
 // On the CPU, a parfor nest that is the whole body of a serial loop of the
 // host code moves out of it when each point touches only its own slices of
 // the arrays written (hoist_independent_parfors.cpp).

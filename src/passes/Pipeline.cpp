@@ -35,6 +35,7 @@ const Optimization kOptimizations[] = {
     {"specialize_sizes", {PipelineTarget::Gpu}}, // sizesToSpecialize says why not the CPU
     {"drop_overwritten_fills", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"fuse_producers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+    {"fuse_with_lag", {PipelineTarget::Cpu}},
     {"hoist_independent_parfors", {PipelineTarget::Cpu}},
     {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
     {"map_rows_to_blocks", {PipelineTarget::Gpu}},
@@ -367,6 +368,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.run("simplify", simplify);
   passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
   passes.optimize("fuse_producers", fuseProducers);
+  passes.optimize("fuse_with_lag", fuseWithLag);
   passes.optimize("hoist_independent_parfors", hoistIndependentParfors);
   passes.optimize("split_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
     return splitReductions(std::move(f), options.target, remarks);

@@ -862,12 +862,17 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // A math routine (exp, log, ...) is a call of the vector math library
   // for `mathLanes` lanes; exp's time as probed, the others in proportion
   // to their instructions (exp counts 8).
+  // The profile counts warp instructions: a block of fewer than 32
+  // threads (fuse_with_lag's one thread a chunk, its loops vectorized by
+  // LLVM) fills that many lanes of each.
+  double lanesPerWarp =
+      static_cast<double>(std::clamp<int64_t>(profile.launch.threadsPerBlock(), 1, 32));
   double laneOperations = std::max(profile.fp32Instructions + 2 * profile.fp64Instructions -
                                        profile.dividerInstructions - profile.routineInstructions,
                                    0.0) *
-                          32;
-  double routineSeconds = profile.routineInstructions / 8 * 32 / std::max(device.mathLanes, 1) *
-                          device.vectorExpNs * 1e-9;
+                          lanesPerWarp;
+  double routineSeconds = profile.routineInstructions / 8 * lanesPerWarp /
+                          std::max(device.mathLanes, 1) * device.vectorExpNs * 1e-9;
   double dividerSeconds =
       (profile.floatDivides * device.vectorDivideNs + profile.squareRoots * device.vectorSqrtNs) *
       facts.dividerShare * 32 / device.vectorLanes * 1e-9;
