@@ -911,6 +911,16 @@ const StmtNode *skipSingletonBlocks(const Stmt &stmt) {
   return node;
 }
 
+std::vector<const For *> parallelChain(const For &top) {
+  std::vector<const For *> chain{&top};
+  while (const auto *inner = chain.back()->body->as<For>()) {
+    if (inner->forKind != ForKind::Parallel)
+      break;
+    chain.push_back(inner);
+  }
+  return chain;
+}
+
 bool sameExpr(const Expr &a, const Expr &b) {
   if (a == b)
     return true;

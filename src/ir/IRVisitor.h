@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace loopc::ir {
 
@@ -180,6 +181,10 @@ bool containsLoopOf(const Stmt &stmt, ForKind kind);
 
 // `stmt` without the Blocks of one statement around it.
 const StmtNode *skipSingletonBlocks(const Stmt &stmt);
+
+// The perfect nest of Parallel loops `top` heads (a parfor of several
+// variables), outermost first; the body is the last one's.
+std::vector<const For *> parallelChain(const For &top);
 
 // True when the two expressions are the same tree: same kinds, types,
 // values, names, operators and buffers (by identity).

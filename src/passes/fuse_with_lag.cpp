@@ -38,7 +38,6 @@
 // away, and accesses not proven in range under --bounds-check.
 #include "passes/Passes.h"
 
-#include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/BoundsProof.h"
@@ -76,14 +75,9 @@ std::optional<ParforNest> parforNest(const Stmt &stmt) {
   const auto *top = stmt->as<For>();
   if (!top || top->forKind != ForKind::Parallel)
     return std::nullopt;
-  ParforNest nest{{top}, top->body};
-  while (const auto *inner = nest.body->as<For>()) {
-    if (inner->forKind != ForKind::Parallel)
-      break;
-    nest.loops.push_back(inner);
-    nest.body = inner->body;
-  }
-  return nest;
+  std::vector<const For *> loops = parallelChain(*top);
+  Stmt body = loops.back()->body;
+  return ParforNest{std::move(loops), std::move(body)};
 }
 
 // Whether a nest's body is straight-line code: lets, stores and branches.
@@ -168,8 +162,8 @@ private:
     for (const For *loop : two->loops)
       vars.insert(loop->var);
     for (size_t d = 0; d < one->loops.size(); ++d)
-      if (toString(one->loops[d]->min) != toString(two->loops[d]->min) ||
-          toString(one->loops[d]->extent) != toString(two->loops[d]->extent) ||
+      if (!sameExpr(one->loops[d]->min, two->loops[d]->min) ||
+          !sameExpr(one->loops[d]->extent, two->loops[d]->extent) ||
           usesAnyVar(one->loops[d]->min, vars) || usesAnyVar(one->loops[d]->extent, vars))
         return std::nullopt;
     for (const Stmt &body : {one->body, two->body}) {

@@ -113,12 +113,7 @@ private:
                         "not hoisted out of the serial loop over " + i + ": " + why);
       return std::nullopt;
     };
-    std::vector<const For *> chain{parfor};
-    while (const auto *next = chain.back()->body->as<For>()) {
-      if (next->forKind != ForKind::Parallel)
-        break;
-      chain.push_back(next);
-    }
+    std::vector<const For *> chain = parallelChain(*parfor);
     std::set<std::string> bound{serial.var};
     for (const LetStmt *let : lets)
       bound.insert(let->var);

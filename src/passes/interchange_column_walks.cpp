@@ -420,12 +420,7 @@ protected:
       return IRMutator::visitFor(node, self);
     // A nest is looked at from its outermost parallel loop; the parfors in
     // its body run serially in a thread and are left alone.
-    std::vector<const For *> chain{&node};
-    while (const auto *inner = chain.back()->body->as<For>()) {
-      if (inner->forKind != ForKind::Parallel)
-        break;
-      chain.push_back(inner);
-    }
+    std::vector<const For *> chain = parallelChain(node);
     if (chain.size() < 2)
       return self;
     std::set<std::string> outer;

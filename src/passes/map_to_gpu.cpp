@@ -67,13 +67,7 @@ protected:
 
 private:
   Stmt mapNest(const For &top, const Stmt &nest) {
-    // The perfectly nested chain of parallel loops, outermost first.
-    std::vector<const For *> chain{&top};
-    while (const auto *inner = chain.back()->body->as<For>()) {
-      if (inner->forKind != ForKind::Parallel)
-        break;
-      chain.push_back(inner);
-    }
+    std::vector<const For *> chain = parallelChain(top);
     std::set<std::string> nestVars;
     for (const For *loop : chain)
       nestVars.insert(loop->var);
