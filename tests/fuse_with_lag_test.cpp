@@ -51,6 +51,16 @@ kernel wide(steps: i32, A: inout f64[N][M], B: inout f64[N][M], w: in f64[M]) {
     }
   }
 }
+kernel along_rows(steps: i32, A: inout f32[N][M], B: inout f32[N][M]) {
+  for t in 0..steps {
+    parfor i in 0..N, j in 1..M - 1 {
+      B[i][j] = 0.5 * A[i][j] + 0.25 * (A[i][j - 1] + A[i][j + 1]);
+    }
+    parfor i in 0..N, j in 1..M - 1 {
+      A[i][j] = B[i][j];
+    }
+  }
+}
 kernel planes(steps: i32, u: inout f32[D][H][W]) {
   var v: f32[D][H][W];
   for t in 0..steps {
@@ -146,6 +156,10 @@ TEST_CASE("a Jacobi step and its copy back run as chunks of rows, the copy a row
                  "if (i.lag.row >= 4) {"));
   CHECK(contains(test::compiledKernelText(kStencils, "both_ways", passes::PipelineTarget::Cpu),
                  "if (i.lag.row >= 2) {"));
+  // Reads along the row alone: the whole row read before any of it is
+  // written, a row behind.
+  CHECK(contains(test::compiledKernelText(kStencils, "along_rows", passes::PipelineTarget::Cpu),
+                 "if (i.lag.row >= 2) {"));
   CHECK(contains(test::compiledKernelText(kStencils, "planes", passes::PipelineTarget::Cpu),
                  "for k.lag.row in [0, k.lag.count) {"));
 }
@@ -154,7 +168,7 @@ TEST_CASE("fused a few rows apart, the nests compute what the interpreter comput
   auto loaded = load(kStencils);
   // Rows: none to fuse, fewer than 2 lags, one short chunk, chunks of 16
   // with a short last one, and 64 chunks of more than 16.
-  for (const char *kernel : {"jacobi", "both_ways"})
+  for (const char *kernel : {"jacobi", "both_ways", "along_rows"})
     checkAgainstInterpreter(*loaded->program, kernel,
                             {{{"steps", "2"}, {"N", "2"}, {"M", "5"}},
                              {{"steps", "2"}, {"N", "3"}, {"M", "9"}},

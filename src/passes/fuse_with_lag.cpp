@@ -173,7 +173,7 @@ private:
         return std::nullopt;
     }
     std::optional<int64_t> lag = lagOf(*one, first, *two, second);
-    if (!lag || *lag == 0) // not of this kind, or point by point: fuse_producers' case
+    if (!lag)
       return std::nullopt;
     SourceRange where = two->loops.front()->source;
     auto decline = [&](const std::string &why) -> std::optional<Stmt> {
@@ -201,7 +201,7 @@ private:
   }
 
   // The lag at which `two` may run behind `one`, fused, or none: the
-  // farthest row either reads of what the other writes (what the second
+  // farthest row, and at least one, either reads of what the other writes (what the second
   // overwrites, before the first has read it; what the first writes, once
   // the first has written it), none of the other indices of such a read
   // moving with the row; every write at its point, the arrays the two write
@@ -267,7 +267,9 @@ private:
     if (!check(accessesOne, one, writtenOne, writtenTwo) ||
         !check(accessesTwo, two, writtenTwo, writtenOne))
       return std::nullopt;
-    return lag;
+    // At least a row: reads of the same row's other columns (a stencil along
+    // the rows alone) need the whole row read before any of it is written.
+    return std::max<int64_t>(lag, 1);
   }
 
   // The chunks' sweeps, one block each, then the rows they leave.
