@@ -770,7 +770,7 @@ private:
 
     if (target_.cpu)
       return cpuRows(nest, threadNest, dims, blocks, threads, inner, *guard, *guardedIndices,
-                     source, hasLoop);
+                     source);
     countReuse(threadNest, dims);
     std::vector<MappedDim> small = dims;
     if (!chooseFactors(guard->thenCase, small, factor_)) {
@@ -800,8 +800,7 @@ private:
   Stmt cpuRows(const Stmt &nest, const Stmt &threadNest, std::vector<MappedDim> dims,
                const std::vector<const For *> &blocks, const std::vector<const For *> &threads,
                const Stmt &inner, const IfThenElse &guard,
-               const std::map<std::string, GuardedIndex> &guardedIndices, SourceRange source,
-               bool hasLoop) {
+               const std::map<std::string, GuardedIndex> &guardedIndices, SourceRange source) {
     // Without a window along y there is nothing of this kind to gain (the
     // CPU's other passes shape such nests): no remark.
     auto y = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 1; });
@@ -836,22 +835,7 @@ private:
   // move with none of `dims`, each counted once per iteration of the
   // constant loops it moves with. Unknown loops count as large.
   static int64_t windowWeights(const Stmt &threadNest, const std::vector<MappedDim> &dims) {
-    std::map<std::string, int64_t> trips;
-    class ConstantTrips : public IRVisitor {
-    public:
-      explicit ConstantTrips(std::map<std::string, int64_t> &trips) : trips_(trips) {}
-
-    protected:
-      void visitFor(const For &node) override {
-        if (const auto *extent = node.extent->as<IntImm>())
-          trips_[node.var] = extent->value;
-        IRVisitor::visitFor(node);
-      }
-
-    private:
-      std::map<std::string, int64_t> &trips_;
-    } constantTrips(trips);
-    constantTrips.visit(threadNest);
+    std::map<std::string, int64_t> trips = constantLoopsIn(threadNest);
     int64_t weights = 0;
     for (const BufferAccess &access : collectAccesses(threadNest)) {
       auto movesWith = [&](const std::string &var) {
@@ -879,26 +863,33 @@ private:
   // constant loop of the body: a window along that dimension, which
   // neighbouring copies overlap.
   static bool windowSlidesAlong(const Stmt &threadNest, const std::string &threadVar) {
-    class ConstantLoops : public IRVisitor {
-    public:
-      std::set<std::string> vars;
-
-    protected:
-      void visitFor(const For &node) override {
-        if (node.forKind != ForKind::GpuThread && node.extent->as<IntImm>())
-          vars.insert(node.var);
-        IRVisitor::visitFor(node);
-      }
-    } windows;
-    windows.visit(threadNest);
-    const std::set<std::string> &constantLoops = windows.vars;
+    std::map<std::string, int64_t> constantLoops = constantLoopsIn(threadNest);
     return std::ranges::any_of(collectAccesses(threadNest), [&](const BufferAccess &access) {
       return !access.isStore && std::ranges::any_of(access.indices, [&](const AffineIndex &index) {
         return index.dependsOn(threadVar) &&
                std::ranges::any_of(constantLoops,
-                                   [&](const std::string &loop) { return index.dependsOn(loop); });
+                                   [&](const auto &loop) { return index.dependsOn(loop.first); });
       });
     });
+  }
+
+  // The trip counts of the loops of a thread's body (not the block's and
+  // thread loops) whose extents are constants.
+  static std::map<std::string, int64_t> constantLoopsIn(const Stmt &threadNest) {
+    class ConstantLoops : public IRVisitor {
+    public:
+      std::map<std::string, int64_t> trips;
+
+    protected:
+      void visitFor(const For &node) override {
+        const auto *extent = node.extent->as<IntImm>();
+        if (extent && node.forKind != ForKind::GpuThread && node.forKind != ForKind::GpuBlock)
+          trips[node.var] = extent->value;
+        IRVisitor::visitFor(node);
+      }
+    } loops;
+    loops.visit(threadNest);
+    return loops.trips;
   }
 
   // `tiled`, the nest at `small` tiles (4 x 4), or a host branch between it
