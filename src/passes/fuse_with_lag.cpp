@@ -285,7 +285,7 @@ private:
     Expr first = mul(chunk, chunkRows);
     Expr count = makeVar(ScalarType::I64, prefix + ".count");
     Expr r = makeVar(ScalarType::I64, prefix + ".row");
-    Expr s = makeI64(lag);
+    Expr s = makeI64(lag), twoLags = makeI64(2 * lag);
     auto rowAt = [&](Expr offset) { return add(toI64(rows.min), add(first, std::move(offset))); };
     // The nest's inner loops, serial, around a body at row `rowValue`.
     auto rowOf = [&](const Stmt &body, Expr rowValue) {
@@ -299,10 +299,9 @@ private:
     };
     // The sweep: at row r, the first nest's row r and the second's r - s
     // once r - s is past the chunk's first s rows.
-    Stmt sweep =
-        makeBlock({rowOf(one.body, rowAt(r)),
-                   std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Ge, r, mul(s, makeI64(2))),
-                                                rowOf(secondBody, rowAt(sub(r, s))))});
+    Stmt sweep = makeBlock({rowOf(one.body, rowAt(r)),
+                            std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Ge, r, twoLags),
+                                                         rowOf(secondBody, rowAt(sub(r, s))))});
     Stmt chunkBody = std::make_shared<For>(prefix + ".row", makeI64(0), count, ForKind::Serial, 0,
                                            sweep, source);
     Expr countValue = sub(makeBinary(BinaryOpKind::Min, add(first, chunkRows), rowCount), first);
@@ -320,7 +319,7 @@ private:
     Expr k = makeVar(ScalarType::I64, prefix + ".edge");
     Expr isHead = makeBinary(BinaryOpKind::Lt, k, s);
     Expr edgeRow = makeVar(ScalarType::I64, prefix + ".edge_row");
-    Expr edgeValue = std::make_shared<Select>(isHead, k, add(sub(count, mul(s, makeI64(2))), k));
+    Expr edgeValue = std::make_shared<Select>(isHead, k, add(sub(count, twoLags), k));
     Expr leftBySweep =
         makeBinary(BinaryOpKind::And,
                    makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, edgeRow, makeI64(0)),
@@ -337,8 +336,8 @@ private:
       edges = std::make_shared<For>(loop.var, loop.min, loop.extent, ForKind::Parallel, 0, edges,
                                     loop.source);
     }
-    edges = std::make_shared<For>(prefix + ".edge", makeI64(0), mul(s, makeI64(2)),
-                                  ForKind::Parallel, 0, edges, source);
+    edges = std::make_shared<For>(prefix + ".edge", makeI64(0), twoLags, ForKind::Parallel, 0,
+                                  edges, source);
     edges = std::make_shared<For>(prefix + ".chunk", makeI64(0), chunks, ForKind::Parallel, 0,
                                   edges, source);
 

@@ -859,16 +859,20 @@ private:
     return weights;
   }
 
-  // Whether a load in `threadNest` moves with `threadVar` and with a
-  // constant loop of the body: a window along that dimension, which
-  // neighbouring copies overlap.
+  // Whether a load in `threadNest` reads consecutive rows along
+  // `threadVar` and moves with a constant loop of the body: a window along
+  // that dimension, which neighbouring copies overlap (rows a chunk apart,
+  // `c * rows + k`, share nothing).
   static bool windowSlidesAlong(const Stmt &threadNest, const std::string &threadVar) {
     std::map<std::string, int64_t> constantLoops = constantLoopsIn(threadNest);
     return std::ranges::any_of(collectAccesses(threadNest), [&](const BufferAccess &access) {
       return !access.isStore && std::ranges::any_of(access.indices, [&](const AffineIndex &index) {
-        return index.dependsOn(threadVar) &&
-               std::ranges::any_of(constantLoops,
-                                   [&](const auto &loop) { return index.dependsOn(loop.first); });
+        // Consecutive rows (the thread index's coefficient 1) that the
+        // window's steps reach: copy r + 1's rows are copy r's, one step on.
+        return index.isAffine() && index.coefficient(threadVar) == 1 &&
+               std::ranges::any_of(constantLoops, [&](const auto &loop) {
+                 return index.coefficient(loop.first) != 0;
+               });
       });
     });
   }
