@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
@@ -1716,6 +1717,76 @@ kernel conversions(x: in f32[N], a: out i32[8], b: out i64[4]) {
   for (size_t i = 0; i < 4; ++i) {
     CAPTURE(i);
     CHECK(converted["b"].getAsInt(i) == expected64[i]);
+  }
+}
+
+// The CPU spells a saturating conversion out (a clamp, an fptosi, two
+// selects) so that a loop of them vectorizes: the values at each edge of
+// the integers' ranges, in a parfor long enough for vector lanes.
+TEST_CASE("float to integer conversions saturate in vectorized loops, at every edge") {
+  const char *source = R"(
+kernel convert(f: in f32[N], d: in f64[N], fa: out i32[N], fb: out i64[N], da: out i32[N],
+               db: out i64[N]) {
+  parfor i in 0..N {
+    fa[i] = i32(f[i]);
+    fb[i] = i64(f[i]);
+    da[i] = i32(d[i]);
+    db[i] = i64(d[i]);
+  }
+}
+)";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double edges[] = {nan,
+                          inf,
+                          -inf,
+                          0.0,
+                          -0.0,
+                          2.75,
+                          -2.75,
+                          2147483520.0, // the f32 below 2^31
+                          2147483647.0,
+                          2147483647.5,
+                          2147483648.0,
+                          -2147483648.0,
+                          -2147483648.9,
+                          -2147483904.0,
+                          9223371487098961920.0, // the f32 below 2^63
+                          9223372036854774784.0, // the f64 below 2^63
+                          9223372036854775808.0,
+                          -9223372036854775808.0,
+                          -9223373136366403584.0,
+                          1.0e30,
+                          -1.0e30,
+                          3.0e9,
+                          -3.0e9};
+  const int64_t count = std::size(edges) * 3; // the edges at three lanes each
+  HostArray f(ScalarType::F32, {count}), d(ScalarType::F64, {count});
+  for (int64_t i = 0; i < count; ++i) {
+    f.data<float>()[i] = static_cast<float>(edges[i % std::size(edges)]);
+    d.data<double>()[i] = edges[(i * 7) % std::size(edges)];
+  }
+  ArgumentRequest request;
+  request.values["N"] = std::to_string(count);
+  request.arrays = {{"f", f}, {"d", d}};
+  auto converted = runAgreeing(source, "convert", request);
+  auto saturated = [](double value, int bits) -> int64_t {
+    double top = std::ldexp(1.0, bits - 1);
+    if (std::isnan(value))
+      return 0;
+    if (value >= top)
+      return bits == 32 ? INT32_MAX : INT64_MAX;
+    if (value <= -top)
+      return bits == 32 ? INT32_MIN : INT64_MIN;
+    return static_cast<int64_t>(value);
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    CAPTURE(i);
+    double single = f.data<float>()[i], wide = d.data<double>()[i];
+    CHECK(converted["fa"].getAsInt(i) == saturated(single, 32));
+    CHECK(converted["fb"].getAsInt(i) == saturated(single, 64));
+    CHECK(converted["da"].getAsInt(i) == saturated(wide, 32));
+    CHECK(converted["db"].getAsInt(i) == saturated(wide, 64));
   }
 }
 

@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <tuple>
 
 using namespace loopc;
 using loopc::test::contains;
@@ -73,8 +74,9 @@ kernel histogram(x: in i32[N], H: out i32[B]) {
   // Rounds of 256 consecutive iterations a block, the block's range after
   // the blocks before it; the GPU's blocks stride over the whole grid.
   std::string cpu = test::compiledKernelText(source, "histogram", passes::PipelineTarget::Cpu);
-  CHECK(contains(cpu, "let i.flat = i.block * ((i.iterations + (i.blocks * 256 - 1)) / "
-                      "(i.blocks * 256)) * 256 + i.thread + i.round * 256"));
+  CHECK(contains(cpu, "let i.rounds = (i.iterations + (i.blocks * 256 - 1)) / (i.blocks * 256)\n"
+                      "      let i.start = i.block * i.rounds * 256\n"));
+  CHECK(contains(cpu, "let i.flat = i.start + i.round * 256 + i.thread"));
   std::string gpu = test::compiledKernelText(source, "histogram", passes::PipelineTarget::Gpu);
   CHECK(contains(gpu, "let i.flat = i.block * 256 + i.thread + i.round * (i.blocks * 256)"));
   // Several rounds a block, the last blocks' ranges short or empty.
@@ -89,6 +91,75 @@ kernel histogram(x: in i32[N], H: out i32[B]) {
     request.values = {{"N", count}, {"B", "9"}};
     request.randomLow = -2;
     request.randomHigh = 11;
+    test::DifferentialOutcome outcome =
+        test::runDifferential(*loaded->program, kernel, request, engines);
+    REQUIRE(!outcome.skipped);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
+// On the CPU each round's combines are staged: one thread loop finds where
+// they go (the trash slot past the copy's extent when an iteration makes
+// none), a scalar loop after the barrier makes them.
+TEST_CASE("on the CPU the combines are staged: elements and values first, then the updates") {
+  const char *source = R"(
+kernel stats(keys: in i32[R][C], values: in f32[R][C], sum: out f32[B], largest: inout f32[B],
+             seen: out i32[B]) {
+  parfor r in 0..R, c in 1..C {
+    let key = i64(keys[r][c]);
+    if key >= 0 && key < B {
+      combine(+) sum[key] = values[r][c];
+      combine(max) largest[key] = values[r][c];
+    }
+    combine(+) seen[(r + c) % B] = 1;
+  }
+}
+)";
+  std::string cpu = test::compiledKernelText(source, "stats", passes::PipelineTarget::Cpu);
+  // The copies hold one more element than their share, the trash slot.
+  CHECK(contains(cpu, "shared f32 sum.private[2049]\n"));
+  CHECK(contains(cpu, "shared i32 seen.private[2049]\n"));
+  // sum and largest, combined together at one key with one value, share
+  // their buffers; seen's constant value needs none.
+  CHECK(contains(cpu, "    shared i64 sum.private.staged0.element[256]\n"
+                      "    shared f32 sum.private.staged0.value[256]\n"
+                      "    shared i64 seen.private.staged2.element[256]\n"
+                      "    gpu_thread.x"));
+  CHECK(contains(cpu, "        if (r.flat < r.iterations) {\n"
+                      "          sum.private.staged0.element[r.thread] = 2048\n"
+                      "          sum.private.staged0.value[r.thread] = -0.0\n"
+                      "          seen.private.staged2.element[r.thread] = 2048\n"));
+  CHECK(contains(cpu, "            sum.private.staged0.element[r.thread] = key\n"
+                      "            sum.private.staged0.value[r.thread] = values[r][c]\n"
+                      "          }\n"
+                      "          seen.private.staged2.element[r.thread] = (r + c) % B\n"));
+  CHECK(contains(cpu,
+                 "        barrier\n"
+                 "        let r.flat = r.start + r.round * 256 + r.thread\n"
+                 "        if (r.flat < r.iterations) {\n"
+                 "          atomic sum.private[sum.private.staged0.element[r.thread]] += "
+                 "sum.private.staged0.value[r.thread]\n"
+                 "          atomic largest.private[sum.private.staged0.element[r.thread]] max= "
+                 "sum.private.staged0.value[r.thread]\n"
+                 "          atomic seen.private[seen.private.staged2.element[r.thread]] += 1\n"
+                 "        }\n"
+                 "        barrier\n"));
+  // Keys out of range (the trash slot's iterations), rounds cut short,
+  // blocks of several rounds, with and without bounds checks.
+  auto loaded = load(source);
+  const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
+  Interpreter interpreter;
+  codegen::CpuEngine cpuEngine;
+  codegen::CpuEngine checked(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  Engine *engines[] = {&interpreter, &cpuEngine, &checked};
+  for (auto [rows, columns, bins] :
+       {std::tuple{"1", "2", "1"}, std::tuple{"3", "100", "7"}, std::tuple{"37", "257", "31"},
+        std::tuple{"513", "1031", "100"}}) {
+    CAPTURE(rows);
+    ArgumentRequest request;
+    request.values = {{"R", rows}, {"C", columns}, {"B", bins}};
+    request.randomLow = -3;
+    request.randomHigh = 40;
     test::DifferentialOutcome outcome =
         test::runDifferential(*loaded->program, kernel, request, engines);
     REQUIRE(!outcome.skipped);

@@ -228,6 +228,13 @@ kernel useroperator(x: in f32[N], H: inout f32[16]) {
     combine(biggest) H[i % 16] = x[i];
   }
 }
+kernel looped(x: in i32[N][4], H: out i32[64]) {
+  parfor i in 0..N {
+    for k in 0..4 {
+      combine(+) H[i64(x[i][k]) % 64] = 1;
+    }
+  }
+}
 )";
 
 const char *const kLayout = R"(kernel window(I: in f32[H][W], F: in f32[K][K], O: out f32[H][W]) {
@@ -656,6 +663,13 @@ TEST_CASE("privatize_combines: a histogram per block, or why an array keeps its 
               "(at most 1024) are at most the iterations"});
   CHECK(remarksOf(sample("histogram").kernel("histogram").onCpu(), "privatize_combines") ==
         Lines{"25:18: remark: privatize_combines: 'H' gets a copy per block in shared memory (room "
+              "for 6144 i32), which the host picks when it fits and its elements times the blocks "
+              "(at most 1024) are at most the iterations; its combines staged, 256 iterations at "
+              "a time: a vector loop finds where they go, a scalar loop makes them"});
+  CHECK(remarksOf(program(kCombines).kernel("looped").onCpu(), "privatize_combines") ==
+        Lines{"20:10: remark: privatize_combines: combines not staged (a loop in the body): each "
+              "iteration's work stays scalar",
+              "22:18: remark: privatize_combines: 'H' gets a copy per block in shared memory (room "
               "for 6144 i32), which the host picks when it fits and its elements times the blocks "
               "(at most 1024) are at most the iterations"});
   CHECK(remarksOf(program(kCombines).kernel("bigbins"), "privatize_combines") ==

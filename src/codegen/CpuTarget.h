@@ -56,6 +56,7 @@ public:
     return memory == ir::MemorySpace::Global;
   }
   std::string libraryMathName(Builtin builtin, ScalarType type) const override;
+  bool spellsOutSaturatingConversions() const override { return true; }
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
 
 private:

@@ -48,6 +48,21 @@ bool isCheap(const ExprNode &expr) {
   }
 }
 
+// Whether an expression reads no memory: its value is a function of the
+// names it mentions alone (a load may read a thread's own registers, or
+// memory another thread writes).
+bool readsNoMemory(const ExprNode &expr) {
+  class Reads : public IRVisitor {
+  public:
+    bool found = false;
+
+  protected:
+    void visitLoad(const Load &) override { found = true; }
+  } reads;
+  reads.visit(ir::Expr(ir::Expr(), &expr));
+  return !reads.found;
+}
+
 // Whether an expression mentions one of the names whose value differs
 // between the threads of a block.
 class MentionsVarying : public IRVisitor {
@@ -197,6 +212,8 @@ public:
       threadCount_ = builder_.CreateMul(
           threadCount_, emitter.emitCast(thread.extent, thread.type, ScalarType::I64));
       loops_.push_back(thread);
+      const auto *constantExtent = loop->extent->as<IntImm>();
+      hasThreads_ = hasThreads_ && constantExtent && constantExtent->value > 0;
       varying_.insert(loop->var);
       affine_.bindLoop(loop->var);
       boundInNest_.insert(loop->var);
@@ -276,10 +293,19 @@ private:
       // in it must not become a clip, which would pull the loop out.
       bool staysInThread = !needed && !containsBarrier(*loop.body);
       loopsInThread_ += staysInThread;
-      affine_.bindLoop(loop.var);
-      boundInNest_.insert(loop.var);
+      // A loop around a barrier runs once for the block (splitLoop): its
+      // variable is the same in every thread, a name a clip's bound or a
+      // let evaluated once may use (privatize_combines' staged rounds).
+      bool uniform = containsBarrier(*loop.body);
+      if (!uniform) {
+        affine_.bindLoop(loop.var);
+        boundInNest_.insert(loop.var);
+      }
+      conditional_ += !uniform;
       visit(loop.body);
-      affine_.unbind(loop.var);
+      conditional_ -= !uniform;
+      if (!uniform)
+        affine_.unbind(loop.var);
       loopsInThread_ -= staysInThread;
       break;
     }
@@ -301,16 +327,25 @@ private:
         if (auto guards = affineGuardsOf(branch))
           affineGuards_[&branch] = std::move(*guards);
       }
+      ++conditional_;
       visit(branch.thenCase);
       visit(branch.elseCase);
+      --conditional_;
       break;
     }
     case StmtNode::Kind::LetStmt: {
       auto &let = *stmt.as<LetStmt>();
       affine_.bindLet(let.var, let.value);
       // A let of names from outside the nest is evaluated once (splitLet).
-      if (mayFault(*let.value) || mentionsNestNames(*let.value))
+      // So is one that may fault (a division) where every thread of the
+      // block evaluates it: once faults exactly where they would.
+      bool once = !mentionsNestNames(*let.value) &&
+                  (!mayFault(*let.value) ||
+                   (hasThreads_ && conditional_ == 0 && readsNoMemory(*let.value)));
+      if (!once)
         boundInNest_.insert(let.var);
+      else if (mayFault(*let.value))
+        evaluatedOnce_.insert(&let);
       visit(let.body);
       affine_.unbind(let.var);
       break;
@@ -813,7 +848,7 @@ private:
   }
 
   void splitLet(const LetStmt &let) {
-    if (isUniform(let.value)) {
+    if (isUniform(let.value) || evaluatedOnce_.contains(&let)) {
       ScopedBindings scope(emitter_);
       scope.var(let.var, emitter_.emitExpr(*let.value));
       split(*let.body);
@@ -995,6 +1030,9 @@ private:
   LlvmEmitter &emitter_;
   llvm::IRBuilder<> &builder_;
   llvm::Value *threadCount_;
+  bool hasThreads_ = true; // every thread loop of the nest runs a constant, positive count
+  int conditional_ = 0;    // markSplit's depth in ifs and loops some threads may skip
+  std::set<const LetStmt *> evaluatedOnce_; // lets that may fault, evaluated once (markSplit)
   std::vector<ThreadLoop> loops_;
   std::set<const For *> interchanged_;
   std::map<const IfThenElse *, std::vector<Clip>> clips_;

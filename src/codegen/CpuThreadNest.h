@@ -24,7 +24,11 @@
 //    with `if (j <= i)` around its loop over k ran 15x faster).
 // Values that cross from one thread loop to the next (lets, register buffers,
 // the conditions of ifs that enclose split code) live in per-thread arrays,
-// or are recomputed where that is cheap and cannot fault.
+// or are recomputed where that is cheap and cannot fault. A let of names the
+// same in every thread (those bound outside the nest, the variables of loops
+// around barriers) is evaluated once for the block, even a division, where
+// every thread of the block would evaluate it (outside any if): a division
+// in a thread loop, checked for zero, keeps the loop from vectorizing.
 #pragma once
 
 #include "ir/IR.h"

@@ -481,12 +481,43 @@ llvm::Value *LlvmEmitter::emitCast(llvm::Value *value, ScalarType from, ScalarTy
     return builder_.CreateFPCast(value, target);
   // Saturating, NaN to 0: the interpreter's semantics, where C leaves
   // out-of-range conversions undefined.
-  if (isFloat(from))
+  if (isFloat(from) && !target_.spellsOutSaturatingConversions())
     return builder_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {target, value->getType()},
                                     {value});
+  if (isFloat(from))
+    return emitSaturatingConversion(value, target);
   if (isFloat(to))
     return builder_.CreateSIToFP(value, target);
   return builder_.CreateSExtOrTrunc(value, target);
+}
+
+// fptosi.sat spelled out: the value clamped to the integer's range as the
+// float type holds it (its top, 2^(bits - 1) - 1, rounds up to a power of
+// two that fptosi could not take: the float just below it), then the
+// integer's largest value where the float reached the power of two, and 0
+// for NaN (which the clamp turned into the bottom).
+llvm::Value *LlvmEmitter::emitSaturatingConversion(llvm::Value *value, llvm::Type *target) {
+  llvm::Type *floatType = value->getType();
+  const llvm::fltSemantics &semantics = floatType->getFltSemantics();
+  unsigned bits = target->getIntegerBitWidth();
+  llvm::APFloat bottom(semantics), power(semantics);
+  bottom.convertFromAPInt(llvm::APInt::getSignedMinValue(bits), true,
+                          llvm::APFloat::rmNearestTiesToEven);
+  power.convertFromAPInt(llvm::APInt::getOneBitSet(bits + 1, bits - 1), false,
+                         llvm::APFloat::rmNearestTiesToEven);
+  llvm::APFloat top = power;
+  top.next(/*nextDown=*/true);
+  llvm::Value *clamped = builder_.CreateBinaryIntrinsic(
+      llvm::Intrinsic::minnum,
+      builder_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, value,
+                                     llvm::ConstantFP::get(floatType, bottom)),
+      llvm::ConstantFP::get(floatType, top));
+  llvm::Value *converted = builder_.CreateFPToSI(clamped, target);
+  llvm::Value *largest = llvm::ConstantInt::get(target, llvm::APInt::getSignedMaxValue(bits));
+  converted = builder_.CreateSelect(
+      builder_.CreateFCmpOGE(value, llvm::ConstantFP::get(floatType, power)), largest, converted);
+  return builder_.CreateSelect(builder_.CreateFCmpUNO(value, value),
+                               llvm::ConstantInt::get(target, 0), converted);
 }
 
 llvm::Value *LlvmEmitter::emitSelect(const ir::Select &select) {

@@ -52,6 +52,7 @@ public:
   // `expr` converted to `type` (indices and extents to i64).
   llvm::Value *emitExprAs(const ir::ExprNode &expr, ScalarType type);
   llvm::Value *emitCast(llvm::Value *value, ScalarType from, ScalarType to);
+  llvm::Value *emitSaturatingConversion(llvm::Value *value, llvm::Type *target);
   void emitStmt(const ir::StmtNode &stmt);
 
   // The number of elements of `buffer` (1 for a scalar cell), as i64; a

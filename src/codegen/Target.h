@@ -63,6 +63,12 @@ public:
   // (tanh): a libm or libdevice name, taking and returning `type`.
   virtual std::string libraryMathName(Builtin builtin, ScalarType type) const = 0;
 
+  // Whether a float-to-integer conversion (saturating, NaN to 0) is emitted
+  // as llvm.fptosi.sat, which NVPTX selects as one instruction, or spelled
+  // out as a clamp, an fptosi and two selects, which x86 vectorizes (its
+  // backend scalarizes a vector of fptosi.sat to 64-bit integers).
+  virtual bool spellsOutSaturatingConversions() const { return false; }
+
   // A kernel launch in host code.
   virtual void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) = 0;
 
