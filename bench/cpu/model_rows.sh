@@ -38,6 +38,7 @@ rows=(
   "sqdist|samples/sqdist.loop|sqdist|M=2048 N=2048 K=64|"
   "nbody|samples/nbody.loop|nbody|N=8192 dt=0.01 softening=0.1|"
   "histogram|samples/histogram.loop|histogram|N=16777216 B=256 lo=-1 hi=1|"
+  "bin_stats|samples/histogram.loop|bin_stats|N=16777216 B=256|"
   "prefix_sum|samples/scan.loop|prefix_sum|N=16777216|"
   "launch 64|bench/cpu/launch.loop|launch|N=64 steps=10000|--skip-pass hoist_independent_parfors"
   "launch 4000|bench/cpu/launch.loop|launch|N=4000 steps=10000|--skip-pass hoist_independent_parfors"

@@ -877,17 +877,31 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
       (profile.floatDivides * device.vectorDivideNs + profile.squareRoots * device.vectorSqrtNs) *
       facts.dividerShare * 32 / device.vectorLanes * 1e-9;
   // An update of an element the data picks (a histogram's bin) is a
-  // scatter whose lanes may collide: LLVM does not vectorize its loop, and
-  // the kernel's operations run at the scalar rate (a division or square
-  // root as one of them: the divider overlaps them one lane at a time).
+  // scatter whose lanes may collide: LLVM does not vectorize its thread
+  // loop, and the operations between the same barriers run at the scalar
+  // rate (a division or square root as one of them: the divider overlaps
+  // them one lane at a time); privatize_combines' staged rounds leave only
+  // the updates there.
+  double scatteredDividerOperations =
+      profile.scatteredDividerOperations * facts.dividerShare * 32;
+  double scalarOperations =
+      std::max(profile.scatteredInstructions - profile.scatteredDividerOperations, 0.0) *
+          lanesPerWarp +
+      scatteredDividerOperations;
+  laneOperations =
+      std::max(laneOperations - std::max(profile.scatteredInstructions -
+                                             profile.scatteredDividerOperations,
+                                         0.0) *
+                                    lanesPerWarp,
+               0.0);
+  if (double divides = profile.floatDivides + profile.squareRoots; divides > 0)
+    dividerSeconds *= std::max(1 - profile.scatteredDividerOperations / divides, 0.0);
   bool scatters = std::ranges::any_of(profile.accesses, [](const AccessProfile &access) {
     return access.kind == AccessProfile::Kind::Atomic && !access.addressesKnown;
   });
-  if (scatters) {
+  if (scatters && scalarOperations >= laneOperations) {
     prediction.vectorized = false;
     prediction.scalarBecause = "updates scattered by data";
-    laneOperations += (profile.floatDivides + profile.squareRoots) * facts.dividerShare * 32;
-    dividerSeconds = 0;
   }
   double gatheredLoads = 0, lines = 0, rereadBytes = 0, dependentSteps = 0, chainSeconds = 0;
   // The arrays' elements once, and where they are held: the level whose
@@ -949,8 +963,8 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // lane reads again in its own walk.
   if (footprint > static_cast<double>(device.l2BytesPerThread))
     bytes += lines * kCacheLineBytes + rereadBytes;
-  double operationSeconds = scatters ? laneOperations / (device.scalarGopsPerThread * 1e9)
-                                     : laneOperations * 2 / (device.vectorGflopsPerThread * 1e9);
+  double operationSeconds = scalarOperations / (device.scalarGopsPerThread * 1e9) +
+                            laneOperations * 2 / (device.vectorGflopsPerThread * 1e9);
   double throughputOneThread = std::max(operationSeconds, dividerSeconds) + routineSeconds +
                                gatheredLoads / (device.scalarGopsPerThread * 1e9) +
                                dependentSteps * device.dependentOpNs * 1e-9;

@@ -143,7 +143,10 @@ public:
         for (int lane = 0; lane < kLanes; ++lane)
           if (warp * kLanes + lane < threads)
             lanes |= 1u << lane;
+        segmentStart_ = totals_;
+        segmentScatters_ = false;
         walk(*kernel_.body, lanes, 1.0);
+        closeSegment();
         closeRoundScope(loops_.back(), 1.0);
         if (share >= largestShare) {
           blockCritical.instructions =
@@ -170,6 +173,8 @@ public:
     result.squareRoots = totals_.roots;
     result.dividerInstructions = totals_.dividerInstructions;
     result.routineInstructions = totals_.routineInstructions;
+    result.scatteredInstructions = scattered_.fp32 + 2 * scattered_.fp64;
+    result.scatteredDividerOperations = scattered_.divides + scattered_.roots;
     result.integerInstructions = totals_.integer;
     result.flops = totals_.flops;
     result.shuffles = totals_.shuffles;
@@ -264,6 +269,19 @@ private:
 
   void bind(const std::string &name, std::optional<LaneValues> values) { vars_[name] = values; }
 
+  // Ends the code between two barriers: its floating-point counts go to
+  // scattered_ when it updates elements the data picks.
+  void closeSegment() {
+    if (segmentScatters_) {
+      scattered_.fp32 += totals_.fp32 - segmentStart_.fp32;
+      scattered_.fp64 += totals_.fp64 - segmentStart_.fp64;
+      scattered_.divides += totals_.divides - segmentStart_.divides;
+      scattered_.roots += totals_.roots - segmentStart_.roots;
+    }
+    segmentStart_ = totals_;
+    segmentScatters_ = false;
+  }
+
   // ------------------------------------------------------------ walking ---
 
   void walk(const StmtNode &stmt, LaneMask lanes, double weight) {
@@ -336,6 +354,7 @@ private:
       availableLoads_.clear(); // other threads' stores are visible after it
       if (probing_)
         return;
+      closeSegment();
       issue(weight);
       totals_.barriers += weight * blockWeight_;
       warpCounts_.barriers += weight;
@@ -1115,6 +1134,7 @@ private:
       }
     } else {
       profile.addressesKnown = false;
+      segmentScatters_ |= kind == AccessProfile::Kind::Atomic && !probing_;
     }
     double sectorCount = addresses ? static_cast<double>(sectors.size()) : active;
     double lineCount = addresses ? static_cast<double>(lines.size()) : active;
@@ -1432,6 +1452,11 @@ private:
   std::map<const void *, size_t> visitNumber_;
   Counts warpCounts_, critical_;
   Totals totals_;
+  // The code since the last barrier: the totals where it began, whether it
+  // updates elements the data picks; the totals of the code that does.
+  Totals segmentStart_;
+  bool segmentScatters_ = false;
+  Totals scattered_;
   bool approximate_ = false;
 };
 
