@@ -173,6 +173,44 @@ kernel user(x: in f32[2], t: i64, s: i64, y: out f32[2]) {
   }
 }
 
+TEST_CASE("a staged combine's target out of range is reported where the program has it") {
+  // privatize_combines stages the combines of a CPU block: a target's check
+  // is made after the barrier, from what the first loop stored, unless a
+  // load of the body may fail too (which would then be reported first).
+  const std::string source = R"(kernel bins(x: in f32[N], H: out i32[B]) {
+  parfor i in 0..N {
+    if i == 777 {
+      combine(+) H[B + 3] = 1;
+    } else {
+      combine(+) H[i % B] = 1;
+    }
+  }
+}
+kernel valued(x: in f32[N], k: i64, H: out f32[B]) {
+  parfor i in 0..N {
+    if i == 777 {
+      combine(+) H[B + 3] = x[i + k];
+    } else {
+      combine(+) H[i % B] = x[i];
+    }
+  }
+}
+)";
+  checkSameError(source, "bins", {{"N", "5000"}, {"B", "8"}},
+                 "index 11 out of range for dimension 0 of 'H' (extent 8)", {.line = 4, .col = 18});
+  checkSameError(source, "valued", {{"N", "5000"}, {"B", "8"}, {"k", "9000"}},
+                 "index 11 out of range for dimension 0 of 'H' (extent 8)",
+                 {.line = 13, .col = 18});
+  std::string checked =
+      test::compiledKernelText(source, "bins", passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  CHECK(test::contains(checked, "check (check0.failed[i.thread] == 0) else error \"index {0} out "
+                                "of range for dimension 0 of 'H' (extent {1})\""));
+  checked = test::compiledKernelText(source, "valued", passes::PipelineTarget::Cpu,
+                                     {.boundsChecks = true});
+  CHECK(test::contains(checked, "H.private.staged0.element[i.thread] = 6144\n"));
+  CHECK(!test::contains(checked, "check0.failed"));
+}
+
 TEST_CASE("an access in a called kernel names its array as the callee does") {
   // From a bug hunt: the messages named the caller's array, which the
   // callee's parameter denotes, and a local array renamed because the

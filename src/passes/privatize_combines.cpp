@@ -322,8 +322,45 @@ struct StagedUpdate {
   Buffer elements; // shared i64[kThreads]: where each thread's update goes
   Buffer values;   // shared [kThreads], or null when the value is `constant`
   Expr constant;
-  SourceRange source;
 };
+
+// A bounds check of the body (a combine's index under --bounds-check), made
+// after the barrier from what the first loop stored: whether it failed and
+// the values its message quotes. Tested in the first loop, a check's report
+// would keep it from vectorizing. Only where every load of the body is
+// proven (loadsProven): else the check stays in the first loop, before the
+// loads it precedes in the program.
+struct StagedCheck {
+  Buffer failed; // shared i32[kThreads], 1 where it failed
+  std::vector<Buffer> values;
+  const Check *check;
+};
+
+// Whether every load of `body` (the parfor's, its combines sent to their
+// private copies) is proven in range, so that none reports an error: a
+// staged check, reported after the barrier, then reports the first error of
+// its iteration as the program would (a combine's target before its value).
+bool loadsProven(const Stmt &body, const IndexChecks &checks) {
+  class Loads : public IRVisitor {
+  public:
+    Loads(const IndexChecks &checks) : checks_(checks) {}
+    bool proven = true;
+
+  protected:
+    void visitLoad(const Load &node) override {
+      for (size_t d = 0; d < node.indices.size(); ++d)
+        proven = proven && (node.buffer->memory != MemorySpace::Global || !node.source.valid() ||
+                            checks_.proven->proven(checks_.body, &node, d));
+      IRVisitor::visitLoad(node);
+    }
+
+  private:
+    const IndexChecks &checks_;
+  } loads(checks);
+  if (checks.proven)
+    loads.visit(body);
+  return loads.proven;
+}
 
 // Why a body's combines cannot be staged, or nothing.
 class WhyNotStaged : public IRVisitor {
@@ -361,9 +398,11 @@ private:
 // the same value share a buffer: they are made under the same conditions.
 class ToStagedUpdates : public IRMutator {
 public:
-  ToStagedUpdates(const std::vector<Privatized> &arrays, Expr thread)
-      : arrays_(arrays), thread_(std::move(thread)) {}
+  ToStagedUpdates(const std::vector<Privatized> &arrays, Expr thread, bool stagesChecks)
+      : arrays_(arrays), thread_(std::move(thread)), stagesChecks_(stagesChecks) {}
   std::vector<StagedUpdate> staged;
+
+  std::vector<StagedCheck> checks;
 
   // The distinct staging buffers, in order of first use.
   std::vector<Buffer> buffers() const {
@@ -372,10 +411,36 @@ public:
       for (const Buffer &buffer : {update.elements, update.values})
         if (buffer && std::ranges::find(distinct, buffer) == distinct.end())
           distinct.push_back(buffer);
+    for (const StagedCheck &check : checks) {
+      distinct.push_back(check.failed);
+      std::ranges::copy(check.values, std::back_inserter(distinct));
+    }
     return distinct;
   }
 
 protected:
+  Stmt visitCheck(const Check &node, const Stmt &self) override {
+    if (!stagesChecks_)
+      return self;
+    std::string prefix = "check" + std::to_string(checks.size());
+    // An i32 flag: the CPU's code has no masked byte stores (AVX512BW).
+    StagedCheck staged{
+        makeBuffer(prefix + ".failed", ScalarType::I32, {makeI64(kThreads)}, MemorySpace::Shared),
+        {},
+        &node};
+    std::vector<Stmt> stores{
+        store(staged.failed, {thread_},
+              std::make_shared<ir::Select>(node.condition, makeInt(ScalarType::I32, 0),
+                                           makeInt(ScalarType::I32, 1)))};
+    for (size_t i = 0; i < node.values.size(); ++i) {
+      staged.values.push_back(makeBuffer(prefix + ".value" + std::to_string(i),
+                                         node.values[i]->type, {makeI64(kThreads)},
+                                         MemorySpace::Shared));
+      stores.push_back(store(staged.values.back(), {thread_}, node.values[i]));
+    }
+    checks.push_back(staged);
+    return makeBlock(std::move(stores));
+  }
   Stmt visitBlock(const Block &node, const Stmt &) override {
     std::vector<Stmt> stmts;
     std::vector<size_t> run; // the staged updates of the consecutive combines so far
@@ -406,8 +471,7 @@ private:
     bool constant =
         node.value->as<IntImm>() || node.value->as<FloatImm>() || node.value->as<BoolImm>();
     StagedUpdate update{node.buffer, trash,   node.op,
-                        nullptr,     nullptr, constant ? node.value : nullptr,
-                        node.source};
+                        nullptr,     nullptr, constant ? node.value : nullptr};
     for (size_t earlier : run) {
       const StagedUpdate &other = staged[earlier];
       if (other.trash == trash && sameExpr(elementOf_[earlier], element))
@@ -439,6 +503,7 @@ private:
 
   const std::vector<Privatized> &arrays_;
   Expr thread_;
+  bool stagesChecks_;
   std::vector<Expr> elementOf_, valueOf_; // of each staged update
 };
 
@@ -571,13 +636,15 @@ private:
       }));
     steps.push_back(std::make_shared<Barrier>());
     Stmt privateBody = ToPrivateCopies(arrays, checks_).mutate(body);
-    ToStagedUpdates staging(arrays, thread);
-    if (staged)
-      steps.push_back(stagedOverIterations(chain, extents, staging.mutate(privateBody),
-                                           staging.staged, block, thread, blocks, iterations));
-    else
+    ToStagedUpdates staging(arrays, thread, loadsProven(body, checks_));
+    if (staged) {
+      Stmt stagedBody = staging.mutate(privateBody);
+      steps.push_back(stagedOverIterations(chain, extents, stagedBody, staging.staged,
+                                           staging.checks, block, thread, blocks, iterations));
+    } else {
       steps.push_back(overIterations(chain, extents, privateBody, block, thread, blocks, iterations,
                                      checks_.proven != nullptr, target_ == PipelineTarget::Cpu));
+    }
     steps.push_back(std::make_shared<Barrier>());
     for (const Privatized &array : arrays)
       steps.push_back(overElements(array, thread, top.var + ".merge", [&](const Expr &element) {
@@ -702,7 +769,8 @@ private:
   // none), the second making them.
   static Stmt stagedOverIterations(const std::vector<const For *> &chain,
                                    const std::vector<Expr> &extents, Stmt body,
-                                   const std::vector<StagedUpdate> &staged, const Expr &block,
+                                   const std::vector<StagedUpdate> &staged,
+                                   const std::vector<StagedCheck> &checks, const Expr &block,
                                    const Expr &thread, const Expr &blocks, const Expr &iterations) {
     const For &top = *chain.front();
     std::string flatVar = top.var + ".flat", stepVar = top.var + ".round";
@@ -722,6 +790,8 @@ private:
     // Where no combine is made, its element is the trash slot, which then
     // takes an identity of the operator, a defined value.
     std::vector<Stmt> computed;
+    for (const StagedCheck &check : checks)
+      computed.push_back(store(check.failed, {thread}, makeInt(ScalarType::I32, 0)));
     std::set<const BufferInfo *> cleared;
     for (const StagedUpdate &update : staged) {
       if (cleared.insert(update.elements.get()).second)
@@ -743,11 +813,22 @@ private:
       inner = mul(inner, extents[d]);
     }
 
+    // The updates are this pass's accesses, with no place in the program:
+    // each element is the trash slot or one the combine's own checks let
+    // through, in range by construction.
     std::vector<Stmt> updates;
+    for (const StagedCheck &check : checks) {
+      std::vector<Expr> values;
+      for (const Buffer &value : check.values)
+        values.push_back(load(value, {thread}));
+      updates.push_back(std::make_shared<Check>(
+          makeBinary(BinaryOpKind::Eq, load(check.failed, {thread}), makeInt(ScalarType::I32, 0)),
+          check.check->message, std::move(values), check.check->source));
+    }
     for (const StagedUpdate &update : staged)
       updates.push_back(std::make_shared<AtomicUpdate>(
           update.local, std::vector<Expr>{load(update.elements, {thread})}, update.op,
-          update.values ? load(update.values, {thread}) : update.constant, update.source));
+          update.values ? load(update.values, {thread}) : update.constant));
     Stmt make = std::make_shared<IfThenElse>(inRange, makeBlock(std::move(updates)));
 
     Stmt roundBody = makeBlock({atThread(compute), std::make_shared<Barrier>(), atThread(make),

@@ -160,21 +160,22 @@ std::pair<std::string, std::string> aroundPass(const Program &program,
 }
 
 ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,
-                            passes::PipelineTarget target) {
+                            passes::PipelineTarget target, const passes::PassChoices &choices) {
   passes::PipelineOptions options;
   options.target = target;
+  options.choices = choices;
   Expected<ir::Function> function = passes::runPipeline(ir::lowerKernel(program, kernel), options);
   REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
   return std::move(*function);
 }
 
 std::string compiledKernelText(const std::string &source, const std::string &kernelName,
-                               passes::PipelineTarget target) {
+                               passes::PipelineTarget target, const passes::PassChoices &choices) {
   auto loaded = loadText(source);
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   for (const auto &kernel : loaded->program->modules.front()->kernels)
     if (kernel->name == kernelName)
-      return ir::toString(compiledKernel(*loaded->program, *kernel, target));
+      return ir::toString(compiledKernel(*loaded->program, *kernel, target, choices));
   FAIL("no kernel " << kernelName);
   return "";
 }

@@ -47,13 +47,15 @@ std::unique_ptr<LoadedProgram> loadText(const std::string &text);
 // `kernel` lowered and through the pass pipeline; fails the current test on
 // an internal error.
 ir::Function compiledKernel(const Program &program, const KernelDecl &kernel,
-                            passes::PipelineTarget target = passes::PipelineTarget::Gpu);
+                            passes::PipelineTarget target = passes::PipelineTarget::Gpu,
+                            const passes::PassChoices &choices = {});
 
 // The IR, as `loopc explain` prints it, of the kernel `kernelName` of
 // `source` after the pipeline for `target`; fails the current test when the
 // source does not check or holds no such kernel.
 std::string compiledKernelText(const std::string &source, const std::string &kernelName,
-                               passes::PipelineTarget target);
+                               passes::PipelineTarget target,
+                               const passes::PassChoices &choices = {});
 
 // The IR after every pass of the GPU pipeline, in order, as `loopc explain`
 // prints it, and the compiled Function; fails the current test on an
