@@ -1,7 +1,9 @@
 // The O3 pipeline (see Optimize.h).
 #include "codegen/Optimize.h"
 
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/Analysis/TargetLibraryInfo.h>
+#include <llvm/IR/Dominators.h>
 #include <llvm/IR/InstIterator.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Module.h>
@@ -36,6 +38,26 @@ void keepMultiplyAddsFused(llvm::Module &module, const llvm::TargetMachine &mach
   }
 }
 
+// A function with more loops than this is left unrolled but where a loop
+// asks for it (`llvm.loop.unroll.full`): LLVM's unrollers forget what they
+// know of every loop at each unrolling, and a GPU kernel's register tile of
+// a body with loops in it, its thread loops emitted for the CPU
+// (gpu-on-cpu), made 650 loops that took them 15 s. The largest function
+// of the samples and of tests/programs has 60.
+constexpr size_t kMostLoopsUnrolled = 256;
+
+size_t mostLoopsInAFunction(llvm::Module &module) {
+  size_t most = 0;
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    llvm::DominatorTree dominators(function);
+    llvm::LoopInfo loops(dominators);
+    most = std::max(most, loops.getLoopsInPreorder().size());
+  }
+  return most;
+}
+
 } // namespace
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
@@ -53,6 +75,8 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
     tuning.LoopVectorization = true;
     tuning.SLPVectorization = true;
   }
+  if (mostLoopsInAFunction(module) > kMostLoopsUnrolled)
+    tuning.LoopUnrolling = false;
   llvm::PassBuilder passes(&machine, tuning);
   if (options.vectorMath) {
     llvm::TargetLibraryInfoImpl library(machine.getTargetTriple());
