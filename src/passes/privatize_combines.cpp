@@ -228,6 +228,7 @@ class ToPrivateCopies : public IRMutator {
 public:
   ToPrivateCopies(const std::vector<Privatized> &arrays, const IndexChecks &checks)
       : arrays_(arrays), checks_(checks) {}
+  std::set<const Check *> made; // the checks of the combines' indices
 
 protected:
   Stmt visitAtomicUpdate(const AtomicUpdate &node, const Stmt &self) override {
@@ -263,6 +264,7 @@ private:
           "index {0} out of range for dimension " + std::to_string(d) + " of '" +
               nameAt(update.source, *array.global) + "' (extent {1})",
           std::vector<Expr>{index, toI64(extent)}, update.source));
+      made.insert(checks.back()->as<Check>());
       inRange = inRange ? makeBinary(BinaryOpKind::And, inRange, holds) : holds;
       if (checks_.remarks)
         checks_.remarks->declined(update.source,
@@ -327,9 +329,10 @@ struct StagedUpdate {
 // A bounds check of the body (a combine's index under --bounds-check), made
 // after the barrier from what the first loop stored: whether it failed and
 // the values its message quotes. Tested in the first loop, a check's report
-// would keep it from vectorizing. Only where every load of the body is
-// proven (loadsProven): else the check stays in the first loop, before the
-// loads it precedes in the program.
+// would keep it from vectorizing. Only the checks of the combines' indices
+// (ToPrivateCopies'), and only where every load of the body is proven
+// (loadsProven): else the check stays in the first loop, before the loads it
+// precedes in the program.
 struct StagedCheck {
   Buffer failed; // shared i32[kThreads], 1 where it failed
   std::vector<Buffer> values;
@@ -398,10 +401,12 @@ private:
 // the same value share a buffer: they are made under the same conditions.
 class ToStagedUpdates : public IRMutator {
 public:
-  ToStagedUpdates(const std::vector<Privatized> &arrays, Expr thread, bool stagesChecks)
-      : arrays_(arrays), thread_(std::move(thread)), stagesChecks_(stagesChecks) {}
+  // `stagedChecks`: the checks of the combines' indices to make after the
+  // barrier (none where a load of the body may fail: see loadsProven).
+  ToStagedUpdates(const std::vector<Privatized> &arrays, Expr thread,
+                  std::set<const Check *> stagedChecks)
+      : arrays_(arrays), thread_(std::move(thread)), stagedChecks_(std::move(stagedChecks)) {}
   std::vector<StagedUpdate> staged;
-
   std::vector<StagedCheck> checks;
 
   // The distinct staging buffers, in order of first use.
@@ -420,7 +425,7 @@ public:
 
 protected:
   Stmt visitCheck(const Check &node, const Stmt &self) override {
-    if (!stagesChecks_)
+    if (!stagedChecks_.contains(&node))
       return self;
     std::string prefix = "check" + std::to_string(checks.size());
     // An i32 flag: the CPU's code has no masked byte stores (AVX512BW).
@@ -503,7 +508,7 @@ private:
 
   const std::vector<Privatized> &arrays_;
   Expr thread_;
-  bool stagesChecks_;
+  std::set<const Check *> stagedChecks_;
   std::vector<Expr> elementOf_, valueOf_; // of each staged update
 };
 
@@ -635,8 +640,11 @@ private:
         return store(array.local, {element}, privateIdentity(array.op, array.global->element));
       }));
     steps.push_back(std::make_shared<Barrier>());
-    Stmt privateBody = ToPrivateCopies(arrays, checks_).mutate(body);
-    ToStagedUpdates staging(arrays, thread, loadsProven(body, checks_));
+    ToPrivateCopies toPrivateCopies(arrays, checks_);
+    Stmt privateBody = toPrivateCopies.mutate(body);
+    ToStagedUpdates staging(arrays, thread,
+                            loadsProven(body, checks_) ? toPrivateCopies.made
+                                                       : std::set<const Check *>{});
     if (staged) {
       Stmt stagedBody = staging.mutate(privateBody);
       steps.push_back(stagedOverIterations(chain, extents, stagedBody, staging.staged,
