@@ -15,7 +15,6 @@
 #include <limits>
 #include <map>
 #include <string>
-#include <tuple>
 
 using namespace loopc;
 using loopc::test::contains;
@@ -27,6 +26,27 @@ std::unique_ptr<test::LoadedProgram> load(const std::string &source) {
   INFO(loaded->diagnostics);
   REQUIRE(loaded->program);
   return loaded;
+}
+
+// `kernel` on `engines` at each of `sizes`, random integer inputs drawn
+// from [low, high): every engine agrees with the first.
+void checkAgreement(const Program &program, const KernelDecl &kernel,
+                    const std::vector<Engine *> &engines,
+                    const std::vector<std::map<std::string, std::string>> &sizes, int64_t low,
+                    int64_t high) {
+  for (const auto &values : sizes) {
+    std::string assignment;
+    for (const auto &[name, value] : values)
+      assignment += name + "=" + value + " ";
+    CAPTURE(assignment);
+    ArgumentRequest request;
+    request.values = values;
+    request.randomLow = low;
+    request.randomHigh = high;
+    test::DifferentialOutcome outcome = test::runDifferential(program, kernel, request, engines);
+    REQUIRE(!outcome.skipped);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
 }
 
 } // namespace
@@ -84,18 +104,11 @@ kernel histogram(x: in i32[N], H: out i32[B]) {
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
   Interpreter interpreter;
   codegen::CpuEngine cpuEngine;
-  Engine *engines[] = {&interpreter, &cpuEngine};
-  for (const char *count : {"1", "257", "262143", "525288", "786433"}) {
-    CAPTURE(count);
-    ArgumentRequest request;
-    request.values = {{"N", count}, {"B", "9"}};
-    request.randomLow = -2;
-    request.randomHigh = 11;
-    test::DifferentialOutcome outcome =
-        test::runDifferential(*loaded->program, kernel, request, engines);
-    REQUIRE(!outcome.skipped);
-    CHECK_MESSAGE(outcome.agree, outcome.report);
-  }
+  std::vector<Engine *> engines = {&interpreter, &cpuEngine};
+  std::vector<std::map<std::string, std::string>> sizes;
+  for (const char *count : {"1", "257", "262143", "525288", "786433"})
+    sizes.push_back({{"N", count}, {"B", "9"}});
+  checkAgreement(*loaded->program, kernel, engines, sizes, -2, 11);
 }
 
 // On the CPU each round's combines are staged: one thread loop finds where
@@ -151,20 +164,12 @@ kernel stats(keys: in i32[R][C], values: in f32[R][C], sum: out f32[B], largest:
   Interpreter interpreter;
   codegen::CpuEngine cpuEngine;
   codegen::CpuEngine checked(passes::PipelineTarget::Cpu, {.boundsChecks = true});
-  Engine *engines[] = {&interpreter, &cpuEngine, &checked};
-  for (auto [rows, columns, bins] :
-       {std::tuple{"1", "2", "1"}, std::tuple{"3", "100", "7"}, std::tuple{"37", "257", "31"},
-        std::tuple{"513", "1031", "100"}}) {
-    CAPTURE(rows);
-    ArgumentRequest request;
-    request.values = {{"R", rows}, {"C", columns}, {"B", bins}};
-    request.randomLow = -3;
-    request.randomHigh = 40;
-    test::DifferentialOutcome outcome =
-        test::runDifferential(*loaded->program, kernel, request, engines);
-    REQUIRE(!outcome.skipped);
-    CHECK_MESSAGE(outcome.agree, outcome.report);
-  }
+  checkAgreement(*loaded->program, kernel, {&interpreter, &cpuEngine, &checked},
+                 {{{"R", "1"}, {"C", "2"}, {"B", "1"}},
+                  {{"R", "3"}, {"C", "100"}, {"B", "7"}},
+                  {{"R", "37"}, {"C", "257"}, {"B", "31"}},
+                  {{"R", "513"}, {"C", "1031"}, {"B", "100"}}},
+                 -3, 40);
 }
 
 TEST_CASE("every builtin operator's neutral element, 2-D nests flattened, scalar results") {

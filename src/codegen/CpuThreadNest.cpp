@@ -48,21 +48,6 @@ bool isCheap(const ExprNode &expr) {
   }
 }
 
-// Whether an expression reads no memory: its value is a function of the
-// names it mentions alone (a load may read a thread's own registers, or
-// memory another thread writes).
-bool readsNoMemory(const ExprNode &expr) {
-  class Reads : public IRVisitor {
-  public:
-    bool found = false;
-
-  protected:
-    void visitLoad(const Load &) override { found = true; }
-  } reads;
-  reads.visit(ir::Expr(ir::Expr(), &expr));
-  return !reads.found;
-}
-
 // Whether an expression mentions one of the names whose value differs
 // between the threads of a block.
 class MentionsVarying : public IRVisitor {
@@ -338,10 +323,11 @@ private:
       affine_.bindLet(let.var, let.value);
       // A let of names from outside the nest is evaluated once (splitLet).
       // So is one that may fault (a division) where every thread of the
-      // block evaluates it: once faults exactly where they would.
+      // block evaluates it: once faults exactly where they would. Not one
+      // that loads: a thread's own registers, or memory another writes.
       bool once = !mentionsNestNames(*let.value) &&
                   (!mayFault(*let.value) ||
-                   (hasThreads_ && conditional_ == 0 && readsNoMemory(*let.value)));
+                   (hasThreads_ && conditional_ == 0 && loadsIn(let.value).empty()));
       if (!once)
         boundInNest_.insert(let.var);
       else if (mayFault(*let.value))

@@ -142,17 +142,7 @@ bool cannotFault(const Expr &expr) {
 
 // Whether `expr` reads memory (a var, a result scalar, an array element),
 // which later statements may change.
-bool readsMemory(const Expr &expr) {
-  class Finder : public IRVisitor {
-  public:
-    bool reads = false;
-
-  protected:
-    void visitLoad(const Load &) override { reads = true; }
-  } finder;
-  finder.visit(expr);
-  return finder.reads;
-}
+bool readsMemory(const Expr &expr) { return !loadsIn(expr).empty(); }
 
 // Whether a local array of constant extents is known to be within
 // kMaxLocalArrayBytes (then no run-time check is needed).
