@@ -28,27 +28,6 @@ std::unique_ptr<test::LoadedProgram> load(const std::string &source) {
   return loaded;
 }
 
-// `kernel` on `engines` at each of `sizes`, random integer inputs drawn
-// from [low, high): every engine agrees with the first.
-void checkAgreement(const Program &program, const KernelDecl &kernel,
-                    const std::vector<Engine *> &engines,
-                    const std::vector<std::map<std::string, std::string>> &sizes, int64_t low,
-                    int64_t high) {
-  for (const auto &values : sizes) {
-    std::string assignment;
-    for (const auto &[name, value] : values)
-      assignment += name + "=" + value + " ";
-    CAPTURE(assignment);
-    ArgumentRequest request;
-    request.values = values;
-    request.randomLow = low;
-    request.randomHigh = high;
-    test::DifferentialOutcome outcome = test::runDifferential(program, kernel, request, engines);
-    REQUIRE(!outcome.skipped);
-    CHECK_MESSAGE(outcome.agree, outcome.report);
-  }
-}
-
 } // namespace
 
 TEST_CASE("a histogram's bins get a copy per block: filled, combined into, merged") {
@@ -104,11 +83,14 @@ kernel histogram(x: in i32[N], H: out i32[B]) {
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
   Interpreter interpreter;
   codegen::CpuEngine cpuEngine;
-  std::vector<Engine *> engines = {&interpreter, &cpuEngine};
+  Engine *engines[] = {&interpreter, &cpuEngine};
   std::vector<std::map<std::string, std::string>> sizes;
   for (const char *count : {"1", "257", "262143", "525288", "786433"})
     sizes.push_back({{"N", count}, {"B", "9"}});
-  checkAgreement(*loaded->program, kernel, engines, sizes, -2, 11);
+  ArgumentRequest keys;
+  keys.randomLow = -2;
+  keys.randomHigh = 11;
+  test::checkAgreementAt(*loaded->program, kernel, engines, sizes, keys);
 }
 
 // On the CPU each round's combines are staged: one thread loop finds where
@@ -164,12 +146,16 @@ kernel stats(keys: in i32[R][C], values: in f32[R][C], sum: out f32[B], largest:
   Interpreter interpreter;
   codegen::CpuEngine cpuEngine;
   codegen::CpuEngine checked(passes::PipelineTarget::Cpu, {.boundsChecks = true});
-  checkAgreement(*loaded->program, kernel, {&interpreter, &cpuEngine, &checked},
-                 {{{"R", "1"}, {"C", "2"}, {"B", "1"}},
-                  {{"R", "3"}, {"C", "100"}, {"B", "7"}},
-                  {{"R", "37"}, {"C", "257"}, {"B", "31"}},
-                  {{"R", "513"}, {"C", "1031"}, {"B", "100"}}},
-                 -3, 40);
+  Engine *engines[] = {&interpreter, &cpuEngine, &checked};
+  ArgumentRequest keys;
+  keys.randomLow = -3;
+  keys.randomHigh = 40;
+  test::checkAgreementAt(*loaded->program, kernel, engines,
+                         {{{"R", "1"}, {"C", "2"}, {"B", "1"}},
+                          {{"R", "3"}, {"C", "100"}, {"B", "7"}},
+                          {{"R", "37"}, {"C", "257"}, {"B", "31"}},
+                          {{"R", "513"}, {"C", "1031"}, {"B", "100"}}},
+                         keys);
 }
 
 TEST_CASE("every builtin operator's neutral element, 2-D nests flattened, scalar results") {

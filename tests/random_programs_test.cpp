@@ -629,18 +629,9 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
       test::withParameters({otherSizes[seed % 3][0], otherSizes[seed % 3][1]});
   codegen::CpuEngine gpuKernelsSizedOtherwise(passes::PipelineTarget::Gpu, other);
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &gpuKernelsSizedOtherwise};
-  for (const auto &values : assignments) {
-    std::string assignment;
-    for (const auto &[name, value] : values)
-      assignment += name + "=" + value + " ";
-    CAPTURE(assignment);
-    ArgumentRequest request;
-    request.seed = seed;
-    request.values = values;
-    test::DifferentialOutcome outcome = test::runDifferential(program, kernel, request, engines);
-    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
-    CHECK_MESSAGE(outcome.agree, outcome.report);
-  }
+  ArgumentRequest inputs;
+  inputs.seed = seed;
+  test::checkAgreementAt(program, kernel, engines, assignments, inputs);
 }
 
 // The GPU engine over the stand-in driver (tests/CMakeLists.txt), which

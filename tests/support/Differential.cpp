@@ -65,6 +65,23 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
   return outcome;
 }
 
+void checkAgreementAt(const Program &program, const KernelDecl &kernel,
+                      std::span<Engine *const> engines,
+                      const std::vector<std::map<std::string, std::string>> &assignments,
+                      const ArgumentRequest &base) {
+  for (const auto &values : assignments) {
+    std::string assignment;
+    for (const auto &[name, value] : values)
+      assignment += name + "=" + value + " ";
+    CAPTURE(assignment);
+    ArgumentRequest request = base;
+    request.values = values;
+    DifferentialOutcome outcome = runDifferential(program, kernel, request, engines);
+    REQUIRE_MESSAGE(!outcome.skipped, outcome.report);
+    CHECK_MESSAGE(outcome.agree, outcome.report);
+  }
+}
+
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
                           const std::vector<std::map<std::string, std::string>> &assignments,
                           uint64_t seed, const passes::PassChoices &choices) {

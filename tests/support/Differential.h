@@ -35,6 +35,14 @@ DifferentialOutcome runDifferential(const Program &program, const KernelDecl &ke
                                     const ArgumentRequest &request,
                                     std::span<Engine *const> engines);
 
+// Runs `kernel` on `engines` (the first the reference) at every assignment
+// of sizes, the other inputs as `base` asks (seed, random range); fails the
+// current test on a disagreement or an assignment the reference cannot run.
+void checkAgreementAt(const Program &program, const KernelDecl &kernel,
+                      std::span<Engine *const> engines,
+                      const std::vector<std::map<std::string, std::string>> &assignments,
+                      const ArgumentRequest &base = {});
+
 // Runs `kernelName` on the interpreter and on the CPU JIT compiling the GPU
 // pipeline's kernels (the GPU-only passes' check without a GPU, sized by
 // `choices`) at every assignment of sizes, with inputs from `seed`; fails
