@@ -52,7 +52,6 @@ public:
   // `expr` converted to `type` (indices and extents to i64).
   llvm::Value *emitExprAs(const ir::ExprNode &expr, ScalarType type);
   llvm::Value *emitCast(llvm::Value *value, ScalarType from, ScalarType to);
-  llvm::Value *emitSaturatingConversion(llvm::Value *value, llvm::Type *target);
   void emitStmt(const ir::StmtNode &stmt);
 
   // The number of elements of `buffer` (1 for a scalar cell), as i64; a
@@ -136,6 +135,7 @@ public:
   Status finish(const std::string &what, SourceRange range, DeviceErrorSites *sites) const;
 
 private:
+  llvm::Value *emitSaturatingConversion(llvm::Value *value, llvm::Type *target);
   llvm::Value *emitBinary(const ir::Binary &binary);
   llvm::Value *emitFusedMultiplyAdd(const ir::Binary &sum); // null when `sum` is not one
   llvm::Value *emitSelect(const ir::Select &select);

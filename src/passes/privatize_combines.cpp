@@ -322,8 +322,9 @@ struct StagedUpdate {
   int64_t trash;
   ReduceOperator op;
   Buffer elements; // shared i64[kThreads]: where each thread's update goes
-  Buffer values;   // shared [kThreads], or null when the value is `constant`
-  Expr constant;
+  Buffer values;   // shared [kThreads], or null when the value is a constant
+  Expr element;    // what the combine's own elements and values were
+  Expr value;
 };
 
 // A bounds check of the body (a combine's index under --bounds-check), made
@@ -346,7 +347,7 @@ struct StagedCheck {
 bool loadsProven(const Stmt &body, const IndexChecks &checks) {
   class Loads : public IRVisitor {
   public:
-    Loads(const IndexChecks &checks) : checks_(checks) {}
+    explicit Loads(const IndexChecks &checks) : checks_(checks) {}
     bool proven = true;
 
   protected:
@@ -475,14 +476,13 @@ private:
     int64_t trash = node.buffer->shape.front()->as<IntImm>()->value - 1;
     bool constant =
         node.value->as<IntImm>() || node.value->as<FloatImm>() || node.value->as<BoolImm>();
-    StagedUpdate update{node.buffer, trash,   node.op,
-                        nullptr,     nullptr, constant ? node.value : nullptr};
+    StagedUpdate update{node.buffer, trash, node.op, nullptr, nullptr, element, node.value};
     for (size_t earlier : run) {
       const StagedUpdate &other = staged[earlier];
-      if (other.trash == trash && sameExpr(elementOf_[earlier], element))
+      if (other.trash == trash && sameExpr(other.element, element))
         update.elements = other.elements;
       if (!constant && other.values && other.values->element == node.value->type &&
-          sameExpr(valueOf_[earlier], node.value))
+          sameExpr(other.value, node.value))
         update.values = other.values;
     }
     std::string prefix = node.buffer->name + ".staged" + std::to_string(staged.size());
@@ -499,17 +499,12 @@ private:
     }
     run.push_back(staged.size());
     staged.push_back(update);
-    elementOf_.push_back(element);
-    valueOf_.push_back(node.value);
     return makeBlock(std::move(stores));
   }
-
-  static bool sameExpr(const Expr &a, const Expr &b) { return toString(a) == toString(b); }
 
   const std::vector<Privatized> &arrays_;
   Expr thread_;
   std::set<const Check *> stagedChecks_;
-  std::vector<Expr> elementOf_, valueOf_; // of each staged update
 };
 
 class CombinePrivatizer : public IRMutator {
@@ -724,6 +719,21 @@ private:
                                      std::make_shared<IfThenElse>(changed, update));
   }
 
+  // `body` with the nest's variables bound to the point whose flat
+  // iteration index is `flat` (the innermost loop varying fastest).
+  static Stmt atPoint(const std::vector<const For *> &chain, const std::vector<Expr> &extents,
+                      const Expr &flat, Stmt body) {
+    Expr inner = makeI64(1);
+    for (size_t d = chain.size(); d-- > 0;) {
+      const For &loop = *chain[d];
+      Expr position = d == 0 ? div(flat, inner) : rem(div(flat, inner), extents[d]);
+      Expr value = add(toI64(loop.min), position);
+      body = std::make_shared<LetStmt>(loop.var, castTo(loop.min->type, value), body);
+      inner = mul(inner, extents[d]);
+    }
+    return body;
+  }
+
   // The body at every point of the nest, the flat iteration index striding
   // over all threads of the grid, or with `blockRanges`, over the threads of
   // the block through a range of the iterations of its own. On the GPU the
@@ -739,14 +749,7 @@ private:
     std::string flatVar = top.var + ".flat", stepVar = top.var + ".round";
     Expr flat = makeVar(ScalarType::I64, flatVar);
     body = serializeParallelLoops(body);
-    Expr inner = makeI64(1);
-    for (size_t d = chain.size(); d-- > 0;) {
-      const For &loop = *chain[d];
-      Expr position = d == 0 ? div(flat, inner) : rem(div(flat, inner), extents[d]);
-      Expr value = add(toI64(loop.min), position);
-      body = std::make_shared<LetStmt>(loop.var, castTo(loop.min->type, value), body);
-      inner = mul(inner, extents[d]);
-    }
+    body = atPoint(chain, extents, flat, body);
     // Under bounds checks, what the trip count means, said where the
     // proof of the body's indices can read it (it cannot divide by the
     // stride); one comparison a point.
@@ -812,14 +815,7 @@ private:
     // The lets outside the test: LLVM's vectorizer does not take a division
     // by a run-time extent under a mask (see CpuThreadNest).
     Stmt compute = std::make_shared<IfThenElse>(inRange, makeBlock(std::move(computed)));
-    Expr inner = makeI64(1);
-    for (size_t d = chain.size(); d-- > 0;) {
-      const For &loop = *chain[d];
-      Expr position = d == 0 ? div(flat, inner) : rem(div(flat, inner), extents[d]);
-      compute = std::make_shared<LetStmt>(
-          loop.var, castTo(loop.min->type, add(toI64(loop.min), position)), compute);
-      inner = mul(inner, extents[d]);
-    }
+    compute = atPoint(chain, extents, flat, compute);
 
     // The updates are this pass's accesses, with no place in the program:
     // each element is the trash slot or one the combine's own checks let
@@ -836,7 +832,7 @@ private:
     for (const StagedUpdate &update : staged)
       updates.push_back(std::make_shared<AtomicUpdate>(
           update.local, std::vector<Expr>{load(update.elements, {thread})}, update.op,
-          update.values ? load(update.values, {thread}) : update.constant));
+          update.values ? load(update.values, {thread}) : update.value));
     Stmt make = std::make_shared<IfThenElse>(inRange, makeBlock(std::move(updates)));
 
     Stmt roundBody = makeBlock({atThread(compute), std::make_shared<Barrier>(), atThread(make),

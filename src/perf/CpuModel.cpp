@@ -882,18 +882,10 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // rate (a division or square root as one of them: the divider overlaps
   // them one lane at a time); privatize_combines' staged rounds leave only
   // the updates there.
-  double scatteredDividerOperations =
-      profile.scatteredDividerOperations * facts.dividerShare * 32;
+  double scatteredLaneOperations = std::max(profile.scatteredInstructions, 0.0) * lanesPerWarp;
   double scalarOperations =
-      std::max(profile.scatteredInstructions - profile.scatteredDividerOperations, 0.0) *
-          lanesPerWarp +
-      scatteredDividerOperations;
-  laneOperations =
-      std::max(laneOperations - std::max(profile.scatteredInstructions -
-                                             profile.scatteredDividerOperations,
-                                         0.0) *
-                                    lanesPerWarp,
-               0.0);
+      scatteredLaneOperations + profile.scatteredDividerOperations * facts.dividerShare * 32;
+  laneOperations = std::max(laneOperations - scatteredLaneOperations, 0.0);
   if (double divides = profile.floatDivides + profile.squareRoots; divides > 0)
     dividerSeconds *= std::max(1 - profile.scatteredDividerOperations / divides, 0.0);
   bool scatters = std::ranges::any_of(profile.accesses, [](const AccessProfile &access) {

@@ -173,7 +173,8 @@ public:
     result.squareRoots = totals_.roots;
     result.dividerInstructions = totals_.dividerInstructions;
     result.routineInstructions = totals_.routineInstructions;
-    result.scatteredInstructions = scattered_.fp32 + 2 * scattered_.fp64;
+    result.scatteredInstructions = scattered_.fp32 + 2 * scattered_.fp64 -
+                                   scattered_.dividerInstructions - scattered_.routineInstructions;
     result.scatteredDividerOperations = scattered_.divides + scattered_.roots;
     result.integerInstructions = totals_.integer;
     result.flops = totals_.flops;
@@ -277,6 +278,10 @@ private:
       scattered_.fp64 += totals_.fp64 - segmentStart_.fp64;
       scattered_.divides += totals_.divides - segmentStart_.divides;
       scattered_.roots += totals_.roots - segmentStart_.roots;
+      scattered_.dividerInstructions +=
+          totals_.dividerInstructions - segmentStart_.dividerInstructions;
+      scattered_.routineInstructions +=
+          totals_.routineInstructions - segmentStart_.routineInstructions;
     }
     segmentStart_ = totals_;
     segmentScatters_ = false;

@@ -89,10 +89,11 @@ struct KernelProfile {
   // Of the floating-point instructions: those counted for math routines
   // (exp, log, sin, cos, tanh, pow; an f64 one twice).
   double routineInstructions = 0;
-  // Of the floating-point instructions: those between two barriers (or the
-  // kernel's ends) that also update elements the data picks (a histogram's
-  // bins): a CPU's loop over the threads there does not vectorize. An f64
-  // one counts twice; of them, divisions and square roots.
+  // Of the code between two barriers (or the kernel's ends) that also
+  // updates elements the data picks (a histogram's bins), where a CPU's loop
+  // over the threads does not vectorize: its floating-point instructions
+  // other than those counted for divisions, square roots and math routines
+  // (an f64 one twice), and its divisions and square roots.
   double scatteredInstructions = 0, scatteredDividerOperations = 0;
   double shuffles = 0;
   double barriers = 0; // barrier instructions (per warp)
