@@ -588,6 +588,11 @@ TEST_CASE("the CPU sweeps rows of kernels with small windows and keeps the tiles
                                       "| i.block i.thread as i.thread.row spanning blocks",
                                       "| i_2.block i_2.thread as i_2.thread.row spanning blocks",
                                       "| i_2.block i_2.thread as i_2.thread.row spanning blocks"});
+  // A 1-D span runs its points in the blocks' order: an access walking back
+  // along x spans them too (one vectorized loop, where block by block each 32
+  // points paid for narrowing the thread loop).
+  CHECK(sweeps("reverse") == Kernels{"| i.block i.thread as i.thread.row spanning blocks",
+                                     "| i.block i.thread as i.thread.row spanning blocks"});
 
   // A body that reads x.thread alone (here added to the value it stores)
   // keeps its blocks: a thread's index within its block is no function of

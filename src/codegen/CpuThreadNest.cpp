@@ -1135,10 +1135,14 @@ std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   std::optional<int64_t> bodies = constantBodies(*threads.back()->body, /*oneSide=*/true);
   if (shared.found || !bodies || *bodies > kUnrolledBodies)
     return std::nullopt;
+  // Across the rows of a 2-D grid, an access strided along x is better read
+  // in the blocks' tiles. A 1-D span runs its points in the blocks' order, so
+  // any access may (durbin's mirrored `y[k - i - 1]`).
   for (const passes::BufferAccess &access :
        passes::collectAccesses(ir::Stmt(ir::Stmt(), threads.front()))) {
     passes::Stride::Kind along = passes::strideAlong(access, threads.back()->var).kind;
-    if (along != passes::Stride::Kind::Zero && along != passes::Stride::Kind::Contiguous)
+    if (grid.size() > 1 && along != passes::Stride::Kind::Zero &&
+        along != passes::Stride::Kind::Contiguous)
       return std::nullopt;
   }
   if (grid.size() + threads.size() !=
