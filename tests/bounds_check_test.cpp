@@ -346,15 +346,41 @@ kernel gather(A: in f32[M][K], idx: in i32[K], B: in f32[K][N], C: out f32[M][N]
   CHECK(!test::contains(unchecked.output, "not run"));
   CHECK(!test::contains(unchecked.output, "bounds_checks"));
 
-  // A histogram's bin is at least 0 only where B is (B = 0 makes it -1):
-  // privatize_combines still runs, checking the bin against H's extent
+  // A histogram's bin is at least 0 only where B is (B = 0 makes it -1).
+  // Compiled for a run whose B is at least 1 (recorded as a size choice),
+  // the bin is proven and every pass runs; compiled for B = 0, or for no
+  // run, privatize_combines still runs, checking the bin against H's extent
   // before each private update, and says so.
-  auto histogram = test::runLoopc("explain samples/histogram.loop --target cpu --bounds-check "
-                                  "--remarks --set N=100000 --set B=256");
-  CHECK(histogram.exitCode == 0);
-  CHECK(test::contains(histogram.output, "remark: privatize_combines: index bin of 'H' (dimension "
-                                         "0) checked at run time: not proven within [0, B)"));
-  CHECK(test::contains(histogram.output, "remark: privatize_combines: 'H' gets a copy per block"));
+  auto histogram = [](const std::string &sizes) {
+    return test::runLoopc("explain samples/histogram.loop --target cpu --bounds-check --remarks" +
+                          sizes);
+  };
+  auto nonEmpty = histogram(" --set N=100000 --set B=256");
+  CHECK(nonEmpty.exitCode == 0);
+  CHECK(!test::contains(nonEmpty.output, "checked at run time"));
+  CHECK(!test::contains(nonEmpty.output, "not run"));
+  for (const std::string &sizes : {std::string(" --set N=100000 --set B=0"), std::string()}) {
+    CAPTURE(sizes);
+    auto unproven = histogram(sizes);
+    CHECK(unproven.exitCode == 0);
+    CHECK(test::contains(unproven.output, "remark: privatize_combines: index bin of 'H' (dimension "
+                                          "0) checked at run time: not proven within [0, B)"));
+    CHECK(test::contains(unproven.output, "remark: privatize_combines: 'H' gets a copy per block"));
+  }
+}
+
+TEST_CASE("a histogram of no bins reports its first value in range, one of some bins none") {
+  // B >= 1 proves the bin; the code for B = 0 keeps the check, which
+  // reports the first value in range, as the interpreter does.
+  auto run = [](const std::string &sizes) {
+    return test::runLoopc("run samples/histogram.loop --device cpu --bounds-check --set lo=-1 "
+                          "--set hi=1 --seed 3" +
+                          sizes);
+  };
+  CHECK(run(" --set N=1000 --set B=16").exitCode == 0);
+  auto empty = run(" --set N=1000 --set B=0");
+  CHECK(empty.exitCode == 1);
+  CHECK(test::contains(empty.output, "index -1 out of range for dimension 0 of 'H' (extent 0)"));
 }
 
 TEST_CASE("checked PTX of every sample assembles, and reports through the error record") {

@@ -355,9 +355,34 @@ bool choicesHoldAt(const ir::Function &function, const std::map<std::string, int
   });
 }
 
+namespace {
+
+// Under bounds checks, code compiled for one run serves only runs whose
+// arrays are as empty or not as this one's: each array extent that is at
+// least 1 becomes a size choice, a fact for BoundsProof. A histogram's bin
+// `min(i64(...), B - 1)` is then proven (with B = 0 it is -1, really out of
+// range: the check stays in code compiled for B = 0 or for no run).
+void recordNonEmptyArrays(ir::Function &function, const std::map<std::string, int64_t> &runSizes) {
+  std::set<std::string> extents;
+  for (const ir::Buffer &buffer : function.buffers)
+    for (const ir::Expr &extent : buffer->isParameter ? buffer->shape : std::vector<ir::Expr>{})
+      if (const auto *size = extent->as<ir::Var>())
+        extents.insert(size->name);
+  for (const std::string &size : extents)
+    if (auto value = runSizes.find(size); value != runSizes.end() && value->second >= 1)
+      function.sizeChoices.push_back(
+          {ir::makeBinary(ir::BinaryOpKind::Ge, ir::makeVar(ir::ScalarType::I64, size),
+                          ir::makeI64(1)),
+           true});
+}
+
+} // namespace
+
 Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
   const PassParameters &parameters = options.choices.parameters;
   function.boundsChecked = options.choices.boundsChecks;
+  if (function.boundsChecked)
+    recordNonEmptyArrays(function, options.runSizes);
   PassRunner passes(std::move(function), options);
   passes.check("lower"); // the input, as ir::lowerKernel made it
   passes.run("lower_scans",

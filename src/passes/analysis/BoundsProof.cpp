@@ -546,6 +546,8 @@ private:
           defineMinMax(expr, binary->op == BinaryOpKind::Min, *lhs, *rhs);
           break;
         case BinaryOpKind::Div:
+          if (rhs->terms.empty() && rhs->constant == 1)
+            return lhs; // a flattened loop of one part (privatize_combines' `i.flat / 1`)
           if (rhs->terms.empty() && rhs->constant > 1 && rhs->constant < kLargestFactor)
             quotients_.try_emplace(toString(expr), Quotient{*lhs, rhs->constant});
           signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs, expr});
