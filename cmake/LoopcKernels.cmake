@@ -1,5 +1,5 @@
 # loopc_add_kernels(<target> SOURCES <file.loop>... [CPU <name>] [KERNELS <name>...]
-#                   [PREFIX <prefix>] [BOUNDS_CHECK])
+#                   [PREFIX <prefix>] [UNSAFE])
 #
 # Compiles each .loop file's kernels ahead of time into an object file linked
 # into <target>, with a C header named after the file and the prefix
@@ -10,9 +10,10 @@
 # each source keeps the ones it defines, and a name no source defines is an
 # error. PREFIX goes before each kernel's name to make its function's
 # (`mylib_` gives mylib_matmul), against clashes with other C names.
-# BOUNDS_CHECK checks every array index (an index out of range is
-# LOOPC_ERROR_KERNEL_FAULT with a located message instead of a wild access;
-# slower). Calls for one target may compile one source again with another
+# Every array index not proven in range is checked (an index out of range
+# is LOOPC_ERROR_KERNEL_FAULT with a located message instead of a wild
+# access); UNSAFE leaves them unchecked (BOUNDS_CHECK, the default, is
+# accepted and changes nothing). Calls for one target may compile one source again with another
 # PREFIX; a C function that two sources of a target define is an error at
 # build time, naming both.
 
@@ -58,7 +59,7 @@ endif()
 
 
 function(loopc_add_kernels target)
-  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "BOUNDS_CHECK" "CPU;PREFIX" "SOURCES;KERNELS")
+  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "BOUNDS_CHECK;UNSAFE" "CPU;PREFIX" "SOURCES;KERNELS")
   if(LOOPC_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "loopc_add_kernels: unexpected arguments ${LOOPC_UNPARSED_ARGUMENTS}")
   endif()
@@ -69,8 +70,11 @@ function(loopc_add_kernels target)
     set(LOOPC_CPU native)
   endif()
   set(kernel_options)
-  if(LOOPC_BOUNDS_CHECK)
-    list(APPEND kernel_options --bounds-check)
+  if(LOOPC_UNSAFE AND LOOPC_BOUNDS_CHECK)
+    message(FATAL_ERROR "loopc_add_kernels: UNSAFE and BOUNDS_CHECK contradict each other")
+  endif()
+  if(LOOPC_UNSAFE)
+    list(APPEND kernel_options --unsafe)
   endif()
   if(LOOPC_PREFIX)
     list(APPEND kernel_options --prefix ${LOOPC_PREFIX})

@@ -342,7 +342,7 @@ kernel gather(A: in f32[M][K], idx: in i32[K], B: in f32[K][N], C: out f32[M][N]
                                          "out of the bounds checks' sight is not proven in range"));
   CHECK(test::contains(explained.output, "remark: bounds_checks: index idx[k] of 'A' (dimension 1) "
                                          "checked at run time"));
-  auto unchecked = test::runLoopc("explain " + path + " --remarks");
+  auto unchecked = test::runLoopc("explain " + path + " --remarks --unsafe");
   CHECK(!test::contains(unchecked.output, "not run"));
   CHECK(!test::contains(unchecked.output, "bounds_checks"));
 

@@ -1220,20 +1220,23 @@ TEST_CASE("a crash in generated code names the kernel and says how to rerun it c
       dir.file("gather.loop", "kernel g(x: in f32[M], idx: in i32[N], r: out f32[N]) {\n"
                               "  parfor i in 0..N { r[i] = x[idx[i]]; }\n}\n");
   // Indices two billion elements past an array of 5: far outside anything
-  // mapped, and not checked by default on the CPU.
-  auto crashed = runLoopc(
-      "run " + gather + " --set M=5 --set N=64 --device cpu --random-range 2000000000:2000000001");
+  // mapped, and unchecked under --unsafe.
+  std::string far = " --set M=5 --set N=64 --device cpu --random-range 2000000000:2000000001";
+  auto crashed = runLoopc("run " + gather + far + " --unsafe");
   CHECK(crashed.exitCode != 0);
-  CHECK(contains(crashed.output,
-                 "loopc: a segmentation fault in kernel 'g' on cpu: most likely an "
-                 "array index out of range, which the generated code does not check "
-                 "by default; rerun with --bounds-check (or --device interp) to have "
-                 "it reported at its source line"));
-  auto checked = runLoopc("run " + gather +
-                          " --set M=5 --set N=64 --device cpu --random-range 2000000000:2000000001 "
-                          "--bounds-check");
-  CHECK(checked.exitCode == 1);
-  CHECK(contains(checked.output, "gather.loop:2:29: error: index 2000000000 out of range"));
+  CHECK(contains(crashed.output, "loopc: a segmentation fault in kernel 'g' on cpu (unchecked): "
+                                 "most likely an array index out of range in code compiled with "
+                                 "--unsafe; rerun without it (or with --device interp) to have it "
+                                 "reported at its source line"));
+  // Checked, the default (--bounds-check says it again).
+  for (const char *checks : {"", " --bounds-check"}) {
+    auto checked = runLoopc("run " + gather + far + checks);
+    CHECK(checked.exitCode == 1);
+    CHECK(contains(checked.output, "gather.loop:2:29: error: index 2000000000 out of range"));
+  }
+  auto both = runLoopc("run " + gather + far + " --bounds-check --unsafe");
+  CHECK(both.exitCode != 0);
+  CHECK(contains(both.output, "--bounds-check and --unsafe contradict each other: give one"));
 }
 
 TEST_CASE("random integer inputs come from --random-range LO:HI, by default 0:16") {

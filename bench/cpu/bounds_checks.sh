@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # What bounds checks cost on the CPU JIT: each case of the CPU benchmark
-# (cases.sh) run with `--bounds-check` and without, alternated for ROUNDS
+# (cases.sh) run checked (the default) and with `--unsafe`, alternated for ROUNDS
 # rounds (default 3) of `loopc run --device cpu --repeat REPS` (default 5),
 # the median of the rounds' medians for each; the ratio is checked / unchecked
 # (above 1: the checks cost). "indices checked" counts the program's indices
-# no proof covers at those sizes (`loopc explain --remarks --bounds-check`),
+# no proof covers at those sizes (`loopc explain --remarks`),
 # whose checks stay in the code; 0 means the checked code is the unchecked
 # code. (A check privatize_combines makes before a private copy counts too.)
 # Prints a markdown table and the geometric mean of the ratios.
@@ -46,7 +46,7 @@ for entry in "${cases[@]}"; do
     [[ $name_only =~ ^[A-Z] ]] && explain_sets+=(--set "$value")
   done
   checked_indices=$("$loopc" explain "$root/$sample" "${kernel_args[@]}" --target cpu --remarks \
-    --bounds-check "${explain_sets[@]}" "${option_args[@]}" 2>&1 | grep -c "checked at run time" || true)
+    "${explain_sets[@]}" "${option_args[@]}" 2>&1 | grep -c "checked at run time" || true)
 
   time_of() {
     "$loopc" run "$root/$sample" "${kernel_args[@]}" --device cpu --repeat "$reps" \
@@ -55,8 +55,8 @@ for entry in "${cases[@]}"; do
   }
   unchecked=() checked=()
   for ((round = 0; round < rounds; ++round)); do
-    unchecked+=("$(time_of)")
-    checked+=("$(time_of --bounds-check)")
+    unchecked+=("$(time_of --unsafe)")
+    checked+=("$(time_of)")
   done
   unchecked_ms=$(printf '%s\n' "${unchecked[@]}" | median)
   checked_ms=$(printf '%s\n' "${checked[@]}" | median)

@@ -70,7 +70,9 @@ for entry in "${rows[@]}"; do
   option_args=($options)
   if output=$("$loopc" run "$root/$file" --kernel "$kernel" --device cpu --repeat "$reps" \
     "${set_args[@]}" "${option_args[@]}" 2>&1); then
-    ms=$(sed -n "s/.* ran on cpu in \([0-9.]*\) ms.*/\1/p" <<<"$output")
+    ms=$(sed -n "s/.* ran on cpu[^)]*)* in \([0-9.]*\) ms.*/\1/p" <<<"$output")
+    # The rows say when they measured checked code (the default).
+    [[ " $options " == *" --unsafe "* ]] || options="${options:+$options }--bounds-check"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$file" "$kernel" "$sizes" "$options" "$ms" "$commit"
   else
     echo "model_rows.sh: loopc failed on $name: $output" >&2

@@ -65,6 +65,7 @@ polly=(clang-19 -O3 -march=native -fopenmp -DBENCH_SERIAL_SOURCE -mllvm -polly -
   -polly-parallel -mllvm -disable-loop-idiom-all)
 echo "Device: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) cores (nproc)"
 echo "Date: $(date -u +%Y-%m-%d) · commit: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "loopc: bounds-checked (the default; bench/cpu/bounds_checks.sh measures what the checks cost)"
 echo "$reps runs per kernel, median; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| kernel | sizes | loopc ms | gcc ms | Polly ms | gcc / loopc | Polly / loopc |"

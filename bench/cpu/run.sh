@@ -48,6 +48,7 @@ else
   commit=unknown
 fi
 echo "Date: $(date -u +%Y-%m-%d) · commit: $commit"
+echo "loopc: bounds-checked (the default; bench/cpu/bounds_checks.sh measures what the checks cost)"
 echo "Compiler: $($cc --version | head -n1), ${cflags[*]}; $reps runs per kernel, median"
 echo "Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo

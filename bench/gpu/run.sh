@@ -56,10 +56,13 @@ fi
 # The peer names a family in report.py, which finds the peer's figure for the
 # case's sizes in the anchors' output. Cases with `--skip-pass` measure what
 # an optimization brings (the same case without it, in the same run), cases
-# with `--pass-param` other sizes of one. Full sizes: the anchors' sizes (2^28 =
+# with `--pass-param` other sizes of one, cases with `--unsafe` what the bounds
+# checks left in the default code cost (every other case runs checked, the
+# default: an index not proven in range is checked). Full sizes: the anchors' sizes (2^28 =
 # 268435456 elements, 1 GiB per f32 array; at most 3 GiB per case).
 cases=(
   "dot|dot|dot|N=268435456|N=100003|torch_dot"
+  "dot, unchecked|dot|dot|N=268435456|N=100003|torch_dot|--unsafe"
   "sum_and_max|sum_max|sum_and_max|N=268435456|N=100003|torch_sum_amax"
   "sum_and_max, unfused|sum_max|sum_and_max|N=268435456|N=100003|torch_sum_amax|--skip-pass fuse_sibling_reductions"
   "sum_and_max, halving trees|sum_max|sum_and_max|N=268435456|N=100003|torch_sum_amax|--skip-pass combine_in_warps"
@@ -69,8 +72,10 @@ cases=(
   "mv|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv"
   "mv, thread per row|mv|mv|M=16384 N=16384|M=301 N=257|cublas_mv|--skip-pass map_rows_to_blocks"
   "mv, 4 long rows|mv|mv|M=4 N=67108864|M=3 N=100003|torch_mv4"
+  "mv, 4 long rows, unchecked|mv|mv|M=4 N=67108864|M=3 N=100003|torch_mv4|--unsafe"
   "mv, 4 long rows, not split|mv|mv|M=4 N=67108864|M=3 N=100003|torch_mv4|--skip-pass split_reductions"
   "mv_transposed|mv_transposed|mv_transposed|M=16384 N=16384|M=301 N=257|cublas_tmv"
+  "mv_transposed, unchecked|mv_transposed|mv_transposed|M=16384 N=16384|M=301 N=257|cublas_tmv|--unsafe"
   "mv_transposed via linalg (fused)|mv_transposed|mv_transposed_via_linalg|M=16384 N=16384|M=301 N=257|cublas_tmv"
   "mv_transposed via linalg, unfused|mv_transposed|mv_transposed_via_linalg|M=16384 N=16384|M=301 N=257|cublas_tmv|--skip-pass fuse_producers --skip-pass drop_overwritten_fills"
   "softmax|softmax|softmax|R=8192 C=8192|R=67 C=1001|torch_softmax"
@@ -81,6 +86,7 @@ cases=(
   "histogram, 256 bins|histogram|histogram|N=268435456 B=256 lo=-1 hi=1|N=100003 B=256 lo=-1 hi=1|torch_histc256"
   "histogram, 256 bins, global atomics|histogram|histogram|N=268435456 B=256 lo=-1 hi=1|N=100003 B=256 lo=-1 hi=1|torch_histc256|--skip-pass privatize_combines"
   "prefix_sum|scan|prefix_sum|N=268435456|N=100003|torch_cumsum"
+  "prefix_sum, unchecked|scan|prefix_sum|N=268435456|N=100003|torch_cumsum|--unsafe"
   "histogram, 65536 bins|histogram|histogram|N=268435456 B=65536 lo=-1 hi=1|N=100003 B=65536 lo=-1 hi=1|torch_histc65536"
   "jacobi2d|jacobi2d|jacobi2d|N=8192 steps=1|N=301 steps=1|torch_jacobi"
   "matmul|matmul|matmul|M=1000 N=1000 K=1000|M=33 N=33 K=33|cublas_sgemm"
@@ -113,6 +119,7 @@ cases=(
   "conv2d_5x5, staged, copies 4 in flight|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--pass-param stage_min_reuse=2 --pass-param copies_in_flight=4"
   "conv2d_5x5, 2 x 2 tiles|conv2d_5x5|conv2d_5x5|H=8192 W=8192|H=301 W=257|cudnn_conv1|--pass-param register_tile=2"
   "conv2d_11x11|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1"
+  "conv2d_11x11, unchecked|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1|--unsafe"
   "conv2d_11x11, staged (stage_min_reuse=2)|conv2d_11x11|conv2d_11x11|H=8192 W=8192|H=301 W=257|cudnn_conv1|--pass-param stage_min_reuse=2"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64"
   "cnn_conv, no register tiles|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64|--skip-pass tile_registers"

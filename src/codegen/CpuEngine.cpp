@@ -43,8 +43,12 @@ std::string CpuEngine::name() const {
       details += (details.empty() ? "" : ", ") + detail;
   };
   add(passes::describeChangedParameters(pipeline.choices.parameters));
-  add(pipeline.choices.boundsChecks ? "bounds checked" : "");
+  add(pipeline.choices.boundsChecks ? "" : "unchecked");
   return details.empty() ? "cpu" : "cpu (" + details + ")";
+}
+
+std::string CpuEngine::kind() const {
+  return cache_.pipeline().target == passes::PipelineTarget::Gpu ? "gpu-on-cpu" : "cpu";
 }
 
 std::string CpuEngine::device() const {

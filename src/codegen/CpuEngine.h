@@ -28,6 +28,7 @@ public:
   // "cpu", or "cpu (GPU kernels, ...)" with any parameters set otherwise and
   // bounds checks.
   std::string name() const override;
+  std::string kind() const override;
   // "cpu: <LLVM's name of this CPU>, <threads> threads".
   std::string device() const override;
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,

@@ -26,7 +26,10 @@ public:
   static Expected<std::unique_ptr<Engine>> create(passes::PassChoices choices = {});
   ~GpuEngine() override;
 
-  std::string name() const override { return "gpu"; }
+  std::string name() const override {
+    return pipeline().choices.boundsChecks ? "gpu" : "gpu (unchecked)";
+  }
+  std::string kind() const override { return "gpu"; }
   std::string device() const override { return device_; }
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;

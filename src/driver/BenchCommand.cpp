@@ -34,13 +34,13 @@ Expected<const perf::GpuDevice *> benchDeviceModel(const BenchOptions &options,
                                                    const Engine &engine) {
   if (!options.deviceModel.empty()) {
     auto gpu = perf::findGpuDevice(options.deviceModel);
-    if (!gpu && engine.name() == "cpu")
+    if (!gpu && engine.kind() == "cpu")
       return nullptr; // a CPU model's name (runBench)
     return gpu;
   }
-  if (engine.name() == "cpu")
+  if (engine.kind() == "cpu")
     return nullptr; // the CPU's own model (runBench)
-  if (engine.name() == "gpu")
+  if (engine.kind() == "gpu")
     return perf::gpuDeviceForDriverName(engine.device());
   return nullptr;
 }
@@ -83,7 +83,7 @@ int runBench(const BenchOptions &options) {
   std::optional<perf::ProgramPrediction> prediction;
   std::optional<perf::CpuProgramPrediction> cpuPrediction;
   std::optional<perf::CpuDevice> cpuDevice;
-  if (!*device && run->engine->name() == "cpu") {
+  if (!*device && run->engine->kind() == "cpu") {
     auto found = perf::findCpuDevice(options.deviceModel.empty() ? "native" : options.deviceModel);
     if (!found) {
       // Neither a GPU's name (benchDeviceModel) nor a CPU's.
@@ -130,7 +130,8 @@ int runBench(const BenchOptions &options) {
     }
     nlohmann::json result = {{"kernel", kernel.name},
                              {"file", options.target.file},
-                             {"device", run->engine->name()},
+                             {"device", run->engine->kind()},
+                             {"bounds_checked", run->choices.boundsChecks},
                              {"sizes", args.sizes},
                              {"scalars", scalars},
                              {"seed", options.target.arguments.seed},

@@ -325,10 +325,11 @@ a definition continues over lines while its brackets are open. Defining a
 kernel or fn again replaces it. Commands (KERNEL defaults to the last one
 defined; each takes --help):
   :run [KERNEL] [--set N=V]... [--in A=F.npy]... [--seed S] [--device D]
-       [--remarks]        run a kernel and summarize its outputs
+       [--skip-pass P]... [--pass-param P=V]... [--unsafe] [--remarks]
+                          run a kernel and summarize its outputs
   :time [KERNEL] [...] [--repeat N]
                           the median time of N runs (after one warm-up run)
-  :explain [KERNEL] [--after PASS] [--target gpu|cpu] [--remarks]
+  :explain [KERNEL] [--after PASS] [--target gpu|cpu] [--remarks] [--unsafe]
                           the Loop IR after each pass (or after PASS), or
                           what the optimizations did and declined
   :ptx [KERNEL] [--gpu ARCH]
@@ -602,6 +603,7 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   std::string kernelName;
   std::string device = device_;
   ArgumentOptions argumentOptions;
+  PassChoiceOptions passChoices;
   bool remarks = false;
   int repeat = timing ? 10 : 1;
   CLI::App parser{timing ? "Time a kernel: the median of N runs from the same inputs"
@@ -611,6 +613,7 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   parser.add_option("--device", device,
                     "interp, cpu, gpu or gpu-on-cpu (default: the session's, :device)");
   argumentOptions.addTo(parser);
+  passChoices.addTo(parser);
   parser.add_flag("--remarks", remarks,
                   "Print what each optimization did or declined first (to stderr)");
   if (timing)
@@ -622,7 +625,12 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   const Program *program = this->program();
   if (!program)
     return;
-  auto run = prepareKernelRun(*program, kernelName, device, argumentOptions);
+  auto choices = passChoices.toChoices();
+  if (!choices) {
+    report(choices.error());
+    return;
+  }
+  auto run = prepareKernelRun(*program, kernelName, device, argumentOptions, *choices);
   if (!run) {
     report(run.error());
     return;
@@ -678,6 +686,8 @@ void Repl::explainCommand(const std::string &arguments) {
   parser.add_flag("--remarks", remarks,
                   "What each optimization did or declined, instead of the IR (with --after, "
                   "that pass's only)");
+  PassChoiceOptions passChoices;
+  passChoices.addTo(parser);
   if (!parseArguments(parser, arguments, out_, err_))
     return;
   auto kernel = kernelNamed(kernelName);
@@ -686,8 +696,14 @@ void Repl::explainCommand(const std::string &arguments) {
       report(kernel.error());
     return;
   }
+  auto choices = passChoices.toChoices();
+  if (!choices) {
+    report(choices.error());
+    return;
+  }
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
+  pipeline.choices = *choices;
   if (remarks) {
     auto found = kernelRemarks(*session_->program, **kernel, pipeline, {}, after);
     if (!found) {
@@ -719,6 +735,8 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
         ->check(CLI::IsMember({"cpu", "gpu"}));
     parser.add_flag("--no-opt", noOptimize, "The LLVM IR before optimization");
   }
+  PassChoiceOptions passChoices;
+  passChoices.addTo(parser);
   if (!parseArguments(parser, arguments, out_, err_))
     return;
   auto kernel = kernelNamed(kernelName);
@@ -727,8 +745,14 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
       report(kernel.error());
     return;
   }
+  auto choices = passChoices.toChoices();
+  if (!choices) {
+    report(choices.error());
+    return;
+  }
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
+  pipeline.choices = *choices;
   pipeline.computeCapability = codegen::computeCapabilityOf(gpu);
   pipeline.multiprocessors = perf::typicalGpuDeviceFor(gpu).multiprocessors;
   Expected<ir::Function> function =

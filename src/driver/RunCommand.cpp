@@ -136,9 +136,9 @@ Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run, const 
   if (reference == "auto") {
     passes::WorkCount work = passes::countWork(ir::lowerKernel(*run.session->program, *run.kernel),
                                                integerValues(*run.kernel, inputs));
-    name = autoReferenceEngine(work.flops + work.bytes / 4, run.engine->name());
+    name = autoReferenceEngine(work.flops + work.bytes / 4, run.engine->kind());
   }
-  if (name == run.engine->name()) {
+  if (name == run.engine->kind()) {
     std::string other = name == "interp" ? "cpu" : "interp";
     if (reference == "auto")
       return makeError("--check on --device " + name + " would compare the " +
@@ -149,7 +149,10 @@ Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run, const 
                      "--reference " +
                      other);
   }
-  return createEngine(name);
+  // Checked, as by default: an index out of range is reported, not compared.
+  passes::PassChoices checked;
+  checked.boundsChecks = true;
+  return createEngine(name, checked);
 }
 
 // Runs the reference engine on `inputs` and compares every output.
@@ -158,8 +161,8 @@ bool checkOutputs(PreparedRun &run, Engine &reference, KernelArgs inputs,
   Session &session = *run.session;
   const KernelDecl &kernel = *run.kernel;
   std::string referenceName =
-      reference.name() == "interp" ? "the interpreter" : "the " + reference.name() + " engine";
-  if (reference.name() == "interp") {
+      reference.kind() == "interp" ? "the interpreter" : "the " + reference.name() + " engine";
+  if (reference.kind() == "interp") {
     passes::WorkCount work =
         passes::countWork(ir::lowerKernel(*session.program, kernel), integerValues(kernel, inputs));
     double seconds = (work.flops + work.bytes / 4) / kInterpreterOperationsPerSecond;

@@ -207,16 +207,26 @@ void PassChoiceOptions::addTo(CLI::App &command) {
   command.add_option("--pass-param", parameters,
                      "NAME=VALUE: size an optimization otherwise (repeatable): register_tile, "
                      "stage_length, shared_kib, stage_min_reuse (docs/tuning.md)");
-  command.add_flag("--bounds-check", boundsChecks,
-                   "Check every array index in the generated code: one out of range is a "
-                   "located error, not a wild access (indices proven in range go unchecked; "
-                   "`explain --remarks --bounds-check` lists the checks kept)");
+  command.add_flag("--bounds-check", boundsCheck,
+                   "Check every array index not proven in range (the default): one out of range "
+                   "is a located error, not a wild access (`explain --remarks` lists the checks "
+                   "kept)");
+  addUnsafeTo(command);
+}
+
+void PassChoiceOptions::addUnsafeTo(CLI::App &command) {
+  command.add_flag("--unsafe", unsafe,
+                   "Leave array indices unchecked in the generated code: an index out of range "
+                   "is then a wild access, not an error (for the last few percent where the "
+                   "checks kept cost; docs/language.md, \"Bounds checks\")");
 }
 
 Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
+  if (boundsCheck && unsafe)
+    return makeError("--bounds-check and --unsafe contradict each other: give one");
   passes::PassChoices choices;
   choices.skipped = {skippedPasses.begin(), skippedPasses.end()};
-  choices.boundsChecks = boundsChecks;
+  choices.boundsChecks = !unsafe;
   std::set<std::string> named;
   for (const std::string &parameter : parameters) {
     if (Status set = passes::setPassParameter(choices.parameters, parameter); !set)
@@ -251,22 +261,22 @@ Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &
   return run;
 }
 
-bool isTunable(const Engine &engine) { return engine.name() == "gpu" || engine.name() == "cpu"; }
+bool isTunable(const Engine &engine) { return engine.kind() == "gpu" || engine.kind() == "cpu"; }
 
 namespace {
 
 // Replaces `run`'s engine by one with the choices kept for it, if any.
 Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
-  if (!options.passes.skippedPasses.empty() || !options.passes.parameters.empty() ||
-      options.passes.boundsChecks)
-    return makeError("--tuned chooses the optimizations itself: it takes no --skip-pass, "
-                     "--pass-param or --bounds-check");
+  if (!options.passes.skippedPasses.empty() || !options.passes.parameters.empty())
+    return makeError("--tuned chooses the optimizations itself: it takes no --skip-pass or "
+                     "--pass-param");
   if (!isTunable(*run.engine))
     return makeError("--tuned: nothing is tuned on device '" +
                      (options.device.empty() ? run.engine->name() : options.device) +
                      "': run on gpu or cpu");
   std::string path = tuningCachePath(options.tuningCache);
-  TuningKey key = tuningKey(run.session->sources, *run.kernel, run.args, run.engine->device());
+  TuningKey key = tuningKey(run.session->sources, *run.kernel, run.args, run.engine->device(),
+                            run.choices.boundsChecks);
   auto found = findTunedChoice(path, key);
   if (!found)
     return std::unexpected(found.error());
@@ -276,7 +286,8 @@ Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
               << "; using the defaults (loopc tune with the same arguments keeps some)\n";
     return {};
   }
-  auto engine = createEngine(run.engine->name(), (*found)->choices);
+  (*found)->choices.boundsChecks = run.choices.boundsChecks;
+  auto engine = createEngine(run.engine->kind(), (*found)->choices);
   if (!engine)
     return std::unexpected(engine.error());
   run.engine = std::move(*engine);

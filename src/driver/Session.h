@@ -71,9 +71,12 @@ struct ArgumentOptions {
 struct PassChoiceOptions {
   std::vector<std::string> skippedPasses;
   std::vector<std::string> parameters;
-  bool boundsChecks = false;
+  bool boundsCheck = false; // --bounds-check: the default, said again
+  bool unsafe = false;      // --unsafe: indices left unchecked
 
   void addTo(CLI::App &command);
+  // `--unsafe` alone (`tune`, which makes the other choices itself).
+  void addUnsafeTo(CLI::App &command);
   // Checks the parameters (the skipped passes are checked by the pipeline).
   Expected<passes::PassChoices> toChoices() const;
 };

@@ -55,8 +55,9 @@ constexpr double kSignificant = 0.05;
 // kernel's variants well (docs/perf.md) but its times may be off by up to 2x.
 constexpr double kPrunedAbove = 1.5;
 
-Expected<passes::PassChoices> choicesAt(const Point &point) {
+Expected<passes::PassChoices> choicesAt(const Point &point, bool boundsChecks) {
   passes::PassChoices choices;
+  choices.boundsChecks = boundsChecks;
   for (const auto &[name, value] : point) {
     if (value == "skip")
       choices.skipped.insert(name);
@@ -129,12 +130,13 @@ public:
       if (!changed)
         break;
     }
-    auto choices = choicesAt(point);
+    auto choices = choicesAt(point, run_.choices.boundsChecks);
     if (!choices)
       return std::unexpected(choices.error());
     TunedChoice tuned{*choices, best * 1e3, defaultSeconds * 1e3, "", candidates_};
     std::string path = tuningCachePath(options_.target.tuningCache);
-    TuningKey key = tuningKey(run_.session->sources, *run_.kernel, inputs_, device_);
+    TuningKey key =
+        tuningKey(run_.session->sources, *run_.kernel, inputs_, device_, run_.choices.boundsChecks);
     if (Status stored = storeTunedChoice(path, key, options_.target.file, tuned); !stored)
       return stored;
     std::cout << "tuned kernel '" << run_.kernel->name << "' on " << device_ << ": "
@@ -172,7 +174,7 @@ private:
   Expected<std::optional<double>> predict(const Point &point) const {
     if (!model_)
       return std::nullopt;
-    auto choices = choicesAt(point);
+    auto choices = choicesAt(point, run_.choices.boundsChecks);
     if (!choices)
       return std::unexpected(choices.error());
     auto prediction = predictGpuRun(*run_.session->program, *run_.kernel, *choices,
@@ -184,7 +186,7 @@ private:
 
   // A candidate the model rules out.
   void skip(const Point &point, double predicted, double bestPredicted) {
-    std::string label = describeChoices(*choicesAt(point));
+    std::string label = describeChoices(*choicesAt(point, run_.choices.boundsChecks));
     std::cout << "  " << label << ": predicted " << formatMilliseconds(predicted)
               << " ms, more than " << kPrunedAbove << "x the best's "
               << formatMilliseconds(bestPredicted) << " ms: not timed\n";
@@ -194,7 +196,7 @@ private:
   // The candidate's median time in seconds; none when it compiles to code
   // already timed or disagrees with the defaults.
   Expected<std::optional<double>> measure(const Point &point, std::optional<double> predicted) {
-    auto choices = choicesAt(point);
+    auto choices = choicesAt(point, run_.choices.boundsChecks);
     if (!choices)
       return std::unexpected(choices.error());
     std::string label = describeChoices(*choices);
@@ -206,7 +208,7 @@ private:
       return std::nullopt;
     }
     timedCode_.emplace(*code, label);
-    auto engine = createEngine(run_.engine->name(), *choices);
+    auto engine = createEngine(run_.engine->kind(), *choices);
     if (!engine)
       return std::unexpected(engine.error());
     if (device_.empty())
@@ -282,7 +284,7 @@ int runTune(const TuneOptions &options) {
   std::optional<PreparedRun> run = prepareRun(options.target);
   if (!run)
     return 1;
-  std::string engine = run->engine->name();
+  std::string engine = run->engine->kind();
   if (!isTunable(*run->engine)) {
     printError("nothing to tune on device '" +
                (options.target.device.empty() ? engine : options.target.device) +
@@ -307,9 +309,10 @@ void addTuneCommand(CLI::App &app) {
   auto options = std::make_shared<TuneOptions>();
   CLI::App *command = app.add_subcommand(
       "tune", "Search the optimizations' choices for a kernel and keep the fastest");
-  // No --skip-pass, --pass-param, --bounds-check or --tuned: the search
-  // makes those choices.
+  // No --skip-pass, --pass-param or --tuned: the search makes those
+  // choices, for checked code unless --unsafe.
   options->target.addTo(*command, "tune", /*passChoices=*/false);
+  options->target.passes.addUnsafeTo(*command);
   command->add_option("--repeat", options->repeat, "Timed runs per candidate (default: 5)")
       ->type_name("N")
       ->check(wholeNumberIn(1, 1000));

@@ -101,13 +101,14 @@ std::string tuningCachePath(const std::string &explicitPath) {
 }
 
 TuningKey tuningKey(const SourceManager &sources, const KernelDecl &kernel, const KernelArgs &args,
-                    const std::string &device) {
+                    const std::string &device, bool boundsChecked) {
   TuningKey key;
   key.kernel = kernel.name;
   key.values = integerValues(kernel, args);
   for (const auto &[name, value] : args.sizes)
     key.values[name] = value;
   key.device = device;
+  key.boundsChecked = boundsChecked;
   Fnv1a hash;
   hash.add("loopc tuning " + std::to_string(kCacheVersion));
   for (size_t id = 1; id < sources.fileCount(); ++id) // id 0 is "no file"
@@ -116,6 +117,10 @@ TuningKey tuningKey(const SourceManager &sources, const KernelDecl &kernel, cons
   for (const auto &[name, value] : key.values)
     hash.add(name + "=" + std::to_string(value));
   hash.add(key.device);
+  // Entries kept before checks were the default hashed nothing here: they
+  // were tuned unchecked, and serve --unsafe runs.
+  if (boundsChecked)
+    hash.add("bounds checked");
   key.hash = hash.hex();
   return key;
 }

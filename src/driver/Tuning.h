@@ -5,8 +5,9 @@
 //
 // An entry's key hashes everything the choice depends on: the text of every
 // source file loaded (the main file and its imports), the kernel, its sizes
-// and integer scalars, and the device (Engine::device()). A changed program,
-// other sizes or another GPU find no entry and run with the defaults.
+// and integer scalars, the device (Engine::device()) and whether the code is
+// bounds-checked. A changed program, other sizes, another GPU or `--unsafe`
+// find no entry and run with the defaults.
 #pragma once
 
 #include "engine/Engine.h"
@@ -33,9 +34,10 @@ struct TuningKey {
   std::string kernel;
   std::map<std::string, int64_t> values; // sizes and integer scalars
   std::string device;
+  bool boundsChecked = true;
 };
 TuningKey tuningKey(const SourceManager &sources, const KernelDecl &kernel, const KernelArgs &args,
-                    const std::string &device);
+                    const std::string &device, bool boundsChecked);
 
 struct TunedChoice {
   passes::PassChoices choices;

@@ -32,7 +32,11 @@ struct RunStats {
 class Engine {
 public:
   virtual ~Engine() = default;
+  // How messages name it: its kind, and what it does otherwise than by
+  // default ("cpu (unchecked)").
   virtual std::string name() const = 0;
+  // The --device that makes it: interp, cpu, gpu-on-cpu or gpu.
+  virtual std::string kind() const = 0;
   // The machine it runs kernels on, for results that hold only there (tuned
   // choices): the GPU's model, the CPU's name and threads.
   virtual std::string device() const { return name(); }

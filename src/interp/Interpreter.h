@@ -25,6 +25,7 @@ namespace loopc {
 class Interpreter final : public Engine {
 public:
   std::string name() const override { return "interp"; }
+  std::string kind() const override { return "interp"; }
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;
 };

@@ -3,6 +3,7 @@
 // it (`loopc explain` prints it), so a broken pass is caught where it broke.
 #include "passes/Pipeline.h"
 
+#include "ir/IRPrinter.h"
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
 #include "passes/analysis/BoundsProof.h"
@@ -111,9 +112,13 @@ public:
       return;
     if (options_.choices.boundsChecks && kHidesAccesses.contains(name) &&
         !passes::proveAccessesInBounds(function_).allProvenIn(function_.body, function_.body)) {
-      RemarkReporter(options_.remarks, name, function_.programNames)
-          .declined({}, "not run: an index it would move out of the bounds checks' sight is not "
-                        "proven in range (`loopc explain --remarks` lists the checks kept)");
+      // Said only where the pass would have changed something (a trial
+      // run, its remarks unheard).
+      ir::Function trial = pass(function_, RemarkReporter(nullptr, name, function_.programNames));
+      if (ir::toString(trial) != ir::toString(function_))
+        RemarkReporter(options_.remarks, name, function_.programNames)
+            .declined({}, "not run: an index it would move out of the bounds checks' sight is "
+                          "not proven in range (`loopc explain --remarks` lists the checks kept)");
       return;
     }
     run(name, pass);

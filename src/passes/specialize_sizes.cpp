@@ -7,7 +7,8 @@
 // it runs a kernel: each size of at most kLargestSpecializedSize that bounds
 // such a loop is replaced by its value everywhere in the kernel, and the
 // engine keeps one compiled kernel per combination of those values
-// (CompiledKernelCache). GPU pipeline only; `loopc compile` knows no sizes
+// (CompiledKernelCache; the values are size choices of the Function). GPU
+// pipeline only; `loopc compile` knows no sizes
 // and specializes nothing; `--skip-pass specialize_sizes` measures what it
 // brings.
 #include "passes/Passes.h"
@@ -100,6 +101,11 @@ Function specializeSizes(Function function, const std::map<std::string, int64_t>
       constants.emplace(scalar.name, makeInt(scalar.type, value->second));
   if (!constants.empty())
     function.body = substitute(function.body, constants);
+  // The arrays' shapes keep the names: each value is a size choice, a fact
+  // for BoundsProof (F[o][c][u][v] with u below 3 is in range of F[..][K][K]).
+  for (const auto &[name, value] : constants)
+    function.sizeChoices.push_back(
+        {makeBinary(BinaryOpKind::Eq, makeVar(value->type, name), value), true});
   return function;
 }
 

@@ -50,9 +50,9 @@ void onCrash(int signal) {
   if (runningReport[0] != '\0') {
     write(" in ");
     write(runningReport);
-    write(": most likely an array index out of range, which the generated code does not check by "
-          "default; rerun with --bounds-check (or --device interp) to have it reported at its "
-          "source line\n");
+    write(": most likely an array index out of range in code compiled with --unsafe; rerun "
+          "without it (or with --device interp) to have it reported at its source line (a crash "
+          "of checked code is a bug in loopc: please report it)\n");
   } else {
     write(" in loopc itself: please report it with the command and the program that caused it\n");
   }

@@ -1,5 +1,5 @@
-// A report instead of a bare signal when generated code crashes. Kernels run
-// without bounds checks unless asked (`--bounds-check`), so an index out of
+// A report instead of a bare signal when generated code crashes. Kernels
+// compiled with `--unsafe` run without bounds checks, so an index out of
 // range can fault; the command line installs a handler that names the
 // kernel that was running and says how to find the access at its source
 // line. The engines say what they run (RunningKernel) whether a handler is

@@ -230,12 +230,21 @@ std::vector<MeasuredRow> readMeasuredRows(const std::string &relativePath) {
       if (value.find_first_not_of("-0123456789") == std::string::npos)
         row.values[assignment.substr(0, equals)] = std::stoll(value);
     }
+    // A row without --bounds-check measured unchecked code (every row
+    // before checks were the default, and those run with --unsafe).
     std::vector<std::string> options = words(fields[4]);
-    for (size_t i = 0; i + 1 < options.size(); i += 2) {
+    for (size_t i = 0; i < options.size(); ++i) {
+      if (options[i] == "--bounds-check") {
+        row.choices.boundsChecks = true;
+        continue;
+      }
+      if (options[i] == "--unsafe")
+        continue;
+      REQUIRE(i + 1 < options.size());
       if (options[i] == "--skip-pass")
-        row.choices.skipped.insert(options[i + 1]);
+        row.choices.skipped.insert(options[++i]);
       else
-        REQUIRE(passes::setPassParameter(row.choices.parameters, options[i + 1]));
+        REQUIRE(passes::setPassParameter(row.choices.parameters, options[++i]));
     }
     rows.push_back(std::move(row));
   }

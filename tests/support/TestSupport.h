@@ -114,7 +114,7 @@ private:
 struct MeasuredRow {
   std::string name, file, kernel, sizes;
   std::map<std::string, int64_t> values; // the integer sizes and scalars
-  passes::PassChoices choices;           // --skip-pass and --pass-param
+  passes::PassChoices choices;           // --skip-pass, --pass-param, --bounds-check
   double measuredSeconds = 0;
 };
 
