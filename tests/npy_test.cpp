@@ -105,7 +105,7 @@ TEST_CASE("bool data is normalized to 0 and 1") {
       npyBytes("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\0\5", 2)),
       "b.npy");
   REQUIRE(array.has_value());
-  CHECK(array->bytes == std::vector<unsigned char>{0, 1});
+  CHECK(array->bytes == loopc::HostBytes{0, 1});
 }
 
 TEST_CASE("malformed files are rejected with the file name and the problem") {

@@ -77,7 +77,7 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
   alignas(16) static thread_local std::byte emptyArray[64];
   std::vector<void *> buffers;
   for (size_t param : bound->bufferParams) {
-    std::vector<unsigned char> &bytes = args.params[param].bytes;
+    auto &bytes = args.params[param].bytes;
     buffers.push_back(bytes.empty() ? static_cast<void *>(emptyArray) : bytes.data());
   }
 

@@ -7,14 +7,34 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <vector>
 
 namespace loopc {
 
+// Allocates on 64-byte boundaries (a cache line, a 512-bit vector): the
+// vector loops of a kernel then split no cache line where the program's rows
+// start aligned, and a run's time does not depend on where the allocator
+// happened to put its arrays (a 16 KiB array updated in place ran 1.4x
+// slower at one offset than at another).
+template <typename T> struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlignment{64};
+  CacheLineAllocator() = default;
+  template <typename U> CacheLineAllocator(const CacheLineAllocator<U> &) {}
+  T *allocate(size_t count) {
+    return static_cast<T *>(::operator new(count * sizeof(T), kAlignment));
+  }
+  void deallocate(T *pointer, size_t) { ::operator delete(pointer, kAlignment); }
+  bool operator==(const CacheLineAllocator &) const { return true; }
+};
+
+using HostBytes = std::vector<unsigned char, CacheLineAllocator<unsigned char>>;
+
 struct HostArray {
   ScalarType type = ScalarType::F32;
   std::vector<int64_t> shape; // empty for a scalar
-  std::vector<unsigned char> bytes;
+  HostBytes bytes;
 
   HostArray() = default;
   HostArray(ScalarType type, std::vector<int64_t> shape);

@@ -518,7 +518,7 @@ Status Executor::bindKernelParameters(const KernelDecl &kernel,
 
   for (const VarDeclPtr &param : kernel.params)
     if (param->intent == Intent::Out && (param->isArray() || param->isScalarOutput())) {
-      std::vector<unsigned char> &bytes = slot(param.get()).array->bytes;
+      auto &bytes = slot(param.get()).array->bytes;
       std::ranges::fill(bytes, 0);
     }
   return {};
