@@ -9,7 +9,7 @@ program : importDecl* topDecl* EOF ;
 importDecl : 'import' (ID | STRING) ';' ;
 
 topDecl
-  : 'kernel' ID '(' paramList? ')' block                          # kernelDecl
+  : UNSAFE? 'kernel' ID '(' paramList? ')' block                  # kernelDecl
   | ASSOC? 'fn' ID '(' paramList? ')' '->' scalarType block       # fnDecl
   ;
 
@@ -33,7 +33,7 @@ stmt
   | ifStatement                                                   # ifStmt
   | 'return' expr ';'                                             # returnStmt
   | ID '(' argList? ')' ';'                                       # callStmt
-  | block                                                         # blockStmt
+  | UNSAFE? block                                                 # blockStmt
   ;
 
 ifStatement : 'if' expr block ('else' (ifStatement | block))? ;
@@ -76,6 +76,9 @@ primary
   ;
 
 ASSOC : 'assoc' ;
+// `unsafe kernel ...` and `unsafe { ... }`: indices left unchecked in the
+// generated code (docs/language.md, "Run-time errors").
+UNSAFE : 'unsafe' ;
 ID : [a-zA-Z_] [a-zA-Z_0-9]* ;
 // A float needs digits after the dot, so `0..N` lexes as 0, .., N.
 FLOAT : [0-9]+ '.' [0-9]+ EXPONENT? | [0-9]+ EXPONENT ;

@@ -642,3 +642,58 @@ TEST_CASE("a fact about an array element does not outlive a store to it") {
                  "stale", {{"N", "5"}, {"M", "3"}},
                  "index 9 out of range for dimension 0 of 'x' (extent 5)");
 }
+
+TEST_CASE("unsafe kernels and blocks leave their indices unchecked, and only theirs") {
+  // A gather in an unsafe block, the same gather outside it, and one in an
+  // unsafe kernel called from a checked one: only the second keeps its check
+  // in the generated code, on both pipelines. The interpreter checks all.
+  test::TempDir dir;
+  std::string path = dir.file("unsafe.loop", R"(
+unsafe kernel gather_unsafe(x: in f32[M], idx: in i32[N], r: out f32[N]) {
+  parfor i in 0..N { r[i] = x[idx[i]]; }
+}
+kernel mixed(x: in f32[M], idx: in i32[N], r: out f32[N], s: out f32[N], t: out f32[N]) {
+  parfor i in 0..N {
+    unsafe {
+      r[i] = x[idx[i]];
+    }
+    s[i] = x[idx[i]];
+  }
+  gather_unsafe(x, idx, t);
+}
+)");
+  for (const char *target : {"cpu", "gpu"}) {
+    CAPTURE(target);
+    auto remarks =
+        test::runLoopc("explain " + path + " --kernel mixed --remarks --target " + target);
+    CHECK(remarks.exitCode == 0);
+    CHECK(test::contains(remarks.output,
+                         "unsafe.loop:10:12: remark: bounds_checks: index idx[i] of "
+                         "'x' (dimension 0) checked at run time"));
+    CHECK(!test::contains(remarks.output, "unsafe.loop:8:14:"));
+    CHECK(!test::contains(remarks.output, "unsafe.loop:3:29:"));
+  }
+  // In range, every engine agrees.
+  auto checked = test::runLoopc("run " + path +
+                                " --kernel mixed --device cpu --set M=5 --set N=3 "
+                                "--random-range 0:5 --check");
+  CHECK(checked.exitCode == 0);
+  auto interpreted = test::runLoopc("run " + path +
+                                    " --kernel gather_unsafe --device interp "
+                                    "--set M=5 --set N=3 --random-range 5:6");
+  CHECK(interpreted.exitCode == 1);
+  CHECK(test::contains(interpreted.output,
+                       "unsafe.loop:3:29: error: index 5 out of range for dimension 0 of 'x'"));
+}
+
+TEST_CASE("unsafe is a keyword: not a name, and said where a statement or declaration may be") {
+  test::TempDir dir;
+  auto named = test::runLoopc(
+      "check " + dir.file("named.loop", "kernel k(r: out f32[N]) {\n  let unsafe = 1.0;\n}\n"));
+  CHECK(named.exitCode == 1);
+  CHECK(test::contains(named.output, "named.loop:2:7: error:"));
+  auto before = test::runLoopc(
+      "check " + dir.file("before.loop", "unsafe fn f(x: f32) -> f32 { return x; }\n"));
+  CHECK(before.exitCode == 1);
+  CHECK(test::contains(before.output, "before.loop:1:8: error:"));
+}

@@ -154,6 +154,9 @@ void nameDefinition(ReplDefinition &definition) {
   } else if (word(0) == "kernel") {
     definition.kind = Kind::Kernel;
     definition.name = word(1);
+  } else if (word(0) == "unsafe" && word(1) == "kernel") {
+    definition.kind = Kind::Kernel;
+    definition.name = word(2);
   } else if (word(0) == "fn") {
     definition.kind = Kind::Fn;
     definition.name = word(1);

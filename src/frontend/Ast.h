@@ -268,6 +268,7 @@ struct BlockStmt : Stmt {
   static constexpr Kind kKind = Kind::Block;
   BlockStmt() : Stmt(kKind) {}
   std::vector<StmtPtr> stmts;
+  bool isUnsafe = false; // `unsafe { ... }`: its indices go unchecked in generated code
 };
 
 // `let x = e;`, `var x: T = e;`, `var a: f32[N][M];` (arrays start zeroed;
@@ -359,6 +360,7 @@ struct CallStmt : Stmt {
 // `sizes` (type i64), bound at run time from the arrays passed.
 struct KernelDecl {
   std::string name;
+  bool isUnsafe = false; // `unsafe kernel`: its indices go unchecked in generated code
   std::vector<VarDeclPtr> params;
   std::vector<VarDeclPtr> sizes; // set by Sema, in order of first appearance
   std::unique_ptr<BlockStmt> body;

@@ -108,6 +108,7 @@ ImportDecl AstBuilder::buildImport(G::ImportDeclContext *ctx) {
 std::unique_ptr<KernelDecl> AstBuilder::buildKernel(G::KernelDeclContext *ctx) {
   auto kernel = std::make_unique<KernelDecl>();
   kernel->name = ctx->ID()->getText();
+  kernel->isUnsafe = ctx->UNSAFE() != nullptr;
   kernel->nameRange = rangeOf(ctx->ID());
   kernel->range = rangeOf(ctx);
   kernel->params = buildParams(ctx->paramList());
@@ -203,7 +204,9 @@ StmtPtr AstBuilder::buildStmt(G::StmtContext *ctx) {
     return buildCallStmt(call);
   auto *block = dynamic_cast<G::BlockStmtContext *>(ctx);
   assert(block && "unhandled statement alternative");
-  return buildBlock(block->block());
+  std::unique_ptr<BlockStmt> built = buildBlock(block->block());
+  built->isUnsafe = block->UNSAFE() != nullptr;
+  return built;
 }
 
 StmtPtr AstBuilder::buildLet(G::LetStmtContext *ctx) {

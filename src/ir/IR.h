@@ -551,6 +551,9 @@ struct Function {
     bool holds;
   };
   std::vector<SizeChoice> sizeChoices;
+  // The source of the program's `unsafe` kernels and blocks: accesses there
+  // are not checked under bounds checks (BoundsProof takes them as proven).
+  std::vector<SourceRange> uncheckedRegions;
 };
 
 // Convenience constructors used by the lowering and the passes.

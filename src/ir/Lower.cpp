@@ -119,6 +119,44 @@ bool containsReturn(const loopc::Stmt &stmt) {
   }
 }
 
+// The source of the `unsafe` kernels and `unsafe { }` blocks `stmt` holds
+// or runs (through the kernels it calls), into `regions`.
+void collectUncheckedRegions(const loopc::Stmt &stmt, std::vector<SourceRange> &regions,
+                             std::set<const KernelDecl *> &visited) {
+  switch (stmt.kind) {
+  case loopc::Stmt::Kind::Block: {
+    const auto &block = *stmt.as<BlockStmt>();
+    if (block.isUnsafe)
+      regions.push_back(block.range);
+    for (const StmtPtr &child : block.stmts)
+      collectUncheckedRegions(*child, regions, visited);
+    return;
+  }
+  case loopc::Stmt::Kind::If: {
+    const auto &branch = *stmt.as<IfStmt>();
+    collectUncheckedRegions(*branch.thenBody, regions, visited);
+    if (branch.elseBody)
+      collectUncheckedRegions(*branch.elseBody, regions, visited);
+    return;
+  }
+  case loopc::Stmt::Kind::For:
+    return collectUncheckedRegions(*stmt.as<ForStmt>()->body, regions, visited);
+  case loopc::Stmt::Kind::Parfor:
+    return collectUncheckedRegions(*stmt.as<ParforStmt>()->body, regions, visited);
+  case loopc::Stmt::Kind::Call: {
+    const KernelDecl *callee = stmt.as<CallStmt>()->kernel;
+    if (!callee || !visited.insert(callee).second)
+      return;
+    if (callee->isUnsafe)
+      regions.push_back(callee->body->range);
+    collectUncheckedRegions(*callee->body, regions, visited);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
 // True when evaluating `expr` cannot fault, so both sides of `&&`/`||` may be
 // evaluated (no loads, no integer division, no calls).
 bool cannotFault(const Expr &expr) {
@@ -218,6 +256,10 @@ public:
     Function function;
     function.name = kernel.name;
     function.source = kernel.range;
+    std::set<const KernelDecl *> visited{&kernel};
+    if (kernel.isUnsafe)
+      function.uncheckedRegions.push_back(kernel.body->range);
+    collectUncheckedRegions(*kernel.body, function.uncheckedRegions, visited);
     // Sizes and scalar parameters first: array shapes are expressions of them.
     for (const VarDeclPtr &param : kernel.params) {
       if (param->isArray() || param->isScalarOutput())

@@ -134,7 +134,7 @@ struct LaunchContext {
 class Prover : public IRVisitor {
 public:
   Prover(const Function &function, const Stmt &body, ProvenAccesses &proven)
-      : proven_(proven), body_(body) {
+      : proven_(proven), uncheckedRegions_(function.uncheckedRegions), body_(body) {
     auto addSizes = [&](const std::vector<Buffer> &buffers) {
       // The extents of the program's array parameters, which the engines
       // and generated wrappers check are not negative.
@@ -442,9 +442,10 @@ private:
   void prove(const void *access, const BufferInfo &buffer, const std::vector<Expr> &indices,
              SourceRange source) {
     // An access a pass made on its own (a tree's tile, a stage's copy),
-    // with no place in the program, is in range by construction: not
+    // with no place in the program, is in range by construction, and one in
+    // an `unsafe` kernel or block is the program's to keep in range: not
     // checked, as if proven.
-    if (!source.valid()) {
+    if (!source.valid() || inUncheckedRegion(source)) {
       proven_.record(body_, access, std::vector<bool>(indices.size(), true));
       return;
     }
@@ -457,6 +458,12 @@ private:
                                 toString(buffer.shape[dim])});
     }
     proven_.record(body_, access, dims);
+  }
+
+  bool inUncheckedRegion(SourceRange source) const {
+    return std::ranges::any_of(uncheckedRegions_, [&](const SourceRange &region) {
+      return region.begin <= source.begin && source.end <= region.end;
+    });
   }
 
   bool atLeastZero(const Expr &index) {
@@ -861,6 +868,7 @@ private:
   }
 
   ProvenAccesses &proven_;
+  const std::vector<SourceRange> &uncheckedRegions_;
   const Stmt &body_; // the body proven, which the proofs are recorded by
   std::set<std::string> sizes_;
   std::map<std::string, int> depth_;       // enclosing loop variables
