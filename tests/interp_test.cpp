@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <ctime>
@@ -61,6 +62,31 @@ template <typename T> T scalarOf(const HostArray &array) { return *array.data<T>
 } // namespace
 
 TEST_CASE("the interpreter is named interp") { CHECK(Interpreter().name() == "interp"); }
+
+TEST_CASE("the interpreter reports its progress through the outermost loops, then 1") {
+  // Two outer loops, each half of the body: the first report comes at the
+  // first outer iteration (1/400 of the first half); the reports never go
+  // back, and the last is 1. Without a callback nothing is reported.
+  auto loaded = load(R"(
+kernel twice(x: in f32[N], y: out f32[N]) {
+  parfor i in 0..N { y[i] = redomap(+, 0.0, k in 0..N) x[k] * x[i]; }
+  for t in 0..N { y[t] += 1.0; }
+}
+)");
+  KernelArgs args;
+  args.sizes["N"] = 200;
+  args.params.push_back(zeros(ScalarType::F32, {200}));
+  args.params.push_back(zeros(ScalarType::F32, {200}));
+  std::vector<double> reported;
+  Interpreter interpreter;
+  interpreter.setProgress([&](double fraction) { reported.push_back(fraction); });
+  REQUIRE(interpreter.run(*loaded->program, *loaded->program->findKernel("twice"), args));
+  REQUIRE(reported.size() >= 2);
+  CHECK(reported.front() == doctest::Approx(1.0 / 400));
+  CHECK(reported.back() == 1.0);
+  CHECK(std::ranges::is_sorted(reported));
+  CHECK(std::ranges::all_of(reported, [](double f) { return f > 0 && f <= 1; }));
+}
 
 TEST_CASE("i32 arithmetic wraps in two's complement") {
   auto loaded = load(R"(

@@ -667,7 +667,8 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
     return;
   }
   if (!timing) {
-    printRunReport(out_, *run->kernel, run->args, run->engine->name(), medianOf(*times), 1);
+    printRunReport(out_, *run->kernel, run->args, run->engine->name(), medianOf(*times), 1,
+                   ":time");
     return;
   }
   out_ << "kernel '" << run->kernel->name << "' on " << run->engine->name() << ": median "

@@ -11,6 +11,7 @@
 #include "engine/Compare.h"
 #include "engine/Npy.h"
 #include "engine/Summary.h"
+#include "interp/Interpreter.h"
 #include "ir/Lower.h"
 #include "passes/analysis/WorkCount.h"
 #include "support/AtomicFile.h"
@@ -171,6 +172,16 @@ bool checkOutputs(PreparedRun &run, Engine &reference, KernelArgs inputs,
       estimate << std::setprecision(2) << seconds;
       std::cerr << "loopc: --check: the interpreter runs the kernel again to compare, about "
                 << estimate.str() << " s at these sizes (--reference cpu compares in less)\n";
+      // On a terminal, how far it is, on one line rewritten in place.
+      if (auto *interpreter = dynamic_cast<Interpreter *>(&reference);
+          interpreter && isatty(STDERR_FILENO))
+        interpreter->setProgress([](double fraction) {
+          if (fraction < 1)
+            std::cerr << "\rloopc: --check: the interpreter is " << static_cast<int>(fraction * 100)
+                      << "% through the kernel" << std::flush;
+          else
+            std::cerr << "\r" << std::string(60, ' ') << "\r" << std::flush;
+        });
     }
   }
   auto stats = reference.run(*session.program, kernel, inputs);
@@ -239,7 +250,8 @@ int runKernel(const RunOptions &options) {
   double seconds = medianOf(*times);
 
   if (!options.quiet) {
-    printRunReport(std::cout, kernel, args, run->engine->name(), seconds, options.repeat);
+    printRunReport(std::cout, kernel, args, run->engine->name(), seconds, options.repeat,
+                   "--repeat N");
   }
   // Every output file is written whole or none is: each goes to its
   // temporary first, and the temporaries replace the files once all are
@@ -303,7 +315,8 @@ std::string formatMilliseconds(double seconds) {
 }
 
 void printRunReport(std::ostream &out, const KernelDecl &kernel, const KernelArgs &args,
-                    const std::string &device, double seconds, int repeat) {
+                    const std::string &device, double seconds, int repeat,
+                    const std::string &steadyState) {
   for (size_t position = 0; position < kernel.params.size(); ++position)
     if (isOutput(*kernel.params[position]))
       out << summarizeArray(kernel.params[position]->name, args.params[position]) << "\n";
@@ -311,6 +324,9 @@ void printRunReport(std::ostream &out, const KernelDecl &kernel, const KernelArg
       << " ms";
   if (repeat > 1)
     out << " (median of " << repeat << " runs)";
+  else
+    out << " (one run, the first: it includes warming up; " << steadyState
+        << " for the steady state)";
   out << "\n";
 }
 

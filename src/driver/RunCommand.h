@@ -38,9 +38,11 @@ double medianOf(const std::vector<double> &sortedSeconds);
 std::string formatMilliseconds(double seconds);
 
 // What `loopc run` prints after a run: a summary of every out and inout
-// parameter, then the device and the time (the median when `repeat` > 1).
+// parameter, then the device and the time (the median when `repeat` > 1; a
+// single run's says it is a first run, and that `steadyState` times more).
 // Shared with the REPL's :run.
 void printRunReport(std::ostream &out, const KernelDecl &kernel, const KernelArgs &args,
-                    const std::string &device, double seconds, int repeat);
+                    const std::string &device, double seconds, int repeat,
+                    const std::string &steadyState);
 
 } // namespace loopc::driver

@@ -339,6 +339,7 @@ std::unexpected<Error> propagate(const Error &error) { return std::unexpected<Er
 
 class Executor {
 public:
+  explicit Executor(const Interpreter::Progress &progress) : progress_(progress) {}
   Status runKernel(const KernelDecl &kernel, KernelArgs &args);
   // The combine statements run (`combine(op) h[k] = e`): no element had more
   // values combined into it, in an order the compiled engines do not share.
@@ -402,6 +403,16 @@ private:
   Expected<size_t> elementOffset(const HostArray &array, const VarDecl &decl,
                                  const std::vector<ExprPtr> &indices, SourceRange range);
 
+  // How far the run is (Interpreter::setProgress): the kernel body's
+  // statements share [0, 1) evenly; an outermost loop's iterations divide its
+  // statement's share. Reported at most every kProgressInterval.
+  void reportProgress(double fraction);
+  static constexpr std::chrono::milliseconds kProgressInterval{200};
+  const Interpreter::Progress &progress_;
+  int loopDepth_ = 0;
+  double statementStart_ = 0, statementShare_ = 1;
+  std::chrono::steady_clock::time_point lastReport_{};
+
   Frame *frame_ = nullptr;
   uint64_t combinesRun_ = 0;
   SlotPool slotPool_;
@@ -442,10 +453,27 @@ Status Executor::runKernel(const KernelDecl &kernel, KernelArgs &args) {
   FrameScope scope(*this, frame);
   if (Status bound = bindKernelParameters(kernel, arguments, &args.sizes); !bound)
     return bound;
-  Expected<Flow> flow = execBlock(*kernel.body);
-  if (!flow)
-    return propagate(flow.error());
+  const std::vector<StmtPtr> &statements = kernel.body->stmts;
+  for (size_t i = 0; i < statements.size(); ++i) {
+    statementShare_ = 1.0 / static_cast<double>(statements.size());
+    statementStart_ = static_cast<double>(i) * statementShare_;
+    Expected<Flow> flow = exec(*statements[i]);
+    if (!flow)
+      return propagate(flow.error());
+    if (*flow == Flow::Return)
+      break;
+  }
+  if (progress_)
+    progress_(1.0);
   return {};
+}
+
+void Executor::reportProgress(double fraction) {
+  auto now = std::chrono::steady_clock::now();
+  if (now - lastReport_ < kProgressInterval)
+    return;
+  lastReport_ = now;
+  progress_(fraction);
 }
 
 // Stores the arguments in the current frame (the kernel's), binds every size
@@ -797,11 +825,23 @@ template <typename Body> Expected<Flow> Executor::forEachInRange(const Range &ra
                          "bounds",
                      range.range);
   Slot &var = slot(range.var.get());
+  // An outermost loop of the kernel's body measures the run's progress.
+  bool measures = progress_ && loopDepth_ == 0;
+  double iterations =
+      measures ? static_cast<double>((static_cast<uint64_t>(*hi) - static_cast<uint64_t>(*lo) +
+                                      static_cast<uint64_t>(step) - 1) /
+                                     static_cast<uint64_t>(step))
+               : 0;
+  double done = 0;
   for (int64_t i = *lo; i < *hi;) {
     var.scalar = interp::integerOfType(varType, i);
+    ++loopDepth_;
     Expected<Flow> flow = body();
+    --loopDepth_;
     if (!flow || *flow == Flow::Return)
       return flow;
+    if (measures)
+      reportProgress(statementStart_ + statementShare_ * ++done / iterations);
     // Stop before `i + step` could pass hi, which could overflow.
     if (static_cast<uint64_t>(*hi) - static_cast<uint64_t>(i) <= static_cast<uint64_t>(step))
       break;
@@ -1038,7 +1078,7 @@ Expected<size_t> Executor::elementOffset(const HostArray &array, const VarDecl &
 Expected<RunStats> Interpreter::run(const Program &program, const KernelDecl &kernel,
                                     KernelArgs &args) {
   auto start = std::chrono::steady_clock::now();
-  Executor executor;
+  Executor executor(progress_);
   if (Status status = executor.runKernel(kernel, args); !status)
     return propagate(status.error());
   RunStats stats;

@@ -20,6 +20,8 @@
 
 #include "engine/Engine.h"
 
+#include <functional>
+
 namespace loopc {
 
 class Interpreter final : public Engine {
@@ -28,6 +30,16 @@ public:
   std::string kind() const override { return "interp"; }
   Expected<RunStats> run(const Program &program, const KernelDecl &kernel,
                          KernelArgs &args) override;
+
+  // Called during a run with the fraction of it done, in [0, 1], at most
+  // five times a second, and with 1 at its end (`run --check` shows it): the
+  // kernel body's statements count alike, and an outermost loop's share
+  // grows with its iterations.
+  using Progress = std::function<void(double)>;
+  void setProgress(Progress progress) { progress_ = std::move(progress); }
+
+private:
+  Progress progress_;
 };
 
 } // namespace loopc
