@@ -24,7 +24,7 @@ import sys
 COLORS = ["#3366cc", "#dc7633", "#2e9e5e", "#8e44ad"]
 ROW_HEIGHT = 18
 PLOT_WIDTH = 420
-CHARACTER_WIDTH = 6.3  # of the labels' 11px sans-serif, a little over on average
+CHARACTER_WIDTH = 6.6  # of the labels' 11px sans-serif, a little over on average
 MARGIN = 12
 
 
