@@ -218,7 +218,7 @@ void PassChoiceOptions::addUnsafeTo(CLI::App &command) {
   command.add_flag("--unsafe", unsafe,
                    "Leave array indices unchecked in the generated code: an index out of range "
                    "is then a wild access, not an error (for the last few percent where the "
-                   "checks kept cost; docs/language.md, \"Bounds checks\")");
+                   "checks kept cost; docs/language.md, \"Run-time errors\")");
 }
 
 Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
