@@ -302,10 +302,16 @@ private:
     Stmt sweep = makeBlock({rowOf(one.body, rowAt(r)),
                             std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Ge, r, twoLags),
                                                          rowOf(secondBody, rowAt(sub(r, s))))});
-    Stmt chunkBody = std::make_shared<For>(prefix + ".row", makeI64(0), count, ForKind::Serial, 0,
-                                           sweep, source);
+    // A chunk's rows, min(first + chunk_rows, rows) - first. The sweep's
+    // extent says it as min(chunk_rows, max(rows of the nest - first, 0)),
+    // whose clamp at 0 a loop that runs drops (BoundsProof: its last row is
+    // then below the nest's); the edges' tests read the first form.
     Expr countValue = sub(makeBinary(BinaryOpKind::Min, add(first, chunkRows), rowCount), first);
-    chunkBody = std::make_shared<LetStmt>(prefix + ".count", countValue, chunkBody);
+    Expr sweepExtent =
+        makeBinary(BinaryOpKind::Min, chunkRows,
+                   makeBinary(BinaryOpKind::Max, sub(toI64(rows.extent), first), makeI64(0)));
+    Stmt chunkBody = std::make_shared<For>(prefix + ".row", makeI64(0), sweepExtent,
+                                           ForKind::Serial, 0, sweep, source);
     Stmt sweeps =
         std::make_shared<For>(prefix + ".chunk", makeI64(0), chunks, ForKind::GpuBlock, 0,
                               std::make_shared<For>(prefix + ".lane", makeI64(0), makeI64(1),
