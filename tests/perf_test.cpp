@@ -424,9 +424,9 @@ void checkCalibration(const std::string &table, const perf::GpuDevice &device,
 
 TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
   checkCalibration("tests/perf/h100_measured.tsv", h100(),
-                   {.shareWithin15 = 0.95,
+                   {.shareWithin15 = 0.96,
                     .shareWithin2 = 1.0,
-                    .medianCorrelation = 0.88,
+                    .medianCorrelation = 0.9,
                     .worstCorrelation = 0.5});
 }
 
@@ -437,8 +437,8 @@ TEST_CASE("perf: predictions against the H100 runs in bench/gpu/results") {
 // Its rows of matmul's 8 x 8 tiles with pipelined stages measured a kernel of
 // one block per SM at up to 255 registers; their options now compile to two
 // blocks per SM at 128 (A's stages transposed), predicted 1.5x faster at 2048
-// than the old kernel ran: 67 of 80 rows within 1.5x where 68 were, until
-// they are measured again.
+// than the old kernel ran (1 row beyond 1.5x until they are measured
+// again).
 TEST_CASE("perf: predictions against the H200 runs in bench/gpu/results") {
   checkCalibration("tests/perf/h200_measured.tsv", **perf::findGpuDevice("h200"),
                    {.shareWithin15 = 0.83,

@@ -55,8 +55,10 @@ struct GpuDevice {
   // many wait for the one before (an FMA's result after 4 cycles, a shared
   // load's after 30), so a warp issues about every other cycle.
   double warpIssueCycles = 2;
-  // A shared memory load's latency, and a barrier's, in cycles.
+  // A shared memory load's latency, a global load's that L1 serves, and a
+  // barrier's, in cycles.
   double sharedLatencyCycles = 30;
+  double l1LatencyCycles = 35;
   double barrierCycles = 40;
   // Global atomic updates of one address follow one another at this pace
   // (the L2 slice owning it serializes them), in ns; updates of different

@@ -91,16 +91,22 @@ LaunchPrediction predictLaunch(const GpuDevice &device, const KernelProfile &pro
   double loadStore = (profile.sharedWavefronts() + profile.l1Wavefronts()) / blocks;
   double throughput = std::max({issue, fp32, fp64, loadStore});
   // One block's critical path, in cycles.
-  // A round trip's latency: from DRAM for the share of the loaded sectors
-  // that are first touches (compulsory), from L2 for the rest.
-  double loadedFromL2 = 0;
+  // A round trip's latency: from L1 for the share of the loaded sectors it
+  // serves (those a block's warps touched before), from DRAM for the share of
+  // the rest that are first touches (compulsory), from L2 for the others.
+  double loadedFromL2 = 0, loaded = 0;
   for (const AccessProfile &access : profile.accesses)
-    if (access.memory == MemorySpace::Global && access.kind == AccessProfile::Kind::Load)
+    if (access.memory == MemorySpace::Global && access.kind == AccessProfile::Kind::Load) {
       loadedFromL2 += access.l2Sectors * 32.0;
+      loaded += access.sectors * 32.0;
+    }
   double fromDram =
       loadedFromL2 > 0 ? std::min(1.0, profile.compulsoryReadBytes / loadedFromL2) : 1;
+  double fromL1 = loaded > 0 ? std::clamp(1 - loadedFromL2 / loaded, 0.0, 1.0) : 0;
   double memoryLatency =
-      (fromDram * device.memoryLatencyNs + (1 - fromDram) * device.l2LatencyNs) * device.clockGHz;
+      fromL1 * device.l1LatencyCycles +
+      (1 - fromL1) * (fromDram * device.memoryLatencyNs + (1 - fromDram) * device.l2LatencyNs) *
+          device.clockGHz;
   double critical = profile.criticalInstructions * device.warpIssueCycles +
                     profile.criticalMemoryRounds * memoryLatency +
                     profile.criticalSharedRounds * device.sharedLatencyCycles +
