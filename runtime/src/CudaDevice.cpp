@@ -8,6 +8,7 @@
 #include <array>
 
 namespace loopc::runtime {
+using namespace cuda;
 namespace {
 
 // Above this, dynamic shared memory must be opted into per function.

@@ -1,5 +1,5 @@
 // Loading libcuda with dlopen and resolving the entry points the runtime uses
-// by the versioned names cuda.h gives them.
+// by the symbols the driver exports them as.
 #include "CudaDriver.h"
 
 #include <dlfcn.h>
@@ -9,25 +9,20 @@
 
 namespace loopc::runtime {
 
-// Two levels so that the argument's macro (cuMemAlloc -> cuMemAlloc_v2) is
-// expanded before it is turned into a string.
-#define LOOPC_STRINGIFY(text) #text
-#define LOOPC_SYMBOL_NAME(name) LOOPC_STRINGIFY(name)
-
 std::string cudaDriverPath() {
   const char *override = std::getenv("LOOPC_CUDA_DRIVER");
   return override && *override ? override : "libcuda.so.1";
 }
 
-std::string CudaDriver::describe(CUresult result) const {
+std::string CudaDriver::describe(cuda::CUresult result) const {
   const char *name = nullptr;
   const char *text = nullptr;
   std::string description;
-  if (cuGetErrorName(result, &name) == CUDA_SUCCESS && name)
+  if (cuGetErrorName(result, &name) == cuda::CUDA_SUCCESS && name)
     description = name;
   else
     description = "CUDA error " + std::to_string(static_cast<int>(result));
-  if (cuGetErrorString(result, &text) == CUDA_SUCCESS && text)
+  if (cuGetErrorString(result, &text) == cuda::CUDA_SUCCESS && text)
     description += std::string(" (") + text + ")";
   return description;
 }
@@ -54,15 +49,16 @@ std::expected<std::unique_ptr<CudaDriver>, std::string> loadCudaDriver() {
       missing += missing.empty() ? symbol : std::string(", ") + symbol;
     return address;
   };
-#define LOOPC_RESOLVE_ENTRY_POINT(name)                                                            \
-  driver->name = reinterpret_cast<decltype(driver->name)>(resolve(LOOPC_SYMBOL_NAME(name)));
+#define LOOPC_RESOLVE_ENTRY_POINT(name, symbol, type)                                              \
+  driver->name = reinterpret_cast<decltype(driver->name)>(resolve(symbol));
   LOOPC_CUDA_ENTRY_POINTS(LOOPC_RESOLVE_ENTRY_POINT)
 #undef LOOPC_RESOLVE_ENTRY_POINT
   if (!missing.empty())
     return std::unexpected(
         "unusable CUDA driver " + driver->libraryPath + ": it lacks the entry points " + missing +
-        " (the driver is older than CUDA " + std::to_string(CUDA_VERSION / 1000) + "." +
-        std::to_string(CUDA_VERSION % 1000 / 10) + ", which loopc was built for)");
+        " (the driver is older than CUDA " + std::to_string(cuda::kOldestDriverVersion / 1000) +
+        "." + std::to_string(cuda::kOldestDriverVersion % 1000 / 10) +
+        ", the oldest loopc supports)");
   return driver;
 }
 

@@ -8,8 +8,9 @@
 // the kernel named "loopc_fill_u32" runs it for real (its parameters are
 // (u32 *out, u32 value, u32 count)), so parameter passing can be checked.
 // Built as a second library with LOOPC_STUB_WITHOUT_LAUNCH, it lacks
-// cuLaunchKernel, like a driver too old for the runtime.
-#include <cuda.h>
+// cuLaunchKernel, like a driver too old for the runtime. Each entry point is
+// defined under the symbol the driver exports it as (CudaDriverApi.h).
+#include "../src/CudaDriverApi.h"
 
 #include <array>
 #include <cstdint>
@@ -20,6 +21,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+using namespace loopc::cuda;
 
 struct CUctx_st {};
 struct CUmod_st {
@@ -169,7 +172,9 @@ __attribute__((visibility("default"))) void loopcStubSetErrorWordOnNextLaunch(ui
 } // extern "C"
 
 // ------------------------------------------------------ the driver's calls ---
-CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
+extern "C" {
+
+CUresult cuGetErrorName(CUresult error, const char **pStr) {
   switch (error) {
   case CUDA_SUCCESS:
     *pStr = "CUDA_SUCCESS";
@@ -204,7 +209,7 @@ CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr) {
   }
 }
 
-CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
+CUresult cuGetErrorString(CUresult error, const char **pStr) {
   switch (error) {
   case CUDA_ERROR_NO_DEVICE:
     *pStr = "no CUDA-capable device is detected";
@@ -224,32 +229,32 @@ CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr) {
   }
 }
 
-CUresult CUDAAPI cuInit(unsigned int) {
+CUresult cuInit(unsigned int) {
   LOOPC_STUB_ENTRY("cuInit");
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDriverGetVersion(int *version) {
-  *version = CUDA_VERSION;
+CUresult cuDriverGetVersion(int *version) {
+  *version = 13000; // CUDA 13.0
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceGetCount(int *count) {
+CUresult cuDeviceGetCount(int *count) {
   *count = state().deviceCount;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceGet(CUdevice *device, int ordinal) {
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
   *device = ordinal;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceGetName(char *name, int length, CUdevice) {
+CUresult cuDeviceGetName(char *name, int length, CUdevice) {
   copyLog(name, static_cast<size_t>(length), "loopc stub GPU");
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice) {
+CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice) {
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
     *value = 9;
@@ -274,71 +279,71 @@ CUresult CUDAAPI cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, 
   }
 }
 
-CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice) {
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice) {
   *bytes = size_t{80} << 30;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
+CUresult cuDevicePrimaryCtxRetain(CUcontext *context, CUdevice) {
   LOOPC_STUB_ENTRY("cuDevicePrimaryCtxRetain");
   *context = &state().primaryContext;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice) { return CUDA_SUCCESS; }
 
-CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
+CUresult cuCtxSetCurrent(CUcontext context) {
   state().current = context;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxGetCurrent(CUcontext *context) {
+CUresult cuCtxGetCurrent(CUcontext *context) {
   *context = state().current;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuCtxSynchronize() {
+CUresult cuCtxSynchronize() {
   LOOPC_STUB_ENTRY("cuCtxSynchronize");
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr *address, size_t bytes) {
+CUresult cuMemAlloc_v2(CUdeviceptr *address, size_t bytes) {
   LOOPC_STUB_ENTRY("cuMemAlloc");
   ++state().allocations;
   *address = reinterpret_cast<CUdeviceptr>(std::malloc(bytes));
   return *address ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-CUresult CUDAAPI cuMemFree(CUdeviceptr address) {
+CUresult cuMemFree_v2(CUdeviceptr address) {
   std::free(reinterpret_cast<void *>(address));
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr destination, const void *source, size_t bytes) {
+CUresult cuMemcpyHtoD_v2(CUdeviceptr destination, const void *source, size_t bytes) {
   LOOPC_STUB_ENTRY("cuMemcpyHtoD");
   std::memcpy(reinterpret_cast<void *>(destination), source, bytes);
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemcpyDtoH(void *destination, CUdeviceptr source, size_t bytes) {
+CUresult cuMemcpyDtoH_v2(void *destination, CUdeviceptr source, size_t bytes) {
   LOOPC_STUB_ENTRY("cuMemcpyDtoH");
   std::memcpy(destination, reinterpret_cast<const void *>(source), bytes);
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr destination, CUdeviceptr source, size_t bytes) {
+CUresult cuMemcpyDtoD_v2(CUdeviceptr destination, CUdeviceptr source, size_t bytes) {
   std::memmove(reinterpret_cast<void *>(destination), reinterpret_cast<const void *>(source),
                bytes);
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemsetD8(CUdeviceptr destination, unsigned char value, size_t bytes) {
+CUresult cuMemsetD8_v2(CUdeviceptr destination, unsigned char value, size_t bytes) {
   std::memset(reinterpret_cast<void *>(destination), value, bytes);
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count,
-                                    CUjit_option *options, void **values) {
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int count,
+                            CUjit_option *options, void **values) {
   std::string ptx = static_cast<const char *>(image);
   bool failed = ptx.find("syntax error") != std::string::npos;
   void *infoLog = nullptr, *errorLog = nullptr;
@@ -371,14 +376,14 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigne
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+CUresult cuModuleUnload(CUmodule module) {
   for (CUfunction function : module->functions)
     delete function;
   delete module;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
+CUresult cuModuleGetFunction(CUfunction *function, CUmodule module, const char *name) {
   if (module->ptx.find(std::string(".entry ") + name) == std::string::npos)
     return CUDA_ERROR_NOT_FOUND;
   module->functions.push_back(new CUfunc_st{name, parameterSizes(module->ptx, name)});
@@ -386,23 +391,23 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction *function, CUmodule module, cons
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction) {
+CUresult cuFuncGetAttribute(int *value, CUfunction_attribute attribute, CUfunction) {
   *value = attribute == CU_FUNC_ATTRIBUTE_NUM_REGS                ? 8
            : attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
                                                                   : 0;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+CUresult cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
   LOOPC_STUB_ENTRY("cuFuncSetAttribute");
   return CUDA_SUCCESS;
 }
 
 #ifndef LOOPC_STUB_WITHOUT_LAUNCH
-CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX, unsigned int gridY,
-                                unsigned int gridZ, unsigned int blockX, unsigned int blockY,
-                                unsigned int blockZ, unsigned int sharedBytes, CUstream,
-                                void **params, void **) {
+CUresult cuLaunchKernel(CUfunction function, unsigned int gridX, unsigned int gridY,
+                        unsigned int gridZ, unsigned int blockX, unsigned int blockY,
+                        unsigned int blockZ, unsigned int sharedBytes, CUstream, void **params,
+                        void **) {
   LOOPC_STUB_ENTRY("cuLaunchKernel");
   if (uint64_t{blockX} * blockY * blockZ > 1024)
     return CUDA_ERROR_INVALID_VALUE;
@@ -432,28 +437,30 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction function, unsigned int gridX, unsigne
 }
 #endif
 
-CUresult CUDAAPI cuEventCreate(CUevent *event, unsigned int) {
+CUresult cuEventCreate(CUevent *event, unsigned int) {
   *event = new CUevent_st;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventDestroy(CUevent event) {
+CUresult cuEventDestroy_v2(CUevent event) {
   delete event;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventRecord(CUevent event, CUstream) {
+CUresult cuEventRecord(CUevent event, CUstream) {
   event->tick = state().clock;
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuEventSynchronize(CUevent) {
+CUresult cuEventSynchronize(CUevent) {
   LOOPC_STUB_ENTRY("cuEventSynchronize");
   return CUDA_SUCCESS;
 }
 
 // Each launch takes 1.5 ms of stub time.
-CUresult CUDAAPI cuEventElapsedTime(float *milliseconds, CUevent start, CUevent end) {
+CUresult cuEventElapsedTime_v2(float *milliseconds, CUevent start, CUevent end) {
   *milliseconds = static_cast<float>(end->tick - start->tick) * 0.5f;
   return CUDA_SUCCESS;
 }
+
+} // extern "C"

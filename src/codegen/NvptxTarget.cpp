@@ -274,12 +274,19 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel) {
   builder.CreateRetVoid();
 }
 
-Expected<std::unique_ptr<llvm::Module>> readLibdevice(llvm::LLVMContext &context) {
+// Reads libdevice for `caller`, the first of its functions a module calls
+// (named in the message when the toolkit is missing).
+Expected<std::unique_ptr<llvm::Module>> readLibdevice(llvm::LLVMContext &context,
+                                                      llvm::StringRef caller) {
   std::string path = libdevicePath();
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
-    return makeError("cannot read libdevice at '" + path + "' (" + buffer.getError().message() +
-                     "); set LOOPC_LIBDEVICE to libdevice.10.bc");
+    return makeError("the GPU code calls " + caller.drop_front(5).str() +
+                     ", which comes from libdevice in the CUDA toolkit, and libdevice cannot be "
+                     "read at '" +
+                     path + "' (" + buffer.getError().message() +
+                     "): install the CUDA toolkit, or set LOOPC_LIBDEVICE to its "
+                     "libdevice.10.bc");
   // Lazily: the linker materializes only the functions a module calls (a
   // few of libdevice's hundreds), where parsing all of it took a quarter of
   // a small kernel's compile time.
@@ -293,11 +300,11 @@ Expected<std::unique_ptr<llvm::Module>> readLibdevice(llvm::LLVMContext &context
 // Links the libdevice functions the module calls, then makes everything but
 // the kernels internal so the optimizer inlines and drops them.
 Status linkLibdevice(llvm::Module &module) {
-  bool needed = std::ranges::any_of(module.functions(), [](const llvm::Function &function) {
+  auto needed = llvm::find_if(module.functions(), [](const llvm::Function &function) {
     return function.isDeclaration() && function.getName().starts_with("__nv_");
   });
-  if (needed) {
-    auto libdevice = readLibdevice(module.getContext());
+  if (needed != module.functions().end()) {
+    auto libdevice = readLibdevice(module.getContext(), needed->getName());
     if (!libdevice)
       return std::unexpected(libdevice.error());
     (*libdevice)->setTargetTriple(module.getTargetTriple());

@@ -40,8 +40,8 @@ private:
 std::optional<std::string> findPtxas() {
   if (const char *configured = std::getenv("LOOPC_PTXAS"); configured && *configured)
     return isExecutable(configured) ? std::optional<std::string>(configured) : std::nullopt;
-  if (isExecutable("/usr/local/cuda/bin/ptxas"))
-    return "/usr/local/cuda/bin/ptxas";
+  if (isExecutable(LOOPC_PTXAS_PATH))
+    return LOOPC_PTXAS_PATH;
   if (const char *path = std::getenv("PATH")) {
     std::stringstream directories(path);
     std::string directory;

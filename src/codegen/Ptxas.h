@@ -22,8 +22,9 @@ struct PtxasKernelReport {
   int sharedBytes = 0;
 };
 
-// The ptxas to run: $LOOPC_PTXAS, /usr/local/cuda/bin/ptxas or `ptxas` on the
-// PATH; nullopt when there is none.
+// The ptxas to run: $LOOPC_PTXAS, else the CUDA toolkit's (in LOOPC_CUDA_ROOT
+// when loopc was configured), else `ptxas` on the PATH; nullopt when there
+// is none.
 std::optional<std::string> findPtxas();
 
 // Assembles `ptx` for `gpu` with `ptxas -v`; an error carries ptxas's output.
