@@ -197,8 +197,10 @@ kernel dct_rows(x: in f64[M][N], X: out f64[M][N]) {
   CHECK(contains(staged, "for n.lane in [0, 32) {"));
   CHECK(!contains(staged, "unrolled for n.lane"));
   auto ptx = codegen::compileToPtx(trace.function, "sm_80");
-  REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
-  CHECK(occurrences(*ptx, "\n") < 2000);
+  if (ptx || !test::skippedForLibdevice(ptx.error().message)) {
+    REQUIRE_MESSAGE(ptx, (ptx ? "" : ptx.error().message));
+    CHECK(occurrences(*ptx, "\n") < 2000);
+  }
   test::checkGpuKernelsOnCpu(*loaded->program, "dct_rows",
                              {{{"M", "3"}, {"N", "70"}}, {{"M", "9"}, {"N", "33"}}}, 19);
 }

@@ -1,6 +1,7 @@
 // Implementation of the shared test helpers (see TestSupport.h).
 #include "TestSupport.h"
 
+#include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "frontend/Loader.h"
 #include "ir/IRPrinter.h"
@@ -14,6 +15,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -91,6 +93,18 @@ void checkAssemblesWithoutSpills(const std::string &ptx, int maxRegisters) {
         CHECK(report.registers <= maxRegisters);
     }
   }
+}
+
+bool haveLibdevice() {
+  std::error_code error;
+  return std::filesystem::is_regular_file(codegen::libdevicePath(), error);
+}
+
+bool skippedForLibdevice(const std::string &message) {
+  if (haveLibdevice() || !contains(message, "comes from libdevice in the CUDA toolkit"))
+    return false;
+  MESSAGE("skipped (no libdevice, the CUDA toolkit's GPU math functions): " << message);
+  return true;
 }
 
 std::string readFile(const std::string &path) {

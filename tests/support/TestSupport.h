@@ -89,6 +89,13 @@ size_t occurrences(const std::string &text, const std::string &part);
 // where ptxas is missing.
 void checkAssemblesWithoutSpills(const std::string &ptx, int maxRegisters = 0);
 
+// Whether libdevice, the CUDA toolkit's GPU math functions, can be read (GPU
+// code calling exp, sin, ... needs it; loopc builds and runs without it).
+bool haveLibdevice();
+// True, having said so, when a GPU compile failed with `message` for want of
+// libdevice, which is missing: the caller skips that kernel.
+bool skippedForLibdevice(const std::string &message);
+
 // The contents of a file; fails the current test when it cannot be read.
 std::string readFile(const std::string &path);
 

@@ -10,8 +10,10 @@
 #include <climits>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 namespace loopc::passes {
 
@@ -89,7 +91,7 @@ namespace {
 
 // Steps one proof may take, and the largest coefficient it may reach:
 // enough for the nests passes make, small enough to cost nothing.
-constexpr int kProofSteps = 2048;
+constexpr int kProofSteps = 4096;
 // The depths of the searches, one after the other (`proves`).
 constexpr int kProofDepths[] = {4, 8, 16, 64};
 constexpr int64_t kLargestCoefficient = int64_t(1) << 40;
@@ -481,6 +483,8 @@ private:
   // in which the search tries facts and atoms' definitions matters little,
   // within kProofSteps in all.
   bool proves(const LinearForm &r) const {
+    // Atoms defined since the last search may prove what it could not.
+    searched_.clear();
     int steps = kProofSteps;
     for (int depth : kProofDepths) {
       depthLeft_ = depth;
@@ -675,6 +679,24 @@ private:
       return true;
     if (--steps < 0 || depthLeft_ == 0)
       return false;
+    // The same goal comes back within one search (an operand's sign, asked
+    // by every product and quotient it is part of): what it came to before
+    // holds, proven at any depth, or not proven within at least this one.
+    std::string goal = goalKey(r);
+    if (auto known = searched_.find(goal); known != searched_.end()) {
+      if (known->second == kProvenGoal)
+        return true;
+      if (known->second >= depthLeft_)
+        return false;
+    }
+    bool holds = searchNonNegative(r, steps);
+    if (steps >= 0) // a search cut short says nothing
+      searched_[goal] = holds ? kProvenGoal : std::max(searched_[goal], depthLeft_);
+    return holds;
+  }
+
+  // The cancellations nonNegative tries, in elimination order.
+  bool searchNonNegative(const LinearForm &r, int &steps) const {
     struct Deeper {
       int &depth;
       explicit Deeper(int &depth) : depth(depth) { --depth; }
@@ -811,7 +833,10 @@ private:
   //    or remainder by 0 is 0 in the generated code, after its error);
   //  - x % y is at most y - 1 when x >= 0 and y >= 1;
   //  - x / y is at most z - 1 when x <= z * y - 1 for a product z * y the
-  //    code computes (a flattened loop's `i.flat / parts` below `rows`).
+  //    code computes (a flattened loop's `i.flat / parts` below `rows`);
+  //  - x * y is at most d - y when x <= d / y - 1 for a quotient d / y the
+  //    code computes, d >= 0 and y >= 1 (a grid-stride loop's
+  //    `step * stride`, with `step` below `count / stride`).
   std::vector<LinearForm> operandBounds(const Operands &atom, int64_t a, int &steps) const {
     if (a > 0) {
       if (nonNegative(atom.first, steps) && nonNegative(atom.second, steps))
@@ -821,6 +846,8 @@ private:
     if (atom.op == BinaryOpKind::Rem && nonNegative(atom.first, steps) &&
         nonNegative(atom.second.plus(constantForm(1), -1), steps))
       return {atom.second.plus(constantForm(1), -1)};
+    if (atom.op == BinaryOpKind::Mul)
+      return productBounds(atom, steps);
     std::vector<LinearForm> bounds;
     if (atom.op != BinaryOpKind::Div || !nonNegative(atom.first, steps) ||
         !nonNegative(atom.second.plus(constantForm(1), -1), steps))
@@ -841,6 +868,28 @@ private:
     return bounds;
   }
 
+  // The upper bounds of a product x * y from the quotients d / y the code
+  // computes (operandBounds): (d / y) * y <= d for d >= 0 and y >= 1, so x
+  // below d / y makes x * y at most d - y.
+  std::vector<LinearForm> productBounds(const Operands &product, int &steps) const {
+    std::vector<LinearForm> bounds;
+    for (const auto &[key, quotient] : signedByOperands_) {
+      if (quotient.op != BinaryOpKind::Div)
+        continue;
+      for (const auto &[factor, divisor] : {std::pair{&product.first, &product.second},
+                                            std::pair{&product.second, &product.first}}) {
+        if (!(*divisor == quotient.second))
+          continue;
+        LinearForm below = atomForm(quotient.atom).plus(*factor, -1);
+        below.constant -= 1; // d / y - 1 - x >= 0
+        if (nonNegative(below, steps) && nonNegative(quotient.first, steps) &&
+            nonNegative(divisor->plus(constantForm(1), -1), steps))
+          bounds.push_back(quotient.first.plus(*divisor, -1));
+      }
+    }
+    return bounds;
+  }
+
   // What q = e / c (c > 1, rounded toward zero) says of q, each fact >= 0:
   // a lower bound for a term that grows with q (`a` > 0), else an upper
   // one. c q >= e - (c - 1) always holds; c q <= e where e >= 0 (proven
@@ -856,6 +905,14 @@ private:
     if (nonNegative(quotient.dividend, steps) || nonNegative(q.plus(constantForm(1), -1), steps))
       return {quotient.dividend.plus(cq, -1)};
     return {quotient.dividend.plus(slack, 1).plus(cq, -1)};
+  }
+
+  // A goal `r >= 0` as the memo of a search knows it.
+  static std::string goalKey(const LinearForm &r) {
+    std::string key = std::to_string(r.constant);
+    for (const auto &[name, term] : r.terms)
+      key += ' ' + std::to_string(term.second) + '*' + name;
+    return key;
   }
 
   static bool tooLarge(const LinearForm &form) {
@@ -879,7 +936,11 @@ private:
   std::map<std::string, Expr> floatLets_;  // enclosing lets of float values
   std::map<std::string, Expr> floatCasts_; // integer atoms converted from floats
   std::map<std::string, const KernelFunc *> kernels_;
-  mutable int depthLeft_ = 0;                 // of the search `proves` runs
+  mutable int depthLeft_ = 0; // of the search `proves` runs
+  // The goals of the search `proves` runs that were settled: kProvenGoal,
+  // or the largest depth left at which they were not proven.
+  static constexpr int kProvenGoal = std::numeric_limits<int>::max();
+  mutable std::unordered_map<std::string, int> searched_;
   std::map<std::string, Clamp> clamps_;       // min and max atoms
   std::map<std::string, Quotient> quotients_; // atoms e / c, c a constant above 1
   // Atoms a * b (neither a constant) and a / b.
