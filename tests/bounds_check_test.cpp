@@ -568,6 +568,12 @@ kernel overwritten(x: inout f32[N], y: out f32[N], lo: f32) {
     }
   }
 }
+kernel split_past_end(A: in f32[M][N], x: in f32[N], y: out f32[M]) {
+  parfor i in 0..M { y[i] = redomap(+, 0.0, j in 0..N) A[i][j] * x[min(j + 1, N)]; }
+}
+kernel split_row_past_end(A: in f32[M][N], y: out f32[M]) {
+  parfor i in 0..M { y[i] = redomap(max, -1.0, j in 0..N) A[min(i + 1, M)][j]; }
+}
 kernel strided(x: in f32[N], y: out f32[N], S: i64) {
   parfor i in 0..N { y[i] = redomap(+, 0.0, t in 0..(N - i + S) / S) x[i + t * S]; }
 }
@@ -583,6 +589,11 @@ kernel launched(x: in f32[N], y: out f32[N], k: i64) {
                  "index -2 out of range for dimension 0 of 'x' (extent 20)");
   checkSameError(source, "overwritten", {{"N", "20"}, {"lo", "-2"}},
                  "index -9 out of range for dimension 0 of 'y' (extent 20)");
+  // Long rows, which both pipelines split into chunks (GPU: a block each).
+  checkSameError(source, "split_past_end", {{"M", "2"}, {"N", "70001"}},
+                 "index 70001 out of range for dimension 0 of 'x' (extent 70001)");
+  checkSameError(source, "split_row_past_end", {{"M", "3"}, {"N", "70001"}},
+                 "index 3 out of range for dimension 0 of 'A' (extent 3)");
   checkSameError(source, "strided", {{"N", "20"}, {"S", "4"}},
                  "index 20 out of range for dimension 0 of 'x' (extent 20)");
   checkSameError(source, "launched", {{"N", "20"}, {"k", "-30"}},
@@ -658,6 +669,8 @@ TEST_CASE("the GPU pipeline's split reductions and grid-stride loops keep no che
   CHECK_FALSE(
       kept("samples/mv_transposed.loop --kernel mv_transposed --set M=16384 --set N=16384"));
   CHECK_FALSE(kept("samples/sum_max.loop --kernel count_above --set N=16777216"));
+  CHECK_FALSE(kept("samples/mv.loop --set M=4 --set N=67108864"));
+  CHECK_FALSE(kept("samples/softmax.loop --set R=64 --set C=1048576"));
   // The same pipeline keeps a check it cannot prove (a gather).
   CHECK(kept("samples/histogram.loop"));
 }

@@ -317,8 +317,11 @@ protected:
 
   // A loop's extent as its body sees it: there it is at least 1, so
   // `max(e, c)` with a constant c <= 0 (a lowering's guard against negative
-  // trip counts) is e, also as an operand of a min.
-  static Expr runningExtent(const Expr &extent) {
+  // trip counts) is e, also as an operand of a min, and as the clamped
+  // count of a strided loop's `(count + r) / c` (below).
+  Expr runningExtent(const Expr &extent) {
+    if (Expr strided = runningStridedCount(extent))
+      return strided;
     auto *clamp = extent->as<Binary>();
     // min(a, b) >= 1: a >= 1 and b >= 1.
     if (clamp && clamp->op == BinaryOpKind::Min)
@@ -334,6 +337,63 @@ protected:
     if (notPositive(clamp->lhs))
       return runningExtent(clamp->rhs);
     return extent;
+  }
+
+  // A strided loop's trip count `(x + r) / c` (a constant c >= 1; map_to_gpu's
+  // `(count + 256 - (thread + 1)) / 256`) with a clamped summand x, a min or
+  // max: at least 1 where the loop runs, so x >= c - r, which is at least 1
+  // where r <= c - 1 is proven; x is then read as a running extent (a split
+  // reduction's chunk `min(chunk, max(length - start, 0))` is
+  // `min(chunk, length - start)`, as an empty chunk runs no step). Null when
+  // the extent is not such a count.
+  Expr runningStridedCount(const Expr &extent) {
+    auto *quotient = extent->as<Binary>();
+    auto *divisor =
+        quotient && quotient->op == BinaryOpKind::Div ? quotient->rhs->as<IntImm>() : nullptr;
+    if (!divisor || divisor->value < 1)
+      return nullptr;
+    std::vector<Expr> summands;
+    collectAddedTerms(quotient->lhs, summands);
+    std::optional<LinearForm> dividend = form(quotient->lhs);
+    for (const Expr &summand : summands) {
+      auto *clamp = summand->as<Binary>();
+      if (!clamp || (clamp->op != BinaryOpKind::Min && clamp->op != BinaryOpKind::Max))
+        continue;
+      std::optional<LinearForm> clamped = form(summand);
+      if (!dividend || !clamped)
+        return nullptr;
+      LinearForm rest = dividend->plus(*clamped, -1);
+      if (!proves(constantForm(divisor->value - 1).plus(rest, -1)))
+        continue;
+      Expr running = replaced(quotient->lhs, summand, runningExtent(summand));
+      return makeBinary(BinaryOpKind::Div, running, quotient->rhs);
+    }
+    return nullptr;
+  }
+
+  // The terms `expr` adds (not those it subtracts), through i64 sums and
+  // differences.
+  static void collectAddedTerms(const Expr &expr, std::vector<Expr> &terms) {
+    auto *binary = expr->as<Binary>();
+    if (binary && expr->type == ScalarType::I64 && binary->op == BinaryOpKind::Add) {
+      collectAddedTerms(binary->lhs, terms);
+      collectAddedTerms(binary->rhs, terms);
+    } else if (binary && expr->type == ScalarType::I64 && binary->op == BinaryOpKind::Sub) {
+      collectAddedTerms(binary->lhs, terms);
+    } else {
+      terms.push_back(expr);
+    }
+  }
+
+  // `expr` with its subterm `target` (that node) replaced by `replacement`.
+  static Expr replaced(const Expr &expr, const Expr &target, const Expr &replacement) {
+    if (expr == target)
+      return replacement;
+    auto *binary = expr->as<Binary>();
+    if (!binary)
+      return expr;
+    return makeBinary(binary->op, replaced(binary->lhs, target, replacement),
+                      replaced(binary->rhs, target, replacement));
   }
 
   void visitLetStmt(const LetStmt &let) override {
@@ -539,33 +599,37 @@ private:
     if (auto *binary = expr->as<Binary>(); binary && expr->type == ScalarType::I64) {
       std::optional<LinearForm> lhs = form(binary->lhs), rhs = form(binary->rhs);
       if (lhs && rhs) {
-        switch (binary->op) {
-        case BinaryOpKind::Add:
+        // An atom is known by its value, its operands' lets replaced by
+        // theirs: a let `parts = min(1024 / max(rows, 1), ...)` and a size
+        // choice that spells it out in the sizes are one atom.
+        if (binary->op == BinaryOpKind::Add)
           return lhs->plus(*rhs, 1);
-        case BinaryOpKind::Sub:
+        if (binary->op == BinaryOpKind::Sub)
           return lhs->plus(*rhs, -1);
+        Expr atom = makeBinary(binary->op, lhs->toExpr(), rhs->toExpr());
+        switch (binary->op) {
         case BinaryOpKind::Mul:
           // Factors below 2^20 of forms below 2^40: no overflow.
           if (rhs->terms.empty() && std::abs(rhs->constant) < kLargestFactor)
             return lhs->scaled(rhs->constant);
           if (lhs->terms.empty() && std::abs(lhs->constant) < kLargestFactor)
             return rhs->scaled(lhs->constant);
-          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs, expr});
-          break;
+          signedByOperands_.try_emplace(toString(atom), Operands{binary->op, *lhs, *rhs, atom});
+          return opaque(atom);
         case BinaryOpKind::Min:
         case BinaryOpKind::Max:
-          defineMinMax(expr, binary->op == BinaryOpKind::Min, *lhs, *rhs);
-          break;
+          defineMinMax(atom, binary->op == BinaryOpKind::Min, *lhs, *rhs);
+          return opaque(atom);
         case BinaryOpKind::Div:
           if (rhs->terms.empty() && rhs->constant == 1)
             return lhs; // a flattened loop of one part (privatize_combines' `i.flat / 1`)
           if (rhs->terms.empty() && rhs->constant > 1 && rhs->constant < kLargestFactor)
-            quotients_.try_emplace(toString(expr), Quotient{*lhs, rhs->constant});
-          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs, expr});
-          break;
+            quotients_.try_emplace(toString(atom), Quotient{*lhs, rhs->constant});
+          signedByOperands_.try_emplace(toString(atom), Operands{binary->op, *lhs, *rhs, atom});
+          return opaque(atom);
         case BinaryOpKind::Rem:
-          signedByOperands_.try_emplace(toString(expr), Operands{binary->op, *lhs, *rhs, expr});
-          break;
+          signedByOperands_.try_emplace(toString(atom), Operands{binary->op, *lhs, *rhs, atom});
+          return opaque(atom);
         default:
           break;
         }
