@@ -5,6 +5,7 @@
 
 #include "driver/RunCommand.h"
 #include "engine/Npy.h"
+#include "support/LineDiff.h"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -255,6 +256,41 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       "lower_reductions, combine_in_warps, "
       "tile_registers, stage_shared, globalize_private_arrays, drop_untaken_branches, "
       "extract_kernels"));
+}
+
+TEST_CASE("explain --changes prints what each pass changed as a diff") {
+  // The lines lower_reductions replaced and added, with two lines of
+  // context; a pass that changed nothing says so.
+  auto reductions = runLoopc("explain samples/dot.loop --changes --after lower_reductions");
+  CHECK(reductions.exitCode == 0);
+  CHECK(reductions.output.starts_with("// changes by lower_reductions\n@@ -2,5 +2,"));
+  CHECK(contains(reductions.output,
+                 "\n   acc = 0.0\n-  reduce acc += over i in [0, N): x[i] * y[i]\n+"
+                 "  let red0.grid = "));
+  CHECK(!contains(reductions.output, "func dot("));
+  auto unchanged = runLoopc("explain samples/dot.loop --changes --after fuse_producers");
+  CHECK(unchanged.output == "// changes by fuse_producers: none\n");
+  auto all = runLoopc("explain samples/matmul.loop --changes");
+  CHECK(all.exitCode == 0);
+  CHECK(contains(all.output, "// changes by tile_registers\n@@ "));
+  CHECK(contains(all.output, "// changes by drop_overwritten_fills: none\n"));
+  CHECK(runLoopc("explain samples/dot.loop --changes --remarks").exitCode != 0);
+}
+
+TEST_CASE("line diffs: hunks with context, merged when close, ranges as diff writes them") {
+  CHECK(unifiedLineDiff("a\nb\nc\n", "a\nb\nc\n").empty());
+  CHECK(unifiedLineDiff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nD\ne\nf\ng\nh\n") ==
+        "@@ -2,5 +2,5 @@\n b\n c\n-d\n+D\n e\n f\n");
+  // Insertions at the start and at the end; a deletion of everything.
+  CHECK(unifiedLineDiff("b\n", "a\nb\nc\n") == "@@ -1,1 +1,3 @@\n+a\n b\n+c\n");
+  CHECK(unifiedLineDiff("a\nb\n", "") == "@@ -1,2 +0,0 @@\n-a\n-b\n");
+  // Two changes five lines apart (more than twice the context): two hunks.
+  std::string before = "1\n2\n3\n4\n5\n6\n7\n8\n9\n";
+  CHECK(unifiedLineDiff(before, "x\n2\n3\n4\n5\n6\n7\n8\ny\n") ==
+        "@@ -1,3 +1,3 @@\n-1\n+x\n 2\n 3\n@@ -7,3 +7,3 @@\n 7\n 8\n-9\n+y\n");
+  // Three lines apart: one hunk.
+  CHECK(unifiedLineDiff(before, "1\n2\nx\n4\n5\ny\n7\n8\n9\n") ==
+        "@@ -1,8 +1,8 @@\n 1\n 2\n-3\n+x\n 4\n 5\n-6\n+y\n 7\n 8\n");
 }
 
 TEST_CASE("skipping passes: an optimization can be left out, a pass the program needs cannot") {

@@ -1,7 +1,8 @@
 // `loopc explain`: lowers the chosen kernel and runs the pass pipeline,
 // printing the IR after each pass (`--after` keeps only the passes of that
-// name), or with `--remarks` what the optimizations did and declined (of
-// the `--after` pass alone, when given). Exit status 1 when the program does
+// name; `--changes` prints what each pass changed instead), or with
+// `--remarks` what the optimizations did and declined (of the `--after` pass
+// alone, when given). Exit status 1 when the program does
 // not check or PASS is unknown.
 #include "driver/ExplainCommand.h"
 
@@ -13,6 +14,7 @@
 #include "ir/Lower.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
+#include "support/LineDiff.h"
 
 #include <algorithm>
 #include <charconv>
@@ -32,6 +34,7 @@ struct ExplainOptions {
   PassChoiceOptions passes;
   std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
   bool remarks = false;
+  bool changes = false;    // --changes: each pass's changes, not its whole output
   bool perf = false;       // --perf: the performance model's report instead of the IR
   std::string deviceModel; // empty: h100 for the GPU, native for the CPU
 };
@@ -165,8 +168,8 @@ int runExplain(const ExplainOptions &options) {
   pipeline.specializedSizes =
       passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
   pipeline.runSizes = *sizes;
-  if (auto explained =
-          explainKernel(std::cout, *session->program, **kernel, options.after, pipeline);
+  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after,
+                                     pipeline, options.changes);
       !explained) {
     session->report(explained.error()); // located where the pipeline refuses the program
     return 1;
@@ -181,19 +184,33 @@ passes::PipelineTarget pipelineTargetNamed(const std::string &target) {
 }
 
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
-                     const std::string &afterPass, passes::PipelineOptions pipeline) {
+                     const std::string &afterPass, passes::PipelineOptions pipeline,
+                     bool changesOnly) {
   bool printed = false;
   std::vector<std::string> passNames;
+  ir::Function lowered = ir::lowerKernel(program, kernel);
+  std::string before = changesOnly ? ir::toString(lowered) : std::string();
   pipeline.afterPass = [&](const std::string &pass, const ir::Function &function) {
     if (std::ranges::find(passNames, pass) == passNames.end()) // simplify runs twice
       passNames.push_back(pass);
-    if (!afterPass.empty() && pass != afterPass)
+    bool shown = afterPass.empty() || pass == afterPass;
+    if (!changesOnly) {
+      if (shown)
+        out << (printed ? "\n" : "") << "// after " << pass << "\n" << ir::toString(function);
+      printed = printed || shown;
       return;
-    out << (printed ? "\n" : "") << "// after " << pass << "\n" << ir::toString(function);
-    printed = true;
+    }
+    std::string now = ir::toString(function);
+    if (shown) {
+      std::string changes = unifiedLineDiff(before, now);
+      out << (printed ? "\n" : "") << "// changes by " << pass
+          << (changes.empty() ? ": none\n" : "\n") << changes;
+      printed = true;
+    }
+    before = std::move(now);
   };
   // The passes up to a broken one are printed before its error.
-  if (auto function = passes::runPipeline(ir::lowerKernel(program, kernel), pipeline); !function)
+  if (auto function = passes::runPipeline(std::move(lowered), pipeline); !function)
     return std::unexpected(function.error());
   if (!printed)
     return std::unexpected(unknownPassError(afterPass, passNames, pipeline));
@@ -229,6 +246,12 @@ void addExplainCommand(CLI::App &app) {
       command->add_flag("--remarks", options->remarks,
                         "Print what each optimization did or declined, and performance warnings, "
                         "located in the source, instead of the IR");
+  CLI::Option *changes =
+      command
+          ->add_flag("--changes", options->changes,
+                     "Print only what each pass changed: a unified diff of the IR against the IR "
+                     "before the pass (with --after, that pass's changes)")
+          ->excludes(remarks);
   command
       ->add_option("--target", options->target,
                    "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
@@ -241,7 +264,8 @@ void addExplainCommand(CLI::App &app) {
       ->add_flag("--perf", options->perf,
                  "Print what the performance model predicts for each launch of the "
                  "pipeline's kernels (--target) at the sizes --set gives (docs/perf.md)")
-      ->excludes(remarks);
+      ->excludes(remarks)
+      ->excludes(changes);
   command
       ->add_option("--device-model", options->deviceModel,
                    "The device --perf predicts for: a GPU (h100, the default, h100-pcie, "

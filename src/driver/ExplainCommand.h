@@ -22,10 +22,12 @@ void addExplainCommand(CLI::App &app);
 
 // Writes the kernel's IR after each pass of the `pipeline` (only after the
 // passes named `afterPass` when it is not empty; its own afterPass is
-// replaced) to `out`. An unknown pass is an error listing the passes. Shared
-// with the REPL's :explain.
+// replaced) to `out`, or with `changesOnly` what each pass changed (a
+// unified diff against the IR before it). An unknown pass is an error
+// listing the passes. Shared with the REPL's :explain.
 Status explainKernel(std::ostream &out, const Program &program, const KernelDecl &kernel,
-                     const std::string &afterPass, passes::PipelineOptions pipeline);
+                     const std::string &afterPass, passes::PipelineOptions pipeline,
+                     bool changesOnly = false);
 
 // The error for `--after PASS` naming no pass of `passNames` (those the
 // pipeline of `pipeline` ran): the option that left it out, or the passes.

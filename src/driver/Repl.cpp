@@ -682,14 +682,21 @@ void Repl::explainCommand(const std::string &arguments) {
   std::string after;
   std::string target = "gpu";
   bool remarks = false;
+  bool changes = false;
   CLI::App parser{"Print a kernel's Loop IR after each compiler pass", ":explain"};
   parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
   parser.add_option("--after", after, "Print the IR only after this pass");
   parser.add_option("--target", target, "The pipeline: gpu (the default) or cpu")
       ->check(CLI::IsMember({"cpu", "gpu"}));
-  parser.add_flag("--remarks", remarks,
-                  "What each optimization did or declined, instead of the IR (with --after, "
-                  "that pass's only)");
+  CLI::Option *remarksFlag =
+      parser.add_flag("--remarks", remarks,
+                      "What each optimization did or declined, instead of the IR (with --after, "
+                      "that pass's only)");
+  parser
+      .add_flag("--changes", changes,
+                "Only what each pass changed: a unified diff of the IR against the IR before "
+                "the pass")
+      ->excludes(remarksFlag);
   PassChoiceOptions passChoices;
   passChoices.addTo(parser);
   if (!parseArguments(parser, arguments, out_, err_))
@@ -719,7 +726,7 @@ void Repl::explainCommand(const std::string &arguments) {
       out_ << "no remarks for kernel '" << (*kernel)->name << "'\n";
     return;
   }
-  if (auto explained = explainKernel(out_, *session_->program, **kernel, after, pipeline);
+  if (auto explained = explainKernel(out_, *session_->program, **kernel, after, pipeline, changes);
       !explained)
     report(explained.error());
 }
