@@ -133,6 +133,9 @@ TEST_CASE(":explain, :llvm, :device, :load, :reset, :help and unknown commands")
   CHECK(contains(explained, "// after "));
   CHECK(contains(explained, "gpu_block"));
   CHECK(contains(session.type(":explain iota --after nosuchpass"), "no pass named 'nosuchpass'"));
+  std::string changes = session.type(":explain iota --changes --after map_to_gpu");
+  CHECK(contains(changes, "// changes by map_to_gpu\n@@ "));
+  CHECK(contains(changes, "\n+    gpu_thread.x for "));
   CHECK(contains(session.type(":llvm iota"), "define "));
   CHECK(contains(session.type(":ptx iota"), ".entry iota"));
   CHECK(contains(session.type(":device"), "device: interp"));
