@@ -485,6 +485,37 @@ TEST_CASE("the GPU engine's host program moves reduction cells through the devic
   gpu.mustRun(*loaded->program, kernel, empty);
 }
 
+TEST_CASE("the GPU engine's host program fuses a multiply-add as the kernels do") {
+  // (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 rounded once, 0 with the product
+  // rounded first: host code computes what the interpreter does.
+  const std::string stub = LOOPC_CUDA_STUB;
+  StubbedGpu gpu(stub);
+  auto loaded = test::loadText(R"(
+kernel fused(a: f32, b: f32, c: f32, d: f64, s: out f32, t: out f64, u: out f32) {
+  s = a * b + c;
+  t = d * d - 1.0;
+  u = c + a * b;
+})");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const KernelDecl &kernel = *loaded->program->findKernel("fused");
+  std::map<std::string, std::string> values = {{"a", "1.000244140625"},
+                                               {"b", "1.000244140625"},
+                                               {"c", "-1.00048828125"},
+                                               {"d", "1.000000000931322574615478515625"}};
+  KernelArgs args = argumentsAt(kernel, values);
+  gpu.mustRun(*loaded->program, kernel, args);
+  KernelArgs reference = argumentsAt(kernel, values);
+  Interpreter interpreter;
+  REQUIRE(interpreter.run(*loaded->program, kernel, reference));
+  CHECK(args.params[4].data<float>()[0] == std::ldexp(1.0f, -24));
+  CHECK(args.params[6].data<float>()[0] == std::ldexp(1.0f, -24));
+  CHECK(args.params[5].data<double>()[0] == reference.params[5].data<double>()[0]);
+  CHECK(args.params[5].data<double>()[0] ==
+        std::fma(1.000000000931322574615478515625, 1.000000000931322574615478515625, -1.0));
+  for (size_t output : {4, 6})
+    CHECK(args.params[output].data<float>()[0] == reference.params[output].data<float>()[0]);
+}
+
 TEST_CASE("the host program's temporaries are allocated once, not in every run") {
   // dot's host program allocates the reduction cell and the per-block
   // partials; a second run of the same size reuses them (cuMemAlloc in the

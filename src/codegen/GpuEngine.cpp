@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 namespace loopc::codegen {
@@ -544,7 +545,46 @@ private:
     return makeError("GPU engine: unknown expression in host code");
   }
 
+  // `a * b + c`, `c - a * b`, ... on floats round once, as the kernels'
+  // code and the interpreter compute them (docs/language.md): one fused
+  // multiply-add, its operands evaluated left to right. Nothing when `sum`
+  // is not such a sum.
+  std::optional<Expected<HostScalar>> evalFusedMultiplyAdd(const Binary &sum) {
+    if (!isFloat(sum.type) || (sum.op != BinaryOpKind::Add && sum.op != BinaryOpKind::Sub))
+      return std::nullopt;
+    auto productOf = [](const ir::Expr &operand) {
+      const auto *product = operand->as<Binary>();
+      return product && product->op == BinaryOpKind::Mul ? product : nullptr;
+    };
+    const Binary *product = productOf(sum.lhs);
+    bool productFirst = product != nullptr;
+    if (!product)
+      product = productOf(sum.rhs);
+    if (!product)
+      return std::nullopt;
+    Expected<HostScalar> addend = HostScalar{};
+    if (!productFirst && !(addend = eval(*sum.lhs)))
+      return addend;
+    auto lhs = eval(*product->lhs);
+    if (!lhs)
+      return lhs;
+    auto rhs = eval(*product->rhs);
+    if (!rhs)
+      return rhs;
+    if (productFirst && !(addend = eval(*sum.rhs)))
+      return addend;
+    double a = lhs->real, b = rhs->real, c = addend->real;
+    if (sum.op == BinaryOpKind::Sub)
+      (productFirst ? c : a) = -(productFirst ? c : a);
+    if (sum.type == ScalarType::F32)
+      return HostScalar::ofReal(
+          sum.type, std::fma(static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
+    return HostScalar::ofReal(sum.type, std::fma(a, b, c));
+  }
+
   Expected<HostScalar> evalBinary(const Binary &binary) {
+    if (auto fused = evalFusedMultiplyAdd(binary))
+      return std::move(*fused);
     auto lhs = eval(*binary.lhs);
     if (!lhs)
       return lhs;
