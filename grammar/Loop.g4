@@ -9,9 +9,13 @@ program : importDecl* topDecl* EOF ;
 importDecl : 'import' (ID | STRING) ';' ;
 
 topDecl
-  : UNSAFE? 'kernel' ID '(' paramList? ')' block                  # kernelDecl
+  : attribute* UNSAFE? 'kernel' ID '(' paramList? ')' block       # kernelDecl
   | ASSOC? 'fn' ID '(' paramList? ')' '->' scalarType block       # fnDecl
   ;
+
+// `@fp_contract(off)` before a kernel: a choice of how it is compiled
+// (Sema knows the names and their arguments).
+attribute : '@' ID '(' (ID (',' ID)*)? ')' ;
 
 paramList : param (',' param)* ;
 param : ID ':' intent? type ;

@@ -277,6 +277,35 @@ TEST_CASE("explain --changes prints what each pass changed as a diff") {
   CHECK(runLoopc("explain samples/dot.loop --changes --remarks").exitCode != 0);
 }
 
+TEST_CASE("--fp-contract off rounds each product before the sum, on every command") {
+  test::TempDir dir;
+  std::string file = dir.file(
+      "mad.loop", "kernel mad(a: f32, b: f32, c: f32, s: out f32) {\n  s = a * b + c;\n}\n");
+  std::string sizes = " --set a=1.000244140625 --set b=1.000244140625 --set c=-1.00048828125";
+  for (const char *device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto fused = runLoopc("run " + file + sizes + " --device " + device);
+    CHECK(contains(fused.output, "s: f32 sum=5.960464e-08 value: 5.960464e-08"));
+    std::string check = std::string(device) == "interp" ? "" : " --check";
+    auto rounded =
+        runLoopc("run " + file + sizes + " --fp-contract off" + check + " --device " + device);
+    CHECK(rounded.exitCode == 0);
+    CHECK(contains(rounded.output, "s: f32 sum=0 value: 0"));
+  }
+  std::string vector =
+      dir.file("madv.loop", "kernel madv(a: in f32[N], s: out f32[N]) {\n"
+                            "  parfor i in 0..N { s[i] = a[i] * a[i] + 1.0; }\n}\n");
+  auto unfusedPtx = runLoopc("compile " + vector + " --emit ptx --fp-contract off -o -");
+  CHECK(contains(unfusedPtx.output, "mul.rn.f32"));
+  CHECK(!contains(unfusedPtx.output, "fma.rn.f32"));
+  CHECK(contains(runLoopc("compile " + vector + " --emit ptx -o -").output, "fma.rn.f32"));
+  CHECK(contains(runLoopc("explain " + file + " --after lower --fp-contract off").output,
+                 "s = f32(a * b) + c"));
+  auto refused = runLoopc("run " + file + sizes + " --fp-contract fast");
+  CHECK(refused.exitCode != 0);
+  CHECK(contains(refused.output, "--fp-contract: fast not in {on,off}"));
+}
+
 TEST_CASE("line diffs: hunks with context, merged when close, ranges as diff writes them") {
   CHECK(unifiedLineDiff("a\nb\nc\n", "a\nb\nc\n").empty());
   CHECK(unifiedLineDiff("a\nb\nc\nd\ne\nf\ng\nh\n", "a\nb\nc\nD\ne\nf\ng\nh\n") ==

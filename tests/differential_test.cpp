@@ -7,6 +7,7 @@
 // operations a second, and a 5-deep convolution at 20 is hundreds of millions).
 #include "TestSupport.h"
 #include "codegen/CpuEngine.h"
+#include "driver/Session.h"
 #include "interp/Interpreter.h"
 #include "support/Differential.h"
 
@@ -1914,4 +1915,89 @@ kernel stats(x: in f32[N], s: out f32, lo: out f32, hi: out f32, n: out i64) {
 }
 )",
               {"N=16383", "N=16384", "N=16385", "N=40000", "N=262143", "N=1000001"});
+}
+
+TEST_CASE("fp_contract: off rounds every product before it is added on every engine") {
+  // (1 + 2^-12)^2 - (1 + 2^-11) is 2^-24 as one fused multiply-add and 0
+  // with the product rounded first. Each output element is one way of
+  // writing the sum: a * b + c, c + a * b, through a fn, compounded, and in a
+  // redomap of one term (whose products are rounded either way).
+  const char *source = R"(
+fn mad(x: f32, y: f32, z: f32) -> f32 { return x * y + z; }
+kernel sums(a: f32, b: f32, c: f32, s: out f32[N]) {
+  parfor i in 0..N {
+    var x = c;
+    x += a * b;
+    let r = c + redomap(+, 0.0, k in 0..1) a * b;
+    s[i] = i == 0 ? a * b + c : i == 1 ? c + a * b : i == 2 ? mad(a, b, c) : i == 3 ? x : r;
+  }
+}
+@fp_contract(off)
+kernel sums_off(a: f32, b: f32, c: f32, s: out f32[N]) { sums(a, b, c, s); }
+@fp_contract(off)
+kernel rounded(a: f32, b: f32, c: f32, s: out f32[N]) {
+  parfor i in 0..N {
+    var x = c;
+    x += a * b;
+    s[i] = i == 0 ? a * b + c : i == 1 ? c + a * b : i == 2 ? mad(a, b, c) : i == 3 ? x : c - a * b;
+  }
+}
+@fp_contract(on)
+kernel fused(a: f32, b: f32, c: f32, s: out f32[N], t: out f32[N]) {
+  parfor i in 0..N { s[i] = a * b + c; }
+  rounded(a, b, c, t);
+}
+)";
+  auto loaded = test::loadText(source);
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  const float tiny = std::ldexp(1.0f, -24);
+  std::map<std::string, std::string> values = {
+      {"a", "1.000244140625"}, {"b", "1.000244140625"}, {"c", "-1.00048828125"}, {"N", "5"}};
+  Interpreter interpreter;
+  codegen::CpuEngine cpu;
+  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  // Each kernel's outputs, element by element (a called kernel rounds as it
+  // says; a redomap's product is rounded on its own, so its element is
+  // c + 1 + 2^-11 = 0 either way; `rounded`'s last is c - (1 + 2^-11)).
+  const float rounded = -2.0009765625f;
+  std::map<std::string, std::vector<std::vector<float>>> expected = {
+      {"sums", {{tiny, tiny, tiny, tiny, 0}}},
+      {"sums_off", {{tiny, tiny, tiny, tiny, 0}}}, // sums says nothing: fused
+      {"rounded", {{0, 0, 0, 0, rounded}}},
+      {"fused", {{tiny, tiny, tiny, tiny, tiny}, {0, 0, 0, 0, rounded}}},
+  };
+  auto check = [&](const std::map<std::string, std::vector<std::vector<float>>> &outputs) {
+    for (const auto &[name, arrays] : outputs) {
+      CAPTURE(name);
+      const KernelDecl &kernel = *loaded->program->findKernel(name);
+      for (Engine *engine : {static_cast<Engine *>(&interpreter), static_cast<Engine *>(&cpu),
+                             static_cast<Engine *>(&gpuKernels)}) {
+        CAPTURE(engine->name());
+        ArgumentRequest request;
+        request.values = values;
+        Expected<KernelArgs> args = bindKernelArguments(kernel, request);
+        REQUIRE_MESSAGE(args, (args ? "" : args.error().message));
+        auto ran = engine->run(*loaded->program, kernel, *args);
+        REQUIRE_MESSAGE(ran, (ran ? "" : ran.error().message));
+        for (size_t output = 0; output < arrays.size(); ++output)
+          for (size_t i = 0; i < arrays[output].size(); ++i) {
+            CAPTURE(output);
+            CAPTURE(i);
+            CHECK(args->params[3 + output].data<float>()[i] == arrays[output][i]);
+          }
+      }
+    }
+  };
+  check(expected);
+
+  // --fp-contract off: the kernels that do not say round every product;
+  // those that do keep their own choice.
+  driver::PassChoiceOptions options;
+  options.fpContract = "off";
+  options.applyFpContract(*loaded->program);
+  check({{"sums", {{0, 0, 0, 0, 0}}},
+         {"fused", {{tiny, tiny, tiny, tiny, tiny}, {0, 0, 0, 0, rounded}}}});
+  options.fpContract = "";
+  options.applyFpContract(*loaded->program);
+  check({{"sums", {{tiny, tiny, tiny, tiny, 0}}}});
 }

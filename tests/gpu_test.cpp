@@ -514,6 +514,19 @@ kernel fused(a: f32, b: f32, c: f32, d: f64, s: out f32, t: out f64, u: out f32)
         std::fma(1.000000000931322574615478515625, 1.000000000931322574615478515625, -1.0));
   for (size_t output : {4, 6})
     CHECK(args.params[output].data<float>()[0] == reference.params[output].data<float>()[0]);
+
+  // Under @fp_contract(off) the product is rounded first: 0.
+  auto off = test::loadText(R"(
+@fp_contract(off)
+kernel unfused(a: f32, b: f32, c: f32, s: out f32) {
+  s = a * b + c;
+})");
+  REQUIRE_MESSAGE(off->program, off->diagnostics);
+  const KernelDecl &unfused = *off->program->findKernel("unfused");
+  KernelArgs rounded = argumentsAt(
+      unfused, {{"a", "1.000244140625"}, {"b", "1.000244140625"}, {"c", "-1.00048828125"}});
+  gpu.mustRun(*off->program, unfused, rounded);
+  CHECK(rounded.params[3].data<float>()[0] == 0.0f);
 }
 
 TEST_CASE("the host program's temporaries are allocated once, not in every run") {

@@ -56,8 +56,12 @@ public:
   Expected<const Compiled *> get(const Program &program, const KernelDecl &kernel,
                                  const std::map<std::string, int64_t> &sizes, const Build &build) {
     Entry &entry = entries_[&kernel];
-    if (entry.program != &program) // a kernel pointer may be reused by another program
-      entry = Entry{&program, ir::lowerKernel(program, kernel), {}};
+    // A kernel pointer may be reused by another program, and the lowering
+    // follows how each kernel's multiply-adds round (--fp-contract may
+    // change that between runs).
+    std::vector<FpContract> contracts = fpContracts(program);
+    if (entry.program != &program || entry.contracts != contracts)
+      entry = Entry{&program, std::move(contracts), ir::lowerKernel(program, kernel), {}};
     std::map<std::string, int64_t> specialized =
         passes::sizesToSpecialize(entry.lowered, sizes, pipeline_);
     std::vector<std::unique_ptr<Compiled>> &variants = entry.variants[specialized];
@@ -81,8 +85,17 @@ public:
   void clear() { entries_.clear(); }
 
 private:
+  static std::vector<FpContract> fpContracts(const Program &program) {
+    std::vector<FpContract> contracts;
+    for (const auto &module : program.modules)
+      for (const auto &each : module->kernels)
+        contracts.push_back(each->fpContract);
+    return contracts;
+  }
+
   struct Entry {
     const Program *program = nullptr;
+    std::vector<FpContract> contracts; // of the program's kernels, when lowered
     ir::Function lowered;
     std::map<std::map<std::string, int64_t>, std::vector<std::unique_ptr<Compiled>>> variants;
   };

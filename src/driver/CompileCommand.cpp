@@ -226,6 +226,7 @@ int runCompile(const CompileOptions &options) {
     session->report(choices.error());
     return 1;
   }
+  options.passes.applyFpContract(*session->program);
   passes::PipelineOptions pipeline;
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
   pipeline.choices = std::move(*choices);

@@ -145,6 +145,7 @@ int runExplain(const ExplainOptions &options) {
     session->report(kernel.error());
     return 1;
   }
+  options.passes.applyFpContract(*session->program);
   auto choices = options.passes.toChoices();
   if (!choices) {
     session->report(choices.error());

@@ -633,6 +633,8 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
     report(choices.error());
     return;
   }
+  if (session_)
+    passChoices.applyFpContract(*session_->program);
   auto run = prepareKernelRun(*program, kernelName, device, argumentOptions, *choices);
   if (!run) {
     report(run.error());
@@ -712,6 +714,8 @@ void Repl::explainCommand(const std::string &arguments) {
     report(choices.error());
     return;
   }
+  if (session_)
+    passChoices.applyFpContract(*session_->program);
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
   pipeline.choices = *choices;
@@ -761,6 +765,8 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
     report(choices.error());
     return;
   }
+  if (session_)
+    passChoices.applyFpContract(*session_->program);
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
   pipeline.choices = *choices;

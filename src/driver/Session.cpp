@@ -212,6 +212,24 @@ void PassChoiceOptions::addTo(CLI::App &command) {
                    "is a located error, not a wild access (`explain --remarks` lists the checks "
                    "kept)");
   addUnsafeTo(command);
+  addFpContractTo(command);
+}
+
+void PassChoiceOptions::addFpContractTo(CLI::App &command) {
+  command
+      .add_option("--fp-contract", fpContract,
+                  "on: a * b + c on floats is one fused multiply-add, rounded once (the "
+                  "default); off: every product is rounded before it is added, as C's "
+                  "-ffp-contract=off (for kernels without @fp_contract; docs/language.md)")
+      ->check(CLI::IsMember({"on", "off"}));
+}
+
+void PassChoiceOptions::applyFpContract(Program &program) const {
+  FpContract mode = fpContract == "off" ? FpContract::Off : FpContract::On;
+  for (const auto &module : program.modules)
+    for (const auto &kernel : module->kernels)
+      if (!kernel->fpContractWritten)
+        kernel->fpContract = mode;
 }
 
 void PassChoiceOptions::addUnsafeTo(CLI::App &command) {
@@ -327,6 +345,7 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
     run.session->report(choices.error());
     return std::nullopt;
   }
+  options.passes.applyFpContract(*run.session->program);
   auto prepared = prepareKernelRun(*run.session->program, options.kernel, options.device,
                                    options.arguments, *choices);
   if (!prepared) {

@@ -73,10 +73,15 @@ struct PassChoiceOptions {
   std::vector<std::string> parameters;
   bool boundsCheck = false; // --bounds-check: the default, said again
   bool unsafe = false;      // --unsafe: indices left unchecked
+  std::string fpContract;   // --fp-contract on|off; empty: on
 
   void addTo(CLI::App &command);
+  // Sets how the multiply-adds of the kernels that do not say (with
+  // `@fp_contract`) round: as --fp-contract says, else fused.
+  void applyFpContract(Program &program) const;
   // `--unsafe` alone (`tune`, which makes the other choices itself).
   void addUnsafeTo(CLI::App &command);
+  void addFpContractTo(CLI::App &command);
   // Checks the parameters (the skipped passes are checked by the pipeline).
   Expected<passes::PassChoices> toChoices() const;
 };

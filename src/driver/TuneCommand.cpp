@@ -313,6 +313,7 @@ void addTuneCommand(CLI::App &app) {
   // choices, for checked code unless --unsafe.
   options->target.addTo(*command, "tune", /*passChoices=*/false);
   options->target.passes.addUnsafeTo(*command);
+  options->target.passes.addFpContractTo(*command);
   command->add_option("--repeat", options->repeat, "Timed runs per candidate (default: 5)")
       ->type_name("N")
       ->check(wholeNumberIn(1, 1000));

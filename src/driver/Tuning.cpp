@@ -121,6 +121,8 @@ TuningKey tuningKey(const SourceManager &sources, const KernelDecl &kernel, cons
   // were tuned unchecked, and serve --unsafe runs.
   if (boundsChecked)
     hash.add("bounds checked");
+  if (kernel.fpContract == FpContract::Off)
+    hash.add("fp contract off");
   key.hash = hash.hex();
   return key;
 }

@@ -355,12 +355,32 @@ struct CallStmt : Stmt {
 
 // ---------------------------------------------------------- top level ---
 
+// How a kernel's float multiply-adds round (docs/language.md, "Floating
+// point"): a product written as an operand of a sum fused with it, rounded
+// once (On, the default), or every product rounded before it is added (Off,
+// C's -ffp-contract=off).
+enum class FpContract { On, Off };
+
+// `@name(arg, ...)` before a kernel.
+struct Attribute {
+  std::string name;
+  std::vector<std::string> args;
+  SourceRange range;
+  SourceRange nameRange;
+  std::vector<SourceRange> argRanges;
+};
+
 // `kernel name(params) { body }`: an entry point. Array parameters carry
 // their intent; size names appearing in parameter types are declared as
 // `sizes` (type i64), bound at run time from the arrays passed.
 struct KernelDecl {
   std::string name;
   bool isUnsafe = false; // `unsafe kernel`: its indices go unchecked in generated code
+  std::vector<Attribute> attributes;
+  // Set by Sema from `@fp_contract(...)`, else by the command line's
+  // --fp-contract (applyFpContractDefault); every engine follows it.
+  FpContract fpContract = FpContract::On;
+  bool fpContractWritten = false; // the kernel has `@fp_contract`
   std::vector<VarDeclPtr> params;
   std::vector<VarDeclPtr> sizes; // set by Sema, in order of first appearance
   std::unique_ptr<BlockStmt> body;

@@ -109,6 +109,18 @@ std::unique_ptr<KernelDecl> AstBuilder::buildKernel(G::KernelDeclContext *ctx) {
   auto kernel = std::make_unique<KernelDecl>();
   kernel->name = ctx->ID()->getText();
   kernel->isUnsafe = ctx->UNSAFE() != nullptr;
+  for (G::AttributeContext *attribute : ctx->attribute()) {
+    Attribute built;
+    std::vector<antlr4::tree::TerminalNode *> names = attribute->ID();
+    built.name = names.front()->getText();
+    built.nameRange = rangeOf(names.front());
+    built.range = rangeOf(attribute);
+    for (size_t i = 1; i < names.size(); ++i) {
+      built.args.push_back(names[i]->getText());
+      built.argRanges.push_back(rangeOf(names[i]));
+    }
+    kernel->attributes.push_back(std::move(built));
+  }
   kernel->nameRange = rangeOf(ctx->ID());
   kernel->range = rangeOf(ctx);
   kernel->params = buildParams(ctx->paramList());

@@ -96,9 +96,13 @@ std::string printableCharacter(const std::string &text) {
   return text;
 }
 
-// The message for an operator of C that loopc does not have: said whatever
-// the parser expected, as no expected set explains it.
+// The message for an operator of C that loopc does not have, or an attribute
+// out of place: said whatever the parser expected, as no expected set
+// explains it.
 std::optional<std::string> absentOperatorMessage(antlr4::Token *token) {
+  if (token->getText() == "@")
+    return "'@' begins a kernel attribute, written before a kernel (@fp_contract(off) kernel "
+           "k(...)); it has no meaning here";
   if (token->getType() == LoopLexer::SHIFT_OP)
     return "loopc has no shift operators: use multiplication or division by a power of two";
   if (token->getType() != LoopLexer::BITWISE_OP)

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 namespace loopc {
 
@@ -414,6 +415,7 @@ private:
   std::chrono::steady_clock::time_point lastReport_{};
 
   Frame *frame_ = nullptr;
+  FpContract fpContract_ = FpContract::On; // the running kernel's
   uint64_t combinesRun_ = 0;
   SlotPool slotPool_;
   std::unordered_map<const void *, std::unique_ptr<FrameLayout>> layouts_;
@@ -451,6 +453,7 @@ Status Executor::runKernel(const KernelDecl &kernel, KernelArgs &args) {
   }
   Frame frame(slotPool_, layoutOf(kernel));
   FrameScope scope(*this, frame);
+  fpContract_ = kernel.fpContract;
   if (Status bound = bindKernelParameters(kernel, arguments, &args.sizes); !bound)
     return bound;
   const std::vector<StmtPtr> &statements = kernel.body->stmts;
@@ -720,7 +723,7 @@ Expected<Value> Executor::evalCompound(const AssignStmt &assign, const Value &ta
   }
   BinaryOp op = compoundOperator(assign.op);
   if (const BinaryExpr *product = floatProduct(*assign.value);
-      product && (op == BinaryOp::Add || op == BinaryOp::Sub)) {
+      product && fpContract_ == FpContract::On && (op == BinaryOp::Add || op == BinaryOp::Sub)) {
     Expected<Value> lhs = eval(*product->lhs);
     if (!lhs)
       return lhs;
@@ -787,9 +790,13 @@ Status Executor::execKernelCall(const CallStmt &call) {
   {
     Frame frame(slotPool_, layoutOf(callee));
     FrameScope scope(*this, frame);
+    // A called kernel's multiply-adds round as it says (its arguments as
+    // the caller's did, above).
+    FpContract callerContract = std::exchange(fpContract_, callee.fpContract);
     if (Status bound = bindKernelParameters(callee, arguments, nullptr); !bound)
       return bound;
     Expected<Flow> flow = execBlock(*callee.body);
+    fpContract_ = callerContract;
     if (!flow)
       return propagate(flow.error());
   }
@@ -945,7 +952,8 @@ Expected<Value> Executor::evalFusedMultiplyAdd(const BinaryExpr &sum, const Bina
 }
 
 Expected<Value> Executor::evalBinary(const BinaryExpr &binary) {
-  if (const BinaryExpr *product = fusedProduct(binary.op, *binary.lhs, *binary.rhs))
+  if (const BinaryExpr *product = fusedProduct(binary.op, *binary.lhs, *binary.rhs);
+      product && fpContract_ == FpContract::On)
     return evalFusedMultiplyAdd(binary, *product);
   Expected<Value> lhs = eval(*binary.lhs);
   if (!lhs)

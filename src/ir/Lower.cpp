@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 namespace loopc::ir {
 
@@ -255,6 +256,7 @@ public:
   Function lower(const KernelDecl &kernel) {
     Function function;
     function.name = kernel.name;
+    fpContract_ = kernel.fpContract;
     function.source = kernel.range;
     std::set<const KernelDecl *> visited{&kernel};
     if (kernel.isUnsafe)
@@ -881,7 +883,10 @@ private:
     StmtEmitter body;
     for (const Buffer &buffer : zeroed)
       body.stmt(zeroFill(buffer, call.range));
+    // The callee's multiply-adds round as it says.
+    FpContract callerContract = std::exchange(fpContract_, callee.fpContract);
     lowerStmts(callee.body->stmts, body);
+    fpContract_ = callerContract;
     out.stmt(extentsMatch ? std::make_shared<IfThenElse>(extentsMatch, body.finish())
                           : body.finish());
   }
@@ -997,7 +1002,9 @@ private:
                    : choose(lhs, decided, none, rhs, rhsOut, out);
     }
     Expr rhs = lowerExpr(*binary.rhs, out);
-    return makeBinary(binaryOpKind(binary.op), lhs, rhs, binary.range);
+    Expr result = makeBinary(binaryOpKind(binary.op), lhs, rhs, binary.range);
+    // Under @fp_contract(off) every float product is rounded on its own.
+    return fpContract_ == FpContract::Off ? roundedProduct(result) : result;
   }
 
   Expr lowerCall(const CallExpr &call, StmtEmitter &out) {
@@ -1153,6 +1160,7 @@ private:
   std::map<SourceLoc, std::string> arrayNamesAt_;   // Function::arrayNamesAt
   std::map<std::string, std::string> programNames_; // Function::programNames
   std::optional<ReturnTarget> returnTarget_;
+  FpContract fpContract_ = FpContract::On; // the kernel whose body is lowered
   int perIterationDepth_ = 0;
 };
 

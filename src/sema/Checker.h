@@ -134,6 +134,7 @@ private:
 
   // StmtChecker.cpp: bodies and statements.
   void checkKernel(KernelDecl &kernel);
+  void checkAttributes(KernelDecl &kernel);
   void checkFnBody(FnDecl &fn);
   void checkBlock(BlockStmt &block);
   void checkStmt(Stmt &stmt);

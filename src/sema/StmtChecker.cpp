@@ -6,6 +6,7 @@
 // and a kernel call, the one statement that looks into another signature,
 // is KernelCallChecker.cpp's.
 #include "sema/Checker.h"
+#include "support/Suggestions.h"
 
 #include "sema/RaceCheck.h"
 
@@ -46,8 +47,38 @@ std::string immutableReason(const VarDecl &var, bool advice) {
   return "it is immutable";
 }
 
+// A kernel's attributes: `@fp_contract(on)` or `@fp_contract(off)`, once.
+void Checker::checkAttributes(KernelDecl &kernel) {
+  bool seen = false;
+  for (const Attribute &attribute : kernel.attributes) {
+    if (attribute.name != "fp_contract") {
+      std::string guess = closestName(attribute.name, {"fp_contract"});
+      diagnostics_.error(attribute.nameRange,
+                         "unknown kernel attribute " + quoted("@" + attribute.name) +
+                             (guess.empty() ? "" : "; did you mean " + quoted("@" + guess) + "?") +
+                             " (the attributes: @fp_contract(on|off))");
+      continue;
+    }
+    if (seen) {
+      diagnostics_.error(attribute.range, "kernel " + quoted(kernel.name) +
+                                              " already says how its multiply-adds round");
+      continue;
+    }
+    seen = true;
+    if (attribute.args.size() != 1 || (attribute.args[0] != "on" && attribute.args[0] != "off")) {
+      diagnostics_.error(attribute.args.empty() ? attribute.range : attribute.argRanges[0],
+                         "@fp_contract takes on (a * b + c as one fused multiply-add, the "
+                         "default) or off (every product rounded before it is added)");
+      continue;
+    }
+    kernel.fpContract = attribute.args[0] == "off" ? FpContract::Off : FpContract::On;
+    kernel.fpContractWritten = true;
+  }
+}
+
 void Checker::checkKernel(KernelDecl &kernel) {
   unsigned errorsBefore = diagnostics_.errorCount();
+  checkAttributes(kernel);
   currentKernel_ = &kernel;
   currentFn_ = nullptr;
   parforDepth_ = 0;
