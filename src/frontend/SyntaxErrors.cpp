@@ -19,6 +19,7 @@ namespace loopc {
 namespace {
 
 using grammar::LoopLexer;
+using grammar::LoopParser;
 
 // Sets of tokens that read better as one phrase. A group is used when every
 // one of its members is expected; members are token names as the vocabulary
@@ -178,6 +179,11 @@ std::string habitHint(antlr4::Parser *parser, antlr4::Token *token) {
                                 ? parser->getTokenStream()->get(token->getTokenIndex() - 1)
                                 : nullptr;
   bool adjacent = previous && previous->getStopIndex() + 1 == token->getStartIndex();
+  // An attribute before a function: attributes are the kernels'.
+  if (previous && previous->getText() == ")" &&
+      (token->getText() == "fn" || token->getType() == LoopLexer::ASSOC) &&
+      parser->getContext()->getRuleIndex() == LoopParser::RuleTopDecl)
+    return "; attributes belong before a kernel, and a fn follows the kernel that calls it";
   if (token->getType() == LoopLexer::ID && adjacent &&
       (previous->getType() == LoopLexer::FLOAT || previous->getType() == LoopLexer::INT))
     return "; numbers take no suffix in loopc: write '" + previous->getText() +
