@@ -550,18 +550,11 @@ private:
   // multiply-add, its operands evaluated left to right. Nothing when `sum`
   // is not such a sum.
   std::optional<Expected<HostScalar>> evalFusedMultiplyAdd(const Binary &sum) {
-    if (!isFloat(sum.type) || (sum.op != BinaryOpKind::Add && sum.op != BinaryOpKind::Sub))
+    std::optional<ir::FusedProduct> fused = ir::fusedProductOf(sum);
+    if (!fused)
       return std::nullopt;
-    auto productOf = [](const ir::Expr &operand) {
-      const auto *product = operand->as<Binary>();
-      return product && product->op == BinaryOpKind::Mul ? product : nullptr;
-    };
-    const Binary *product = productOf(sum.lhs);
-    bool productFirst = product != nullptr;
-    if (!product)
-      product = productOf(sum.rhs);
-    if (!product)
-      return std::nullopt;
+    const Binary *product = fused->product;
+    bool productFirst = fused->productFirst;
     Expected<HostScalar> addend = HostScalar{};
     if (!productFirst && !(addend = eval(*sum.lhs)))
       return addend;

@@ -367,18 +367,11 @@ llvm::Value *LlvmEmitter::emitIntegerDivision(bool isDivision, llvm::Value *lhs,
 // FP_CONTRACT ON). Without it NVPTX writes `mul.rn` and `add.rn`, which
 // ptxas must not fuse, at half the multiply-add rate.
 llvm::Value *LlvmEmitter::emitFusedMultiplyAdd(const Binary &sum) {
-  if (!isFloat(sum.type) || (sum.op != BinaryOpKind::Add && sum.op != BinaryOpKind::Sub))
+  std::optional<ir::FusedProduct> fused = ir::fusedProductOf(sum);
+  if (!fused)
     return nullptr;
-  auto productOf = [](const ir::Expr &operand) {
-    const auto *product = operand->as<Binary>();
-    return product && product->op == BinaryOpKind::Mul ? product : nullptr;
-  };
-  const Binary *product = productOf(sum.lhs);
-  bool productFirst = product != nullptr;
-  if (!product)
-    product = productOf(sum.rhs);
-  if (!product)
-    return nullptr;
+  const Binary *product = fused->product;
+  bool productFirst = fused->productFirst;
   llvm::Value *lhs = emitExpr(*product->lhs);
   llvm::Value *rhs = emitExpr(*product->rhs);
   llvm::Value *addend = emitExpr(productFirst ? *sum.rhs : *sum.lhs);

@@ -123,6 +123,17 @@ Expr makeI64(int64_t value) { return std::make_shared<IntImm>(ScalarType::I64, v
 
 Expr makeVar(ScalarType type, const std::string &name) { return std::make_shared<Var>(type, name); }
 
+std::optional<FusedProduct> fusedProductOf(const Binary &sum) {
+  if (!isFloat(sum.type) || (sum.op != BinaryOpKind::Add && sum.op != BinaryOpKind::Sub))
+    return std::nullopt;
+  for (bool productFirst : {true, false}) {
+    const auto *product = (productFirst ? sum.lhs : sum.rhs)->as<Binary>();
+    if (product && product->op == BinaryOpKind::Mul)
+      return FusedProduct{product, productFirst};
+  }
+  return std::nullopt;
+}
+
 Expr makeBinary(BinaryOpKind op, Expr lhs, Expr rhs, SourceRange source) {
   assert(lhs->type == rhs->type && "binary operands must have one type");
   return std::make_shared<Binary>(op, std::move(lhs), std::move(rhs), source);

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -555,6 +556,17 @@ struct Function {
   // are not checked under bounds checks (BoundsProof takes them as proven).
   std::vector<SourceRange> uncheckedRegions;
 };
+
+// The product a float sum `a * b + c`, `c + a * b`, `a * b - c` or
+// `c - a * b` is one fused multiply-add with (docs/language.md; the first
+// operand on a tie): code generation and the GPU engine's host code compute
+// it rounded once. None for any other expression (a product rounded on its
+// own is a same-type Cast, not a Binary).
+struct FusedProduct {
+  const Binary *product;
+  bool productFirst; // `a * b + c` or `a * b - c`
+};
+std::optional<FusedProduct> fusedProductOf(const Binary &sum);
 
 // Convenience constructors used by the lowering and the passes.
 Expr makeInt(ScalarType type, int64_t value);
