@@ -848,6 +848,8 @@ TEST_CASE(
   CHECK(kernel.at("name") == "shift");
   CHECK(kernel.at("location") == file + ":1:8");
   CHECK(kernel.at("sizes") == nlohmann::json::array({"N"}));
+  CHECK(kernel.at("unsafe") == false);
+  CHECK(kernel.at("fp_contract") == "on");
   const nlohmann::json &parameters = kernel.at("parameters");
   REQUIRE(parameters.size() == 4);
   CHECK(parameters[0] == nlohmann::json{{"name", "steps"},
@@ -863,6 +865,13 @@ TEST_CASE(
                                         {"intent", "out"},
                                         {"type", "i32"},
                                         {"shape", nlohmann::json::array()}});
+
+  std::string attributed =
+      dir.file("attributed.loop", "@fp_contract(off)\nunsafe kernel k(x: in f32[N]) { }\n");
+  nlohmann::json other =
+      nlohmann::json::parse(runLoopc("check --describe " + attributed).output)["files"][0];
+  CHECK(other["kernels"][0].at("unsafe") == true);
+  CHECK(other["kernels"][0].at("fp_contract") == "off");
 
   std::string bad = dir.file("bad.loop", "kernel k(x: in f32[N]) { x[0] = 1.0; }\n");
   auto refused = runLoopc("check --describe " + file + " " + bad);

@@ -22,8 +22,9 @@ struct CheckOptions {
 };
 
 // A kernel's signature: its parameters in order (intent, element type, and
-// for an array its extents as written, in the kernel's sizes), and the sizes
-// a run binds from the arrays or --set.
+// for an array its extents as written, in the kernel's sizes), the sizes a
+// run binds from the arrays or --set, and how it is compiled as it says
+// (`unsafe`, `@fp_contract`).
 nlohmann::json describeKernel(const KernelDecl &kernel, const SourceManager &sources) {
   nlohmann::json parameters = nlohmann::json::array();
   for (const VarDeclPtr &param : kernel.params) {
@@ -42,7 +43,9 @@ nlohmann::json describeKernel(const KernelDecl &kernel, const SourceManager &sou
   return {{"name", kernel.name},
           {"location", sources.location(kernel.nameRange)},
           {"parameters", parameters},
-          {"sizes", sizes}};
+          {"sizes", sizes},
+          {"unsafe", kernel.isUnsafe},
+          {"fp_contract", kernel.fpContract == FpContract::Off ? "off" : "on"}};
 }
 
 int runCheck(const CheckOptions &options) {
