@@ -221,12 +221,11 @@ int runCompile(const CompileOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  auto choices = options.passes.toChoices();
+  auto choices = options.passes.choicesFor(*session->program);
   if (!choices) {
     session->report(choices.error());
     return 1;
   }
-  options.passes.applyFpContract(*session->program);
   passes::PipelineOptions pipeline;
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
   pipeline.choices = std::move(*choices);

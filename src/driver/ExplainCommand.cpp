@@ -145,8 +145,7 @@ int runExplain(const ExplainOptions &options) {
     session->report(kernel.error());
     return 1;
   }
-  options.passes.applyFpContract(*session->program);
-  auto choices = options.passes.toChoices();
+  auto choices = options.passes.choicesFor(*session->program);
   if (!choices) {
     session->report(choices.error());
     return 1;

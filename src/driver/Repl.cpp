@@ -628,13 +628,11 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   const Program *program = this->program();
   if (!program)
     return;
-  auto choices = passChoices.toChoices();
+  auto choices = passChoices.choicesFor(*session_->program);
   if (!choices) {
     report(choices.error());
     return;
   }
-  if (session_)
-    passChoices.applyFpContract(*session_->program);
   auto run = prepareKernelRun(*program, kernelName, device, argumentOptions, *choices);
   if (!run) {
     report(run.error());
@@ -709,13 +707,11 @@ void Repl::explainCommand(const std::string &arguments) {
       report(kernel.error());
     return;
   }
-  auto choices = passChoices.toChoices();
+  auto choices = passChoices.choicesFor(*session_->program);
   if (!choices) {
     report(choices.error());
     return;
   }
-  if (session_)
-    passChoices.applyFpContract(*session_->program);
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
   pipeline.choices = *choices;
@@ -760,13 +756,11 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
       report(kernel.error());
     return;
   }
-  auto choices = passChoices.toChoices();
+  auto choices = passChoices.choicesFor(*session_->program);
   if (!choices) {
     report(choices.error());
     return;
   }
-  if (session_)
-    passChoices.applyFpContract(*session_->program);
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
   pipeline.choices = *choices;

@@ -239,6 +239,13 @@ void PassChoiceOptions::addUnsafeTo(CLI::App &command) {
                    "checks kept cost; docs/language.md, \"Run-time errors\")");
 }
 
+Expected<passes::PassChoices> PassChoiceOptions::choicesFor(Program &program) const {
+  Expected<passes::PassChoices> choices = toChoices();
+  if (choices)
+    applyFpContract(program);
+  return choices;
+}
+
 Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
   if (boundsCheck && unsafe)
     return makeError("--bounds-check and --unsafe contradict each other: give one");
@@ -340,12 +347,11 @@ std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
   run.session = openSession(options.file);
   if (!run.session)
     return std::nullopt;
-  auto choices = options.passes.toChoices();
+  auto choices = options.passes.choicesFor(*run.session->program);
   if (!choices) {
     run.session->report(choices.error());
     return std::nullopt;
   }
-  options.passes.applyFpContract(*run.session->program);
   auto prepared = prepareKernelRun(*run.session->program, options.kernel, options.device,
                                    options.arguments, *choices);
   if (!prepared) {

@@ -84,6 +84,9 @@ struct PassChoiceOptions {
   void addFpContractTo(CLI::App &command);
   // Checks the parameters (the skipped passes are checked by the pipeline).
   Expected<passes::PassChoices> toChoices() const;
+  // toChoices, and --fp-contract applied to `program`'s kernels: what a
+  // command compiles `program` with.
+  Expected<passes::PassChoices> choicesFor(Program &program) const;
 };
 
 // What names a kernel run on the command line: the file, the kernel, the

@@ -378,7 +378,7 @@ struct KernelDecl {
   bool isUnsafe = false; // `unsafe kernel`: its indices go unchecked in generated code
   std::vector<Attribute> attributes;
   // Set by Sema from `@fp_contract(...)`, else by the command line's
-  // --fp-contract (applyFpContractDefault); every engine follows it.
+  // --fp-contract (PassChoiceOptions::applyFpContract); every engine follows it.
   FpContract fpContract = FpContract::On;
   bool fpContractWritten = false; // the kernel has `@fp_contract`
   std::vector<VarDeclPtr> params;

@@ -599,49 +599,47 @@ private:
     if (auto *binary = expr->as<Binary>(); binary && expr->type == ScalarType::I64) {
       std::optional<LinearForm> lhs = form(binary->lhs), rhs = form(binary->rhs);
       if (lhs && rhs) {
-        // An atom is known by its value, its operands' lets replaced by
-        // theirs: a let `parts = min(1024 / max(rows, 1), ...)` and a size
-        // choice that spells it out in the sizes are one atom.
-        if (binary->op == BinaryOpKind::Add)
-          return lhs->plus(*rhs, 1);
-        if (binary->op == BinaryOpKind::Sub)
-          return lhs->plus(*rhs, -1);
-        Expr atom = makeBinary(binary->op, lhs->toExpr(), rhs->toExpr());
         switch (binary->op) {
+        case BinaryOpKind::Add:
+          return lhs->plus(*rhs, 1);
+        case BinaryOpKind::Sub:
+          return lhs->plus(*rhs, -1);
         case BinaryOpKind::Mul:
           // Factors below 2^20 of forms below 2^40: no overflow.
           if (rhs->terms.empty() && std::abs(rhs->constant) < kLargestFactor)
             return lhs->scaled(rhs->constant);
           if (lhs->terms.empty() && std::abs(lhs->constant) < kLargestFactor)
             return rhs->scaled(lhs->constant);
-          signedByOperands_.try_emplace(toString(atom), Operands{binary->op, *lhs, *rhs, atom});
-          return opaque(atom);
-        case BinaryOpKind::Min:
-        case BinaryOpKind::Max:
-          defineMinMax(atom, binary->op == BinaryOpKind::Min, *lhs, *rhs);
-          return opaque(atom);
+          break;
         case BinaryOpKind::Div:
           if (rhs->terms.empty() && rhs->constant == 1)
             return lhs; // a flattened loop of one part (privatize_combines' `i.flat / 1`)
-          if (rhs->terms.empty() && rhs->constant > 1 && rhs->constant < kLargestFactor)
-            quotients_.try_emplace(toString(atom), Quotient{*lhs, rhs->constant});
-          signedByOperands_.try_emplace(toString(atom), Operands{binary->op, *lhs, *rhs, atom});
-          return opaque(atom);
-        case BinaryOpKind::Rem:
-          signedByOperands_.try_emplace(toString(atom), Operands{binary->op, *lhs, *rhs, atom});
-          return opaque(atom);
-        default:
           break;
+        case BinaryOpKind::Min:
+        case BinaryOpKind::Max:
+        case BinaryOpKind::Rem:
+          break;
+        default:
+          return opaque(expr);
         }
+        // An atom is known by its value, its operands' lets replaced by
+        // theirs: a let `parts = min(1024 / max(rows, 1), ...)` and a size
+        // choice that spells it out in the sizes are one atom.
+        Expr atom = makeBinary(binary->op, lhs->toExpr(), rhs->toExpr());
+        std::string key = toString(atom);
+        if (binary->op == BinaryOpKind::Min || binary->op == BinaryOpKind::Max) {
+          // What the clamp stands for, so a proof can take its cases.
+          clamps_.try_emplace(key, Clamp{binary->op == BinaryOpKind::Min, *lhs, *rhs});
+          return opaque(atom);
+        }
+        if (binary->op == BinaryOpKind::Div && rhs->terms.empty() && rhs->constant > 1 &&
+            rhs->constant < kLargestFactor)
+          quotients_.try_emplace(key, Quotient{*lhs, rhs->constant});
+        signedByOperands_.try_emplace(key, Operands{binary->op, *lhs, *rhs, atom});
+        return opaque(atom);
       }
     }
     return opaque(expr);
-  }
-
-  // Remembers what a min or max atom stands for, so a proof can take its
-  // cases (nonNegative).
-  void defineMinMax(const Expr &atom, bool isMin, const LinearForm &a, const LinearForm &b) {
-    clamps_.try_emplace(toString(atom), Clamp{isMin, a, b});
   }
 
   // The facts `cond` gives where it holds (or where it does not).
