@@ -58,6 +58,8 @@ struct StubState {
   // device error word of loopc's kernels), then cleared; 0 writes nothing.
   uint32_t errorWordOnNextLaunch = 0;
   int allocations = 0;
+  int computeCapability = 90;   // major * 10 + minor
+  std::string lastModuleTarget; // the `.target` line of the PTX loaded last
 };
 
 StubState &state() {
@@ -131,6 +133,16 @@ __attribute__((visibility("default"))) void loopcStubReset() {
   state().launches.clear();
   state().errorWordOnNextLaunch = 0;
   state().allocations = 0;
+  state().computeCapability = 90;
+  state().lastModuleTarget.clear();
+}
+// The compute capability the device reports, major * 10 + minor (90).
+__attribute__((visibility("default"))) void loopcStubSetComputeCapability(int capability) {
+  state().computeCapability = capability;
+}
+// The `.target` line of the PTX of the module loaded last ("" before any).
+__attribute__((visibility("default"))) const char *loopcStubLastModuleTarget() {
+  return state().lastModuleTarget.c_str();
 }
 __attribute__((visibility("default"))) void loopcStubSetDeviceCount(int count) {
   state().deviceCount = count;
@@ -257,10 +269,10 @@ CUresult cuDeviceGetName(char *name, int length, CUdevice) {
 CUresult cuDeviceGetAttribute(int *value, CUdevice_attribute attribute, CUdevice) {
   switch (attribute) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-    *value = 9;
+    *value = state().computeCapability / 10;
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    *value = 0;
+    *value = state().computeCapability % 10;
     return CUDA_SUCCESS;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *value = 132;
@@ -346,6 +358,8 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int co
                             CUjit_option *options, void **values) {
   std::string ptx = static_cast<const char *>(image);
   bool failed = ptx.find("syntax error") != std::string::npos;
+  if (size_t target = ptx.find(".target"); target != std::string::npos)
+    state().lastModuleTarget = ptx.substr(target, ptx.find('\n', target) - target);
   void *infoLog = nullptr, *errorLog = nullptr;
   size_t infoBytes = 0, errorBytes = 0;
   for (unsigned i = 0; i < count; ++i) {

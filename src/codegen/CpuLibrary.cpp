@@ -1,13 +1,18 @@
-// Ahead-of-time CPU libraries (see CpuLibrary.h). Each kernel's CPU module
+// Ahead-of-time libraries (see CpuLibrary.h). Each kernel's CPU module
 // (CpuTarget.h) keeps its code but hides it: everything it defines becomes
 // internal, and a C function named after the kernel is added that checks and
 // packs its arguments into the entry's buffer and scalar arrays, runs the
-// entry and turns the device error word into a status and message. The
-// modules are then linked into one, optimized and emitted as a PIC object.
+// entry and turns the device error word into a status and message. With GPU
+// code, the module also gets the GPU host code of each architecture
+// (GpuHostCode.h) and its PTX, and the C function first asks the runtime
+// whether to run it on the GPU. The modules are then linked into one,
+// optimized and emitted as a PIC object.
 #include "codegen/CpuLibrary.h"
 
 #include "codegen/CpuTarget.h"
+#include "codegen/GpuHostCode.h"
 #include "codegen/LlvmEmitter.h"
+#include "codegen/NvptxTarget.h"
 #include "codegen/Optimize.h"
 #include "loopc/runtime.h"
 
@@ -52,6 +57,23 @@ std::string cType(ScalarType type) {
 }
 
 bool passedByPointer(const VarDecl &param) { return param.isArray() || param.isScalarOutput(); }
+
+// A kernel's code for one GPU architecture as the object embeds it.
+struct EmbeddedGpuCode {
+  const LibraryGpuCode *code = nullptr;
+  std::string ptx = {};
+  DeviceErrorSites kernelSites = {}; // of the PTX's kernels
+  llvm::Function *host = nullptr;
+  DeviceErrorSites hostSites = {}; // of the host code
+};
+
+// An array (or scalar result) argument, checked: its pointer and its size
+// in bytes (0 when it has no elements).
+struct CheckedArgument {
+  const VarDecl *param = nullptr;
+  llvm::Value *pointer = nullptr;
+  llvm::Value *bytes = nullptr;
+};
 
 // Names C and C++ reserve to the implementation (`_Bool`, `_Generic`,
 // `__STDC__`): containing `__`, or beginning with `_` and an uppercase
@@ -162,7 +184,7 @@ public:
       : module_(module), kernel_(kernel), sources_(sources), emitter_(module, target_),
         builder_(emitter_.builder()) {}
 
-  Status emit(const DeviceErrorSites &kernelSites) {
+  Status emit(const DeviceErrorSites &kernelSites, const std::vector<EmbeddedGpuCode> &gpu) {
     const KernelDecl &declaration = *kernel_.declaration;
     llvm::LLVMContext &context = module_.getContext();
     std::vector<llvm::Type *> paramTypes;
@@ -193,25 +215,28 @@ public:
 
     ScopedBindings scope(emitter_);
     bindScalars(scope);
-    std::vector<llvm::Value *> bufferPointers;
+    std::vector<CheckedArgument> arguments;
     for (const ir::Buffer &buffer : kernel_.function.buffers)
-      bufferPointers.push_back(checkedBuffer(*buffer));
+      arguments.push_back(checkedBuffer(*buffer));
     failOnDeviceError(extentError, emitter_.deviceErrorSites(), LOOPC_ERROR_INVALID_ARGUMENT);
+    if (!gpu.empty())
+      if (Status embedded = emitGpuPath(arguments, gpu); !embedded)
+        return embedded;
 
-    // Pack the entry's arguments and run it.
+    // Zero the `out` arrays, pack the entry's arguments and run it.
+    std::vector<llvm::Value *> bufferPointers;
+    for (const CheckedArgument &argument : arguments) {
+      if (argument.param->intent == Intent::Out)
+        builder_.CreateMemSet(argument.pointer, builder_.getInt8(0), argument.bytes,
+                              llvm::MaybeAlign(1));
+      bufferPointers.push_back(argument.pointer);
+    }
     auto *ptr = builder_.getPtrTy();
     llvm::Value *buffers = emitter_.createEntryAlloca(
         ptr, builder_.getInt64(std::max<size_t>(1, bufferPointers.size())), "buffers");
     for (size_t i = 0; i < bufferPointers.size(); ++i)
       builder_.CreateStore(bufferPointers[i], builder_.CreateConstInBoundsGEP1_64(ptr, buffers, i));
-    const std::vector<ir::ScalarParam> &scalars = kernel_.function.scalars;
-    llvm::Value *slots = emitter_.createEntryAlloca(
-        builder_.getInt64Ty(), builder_.getInt64(std::max<size_t>(1, scalars.size())), "scalars");
-    for (size_t i = 0; i < scalars.size(); ++i)
-      builder_.CreateStore(
-          emitter_.toMemory(emitter_.emitExpr(*ir::makeVar(scalars[i].type, scalars[i].name)),
-                            scalars[i].type),
-          builder_.CreateConstInBoundsGEP1_64(builder_.getInt64Ty(), slots, i));
+    llvm::Value *slots = scalarSlots(kernel_.function.scalars);
     llvm::GlobalVariable *errorWord = module_.getGlobalVariable(kDeviceErrorName, true);
     llvm::Function *entry = module_.getFunction(kCpuEntryName);
     if (!errorWord || !entry)
@@ -226,6 +251,138 @@ public:
   }
 
 private:
+  // One 8-byte slot per scalar, holding the value bound to its name in its
+  // own type.
+  llvm::Value *scalarSlots(const std::vector<ir::ScalarParam> &scalars) {
+    llvm::Value *slots = emitter_.createEntryAlloca(
+        builder_.getInt64Ty(), builder_.getInt64(std::max<size_t>(1, scalars.size())), "scalars");
+    for (size_t i = 0; i < scalars.size(); ++i)
+      builder_.CreateStore(
+          emitter_.toMemory(emitter_.emitExpr(*ir::makeVar(scalars[i].type, scalars[i].name)),
+                            scalars[i].type),
+          builder_.CreateConstInBoundsGEP1_64(builder_.getInt64Ty(), slots, i));
+    return slots;
+  }
+
+  // When the runtime selects the GPU: the arrays copied to the device, the
+  // host code of the architecture the runtime loaded, the results copied
+  // back and the errors of the host code and the kernels reported; then
+  // return. The CPU path follows, at the insertion point left.
+  Status emitGpuPath(const std::vector<CheckedArgument> &arguments,
+                     const std::vector<EmbeddedGpuCode> &gpu) {
+    llvm::LLVMContext &context = module_.getContext();
+    auto *i32 = builder_.getInt32Ty();
+    auto *i64 = builder_.getInt64Ty();
+    auto *ptr = builder_.getPtrTy();
+    auto runtime = [&](const char *name, llvm::Type *result, llvm::ArrayRef<llvm::Type *> params) {
+      return module_.getOrInsertFunction(name, llvm::FunctionType::get(result, params, false));
+    };
+    auto *onGpu = llvm::BasicBlock::Create(context, "gpu", function_);
+    auto *onCpu = llvm::BasicBlock::Create(context, "cpu", function_);
+    llvm::Value *selected = builder_.CreateCall(runtime("loopc_gpu_selected", i32, {}));
+    builder_.CreateCondBr(builder_.CreateICmpNE(selected, builder_.getInt32(0)), onGpu, onCpu);
+
+    builder_.SetInsertPoint(onGpu);
+    llvm::Value *call =
+        builder_.CreateCall(runtime("loopc_gpu_call_begin", ptr, {ptr}), {gpuProgram(gpu)});
+    const std::vector<ir::Buffer> &buffers = gpu.front().code->function.buffers;
+    llvm::Value *devices = emitter_.createEntryAlloca(
+        i64, builder_.getInt64(std::max<size_t>(1, buffers.size())), "device.buffers");
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      auto argument = std::ranges::find_if(
+          arguments, [&](const CheckedArgument &a) { return a.param->name == buffers[i]->name; });
+      if (argument == arguments.end())
+        return makeError("CPU library: the GPU code of '" + kernel_.declaration->name +
+                             "' has an array '" + buffers[i]->name + "' the CPU code lacks",
+                         kernel_.declaration->range);
+      int intent = argument->param->intent == Intent::In    ? 0
+                   : argument->param->intent == Intent::Out ? 1
+                                                            : 2;
+      llvm::Value *device = builder_.CreateCall(
+          runtime("loopc_gpu_argument", i64, {ptr, ptr, i64, i32}),
+          {call, argument->pointer, argument->bytes, builder_.getInt32(intent)});
+      builder_.CreateStore(device, builder_.CreateConstInBoundsGEP1_64(i64, devices, i));
+    }
+    auto *recordType = llvm::ArrayType::get(i64, 3);
+    llvm::Value *hostRecord = emitter_.createEntryAlloca(recordType, nullptr, "host.error");
+    builder_.CreateStore(llvm::ConstantAggregateZero::get(recordType), hostRecord);
+    llvm::Value *kernelRecord = emitter_.createEntryAlloca(recordType, nullptr, "gpu.error");
+    llvm::Value *image = builder_.CreateCall(runtime("loopc_gpu_call_image", i32, {ptr}), {call});
+    auto *notRun = llvm::BasicBlock::Create(context, "gpu.not_run", function_);
+    llvm::SwitchInst *byImage = builder_.CreateSwitch(image, notRun, gpu.size());
+    llvm::FunctionCallee end = runtime("loopc_gpu_call_end", i32, {ptr, ptr});
+    for (size_t k = 0; k < gpu.size(); ++k) {
+      auto *run = llvm::BasicBlock::Create(context, "gpu." + gpu[k].code->gpu, function_);
+      byImage->addCase(builder_.getInt32(static_cast<uint32_t>(k)), run);
+      builder_.SetInsertPoint(run);
+      llvm::Value *slots = scalarSlots(gpu[k].code->function.scalars);
+      builder_.CreateCall(gpu[k].host, {call, devices, slots, hostRecord});
+      returnIfFailed(builder_.CreateCall(end, {call, kernelRecord}));
+      failOnDeviceError(hostRecord, gpu[k].hostSites, LOOPC_ERROR_KERNEL_FAULT);
+      failOnDeviceError(kernelRecord, gpu[k].kernelSites, LOOPC_ERROR_KERNEL_FAULT);
+      callRuntime("loopc_cpu_call_unlock", {});
+      builder_.CreateRet(builder_.getInt32(LOOPC_SUCCESS));
+    }
+    // The call failed before its host code could run: its status and message.
+    builder_.SetInsertPoint(notRun);
+    llvm::Value *status = builder_.CreateCall(end, {call, kernelRecord});
+    callRuntime("loopc_cpu_call_unlock", {});
+    builder_.CreateRet(status);
+    builder_.SetInsertPoint(onCpu);
+    return {};
+  }
+
+  // The constant loopc_gpu_program (loopc/generated.h) of the kernel's
+  // images.
+  llvm::Value *gpuProgram(const std::vector<EmbeddedGpuCode> &gpu) {
+    auto *i32 = builder_.getInt32Ty();
+    auto *ptr = builder_.getPtrTy();
+    auto *imageType = llvm::StructType::get(i32, ptr, ptr, i32);
+    std::vector<llvm::Constant *> images;
+    for (const EmbeddedGpuCode &code : gpu) {
+      std::vector<llvm::Constant *> names;
+      for (const ir::KernelFunc &kernel : code.code->function.kernels)
+        names.push_back(builder_.CreateGlobalStringPtr(kernel.name, "loopc.gpu.kernel"));
+      auto *namesType = llvm::ArrayType::get(ptr, names.size());
+      images.push_back(llvm::ConstantStruct::get(
+          imageType,
+          {builder_.getInt32(static_cast<uint32_t>(code.code->computeCapability)),
+           builder_.CreateGlobalStringPtr(code.ptx, "loopc.gpu.ptx"),
+           names.empty()
+               ? static_cast<llvm::Constant *>(llvm::ConstantPointerNull::get(ptr))
+               : constantGlobal(llvm::ConstantArray::get(namesType, names), "loopc.gpu.kernels"),
+           builder_.getInt32(static_cast<uint32_t>(names.size()))}));
+    }
+    auto *imagesType = llvm::ArrayType::get(imageType, images.size());
+    auto *programType = llvm::StructType::get(ptr, ptr, i32, ptr);
+    llvm::Constant *program = llvm::ConstantStruct::get(
+        programType,
+        {builder_.CreateGlobalStringPtr(kernel_.declaration->name, "loopc.gpu.name"),
+         constantGlobal(llvm::ConstantArray::get(imagesType, images), "loopc.gpu.images"),
+         builder_.getInt32(static_cast<uint32_t>(images.size())),
+         llvm::ConstantPointerNull::get(ptr)});
+    return new llvm::GlobalVariable(module_, programType, false, llvm::GlobalValue::InternalLinkage,
+                                    program, "loopc.gpu.program");
+  }
+
+  llvm::GlobalVariable *constantGlobal(llvm::Constant *value, const std::string &name) {
+    return new llvm::GlobalVariable(module_, value->getType(), true,
+                                    llvm::GlobalValue::PrivateLinkage, value, name);
+  }
+
+  // Returns `status` (the runtime has its message) when it is not success.
+  void returnIfFailed(llvm::Value *status) {
+    llvm::LLVMContext &context = module_.getContext();
+    auto *failed = llvm::BasicBlock::Create(context, "gpu.failed", function_);
+    auto *ok = llvm::BasicBlock::Create(context, "gpu.ok", function_);
+    builder_.CreateCondBr(builder_.CreateICmpNE(status, builder_.getInt32(LOOPC_SUCCESS)), failed,
+                          ok);
+    builder_.SetInsertPoint(failed);
+    callRuntime("loopc_cpu_call_unlock", {});
+    builder_.CreateRet(status);
+    builder_.SetInsertPoint(ok);
+  }
+
   // Binds the kernel's scalar values and sizes (checked non-negative) by
   // name, as the Function's scalars refer to them.
   void bindScalars(ScopedBindings &scope) {
@@ -248,9 +405,9 @@ private:
     }
   }
 
-  // The pointer argument of `buffer`, checked (no negative extent, not NULL
-  // with elements) and, for an `out` parameter, zeroed.
-  llvm::Value *checkedBuffer(const ir::BufferInfo &buffer) {
+  // The pointer argument of `buffer`, checked: no negative extent, not NULL
+  // with elements.
+  CheckedArgument checkedBuffer(const ir::BufferInfo &buffer) {
     const KernelDecl &declaration = *kernel_.declaration;
     size_t position = 0;
     while (declaration.params[position]->name != buffer.name)
@@ -288,11 +445,7 @@ private:
                "): its size in bytes overflows int64_t");
     failIf(builder_.CreateAnd(builder_.CreateIsNull(pointer), hasElements),
            LOOPC_ERROR_INVALID_ARGUMENT, prefix() + "'" + param.name + "' is NULL");
-    if (param.intent == Intent::Out)
-      builder_.CreateMemSet(pointer, builder_.getInt8(0),
-                            builder_.CreateSelect(hasElements, bytes, builder_.getInt64(0)),
-                            llvm::MaybeAlign(1));
-    return pointer;
+    return {&param, pointer, builder_.CreateSelect(hasElements, bytes, builder_.getInt64(0))};
   }
 
   // `extent` as i64, refused when its arithmetic overflows: wrapped, n * n
@@ -403,8 +556,8 @@ private:
   llvm::Value *overflowFlag_ = nullptr; // extentValue's, for the emitter
 };
 
-// The CPU module of one kernel with its code internal and its C function
-// added.
+// The CPU module of one kernel with its code internal, its GPU code and its
+// C function added.
 Expected<std::unique_ptr<llvm::Module>> kernelModule(const LibraryKernel &kernel,
                                                      const SourceManager &sources,
                                                      llvm::LLVMContext &context,
@@ -417,7 +570,21 @@ Expected<std::unique_ptr<llvm::Module>> kernelModule(const LibraryKernel &kernel
   for (llvm::GlobalValue &global : (*module)->global_values())
     if (!global.isDeclaration())
       global.setLinkage(llvm::GlobalValue::InternalLinkage);
-  if (Status wrapped = WrapperEmitter(**module, kernel, sources).emit(sites); !wrapped)
+  std::vector<EmbeddedGpuCode> gpu;
+  for (const LibraryGpuCode &code : kernel.gpu) {
+    EmbeddedGpuCode embedded{&code};
+    auto ptx = compileToPtx(code.function, code.gpu, &embedded.kernelSites);
+    if (!ptx)
+      return std::unexpected(ptx.error());
+    embedded.ptx = std::move(*ptx);
+    auto host = emitGpuHostCode(**module, code.function, "loopc.gpu.host." + code.gpu, sources,
+                                embedded.hostSites);
+    if (!host)
+      return std::unexpected(host.error());
+    embedded.host = *host;
+    gpu.push_back(std::move(embedded));
+  }
+  if (Status wrapped = WrapperEmitter(**module, kernel, sources).emit(sites, gpu); !wrapped)
     return std::unexpected(wrapped.error());
   return module;
 }
@@ -563,8 +730,8 @@ Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string 
   return symbol;
 }
 
-Expected<std::string> compileCpuObject(const std::vector<LibraryKernel> &kernels,
-                                       const SourceManager &sources, const std::string &cpu) {
+Expected<std::string> compileLibraryObject(const std::vector<LibraryKernel> &kernels,
+                                           const SourceManager &sources, const std::string &cpu) {
   auto machine = objectMachine(cpu);
   if (!machine)
     return std::unexpected(machine.error());
@@ -597,10 +764,12 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
                           const std::string &guard) {
   std::string header =
       "/* Generated by loopc compile --emit header; do not edit. Each function runs its\n"
-      " * kernel on the CPU's cores: arrays are row-major, `out` arrays are zeroed first,\n"
-      " * sizes follow the parameters. It returns LOOPC_SUCCESS, or a status whose\n"
-      " * message is loopc_runtime_last_error(NULL). Calls run one at a time. Link the\n"
-      " * object compiled with this header, loopc::runtime and libm. */\n";
+      " * kernel on the CPU's cores, or on the GPU where its object holds GPU code and\n"
+      " * the runtime chooses the GPU (loopc_use_device, LOOPC_DEVICE): arrays are\n"
+      " * row-major, `out` arrays are zeroed first, sizes follow the parameters. It\n"
+      " * returns LOOPC_SUCCESS, or a status whose message is\n"
+      " * loopc_runtime_last_error(NULL). Calls run one at a time. Link the object\n"
+      " * compiled with this header, loopc::runtime and libm. */\n";
   header += "#ifndef " + guard + "\n#define " + guard + "\n\n";
   header += "#include <loopc/runtime.h>\n\n#include <stdint.h>\n#ifndef __cplusplus\n"
             "#include <stdbool.h>\n#endif\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";

@@ -15,6 +15,13 @@
 // fault, its .loop source location. Calls run one at a time (the runtime's
 // call lock). The object needs only the runtime library (loopc::runtime) and
 // libm: no LLVM.
+//
+// Compiled with GPU code too (`--gpu sm_80,sm_90`), the object also holds
+// each kernel's PTX per architecture and its GPU host code (GpuHostCode.h);
+// the function then runs on the GPU when the runtime says so
+// (loopc_gpu_selected: a CUDA device present, LOOPC_DEVICE, loopc_use_device),
+// copying the arrays to device memory and back around the host code, and on
+// the CPU otherwise.
 #pragma once
 
 #include "frontend/Ast.h"
@@ -27,12 +34,22 @@
 
 namespace loopc::codegen {
 
+// A kernel's code for one GPU architecture: its Function after the GPU pass
+// pipeline for it.
+struct LibraryGpuCode {
+  std::string gpu;           // sm_80
+  int computeCapability = 0; // 80
+  ir::Function function;
+};
+
 // A kernel to export: its declaration, its Function after the CPU pass
-// pipeline, and the name of its C function (librarySymbol).
+// pipeline, the name of its C function (librarySymbol) and its GPU code, by
+// ascending architecture (none: CPU only).
 struct LibraryKernel {
   const KernelDecl *declaration = nullptr;
   ir::Function function;
   std::string symbol;
+  std::vector<LibraryGpuCode> gpu = {};
 };
 
 // `prefix` + the kernel's name as a C function name, or an error (at the
@@ -41,9 +58,9 @@ Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string 
 
 // The object file (ELF) defining one C function per kernel, for the CPU named
 // `cpu` (an LLVM CPU name such as x86-64-v3; "native": the host's CPU and
-// features).
-Expected<std::string> compileCpuObject(const std::vector<LibraryKernel> &kernels,
-                                       const SourceManager &sources, const std::string &cpu);
+// features), with the kernels' GPU code where they have some.
+Expected<std::string> compileLibraryObject(const std::vector<LibraryKernel> &kernels,
+                                           const SourceManager &sources, const std::string &cpu);
 
 // The C header declaring those functions, guarded by `guard`.
 std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const SourceManager &sources,

@@ -173,19 +173,6 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
 
 namespace {
 
-// Binds each scalar of a slot array (8 bytes per scalar) to its name.
-void bindScalarSlots(LlvmEmitter &emitter, ScopedBindings &scope,
-                     const std::vector<ScalarParam> &scalars, llvm::Value *slots) {
-  llvm::IRBuilder<> &builder = emitter.builder();
-  for (size_t i = 0; i < scalars.size(); ++i) {
-    llvm::Value *slot = builder.CreateConstInBoundsGEP1_64(builder.getInt64Ty(), slots, i);
-    llvm::Value *stored = builder.CreateLoad(emitter.memoryType(scalars[i].type), slot);
-    llvm::Value *value = emitter.fromMemory(stored, scalars[i].type);
-    value->setName(scalars[i].name);
-    scope.var(scalars[i].name, value);
-  }
-}
-
 void emitEntry(LlvmEmitter &emitter, const ir::Function &function) {
   llvm::LLVMContext &context = emitter.context();
   auto *ptr = llvm::PointerType::getUnqual(context);

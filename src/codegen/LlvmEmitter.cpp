@@ -273,7 +273,8 @@ llvm::Value *LlvmEmitter::emitExpr(const ir::ExprNode &expr) {
   case ExprNode::Kind::Load: {
     auto &load = *expr.as<ir::Load>();
     return emitAccess(&load, *load.buffer, load.indices, load.source, [&](llvm::Value *address) {
-      return fromMemory(builder_.CreateLoad(memoryType(expr.type), address), expr.type);
+      return fromMemory(target_.emitLoad(*this, *load.buffer, memoryType(expr.type), address),
+                        expr.type);
     });
   }
   case ExprNode::Kind::Unary: {
@@ -879,7 +880,7 @@ void LlvmEmitter::emitStmt(const ir::StmtNode &stmt) {
         instruction->setHasAllowReassoc(true);
     llvm::Value *value = toMemory(combined, store.buffer->element);
     emitAccess(&store, *store.buffer, store.indices, store.source, [&](llvm::Value *address) {
-      builder_.CreateStore(value, address);
+      target_.emitStore(*this, *store.buffer, value, address);
       return nullptr;
     });
     errorRange_ = enclosing;
@@ -949,6 +950,27 @@ void Target::emitAsyncCommit(LlvmEmitter &emitter) {
 }
 void Target::emitAsyncWait(LlvmEmitter &emitter, int) {
   emitter.fail("code generation: an async wait for a target without them");
+}
+
+llvm::Value *Target::emitLoad(LlvmEmitter &emitter, const ir::BufferInfo &, llvm::Type *type,
+                              llvm::Value *address) {
+  return emitter.builder().CreateLoad(type, address);
+}
+void Target::emitStore(LlvmEmitter &emitter, const ir::BufferInfo &, llvm::Value *value,
+                       llvm::Value *address) {
+  emitter.builder().CreateStore(value, address);
+}
+
+void bindScalarSlots(LlvmEmitter &emitter, ScopedBindings &scope,
+                     const std::vector<ir::ScalarParam> &scalars, llvm::Value *slots) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  for (size_t i = 0; i < scalars.size(); ++i) {
+    llvm::Value *slot = builder.CreateConstInBoundsGEP1_64(builder.getInt64Ty(), slots, i);
+    llvm::Value *stored = builder.CreateLoad(emitter.memoryType(scalars[i].type), slot);
+    llvm::Value *value = emitter.fromMemory(stored, scalars[i].type);
+    value->setName(scalars[i].name);
+    scope.var(scalars[i].name, value);
+  }
 }
 
 ScopedBindings::~ScopedBindings() {

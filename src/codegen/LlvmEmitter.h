@@ -195,6 +195,11 @@ private:
   std::vector<std::pair<const ir::BufferInfo *, llvm::Value *>> buffers_;
 };
 
+// Binds each scalar of a slot array (8 bytes per scalar, each holding the
+// value in its own type) to its name.
+void bindScalarSlots(LlvmEmitter &emitter, ScopedBindings &scope,
+                     const std::vector<ir::ScalarParam> &scalars, llvm::Value *slots);
+
 // True when evaluating `expr` may fault (a load, an integer division), so it
 // must not be evaluated speculatively.
 bool mayFault(const ir::ExprNode &expr);

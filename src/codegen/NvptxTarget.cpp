@@ -472,6 +472,12 @@ void NvptxTarget::emitBarrier(LlvmEmitter &emitter) {
   emitter.builder().CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
 }
 
+Status checkGpuName(const std::string &gpu) {
+  if (auto machine = nvptxMachine(gpu); !machine)
+    return std::unexpected(machine.error());
+  return {};
+}
+
 int computeCapabilityOf(const std::string &gpu) {
   int version = 0;
   if (gpu.starts_with("sm_") && std::sscanf(gpu.c_str() + 3, "%d", &version) == 1)

@@ -1,6 +1,8 @@
 // Code generation for NVIDIA GPUs: the kernels of a Function become one LLVM
 // module for nvptx64-nvidia-cuda, optimized and turned into PTX by LLVM's
-// NVPTX backend. Host code is not compiled here: GpuEngine interprets it.
+// NVPTX backend. Host code is not compiled here: GpuEngine interprets it, and
+// GpuHostCode.h compiles it for the host CPU where an object embeds the GPU
+// code.
 //
 // Each KernelFunc becomes a `ptx_kernel` function `kernel.name(buffers...,
 // scalars..., error)`: buffers are global pointers (noalias; readonly when the
@@ -36,6 +38,10 @@ inline constexpr const char *kDefaultGpu = "sm_80";
 // (passes::PipelineOptions::computeCapability); 80 for a name that is not
 // sm_XX, which code generation refuses anyway.
 int computeCapabilityOf(const std::string &gpu);
+
+// Success when loopc generates code for `gpu`, else the error saying which
+// names it takes.
+Status checkGpuName(const std::string &gpu);
 
 class NvptxTarget final : public Target {
 public:

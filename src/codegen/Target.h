@@ -12,6 +12,7 @@
 #include <string>
 
 namespace llvm {
+class Type;
 class Value;
 } // namespace llvm
 
@@ -71,6 +72,15 @@ public:
 
   // A kernel launch in host code.
   virtual void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) = 0;
+
+  // A load of an element of `buffer` (of memory type `type`) at `address`,
+  // and a store of `value` there: plain ones, unless the code cannot reach
+  // the buffer's memory directly (the GPU's, from host code compiled ahead of
+  // time: GpuHostCode.h).
+  virtual llvm::Value *emitLoad(LlvmEmitter &emitter, const ir::BufferInfo &buffer,
+                                llvm::Type *type, llvm::Value *address);
+  virtual void emitStore(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *value,
+                         llvm::Value *address);
 
   // Whether each loop carries its Loop IR variable as an `llvm.loop`
   // property ({"loopc.loop", name}), so that what LLVM made of the loops can

@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 namespace loopc::driver {
 
@@ -33,6 +34,7 @@ struct CompileOptions {
   std::string target; // empty: cpu for llvm, gpu for ptx and module
   PassChoiceOptions passes;
   std::string gpu = codegen::kDefaultGpu;
+  bool gpuGiven = false; // --gpu on the command line: --emit object embeds GPU code for it
   std::string cpu = "native";
   std::string prefix; // before each kernel's name in --emit object and header
   std::string output;
@@ -102,7 +104,8 @@ std::string headerGuard(const CompileOptions &options,
 Expected<std::string> generateLibrary(const CompileOptions &options, const Session &session,
                                       const passes::PipelineOptions &pipeline) {
   if (options.target == "gpu")
-    return makeError("--emit " + options.emit + " embeds CPU code; it takes no --target gpu");
+    return makeError("--emit " + options.emit +
+                     " embeds CPU code, and GPU code with --gpu: it takes no --target gpu");
   std::vector<const KernelDecl *> declarations;
   if (options.kernels.empty()) {
     for (const auto &kernel : session.program->modules.front()->kernels)
@@ -119,6 +122,17 @@ Expected<std::string> generateLibrary(const CompileOptions &options, const Sessi
     if (std::ranges::find(declarations, *kernel) == declarations.end())
       declarations.push_back(*kernel);
   }
+  std::vector<std::string> gpus; // the architectures of the GPU code, ascending
+  if (options.gpuGiven && options.emit == "object") {
+    std::stringstream list(options.gpu);
+    for (std::string gpu; std::getline(list, gpu, ',');) {
+      if (auto known = codegen::checkGpuName(gpu); !known)
+        return std::unexpected(known.error());
+      if (std::ranges::find(gpus, gpu) == gpus.end())
+        gpus.push_back(gpu);
+    }
+    std::ranges::stable_sort(gpus, {}, codegen::computeCapabilityOf);
+  }
   std::vector<codegen::LibraryKernel> kernels;
   for (const KernelDecl *declaration : declarations) {
     Expected<ir::Function> function =
@@ -128,11 +142,23 @@ Expected<std::string> generateLibrary(const CompileOptions &options, const Sessi
     auto symbol = codegen::librarySymbol(*declaration, options.prefix);
     if (!symbol)
       return std::unexpected(symbol.error());
-    kernels.push_back({declaration, std::move(*function), std::move(*symbol)});
+    codegen::LibraryKernel kernel{declaration, std::move(*function), std::move(*symbol)};
+    for (const std::string &gpu : gpus) {
+      passes::PipelineOptions gpuPipeline = pipeline;
+      gpuPipeline.target = passes::PipelineTarget::Gpu;
+      gpuPipeline.computeCapability = codegen::computeCapabilityOf(gpu);
+      gpuPipeline.multiprocessors = perf::typicalGpuDeviceFor(gpu).multiprocessors;
+      Expected<ir::Function> gpuFunction =
+          passes::runPipeline(ir::lowerKernel(*session.program, *declaration), gpuPipeline);
+      if (!gpuFunction)
+        return std::unexpected(gpuFunction.error());
+      kernel.gpu.push_back({gpu, gpuPipeline.computeCapability, std::move(*gpuFunction)});
+    }
+    kernels.push_back(std::move(kernel));
   }
   if (options.emit == "header")
     return codegen::libraryHeader(kernels, session.sources, headerGuard(options, kernels));
-  return codegen::compileCpuObject(kernels, session.sources, options.cpu);
+  return codegen::compileLibraryObject(kernels, session.sources, options.cpu);
 }
 
 Expected<std::string> generate(const CompileOptions &options, const ir::Function &function,
@@ -283,7 +309,10 @@ void addCompileCommand(CLI::App &app) {
       ->add_option("--target", options->target,
                    "cpu or gpu (default: gpu for --emit ptx and module, else cpu)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
-  command->add_option("--gpu", options->gpu, "The GPU architecture (default: sm_80)");
+  command->add_option("--gpu", options->gpu,
+                      "The GPU architecture (default: sm_80); for --emit object, the GPU code to "
+                      "embed beside the CPU code, one or more architectures separated by commas "
+                      "(e.g. sm_80,sm_90: docs/embedding.md)");
   command->add_option("--prefix", options->prefix,
                       "For --emit object and header: put this before each kernel's name to make "
                       "its C function's name (e.g. mylib_)");
@@ -305,7 +334,8 @@ void addCompileCommand(CLI::App &app) {
   command->add_flag("--no-opt", options->noOptimize, "Emit the LLVM IR before optimization");
   command->add_flag("--verbose", options->verbose,
                     "Run ptxas -v on the PTX and report registers, spills and shared memory");
-  command->callback([options] {
+  command->callback([options, command] {
+    options->gpuGiven = command->count("--gpu") > 0;
     if (int exitCode = runCompile(*options))
       throw CLI::RuntimeError(exitCode);
   });

@@ -56,6 +56,71 @@ void loopc_cpu_call_unlock(void);
  * loopc_runtime_last_error(NULL) returns) and returns `status`. */
 loopc_status loopc_report_failure(loopc_status status, const char *message);
 
+/* ------------------------------------------------------------------------
+ * The GPU path of a function whose object embeds GPU code (`loopc compile
+ * --emit object --gpu ...`). The object holds, per function, a
+ * loopc_gpu_program and its host code, which calls what follows between
+ * loopc_gpu_call_begin and loopc_gpu_call_end, under the call lock. */
+
+/* The PTX of a function's kernels for one architecture. */
+typedef struct loopc_gpu_image {
+  int32_t compute_capability; /* 80 for sm_80 */
+  const char *ptx;
+  const char *const *kernels; /* its entries, as loopc_gpu_launch numbers them */
+  int32_t kernel_count;
+} loopc_gpu_image;
+
+typedef struct loopc_gpu_program {
+  const char *name;              /* the .loop kernel's, for messages */
+  const loopc_gpu_image *images; /* by compute capability, ascending */
+  int32_t image_count;
+  void *loaded; /* the runtime's: NULL until the first call */
+} loopc_gpu_program;
+
+typedef struct loopc_gpu_call loopc_gpu_call;
+
+/* 1 when the functions that embed GPU code run on the GPU (loopc_use_device,
+ * else LOOPC_DEVICE, else whether a CUDA device is present), else 0. */
+int32_t loopc_gpu_selected(void);
+
+/* Starts a call of `program` on the GPU: the device is opened and the image
+ * for it loaded on first use. Never NULL. The call keeps its first failure;
+ * every later operation on it then does nothing (reads give zeros), and
+ * loopc_gpu_call_end returns it. */
+loopc_gpu_call *loopc_gpu_call_begin(loopc_gpu_program *program);
+/* Which image the call runs (an index into program->images); -1 after a
+ * failure. */
+int32_t loopc_gpu_call_image(const loopc_gpu_call *call);
+
+/* The device copy of an array argument of `bytes` bytes at `host`. Intent 0
+ * (in): copied in; 1 (out): zeroed, copied back at the end; 2 (inout): both. */
+loopc_device_ptr loopc_gpu_argument(loopc_gpu_call *call, void *host, int64_t bytes,
+                                    int32_t intent);
+/* Device memory for the call's temporaries, zeroed; freed by
+ * loopc_gpu_free or at the end of the call. */
+loopc_device_ptr loopc_gpu_alloc(loopc_gpu_call *call, int64_t bytes);
+void loopc_gpu_free(loopc_gpu_call *call, loopc_device_ptr buffer);
+/* Element reads and writes of the host code (they wait for the launches
+ * before them). */
+void loopc_gpu_read(loopc_gpu_call *call, void *host, loopc_device_ptr device, int64_t bytes);
+void loopc_gpu_write(loopc_gpu_call *call, loopc_device_ptr device, const void *host,
+                     int64_t bytes);
+/* The device error record (three int64_t, zeroed) every kernel gets last. */
+loopc_device_ptr loopc_gpu_error_record(loopc_gpu_call *call);
+
+/* Launches kernel number `kernel` of the image with geometry[0..5] = grid x,
+ * y, z and block x, y, z (nothing when one is 0 or less) and `params` as for
+ * loopc_launch; `max_threads` is the kernel's limit on a block's threads (0:
+ * the GPU's), `source` the "file:line:col" of its parfor ("" when unknown). */
+void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geometry,
+                      void **params, int32_t max_threads, const char *source);
+
+/* Waits for the call's launches, copies the out and inout arguments back and
+ * the device error record to `error_record` (24 bytes), frees the call's
+ * device memory and ends the call. Returns LOOPC_SUCCESS or the call's first
+ * failure, whose message is then the thread's last error. */
+loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -134,6 +134,18 @@ loopc_status loopc_event_record(loopc_runtime *runtime, loopc_event *event);
 loopc_status loopc_event_elapsed_ms(loopc_runtime *runtime, loopc_event *start, loopc_event *end,
                                     float *out);
 
+/* Where the functions of objects compiled with GPU code (`loopc compile
+ * --emit object --gpu ...`, docs/embedding.md) run: LOOPC_DEVICE_CUDA opens
+ * CUDA device 0 now, and fails (NO_DRIVER, NO_DEVICE), keeping the choice
+ * before, where there is none; LOOPC_DEVICE_CPU runs them on the CPU. Without
+ * a call, the environment variable LOOPC_DEVICE (cpu, gpu or auto) decides at
+ * the first call of such a function, and auto (the default) takes the GPU
+ * when a CUDA device is present. Functions compiled without GPU code always
+ * run on the CPU. */
+loopc_status loopc_use_device(loopc_device_kind kind);
+/* The device they run on now (deciding as their first call would). */
+loopc_device_kind loopc_used_device(void);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,320 @@
+// The GPU path of the functions in objects compiled with GPU code
+// (loopc/generated.h): which device they run on, chosen once per process,
+// and the calls their host code makes. One CUDA runtime serves the whole
+// process, opened at the first GPU call and kept open; each function's image
+// is loaded into it at its first call and kept too. Calls run one at a time
+// (the generated functions hold the call lock), so a call's state needs no
+// lock of its own; the choice of device has one, as loopc_use_device may be
+// called from any thread.
+#include "loopc/generated.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Buffers of no bytes still get an address of their own.
+constexpr int64_t kSmallestBufferBytes = 16;
+
+struct DeviceChoice {
+  std::mutex mutex;
+  std::optional<bool> gpu; // decided: run on the GPU
+  bool opened = false;     // tried to open the GPU
+  loopc_runtime *runtime = nullptr;
+  loopc_status openStatus = LOOPC_SUCCESS;
+  std::string openFailure;
+};
+
+DeviceChoice &deviceChoice() {
+  static DeviceChoice *choice = new DeviceChoice; // never destroyed: calls may come at exit
+  return *choice;
+}
+
+// Opens CUDA device 0 the first time; the runtime, or null.
+loopc_runtime *openGpu(DeviceChoice &choice) {
+  if (!choice.opened) {
+    choice.opened = true;
+    choice.openStatus = loopc_runtime_open(LOOPC_DEVICE_CUDA, 0, &choice.runtime);
+    if (choice.openStatus != LOOPC_SUCCESS)
+      choice.openFailure = loopc_runtime_last_error(nullptr);
+  }
+  return choice.runtime;
+}
+
+// LOOPC_DEVICE's choice: the GPU, the CPU, or none (auto).
+std::optional<bool> environmentChoice() {
+  const char *value = std::getenv("LOOPC_DEVICE");
+  if (!value || !*value || std::strcmp(value, "auto") == 0)
+    return std::nullopt;
+  if (std::strcmp(value, "gpu") == 0)
+    return true;
+  if (std::strcmp(value, "cpu") == 0)
+    return false;
+  std::fprintf(stderr, "loopc: LOOPC_DEVICE=%s is not cpu, gpu or auto; ignored\n", value);
+  return std::nullopt;
+}
+
+bool decideGpu(DeviceChoice &choice) {
+  if (!choice.gpu) {
+    std::optional<bool> wanted = environmentChoice();
+    choice.gpu = wanted ? *wanted : openGpu(choice) != nullptr;
+  }
+  return *choice.gpu;
+}
+
+// What a program's first call loaded: its image and kernels.
+struct LoadedProgram {
+  int image = -1;
+  loopc_module *module = nullptr;
+  std::vector<loopc_function *> kernels;
+};
+
+std::string architecture(int capability) { return "sm_" + std::to_string(capability); }
+
+} // namespace
+
+struct loopc_gpu_call {
+  loopc_gpu_program *program = nullptr;
+  loopc_runtime *runtime = nullptr;
+  LoadedProgram *loaded = nullptr;
+  loopc_status status = LOOPC_SUCCESS;
+  std::string failure;
+  struct Argument {
+    void *host;
+    int64_t bytes;
+    loopc_device_ptr device;
+    int32_t intent;
+  };
+  std::vector<Argument> arguments;
+  std::vector<loopc_device_ptr> temporaries;
+  loopc_device_ptr errorRecord = 0;
+
+  bool failed() const { return status != LOOPC_SUCCESS; }
+  // Keeps the first failure, named after the kernel.
+  void fail(loopc_status why, const std::string &message) {
+    if (failed())
+      return;
+    status = why;
+    failure = "kernel '" + std::string(program->name) + "': " + message;
+  }
+  // Keeps the runtime's failure when `result` is one; true when it is not.
+  bool check(loopc_status result) {
+    if (result != LOOPC_SUCCESS)
+      fail(result, loopc_runtime_last_error(runtime));
+    return result == LOOPC_SUCCESS && !failed();
+  }
+  loopc_device_ptr allocate(int64_t bytes) {
+    loopc_device_ptr address = 0;
+    size_t size = static_cast<size_t>(bytes < kSmallestBufferBytes ? kSmallestBufferBytes : bytes);
+    if (!failed() && check(loopc_buffer_alloc(runtime, size, &address)) &&
+        !check(loopc_memset(runtime, address, 0, size))) {
+      loopc_buffer_free(runtime, address);
+      address = 0;
+    }
+    return address;
+  }
+  // Loads the image for the device at the program's first call.
+  void load() {
+    if (program->loaded) {
+      loaded = static_cast<LoadedProgram *>(program->loaded);
+      return;
+    }
+    loopc_device_info info;
+    if (!check(loopc_runtime_device_info(runtime, &info)))
+      return;
+    int capability = info.compute_capability_major * 10 + info.compute_capability_minor;
+    int image = -1;
+    for (int i = 0; i < program->image_count; ++i)
+      if (program->images[i].compute_capability <= capability)
+        image = i;
+    if (image < 0) {
+      std::string held;
+      for (int i = 0; i < program->image_count; ++i)
+        held += (i ? ", " : "") + architecture(program->images[i].compute_capability);
+      fail(LOOPC_ERROR_UNSUPPORTED, "its object holds GPU code for " + held +
+                                        ", all newer than the GPU (" + info.name + ", " +
+                                        architecture(capability) + "): compile it with --gpu " +
+                                        architecture(capability) + " too");
+      return;
+    }
+    auto loading = std::make_unique<LoadedProgram>();
+    loading->image = image;
+    if (!check(loopc_module_load_ptx(runtime, program->images[image].ptx, program->name,
+                                     &loading->module)))
+      return;
+    const loopc_gpu_image &code = program->images[image];
+    for (int i = 0; i < code.kernel_count; ++i) {
+      loopc_function *function = nullptr;
+      if (!check(loopc_module_function(runtime, loading->module, code.kernels[i], &function))) {
+        loopc_module_unload(runtime, loading->module);
+        return;
+      }
+      loading->kernels.push_back(function);
+    }
+    loaded = loading.release();
+    program->loaded = loaded;
+  }
+};
+
+extern "C" {
+
+loopc_status loopc_use_device(loopc_device_kind kind) {
+  DeviceChoice &choice = deviceChoice();
+  std::lock_guard lock(choice.mutex);
+  if (kind == LOOPC_DEVICE_CPU) {
+    choice.gpu = false;
+    return LOOPC_SUCCESS;
+  }
+  if (kind != LOOPC_DEVICE_CUDA)
+    return loopc_report_failure(LOOPC_ERROR_INVALID_ARGUMENT,
+                                "loopc_use_device: the kind is neither CUDA nor CPU");
+  if (!openGpu(choice))
+    return loopc_report_failure(choice.openStatus, choice.openFailure.c_str());
+  choice.gpu = true;
+  return LOOPC_SUCCESS;
+}
+
+loopc_device_kind loopc_used_device(void) {
+  return loopc_gpu_selected() ? LOOPC_DEVICE_CUDA : LOOPC_DEVICE_CPU;
+}
+
+int32_t loopc_gpu_selected(void) {
+  DeviceChoice &choice = deviceChoice();
+  std::lock_guard lock(choice.mutex);
+  return decideGpu(choice);
+}
+
+loopc_gpu_call *loopc_gpu_call_begin(loopc_gpu_program *program) {
+  auto *call = new loopc_gpu_call;
+  call->program = program;
+  {
+    DeviceChoice &choice = deviceChoice();
+    std::lock_guard lock(choice.mutex);
+    call->runtime = openGpu(choice);
+    if (!call->runtime) {
+      call->fail(choice.openStatus, "cannot run on the GPU: " + choice.openFailure);
+      return call;
+    }
+  }
+  call->load();
+  call->errorRecord = call->allocate(3 * sizeof(int64_t));
+  return call;
+}
+
+int32_t loopc_gpu_call_image(const loopc_gpu_call *call) {
+  return call->failed() || !call->loaded ? -1 : call->loaded->image;
+}
+
+loopc_device_ptr loopc_gpu_argument(loopc_gpu_call *call, void *host, int64_t bytes,
+                                    int32_t intent) {
+  loopc_device_ptr device = call->allocate(bytes);
+  if (call->failed())
+    return 0;
+  call->arguments.push_back({host, bytes, device, intent});
+  if (intent != 1 && bytes > 0)
+    call->check(loopc_copy_to_device(call->runtime, device, host, static_cast<size_t>(bytes)));
+  return device;
+}
+
+loopc_device_ptr loopc_gpu_alloc(loopc_gpu_call *call, int64_t bytes) {
+  loopc_device_ptr device = call->allocate(bytes);
+  if (!call->failed())
+    call->temporaries.push_back(device);
+  return device;
+}
+
+void loopc_gpu_free(loopc_gpu_call *call, loopc_device_ptr buffer) {
+  for (size_t i = 0; i < call->temporaries.size(); ++i)
+    if (call->temporaries[i] == buffer) {
+      call->temporaries.erase(call->temporaries.begin() + static_cast<std::ptrdiff_t>(i));
+      call->check(loopc_buffer_free(call->runtime, buffer));
+      return;
+    }
+}
+
+void loopc_gpu_read(loopc_gpu_call *call, void *host, loopc_device_ptr device, int64_t bytes) {
+  if (call->failed() ||
+      !call->check(loopc_copy_to_host(call->runtime, host, device, static_cast<size_t>(bytes))))
+    std::memset(host, 0, static_cast<size_t>(bytes));
+}
+
+void loopc_gpu_write(loopc_gpu_call *call, loopc_device_ptr device, const void *host,
+                     int64_t bytes) {
+  if (!call->failed())
+    call->check(loopc_copy_to_device(call->runtime, device, host, static_cast<size_t>(bytes)));
+}
+
+loopc_device_ptr loopc_gpu_error_record(loopc_gpu_call *call) { return call->errorRecord; }
+
+void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geometry, void **params,
+                      int32_t max_threads, const char *source) {
+  if (call->failed())
+    return;
+  const char *name = call->program->images[call->loaded->image].kernels[kernel];
+  std::string where = source && *source ? std::string(" (") + source + ")" : "";
+  // CUDA's limits for every GPU since compute capability 3.0.
+  static constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
+  static constexpr int64_t kBlockLimits[3] = {1024, 1024, 64};
+  int64_t threadLimit = max_threads > 0 && max_threads < 1024 ? max_threads : 1024;
+  loopc_launch_config config = {};
+  int64_t blockThreads = 1;
+  for (int axis = 0; axis < 3; ++axis) {
+    int64_t blocks = geometry[axis], threads = geometry[3 + axis];
+    if (blocks <= 0 || threads <= 0)
+      return; // an empty iteration space launches nothing
+    if (blocks > kGridLimits[axis] || threads > kBlockLimits[axis]) {
+      call->fail(LOOPC_ERROR_UNSUPPORTED,
+                 std::string("its kernel '") + name + "'" + where + " needs a grid of " +
+                     std::to_string(blocks) + " blocks of " + std::to_string(threads) +
+                     " threads along axis " + "xyz"[axis] + ", beyond the GPU's limits");
+      return;
+    }
+    config.grid[axis] = static_cast<uint32_t>(blocks);
+    config.block[axis] = static_cast<uint32_t>(threads);
+    blockThreads *= threads;
+  }
+  if (blockThreads > threadLimit) {
+    call->fail(LOOPC_ERROR_UNSUPPORTED, std::string("its kernel '") + name + "'" + where +
+                                            " needs blocks of " + std::to_string(blockThreads) +
+                                            " threads, more than its limit of " +
+                                            std::to_string(threadLimit));
+    return;
+  }
+  config.kernel_name = name;
+  config.source_location = source;
+  call->check(loopc_launch(call->runtime, call->loaded->kernels[static_cast<size_t>(kernel)],
+                           &config, params, nullptr));
+}
+
+loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record) {
+  std::memset(error_record, 0, 3 * sizeof(int64_t));
+  if (!call->failed() && call->check(loopc_synchronize(call->runtime)) &&
+      call->check(
+          loopc_copy_to_host(call->runtime, error_record, call->errorRecord, 3 * sizeof(int64_t))))
+    for (const loopc_gpu_call::Argument &argument : call->arguments)
+      if (argument.intent != 0 && argument.bytes > 0 &&
+          !call->check(loopc_copy_to_host(call->runtime, argument.host, argument.device,
+                                          static_cast<size_t>(argument.bytes))))
+        break;
+  if (call->runtime) {
+    for (const loopc_gpu_call::Argument &argument : call->arguments)
+      call->check(loopc_buffer_free(call->runtime, argument.device));
+    for (loopc_device_ptr temporary : call->temporaries)
+      call->check(loopc_buffer_free(call->runtime, temporary));
+    if (call->errorRecord)
+      call->check(loopc_buffer_free(call->runtime, call->errorRecord));
+  }
+  loopc_status status = call->status;
+  if (call->failed())
+    loopc_report_failure(status, call->failure.c_str());
+  delete call;
+  return status;
+}
+
+} // extern "C"
