@@ -618,7 +618,7 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   auto gpu =
       runLoopc("compile samples/histogram.loop --emit object --target gpu -o " + dir.at("g.o"));
   CHECK(gpu.exitCode == 1);
-  CHECK(contains(gpu.output, "--emit object embeds CPU code; it takes no --target gpu"));
+  CHECK(contains(gpu.output, "--emit object embeds CPU code, and GPU code with --gpu: it takes no --target gpu"));
   auto cpu =
       runLoopc("compile samples/histogram.loop --emit object --cpu pentium9 -o " + dir.at("p.o"));
   CHECK(cpu.exitCode == 1);
