@@ -1,12 +1,14 @@
-# loopc_add_kernels(<target> SOURCES <file.loop>... [CPU <name>] [KERNELS <name>...]
-#                   [PREFIX <prefix>] [UNSAFE])
+# loopc_add_kernels(<target> SOURCES <file.loop>... [CPU <name>] [GPU <sm_XX>...]
+#                   [KERNELS <name>...] [PREFIX <prefix>] [UNSAFE])
 #
 # Compiles each .loop file's kernels ahead of time into an object file linked
 # into <target>, with a C header named after the file and the prefix
 # (<prefix><file>.h) that <target> can include: one function per kernel
 # (docs/embedding.md). The files a source imports are tracked, so editing
 # them rebuilds it. CPU is the LLVM CPU the code is for (default "native":
-# the building machine's); KERNELS limits the functions to those kernels:
+# the building machine's); GPU embeds the kernels' GPU code for those
+# architectures too, and each function then runs on the GPU when one is
+# present (LOOPC_DEVICE, loopc_use_device); KERNELS limits the functions to those kernels:
 # each source keeps the ones it defines, and a name no source defines is an
 # error. PREFIX goes before each kernel's name to make its function's
 # (`mylib_` gives mylib_matmul), against clashes with other C names.
@@ -59,7 +61,7 @@ endif()
 
 
 function(loopc_add_kernels target)
-  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "BOUNDS_CHECK;UNSAFE" "CPU;PREFIX" "SOURCES;KERNELS")
+  cmake_parse_arguments(PARSE_ARGV 1 LOOPC "BOUNDS_CHECK;UNSAFE" "CPU;PREFIX" "SOURCES;KERNELS;GPU")
   if(LOOPC_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "loopc_add_kernels: unexpected arguments ${LOOPC_UNPARSED_ARGUMENTS}")
   endif()
@@ -84,6 +86,11 @@ function(loopc_add_kernels target)
   endforeach()
   if(LOOPC_KERNELS)
     list(APPEND kernel_options --skip-missing-kernels)
+  endif()
+  set(object_options)
+  if(LOOPC_GPU)
+    list(JOIN LOOPC_GPU "," gpus)
+    list(APPEND object_options --gpu ${gpus})
   endif()
   set(output_dir ${CMAKE_CURRENT_BINARY_DIR}/loopc_kernels/${target})
   file(MAKE_DIRECTORY ${output_dir})
@@ -122,7 +129,7 @@ function(loopc_add_kernels target)
       OUTPUT ${object} ${header}
       COMMAND loopc::loopc compile ${source} --emit header -o ${header} ${kernel_options}
       COMMAND loopc::loopc compile ${source} --emit object -o ${object} --cpu ${LOOPC_CPU}
-              --depfile ${object}.d ${kernel_options}
+              --depfile ${object}.d ${kernel_options} ${object_options}
       DEPENDS ${source} loopc::loopc
       DEPFILE ${object}.d
       COMMENT "loopc: compiling the kernels of ${source} for ${target}"

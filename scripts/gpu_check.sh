@@ -3,8 +3,9 @@
 # interpreter compares every output) at moderate sizes, chosen odd so that the
 # bounds guards of rounded-up grids are exercised, then the optimization
 # variants the benchmark times, and prints a pass/fail table (kernel, sizes,
-# result, GPU time). Then runs the runtime smoke tool when it
-# was carried. Exits non-zero if anything fails.
+# result, GPU time). Then runs the runtime smoke tool and the embedding
+# test's program (its functions on the GPU) when they were carried. Exits
+# non-zero if anything fails.
 #
 # The checks run JOBS at a time (default: one per core), since the reference
 # interpreter, not the GPU, takes most of the time: a GPU time in the table is
@@ -17,16 +18,18 @@
 #
 # Meant for the GPU machine, with the static binary built here by
 # scripts/build-static.sh (see docs/gpu.md):
-#   scripts/gpu_check.sh [LOOPC] [SMOKE] [PROGRAMS]
+#   scripts/gpu_check.sh [LOOPC] [SMOKE] [PROGRAMS] [EMBEDDED]
 # LOOPC defaults to build-static/loopc, SMOKE to build-static/runtime/loopc-runtime-smoke,
 # PROGRAMS (a folder of generated programs, each checked on the GPU too) to
-# build-static/random-programs.
+# build-static/random-programs, EMBEDDED (tests/embedding's program, built by
+# tests/embedding/run.sh and copied) to build-static/embedding_check.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 loopc=${1:-build-static/loopc}
 smoke=${2:-build-static/runtime/loopc-runtime-smoke}
 programs=${3:-build-static/random-programs}
+embedded=${4:-build-static/embedding_check}
 device=${DEVICE:-gpu}
 jobs_at_once=${JOBS:-$(nproc)}
 check_timeout=${CHECK_TIMEOUT:-180}
@@ -227,6 +230,18 @@ if [ -x "$smoke" ]; then
   if ! timeout -k 5 "$check_timeout" "$smoke"; then
     failures=$((failures + 1))
   fi
+fi
+
+# The program of tests/embedding, whose kernels.loop object holds GPU code:
+# on the GPU its functions must agree with the references as on the CPU.
+if [ -x "$embedded" ]; then
+  echo
+  echo "embedded kernels ($embedded, LOOPC_DEVICE=gpu):"
+  if ! output=$(LOOPC_DEVICE=gpu timeout -k 5 "$check_timeout" "$embedded" 2>&1) ||
+    ! grep -q "ran on the GPU" <<<"$output"; then
+    failures=$((failures + 1))
+  fi
+  echo "$output"
 fi
 
 echo

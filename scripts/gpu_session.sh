@@ -16,10 +16,12 @@
 # Prepared on a machine without a GPU (docs/gpu.md, "Everything in one command"):
 #   scripts/build-static.sh; cmake --build build-static --target loopc-runtime-smoke
 #   LOOPC_EXPORT_RANDOM_PROGRAMS=build-static/random-programs build/tests/test_random_programs
+#   tests/embedding/run.sh build build/embedding-scratch &&
+#     cp build/embedding-scratch/build/embedding_check build-static/
 #   cp -r ../shared/anchors bench/anchors
 # then run on the GPU machine with build-static/loopc, build-static/libdevice.10.bc,
-# build-static/runtime/loopc-runtime-smoke, build-static/random-programs and
-# bench/anchors, with LOOPC_COMMIT set to the commit the binary was built from:
+# build-static/runtime/loopc-runtime-smoke, build-static/random-programs,
+# build-static/embedding_check and bench/anchors, with LOOPC_COMMIT set to the commit the binary was built from:
 #   LOOPC_COMMIT=abc1234 scripts/gpu_session.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."

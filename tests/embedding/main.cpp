@@ -257,6 +257,10 @@ int main() {
   checkOverflowingExtents();
   checkVectorOps();
   checkFusedWithoutFma();
+  // kernels.loop's functions hold GPU code too: on a machine with a CUDA
+  // device they ran there (LOOPC_DEVICE=cpu runs them on the CPU).
+  std::printf("embedding: kernels.loop's functions ran on the %s\n",
+              loopc_used_device() == LOOPC_DEVICE_CUDA ? "GPU" : "CPU");
   if (failures == 0)
     std::printf("embedding: every kernel agrees with its reference and every bad call fails\n");
   return failures == 0 ? 0 : 1;
