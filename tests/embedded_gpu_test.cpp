@@ -31,11 +31,10 @@ std::string buildDriver(const test::TempDir &dir, const std::string &objectOptio
                                dir.at("kernels.o"));
   INFO(object.output);
   REQUIRE(object.exitCode == 0);
-  auto linked = test::runShell("cc -std=c11 -D_GNU_SOURCE -I" + dir.at("") + " -I" +
-                               test::sourcePath("runtime/include") + " " +
-                               test::sourcePath("tests/embedded_gpu/drive.c") + " " +
-                               dir.at("kernels.o") + " " + LOOPC_RUNTIME_LIBRARY +
-                               " -lstdc++ -lm -lpthread -ldl -o " + dir.at("drive"));
+  auto linked = test::runShell(
+      "cc -std=c11 -D_GNU_SOURCE -I" + dir.at("") + " -I" + test::sourcePath("runtime/include") +
+      " " + test::sourcePath("tests/embedded_gpu/drive.c") + " " + dir.at("kernels.o") + " " +
+      LOOPC_RUNTIME_LIBRARY + " -lstdc++ -lm -lpthread -ldl -o " + dir.at("drive"));
   INFO(linked.output);
   REQUIRE(linked.exitCode == 0);
   return dir.at("drive");
@@ -50,6 +49,17 @@ std::string drive(const std::string &program, const std::string &environment,
   return run.output;
 }
 
+// What the buffer calls refuse, on any device.
+void checkBufferErrors(const std::string &output) {
+  CHECK(contains(output, "saxpy_buffers small: LOOPC_ERROR_INVALID_ARGUMENT (kernel 'saxpy': 'y' "
+                         "is a buffer of 4 bytes; its type, f32[N], needs 20)\n"));
+  CHECK(contains(output, "saxpy_buffers null: LOOPC_ERROR_INVALID_ARGUMENT (kernel 'saxpy': 'x' is "
+                         "NULL)\n"));
+  CHECK(contains(output, "download past the end: LOOPC_ERROR_INVALID_ARGUMENT "
+                         "(loopc_buffer_download: bytes 16 to 24 are past the end of a buffer of "
+                         "20)\n"));
+}
+
 // What every engine computes for drive.c's calls.
 void checkComputed(const std::string &output) {
   CHECK(contains(output, "saxpy: LOOPC_SUCCESS\n  y = 3 5 7 9 11\n"));
@@ -62,6 +72,10 @@ void checkComputed(const std::string &output) {
                              "'x' (extent 5))"));
   CHECK(contains(output, "levinson: LOOPC_SUCCESS\n  ry = -0.53591 0.0860358 -0.0383103 "
                          "0.00325896 0.00590223 -0.00335547\n"));
+  // The chain on buffers: y = 2x + 1, then y += x, then the sum of y.
+  CHECK(contains(output, "  chained = 4 7 10 13 16\n  sum = 50\n"));
+  checkBufferErrors(output);
+  CHECK(contains(output, "  copied = 4 1 2 13 16\n"));
 }
 
 } // namespace
@@ -72,6 +86,7 @@ TEST_CASE("an object with GPU code runs on the CPU where no driver is found or t
   std::string noDriver = "LOOPC_CUDA_DRIVER=" + dir.at("no-such-driver.so");
   std::string alone = drive(program, noDriver);
   CHECK(contains(alone, "device: cpu\n"));
+  CHECK(contains(alone, "buffers on: cpu\n"));
   checkComputed(alone);
   // Chosen, with a GPU present: by the API and by the environment.
   std::string chosen = drive(program, "LOOPC_CUDA_DRIVER=" + kStub, "use-cpu");
@@ -89,7 +104,10 @@ TEST_CASE("an object with GPU code runs on the CPU where no driver is found or t
 TEST_CASE("an object without GPU code runs on the CPU whatever LOOPC_DEVICE says") {
   test::TempDir dir;
   std::string program = buildDriver(dir, "");
+  // Buffers are made on the GPU, which the functions read and write through
+  // copies in host memory.
   std::string output = drive(program, "LOOPC_DEVICE=gpu LOOPC_CUDA_DRIVER=" + kStub);
+  CHECK(contains(output, "buffers on: cuda\n"));
   checkComputed(output);
   CHECK(contains(output, "module: \n")); // nothing loaded into the stand-in
   CHECK(!contains(output, "launch "));
@@ -130,6 +148,12 @@ TEST_CASE("over the stand-in driver the host code launches each kernel with its 
                                std::to_string(k) + " 8:6 8:address\n"));
   }
   CHECK(contains(output, "levinson: LOOPC_SUCCESS\n  ry = -0.5 0.0666667 "));
+  // Buffers on the GPU: the calls change nothing here but zero the out one,
+  // and a copy between buffers moves the bytes.
+  CHECK(contains(output, "buffers on: cuda\n"));
+  CHECK(contains(output, "  chained = 1 1 1 1 1\n  sum = 0\n"));
+  checkBufferErrors(output);
+  CHECK(contains(output, "  copied = 1 1 2 1 1\n"));
   // LOOPC_DEVICE=gpu and the API choose it too.
   CHECK(contains(drive(program, "LOOPC_DEVICE=gpu LOOPC_CUDA_DRIVER=" + kStub), "device: cuda\n"));
   std::string chosen = drive(program, "LOOPC_DEVICE=cpu LOOPC_CUDA_DRIVER=" + kStub, "use-gpu");
@@ -184,8 +208,8 @@ TEST_CASE("compile --emit object --gpu refuses an architecture it does not know"
                                 dir.at("dot.o"));
   CHECK(unknown.exitCode == 1);
   CHECK(contains(unknown.output, "unknown GPU 'sm_99' (loopc compiles for sm_50 to sm_90a"));
-  auto target = test::runLoopc("compile samples/dot.loop --emit object --target gpu -o " +
-                               dir.at("dot.o"));
+  auto target =
+      test::runLoopc("compile samples/dot.loop --emit object --target gpu -o " + dir.at("dot.o"));
   CHECK(target.exitCode == 1);
   CHECK(contains(target.output, "--emit object embeds CPU code, and GPU code with --gpu: it takes "
                                 "no --target gpu"));

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,7 +78,88 @@ struct LoadedProgram {
 
 std::string architecture(int capability) { return "sm_" + std::to_string(capability); }
 
+// Device memory of ended calls, kept for the next: cuMemAlloc and cuMemFree
+// cost microseconds to milliseconds each, and cuMemFree waits for the GPU,
+// which a chain of short calls would pay at every call. Used under the call
+// lock.
+class DeviceMemoryCache {
+public:
+  // `bytes` bytes (at least kSmallestBufferBytes) of device memory, zeroed.
+  loopc_status acquire(loopc_runtime *runtime, size_t bytes, loopc_device_ptr *out) {
+    auto idle = idle_.lower_bound(bytes);
+    if (idle != idle_.end() && idle->first <= 2 * bytes) {
+      *out = idle->second;
+      idleBytes_ -= idle->first;
+      idle_.erase(idle);
+      return loopc_memset(runtime, *out, 0, bytes);
+    }
+    loopc_status status = loopc_buffer_alloc(runtime, bytes, out);
+    if (status == LOOPC_ERROR_OUT_OF_MEMORY && !idle_.empty()) {
+      clear(runtime);
+      status = loopc_buffer_alloc(runtime, bytes, out);
+    }
+    return status == LOOPC_SUCCESS ? loopc_memset(runtime, *out, 0, bytes) : status;
+  }
+  // Memory from acquire() of `bytes` bytes, kept while the idle memory is
+  // small.
+  void release(loopc_runtime *runtime, loopc_device_ptr address, size_t bytes) {
+    if (idleBytes_ + bytes > kMostIdleBytes) {
+      loopc_buffer_free(runtime, address);
+      return;
+    }
+    idle_.emplace(bytes, address);
+    idleBytes_ += bytes;
+  }
+
+private:
+  static constexpr size_t kMostIdleBytes = size_t{256} << 20;
+  void clear(loopc_runtime *runtime) {
+    for (auto [bytes, address] : idle_)
+      loopc_buffer_free(runtime, address);
+    idle_.clear();
+    idleBytes_ = 0;
+  }
+  std::multimap<size_t, loopc_device_ptr> idle_;
+  size_t idleBytes_ = 0;
+};
+
+DeviceMemoryCache &deviceMemory() {
+  static DeviceMemoryCache *cache = new DeviceMemoryCache; // never destroyed, as the runtime
+  return *cache;
+}
+
+size_t bufferBytes(int64_t bytes) {
+  return static_cast<size_t>(bytes < kSmallestBufferBytes ? kSmallestBufferBytes : bytes);
+}
+
+// The runtime of the GPU, opened if need be; null with the thread's last
+// error set when there is none.
+loopc_runtime *gpuRuntime() {
+  DeviceChoice &choice = deviceChoice();
+  std::lock_guard lock(choice.mutex);
+  if (!openGpu(choice))
+    loopc_report_failure(choice.openStatus, choice.openFailure.c_str());
+  return choice.runtime;
+}
+
+// Holds the call lock for a scope: buffer calls and generated functions use
+// the one GPU runtime one at a time.
+struct CallLock {
+  CallLock() { loopc_cpu_call_lock(); }
+  ~CallLock() { loopc_cpu_call_unlock(); }
+  CallLock(const CallLock &) = delete;
+  CallLock &operator=(const CallLock &) = delete;
+};
+
 } // namespace
+
+struct loopc_buffer {
+  loopc_device_kind kind = LOOPC_DEVICE_CPU;
+  size_t bytes = 0;
+  loopc_runtime *runtime = nullptr; // on the GPU
+  loopc_device_ptr device = 0;      // on the GPU
+  void *host = nullptr;             // on the CPU (64-byte aligned)
+};
 
 struct loopc_gpu_call {
   loopc_gpu_program *program = nullptr;
@@ -86,13 +168,13 @@ struct loopc_gpu_call {
   loopc_status status = LOOPC_SUCCESS;
   std::string failure;
   struct Argument {
-    void *host;
+    void *host; // copied back at the end unless intent is in; null: a buffer's own memory
     int64_t bytes;
     loopc_device_ptr device;
     int32_t intent;
   };
   std::vector<Argument> arguments;
-  std::vector<loopc_device_ptr> temporaries;
+  std::vector<std::pair<loopc_device_ptr, size_t>> temporaries; // the call's device memory
   loopc_device_ptr errorRecord = 0;
 
   bool failed() const { return status != LOOPC_SUCCESS; }
@@ -109,15 +191,24 @@ struct loopc_gpu_call {
       fail(result, loopc_runtime_last_error(runtime));
     return result == LOOPC_SUCCESS && !failed();
   }
+  // Zeroed device memory, returned to the cache at the end of the call.
   loopc_device_ptr allocate(int64_t bytes) {
     loopc_device_ptr address = 0;
-    size_t size = static_cast<size_t>(bytes < kSmallestBufferBytes ? kSmallestBufferBytes : bytes);
-    if (!failed() && check(loopc_buffer_alloc(runtime, size, &address)) &&
-        !check(loopc_memset(runtime, address, 0, size))) {
-      loopc_buffer_free(runtime, address);
-      address = 0;
-    }
+    size_t size = bufferBytes(bytes);
+    if (failed() || !check(deviceMemory().acquire(runtime, size, &address)))
+      return 0;
+    temporaries.emplace_back(address, size);
     return address;
+  }
+  // The device copy of `bytes` bytes of host memory.
+  loopc_device_ptr copyIn(void *host, int64_t bytes, int32_t intent) {
+    loopc_device_ptr device = allocate(bytes);
+    if (failed())
+      return 0;
+    arguments.push_back({host, bytes, device, intent});
+    if (intent != 1 && bytes > 0)
+      check(loopc_copy_to_device(runtime, device, host, static_cast<size_t>(bytes)));
+    return device;
   }
   // Loads the image for the device at the program's first call.
   void load() {
@@ -213,27 +304,29 @@ int32_t loopc_gpu_call_image(const loopc_gpu_call *call) {
 
 loopc_device_ptr loopc_gpu_argument(loopc_gpu_call *call, void *host, int64_t bytes,
                                     int32_t intent) {
-  loopc_device_ptr device = call->allocate(bytes);
+  return call->copyIn(host, bytes, intent);
+}
+
+loopc_device_ptr loopc_gpu_buffer_argument(loopc_gpu_call *call, loopc_buffer *buffer,
+                                           int64_t bytes, int32_t intent) {
   if (call->failed())
     return 0;
-  call->arguments.push_back({host, bytes, device, intent});
-  if (intent != 1 && bytes > 0)
-    call->check(loopc_copy_to_device(call->runtime, device, host, static_cast<size_t>(bytes)));
-  return device;
+  if (buffer->kind != LOOPC_DEVICE_CUDA)
+    return call->copyIn(buffer->host, bytes, intent);
+  if (intent == 1 && bytes > 0)
+    call->check(loopc_memset(call->runtime, buffer->device, 0, static_cast<size_t>(bytes)));
+  return buffer->device;
 }
 
 loopc_device_ptr loopc_gpu_alloc(loopc_gpu_call *call, int64_t bytes) {
-  loopc_device_ptr device = call->allocate(bytes);
-  if (!call->failed())
-    call->temporaries.push_back(device);
-  return device;
+  return call->allocate(bytes);
 }
 
 void loopc_gpu_free(loopc_gpu_call *call, loopc_device_ptr buffer) {
   for (size_t i = 0; i < call->temporaries.size(); ++i)
-    if (call->temporaries[i] == buffer) {
+    if (call->temporaries[i].first == buffer) {
+      deviceMemory().release(call->runtime, buffer, call->temporaries[i].second);
       call->temporaries.erase(call->temporaries.begin() + static_cast<std::ptrdiff_t>(i));
-      call->check(loopc_buffer_free(call->runtime, buffer));
       return;
     }
 }
@@ -302,18 +395,176 @@ loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record) {
           !call->check(loopc_copy_to_host(call->runtime, argument.host, argument.device,
                                           static_cast<size_t>(argument.bytes))))
         break;
-  if (call->runtime) {
-    for (const loopc_gpu_call::Argument &argument : call->arguments)
-      call->check(loopc_buffer_free(call->runtime, argument.device));
-    for (loopc_device_ptr temporary : call->temporaries)
-      call->check(loopc_buffer_free(call->runtime, temporary));
-    if (call->errorRecord)
-      call->check(loopc_buffer_free(call->runtime, call->errorRecord));
-  }
+  for (auto [address, bytes] : call->temporaries)
+    deviceMemory().release(call->runtime, address, bytes);
   loopc_status status = call->status;
   if (call->failed())
     loopc_report_failure(status, call->failure.c_str());
   delete call;
+  return status;
+}
+
+loopc_status loopc_buffer_create(size_t bytes, loopc_buffer **out) {
+  if (!out)
+    return loopc_report_failure(LOOPC_ERROR_INVALID_ARGUMENT,
+                                "loopc_buffer_create: the result pointer is NULL");
+  *out = nullptr;
+  CallLock lock;
+  auto buffer = std::make_unique<loopc_buffer>();
+  buffer->bytes = bytes;
+  if (loopc_gpu_selected()) {
+    buffer->kind = LOOPC_DEVICE_CUDA;
+    buffer->runtime = gpuRuntime();
+    if (!buffer->runtime)
+      return static_cast<loopc_status>(deviceChoice().openStatus);
+    size_t size = bufferBytes(static_cast<int64_t>(bytes));
+    if (loopc_status status = loopc_buffer_alloc(buffer->runtime, size, &buffer->device))
+      return loopc_report_failure(status, loopc_runtime_last_error(buffer->runtime));
+    if (loopc_status status = loopc_memset(buffer->runtime, buffer->device, 0, size)) {
+      loopc_buffer_free(buffer->runtime, buffer->device);
+      return loopc_report_failure(status, loopc_runtime_last_error(buffer->runtime));
+    }
+  } else {
+    size_t size = (bufferBytes(static_cast<int64_t>(bytes)) + 63) / 64 * 64;
+    buffer->host = std::aligned_alloc(64, size);
+    if (!buffer->host)
+      return loopc_report_failure(
+          LOOPC_ERROR_OUT_OF_MEMORY,
+          ("loopc_buffer_create: no host memory for " + std::to_string(bytes) + " bytes").c_str());
+    std::memset(buffer->host, 0, size);
+  }
+  *out = buffer.release();
+  return LOOPC_SUCCESS;
+}
+
+void loopc_buffer_destroy(loopc_buffer *buffer) {
+  if (!buffer)
+    return;
+  CallLock lock;
+  if (buffer->kind == LOOPC_DEVICE_CUDA)
+    loopc_buffer_free(buffer->runtime, buffer->device);
+  std::free(buffer->host);
+  delete buffer;
+}
+
+size_t loopc_buffer_size(const loopc_buffer *buffer) { return buffer ? buffer->bytes : 0; }
+
+loopc_device_kind loopc_buffer_device(const loopc_buffer *buffer) {
+  return buffer ? buffer->kind : LOOPC_DEVICE_CPU;
+}
+
+namespace {
+
+// Fails unless [offset, offset + bytes) lies in `buffer` (non-null) and,
+// with bytes to copy, the host memory `host` (when asked for) is not null.
+loopc_status checkRange(const char *function, const loopc_buffer *buffer, size_t offset,
+                        size_t bytes, bool hostNull = false) {
+  std::string problem;
+  if (!buffer)
+    problem = "the buffer is NULL";
+  else if (bytes && hostNull)
+    problem = "the host pointer is NULL";
+  else if (offset > buffer->bytes || bytes > buffer->bytes - offset)
+    problem = "bytes " + std::to_string(offset) + " to " + std::to_string(offset + bytes) +
+              " are past the end of a buffer of " + std::to_string(buffer->bytes);
+  if (problem.empty())
+    return LOOPC_SUCCESS;
+  return loopc_report_failure(LOOPC_ERROR_INVALID_ARGUMENT,
+                              (std::string(function) + ": " + problem).c_str());
+}
+
+loopc_status runtimeStatus(loopc_runtime *runtime, loopc_status status) {
+  return status == LOOPC_SUCCESS ? status
+                                 : loopc_report_failure(status, loopc_runtime_last_error(runtime));
+}
+
+} // namespace
+
+loopc_status loopc_buffer_upload(loopc_buffer *buffer, size_t offset, const void *source,
+                                 size_t bytes) {
+  if (loopc_status status = checkRange(__func__, buffer, offset, bytes, !source))
+    return status;
+  if (bytes == 0)
+    return LOOPC_SUCCESS;
+  CallLock lock;
+  if (buffer->kind == LOOPC_DEVICE_CPU) {
+    std::memcpy(static_cast<char *>(buffer->host) + offset, source, bytes);
+    return LOOPC_SUCCESS;
+  }
+  return runtimeStatus(
+      buffer->runtime,
+      loopc_copy_to_device(buffer->runtime, buffer->device + offset, source, bytes));
+}
+
+loopc_status loopc_buffer_download(const loopc_buffer *buffer, size_t offset, void *destination,
+                                   size_t bytes) {
+  if (loopc_status status = checkRange(__func__, buffer, offset, bytes, !destination))
+    return status;
+  if (bytes == 0)
+    return LOOPC_SUCCESS;
+  CallLock lock;
+  if (buffer->kind == LOOPC_DEVICE_CPU) {
+    std::memcpy(destination, static_cast<const char *>(buffer->host) + offset, bytes);
+    return LOOPC_SUCCESS;
+  }
+  return runtimeStatus(buffer->runtime, loopc_copy_to_host(buffer->runtime, destination,
+                                                           buffer->device + offset, bytes));
+}
+
+loopc_status loopc_buffer_copy(loopc_buffer *destination, size_t destination_offset,
+                               const loopc_buffer *source, size_t source_offset, size_t bytes) {
+  if (loopc_status status = checkRange(__func__, destination, destination_offset, bytes))
+    return status;
+  if (loopc_status status = checkRange(__func__, source, source_offset, bytes))
+    return status;
+  if (bytes == 0)
+    return LOOPC_SUCCESS;
+  if (source->kind == LOOPC_DEVICE_CPU)
+    return loopc_buffer_upload(destination, destination_offset,
+                               static_cast<const char *>(source->host) + source_offset, bytes);
+  if (destination->kind == LOOPC_DEVICE_CPU)
+    return loopc_buffer_download(
+        source, source_offset, static_cast<char *>(destination->host) + destination_offset, bytes);
+  CallLock lock;
+  return runtimeStatus(source->runtime,
+                       loopc_copy_on_device(source->runtime,
+                                            destination->device + destination_offset,
+                                            source->device + source_offset, bytes));
+}
+
+loopc_status loopc_buffer_host_begin(loopc_buffer *buffer, int64_t bytes, int32_t intent,
+                                     void **host) {
+  if (buffer->kind == LOOPC_DEVICE_CPU) {
+    *host = buffer->host;
+    return LOOPC_SUCCESS;
+  }
+  // A copy of at least one byte: an empty array's pointer is not null either.
+  *host = std::malloc(bufferBytes(bytes));
+  if (!*host)
+    return loopc_report_failure(
+        LOOPC_ERROR_OUT_OF_MEMORY,
+        ("no host memory for a copy of a buffer of " + std::to_string(bytes) + " bytes").c_str());
+  if (intent == 1 || bytes <= 0)
+    return LOOPC_SUCCESS;
+  loopc_status status =
+      runtimeStatus(buffer->runtime, loopc_copy_to_host(buffer->runtime, *host, buffer->device,
+                                                        static_cast<size_t>(bytes)));
+  if (status != LOOPC_SUCCESS) {
+    std::free(*host);
+    *host = nullptr;
+  }
+  return status;
+}
+
+loopc_status loopc_buffer_host_end(loopc_buffer *buffer, void *host, int64_t bytes,
+                                   int32_t intent) {
+  if (buffer->kind == LOOPC_DEVICE_CPU)
+    return LOOPC_SUCCESS;
+  loopc_status status = LOOPC_SUCCESS;
+  if (intent != 0 && bytes > 0)
+    status = runtimeStatus(buffer->runtime, loopc_copy_to_device(buffer->runtime, buffer->device,
+                                                                 host, static_cast<size_t>(bytes)));
+  std::free(host);
   return status;
 }
 

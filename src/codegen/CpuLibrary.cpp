@@ -67,12 +67,70 @@ struct EmbeddedGpuCode {
   DeviceErrorSites hostSites = {}; // of the host code
 };
 
+// A kernel's GPU code in the object: each architecture's, and the constant
+// loopc_gpu_program (loopc/generated.h) describing them, which the C
+// functions of the kernel share.
+struct EmbeddedGpu {
+  std::vector<EmbeddedGpuCode> codes = {};
+  llvm::GlobalVariable *program = nullptr;
+};
+
+llvm::GlobalVariable *constantGlobal(llvm::Module &module, llvm::Constant *value,
+                                     const std::string &name) {
+  return new llvm::GlobalVariable(module, value->getType(), true, llvm::GlobalValue::PrivateLinkage,
+                                  value, name);
+}
+
+llvm::GlobalVariable *gpuProgram(llvm::Module &module, const KernelDecl &kernel,
+                                 const std::vector<EmbeddedGpuCode> &codes) {
+  llvm::IRBuilder<> builder(module.getContext());
+  auto *i32 = builder.getInt32Ty();
+  auto *ptr = builder.getPtrTy();
+  auto string = [&](const std::string &text, const std::string &name) {
+    return builder.CreateGlobalString(text, name, 0, &module);
+  };
+  auto *imageType = llvm::StructType::get(i32, ptr, ptr, i32);
+  std::vector<llvm::Constant *> images;
+  for (const EmbeddedGpuCode &code : codes) {
+    std::vector<llvm::Constant *> names;
+    for (const ir::KernelFunc &device : code.code->function.kernels)
+      names.push_back(string(device.name, "loopc.gpu.kernel"));
+    auto *namesType = llvm::ArrayType::get(ptr, names.size());
+    images.push_back(llvm::ConstantStruct::get(
+        imageType,
+        {builder.getInt32(static_cast<uint32_t>(code.code->computeCapability)),
+         string(code.ptx, "loopc.gpu.ptx"),
+         names.empty() ? static_cast<llvm::Constant *>(llvm::ConstantPointerNull::get(ptr))
+                       : constantGlobal(module, llvm::ConstantArray::get(namesType, names),
+                                        "loopc.gpu.kernels"),
+         builder.getInt32(static_cast<uint32_t>(names.size()))}));
+  }
+  auto *imagesType = llvm::ArrayType::get(imageType, images.size());
+  auto *programType = llvm::StructType::get(ptr, ptr, i32, ptr);
+  llvm::Constant *program = llvm::ConstantStruct::get(
+      programType,
+      {string(kernel.name, "loopc.gpu.name"),
+       constantGlobal(module, llvm::ConstantArray::get(imagesType, images), "loopc.gpu.images"),
+       builder.getInt32(static_cast<uint32_t>(images.size())),
+       llvm::ConstantPointerNull::get(ptr)});
+  return new llvm::GlobalVariable(module, programType, false, llvm::GlobalValue::InternalLinkage,
+                                  program, "loopc.gpu.program");
+}
+
+// The two C functions of a kernel: one taking arrays as host pointers, and
+// one (named with "_buffers") taking a loopc_buffer for each.
+enum class ArgumentForm { Pointers, Buffers };
+
 // An array (or scalar result) argument, checked: its pointer and its size
 // in bytes (0 when it has no elements).
 struct CheckedArgument {
   const VarDecl *param = nullptr;
-  llvm::Value *pointer = nullptr;
+  llvm::Value *pointer = nullptr; // a loopc_buffer in the buffers form
   llvm::Value *bytes = nullptr;
+
+  int intent() const { // as the runtime's calls number them
+    return param->intent == Intent::In ? 0 : param->intent == Intent::Out ? 1 : 2;
+  }
 };
 
 // Names C and C++ reserve to the implementation (`_Bool`, `_Generic`,
@@ -180,11 +238,12 @@ std::string overflowingTypes(const ir::ExprNode &extent) {
 // Emits the C function of one kernel into its CPU module.
 class WrapperEmitter {
 public:
-  WrapperEmitter(llvm::Module &module, const LibraryKernel &kernel, const SourceManager &sources)
-      : module_(module), kernel_(kernel), sources_(sources), emitter_(module, target_),
+  WrapperEmitter(llvm::Module &module, const LibraryKernel &kernel, const SourceManager &sources,
+                 ArgumentForm form)
+      : module_(module), kernel_(kernel), sources_(sources), form_(form), emitter_(module, target_),
         builder_(emitter_.builder()) {}
 
-  Status emit(const DeviceErrorSites &kernelSites, const std::vector<EmbeddedGpuCode> &gpu) {
+  Status emit(const DeviceErrorSites &kernelSites, const EmbeddedGpu &gpu) {
     const KernelDecl &declaration = *kernel_.declaration;
     llvm::LLVMContext &context = module_.getContext();
     std::vector<llvm::Type *> paramTypes;
@@ -194,11 +253,13 @@ public:
                                ? builder_.getInt8Ty()
                                : emitter_.valueType(param->type.element));
     paramTypes.insert(paramTypes.end(), declaration.sizes.size(), builder_.getInt64Ty());
+    std::string symbol =
+        form_ == ArgumentForm::Buffers ? bufferFunctionName(kernel_.symbol) : kernel_.symbol;
     function_ =
         llvm::Function::Create(llvm::FunctionType::get(builder_.getInt32Ty(), paramTypes, false),
-                               llvm::Function::ExternalLinkage, kernel_.symbol, module_);
-    if (function_->getName() != kernel_.symbol)
-      return makeError("kernel '" + declaration.name + "': its C name '" + kernel_.symbol +
+                               llvm::Function::ExternalLinkage, symbol, module_);
+    if (function_->getName() != symbol)
+      return makeError("kernel '" + declaration.name + "': its C name '" + symbol +
                            "' clashes with a symbol of its code",
                        declaration.range);
     builder_.SetInsertPoint(llvm::BasicBlock::Create(context, "entry", function_));
@@ -219,17 +280,19 @@ public:
     for (const ir::Buffer &buffer : kernel_.function.buffers)
       arguments.push_back(checkedBuffer(*buffer));
     failOnDeviceError(extentError, emitter_.deviceErrorSites(), LOOPC_ERROR_INVALID_ARGUMENT);
-    if (!gpu.empty())
+    if (!gpu.codes.empty())
       if (Status embedded = emitGpuPath(arguments, gpu); !embedded)
         return embedded;
 
-    // Zero the `out` arrays, pack the entry's arguments and run it.
+    // The arrays' host memory (a buffer's, or a copy of it), the `out` ones
+    // zeroed; the entry's arguments packed, and run.
     std::vector<llvm::Value *> bufferPointers;
-    for (const CheckedArgument &argument : arguments) {
-      if (argument.param->intent == Intent::Out)
-        builder_.CreateMemSet(argument.pointer, builder_.getInt8(0), argument.bytes,
-                              llvm::MaybeAlign(1));
-      bufferPointers.push_back(argument.pointer);
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      llvm::Value *host =
+          form_ == ArgumentForm::Buffers ? hostMemory(arguments, i) : arguments[i].pointer;
+      if (arguments[i].param->intent == Intent::Out)
+        builder_.CreateMemSet(host, builder_.getInt8(0), arguments[i].bytes, llvm::MaybeAlign(1));
+      bufferPointers.push_back(host);
     }
     auto *ptr = builder_.getPtrTy();
     llvm::Value *buffers = emitter_.createEntryAlloca(
@@ -244,6 +307,8 @@ public:
                        declaration.range);
     builder_.CreateStore(builder_.getInt32(0), errorWord);
     builder_.CreateCall(entry, {buffers, slots});
+    if (form_ == ArgumentForm::Buffers)
+      releaseHostMemory(arguments, bufferPointers, arguments.size(), /*written=*/true);
     failOnDeviceError(errorWord, kernelSites, LOOPC_ERROR_KERNEL_FAULT);
     callRuntime("loopc_cpu_call_unlock", {});
     builder_.CreateRet(builder_.getInt32(LOOPC_SUCCESS));
@@ -268,8 +333,53 @@ private:
   // host code of the architecture the runtime loaded, the results copied
   // back and the errors of the host code and the kernels reported; then
   // return. The CPU path follows, at the insertion point left.
-  Status emitGpuPath(const std::vector<CheckedArgument> &arguments,
-                     const std::vector<EmbeddedGpuCode> &gpu) {
+  // The host memory of buffer argument `index` (loopc_buffer_host_begin);
+  // when it cannot be had, the memory of those before it is released and the
+  // failure returned.
+  llvm::Value *hostMemory(const std::vector<CheckedArgument> &arguments, size_t index) {
+    const CheckedArgument &argument = arguments[index];
+    auto *ptr = builder_.getPtrTy();
+    llvm::Value *slot = emitter_.createEntryAlloca(ptr, nullptr, argument.param->name + ".host");
+    llvm::Value *status = builder_.CreateCall(
+        module_.getOrInsertFunction("loopc_buffer_host_begin", builder_.getInt32Ty(), ptr,
+                                    builder_.getInt64Ty(), builder_.getInt32Ty(), ptr),
+        {argument.pointer, argument.bytes, builder_.getInt32(argument.intent()), slot});
+    std::vector<llvm::Value *> before;
+    for (size_t i = 0; i < index; ++i)
+      before.push_back(hostSlots_.at(i));
+    returnIfFailed(status, [&] {
+      std::vector<llvm::Value *> hosts;
+      for (llvm::Value *earlier : before)
+        hosts.push_back(builder_.CreateLoad(ptr, earlier));
+      releaseHostMemory(arguments, hosts, index, /*written=*/false);
+    });
+    hostSlots_.push_back(slot);
+    return builder_.CreateLoad(ptr, slot, argument.param->name);
+  }
+
+  // Ends loopc_buffer_host_begin for the first `count` buffer arguments,
+  // writing their host memory back to the buffers when `written` (a failure
+  // to write is returned); otherwise only freed.
+  void releaseHostMemory(const std::vector<CheckedArgument> &arguments,
+                         const std::vector<llvm::Value *> &hosts, size_t count, bool written) {
+    auto *ptr = builder_.getPtrTy();
+    llvm::FunctionCallee end =
+        module_.getOrInsertFunction("loopc_buffer_host_end", builder_.getInt32Ty(), ptr, ptr,
+                                    builder_.getInt64Ty(), builder_.getInt32Ty());
+    llvm::Value *failure = builder_.getInt32(LOOPC_SUCCESS);
+    for (size_t i = 0; i < count; ++i) {
+      llvm::Value *status =
+          builder_.CreateCall(end, {arguments[i].pointer, hosts[i], arguments[i].bytes,
+                                    builder_.getInt32(written ? arguments[i].intent() : 0)});
+      failure = builder_.CreateSelect(
+          builder_.CreateICmpNE(failure, builder_.getInt32(LOOPC_SUCCESS)), failure, status);
+    }
+    if (written)
+      returnIfFailed(failure);
+  }
+
+  Status emitGpuPath(const std::vector<CheckedArgument> &arguments, const EmbeddedGpu &embedded) {
+    const std::vector<EmbeddedGpuCode> &gpu = embedded.codes;
     llvm::LLVMContext &context = module_.getContext();
     auto *i32 = builder_.getInt32Ty();
     auto *i64 = builder_.getInt64Ty();
@@ -284,7 +394,7 @@ private:
 
     builder_.SetInsertPoint(onGpu);
     llvm::Value *call =
-        builder_.CreateCall(runtime("loopc_gpu_call_begin", ptr, {ptr}), {gpuProgram(gpu)});
+        builder_.CreateCall(runtime("loopc_gpu_call_begin", ptr, {ptr}), {embedded.program});
     const std::vector<ir::Buffer> &buffers = gpu.front().code->function.buffers;
     llvm::Value *devices = emitter_.createEntryAlloca(
         i64, builder_.getInt64(std::max<size_t>(1, buffers.size())), "device.buffers");
@@ -295,12 +405,11 @@ private:
         return makeError("CPU library: the GPU code of '" + kernel_.declaration->name +
                              "' has an array '" + buffers[i]->name + "' the CPU code lacks",
                          kernel_.declaration->range);
-      int intent = argument->param->intent == Intent::In    ? 0
-                   : argument->param->intent == Intent::Out ? 1
-                                                            : 2;
       llvm::Value *device = builder_.CreateCall(
-          runtime("loopc_gpu_argument", i64, {ptr, ptr, i64, i32}),
-          {call, argument->pointer, argument->bytes, builder_.getInt32(intent)});
+          runtime(form_ == ArgumentForm::Buffers ? "loopc_gpu_buffer_argument"
+                                                 : "loopc_gpu_argument",
+                  i64, {ptr, ptr, i64, i32}),
+          {call, argument->pointer, argument->bytes, builder_.getInt32(argument->intent())});
       builder_.CreateStore(device, builder_.CreateConstInBoundsGEP1_64(i64, devices, i));
     }
     auto *recordType = llvm::ArrayType::get(i64, 3);
@@ -332,52 +441,17 @@ private:
     return {};
   }
 
-  // The constant loopc_gpu_program (loopc/generated.h) of the kernel's
-  // images.
-  llvm::Value *gpuProgram(const std::vector<EmbeddedGpuCode> &gpu) {
-    auto *i32 = builder_.getInt32Ty();
-    auto *ptr = builder_.getPtrTy();
-    auto *imageType = llvm::StructType::get(i32, ptr, ptr, i32);
-    std::vector<llvm::Constant *> images;
-    for (const EmbeddedGpuCode &code : gpu) {
-      std::vector<llvm::Constant *> names;
-      for (const ir::KernelFunc &kernel : code.code->function.kernels)
-        names.push_back(builder_.CreateGlobalStringPtr(kernel.name, "loopc.gpu.kernel"));
-      auto *namesType = llvm::ArrayType::get(ptr, names.size());
-      images.push_back(llvm::ConstantStruct::get(
-          imageType,
-          {builder_.getInt32(static_cast<uint32_t>(code.code->computeCapability)),
-           builder_.CreateGlobalStringPtr(code.ptx, "loopc.gpu.ptx"),
-           names.empty()
-               ? static_cast<llvm::Constant *>(llvm::ConstantPointerNull::get(ptr))
-               : constantGlobal(llvm::ConstantArray::get(namesType, names), "loopc.gpu.kernels"),
-           builder_.getInt32(static_cast<uint32_t>(names.size()))}));
-    }
-    auto *imagesType = llvm::ArrayType::get(imageType, images.size());
-    auto *programType = llvm::StructType::get(ptr, ptr, i32, ptr);
-    llvm::Constant *program = llvm::ConstantStruct::get(
-        programType,
-        {builder_.CreateGlobalStringPtr(kernel_.declaration->name, "loopc.gpu.name"),
-         constantGlobal(llvm::ConstantArray::get(imagesType, images), "loopc.gpu.images"),
-         builder_.getInt32(static_cast<uint32_t>(images.size())),
-         llvm::ConstantPointerNull::get(ptr)});
-    return new llvm::GlobalVariable(module_, programType, false, llvm::GlobalValue::InternalLinkage,
-                                    program, "loopc.gpu.program");
-  }
-
-  llvm::GlobalVariable *constantGlobal(llvm::Constant *value, const std::string &name) {
-    return new llvm::GlobalVariable(module_, value->getType(), true,
-                                    llvm::GlobalValue::PrivateLinkage, value, name);
-  }
-
-  // Returns `status` (the runtime has its message) when it is not success.
-  void returnIfFailed(llvm::Value *status) {
+  // Returns `status` (the runtime has its message) when it is not success,
+  // after `cleanUp` emits what must happen first.
+  void returnIfFailed(llvm::Value *status, const std::function<void()> &cleanUp = {}) {
     llvm::LLVMContext &context = module_.getContext();
-    auto *failed = llvm::BasicBlock::Create(context, "gpu.failed", function_);
-    auto *ok = llvm::BasicBlock::Create(context, "gpu.ok", function_);
+    auto *failed = llvm::BasicBlock::Create(context, "failed", function_);
+    auto *ok = llvm::BasicBlock::Create(context, "ok", function_);
     builder_.CreateCondBr(builder_.CreateICmpNE(status, builder_.getInt32(LOOPC_SUCCESS)), failed,
                           ok);
     builder_.SetInsertPoint(failed);
+    if (cleanUp)
+      cleanUp();
     callRuntime("loopc_cpu_call_unlock", {});
     builder_.CreateRet(status);
     builder_.SetInsertPoint(ok);
@@ -445,7 +519,20 @@ private:
                "): its size in bytes overflows int64_t");
     failIf(builder_.CreateAnd(builder_.CreateIsNull(pointer), hasElements),
            LOOPC_ERROR_INVALID_ARGUMENT, prefix() + "'" + param.name + "' is NULL");
-    return {&param, pointer, builder_.CreateSelect(hasElements, bytes, builder_.getInt64(0))};
+    bytes = builder_.CreateSelect(hasElements, bytes, builder_.getInt64(0));
+    if (form_ == ArgumentForm::Buffers) {
+      // An empty array may be a NULL buffer, as it may be a NULL pointer.
+      llvm::Value *size =
+          builder_.CreateCall(module_.getOrInsertFunction(
+                                  "loopc_buffer_size", builder_.getInt64Ty(), builder_.getPtrTy()),
+                              {pointer});
+      failIf(builder_.CreateICmpULT(size, bytes), LOOPC_ERROR_INVALID_ARGUMENT, [&] {
+        return formatted(prefix() + "'" + param.name + "' is a buffer of %lld bytes; its type, " +
+                             type + ", needs %lld",
+                         {size, bytes});
+      });
+    }
+    return {&param, pointer, bytes};
   }
 
   // `extent` as i64, refused when its arithmetic overflows: wrapped, n * n
@@ -495,6 +582,25 @@ private:
            [&] { return builder_.CreateGlobalStringPtr(message, "loopc.message"); });
   }
 
+  // `format` (its '%' other than the conversions escaped) printed with
+  // `values` (i64) into a message buffer.
+  llvm::Value *formatted(const std::string &format, std::vector<llvm::Value *> values) {
+    std::vector<llvm::Value *> args = {
+        emitter_.createEntryAlloca(builder_.getInt8Ty(), builder_.getInt64(kMessageBytes),
+                                   "message"),
+        builder_.getInt64(kMessageBytes), builder_.CreateGlobalStringPtr(format, "loopc.format")};
+    args.insert(args.end(), values.begin(), values.end());
+    builder_.CreateCall(snprintf(), args);
+    return args[0];
+  }
+
+  llvm::FunctionCallee snprintf() {
+    auto *type = llvm::FunctionType::get(
+        builder_.getInt32Ty(), {builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getPtrTy()},
+        /*isVarArg=*/true);
+    return module_.getOrInsertFunction("snprintf", type);
+  }
+
   // A device error site's message as a snprintf format quoting the record's
   // two values.
   std::string messageFormat(const DeviceErrorSite &site) const {
@@ -538,10 +644,7 @@ private:
             builder_.getInt64Ty(),
             builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), record,
                                                 kDeviceErrorValuesOffset + 8 * i)));
-      auto *snprintfType = llvm::FunctionType::get(
-          builder_.getInt32Ty(), {builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getPtrTy()},
-          /*isVarArg=*/true);
-      builder_.CreateCall(module_.getOrInsertFunction("snprintf", snprintfType), args);
+      builder_.CreateCall(snprintf(), args);
       return args[0];
     });
   }
@@ -549,7 +652,9 @@ private:
   llvm::Module &module_;
   const LibraryKernel &kernel_;
   const SourceManager &sources_;
+  ArgumentForm form_;
   CpuTarget target_{{}};
+  std::vector<llvm::Value *> hostSlots_; // hostMemory's, by argument
   LlvmEmitter emitter_;
   llvm::IRBuilder<> &builder_;
   llvm::Function *function_ = nullptr;
@@ -570,7 +675,7 @@ Expected<std::unique_ptr<llvm::Module>> kernelModule(const LibraryKernel &kernel
   for (llvm::GlobalValue &global : (*module)->global_values())
     if (!global.isDeclaration())
       global.setLinkage(llvm::GlobalValue::InternalLinkage);
-  std::vector<EmbeddedGpuCode> gpu;
+  EmbeddedGpu gpu;
   for (const LibraryGpuCode &code : kernel.gpu) {
     EmbeddedGpuCode embedded{&code};
     auto ptx = compileToPtx(code.function, code.gpu, &embedded.kernelSites);
@@ -582,10 +687,13 @@ Expected<std::unique_ptr<llvm::Module>> kernelModule(const LibraryKernel &kernel
     if (!host)
       return std::unexpected(host.error());
     embedded.host = *host;
-    gpu.push_back(std::move(embedded));
+    gpu.codes.push_back(std::move(embedded));
   }
-  if (Status wrapped = WrapperEmitter(**module, kernel, sources).emit(sites, gpu); !wrapped)
-    return std::unexpected(wrapped.error());
+  if (!gpu.codes.empty())
+    gpu.program = gpuProgram(**module, *kernel.declaration, gpu.codes);
+  for (ArgumentForm form : {ArgumentForm::Pointers, ArgumentForm::Buffers})
+    if (Status wrapped = WrapperEmitter(**module, kernel, sources, form).emit(sites, gpu); !wrapped)
+      return std::unexpected(wrapped.error());
   return module;
 }
 
@@ -701,6 +809,8 @@ bool isHeaderName(const std::string &name) {
 
 } // namespace
 
+std::string bufferFunctionName(const std::string &symbol) { return symbol + "_buffers"; }
+
 Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string &prefix) {
   std::string symbol = prefix + kernel.name;
   bool identifier = !std::isdigit(static_cast<unsigned char>(symbol[0]));
@@ -766,10 +876,12 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
       "/* Generated by loopc compile --emit header; do not edit. Each function runs its\n"
       " * kernel on the CPU's cores, or on the GPU where its object holds GPU code and\n"
       " * the runtime chooses the GPU (loopc_use_device, LOOPC_DEVICE): arrays are\n"
-      " * row-major, `out` arrays are zeroed first, sizes follow the parameters. It\n"
-      " * returns LOOPC_SUCCESS, or a status whose message is\n"
-      " * loopc_runtime_last_error(NULL). Calls run one at a time. Link the object\n"
-      " * compiled with this header, loopc::runtime and libm. */\n";
+      " * row-major, `out` arrays are zeroed first, sizes follow the parameters. Each\n"
+      " * kernel has two functions: one taking host pointers, and one, named with\n"
+      " * _buffers, taking a loopc_buffer for each array, whose data stays on the\n"
+      " * device between calls. They return LOOPC_SUCCESS, or a status whose\n"
+      " * message is loopc_runtime_last_error(NULL). Calls run one at a time. Link\n"
+      " * the object compiled with this header, loopc::runtime and libm. */\n";
   header += "#ifndef " + guard + "\n#define " + guard + "\n\n";
   header += "#include <loopc/runtime.h>\n\n#include <stdint.h>\n#ifndef __cplusplus\n"
             "#include <stdbool.h>\n#endif\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
@@ -783,8 +895,7 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
                                                             : "";
       header += "\n *   " + param->name + ": " + intent + sources.text(param->type.range);
     }
-    header += " */\nloopc_status " + kernel.symbol + "(";
-    std::vector<std::string> params;
+    header += " */\n";
     // A parameter's name is only documentation in C: one the header itself
     // uses (a keyword, a type, a macro) gets a `_`, or `_2`, `_3`... where
     // that is another parameter's name (`NULL` beside `NULL_`).
@@ -802,20 +913,32 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
       taken.insert(renamed);
       return renamed;
     };
-    for (const VarDeclPtr &param : declaration.params) {
-      std::string type = cType(param->type.element);
-      if (param->isArray() && param->intent == Intent::In)
-        params.push_back("const " + type + " *" + name(*param));
-      else if (passedByPointer(*param))
-        params.push_back(type + " *" + name(*param));
-      else
-        params.push_back(type + " " + name(*param));
-    }
+    std::vector<std::string> names;
+    for (const VarDeclPtr &param : declaration.params)
+      names.push_back(name(*param));
     for (const VarDeclPtr &size : declaration.sizes)
-      params.push_back("int64_t " + name(*size));
-    for (size_t i = 0; i < params.size(); ++i)
-      header += (i ? ", " : "") + params[i];
-    header += std::string(params.empty() ? "void" : "") + ");\n";
+      names.push_back(name(*size));
+    // The function taking host pointers, then the one taking buffers.
+    for (bool buffers : {false, true}) {
+      std::vector<std::string> params;
+      for (size_t i = 0; i < declaration.params.size(); ++i) {
+        const VarDecl &param = *declaration.params[i];
+        std::string type =
+            buffers && passedByPointer(param) ? "loopc_buffer" : cType(param.type.element);
+        if (passedByPointer(param))
+          params.push_back(std::string(param.intent == Intent::In ? "const " : "") + type + " *" +
+                           names[i]);
+        else
+          params.push_back(type + " " + names[i]);
+      }
+      for (size_t i = 0; i < declaration.sizes.size(); ++i)
+        params.push_back("int64_t " + names[declaration.params.size() + i]);
+      header +=
+          "loopc_status " + (buffers ? bufferFunctionName(kernel.symbol) : kernel.symbol) + "(";
+      for (size_t i = 0; i < params.size(); ++i)
+        header += (i ? ", " : "") + params[i];
+      header += std::string(params.empty() ? "void" : "") + ");\n";
+    }
   }
   header += "\n#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* " + guard + " */\n";
   return header;

@@ -1,12 +1,16 @@
 // Kernels compiled ahead of time for programs that embed them (`loopc compile
 // --emit object|header`, docs/embedding.md): an object file for the host CPU
-// and the C header declaring it. Each kernel becomes one C function taking
+// and the C header declaring it. Each kernel becomes a C function taking
 // its parameters in order (arrays as pointers, `in` ones const; scalar values
 // by value, scalar results by pointer), then its sizes as int64_t, in order of
-// first appearance:
+// first appearance, and a second one taking a loopc_buffer (the runtime's
+// memory on the device the functions run on) for each array and scalar
+// result:
 //
 //   loopc_status matmul(const float *A, const float *B, float *C,
 //                       int64_t M, int64_t K, int64_t N);
+//   loopc_status matmul_buffers(const loopc_buffer *A, const loopc_buffer *B,
+//                               loopc_buffer *C, int64_t M, int64_t K, int64_t N);
 //
 // The function checks its arguments (no negative size or extent, no NULL
 // array with elements), zeroes `out` arrays, runs the kernel's CPU code on the
@@ -56,7 +60,11 @@ struct LibraryKernel {
 // kernel) when that is a C or C++ keyword or `main`.
 Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string &prefix);
 
-// The object file (ELF) defining one C function per kernel, for the CPU named
+// The name of the C function of the kernel whose function is `symbol` that
+// takes a loopc_buffer for each array: symbol + "_buffers".
+std::string bufferFunctionName(const std::string &symbol);
+
+// The object file (ELF) defining the C functions of each kernel, for the CPU named
 // `cpu` (an LLVM CPU name such as x86-64-v3; "native": the host's CPU and
 // features), with the kernels' GPU code where they have some.
 Expected<std::string> compileLibraryObject(const std::vector<LibraryKernel> &kernels,

@@ -156,6 +156,15 @@ Expected<std::string> generateLibrary(const CompileOptions &options, const Sessi
     }
     kernels.push_back(std::move(kernel));
   }
+  // Each kernel also has a function taking buffers: kernel f's f_buffers.
+  for (const codegen::LibraryKernel &kernel : kernels)
+    for (const codegen::LibraryKernel &other : kernels)
+      if (other.symbol == codegen::bufferFunctionName(kernel.symbol))
+        return makeError("kernel '" + other.declaration->name + "' cannot be a C function named '" +
+                             other.symbol + "': that is the function of kernel '" +
+                             kernel.declaration->name +
+                             "' taking buffers; rename one of them, or compile them apart",
+                         other.declaration->nameRange);
   if (options.emit == "header")
     return codegen::libraryHeader(kernels, session.sources, headerGuard(options, kernels));
   return codegen::compileLibraryObject(kernels, session.sources, options.cpu);

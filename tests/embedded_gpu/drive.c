@@ -69,6 +69,32 @@ int main(int argc, char **argv) {
   report("levinson", levinson(r, ry, rz, 6));
   print_floats("ry", ry, 6);
 
+  /* A chain of calls on buffers: the data stays where the functions run. */
+  loopc_buffer *bx = NULL, *by = NULL, *bs = NULL;
+  float ones[5] = {1, 1, 1, 1, 1}, sum = 7, chained[5];
+  report("create", loopc_buffer_create(sizeof x, &bx));
+  report("create", loopc_buffer_create(sizeof ones, &by));
+  report("create", loopc_buffer_create(sizeof sum, &bs));
+  printf("buffers on: %s\n", loopc_buffer_device(bx) == LOOPC_DEVICE_CUDA ? "cuda" : "cpu");
+  report("upload", loopc_buffer_upload(bx, 0, x, sizeof x));
+  report("upload", loopc_buffer_upload(by, 0, ones, sizeof ones));
+  report("saxpy_buffers", saxpy_buffers(bx, by, 2.0f, 5));
+  report("saxpy_buffers", saxpy_buffers(bx, by, 1.0f, 5));
+  report("total_buffers", total_buffers(by, bs, 5));
+  report("download", loopc_buffer_download(by, 0, chained, sizeof chained));
+  report("download", loopc_buffer_download(bs, 0, &sum, sizeof sum));
+  print_floats("chained", chained, 5);
+  print_floats("sum", &sum, 1);
+  report("saxpy_buffers small", saxpy_buffers(bx, bs, 2.0f, 5));
+  report("saxpy_buffers null", saxpy_buffers(NULL, by, 2.0f, 5));
+  report("download past the end", loopc_buffer_download(by, 16, chained, 8));
+  report("copy", loopc_buffer_copy(by, 4, bx, 0, 8));
+  report("download", loopc_buffer_download(by, 0, chained, sizeof chained));
+  print_floats("copied", chained, 5);
+  loopc_buffer_destroy(bx);
+  loopc_buffer_destroy(by);
+  loopc_buffer_destroy(bs);
+
   int (*launches)(void) = (int (*)(void))control("loopcStubLaunchCount");
   if (launches) {
     const char *(*target)(void) = (const char *(*)(void))control("loopcStubLastModuleTarget");

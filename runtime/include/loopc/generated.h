@@ -105,6 +105,11 @@ void loopc_gpu_free(loopc_gpu_call *call, loopc_device_ptr buffer);
 void loopc_gpu_read(loopc_gpu_call *call, void *host, loopc_device_ptr device, int64_t bytes);
 void loopc_gpu_write(loopc_gpu_call *call, loopc_device_ptr device, const void *host,
                      int64_t bytes);
+/* The device copy of a buffer argument (loopc_buffer): the buffer's own
+ * memory where it is on the GPU (zeroed first for intent 1, out), else a copy
+ * as loopc_gpu_argument makes of host memory. */
+loopc_device_ptr loopc_gpu_buffer_argument(loopc_gpu_call *call, loopc_buffer *buffer,
+                                           int64_t bytes, int32_t intent);
 /* The device error record (three int64_t, zeroed) every kernel gets last. */
 loopc_device_ptr loopc_gpu_error_record(loopc_gpu_call *call);
 
@@ -120,6 +125,16 @@ void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geome
  * device memory and ends the call. Returns LOOPC_SUCCESS or the call's first
  * failure, whose message is then the thread's last error. */
 loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record);
+
+/* The host memory of the first `bytes` bytes of `buffer` for the CPU code of
+ * a function taking buffers, in *host: the buffer's own on the CPU; on the
+ * GPU, a copy read from the device unless `intent` is 1 (out), written back
+ * by loopc_buffer_host_end unless it is 0 (in), then freed. A failure's
+ * message is the thread's last error. */
+loopc_status loopc_buffer_host_begin(loopc_buffer *buffer, int64_t bytes, int32_t intent,
+                                     void **host);
+loopc_status loopc_buffer_host_end(loopc_buffer *buffer, void *host, int64_t bytes,
+                                   int32_t intent);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -146,6 +146,29 @@ loopc_status loopc_use_device(loopc_device_kind kind);
 /* The device they run on now (deciding as their first call would). */
 loopc_device_kind loopc_used_device(void);
 
+/* Buffers for those functions' `..._buffers` forms, which take a buffer for
+ * each array and keep the data where the functions run between calls
+ * (docs/embedding.md, "Buffers"). A buffer lives on the device
+ * loopc_used_device() names when it is created: device memory on the GPU,
+ * host memory on the CPU. Its bytes start zeroed. Buffer calls and the
+ * generated functions run one at a time, from any thread. */
+typedef struct loopc_buffer loopc_buffer;
+
+loopc_status loopc_buffer_create(size_t bytes, loopc_buffer **out);
+/* NULL is ignored. */
+void loopc_buffer_destroy(loopc_buffer *buffer);
+size_t loopc_buffer_size(const loopc_buffer *buffer);
+loopc_device_kind loopc_buffer_device(const loopc_buffer *buffer);
+/* Copies `bytes` bytes into the buffer at byte `offset`, out of it, or
+ * between two buffers (of any devices); a range past a buffer's end is
+ * LOOPC_ERROR_INVALID_ARGUMENT and copies nothing. */
+loopc_status loopc_buffer_upload(loopc_buffer *buffer, size_t offset, const void *source,
+                                 size_t bytes);
+loopc_status loopc_buffer_download(const loopc_buffer *buffer, size_t offset, void *destination,
+                                   size_t bytes);
+loopc_status loopc_buffer_copy(loopc_buffer *destination, size_t destination_offset,
+                               const loopc_buffer *source, size_t source_offset, size_t bytes);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
