@@ -76,6 +76,9 @@ void checkComputed(const std::string &output) {
   CHECK(contains(output, "  chained = 4 7 10 13 16\n  sum = 50\n"));
   checkBufferErrors(output);
   CHECK(contains(output, "  copied = 4 1 2 13 16\n"));
+  CHECK(contains(output, "gather_buffers: LOOPC_SUCCESS\nwait: LOOPC_SUCCESS\ndownload: "
+                         "LOOPC_SUCCESS\n  picked from buffers = 5 1 3\n"));
+  CHECK(contains(output, "timer stop: LOOPC_SUCCESS\n  timed: yes\n"));
 }
 
 } // namespace
@@ -154,6 +157,9 @@ TEST_CASE("over the stand-in driver the host code launches each kernel with its 
   CHECK(contains(output, "  chained = 1 1 1 1 1\n  sum = 0\n"));
   checkBufferErrors(output);
   CHECK(contains(output, "  copied = 1 1 2 1 1\n"));
+  CHECK(contains(output, "gather_buffers: LOOPC_SUCCESS\nwait: LOOPC_SUCCESS\n"));
+  CHECK(contains(output, "launch gather_kernel0 grid 1 1 1 block 256 1 1 params 8:address "
+                         "8:address 8:address 8:3 8:5 8:address\n"));
   // LOOPC_DEVICE=gpu and the API choose it too.
   CHECK(contains(drive(program, "LOOPC_DEVICE=gpu LOOPC_CUDA_DRIVER=" + kStub), "device: cuda\n"));
   std::string chosen = drive(program, "LOOPC_DEVICE=cpu LOOPC_CUDA_DRIVER=" + kStub, "use-gpu");
@@ -186,6 +192,13 @@ TEST_CASE("a kernel's fault on the GPU and a missing driver are a call's status 
                             ":18:12: kernel 'gather': index 0 out of range for dimension 0 of "
                             "'x' (extent 0))\n"));
   CHECK(contains(fault, "levinson: LOOPC_SUCCESS\n")); // the next call starts clean
+  // A call on GPU buffers does not wait: its fault is reported by the wait.
+  std::string later = drive(program, "LOOPC_CUDA_DRIVER=" + kStub, "async-fault=1");
+  CHECK(contains(later, "gather_buffers: LOOPC_SUCCESS\nwait: LOOPC_ERROR_KERNEL_FAULT (" +
+                            test::sourcePath("tests/embedded_gpu/kernels.loop") +
+                            ":18:12: kernel 'gather': index 0 out of range for dimension 0 of "
+                            "'x' (extent 0))\ndownload: LOOPC_SUCCESS\n"));
+  CHECK(contains(later, "timer stop: LOOPC_SUCCESS\n  timed: yes\n"));
   // LOOPC_DEVICE=gpu without a driver: each call fails, nothing is written.
   std::string noDriver =
       drive(program, "LOOPC_DEVICE=gpu LOOPC_CUDA_DRIVER=" + dir.at("no-such-driver.so"));

@@ -8,6 +8,7 @@
 // called from any thread.
 #include "loopc/generated.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -126,6 +127,56 @@ private:
 DeviceMemoryCache &deviceMemory() {
   static DeviceMemoryCache *cache = new DeviceMemoryCache; // never destroyed, as the runtime
   return *cache;
+}
+
+// The device error records of calls that did not wait for their kernels,
+// read when the calls are next waited for. Used under the call lock.
+struct PendingRecord {
+  loopc_device_ptr record;
+  const char *const *messages;
+  int32_t messageCount;
+  std::string kernel;
+};
+
+std::vector<PendingRecord> &pendingRecords() {
+  static auto *records = new std::vector<PendingRecord>;
+  return *records;
+}
+
+// Calls that did not wait, at most: then the next one waits for them.
+constexpr size_t kMostPendingCalls = 1024;
+
+// Waits for every call on `runtime` and reads the records of those that did
+// not wait: the first fault as a failure (the thread's last error).
+loopc_status waitForPendingCalls(loopc_runtime *runtime) {
+  std::vector<PendingRecord> &pending = pendingRecords();
+  if (pending.empty())
+    return LOOPC_SUCCESS;
+  loopc_status status = loopc_synchronize(runtime);
+  std::string failure = status ? loopc_runtime_last_error(runtime) : "";
+  for (const PendingRecord &pendingRecord : pending) {
+    int64_t record[3] = {0, 0, 0};
+    if (status == LOOPC_SUCCESS) {
+      status = loopc_copy_to_host(runtime, record, pendingRecord.record, sizeof record);
+      if (status)
+        failure = loopc_runtime_last_error(runtime);
+    }
+    deviceMemory().release(runtime, pendingRecord.record, kSmallestBufferBytes);
+    auto site = static_cast<uint32_t>(record[0]);
+    if (status == LOOPC_SUCCESS && site != 0) {
+      char message[1024];
+      if (site <= static_cast<uint32_t>(pendingRecord.messageCount))
+        std::snprintf(message, sizeof message, pendingRecord.messages[site - 1],
+                      static_cast<long long>(record[1]), static_cast<long long>(record[2]));
+      else
+        std::snprintf(message, sizeof message, "kernel '%s': a fault at unknown site %u",
+                      pendingRecord.kernel.c_str(), site);
+      status = LOOPC_ERROR_KERNEL_FAULT;
+      failure = message;
+    }
+  }
+  pending.clear();
+  return status ? loopc_report_failure(status, failure.c_str()) : status;
 }
 
 size_t bufferBytes(int64_t bytes) {
@@ -293,6 +344,12 @@ loopc_gpu_call *loopc_gpu_call_begin(loopc_gpu_program *program) {
       return call;
     }
   }
+  if (pendingRecords().size() >= kMostPendingCalls &&
+      waitForPendingCalls(call->runtime) != LOOPC_SUCCESS) {
+    call->status = LOOPC_ERROR_KERNEL_FAULT;
+    call->failure = loopc_runtime_last_error(nullptr);
+    return call;
+  }
   call->load();
   call->errorRecord = call->allocate(3 * sizeof(int64_t));
   return call;
@@ -385,20 +442,37 @@ void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geome
                            &config, params, nullptr));
 }
 
-loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record) {
+loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record,
+                                const char *const *messages, int32_t message_count) {
   std::memset(error_record, 0, 3 * sizeof(int64_t));
-  if (!call->failed() && call->check(loopc_synchronize(call->runtime)) &&
-      call->check(
-          loopc_copy_to_host(call->runtime, error_record, call->errorRecord, 3 * sizeof(int64_t))))
+  bool waits = !call->arguments.empty();
+  if (!call->failed() && !waits) {
+    // Nothing to copy back: its record is read when the calls are waited for.
+    for (size_t i = 0; i < call->temporaries.size(); ++i)
+      if (call->temporaries[i].first == call->errorRecord) {
+        call->temporaries.erase(call->temporaries.begin() + static_cast<std::ptrdiff_t>(i));
+        pendingRecords().push_back(
+            {call->errorRecord, messages, message_count, call->program->name});
+        break;
+      }
+  } else if (!call->failed() && call->check(loopc_synchronize(call->runtime)) &&
+             call->check(loopc_copy_to_host(call->runtime, error_record, call->errorRecord,
+                                            3 * sizeof(int64_t)))) {
     for (const loopc_gpu_call::Argument &argument : call->arguments)
       if (argument.intent != 0 && argument.bytes > 0 &&
           !call->check(loopc_copy_to_host(call->runtime, argument.host, argument.device,
                                           static_cast<size_t>(argument.bytes))))
         break;
+  }
   for (auto [address, bytes] : call->temporaries)
     deviceMemory().release(call->runtime, address, bytes);
   loopc_status status = call->status;
-  if (call->failed())
+  // An earlier call's fault comes first: it happened first.
+  if (waits && call->runtime && waitForPendingCalls(call->runtime) != LOOPC_SUCCESS) {
+    status = LOOPC_ERROR_KERNEL_FAULT;
+    call->failure = loopc_runtime_last_error(nullptr);
+  }
+  if (status != LOOPC_SUCCESS)
     loopc_report_failure(status, call->failure.c_str());
   delete call;
   return status;
@@ -473,6 +547,17 @@ loopc_status checkRange(const char *function, const loopc_buffer *buffer, size_t
                               (std::string(function) + ": " + problem).c_str());
 }
 
+// The calls that did not wait, waited for, where the GPU is open.
+loopc_status waitForCalls() {
+  loopc_runtime *runtime = nullptr;
+  {
+    DeviceChoice &choice = deviceChoice();
+    std::lock_guard lock(choice.mutex);
+    runtime = choice.runtime;
+  }
+  return runtime ? waitForPendingCalls(runtime) : LOOPC_SUCCESS;
+}
+
 loopc_status runtimeStatus(loopc_runtime *runtime, loopc_status status) {
   return status == LOOPC_SUCCESS ? status
                                  : loopc_report_failure(status, loopc_runtime_last_error(runtime));
@@ -503,6 +588,8 @@ loopc_status loopc_buffer_download(const loopc_buffer *buffer, size_t offset, vo
   if (bytes == 0)
     return LOOPC_SUCCESS;
   CallLock lock;
+  if (loopc_status status = waitForCalls())
+    return status;
   if (buffer->kind == LOOPC_DEVICE_CPU) {
     std::memcpy(destination, static_cast<const char *>(buffer->host) + offset, bytes);
     return LOOPC_SUCCESS;
@@ -534,6 +621,9 @@ loopc_status loopc_buffer_copy(loopc_buffer *destination, size_t destination_off
 
 loopc_status loopc_buffer_host_begin(loopc_buffer *buffer, int64_t bytes, int32_t intent,
                                      void **host) {
+  *host = nullptr;
+  if (loopc_status status = waitForCalls())
+    return status;
   if (buffer->kind == LOOPC_DEVICE_CPU) {
     *host = buffer->host;
     return LOOPC_SUCCESS;
@@ -566,6 +656,78 @@ loopc_status loopc_buffer_host_end(loopc_buffer *buffer, void *host, int64_t byt
                                                                  host, static_cast<size_t>(bytes)));
   std::free(host);
   return status;
+}
+
+loopc_status loopc_wait_for_calls(void) {
+  CallLock lock;
+  if (loopc_status status = waitForCalls())
+    return status;
+  loopc_runtime *runtime = deviceChoice().runtime;
+  return runtime ? runtimeStatus(runtime, loopc_synchronize(runtime)) : LOOPC_SUCCESS;
+}
+
+} // extern "C"
+
+struct loopc_timer {
+  loopc_runtime *runtime = nullptr; // null: the CPU's clock
+  loopc_event *start = nullptr;
+  std::chrono::steady_clock::time_point startedAt;
+};
+
+extern "C" {
+
+loopc_status loopc_timer_start(loopc_timer **out) {
+  if (!out)
+    return loopc_report_failure(LOOPC_ERROR_INVALID_ARGUMENT,
+                                "loopc_timer_start: the result pointer is NULL");
+  *out = nullptr;
+  CallLock lock;
+  auto timer = std::make_unique<loopc_timer>();
+  if (loopc_gpu_selected()) {
+    timer->runtime = gpuRuntime();
+    if (!timer->runtime)
+      return static_cast<loopc_status>(deviceChoice().openStatus);
+    if (loopc_status status = loopc_event_create(timer->runtime, &timer->start))
+      return runtimeStatus(timer->runtime, status);
+    if (loopc_status status = loopc_event_record(timer->runtime, timer->start)) {
+      loopc_event_destroy(timer->runtime, timer->start);
+      return runtimeStatus(timer->runtime, status);
+    }
+  }
+  timer->startedAt = std::chrono::steady_clock::now();
+  *out = timer.release();
+  return LOOPC_SUCCESS;
+}
+
+loopc_status loopc_timer_stop(loopc_timer *timer, double *milliseconds) {
+  if (!timer || !milliseconds)
+    return loopc_report_failure(LOOPC_ERROR_INVALID_ARGUMENT,
+                                "loopc_timer_stop: the timer or the result pointer is NULL");
+  std::unique_ptr<loopc_timer> owned(timer);
+  CallLock lock;
+  *milliseconds = 0;
+  if (!timer->runtime) {
+    *milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              timer->startedAt)
+                        .count();
+    return LOOPC_SUCCESS;
+  }
+  loopc_runtime *runtime = timer->runtime;
+  loopc_event *stop = nullptr;
+  float elapsed = 0;
+  loopc_status status = loopc_event_create(runtime, &stop);
+  if (status == LOOPC_SUCCESS)
+    status = loopc_event_record(runtime, stop);
+  if (status == LOOPC_SUCCESS)
+    status = loopc_event_elapsed_ms(runtime, timer->start, stop, &elapsed);
+  status = runtimeStatus(runtime, status);
+  if (stop)
+    loopc_event_destroy(runtime, stop);
+  loopc_event_destroy(runtime, timer->start);
+  *milliseconds = elapsed;
+  if (status != LOOPC_SUCCESS)
+    return status;
+  return waitForCalls();
 }
 
 } // extern "C"

@@ -419,14 +419,19 @@ private:
     llvm::Value *image = builder_.CreateCall(runtime("loopc_gpu_call_image", i32, {ptr}), {call});
     auto *notRun = llvm::BasicBlock::Create(context, "gpu.not_run", function_);
     llvm::SwitchInst *byImage = builder_.CreateSwitch(image, notRun, gpu.size());
-    llvm::FunctionCallee end = runtime("loopc_gpu_call_end", i32, {ptr, ptr});
+    llvm::FunctionCallee end = runtime("loopc_gpu_call_end", i32, {ptr, ptr, ptr, i32});
     for (size_t k = 0; k < gpu.size(); ++k) {
       auto *run = llvm::BasicBlock::Create(context, "gpu." + gpu[k].code->gpu, function_);
       byImage->addCase(builder_.getInt32(static_cast<uint32_t>(k)), run);
       builder_.SetInsertPoint(run);
       llvm::Value *slots = scalarSlots(gpu[k].code->function.scalars);
       builder_.CreateCall(gpu[k].host, {call, devices, slots, hostRecord});
-      returnIfFailed(builder_.CreateCall(end, {call, kernelRecord}));
+      llvm::GlobalVariable *messages = siteMessages(gpu[k].kernelSites);
+      returnIfFailed(builder_.CreateCall(
+          end,
+          {call, kernelRecord,
+           messages ? static_cast<llvm::Value *>(messages) : llvm::ConstantPointerNull::get(ptr),
+           builder_.getInt32(static_cast<uint32_t>(gpu[k].kernelSites.size()))}));
       failOnDeviceError(hostRecord, gpu[k].hostSites, LOOPC_ERROR_KERNEL_FAULT);
       failOnDeviceError(kernelRecord, gpu[k].kernelSites, LOOPC_ERROR_KERNEL_FAULT);
       callRuntime("loopc_cpu_call_unlock", {});
@@ -434,7 +439,8 @@ private:
     }
     // The call failed before its host code could run: its status and message.
     builder_.SetInsertPoint(notRun);
-    llvm::Value *status = builder_.CreateCall(end, {call, kernelRecord});
+    llvm::Value *status = builder_.CreateCall(
+        end, {call, kernelRecord, llvm::ConstantPointerNull::get(ptr), builder_.getInt32(0)});
     callRuntime("loopc_cpu_call_unlock", {});
     builder_.CreateRet(status);
     builder_.SetInsertPoint(onCpu);
@@ -619,16 +625,25 @@ private:
   }
 
   // Fails with the message of the site `record` names, when it names one.
-  void failOnDeviceError(llvm::Value *record, const DeviceErrorSites &sites, loopc_status status) {
+  // The table of the sites' messages as snprintf formats (messageFormat),
+  // by site id - 1; null when there are none.
+  llvm::GlobalVariable *siteMessages(const DeviceErrorSites &sites) {
     if (sites.empty())
-      return;
+      return nullptr;
     std::vector<llvm::Constant *> messages;
     for (const DeviceErrorSite &site : sites)
       messages.push_back(builder_.CreateGlobalStringPtr(messageFormat(site), "loopc.message"));
     auto *tableType = llvm::ArrayType::get(builder_.getPtrTy(), messages.size());
-    auto *table =
-        new llvm::GlobalVariable(module_, tableType, true, llvm::GlobalValue::PrivateLinkage,
-                                 llvm::ConstantArray::get(tableType, messages), "loopc.messages");
+    return new llvm::GlobalVariable(module_, tableType, true, llvm::GlobalValue::PrivateLinkage,
+                                    llvm::ConstantArray::get(tableType, messages),
+                                    "loopc.messages");
+  }
+
+  void failOnDeviceError(llvm::Value *record, const DeviceErrorSites &sites, loopc_status status) {
+    llvm::GlobalVariable *table = siteMessages(sites);
+    if (!table)
+      return;
+    llvm::Type *tableType = table->getValueType();
     llvm::Value *site = builder_.CreateLoad(builder_.getInt32Ty(), record);
     failIf(builder_.CreateICmpNE(site, builder_.getInt32(0)), status, [&] {
       llvm::Value *index = builder_.CreateSub(site, builder_.getInt32(1));

@@ -4,7 +4,8 @@
  *   use-cpu, use-gpu      loopc_use_device(LOOPC_DEVICE_CPU or _CUDA)
  *   capability=NN         the stand-in device's compute capability
  *   fault=SITE            the stand-in's next launch after saxpy, total and
- *                         shifted records device error SITE (gather's) */
+ *                         shifted records device error SITE (gather's)
+ *   async-fault=SITE      the same for gather_buffers' launch */
 #include "kernels.h"
 
 #include <dlfcn.h>
@@ -33,7 +34,7 @@ static void print_floats(const char *name, const float *values, int count) {
 int main(int argc, char **argv) {
   const char *driver = getenv("LOOPC_CUDA_DRIVER");
   stub = driver ? dlopen(driver, RTLD_NOW) : NULL;
-  unsigned fault = 0;
+  unsigned fault = 0, async_fault = 0;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "use-cpu") == 0 || strcmp(argv[i], "use-gpu") == 0) {
       loopc_device_kind kind = argv[i][4] == 'c' ? LOOPC_DEVICE_CPU : LOOPC_DEVICE_CUDA;
@@ -42,6 +43,8 @@ int main(int argc, char **argv) {
       ((void (*)(int))control("loopcStubSetComputeCapability"))(atoi(argv[i] + 11));
     } else if (strncmp(argv[i], "fault=", 6) == 0) {
       fault = (unsigned)atoi(argv[i] + 6);
+    } else if (strncmp(argv[i], "async-fault=", 12) == 0) {
+      async_fault = (unsigned)atoi(argv[i] + 12);
     }
   }
   printf("device: %s\n", loopc_used_device() == LOOPC_DEVICE_CUDA ? "cuda" : "cpu");
@@ -91,6 +94,28 @@ int main(int argc, char **argv) {
   report("copy", loopc_buffer_copy(by, 4, bx, 0, 8));
   report("download", loopc_buffer_download(by, 0, chained, sizeof chained));
   print_floats("copied", chained, 5);
+
+  /* On the GPU a call on buffers does not wait: a fault surfaces when the
+   * calls are waited for. */
+  loopc_buffer *bat = NULL, *bpicked = NULL;
+  report("create", loopc_buffer_create(sizeof at, &bat));
+  report("create", loopc_buffer_create(sizeof picked, &bpicked));
+  report("upload", loopc_buffer_upload(bat, 0, at, sizeof at));
+  if (async_fault)
+    ((void (*)(unsigned))control("loopcStubSetErrorWordOnNextLaunch"))(async_fault);
+  report("gather_buffers", gather_buffers(bx, bat, bpicked, 5, 3));
+  report("wait", loopc_wait_for_calls());
+  report("download", loopc_buffer_download(bpicked, 0, picked, sizeof picked));
+  print_floats("picked from buffers", picked, 3);
+  loopc_timer *timer = NULL;
+  double milliseconds = -1;
+  report("timer start", loopc_timer_start(&timer));
+  for (int i = 0; i < 100; ++i)
+    saxpy_buffers(bx, by, 1.0f, 5);
+  report("timer stop", loopc_timer_stop(timer, &milliseconds));
+  printf("  timed: %s\n", milliseconds >= 0 ? "yes" : "no");
+  loopc_buffer_destroy(bat);
+  loopc_buffer_destroy(bpicked);
   loopc_buffer_destroy(bx);
   loopc_buffer_destroy(by);
   loopc_buffer_destroy(bs);

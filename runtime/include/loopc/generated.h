@@ -120,11 +120,17 @@ loopc_device_ptr loopc_gpu_error_record(loopc_gpu_call *call);
 void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geometry,
                       void **params, int32_t max_threads, const char *source);
 
-/* Waits for the call's launches, copies the out and inout arguments back and
- * the device error record to `error_record` (24 bytes), frees the call's
- * device memory and ends the call. Returns LOOPC_SUCCESS or the call's first
- * failure, whose message is then the thread's last error. */
-loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record);
+/* Ends the call and gives back its device memory. When it copied nothing to
+ * the device (every array a buffer on the GPU), it does not wait: its device
+ * error record is kept and read when the calls are next waited for, a fault
+ * then reported with messages[site - 1] (a printf format of the record's two
+ * values, as int64_t, by position: %1$lld, %2$lld), and `error_record` is
+ * zeroed. Otherwise it waits for the launches, copies the out and inout arrays
+ * back and the device error record to `error_record` (24 bytes). Returns
+ * LOOPC_SUCCESS or the call's first failure (or an earlier call's fault
+ * found while waiting), whose message is then the thread's last error. */
+loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record,
+                                const char *const *messages, int32_t message_count);
 
 /* The host memory of the first `bytes` bytes of `buffer` for the CPU code of
  * a function taking buffers, in *host: the buffer's own on the CPU; on the

@@ -169,6 +169,24 @@ loopc_status loopc_buffer_download(const loopc_buffer *buffer, size_t offset, vo
 loopc_status loopc_buffer_copy(loopc_buffer *destination, size_t destination_offset,
                                const loopc_buffer *source, size_t source_offset, size_t bytes);
 
+/* On the GPU, a `..._buffers` call whose arrays are all buffers on the GPU
+ * returns once its kernels are launched, without waiting for them; calls,
+ * copies and timers run in the order they are made. What waits: this call,
+ * a download, a `..._buffers` call given a buffer of the CPU or running on
+ * the CPU, a call of a function taking pointers, and loopc_timer_stop. A
+ * kernel's fault in a call that did not wait is reported by the next of
+ * those (LOOPC_ERROR_KERNEL_FAULT, with the kernel's message). On the CPU
+ * every call waits. */
+loopc_status loopc_wait_for_calls(void);
+
+/* The time the calls, copies and timers between a start and a stop took,
+ * measured where they run (GPU events, or the CPU's clock). */
+typedef struct loopc_timer loopc_timer;
+loopc_status loopc_timer_start(loopc_timer **out);
+/* Waits for the calls before it, writes the milliseconds since the start to
+ * *milliseconds and frees the timer. */
+loopc_status loopc_timer_stop(loopc_timer *timer, double *milliseconds);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
