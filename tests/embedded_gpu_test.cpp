@@ -215,6 +215,55 @@ TEST_CASE("a kernel's fault on the GPU and a missing driver are a call's status 
   checkComputed(refused);
 }
 
+TEST_CASE("the C++ functions of a generated header take spans and buffers and throw failures") {
+  test::TempDir dir;
+  buildDriver(dir, "--gpu sm_80");
+  auto linked =
+      test::runShell("c++ -std=c++17 -Wall -Wextra -Werror -I" + dir.at("") + " -I" +
+                     test::sourcePath("runtime/include") + " " +
+                     test::sourcePath("tests/embedded_gpu/drive.cpp") + " " + dir.at("kernels.o") +
+                     " " + LOOPC_RUNTIME_LIBRARY + " -lm -lpthread -ldl -o " + dir.at("drive_cpp"));
+  INFO(linked.output);
+  REQUIRE(linked.exitCode == 0);
+  std::string output =
+      drive(dir.at("drive_cpp"), "LOOPC_CUDA_DRIVER=" + dir.at("no-such-driver.so"));
+  CHECK(contains(output, "saxpy: ok\n  y = 3 5 7 9 11\ntotal: ok\n  s = 15\n"));
+  CHECK(contains(output, "gather: ok\n  picked = 5 1 3\n"));
+  CHECK(contains(output, "gather into too few: LOOPC_ERROR_INVALID_ARGUMENT (kernel 'gather': "
+                         "'y' has 2 elements; its type, f32[M], needs 3)\n"));
+  CHECK(contains(output, "gather outside: LOOPC_ERROR_KERNEL_FAULT (" +
+                             test::sourcePath("tests/embedded_gpu/kernels.loop") +
+                             ":18:12: kernel 'gather': index 5 out of range"));
+  CHECK(contains(output, "  y from buffers = 3 5 7 9 11\n  s from buffers = 35\n  timed: yes\n"));
+  CHECK(contains(output, "total on a short buffer: LOOPC_ERROR_INVALID_ARGUMENT (kernel 'total': "
+                         "'x' has 1 element; its type, f32[N], needs 5)\n"));
+  CHECK(contains(output, "  moved: 5 elements, the source 0\n"));
+  CHECK(contains(output, "stop twice: LOOPC_ERROR_INVALID_ARGUMENT"));
+  // Over the stand-in driver the same calls go to the GPU's buffers.
+  std::string onGpu = drive(dir.at("drive_cpp"), "LOOPC_CUDA_DRIVER=" + kStub);
+  CHECK(contains(onGpu, "saxpy on buffers: ok\ntotal on buffers: ok\n  y from buffers = 1 1 1 1 "
+                        "1\n  s from buffers = 0\n"));
+}
+
+TEST_CASE("a parameter named loopc is renamed in the header and a kernel named loopc refused") {
+  test::TempDir dir;
+  std::string source = dir.file("named.loop", "kernel scale(loopc: f32, y: inout f32[N]) {\n"
+                                              "  parfor i in 0..N { y[i] = loopc * y[i]; }\n}\n");
+  auto header = test::runLoopc("compile " + source + " --emit header -o " + dir.at("named.h"));
+  REQUIRE(header.exitCode == 0);
+  CHECK(contains(test::readFile(dir.at("named.h")),
+                 "inline void scale(float loopc_, loopc::Span<float> y, int64_t N) {"));
+  std::string program = dir.file("main.cpp", "#include \"named.h\"\nint main() { return 0; }\n");
+  auto compiled = test::runShell("c++ -std=c++17 -fsyntax-only -Wall -Werror -I" + dir.at("") +
+                                 " -I" + test::sourcePath("runtime/include") + " " + program);
+  CHECK(compiled.output == "");
+  std::string kernel = dir.file("loopc.loop", "kernel loopc(y: inout f32[N]) {\n"
+                                              "  parfor i in 0..N { y[i] = 2.0 * y[i]; }\n}\n");
+  auto refused = test::runLoopc("compile " + kernel + " --emit header");
+  CHECK(refused.exitCode == 1);
+  CHECK(contains(refused.output, "kernel 'loopc' cannot be a C function named 'loopc'"));
+}
+
 TEST_CASE("compile --emit object --gpu refuses an architecture it does not know") {
   test::TempDir dir;
   auto unknown = test::runLoopc("compile samples/dot.loop --emit object --gpu sm_80,sm_99 -o " +

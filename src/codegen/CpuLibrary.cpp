@@ -818,13 +818,93 @@ bool isHeaderName(const std::string &name) {
   static const std::set<std::string> names = {"size_t",   "int8_t",   "int16_t",  "int32_t",
                                               "int64_t",  "uint8_t",  "uint16_t", "uint32_t",
                                               "uint64_t", "intptr_t", "uintptr_t"};
-  return names.contains(name) || name.starts_with("loopc_") || name.starts_with("LOOPC_") ||
-         isStandardMacro(name) || isReservedInC(name);
+  // `loopc` is the C++ functions' namespace.
+  return names.contains(name) || name == "loopc" || name.starts_with("loopc_") ||
+         name.starts_with("LOOPC_") || isStandardMacro(name) || isReservedInC(name);
 }
 
 } // namespace
 
 std::string bufferFunctionName(const std::string &symbol) { return symbol + "_buffers"; }
+
+namespace {
+
+// The C++ functions of `kernel` for its generated header (inside namespace
+// loopc::kernels): one taking spans, one taking buffers, each checking that
+// its arrays hold the elements their types need where every extent is a
+// size, a scalar parameter or a number, then calling the C function.
+// `names` are the C parameters' names, parameters then sizes.
+std::string cplusplusFunctions(const LibraryKernel &kernel, const SourceManager &sources,
+                               const std::vector<std::string> &names) {
+  const KernelDecl &declaration = *kernel.declaration;
+  std::map<std::string, std::string> scalarNames; // .loop name -> C name, of integer scalars
+  for (size_t i = 0; i < declaration.params.size(); ++i)
+    if (!passedByPointer(*declaration.params[i]) && isInteger(declaration.params[i]->type.element))
+      scalarNames[declaration.params[i]->name] = names[i];
+  for (size_t i = 0; i < declaration.sizes.size(); ++i)
+    scalarNames[declaration.sizes[i]->name] = names[declaration.params.size() + i];
+  std::string functions;
+  for (bool buffers : {false, true}) {
+    std::vector<std::string> params, arguments;
+    std::string checks;
+    for (size_t i = 0; i < declaration.params.size(); ++i) {
+      const VarDecl &param = *declaration.params[i];
+      std::string type = cType(param.type.element);
+      std::string constness = param.intent == Intent::In ? "const " : "";
+      if (!passedByPointer(param)) {
+        params.push_back(type + " " + names[i]);
+        arguments.push_back(names[i]);
+        continue;
+      }
+      if (buffers) {
+        params.push_back(constness + "loopc::Buffer<" + type + "> &" + names[i]);
+        arguments.push_back(names[i] + ".get()");
+      } else if (param.isArray()) {
+        params.push_back("loopc::Span<" + constness + type + "> " + names[i]);
+        arguments.push_back(names[i] + ".data()");
+      } else {
+        params.push_back(type + " &" + names[i]);
+        arguments.push_back("&" + names[i]);
+        continue;
+      }
+      std::vector<std::string> extents;
+      for (const ExprPtr &dim : param.type.dims) {
+        std::string text = sources.text(dim->range);
+        auto scalar = scalarNames.find(text);
+        if (scalar != scalarNames.end())
+          extents.push_back("static_cast<int64_t>(" + scalar->second + ")");
+        else if (!text.empty() && std::ranges::all_of(text, [](char c) {
+                   return std::isdigit(static_cast<unsigned char>(c));
+                 }))
+          extents.push_back(text);
+      }
+      if (extents.size() != param.type.dims.size())
+        continue; // counted by the C function alone
+      std::string count;
+      for (const std::string &extent : extents)
+        count += (count.empty() ? "" : ", ") + extent;
+      checks += "  loopc::detail::checkElements(\"" + declaration.name + "\", \"" + param.name +
+                "\", \"" + sources.text(param.type.range) + "\", " + names[i] +
+                ".size(), loopc::detail::elementCount({" + (param.isArray() ? count : "1") +
+                "}));\n";
+    }
+    for (size_t i = 0; i < declaration.sizes.size(); ++i) {
+      params.push_back("int64_t " + names[declaration.params.size() + i]);
+      arguments.push_back(names[declaration.params.size() + i]);
+    }
+    functions += "\ninline void " + kernel.symbol + "(";
+    for (size_t i = 0; i < params.size(); ++i)
+      functions += (i ? ", " : "") + params[i];
+    functions += ") {\n" + checks + "  loopc::check(::" +
+                 (buffers ? bufferFunctionName(kernel.symbol) : kernel.symbol) + "(";
+    for (size_t i = 0; i < arguments.size(); ++i)
+      functions += (i ? ", " : "") + arguments[i];
+    functions += "));\n}\n";
+  }
+  return functions;
+}
+
+} // namespace
 
 Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string &prefix) {
   std::string symbol = prefix + kernel.name;
@@ -898,6 +978,7 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
       " * message is loopc_runtime_last_error(NULL). Calls run one at a time. Link\n"
       " * the object compiled with this header, loopc::runtime and libm. */\n";
   header += "#ifndef " + guard + "\n#define " + guard + "\n\n";
+  std::string cplusplus; // the C++ functions of every kernel
   header += "#include <loopc/runtime.h>\n\n#include <stdint.h>\n#ifndef __cplusplus\n"
             "#include <stdbool.h>\n#endif\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n";
   for (const LibraryKernel &kernel : kernels) {
@@ -954,8 +1035,14 @@ std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const Sourc
         header += (i ? ", " : "") + params[i];
       header += std::string(params.empty() ? "void" : "") + ");\n";
     }
+    cplusplus += cplusplusFunctions(kernel, sources, names);
   }
-  header += "\n#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n#endif /* " + guard + " */\n";
+  header += "\n#ifdef __cplusplus\n} /* extern \"C\" */\n\n#include <loopc/loopc.hpp>\n\n"
+            "/* The same functions for C++ (loopc/loopc.hpp): arrays as loopc::Span or\n"
+            " * loopc::Buffer, scalar results by reference, failures thrown as loopc::Error. */\n"
+            "namespace loopc {\nnamespace kernels {\n" +
+            cplusplus + "\n} // namespace kernels\n} // namespace loopc\n#endif\n\n#endif /* " +
+            guard + " */\n";
   return header;
 }
 
