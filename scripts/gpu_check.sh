@@ -243,6 +243,17 @@ if [ -x "$embedded" ]; then
   fi
   echo "$output"
 fi
+# The example of docs/embedding.md: matmul twice with vectors, then buffers.
+app=$(dirname "$embedded")/matmul_app
+if [ -x "$app" ]; then
+  echo
+  for n in 1000 2048; do
+    echo "embedding example ($app $n, LOOPC_DEVICE=gpu):"
+    if ! LOOPC_DEVICE=gpu timeout -k 5 "$check_timeout" "$app" "$n"; then
+      failures=$((failures + 1))
+    fi
+  done
+fi
 
 echo
 if [ $failures -ne 0 ]; then

@@ -3,8 +3,9 @@
 # the project in this folder against that installed package, as a user would:
 #   tests/embedding/run.sh BUILD_DIR SCRATCH_DIR
 # Fails if any step fails, or if the program links LLVM. Then builds the
-# C-only project in c_only/, and checks that the projects of errors/ fail
-# with loopc_add_kernels' messages.
+# C-only project in c_only/ and the example of docs/embedding.md
+# (samples/embedding), and checks that the projects of errors/ fail with
+# loopc_add_kernels' messages.
 set -eu
 build=$(realpath "$1")
 scratch=$2
@@ -25,6 +26,13 @@ fi
 cmake -S "$here/c_only" -B "$scratch/c_only" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/c_only"
 "$scratch/c_only/embedding_c"
+
+# The example of docs/embedding.md (samples/embedding), built and run as its
+# comment says, at a size that is a multiple of no tile.
+cmake -S "$here/../../samples/embedding" -B "$scratch/sample" -G Ninja \
+  -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
+cmake --build "$scratch/sample"
+"$scratch/sample/matmul_app" 77
 
 # expect_refused CASE MESSAGE: configuring or building errors/ with CASE fails
 # and says MESSAGE.
