@@ -243,6 +243,17 @@ if [ -x "$embedded" ]; then
   fi
   echo "$output"
 fi
+# 200 calls through host pointers, then through buffers, timed.
+chain=$(dirname "$embedded")/embedding_chain
+if [ -x "$chain" ]; then
+  echo
+  echo "embedded chain ($chain, LOOPC_DEVICE=gpu):"
+  for n in 100003 16777216; do
+    if ! LOOPC_DEVICE=gpu timeout -k 5 "$check_timeout" "$chain" "$n"; then
+      failures=$((failures + 1))
+    fi
+  done
+fi
 # The example of docs/embedding.md: matmul twice with vectors, then buffers.
 app=$(dirname "$embedded")/matmul_app
 if [ -x "$app" ]; then

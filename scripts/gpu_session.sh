@@ -17,8 +17,8 @@
 #   scripts/build-static.sh; cmake --build build-static --target loopc-runtime-smoke
 #   LOOPC_EXPORT_RANDOM_PROGRAMS=build-static/random-programs build/tests/test_random_programs
 #   tests/embedding/run.sh build build/embedding-scratch &&
-#     cp build/embedding-scratch/build/embedding_check build/embedding-scratch/sample/matmul_app \
-#       build-static/
+#     cp build/embedding-scratch/build/embedding_check build/embedding-scratch/build/embedding_chain \
+#       build/embedding-scratch/sample/matmul_app build-static/
 #   cp -r ../shared/anchors bench/anchors
 # then run on the GPU machine with build-static/loopc, build-static/libdevice.10.bc,
 # build-static/runtime/loopc-runtime-smoke, build-static/random-programs,

@@ -133,6 +133,7 @@ DeviceMemoryCache &deviceMemory() {
 // read when the calls are next waited for. Used under the call lock.
 struct PendingRecord {
   loopc_device_ptr record;
+  size_t recordBytes;
   const char *const *messages;
   int32_t messageCount;
   std::string kernel;
@@ -161,7 +162,7 @@ loopc_status waitForPendingCalls(loopc_runtime *runtime) {
       if (status)
         failure = loopc_runtime_last_error(runtime);
     }
-    deviceMemory().release(runtime, pendingRecord.record, kSmallestBufferBytes);
+    deviceMemory().release(runtime, pendingRecord.record, pendingRecord.recordBytes);
     auto site = static_cast<uint32_t>(record[0]);
     if (status == LOOPC_SUCCESS && site != 0) {
       char message[1024];
@@ -450,9 +451,9 @@ loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record,
     // Nothing to copy back: its record is read when the calls are waited for.
     for (size_t i = 0; i < call->temporaries.size(); ++i)
       if (call->temporaries[i].first == call->errorRecord) {
+        pendingRecords().push_back({call->errorRecord, call->temporaries[i].second, messages,
+                                    message_count, call->program->name});
         call->temporaries.erase(call->temporaries.begin() + static_cast<std::ptrdiff_t>(i));
-        pendingRecords().push_back(
-            {call->errorRecord, messages, message_count, call->program->name});
         break;
       }
   } else if (!call->failed() && call->check(loopc_synchronize(call->runtime)) &&

@@ -22,6 +22,7 @@ if ldd "$scratch/build/embedding_check" | grep -i llvm; then
   exit 1
 fi
 "$scratch/build/embedding_check"
+"$scratch/build/embedding_chain" 1001
 
 cmake -S "$here/c_only" -B "$scratch/c_only" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/c_only"
