@@ -161,7 +161,7 @@ TEST_CASE(":explain, :llvm, :device, :load, :reset, :help and unknown commands")
         "loopc: error: cannot read '" + folder + "': is a directory\n");
   CHECK(session.type(":list") == "kernel iota(y: out i64[N])\nkernel ones(y: out i64[N])\n");
 
-  CHECK(session.type(":reset") == "every definition forgotten\n");
+  CHECK(session.type(":reset") == "every definition and value forgotten\n");
   CHECK(session.type(":list") == "nothing is defined\n");
   CHECK(session.open);
   session.type(":quit");
@@ -172,13 +172,59 @@ TEST_CASE("loopc repl reads a script piped into it") {
   std::filesystem::path script = std::filesystem::temp_directory_path() / "loopc_repl_script.txt";
   std::ofstream(script) << "kernel iota(y: out i64[N]) {\n  parfor i in 0..N {\n    y[i] = i;\n"
                            "  }\n}\n:run iota --set N=10\nkernel oops() { x = 1; }\n:list\n";
+  // A script stops at its first failure and exits 1; with --keep-going it
+  // goes on, and still exits 1.
   auto result = runLoopc("repl --device interp < " + script.string());
-  std::filesystem::remove(script);
-  CHECK(result.exitCode == 0);
+  CHECK(result.exitCode == 1);
   CHECK(contains(result.output, "y: i64[10] sum=45"));
   CHECK(contains(result.output, "<input>:1:"));
-  CHECK(contains(result.output, "kernel iota(y: out i64[N])"));
-  CHECK_FALSE(contains(result.output, "loop> "));
+  CHECK(contains(result.output, "loopc: the session stops at this failure (--keep-going goes on)"));
+  CHECK_FALSE(contains(result.output, "kernel iota(y: out i64[N])"));
+  auto going = runLoopc("repl --device interp --keep-going < " + script.string());
+  std::filesystem::remove(script);
+  CHECK(going.exitCode == 1);
+  CHECK(contains(going.output, "kernel iota(y: out i64[N])"));
+  CHECK_FALSE(contains(going.output, "loop> "));
+}
+
+// The transcript of docs/repl.md's tutorial (its ```loopc-repl block): the
+// lines after "loop> " or "...> " typed, the others what the session prints.
+struct Transcript {
+  std::string input, output;
+};
+
+Transcript tutorialTranscript() {
+  std::ifstream file(loopc::test::sourcePath("docs/repl.md"));
+  Transcript transcript;
+  bool inside = false;
+  for (std::string line; std::getline(file, line);) {
+    if (line == "```loopc-repl") {
+      inside = true;
+    } else if (inside && line == "```") {
+      break;
+    } else if (inside && line.starts_with("loop> ")) {
+      transcript.input += line.substr(6) + "\n";
+    } else if (inside && line.starts_with("...> ")) {
+      transcript.input += line.substr(5) + "\n";
+    } else if (inside) {
+      transcript.output += line + "\n";
+    }
+  }
+  return transcript;
+}
+
+TEST_CASE("the tutorial of docs/repl.md gives its transcript on every device") {
+  Transcript transcript = tutorialTranscript();
+  REQUIRE(!transcript.input.empty());
+  std::filesystem::path script = std::filesystem::temp_directory_path() / "loopc_repl_tutorial.txt";
+  std::ofstream(script) << transcript.input;
+  for (const char *device : {"interp", "cpu", "gpu-on-cpu"}) {
+    CAPTURE(device);
+    auto result = runLoopc(std::string("repl --device ") + device + " < " + script.string());
+    CHECK(result.exitCode == 0);
+    CHECK(result.output == transcript.output);
+  }
+  std::filesystem::remove(script);
 }
 
 TEST_CASE("a closing bracket matching no open one ends the input at its line, and the next "

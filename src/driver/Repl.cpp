@@ -5,6 +5,8 @@
 // input its definition came from by a line offset alone.
 #include "driver/Repl.h"
 
+#include "driver/ReplValues.h"
+
 #include "codegen/CpuJit.h"
 #include "codegen/NvptxTarget.h"
 #include "driver/Cli.h"
@@ -325,8 +327,17 @@ bool parseArguments(CLI::App &parser, const std::string &arguments, std::ostream
 constexpr const char *kHelp =
     R"(Type kernel, fn, assoc fn and import definitions to add them to the session;
 a definition continues over lines while its brackets are open. Defining a
-kernel or fn again replaces it. Commands (KERNEL defaults to the last one
-defined; each takes --help):
+kernel or fn again replaces it. Anything else is evaluated and printed:
+  1 + 2, sqrt(2.0), redomap(+, 0.0, i in 0..n) A[i][i]
+                          an expression of the language over the values
+  let A = iota(f32, [3, 3])
+                          binds a value; also zeros, ones, random(T, [..],
+                          seed=S), linspace(T, lo, hi, n), load("a.npy")
+  let C = matmul(A, B)    calls a kernel: its in and inout arguments, its
+                          out parameters the result (let (C, D) = k(...))
+  A, A[0], A[0:2, 1:3]    a value, or a part of an array
+  save(A, "a.npy")        writes a value to a .npy file
+Commands (KERNEL defaults to the last one defined; each takes --help):
   :run [KERNEL] [--set N=V]... [--in A=F.npy]... [--seed S] [--device D]
        [--skip-pass P]... [--pass-param P=V]... [--unsafe] [--remarks]
                           run a kernel and summarize its outputs
@@ -343,7 +354,9 @@ defined; each takes --help):
                           the device runs use (default: the best available)
   :load FILE              add the definitions of a .loop file
   :list                   the definitions so far
-  :reset                  forget every definition
+  :who                    the values so far, with their types
+  :print NAME [--full]    a value, every element with --full
+  :reset                  forget every definition and value
   :help                   this text
   :quit                   leave (so does Ctrl-D)
 )";
@@ -366,9 +379,15 @@ Repl::~Repl() = default;
 std::string Repl::prompt() const { return pending_.empty() ? "loop> " : "...> "; }
 
 void Repl::run(LineSource &source) {
-  while (std::optional<std::string> line = source.readLine(prompt()))
+  while (std::optional<std::string> line = source.readLine(prompt())) {
+    uint32_t failuresBefore = failures_;
     if (!handleLine(*line))
       return;
+    if (stopAtFailure_ && failures_ > failuresBefore) {
+      err_ << "loopc: the session stops at this failure (--keep-going goes on)\n";
+      return;
+    }
+  }
   finishInput();
 }
 
@@ -379,6 +398,20 @@ bool Repl::handleLine(const std::string &line) {
       return true;
     if (trimmed.front() == ':')
       return handleCommand(trimmed);
+  }
+  // An expression or `let` ends with its line once its brackets close.
+  if (std::string input = trim(pending_ + line); ReplValues::evaluates(input)) {
+    TextScan scan = scanText(input);
+    if (scan.depth > 0 || scan.inBlockComment) {
+      pending_ += line + "\n";
+      return true;
+    }
+    pending_.clear();
+    while (!input.empty() && input.back() == ';')
+      input = trim(input.substr(0, input.size() - 1));
+    if (!values_.evaluate(input, replProgram(), device_))
+      ++failures_;
+    return true;
   }
   // A blank line ends text whose brackets are closed but which lacks its
   // final `}` or `;`, so that a typo cannot keep the prompt waiting.
@@ -395,7 +428,7 @@ bool Repl::handleLine(const std::string &line) {
   }
   std::string text = std::move(pending_);
   pending_.clear();
-  addDefinitions(std::move(text), "<input>");
+  failures_ += !addDefinitions(std::move(text), "<input>");
   return true;
 }
 
@@ -404,7 +437,7 @@ void Repl::finishInput() {
     return;
   std::string text = std::move(pending_);
   pending_.clear();
-  addDefinitions(std::move(text), "<input>");
+  failures_ += !addDefinitions(std::move(text), "<input>");
 }
 
 bool Repl::addDefinitions(std::string text, const std::string &origin) {
@@ -537,9 +570,12 @@ bool Repl::loadFile(const std::string &path) {
   Expected<std::string> text = readSourceFile(path);
   if (!text) {
     err_ << "loopc: error: cannot read '" << path << "': " << text.error().message << "\n";
+    ++failures_;
     return false;
   }
-  return addDefinitions(*text, path);
+  bool added = addDefinitions(*text, path);
+  failures_ += !added;
+  return added;
 }
 
 bool Repl::handleCommand(const std::string &line) {
@@ -558,26 +594,56 @@ bool Repl::handleCommand(const std::string &line) {
     deviceCommand(arguments);
   else if (command == ":load" && !arguments.empty())
     loadFile(arguments);
-  else if (command == ":load")
+  else if (command == ":load") {
     err_ << "loopc: error: :load needs a FILE\n";
-  else if (command == ":list")
+    ++failures_;
+  } else if (command == ":list")
     listCommand();
+  else if (command == ":who")
+    values_.list();
+  else if (command == ":print")
+    printCommand(arguments);
   else if (command == ":reset") {
     definitions_.clear();
     definitionLines_.clear();
     session_.reset();
-    out_ << "every definition forgotten\n";
+    values_.clear();
+    out_ << "every definition and value forgotten\n";
   } else if (command == ":help")
     printHelp();
-  else
+  else {
     err_ << "loopc: error: unknown command '" << command << "' (:help lists the commands)\n";
+    ++failures_;
+  }
   return true;
+}
+
+void Repl::printCommand(const std::string &arguments) {
+  std::string name;
+  bool full = false;
+  CLI::App parser{"Print a value of the session", ":print"};
+  parser.add_option("NAME", name, "The value")->required();
+  parser.add_flag("--full", full, "Every element, not the corners of a large array");
+  if (!parseArguments(parser, arguments, out_, err_) || !values_.print(name, full))
+    ++failures_;
+}
+
+ReplProgram Repl::replProgram() const {
+  ReplProgram program;
+  program.definitions = assemble(definitions_).text;
+  for (const ReplDefinition &definition : definitions_)
+    if (definition.origin != "<input>" &&
+        std::ranges::find(program.options.includedFiles, definition.origin) ==
+            program.options.includedFiles.end())
+      program.options.includedFiles.push_back(definition.origin);
+  return program;
 }
 
 const Program *Repl::program() {
   if (session_)
     return session_->program.get();
   err_ << "loopc: error: nothing is defined yet: type a kernel or :load a file\n";
+  ++failures_;
   return nullptr;
 }
 
@@ -588,7 +654,8 @@ Expected<const KernelDecl *> Repl::kernelNamed(const std::string &name) {
   return selectKernel(*program, name);
 }
 
-void Repl::report(const Error &error) const {
+void Repl::report(const Error &error) {
+  ++failures_;
   Diagnostic diagnostic{Severity::Error, error.range, error.message};
   if (session_)
     err_ << formatDiagnostic(diagnostic, *session_, definitions_, definitionLines_, mainFile_, 0);

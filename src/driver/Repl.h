@@ -5,9 +5,11 @@
 // which point into the lines typed (or the file loaded), and the earlier ones
 // stay. A definition continues over several lines while its brackets are
 // open. Lines starting with ':' are commands (:run, :time, :explain, :ptx,
-// :llvm, :device, :load, :list, :reset, :help, :quit).
+// :llvm, :device, :load, :list, :who, :print, :reset, :help, :quit); any
+// other input is evaluated against the session's values (ReplValues.h).
 #pragma once
 
+#include "driver/ReplValues.h"
 #include "driver/Session.h"
 
 #include <iosfwd>
@@ -78,6 +80,10 @@ public:
   void setDefaultDevice(std::string device) { device_ = std::move(device); }
   // Adds every definition of a file, as :load does; false when it fails.
   bool loadFile(const std::string &path);
+  // The inputs that failed so far (an error printed for them).
+  uint32_t failures() const { return failures_; }
+  // Makes the session end at the first input that fails (a script piped in).
+  void stopAtFailure(bool stop) { stopAtFailure_ = stop; }
 
 private:
   bool addDefinitions(std::string text, const std::string &origin);
@@ -93,14 +99,17 @@ private:
   void codeCommand(const std::string &arguments, bool ptx);
   void deviceCommand(const std::string &arguments);
   void listCommand() const;
+  void printCommand(const std::string &arguments);
   void printHelp() const;
+  // The definitions as the evaluator compiles input into them.
+  ReplProgram replProgram() const;
 
   // The program of the definitions so far, or null (after an error) when
   // there is none.
   const Program *program();
   Expected<const KernelDecl *> kernelNamed(const std::string &name);
   // Prints an error, quoting its source where it has one.
-  void report(const Error &error) const;
+  void report(const Error &error);
   // Prints remarks (`--remarks`) to `out`, each quoting its source in the
   // input it was typed in.
   void printRemarks(std::ostream &out, const std::vector<passes::Remark> &remarks) const;
@@ -116,6 +125,9 @@ private:
   std::string pending_;      // a definition continued over several lines
   uint32_t inputsTyped_ = 0; // the inputs of program text typed so far
   std::string device_;
+  ReplValues values_{out_, err_};
+  uint32_t failures_ = 0;
+  bool stopAtFailure_ = false;
 };
 
 } // namespace loopc::driver

@@ -23,6 +23,7 @@ namespace {
 struct ReplOptions {
   std::string file;
   std::string device;
+  bool keepGoing = false; // a script goes on after a failed input
 };
 
 #if LOOPC_HAVE_LIBEDIT
@@ -72,9 +73,12 @@ int runRepl(const ReplOptions &options) {
   if (!options.file.empty())
     repl.loadFile(options.file);
   if (!isatty(STDIN_FILENO)) {
+    // A script: it stops at its first failure unless told to go on, and
+    // either way exits 1 when one failed.
     StreamLineSource script(std::cin);
+    repl.stopAtFailure(!options.keepGoing);
     repl.run(script);
-    return 0;
+    return repl.failures() ? 1 : 0;
   }
   std::cout << "loopc repl: type a kernel, :help for the commands, :quit or Ctrl-D to leave\n";
 #if LOOPC_HAVE_LIBEDIT
@@ -98,6 +102,9 @@ void addReplCommand(CLI::App &app) {
       ->add_option("--device", options->device,
                    "interp, cpu, gpu or gpu-on-cpu (default: the best one available)")
       ->check(nonEmpty());
+  command->add_flag("--keep-going", options->keepGoing,
+                    "For a script piped in: go on after an input that fails (the exit status is "
+                    "still 1)");
   command->callback([options] {
     if (int exitCode = runRepl(*options))
       throw CLI::RuntimeError(exitCode);

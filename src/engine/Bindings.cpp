@@ -421,6 +421,13 @@ std::string dimensionOrigin(const VarDecl &param, size_t dimension) {
 
 } // namespace
 
+void fillRandomValues(HostArray &array, uint64_t seed, int64_t low, int64_t high) {
+  ArgumentRequest request;
+  request.randomLow = low;
+  request.randomHigh = high;
+  fillRandom(array, seed, request);
+}
+
 std::string formatByteCount(uint64_t bytes) {
   static const char *const kUnits[] = {"B", "KB", "MB", "GB", "TB", "PB", "EB"};
   double value = static_cast<double>(bytes);

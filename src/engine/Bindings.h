@@ -44,6 +44,10 @@ struct ArgumentRequest {
 // would silently give meaningless results.
 Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request);
 
+// `array` filled as a run fills an input not given, from `seed`: floats in
+// [-1, 1), integers in [low, high), bools 50/50.
+void fillRandomValues(HostArray &array, uint64_t seed, int64_t low = 0, int64_t high = 16);
+
 // The sizes and integer scalar arguments of bound arguments, by name: what
 // extents and trip counts are computed from.
 std::map<std::string, int64_t> integerValues(const KernelDecl &kernel, const KernelArgs &args);

@@ -1,0 +1,789 @@
+// The REPL's values and their evaluation (see ReplValues.h).
+#include "driver/ReplValues.h"
+
+#include "driver/Engines.h"
+#include "engine/Bindings.h"
+#include "engine/Npy.h"
+#include "sema/Sema.h"
+#include "support/Diagnostics.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <expected>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+namespace loopc::driver {
+
+namespace {
+
+// ---------------------------------------------------------------- tokens ---
+
+struct Token {
+  enum class Kind { Name, Number, String, Punct, End };
+  Kind kind = Kind::End;
+  std::string text;
+  size_t offset = 0; // in the input
+};
+
+std::vector<Token> tokenize(const std::string &text) {
+  std::vector<Token> tokens;
+  size_t i = 0;
+  while (i < text.size()) {
+    char c = text[i];
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    Token token;
+    token.offset = start;
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      while (i < text.size() &&
+             (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+        ++i;
+      token.kind = Token::Kind::Name;
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '.' && i + 1 < text.size() &&
+                std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
+      // Digits, a point (not a range's `..`), an exponent with its sign.
+      auto continues = [&](size_t at) {
+        char d = text[at];
+        if (std::isdigit(static_cast<unsigned char>(d)))
+          return true;
+        if (d == '.')
+          return at + 1 >= text.size() || text[at + 1] != '.';
+        if (d == 'e' || d == 'E')
+          return at + 1 < text.size() && (std::isdigit(static_cast<unsigned char>(text[at + 1])) ||
+                                          text[at + 1] == '+' || text[at + 1] == '-');
+        return (d == '+' || d == '-') && (text[at - 1] == 'e' || text[at - 1] == 'E');
+      };
+      while (i < text.size() && continues(i))
+        ++i;
+      token.kind = Token::Kind::Number;
+    } else if (c == '"') {
+      ++i;
+      while (i < text.size() && text[i] != '"')
+        ++i;
+      i = std::min(text.size(), i + 1);
+      token.kind = Token::Kind::String;
+    } else {
+      ++i;
+      token.kind = Token::Kind::Punct;
+    }
+    token.text = text.substr(start, i - start);
+    tokens.push_back(token);
+  }
+  Token end;
+  end.offset = text.size();
+  tokens.push_back(end);
+  return tokens;
+}
+
+bool isPunct(const Token &token, const char *text) {
+  return token.kind == Token::Kind::Punct && token.text == text;
+}
+
+// The index just past the bracket closing the one at `open`, or `open` when
+// it never closes.
+size_t closing(const std::vector<Token> &tokens, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < tokens.size(); ++i) {
+    if (tokens[i].kind != Token::Kind::Punct)
+      continue;
+    char c = tokens[i].text[0];
+    depth += c == '(' || c == '[' || c == '{';
+    depth -= c == ')' || c == ']' || c == '}';
+    if (depth == 0)
+      return i + 1;
+  }
+  return open;
+}
+
+// The text of each top-level comma-separated part of the tokens in
+// [begin, end), from `text`.
+std::vector<std::string> splitArguments(const std::string &text, const std::vector<Token> &tokens,
+                                        size_t begin, size_t end) {
+  std::vector<std::string> parts;
+  size_t partBegin = begin;
+  for (size_t i = begin; i < end;) {
+    if (tokens[i].kind == Token::Kind::Punct &&
+        std::string("([{").find(tokens[i].text[0]) != std::string::npos) {
+      i = std::max(i + 1, closing(tokens, i));
+      continue;
+    }
+    if (isPunct(tokens[i], ",")) {
+      parts.push_back(
+          text.substr(tokens[partBegin].offset, tokens[i].offset - tokens[partBegin].offset));
+      partBegin = i + 1;
+    }
+    ++i;
+  }
+  if (partBegin < end)
+    parts.push_back(
+        text.substr(tokens[partBegin].offset, tokens[end].offset - tokens[partBegin].offset));
+  return parts;
+}
+
+std::string trimmed(const std::string &text) {
+  size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos)
+    return "";
+  size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+std::optional<ScalarType> typeNamed(const std::string &name) {
+  for (ScalarType type :
+       {ScalarType::I32, ScalarType::I64, ScalarType::F32, ScalarType::F64, ScalarType::Bool})
+    if (name == scalarTypeName(type))
+      return type;
+  return std::nullopt;
+}
+
+// The type text of `value` as a parameter of that shape: f32[3][4], i64.
+std::string typeText(const HostArray &value) {
+  std::string text = scalarTypeName(value.type);
+  for (int64_t extent : value.shape)
+    text += "[" + std::to_string(extent) + "]";
+  return text;
+}
+
+// ------------------------------------------------------------- printing ---
+
+std::string formatElement(const HostArray &value, size_t i) {
+  switch (value.type) {
+  case ScalarType::Bool:
+    return value.getAsInt(i) ? "true" : "false";
+  case ScalarType::I32:
+  case ScalarType::I64:
+    return std::to_string(value.getAsInt(i));
+  case ScalarType::F32:
+  case ScalarType::F64: {
+    char text[64];
+    auto [end, problem] = value.type == ScalarType::F32
+                              ? std::to_chars(text, text + sizeof text, value.data<float>()[i])
+                              : std::to_chars(text, text + sizeof text, value.data<double>()[i]);
+    std::string shortest(text, problem == std::errc() ? end : text);
+    // 2 prints as 2.0, so that a float reads as one.
+    if (shortest.find_first_of(".einf") == std::string::npos)
+      shortest += ".0";
+    return shortest;
+  }
+  }
+  return "?";
+}
+
+// Elements past this many along a dimension are shown as their first and
+// last kEdge, around `...`.
+constexpr int64_t kMostShown = 6;
+constexpr int64_t kEdge = 3;
+
+void formatRows(const HostArray &value, bool full, size_t dim, size_t offset, int indent,
+                std::string &text) {
+  int64_t extent = value.shape[dim];
+  size_t stride = 1;
+  for (size_t d = dim + 1; d < value.rank(); ++d)
+    stride *= static_cast<size_t>(value.shape[d]);
+  bool elided = !full && extent > kMostShown;
+  text += "[";
+  for (int64_t i = 0; i < extent; ++i) {
+    if (elided && i == kEdge) {
+      text += dim + 1 == value.rank() ? "..., " : "...,\n" + std::string(indent + 1, ' ');
+      i = extent - kEdge - 1;
+      continue;
+    }
+    if (dim + 1 == value.rank())
+      text += formatElement(value, offset + static_cast<size_t>(i));
+    else
+      formatRows(value, full, dim + 1, offset + static_cast<size_t>(i) * stride, indent + 1, text);
+    if (i + 1 < extent)
+      text += dim + 1 == value.rank()
+                  ? ", "
+                  : "," + std::string(value.rank() - dim - 1, '\n') + std::string(indent + 1, ' ');
+  }
+  text += "]";
+}
+
+} // namespace
+
+std::string formatValue(const HostArray &value, bool full) {
+  if (value.rank() == 0)
+    return formatElement(value, 0);
+  std::string text = typeText(value) + " ";
+  if (value.elementCount() == 0)
+    return text + "[]";
+  formatRows(value, full, 0, 0, static_cast<int>(text.size()), text);
+  return text;
+}
+
+namespace {
+
+// ------------------------------------------------------------ evaluation ---
+
+// What an input failed with, in words ("<input>:1:5: error: ..." is made of
+// it with the column when `offset` is known).
+struct Failure {
+  std::string message;
+  std::optional<size_t> offset = std::nullopt; // in the input
+};
+
+using Outcome = std::optional<Failure>; // none: success
+template <typename T> using Result = std::expected<T, Failure>;
+
+// A checked program of the session's definitions and `extra` (a kernel made
+// for the input), or the first error of `extra` with its column in the
+// input, `extraOffset` being where the input's text starts in `extra`'s
+// line `extraLine` (1-based, within `extra`).
+struct CheckedProgram {
+  SourceManager sources;
+  DiagnosticEngine diagnostics{sources};
+  std::unique_ptr<Program> program;
+};
+
+Result<std::unique_ptr<CheckedProgram>> checkWith(const ReplProgram &session,
+                                                  const std::string &extra, uint32_t extraLine,
+                                                  size_t extraColumn) {
+  auto checked = std::make_unique<CheckedProgram>();
+  std::string text = session.definitions + extra;
+  uint32_t firstExtraLine =
+      static_cast<uint32_t>(std::ranges::count(session.definitions, '\n')) + extraLine;
+  uint32_t file = static_cast<uint32_t>(checked->sources.fileCount());
+  checked->program = loadProgramFromText("<session>", std::move(text), checked->sources,
+                                         checked->diagnostics, session.options);
+  if (checked->program && checkProgram(*checked->program, checked->diagnostics) &&
+      !checked->diagnostics.hasErrors())
+    return checked;
+  for (const Diagnostic &diagnostic : checked->diagnostics.diagnostics()) {
+    if (diagnostic.severity != Severity::Error)
+      continue;
+    Failure failure{diagnostic.message};
+    const SourceLoc &begin = diagnostic.range.begin;
+    if (diagnostic.range.valid() && begin.file == file && begin.line == firstExtraLine &&
+        begin.col >= extraColumn)
+      failure.offset = begin.col - extraColumn;
+    return std::unexpected(failure);
+  }
+  return std::unexpected(Failure{"the input does not check"});
+}
+
+class Evaluator {
+public:
+  Evaluator(std::map<std::string, HostArray> &values, const ReplProgram &program,
+            const std::string &device)
+      : values_(values), program_(program), device_(device) {}
+
+  // The values of the right-hand side `text` (one, or a kernel's outputs by
+  // parameter name, in order), starting at `offset` in the input.
+  Result<std::vector<std::pair<std::string, HostArray>>> evaluate(const std::string &text,
+                                                                  size_t offset) {
+    offset_ = offset;
+    std::vector<Token> tokens = tokenize(text);
+    if (tokens.size() == 1)
+      return std::unexpected(Failure{"nothing to evaluate", offset});
+    const Token &first = tokens[0];
+    bool called = first.kind == Token::Kind::Name && isPunct(tokens[1], "(") &&
+                  closing(tokens, 1) == tokens.size() - 1;
+    if (called) {
+      std::vector<std::string> arguments = splitArguments(text, tokens, 2, tokens.size() - 2);
+      if (first.text == "save" && !kernelNamed("save"))
+        return save(arguments);
+      if (auto made = construct(first.text, arguments)) {
+        if (!*made)
+          return std::unexpected(made->error());
+        return single(std::move(**made));
+      }
+      if (auto kernel = kernelNamed(first.text))
+        return callKernel(*kernel, arguments);
+    }
+    if (first.kind == Token::Kind::Name && values_.contains(first.text)) {
+      if (tokens.size() == 2)
+        return single(values_.at(first.text));
+      if (isPunct(tokens[1], "[") && closing(tokens, 1) == tokens.size() - 1 &&
+          isPart(values_.at(first.text), text, tokens))
+        return part(values_.at(first.text), text, tokens);
+    }
+    return expression(text);
+  }
+
+private:
+  static Result<std::vector<std::pair<std::string, HostArray>>> single(HostArray value) {
+    std::vector<std::pair<std::string, HostArray>> result;
+    result.emplace_back("", std::move(value));
+    return result;
+  }
+
+  Failure fail(std::string message) const { return Failure{std::move(message), offset_}; }
+
+  // One argument: a value's name, else evaluated in turn (a number, an
+  // expression, an array made from nothing).
+  Result<HostArray> argument(const std::string &text) {
+    std::string name = trimmed(text);
+    if (auto found = values_.find(name); found != values_.end())
+      return found->second;
+    Evaluator inner(values_, program_, device_);
+    auto evaluated = inner.evaluate(name, offset_);
+    if (!evaluated)
+      return std::unexpected(evaluated.error());
+    if (evaluated->size() != 1)
+      return std::unexpected(fail("'" + name + "' gives several values where one is wanted"));
+    return std::move(evaluated->front().second);
+  }
+
+  Result<int64_t> integerArgument(const std::string &text) {
+    auto value = argument(text);
+    if (!value)
+      return std::unexpected(value.error());
+    if (value->rank() != 0 || (value->type != ScalarType::I64 && value->type != ScalarType::I32))
+      return std::unexpected(fail("'" + trimmed(text) + "' is not an integer"));
+    return value->getAsInt(0);
+  }
+
+  // [d1, d2, ...]: a shape.
+  Result<std::vector<int64_t>> shapeArgument(const std::string &text) {
+    std::string list = trimmed(text);
+    if (list.size() < 2 || list.front() != '[' || list.back() != ']')
+      return std::unexpected(fail("a shape is a list of extents in brackets, such as [3, 4]"));
+    std::vector<Token> tokens = tokenize(list);
+    std::vector<int64_t> shape;
+    for (const std::string &extent : splitArguments(list, tokens, 1, tokens.size() - 2)) {
+      auto value = integerArgument(extent);
+      if (!value)
+        return std::unexpected(value.error());
+      if (*value < 0)
+        return std::unexpected(fail("an extent of " + std::to_string(*value) + " is negative"));
+      shape.push_back(*value);
+    }
+    return shape;
+  }
+
+  // zeros, ones, iota, random, linspace, load; none for another name.
+  std::optional<Result<HostArray>> construct(const std::string &name,
+                                             const std::vector<std::string> &arguments) {
+    static const std::set<std::string> makers = {"zeros",  "ones",     "iota",
+                                                 "random", "linspace", "load"};
+    if (!makers.contains(name) || kernelNamed(name))
+      return std::nullopt;
+    auto usage = [&](const char *form) { return std::unexpected(fail(name + " takes " + form)); };
+    if (name == "load") {
+      if (arguments.size() != 1 || trimmed(arguments[0]).size() < 2 ||
+          trimmed(arguments[0]).front() != '"')
+        return usage("a file name in quotes: load(\"a.npy\")");
+      std::string path = trimmed(arguments[0]);
+      auto read = readNpy(path.substr(1, path.size() - 2));
+      if (!read)
+        return std::unexpected(fail(read.error().message));
+      return std::move(*read);
+    }
+    if (arguments.empty())
+      return usage("a type first, such as f32");
+    std::optional<ScalarType> type = typeNamed(trimmed(arguments[0]));
+    if (!type)
+      return std::unexpected(
+          fail("'" + trimmed(arguments[0]) + "' is not a type (i32, i64, f32, f64 or bool)"));
+    if (name == "linspace") {
+      if (arguments.size() != 4)
+        return usage("a type, the first and last values and a count: linspace(f64, 0.0, 1.0, 11)");
+      auto low = argument(arguments[1]), high = argument(arguments[2]);
+      auto count = integerArgument(arguments[3]);
+      if (!low || !high || !count)
+        return std::unexpected(!low ? low.error() : !high ? high.error() : count.error());
+      if (*count < 0)
+        return std::unexpected(fail("a count of " + std::to_string(*count) + " is negative"));
+      HostArray values(*type, {*count});
+      for (int64_t i = 0; i < *count; ++i)
+        values.setFromDouble(static_cast<size_t>(i),
+                             *count == 1 ? low->getAsDouble(0)
+                                         : low->getAsDouble(0) +
+                                               (high->getAsDouble(0) - low->getAsDouble(0)) *
+                                                   static_cast<double>(i) /
+                                                   static_cast<double>(*count - 1));
+      return values;
+    }
+    if (arguments.size() < 2 || (name != "random" && arguments.size() != 2))
+      return usage("a type and a shape: zeros(f32, [3, 4])");
+    auto shape = shapeArgument(arguments[1]);
+    if (!shape)
+      return std::unexpected(shape.error());
+    HostArray values(*type, *shape);
+    size_t count = values.elementCount();
+    if (name == "ones" || name == "iota")
+      for (size_t i = 0; i < count; ++i)
+        values.setFromDouble(i, name == "ones" ? 1.0 : static_cast<double>(i));
+    if (name == "random") {
+      uint64_t seed = 0;
+      for (size_t i = 2; i < arguments.size(); ++i) {
+        std::string option = trimmed(arguments[i]);
+        if (!option.starts_with("seed") || option.find('=') == std::string::npos)
+          return usage("a type, a shape and a seed: random(f32, [3, 4], seed=1)");
+        auto value = integerArgument(option.substr(option.find('=') + 1));
+        if (!value)
+          return std::unexpected(value.error());
+        seed = static_cast<uint64_t>(*value);
+      }
+      fillRandomValues(values, seed);
+    }
+    return values;
+  }
+
+  // save(VALUE, "file.npy"): nothing to print.
+  Result<std::vector<std::pair<std::string, HostArray>>>
+  save(const std::vector<std::string> &arguments) {
+    std::string path = arguments.size() == 2 ? trimmed(arguments[1]) : "";
+    if (path.size() < 2 || path.front() != '"' || path.back() != '"')
+      return std::unexpected(fail("save takes a value and a file name in quotes: save(A, "
+                                  "\"a.npy\")"));
+    auto value = argument(arguments[0]);
+    if (!value)
+      return std::unexpected(value.error());
+    if (Status written = writeNpy(path.substr(1, path.size() - 2), *value); !written)
+      return std::unexpected(fail(written.error().message));
+    std::vector<std::pair<std::string, HostArray>> nothing;
+    nothing.emplace_back("", HostArray{});
+    return nothing;
+  }
+
+  // The session's program (checked once), or null when it has no kernels.
+  const Program *sessionProgram() {
+    if (!session_) {
+      auto checked = checkWith(program_, "", 1, 1);
+      session_ = checked ? std::move(*checked) : nullptr;
+    }
+    return session_ ? session_->program.get() : nullptr;
+  }
+
+  const KernelDecl *kernelNamed(const std::string &name) {
+    const Program *program = sessionProgram();
+    if (!program)
+      return nullptr;
+    for (const auto &module : program->modules)
+      for (const auto &kernel : module->kernels)
+        if (kernel->name == name)
+          return kernel.get();
+    return nullptr;
+  }
+
+  Result<std::unique_ptr<Engine>> engine() {
+    auto made = device_.empty() ? createDefaultEngine() : createEngine(device_);
+    if (!made)
+      return std::unexpected(fail(made.error().message));
+    return std::move(*made);
+  }
+
+  // Runs `kernel` of `program` on arguments bound from `request`.
+  Result<KernelArgs> run(const Program &program, const KernelDecl &kernel,
+                         const ArgumentRequest &request) {
+    auto args = bindKernelArguments(kernel, request);
+    if (!args)
+      return std::unexpected(fail(args.error().message));
+    auto runner = engine();
+    if (!runner)
+      return std::unexpected(runner.error());
+    if (auto ran = (*runner)->run(program, kernel, *args); !ran)
+      return std::unexpected(fail(ran.error().message));
+    return std::move(*args);
+  }
+
+  // A call of a kernel: its `in` and `inout` parameters and scalars from the
+  // arguments in order, its outputs the result; `inout` arguments naming a
+  // value update it.
+  Result<std::vector<std::pair<std::string, HostArray>>>
+  callKernel(const KernelDecl &kernel, const std::vector<std::string> &arguments) {
+    std::vector<const VarDecl *> given;
+    for (const VarDeclPtr &param : kernel.params)
+      if (param->intent != Intent::Out)
+        given.push_back(param.get());
+    if (arguments.size() != given.size()) {
+      std::string names;
+      for (const VarDecl *param : given)
+        names += (names.empty() ? "" : ", ") + param->name;
+      return std::unexpected(
+          fail("kernel '" + kernel.name + "' takes " + std::to_string(given.size()) + " argument" +
+               (given.size() == 1 ? "" : "s") + (names.empty() ? "" : " (" + names + ")") +
+               ", not " + std::to_string(arguments.size()) +
+               (given.size() < kernel.params.size() ? "; its out parameters are its result" : "")));
+    }
+    ArgumentRequest request;
+    for (size_t i = 0; i < given.size(); ++i) {
+      auto value = argument(arguments[i]);
+      if (!value)
+        return std::unexpected(value.error());
+      // A scalar as its text, read in the parameter's type (0.5 for an f32),
+      // as --set gives it; an array converted where every value fits.
+      if (!given[i]->isArray() && value->rank() == 0 && value->type != ScalarType::Bool) {
+        request.values[given[i]->name] = formatElement(*value, 0);
+        continue;
+      }
+      request.arrays[given[i]->name] = std::move(*value);
+      request.convertible.insert(given[i]->name);
+    }
+    auto args = run(*sessionProgram(), kernel, request);
+    if (!args)
+      return std::unexpected(args.error());
+    std::vector<std::pair<std::string, HostArray>> outputs;
+    for (size_t i = 0, g = 0; i < kernel.params.size(); ++i) {
+      const VarDecl &param = *kernel.params[i];
+      if (param.intent == Intent::Out)
+        outputs.emplace_back(param.name, std::move(args->params[i]));
+      else if (param.intent == Intent::InOut)
+        if (auto named = values_.find(trimmed(arguments[g])); named != values_.end())
+          named->second = args->params[i];
+      g += param.intent != Intent::Out;
+    }
+    if (outputs.empty())
+      outputs.emplace_back("", HostArray{}); // nothing to print: a call for its in-out arrays
+    return outputs;
+  }
+
+  // Whether `text` (NAME[...]) takes a part of `array` for display: slices
+  // (`a:b`, `:`) or fewer indices than its rank.
+  static bool isPart(const HostArray &array, const std::string &text,
+                     const std::vector<Token> &tokens) {
+    std::vector<std::string> indices = splitArguments(text, tokens, 2, tokens.size() - 2);
+    return array.rank() > 0 && (indices.size() < array.rank() ||
+                                std::ranges::any_of(indices, [](const std::string &index) {
+                                  return index.find(':') != std::string::npos;
+                                }));
+  }
+
+  // A part of `array`: NAME[i, a:b, :] (numbers, negative ones counting from
+  // the end as in NumPy).
+  Result<std::vector<std::pair<std::string, HostArray>>>
+  part(const HostArray &array, const std::string &text, const std::vector<Token> &tokens) {
+    std::vector<std::string> indices = splitArguments(text, tokens, 2, tokens.size() - 2);
+    if (indices.size() > array.rank())
+      return std::unexpected(fail(std::to_string(indices.size()) + " indices for an array of " +
+                                  std::to_string(array.rank()) + " dimensions"));
+    std::vector<int64_t> begins, ends;
+    std::vector<bool> kept;
+    for (size_t d = 0; d < array.rank(); ++d) {
+      int64_t extent = array.shape[d];
+      std::string index = d < indices.size() ? trimmed(indices[d]) : ":";
+      auto bound = [&](const std::string &part, int64_t missing) -> Result<int64_t> {
+        if (trimmed(part).empty())
+          return missing;
+        auto value = integerArgument(part);
+        if (!value)
+          return std::unexpected(value.error());
+        return *value < 0 ? *value + extent : *value;
+      };
+      size_t colon = index.find(':');
+      if (colon == std::string::npos) {
+        auto at = bound(index, 0);
+        if (!at)
+          return std::unexpected(at.error());
+        if (*at < 0 || *at >= extent)
+          return std::unexpected(fail("index " + trimmed(index) +
+                                      " is out of range for dimension " + std::to_string(d) +
+                                      " (extent " + std::to_string(extent) + ")"));
+        begins.push_back(*at);
+        ends.push_back(*at + 1);
+        kept.push_back(false);
+        continue;
+      }
+      auto low = bound(index.substr(0, colon), 0);
+      auto high = bound(index.substr(colon + 1), extent);
+      if (!low || !high)
+        return std::unexpected(!low ? low.error() : high.error());
+      begins.push_back(std::clamp<int64_t>(*low, 0, extent));
+      ends.push_back(std::clamp<int64_t>(*high, begins.back(), extent));
+      kept.push_back(true);
+    }
+    std::vector<int64_t> shape;
+    for (size_t d = 0; d < array.rank(); ++d)
+      if (kept[d])
+        shape.push_back(ends[d] - begins[d]);
+    HostArray result(array.type, shape);
+    size_t elementBytes = array.bytes.size() / std::max<size_t>(1, array.elementCount());
+    std::vector<int64_t> at = begins;
+    for (size_t n = 0; n < result.elementCount(); ++n) {
+      size_t flat = 0;
+      for (size_t d = 0; d < array.rank(); ++d)
+        flat = flat * static_cast<size_t>(array.shape[d]) + static_cast<size_t>(at[d]);
+      std::memcpy(result.bytes.data() + n * elementBytes, array.bytes.data() + flat * elementBytes,
+                  elementBytes);
+      for (size_t d = array.rank(); d-- > 0;) {
+        if (++at[d] < ends[d])
+          break;
+        at[d] = begins[d];
+      }
+    }
+    return single(std::move(result));
+  }
+
+  // An expression of the language over the session's values, checked and
+  // run as a kernel of its own: its type is the language's.
+  Result<std::vector<std::pair<std::string, HostArray>>> expression(const std::string &text) {
+    std::vector<Token> tokens = tokenize(text);
+    std::vector<std::string> used;
+    for (size_t i = 0; i + 1 < tokens.size(); ++i)
+      if (tokens[i].kind == Token::Kind::Name && !isPunct(tokens[i + 1], "(") &&
+          values_.contains(tokens[i].text) && std::ranges::find(used, tokens[i].text) == used.end())
+        used.push_back(tokens[i].text);
+    // The values used, as parameters: `A: in f32[A_extent0][A_extent1], n: i64`.
+    std::string params;
+    for (const std::string &name : used) {
+      const HostArray &value = values_.at(name);
+      std::string type = scalarTypeName(value.type);
+      for (size_t d = 0; d < value.rank(); ++d)
+        type += "[" + name + "_extent" + std::to_string(d) + "]";
+      params += (params.empty() ? "" : ", ") + name + ": " + (value.rank() ? "in " : "") + type;
+    }
+    // Its type first, as a `let` infers it; then its value, as an output.
+    const std::string head = "  let __value = ";
+    auto typed =
+        checkWith(program_, "\nkernel __repl_type(" + params + ") {\n" + head + text + ";\n}\n", 3,
+                  head.size() + 1);
+    if (!typed) {
+      Failure failure = typed.error();
+      if (failure.offset)
+        failure.offset = *failure.offset + offset_;
+      return std::unexpected(failure);
+    }
+    ScalarType type = ScalarType::I64;
+    for (const auto &module : (*typed)->program->modules)
+      for (const auto &kernel : module->kernels)
+        if (kernel->name == "__repl_type")
+          if (auto *decl = kernel->body->stmts.front()->as<DeclStmt>())
+            type = decl->init->type;
+    auto checked = checkWith(program_,
+                             "\nkernel __repl_value(" + params + (params.empty() ? "" : ", ") +
+                                 "__value: out " + scalarTypeName(type) +
+                                 ") {\n  __value = " + text + ";\n}\n",
+                             3, std::string("  __value = ").size() + 1);
+    if (!checked)
+      return std::unexpected(checked.error());
+    const KernelDecl *kernel = nullptr;
+    for (const auto &module : (*checked)->program->modules)
+      for (const auto &declared : module->kernels)
+        if (declared->name == "__repl_value")
+          kernel = declared.get();
+    ArgumentRequest request;
+    for (const std::string &name : used)
+      request.arrays[name] = values_.at(name);
+    auto args = run(*(*checked)->program, *kernel, request);
+    if (!args)
+      return std::unexpected(args.error());
+    return single(std::move(args->params.back()));
+  }
+
+  std::map<std::string, HostArray> &values_;
+  const ReplProgram &program_;
+  const std::string &device_;
+  size_t offset_ = 0;
+  std::unique_ptr<CheckedProgram> session_;
+};
+
+} // namespace
+
+bool ReplValues::evaluates(const std::string &input) {
+  std::vector<Token> tokens = tokenize(input);
+  const Token &first = tokens.front();
+  if (first.kind == Token::Kind::Punct)
+    return first.text != "@" && first.text != ":";
+  if (first.kind != Token::Kind::Name)
+    return first.kind != Token::Kind::End;
+  static const std::set<std::string> definitions = {"kernel", "fn", "assoc", "import", "unsafe"};
+  return !definitions.contains(first.text);
+}
+
+bool ReplValues::evaluate(const std::string &input, const ReplProgram &program,
+                          const std::string &device) {
+  std::vector<Token> tokens = tokenize(input);
+  std::vector<std::string> names; // what `let` binds
+  size_t rhs = 0;
+  if (tokens[0].kind == Token::Kind::Name && tokens[0].text == "let") {
+    size_t at = 1;
+    if (isPunct(tokens[at], "(")) {
+      for (++at; tokens[at].kind == Token::Kind::Name; ++at) {
+        names.push_back(tokens[at].text);
+        if (!isPunct(tokens[++at], ","))
+          break;
+      }
+      at += isPunct(tokens[at], ")") ? 1 : tokens.size();
+    } else if (tokens[at].kind == Token::Kind::Name) {
+      names.push_back(tokens[at++].text);
+    }
+    if (names.empty() || at >= tokens.size() || !isPunct(tokens[at], "=")) {
+      err_ << "<input>:1:" << tokens[std::min(at, tokens.size() - 1)].offset + 1
+           << ": error: expected `let NAME = ...` or `let (NAME, NAME) = ...`\n";
+      return false;
+    }
+    rhs = tokens[at].offset + 1;
+  }
+  std::string text = input.substr(rhs);
+  size_t skipped = text.find_first_not_of(" \t");
+  Evaluator evaluator(values_, program, device);
+  auto result = evaluator.evaluate(trimmed(text),
+                                   rhs + (skipped == std::string::npos ? text.size() : skipped));
+  if (!result) {
+    const Failure &failure = result.error();
+    err_ << "<input>";
+    if (failure.offset)
+      err_ << ":1:" << *failure.offset + 1;
+    err_ << ": error: " << failure.message << "\n";
+    if (failure.offset)
+      err_ << "  " << input << "\n  " << std::string(*failure.offset, ' ') << "^\n";
+    return false;
+  }
+  if (names.empty()) {
+    for (const auto &[name, value] : *result) {
+      if (value.bytes.empty() && value.shape.empty())
+        continue; // a call with no out parameters
+      out_ << (name.empty() ? "" : name + " = ") << formatValue(value) << "\n";
+    }
+    return true;
+  }
+  if (names.size() != result->size()) {
+    err_ << "<input>: error: "
+         << (result->size() == 1 ? "one value" : std::to_string(result->size()) + " values")
+         << " to bind to " << names.size() << " name" << (names.size() == 1 ? "" : "s");
+    if (result->size() > 1) {
+      std::string outputs;
+      for (const auto &[name, value] : *result)
+        outputs += (outputs.empty() ? "" : ", ") + name;
+      err_ << ": bind them with let (" << outputs << ") = ...";
+    }
+    err_ << "\n";
+    return false;
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    values_[names[i]] = std::move((*result)[i].second);
+    out_ << names[i] << ": " << typeText(values_[names[i]]) << "\n";
+  }
+  return true;
+}
+
+void ReplValues::list() const {
+  if (values_.empty()) {
+    out_ << "no values yet: `let x = ...` makes one\n";
+    return;
+  }
+  for (const auto &[name, value] : values_)
+    out_ << name << ": " << typeText(value) << " (host)\n";
+}
+
+bool ReplValues::print(const std::string &name, bool full) const {
+  auto found = values_.find(name);
+  if (found == values_.end()) {
+    err_ << "loopc: error: no value named '" << name << "' (:who lists them)\n";
+    return false;
+  }
+  out_ << formatValue(found->second, full) << "\n";
+  return true;
+}
+
+std::vector<std::string> ReplValues::names() const {
+  std::vector<std::string> names;
+  for (const auto &[name, value] : values_)
+    names.push_back(name);
+  return names;
+}
+
+} // namespace loopc::driver
