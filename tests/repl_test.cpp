@@ -7,10 +7,17 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <poll.h>
+#include <pty.h>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 using loopc::driver::Repl;
@@ -298,4 +305,99 @@ TEST_CASE("a file loaded with :load and imported is loaded once, in either order
   CHECK(contains(session.type(":run ones --set N=4"), "sum=4"));
   // Loading it again replaces its definitions, as for any file.
   CHECK(session.type(":load " + file) == "replaced kernel 'ones'\n");
+}
+
+namespace {
+
+// `loopc repl` on a pseudo-terminal, as a person at a terminal runs it.
+class Terminal {
+public:
+  explicit Terminal(const std::string &device) {
+    pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
+    if (pid_ == 0) {
+      setenv("HOME", std::filesystem::temp_directory_path().c_str(), 1); // its history
+      std::string binary = loopc::test::loopcBinary();
+      execl(binary.c_str(), binary.c_str(), "repl", "--device", device.c_str(), nullptr);
+      _exit(127);
+    }
+  }
+  ~Terminal() {
+    if (pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(fd_);
+  }
+  bool started() const { return pid_ > 0; }
+  void type(const std::string &keys) {
+    CHECK(write(fd_, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size()));
+  }
+  // What it printed until `text` appeared (within `seconds`), from the last
+  // wait on.
+  std::string waitFor(const std::string &text, double seconds = 20) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (seen_.find(text, from_) == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      pollfd ready = {fd_, POLLIN, 0};
+      if (poll(&ready, 1, 50) > 0) {
+        char buffer[4096];
+        ssize_t got = read(fd_, buffer, sizeof buffer);
+        if (got <= 0)
+          break;
+        seen_.append(buffer, static_cast<size_t>(got));
+      }
+    }
+    size_t found = seen_.find(text, from_);
+    std::string printed =
+        seen_.substr(from_, found == std::string::npos ? std::string::npos : found - from_);
+    from_ = found == std::string::npos ? seen_.size() : found + text.size();
+    INFO(seen_);
+    CHECK(found != std::string::npos);
+    return printed;
+  }
+  int exitStatus() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string seen_;
+  size_t from_ = 0;
+};
+
+} // namespace
+
+TEST_CASE("Ctrl-C at the prompt drops the line and during a run stops it, and the session goes "
+          "on") {
+  for (const char *device : {"interp", "cpu"}) {
+    CAPTURE(device);
+    Terminal terminal(device);
+    REQUIRE(terminal.started());
+    terminal.waitFor("loop> ");
+    terminal.type("let keep = 41\n");
+    terminal.waitFor("keep: i64");
+    // At the prompt: the line typed so far goes, the prompt comes back.
+    terminal.type("1 + 2 + 3");
+    terminal.waitFor("1 + 2 + 3");
+    terminal.type("\x03");
+    terminal.waitFor("loop> ");
+    terminal.type("keep + 1\n");
+    CHECK_FALSE(contains(terminal.waitFor("42"), "6"));
+    // During a run of many short blocks (seconds of work on either device).
+    terminal.type("kernel slow(y: out f64[N]) { parfor i in 0..N { var s: f64 = 0.0; "
+                  "for k in 0..400000 { s = s * 0.999 + f64(k + i); } y[i] = s; } }\n");
+    terminal.waitFor("defined kernel 'slow'");
+    terminal.type(":run slow --set N=4000000\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    terminal.type("\x03");
+    terminal.waitFor("error: interrupted (Ctrl-C)", 15);
+    terminal.type("keep + 1\n");
+    terminal.waitFor("42");
+    terminal.type(":quit\n");
+    CHECK(terminal.exitStatus() == 0);
+  }
 }

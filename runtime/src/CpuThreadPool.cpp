@@ -158,6 +158,9 @@ private:
   std::atomic_ref<int64_t> alone_, shared_, untilTimed_;
 };
 
+// loopc_cpu_cancel_launches: while set, launches run nothing more.
+std::atomic<bool> launchesCancelled{false};
+
 class ThreadPool {
 public:
   explicit ThreadPool(unsigned threads) : workers_(threads - 1) {
@@ -233,12 +236,13 @@ private:
     std::thread thread;
   };
 
-  // Runs chunks of the job until none is left; returns the units run.
+  // Runs chunks of the job until none is left (or the launches are
+  // cancelled); returns the units run.
   int64_t work() {
     int64_t units = 0;
     for (;;) {
       int64_t begin = next_.fetch_add(job_.chunk, std::memory_order_relaxed);
-      if (begin >= job_.unitCount)
+      if (begin >= job_.unitCount || launchesCancelled.load(std::memory_order_relaxed))
         return units;
       int64_t end = std::min(begin + job_.chunk, job_.unitCount);
       job_.kernel(job_.buffers, job_.scalars, begin, end);
@@ -339,7 +343,7 @@ ThreadPool &pool() {
 
 void loopc_cpu_launch_kernel(loopc_cpu_kernel kernel, void **buffers, void *scalars,
                              int64_t unit_count, loopc_cpu_kernel_cost *cost) {
-  if (unit_count <= 0)
+  if (unit_count <= 0 || launchesCancelled.load(std::memory_order_relaxed))
     return;
   if (unit_count == 1) {
     kernel(buffers, scalars, 0, 1);
@@ -364,6 +368,10 @@ void loopc_cpu_launch_kernel(loopc_cpu_kernel kernel, void **buffers, void *scal
 }
 
 unsigned loopc_cpu_worker_count(void) { return pool().threadCount(); }
+
+void loopc_cpu_cancel_launches(int cancel) {
+  launchesCancelled.store(cancel != 0, std::memory_order_relaxed);
+}
 
 void loopc_cpu_call_lock(void) { callMutex.lock(); }
 void loopc_cpu_call_unlock(void) { callMutex.unlock(); }

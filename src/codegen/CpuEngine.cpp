@@ -6,6 +6,7 @@
 #include "codegen/CpuJit.h"
 #include "loopc/generated.h"
 #include "support/CrashReport.h"
+#include "support/Interrupt.h"
 
 #include <llvm/ADT/StringRef.h>
 #include <llvm/TargetParser/Host.h>
@@ -85,6 +86,9 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
   Status ran = (*compiled)->code->run(buffers.data(), bound->scalarSlots.data());
   if (!ran)
     return std::unexpected(ran.error());
+  // Cancelled launches left the outputs unfinished.
+  if (interruptRequested())
+    return makeError(kInterruptedMessage);
   RunStats stats;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;

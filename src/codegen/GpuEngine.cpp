@@ -14,6 +14,7 @@
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
 #include "support/CrashReport.h"
+#include "support/Interrupt.h"
 
 #include <loopc/runtime.hpp>
 
@@ -887,6 +888,9 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
     return std::unexpected(runtimeError(copied.error(), waited));
   if (auto status = deviceErrorStatus(errorRecord, code.errorSites); !status)
     return std::unexpected(status.error());
+  // Interrupted: the launches ran to their end, and their results go.
+  if (interruptRequested())
+    return makeError(kInterruptedMessage);
 
   for (auto [index, buffer] : outputs) {
     HostArray &array = args.params[index];

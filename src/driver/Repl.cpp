@@ -5,20 +5,21 @@
 // input its definition came from by a line offset alone.
 #include "driver/Repl.h"
 
-#include "driver/ReplValues.h"
-
 #include "codegen/CpuJit.h"
 #include "codegen/NvptxTarget.h"
 #include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/ExplainCommand.h"
 #include "driver/RemarksOutput.h"
+#include "driver/ReplValues.h"
 #include "driver/RunCommand.h"
 #include "frontend/Loader.h"
 #include "ir/Lower.h"
+#include "loopc/generated.h"
 #include "passes/Pipeline.h"
 #include "perf/GpuDevices.h"
 #include "sema/Sema.h"
+#include "support/Interrupt.h"
 
 #include <CLI/CLI.hpp>
 
@@ -379,9 +380,21 @@ Repl::~Repl() = default;
 std::string Repl::prompt() const { return pending_.empty() ? "loop> " : "...> "; }
 
 void Repl::run(LineSource &source) {
-  while (std::optional<std::string> line = source.readLine(prompt())) {
+  for (;;) {
+    std::optional<std::string> line = source.readLine(prompt());
+    // Ctrl-C at the prompt drops the line and a definition going on.
+    if (clearInterrupt()) {
+      pending_.clear();
+      out_ << "\n";
+      continue;
+    }
+    if (!line)
+      break;
     uint32_t failuresBefore = failures_;
-    if (!handleLine(*line))
+    bool goOn = handleLine(*line);
+    // A run it stopped has reported it; the next input starts afresh.
+    clearInterrupt();
+    if (!goOn)
       return;
     if (stopAtFailure_ && failures_ > failuresBefore) {
       err_ << "loopc: the session stops at this failure (--keep-going goes on)\n";
@@ -389,6 +402,16 @@ void Repl::run(LineSource &source) {
     }
   }
   finishInput();
+}
+
+bool Repl::clearInterrupt() {
+  loopc_cpu_cancel_launches(0);
+  return takeInterrupt();
+}
+
+void Repl::interrupt() {
+  requestInterrupt();
+  loopc_cpu_cancel_launches(1);
 }
 
 bool Repl::handleLine(const std::string &line) {

@@ -84,6 +84,9 @@ public:
   uint32_t failures() const { return failures_; }
   // Makes the session end at the first input that fails (a script piped in).
   void stopAtFailure(bool stop) { stopAtFailure_ = stop; }
+  // Stops the run in progress, or drops the line being typed (Ctrl-C):
+  // async-signal-safe, for the terminal's SIGINT handler.
+  static void interrupt();
 
 private:
   bool addDefinitions(std::string text, const std::string &origin);
@@ -94,6 +97,8 @@ private:
                      const std::vector<uint32_t> &lines, uint32_t mainFile,
                      const std::shared_ptr<const std::string> &input, uint32_t inputNumber) const;
   bool handleCommand(const std::string &line);
+  // Clears an interrupt; true when there was one.
+  static bool clearInterrupt();
   void runCommand(const std::string &arguments, bool timing);
   void explainCommand(const std::string &arguments);
   void codeCommand(const std::string &arguments, bool ptx);

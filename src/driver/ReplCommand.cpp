@@ -6,10 +6,15 @@
 #include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/Repl.h"
+#include "support/Interrupt.h"
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <poll.h>
 #include <unistd.h>
 
 #if LOOPC_HAVE_LIBEDIT
@@ -28,12 +33,19 @@ struct ReplOptions {
 
 #if LOOPC_HAVE_LIBEDIT
 constexpr int kHistoryLines = 1000;
+constexpr unsigned char kControlC = 3;
+constexpr int kInterruptPollMilliseconds = 50;
 
 // Lines from the terminal through libedit, each one kept in the history,
 // which is read from and written back to ~/.loopc_history.
 class EditLineSource : public LineSource {
 public:
   EditLineSource() {
+    // Ctrl-C reaches the session's handler, not libedit's (which would put
+    // the terminal back in line mode and read on), and ends the wait.
+    rl_catch_signals = 0;
+    rl_getc_function = readKey;
+    rl_initialize();
     if (const char *home = std::getenv("HOME"))
       historyPath_ = std::string(home) + "/.loopc_history";
     using_history();
@@ -57,6 +69,30 @@ public:
   }
 
 private:
+  // A key from the terminal; end of input once Ctrl-C is pressed, so that
+  // readline returns and the session drops the line (Repl::run). The wait
+  // polls: the signal may be delivered to another thread than this one,
+  // whose read it would not interrupt.
+  static int readKey(FILE *) {
+    for (;;) {
+      if (interruptRequested())
+        return EOF;
+      pollfd terminal = {STDIN_FILENO, POLLIN, 0};
+      int ready = poll(&terminal, 1, kInterruptPollMilliseconds);
+      if (ready == 0 || (ready < 0 && errno == EINTR))
+        continue;
+      unsigned char key = 0;
+      if (ready < 0 || read(STDIN_FILENO, &key, 1) != 1)
+        return EOF;
+      // Ctrl-C read as a key, where the terminal's signals are off.
+      if (key == kControlC) {
+        Repl::interrupt();
+        return EOF;
+      }
+      return key;
+    }
+  }
+
   std::string historyPath_;
 };
 #endif
@@ -80,7 +116,15 @@ int runRepl(const ReplOptions &options) {
     repl.run(script);
     return repl.failures() ? 1 : 0;
   }
-  std::cout << "loopc repl: type a kernel, :help for the commands, :quit or Ctrl-D to leave\n";
+  // Ctrl-C stops a run, or drops the line being typed, and the session goes
+  // on (the handler does not restart the terminal's read, which returns).
+  struct sigaction onInterrupt = {};
+  onInterrupt.sa_handler = [](int) { Repl::interrupt(); };
+  sigemptyset(&onInterrupt.sa_mask);
+  sigaction(SIGINT, &onInterrupt, nullptr);
+  std::cout
+      << "loopc repl: type a kernel or an expression, :help for the commands, :quit or Ctrl-D "
+         "to leave\n";
 #if LOOPC_HAVE_LIBEDIT
   EditLineSource terminal;
 #else

@@ -8,6 +8,7 @@
 #include "interp/Interpreter.h"
 
 #include "interp/Value.h"
+#include "support/Interrupt.h"
 
 #include <algorithm>
 #include <array>
@@ -841,6 +842,8 @@ template <typename Body> Expected<Flow> Executor::forEachInRange(const Range &ra
                : 0;
   double done = 0;
   for (int64_t i = *lo; i < *hi;) {
+    if (interruptRequested())
+      return makeError(kInterruptedMessage);
     var.scalar = interp::integerOfType(varType, i);
     ++loopDepth_;
     Expected<Flow> flow = body();

@@ -47,6 +47,11 @@ void loopc_cpu_launch_kernel(loopc_cpu_kernel kernel, void **buffers, void *scal
 /* The number of threads loopc_cpu_launch_kernel uses. */
 unsigned loopc_cpu_worker_count(void);
 
+/* With `cancel` nonzero, launches run nothing more (those in progress stop
+ * taking chunks) until it is called with 0: how a run is interrupted.
+ * Async-signal-safe. */
+void loopc_cpu_cancel_launches(int cancel);
+
 /* A generated function holds this lock for its whole call: its device error
  * word is one per program, so calls of it must not overlap. */
 void loopc_cpu_call_lock(void);
