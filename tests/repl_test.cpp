@@ -401,3 +401,31 @@ TEST_CASE("Ctrl-C at the prompt drops the line and during a run stops it, and th
     CHECK(terminal.exitStatus() == 0);
   }
 }
+
+TEST_CASE("Tab completes commands, options, kernels, values, devices and modules") {
+  Session session;
+  session.type("kernel iota(y: out i64[N]) { parfor i in 0..N { y[i] = i; } }");
+  session.type("let items = 3");
+  using Words = std::vector<std::string>;
+  CHECK(session.repl.completions("", ":r") == Words{":reset", ":run"});
+  CHECK(session.repl.completions(":run ", "") == Words{"iota"});
+  CHECK(session.repl.completions(":run iota ", "--s") == Words{"--seed", "--set", "--skip-pass"});
+  CHECK(session.repl.completions(":device ", "gpu") == Words{"gpu", "gpu-on-cpu"});
+  CHECK(session.repl.completions(":print ", "") == Words{"items"});
+  CHECK(session.repl.completions("", "i") == Words{"i32", "i64", "if", "import", "in", "inout", "iota", "items"});
+  CHECK(session.repl.completions("let x = ", "lin") == Words{"linspace"});
+  CHECK(session.repl.completions("import ", "lin") == Words{"linalg;"});
+  // A file name: the terminal completes it.
+  CHECK(session.repl.completions(":load ", "sam").empty());
+  CHECK(session.repl.completions("let a = load(\"", "sam").empty());
+}
+
+TEST_CASE("Tab at the terminal completes a command") {
+  Terminal terminal("interp");
+  REQUIRE(terminal.started());
+  terminal.waitFor("loop> ");
+  terminal.type(":wh\t\n");
+  terminal.waitFor("no values yet");
+  terminal.type(":quit\n");
+  CHECK(terminal.exitStatus() == 0);
+}

@@ -25,8 +25,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <ostream>
 #include <sstream>
 
@@ -886,6 +888,94 @@ void Repl::deviceCommand(const std::string &arguments) {
   }
   device_ = arguments;
   out_ << "runs use " << device_ << "\n";
+}
+
+namespace {
+
+// The modules `import NAME;` finds: the .loop files of the stdlib folders.
+std::vector<std::string> stdlibModules() {
+  std::vector<std::string> modules;
+  for (const std::string &dir : defaultStdlibDirs()) {
+    std::error_code error;
+    for (const auto &entry : std::filesystem::directory_iterator(dir, error))
+      if (entry.path().extension() == ".loop")
+        modules.push_back(entry.path().stem().string());
+  }
+  return modules;
+}
+
+} // namespace
+
+std::vector<std::string> Repl::completions(const std::string &line, const std::string &word) const {
+  static const std::vector<std::string> commands = {
+      ":device", ":explain", ":help", ":list",  ":llvm", ":load", ":print",
+      ":ptx",    ":q",       ":quit", ":reset", ":run",  ":time", ":who"};
+  static const std::map<std::string, std::vector<std::string>> options = {
+      {":run",
+       {"--set", "--in", "--seed", "--random-range", "--device", "--skip-pass", "--pass-param",
+        "--unsafe", "--bounds-check", "--fp-contract", "--remarks"}},
+      {":time",
+       {"--set", "--in", "--seed", "--random-range", "--device", "--skip-pass", "--pass-param",
+        "--unsafe", "--bounds-check", "--fp-contract", "--repeat"}},
+      {":explain",
+       {"--after", "--target", "--remarks", "--changes", "--skip-pass", "--pass-param", "--unsafe",
+        "--fp-contract"}},
+      {":ptx", {"--gpu", "--unsafe", "--skip-pass", "--pass-param", "--fp-contract"}},
+      {":llvm",
+       {"--target", "--gpu", "--no-opt", "--unsafe", "--skip-pass", "--pass-param",
+        "--fp-contract"}},
+      {":print", {"--full"}}};
+  static const std::vector<std::string> words = {
+      // what evaluates, and the language's keywords and builtins
+      "let",  "zeros", "ones",   "iota",   "random",  "linspace", "load",    "save",  "kernel",
+      "fn",   "assoc", "import", "parfor", "redomap", "scan",     "combine", "for",   "if",
+      "else", "var",   "return", "in",     "out",     "inout",    "sqrt",    "exp",   "log",
+      "sin",  "cos",   "tanh",   "pow",    "abs",     "min",      "max",     "floor", "ceil",
+      "i32",  "i64",   "f32",    "f64",    "bool",    "true",     "false"};
+  std::vector<std::string> candidates;
+  std::string head = trim(line);
+  auto kernelNames = [&] {
+    if (session_ && session_->program)
+      for (const auto &module : session_->program->modules)
+        for (const auto &kernel : module->kernels)
+          candidates.push_back(kernel->name);
+  };
+  if (head.empty() && word.starts_with(":")) {
+    candidates = commands;
+  } else if (head.starts_with(":")) {
+    std::string command = head.substr(0, head.find_first_of(" \t"));
+    if (word.starts_with("-")) {
+      if (auto found = options.find(command); found != options.end())
+        candidates = found->second;
+      candidates.push_back("--help");
+    } else if (command == ":device" || head.ends_with("--device")) {
+      for (const char *device : knownDevices())
+        candidates.push_back(device);
+    } else if (command == ":print") {
+      candidates = values_.names();
+    } else if (command != ":load") {
+      kernelNames();
+    }
+  } else if (std::ranges::count(line, '"') % 2 == 1) {
+    return {}; // a file name in a string
+  } else if (head == "import") {
+    for (const std::string &module : stdlibModules())
+      candidates.push_back(module + ";");
+  } else {
+    candidates = words;
+    kernelNames();
+    if (session_ && session_->program)
+      for (const auto &module : session_->program->modules)
+        for (const auto &fn : module->fns)
+          candidates.push_back(fn->name);
+    for (const std::string &name : values_.names())
+      candidates.push_back(name);
+  }
+  std::erase_if(candidates,
+                [&](const std::string &candidate) { return !candidate.starts_with(word); });
+  std::ranges::sort(candidates);
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
+  return candidates;
 }
 
 void Repl::listCommand() const {

@@ -87,6 +87,12 @@ public:
   // Stops the run in progress, or drops the line being typed (Ctrl-C):
   // async-signal-safe, for the terminal's SIGINT handler.
   static void interrupt();
+  // What may complete `word`, the word before the cursor, with `line` the
+  // text before it: commands and their options, kernels, fns, values,
+  // devices, stdlib modules, builtins and keywords, as the place asks; sorted.
+  // None where a file name goes (:load, a string), which the terminal
+  // completes itself.
+  std::vector<std::string> completions(const std::string &line, const std::string &word) const;
 
 private:
   bool addDefinitions(std::string text, const std::string &origin);

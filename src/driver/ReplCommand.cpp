@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <poll.h>
@@ -40,7 +41,9 @@ constexpr int kInterruptPollMilliseconds = 50;
 // which is read from and written back to ~/.loopc_history.
 class EditLineSource : public LineSource {
 public:
-  EditLineSource() {
+  explicit EditLineSource(const Repl &repl) {
+    completing = &repl;
+    rl_attempted_completion_function = complete;
     // Ctrl-C reaches the session's handler, not libedit's (which would put
     // the terminal back in line mode and read on), and ends the wait.
     rl_catch_signals = 0;
@@ -93,6 +96,28 @@ private:
     }
   }
 
+  // Tab: what the session says may complete the word before the cursor
+  // (Repl::completions); where it says nothing, file names.
+  static char **complete(const char *word, int start, int) {
+    std::string line(rl_line_buffer, rl_line_buffer + start);
+    std::vector<std::string> candidates = completing->completions(line, word);
+    if (candidates.empty())
+      return nullptr;
+    rl_attempted_completion_over = 1;
+    // readline's form: the longest common prefix, then each match.
+    std::string common = candidates.front();
+    for (const std::string &candidate : candidates)
+      while (!candidate.starts_with(common))
+        common.pop_back();
+    auto **matches = static_cast<char **>(std::malloc((candidates.size() + 2) * sizeof(char *)));
+    matches[0] = strdup(common.c_str());
+    for (size_t i = 0; i < candidates.size(); ++i)
+      matches[i + 1] = strdup(candidates[i].c_str());
+    matches[candidates.size() + 1] = nullptr;
+    return matches;
+  }
+
+  static inline const Repl *completing = nullptr;
   std::string historyPath_;
 };
 #endif
@@ -126,7 +151,7 @@ int runRepl(const ReplOptions &options) {
       << "loopc repl: type a kernel or an expression, :help for the commands, :quit or Ctrl-D "
          "to leave\n";
 #if LOOPC_HAVE_LIBEDIT
-  EditLineSource terminal;
+  EditLineSource terminal(repl);
 #else
   StreamLineSource terminal(std::cin, &std::cout);
 #endif
