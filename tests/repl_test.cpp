@@ -420,12 +420,21 @@ TEST_CASE("Tab completes commands, options, kernels, values, devices and modules
   CHECK(session.repl.completions("let a = load(\"", "sam").empty());
 }
 
-TEST_CASE("Tab at the terminal completes a command") {
+TEST_CASE("at the terminal Tab completes a command and a definition typed over lines comes back "
+          "whole from the history") {
   Terminal terminal("interp");
   REQUIRE(terminal.started());
   terminal.waitFor("loop> ");
   terminal.type(":wh\t\n");
   terminal.waitFor("no values yet");
+  terminal.type("kernel ones(y: out i64[N]) {\n");
+  terminal.waitFor("...> ");
+  terminal.type("  parfor i in 0..N { y[i] = 1; }\n");
+  terminal.waitFor("...> ");
+  terminal.type("}\n");
+  terminal.waitFor("defined kernel 'ones'");
+  terminal.type("\x1b[A\n"); // the arrow up, then Enter: the whole definition again
+  terminal.waitFor("replaced kernel 'ones'");
   terminal.type(":quit\n");
   CHECK(terminal.exitStatus() == 0);
 }

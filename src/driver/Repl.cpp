@@ -382,18 +382,26 @@ Repl::~Repl() = default;
 std::string Repl::prompt() const { return pending_.empty() ? "loop> " : "...> "; }
 
 void Repl::run(LineSource &source) {
+  std::string input; // the lines of the input going on
   for (;;) {
     std::optional<std::string> line = source.readLine(prompt());
     // Ctrl-C at the prompt drops the line and a definition going on.
     if (clearInterrupt()) {
       pending_.clear();
+      input.clear();
       out_ << "\n";
       continue;
     }
     if (!line)
       break;
     uint32_t failuresBefore = failures_;
+    if (!trim(*line).empty() || !pending_.empty())
+      input += (input.empty() ? "" : "\n") + *line;
     bool goOn = handleLine(*line);
+    if (pending_.empty() && !input.empty()) {
+      source.remember(input);
+      input.clear();
+    }
     // A run it stopped has reported it; the next input starts afresh.
     clearInterrupt();
     if (!goOn)

@@ -28,6 +28,9 @@ public:
   // The next line without its newline, or nothing at the end of the input.
   // Only interactive sources show `prompt`.
   virtual std::optional<std::string> readLine(const std::string &prompt) = 0;
+  // An input the session took whole, its lines joined by newlines (a
+  // definition typed over several lines is one): for the history.
+  virtual void remember(const std::string &input) {}
 };
 
 // Lines read from a stream; prompts are written to `prompts` when given (a

@@ -63,12 +63,14 @@ public:
       return std::nullopt;
     std::string line = text;
     std::free(text);
-    if (line.find_first_not_of(" \t") != std::string::npos) {
-      add_history(line.c_str());
-      if (!historyPath_.empty())
-        write_history(historyPath_.c_str());
-    }
     return line;
+  }
+
+  // Kept whole: a definition typed over several lines comes back as one.
+  void remember(const std::string &input) override {
+    add_history(input.c_str());
+    if (!historyPath_.empty())
+      write_history(historyPath_.c_str());
   }
 
 private:
