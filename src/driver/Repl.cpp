@@ -708,7 +708,7 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   ArgumentOptions argumentOptions;
   PassChoiceOptions passChoices;
   bool remarks = false;
-  int repeat = timing ? 10 : 1;
+  int repeat = 10; // :time's
   CLI::App parser{timing ? "Time a kernel: the median of N runs from the same inputs"
                          : "Run a kernel and summarize its outputs",
                   timing ? ":time" : ":run"};
@@ -719,12 +719,17 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
   passChoices.addTo(parser);
   parser.add_flag("--remarks", remarks,
                   "Print what each optimization did or declined first (to stderr)");
+  RunOutputOptions runOptions; // :run takes what `loopc run` does with a run
   if (timing)
     parser.add_option("--repeat", repeat, "Timed runs (default: 10)")
         ->type_name("N")
         ->check(wholeNumberIn(1, 1000000));
-  if (!parseArguments(parser, arguments, out_, err_))
+  else
+    runOptions.addTo(parser);
+  if (!parseArguments(parser, arguments, out_, err_)) {
+    ++failures_;
     return;
+  }
   const Program *program = this->program();
   if (!program)
     return;
@@ -751,24 +756,29 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
       printRemarks(err_, *found);
     }
   }
-  std::optional<KernelArgs> inputs;
-  if (timing) {
-    inputs = run->args;
-    // The first run compiles the kernel: it is not timed.
-    if (auto warmUp = run->engine->run(*program, *run->kernel, run->args); !warmUp) {
-      report(warmUp.error());
-      return;
-    }
-    run->args = *inputs;
+  if (!timing) {
+    std::vector<PathUse> inputFiles = sourceFileUses(session_->sources);
+    for (const std::string &input : argumentOptions.inputs)
+      if (auto assignment = splitAssignment(input, "--in"))
+        inputFiles.push_back({parseInputFile(assignment->second).path, "--in " + input});
+    auto matched = runBoundKernel(runOptions, *program, *run->kernel, run->args, *run->engine,
+                                  inputFiles, out_, ":time");
+    if (!matched)
+      report(matched.error());
+    else if (!*matched)
+      ++failures_;
+    return;
   }
+  std::optional<KernelArgs> inputs = run->args;
+  // The first run compiles the kernel: it is not timed.
+  if (auto warmUp = run->engine->run(*program, *run->kernel, run->args); !warmUp) {
+    report(warmUp.error());
+    return;
+  }
+  run->args = *inputs;
   auto times = timeRuns(*run->engine, *program, *run->kernel, run->args, inputs, repeat);
   if (!times) {
     report(times.error());
-    return;
-  }
-  if (!timing) {
-    printRunReport(out_, *run->kernel, run->args, run->engine->name(), medianOf(*times), 1,
-                   ":time");
     return;
   }
   out_ << "kernel '" << run->kernel->name << "' on " << run->engine->name() << ": median "
@@ -921,7 +931,8 @@ std::vector<std::string> Repl::completions(const std::string &line, const std::s
   static const std::map<std::string, std::vector<std::string>> options = {
       {":run",
        {"--set", "--in", "--seed", "--random-range", "--device", "--skip-pass", "--pass-param",
-        "--unsafe", "--bounds-check", "--fp-contract", "--remarks"}},
+        "--unsafe", "--bounds-check", "--fp-contract", "--remarks", "--out", "--save-inputs",
+        "--check", "--reference", "--quiet", "--repeat"}},
       {":time",
        {"--set", "--in", "--seed", "--random-range", "--device", "--skip-pass", "--pass-param",
         "--unsafe", "--bounds-check", "--fp-contract", "--repeat"}},

@@ -36,12 +36,7 @@ namespace {
 
 struct RunOptions {
   RunTargetOptions target;
-  std::vector<std::string> outputs; // NAME=FILE.npy
-  bool check = false;
-  std::string reference = "auto"; // auto, interp or cpu
-  bool quiet = false;
-  int repeat = 1;         // timed runs from the same inputs; the median is reported
-  std::string saveInputs; // a folder for the inputs as NAME.npy, or empty
+  RunOutputOptions run;
 };
 
 // Writes each input of the run (in and inout parameters, arrays and scalars,
@@ -131,15 +126,16 @@ constexpr double kAnnouncedCheckSeconds = 1;
 // The engine that checks `run`'s results (see RunOptions::reference), chosen
 // before the kernel runs: a check against the engine under test itself
 // cannot fail, and is refused naming what the user typed.
-Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run, const KernelArgs &inputs,
+Expected<std::unique_ptr<Engine>> selectReference(const Program &program, const KernelDecl &kernel,
+                                                  const Engine &engine, const KernelArgs &inputs,
                                                   const std::string &reference) {
   std::string name = reference;
   if (reference == "auto") {
-    passes::WorkCount work = passes::countWork(ir::lowerKernel(*run.session->program, *run.kernel),
-                                               integerValues(*run.kernel, inputs));
-    name = autoReferenceEngine(work.flops + work.bytes / 4, run.engine->kind());
+    passes::WorkCount work =
+        passes::countWork(ir::lowerKernel(program, kernel), integerValues(kernel, inputs));
+    name = autoReferenceEngine(work.flops + work.bytes / 4, engine.kind());
   }
-  if (name == run.engine->kind()) {
+  if (name == engine.kind()) {
     std::string other = name == "interp" ? "cpu" : "interp";
     if (reference == "auto")
       return makeError("--check on --device " + name + " would compare the " +
@@ -156,16 +152,17 @@ Expected<std::unique_ptr<Engine>> selectReference(const PreparedRun &run, const 
   return createEngine(name, checked);
 }
 
-// Runs the reference engine on `inputs` and compares every output.
-bool checkOutputs(PreparedRun &run, Engine &reference, KernelArgs inputs,
-                  const std::vector<std::pair<size_t, std::string>> &outputs) {
-  Session &session = *run.session;
-  const KernelDecl &kernel = *run.kernel;
+// Runs the reference engine on `inputs` and compares every output with
+// `results`; false on a mismatch, which it prints to `out`.
+Expected<bool> checkOutputs(const Program &program, const KernelDecl &kernel,
+                            const KernelArgs &results, Engine &reference, KernelArgs inputs,
+                            const std::vector<std::pair<size_t, std::string>> &outputs,
+                            std::ostream &out) {
   std::string referenceName =
       reference.kind() == "interp" ? "the interpreter" : "the " + reference.name() + " engine";
   if (reference.kind() == "interp") {
     passes::WorkCount work =
-        passes::countWork(ir::lowerKernel(*session.program, kernel), integerValues(kernel, inputs));
+        passes::countWork(ir::lowerKernel(program, kernel), integerValues(kernel, inputs));
     double seconds = (work.flops + work.bytes / 4) / kInterpreterOperationsPerSecond;
     if (seconds >= kAnnouncedCheckSeconds) {
       std::ostringstream estimate;
@@ -184,11 +181,11 @@ bool checkOutputs(PreparedRun &run, Engine &reference, KernelArgs inputs,
         });
     }
   }
-  auto stats = reference.run(*session.program, kernel, inputs);
+  auto stats = reference.run(program, kernel, inputs);
   if (!stats) {
-    session.report(stats.error());
-    printError("--check: " + referenceName + " failed");
-    return false;
+    Error error = stats.error();
+    error.message = "--check: " + referenceName + " failed: " + error.message;
+    return std::unexpected(error);
   }
   CompareOptions options = compareOptionsFor(kernel, inputs);
   options.reductionLength = std::max(options.reductionLength, stats->combinesRun);
@@ -196,15 +193,15 @@ bool checkOutputs(PreparedRun &run, Engine &reference, KernelArgs inputs,
   for (const auto &[position, file] : outputs) {
     const std::string &name = kernel.params[position]->name;
     CompareReport report =
-        compareArrays(inputs.params[position], run.args.params[position], options);
+        compareArrays(inputs.params[position], results.params[position], options);
     if (!report.matches) {
-      std::cout << "MISMATCH " << report.describe(name) << "\n";
+      out << "MISMATCH " << report.describe(name) << "\n";
       allMatch = false;
     }
   }
   if (allMatch)
-    std::cout << "PASS: " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s")
-              << (outputs.size() == 1 ? " matches " : " match ") << referenceName << "\n";
+    out << "PASS: " << outputs.size() << " output" << (outputs.size() == 1 ? "" : "s")
+        << (outputs.size() == 1 ? " matches " : " match ") << referenceName << "\n";
   return allMatch;
 }
 
@@ -213,46 +210,77 @@ int runKernel(const RunOptions &options) {
   if (!run)
     return 1;
   Session &session = *run->session;
-  const KernelDecl &kernel = *run->kernel;
-  KernelArgs &args = run->args;
   std::vector<PathUse> inputFiles = sourceFileUses(session.sources);
   for (const std::string &input : options.target.arguments.inputs)
     if (auto assignment = splitAssignment(input, "--in"))
       inputFiles.push_back({parseInputFile(assignment->second).path, "--in " + input});
-  auto outputs = selectOutputs(kernel, options.outputs, inputFiles);
-  if (!outputs) {
-    session.report(outputs.error());
+  auto matched = runBoundKernel(options.run, *session.program, *run->kernel, run->args,
+                                *run->engine, inputFiles, std::cout, "--repeat N");
+  if (!matched) {
+    session.report(matched.error());
     return 1;
   }
+  return *matched ? 0 : 1;
+}
+
+} // namespace
+
+void RunOutputOptions::addTo(CLI::App &command) {
+  command
+      .add_option("--out", outputs,
+                  "Write an output array to a .npy file (every --out file is written whole "
+                  "or, if one fails, none is changed)")
+      ->type_name("NAME=FILE")
+      ->allow_extra_args(false);
+  command
+      .add_option("--save-inputs", saveInputs,
+                  "Write the inputs of the run (given or random) to DIR/NAME.npy, for --in")
+      ->type_name("DIR")
+      ->check(nonEmpty());
+  CLI::Option *checkFlag = command.add_flag(
+      "--check", check,
+      "Compare every output with the reference interpreter's, or the CPU JIT's for work too "
+      "large for the interpreter (exit 1 if any differ)");
+  command
+      .add_option("--reference", reference,
+                  "The engine --check compares with: interp, cpu, or auto (the interpreter, or "
+                  "the CPU JIT beyond 5e8 operations when it is not the engine under test)")
+      ->check(CLI::IsMember({"auto", "interp", "cpu"}))
+      ->capture_default_str()
+      ->needs(checkFlag);
+  command.add_flag("--quiet", quiet, "Print no summaries or timing");
+  command
+      .add_option("--repeat", repeat,
+                  "Run the kernel N times from the same inputs and report the median time")
+      ->type_name("N")
+      ->check(wholeNumberIn(1, 1000000));
+}
+
+Expected<bool> runBoundKernel(const RunOutputOptions &options, const Program &program,
+                              const KernelDecl &kernel, KernelArgs &args, Engine &engine,
+                              const std::vector<PathUse> &inputFiles, std::ostream &out,
+                              const std::string &steadyState) {
+  auto outputs = selectOutputs(kernel, options.outputs, inputFiles);
+  if (!outputs)
+    return std::unexpected(outputs.error());
   std::unique_ptr<Engine> reference;
   if (options.check) {
-    auto selected = selectReference(*run, args, options.reference);
-    if (!selected) {
-      session.report(selected.error());
-      return 1;
-    }
+    auto selected = selectReference(program, kernel, engine, args, options.reference);
+    if (!selected)
+      return std::unexpected(selected.error());
     reference = std::move(*selected);
   }
-
   if (!options.saveInputs.empty())
-    if (Status saved = saveInputs(options.saveInputs, kernel, args); !saved) {
-      session.report(saved.error());
-      return 1;
-    }
+    if (Status saved = saveInputs(options.saveInputs, kernel, args); !saved)
+      return std::unexpected(saved.error());
   std::optional<KernelArgs> inputs;
   if (options.check || options.repeat > 1)
     inputs = args;
-  auto times = timeRuns(*run->engine, *session.program, kernel, args, inputs, options.repeat);
-  if (!times) {
-    session.report(times.error());
-    return 1;
-  }
-  double seconds = medianOf(*times);
-
-  if (!options.quiet) {
-    printRunReport(std::cout, kernel, args, run->engine->name(), seconds, options.repeat,
-                   "--repeat N");
-  }
+  auto times = timeRuns(engine, program, kernel, args, inputs, options.repeat);
+  if (!times)
+    return std::unexpected(times.error());
+  if (!options.quiet)
+    printRunReport(out, kernel, args, engine.name(), medianOf(*times), options.repeat, steadyState);
   // Every output file is written whole or none is: each goes to its
   // temporary first, and the temporaries replace the files once all are
   // written (support/AtomicFile.h).
@@ -265,16 +293,12 @@ int runKernel(const RunOptions &options) {
     }
   if (Status written = writeFilesAtomically(
           paths, [&](size_t i) { return encodeNpy(args.params[positions[i]]); });
-      !written) {
-    session.report(written.error());
-    return 1;
-  }
-  if (reference && !checkOutputs(*run, *reference, std::move(*inputs), *outputs))
-    return 1;
-  return 0;
+      !written)
+    return std::unexpected(written.error());
+  if (!reference)
+    return true;
+  return checkOutputs(program, kernel, args, *reference, std::move(*inputs), *outputs, out);
 }
-
-} // namespace
 
 std::string autoReferenceEngine(double operations, const std::string &engineUnderTest) {
   return operations <= kInterpreterWorkLimit || engineUnderTest == "cpu" ? "interp" : "cpu";
@@ -334,35 +358,7 @@ void addRunCommand(CLI::App &app) {
   auto options = std::make_shared<RunOptions>();
   CLI::App *command = app.add_subcommand("run", "Run a kernel and summarize its outputs");
   options->target.addTo(*command, "run");
-  command
-      ->add_option("--out", options->outputs,
-                   "Write an output array to a .npy file (every --out file is written whole "
-                   "or, if one fails, none is changed)")
-      ->type_name("NAME=FILE")
-      ->allow_extra_args(false);
-  command
-      ->add_option("--save-inputs", options->saveInputs,
-                   "Write the inputs of the run (given or random) to DIR/NAME.npy, for --in")
-      ->type_name("DIR")
-      ->check(nonEmpty());
-  CLI::Option *check = command->add_flag(
-      "--check", options->check,
-      "Compare every output with the reference interpreter's, or the CPU JIT's for work too "
-      "large for the interpreter (exit 1 if any differ)");
-  command
-      ->add_option(
-          "--reference", options->reference,
-          "The engine --check compares with: interp, cpu, or auto (the interpreter, or the "
-          "CPU JIT beyond 5e8 operations when it is not the engine under test)")
-      ->check(CLI::IsMember({"auto", "interp", "cpu"}))
-      ->capture_default_str()
-      ->needs(check);
-  command->add_flag("--quiet", options->quiet, "Print no summaries or timing");
-  command
-      ->add_option("--repeat", options->repeat,
-                   "Run the kernel N times from the same inputs and report the median time")
-      ->type_name("N")
-      ->check(wholeNumberIn(1, 1000000));
+  options->run.addTo(*command);
   command->callback([options] {
     if (int exitCode = runKernel(*options))
       throw CLI::RuntimeError(exitCode);

@@ -4,6 +4,7 @@
 // for the interpreter, or when `--reference cpu` asks for it).
 #pragma once
 
+#include "driver/OutputPaths.h"
 #include "engine/Engine.h"
 
 #include <CLI/CLI.hpp>
@@ -16,6 +17,29 @@
 namespace loopc::driver {
 
 void addRunCommand(CLI::App &app);
+
+// What `loopc run` does with a kernel after binding its inputs, and the
+// REPL's :run too: time it, print its outputs, write them, check them.
+struct RunOutputOptions {
+  std::vector<std::string> outputs; // NAME=FILE.npy
+  bool check = false;
+  std::string reference = "auto"; // auto, interp or cpu
+  bool quiet = false;
+  int repeat = 1;         // timed runs from the same inputs; the median is reported
+  std::string saveInputs; // a folder for the inputs as NAME.npy, or empty
+
+  // --out, --save-inputs, --check, --reference, --quiet, --repeat.
+  void addTo(CLI::App &command);
+};
+
+// A kernel with bound arguments run on `engine` as `options` say, its report
+// printed to `out` ("--repeat N" or whatever times more, `steadyState`).
+// `inputFiles` are the files the run reads (no output may be one). An error
+// stops it before or after the runs; false when --check found a mismatch.
+Expected<bool> runBoundKernel(const RunOutputOptions &options, const Program &program,
+                              const KernelDecl &kernel, KernelArgs &args, Engine &engine,
+                              const std::vector<PathUse> &inputFiles, std::ostream &out,
+                              const std::string &steadyState);
 
 // Runs the kernel `repeat` times, each from `inputs` when more than once so
 // that inout parameters start alike, and returns every run's time in seconds,
