@@ -409,10 +409,12 @@ TEST_CASE("Tab completes commands, options, kernels, values, devices and modules
   using Words = std::vector<std::string>;
   CHECK(session.repl.completions("", ":r") == Words{":reset", ":run"});
   CHECK(session.repl.completions(":run ", "") == Words{"iota"});
-  CHECK(session.repl.completions(":run iota ", "--s") == Words{"--seed", "--set", "--skip-pass"});
+  CHECK(session.repl.completions(":run iota ", "--s") ==
+        Words{"--save-inputs", "--seed", "--set", "--skip-pass"});
   CHECK(session.repl.completions(":device ", "gpu") == Words{"gpu", "gpu-on-cpu"});
   CHECK(session.repl.completions(":print ", "") == Words{"items"});
-  CHECK(session.repl.completions("", "i") == Words{"i32", "i64", "if", "import", "in", "inout", "iota", "items"});
+  CHECK(session.repl.completions("", "i") ==
+        Words{"i32", "i64", "if", "import", "in", "inout", "iota", "items"});
   CHECK(session.repl.completions("let x = ", "lin") == Words{"linspace"});
   CHECK(session.repl.completions("import ", "lin") == Words{"linalg;"});
   // A file name: the terminal completes it.
