@@ -440,3 +440,20 @@ TEST_CASE("at the terminal Tab completes a command and a definition typed over l
   terminal.type(":quit\n");
   CHECK(terminal.exitStatus() == 0);
 }
+
+TEST_CASE("evaluation errors point into the input and comments and a final semicolon are let be") {
+  Session session;
+  CHECK(session.type("1 + 1 // two") == "2\n");
+  CHECK(session.type("2 * 3; /* six */") == "6\n");
+  std::string unknown = session.type("let z = 1 + missing");
+  CHECK(contains(unknown, "<input>:1:13: error: unknown name 'missing'"));
+  CHECK(contains(unknown, "  let z = 1 + missing\n              ^\n"));
+  CHECK(contains(session.type("zeros(f16, [2])"), "'f16' is not a type"));
+  CHECK(contains(session.type("zeros(f32, [-2])"), "an extent of -2 is negative"));
+  CHECK(contains(session.type("let a = iota(i32, [2, 3])"), "a: i32[2][3]"));
+  CHECK(contains(session.type("a[2]"), "index 2 is out of range for dimension 0 (extent 2)"));
+  CHECK(session.type("a[-1]") == "i32[3] [3, 4, 5]\n");
+  CHECK(session.type("a[:, 1]") == "i32[2] [1, 4]\n");
+  CHECK(contains(session.type("let (b, c) = a"), "one value to bind to 2 names"));
+  CHECK(contains(session.type(":print nothing"), "no value named 'nothing'"));
+}

@@ -440,8 +440,6 @@ bool Repl::handleLine(const std::string &line) {
       return true;
     }
     pending_.clear();
-    while (!input.empty() && input.back() == ';')
-      input = trim(input.substr(0, input.size() - 1));
     if (!values_.evaluate(input, replProgram(), device_))
       ++failures_;
     return true;

@@ -683,6 +683,9 @@ private:
 } // namespace
 
 bool ReplValues::evaluates(const std::string &input) {
+  // A comment goes with the definition it comes before.
+  if (input.starts_with("//") || input.starts_with("/*"))
+    return false;
   std::vector<Token> tokens = tokenize(input);
   const Token &first = tokens.front();
   if (first.kind == Token::Kind::Punct)
@@ -693,8 +696,41 @@ bool ReplValues::evaluates(const std::string &input) {
   return !definitions.contains(first.text);
 }
 
-bool ReplValues::evaluate(const std::string &input, const ReplProgram &program,
+namespace {
+
+// `text` with its comments (outside strings) made spaces, so that columns
+// stay.
+std::string withoutComments(std::string text) {
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '"')
+      inString = !inString;
+    if (inString || text[i] != '/' || i + 1 >= text.size())
+      continue;
+    if (text[i + 1] == '/') {
+      for (; i < text.size() && text[i] != '\n'; ++i)
+        text[i] = ' ';
+    } else if (text[i + 1] == '*') {
+      size_t end = text.find("*/", i + 2);
+      end = end == std::string::npos ? text.size() : end + 2;
+      for (; i < end; ++i)
+        if (text[i] != '\n')
+          text[i] = ' ';
+      --i;
+    }
+  }
+  return text;
+}
+
+} // namespace
+
+bool ReplValues::evaluate(const std::string &typed, const ReplProgram &program,
                           const std::string &device) {
+  // A `;` at the end, as a statement of the language would have, is let be.
+  std::string input = withoutComments(typed);
+  while (!input.empty() &&
+         (std::isspace(static_cast<unsigned char>(input.back())) || input.back() == ';'))
+    input.pop_back();
   std::vector<Token> tokens = tokenize(input);
   std::vector<std::string> names; // what `let` binds
   size_t rhs = 0;
