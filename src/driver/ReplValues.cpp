@@ -10,14 +10,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <cmath>
 #include <cstring>
 #include <expected>
-#include <functional>
 #include <optional>
 #include <ostream>
 #include <set>
-#include <sstream>
 
 namespace loopc::driver {
 
@@ -234,19 +231,18 @@ struct Failure {
   std::optional<size_t> offset = std::nullopt; // in the input
 };
 
-using Outcome = std::optional<Failure>; // none: success
 template <typename T> using Result = std::expected<T, Failure>;
 
-// A checked program of the session's definitions and `extra` (a kernel made
-// for the input), or the first error of `extra` with its column in the
-// input, `extraOffset` being where the input's text starts in `extra`'s
-// line `extraLine` (1-based, within `extra`).
 struct CheckedProgram {
   SourceManager sources;
   DiagnosticEngine diagnostics{sources};
   std::unique_ptr<Program> program;
 };
 
+// The session's definitions and `extra` (a kernel made for the input)
+// checked as one program, or the first error, with its offset in the input
+// when it lies in the input's text: that starts at column `extraColumn` of
+// line `extraLine` of `extra` (1-based).
 Result<std::unique_ptr<CheckedProgram>> checkWith(const ReplProgram &session,
                                                   const std::string &extra, uint32_t extraLine,
                                                   size_t extraColumn) {
