@@ -329,7 +329,11 @@ public:
     close(fd_);
   }
   bool started() const { return pid_ > 0; }
+  // Types `keys` as a person would, a moment after the last output: the
+  // session puts the terminal in its key-by-key mode once its prompt is out,
+  // and keys typed before that are the terminal's to buffer and echo.
   void type(const std::string &keys) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
     CHECK(write(fd_, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size()));
   }
   // What it printed until `text` appeared (within `seconds`), from the last
@@ -377,9 +381,12 @@ TEST_CASE("Ctrl-C at the prompt drops the line and during a run stops it, and th
     CAPTURE(device);
     Terminal terminal(device);
     REQUIRE(terminal.started());
+    // Each input is typed at a prompt, once the session reads the terminal
+    // key by key (what is typed before is the terminal's to echo).
     terminal.waitFor("loop> ");
     terminal.type("let keep = 41\n");
     terminal.waitFor("keep: i64");
+    terminal.waitFor("loop> ");
     // At the prompt: the line typed so far goes, the prompt comes back.
     terminal.type("1 + 2 + 3");
     terminal.waitFor("1 + 2 + 3");
@@ -387,16 +394,20 @@ TEST_CASE("Ctrl-C at the prompt drops the line and during a run stops it, and th
     terminal.waitFor("loop> ");
     terminal.type("keep + 1\n");
     CHECK_FALSE(contains(terminal.waitFor("42"), "6"));
+    terminal.waitFor("loop> ");
     // During a run of many short blocks (seconds of work on either device).
     terminal.type("kernel slow(y: out f64[N]) { parfor i in 0..N { var s: f64 = 0.0; "
                   "for k in 0..400000 { s = s * 0.999 + f64(k + i); } y[i] = s; } }\n");
     terminal.waitFor("defined kernel 'slow'");
+    terminal.waitFor("loop> ");
     terminal.type(":run slow --set N=4000000\n");
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     terminal.type("\x03");
     terminal.waitFor("error: interrupted (Ctrl-C)", 15);
+    terminal.waitFor("loop> ");
     terminal.type("keep + 1\n");
     terminal.waitFor("42");
+    terminal.waitFor("loop> ");
     terminal.type(":quit\n");
     CHECK(terminal.exitStatus() == 0);
   }
@@ -429,14 +440,17 @@ TEST_CASE("at the terminal Tab completes a command and a definition typed over l
   terminal.waitFor("loop> ");
   terminal.type(":wh\t\n");
   terminal.waitFor("no values yet");
+  terminal.waitFor("loop> ");
   terminal.type("kernel ones(y: out i64[N]) {\n");
   terminal.waitFor("...> ");
   terminal.type("  parfor i in 0..N { y[i] = 1; }\n");
   terminal.waitFor("...> ");
   terminal.type("}\n");
   terminal.waitFor("defined kernel 'ones'");
+  terminal.waitFor("loop> ");
   terminal.type("\x1b[A\n"); // the arrow up, then Enter: the whole definition again
   terminal.waitFor("replaced kernel 'ones'");
+  terminal.waitFor("loop> ");
   terminal.type(":quit\n");
   CHECK(terminal.exitStatus() == 0);
 }
