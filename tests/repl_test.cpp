@@ -471,3 +471,22 @@ TEST_CASE("evaluation errors point into the input and comments and a final semic
   CHECK(contains(session.type("let (b, c) = a"), "one value to bind to 2 names"));
   CHECK(contains(session.type(":print nothing"), "no value named 'nothing'"));
 }
+
+TEST_CASE(":explain takes --perf, --set and --device-model as loopc explain does") {
+  Session session;
+  session.type("import linalg;");
+  std::string gpu =
+      session.type(":explain gemv --perf --set M=1000 --set N=1000 --device-model h200");
+  CHECK(contains(gpu, "// performance model: NVIDIA H200"));
+  CHECK(contains(gpu, "kernel gemv_kernel0 (19:10)"));
+  CHECK(contains(gpu, "predicted"));
+  CHECK(contains(session.type(":explain gemv --perf --set M=1000"),
+                 "explain --perf needs every size of 'gemv': --set N=VALUE"));
+  std::string cpu = session.type(
+      ":explain gemv --perf --target cpu --set M=100 --set N=100 --device-model epyc-2");
+  CHECK(contains(cpu, "// performance model: AMD EPYC"));
+  // Sizes specialize the IR as at a run.
+  CHECK(contains(session.type(":explain gemv --after map_to_gpu --set M=4 --set N=4"),
+                 "compiled for sizes where N == 4 is true"));
+  CHECK(contains(session.type(":explain gemv --perf --remarks"), "excludes"));
+}

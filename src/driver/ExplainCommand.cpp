@@ -54,9 +54,63 @@ int printKernelRemarks(Session &session, const KernelDecl &kernel, const Explain
   return 0;
 }
 
-// The values of `kernel`'s sizes among `assignments` (NAME=VALUE), and with
-// `integerScalars` of its integer scalar parameters too (a time loop's
-// `steps`, which the performance model needs).
+// `--perf`: the performance model's report for the run the sizes describe.
+int reportPerformance(Session &session, const KernelDecl &kernel,
+                      const passes::PassChoices &choices,
+                      const std::map<std::string, int64_t> &values, const std::string &target,
+                      const std::string &deviceModel) {
+  if (Status explained = explainPerformance(std::cout, *session.program, kernel, choices, values,
+                                            target, deviceModel);
+      !explained) {
+    session.report(explained.error());
+    return 1;
+  }
+  return 0;
+}
+
+int runExplain(const ExplainOptions &options) {
+  auto session = openSession(options.file);
+  if (!session)
+    return 1;
+  Expected<const KernelDecl *> kernel = selectKernel(*session->program, options.kernel, "explain");
+  if (!kernel) {
+    session->report(kernel.error());
+    return 1;
+  }
+  auto choices = options.passes.choicesFor(*session->program);
+  if (!choices) {
+    session->report(choices.error());
+    return 1;
+  }
+  auto sizes = sizeValues(**kernel, options.sizes, options.perf);
+  if (!sizes) {
+    session->report(sizes.error());
+    return 1;
+  }
+  if (options.perf)
+    return reportPerformance(*session, **kernel, *choices, *sizes, options.target,
+                             options.deviceModel);
+  passes::PipelineOptions pipeline;
+  pipeline.target = pipelineTargetNamed(options.target);
+  pipeline.choices = std::move(*choices);
+  for (const std::string &note : passes::choicesWithoutEffect(pipeline))
+    printWarning(note);
+  if (options.remarks)
+    return printKernelRemarks(*session, **kernel, options, pipeline, *sizes);
+  pipeline.specializedSizes =
+      passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
+  pipeline.runSizes = *sizes;
+  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after,
+                                     pipeline, options.changes);
+      !explained) {
+    session->report(explained.error()); // located where the pipeline refuses the program
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace
+
 Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
                                                     const std::vector<std::string> &assignments,
                                                     bool integerScalars) {
@@ -96,88 +150,33 @@ Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
   return values;
 }
 
-// `--perf`: the performance model's report for the run the sizes describe.
-int explainPerformance(Session &session, const KernelDecl &kernel,
-                       const passes::PassChoices &choices,
-                       const std::map<std::string, int64_t> &values, const std::string &target,
-                       const std::string &deviceModel) {
+Status explainPerformance(std::ostream &out, const Program &program, const KernelDecl &kernel,
+                          const passes::PassChoices &choices,
+                          const std::map<std::string, int64_t> &values, const std::string &target,
+                          const std::string &deviceModel) {
   for (const VarDeclPtr &size : kernel.sizes)
-    if (!values.contains(size->name)) {
-      session.report(makeError("explain --perf needs every size of '" + kernel.name + "': --set " +
-                               size->name + "=VALUE")
-                         .error());
-      return 1;
-    }
+    if (!values.contains(size->name))
+      return makeError("explain --perf needs every size of '" + kernel.name + "': --set " +
+                       size->name + "=VALUE");
   if (target == "cpu") {
     auto device = perf::findCpuDevice(deviceModel.empty() ? "native" : deviceModel);
-    if (!device) {
-      session.report(device.error());
-      return 1;
-    }
-    auto prediction = predictCpuRun(*session.program, kernel, choices, values, *device);
-    if (!prediction) {
-      session.report(prediction.error());
-      return 1;
-    }
-    printCpuPrediction(std::cout, *prediction);
-    return 0;
+    if (!device)
+      return std::unexpected(device.error());
+    auto prediction = predictCpuRun(program, kernel, choices, values, *device);
+    if (!prediction)
+      return std::unexpected(prediction.error());
+    printCpuPrediction(out, *prediction);
+    return {};
   }
   auto device = perf::findGpuDevice(deviceModel.empty() ? "h100" : deviceModel);
-  if (!device) {
-    session.report(device.error());
-    return 1;
-  }
-  auto prediction = predictGpuRun(*session.program, kernel, choices, values, **device);
-  if (!prediction) {
-    session.report(prediction.error());
-    return 1;
-  }
-  printPrediction(std::cout, *prediction);
-  return 0;
+  if (!device)
+    return std::unexpected(device.error());
+  auto prediction = predictGpuRun(program, kernel, choices, values, **device);
+  if (!prediction)
+    return std::unexpected(prediction.error());
+  printPrediction(out, *prediction);
+  return {};
 }
-
-int runExplain(const ExplainOptions &options) {
-  auto session = openSession(options.file);
-  if (!session)
-    return 1;
-  Expected<const KernelDecl *> kernel = selectKernel(*session->program, options.kernel, "explain");
-  if (!kernel) {
-    session->report(kernel.error());
-    return 1;
-  }
-  auto choices = options.passes.choicesFor(*session->program);
-  if (!choices) {
-    session->report(choices.error());
-    return 1;
-  }
-  auto sizes = sizeValues(**kernel, options.sizes, options.perf);
-  if (!sizes) {
-    session->report(sizes.error());
-    return 1;
-  }
-  if (options.perf)
-    return explainPerformance(*session, **kernel, *choices, *sizes, options.target,
-                              options.deviceModel);
-  passes::PipelineOptions pipeline;
-  pipeline.target = pipelineTargetNamed(options.target);
-  pipeline.choices = std::move(*choices);
-  for (const std::string &note : passes::choicesWithoutEffect(pipeline))
-    printWarning(note);
-  if (options.remarks)
-    return printKernelRemarks(*session, **kernel, options, pipeline, *sizes);
-  pipeline.specializedSizes =
-      passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
-  pipeline.runSizes = *sizes;
-  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after,
-                                     pipeline, options.changes);
-      !explained) {
-    session->report(explained.error()); // located where the pipeline refuses the program
-    return 1;
-  }
-  return 0;
-}
-
-} // namespace
 
 passes::PipelineTarget pipelineTargetNamed(const std::string &target) {
   return target == "cpu" ? passes::PipelineTarget::Cpu : passes::PipelineTarget::Gpu;

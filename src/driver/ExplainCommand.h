@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -33,6 +34,22 @@ Status explainKernel(std::ostream &out, const Program &program, const KernelDecl
 // pipeline of `pipeline` ran): the option that left it out, or the passes.
 Error unknownPassError(const std::string &afterPass, const std::vector<std::string> &passNames,
                        const passes::PipelineOptions &pipeline);
+
+// What the performance model predicts of a run of `kernel` with `values`
+// (every size, and the integer scalars that count loops) on `deviceModel`
+// ("" for the target's default: h100, or this CPU), written to `out` as
+// `loopc explain --perf` prints it. Shared with the REPL's :explain --perf.
+Status explainPerformance(std::ostream &out, const Program &program, const KernelDecl &kernel,
+                          const passes::PassChoices &choices,
+                          const std::map<std::string, int64_t> &values, const std::string &target,
+                          const std::string &deviceModel);
+
+// The values of `kernel`'s sizes among `assignments` (NAME=VALUE, as --set
+// gives them), and with `integerScalars` of its integer scalar parameters
+// too (a time loop's `steps`, which the performance model needs).
+Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
+                                                    const std::vector<std::string> &assignments,
+                                                    bool integerScalars);
 
 // "gpu" or "cpu" (as the --target options spell them) as a pipeline target.
 passes::PipelineTarget pipelineTargetNamed(const std::string &target);

@@ -16,6 +16,7 @@
 #include "frontend/Loader.h"
 #include "ir/Lower.h"
 #include "loopc/generated.h"
+#include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "perf/GpuDevices.h"
 #include "sema/Sema.h"
@@ -805,10 +806,24 @@ void Repl::explainCommand(const std::string &arguments) {
                 "Only what each pass changed: a unified diff of the IR against the IR before "
                 "the pass")
       ->excludes(remarksFlag);
+  bool perf = false;
+  std::vector<std::string> sizes;
+  std::string deviceModel;
+  parser
+      .add_flag("--perf", perf,
+                "What the performance model predicts for each launch at the sizes --set gives, "
+                "instead of the IR (docs/perf.md)")
+      ->excludes(remarksFlag);
+  parser.add_option("--set", sizes, "NAME=VALUE: a size's value (repeatable)")->type_name("N=V");
+  parser.add_option("--device-model", deviceModel,
+                    "The device --perf predicts for (h100, the default, h100-pcie, h200, a100, "
+                    "l4; with --target cpu: native, epyc-2)");
   PassChoiceOptions passChoices;
   passChoices.addTo(parser);
-  if (!parseArguments(parser, arguments, out_, err_))
+  if (!parseArguments(parser, arguments, out_, err_)) {
+    ++failures_;
     return;
+  }
   auto kernel = kernelNamed(kernelName);
   if (!kernel) {
     if (session_)
@@ -820,11 +835,26 @@ void Repl::explainCommand(const std::string &arguments) {
     report(choices.error());
     return;
   }
+  auto values = sizeValues(**kernel, sizes, perf);
+  if (!values) {
+    report(values.error());
+    return;
+  }
+  if (perf) {
+    if (Status explained = explainPerformance(out_, *session_->program, **kernel, *choices, *values,
+                                              target, deviceModel);
+        !explained)
+      report(explained.error());
+    return;
+  }
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
   pipeline.choices = *choices;
+  pipeline.specializedSizes =
+      passes::sizesToSpecialize(ir::lowerKernel(*session_->program, **kernel), *values, pipeline);
+  pipeline.runSizes = *values;
   if (remarks) {
-    auto found = kernelRemarks(*session_->program, **kernel, pipeline, {}, after);
+    auto found = kernelRemarks(*session_->program, **kernel, pipeline, *values, after);
     if (!found) {
       report(found.error());
       return;
@@ -935,8 +965,8 @@ std::vector<std::string> Repl::completions(const std::string &line, const std::s
        {"--set", "--in", "--seed", "--random-range", "--device", "--skip-pass", "--pass-param",
         "--unsafe", "--bounds-check", "--fp-contract", "--repeat"}},
       {":explain",
-       {"--after", "--target", "--remarks", "--changes", "--skip-pass", "--pass-param", "--unsafe",
-        "--fp-contract"}},
+       {"--after", "--target", "--remarks", "--changes", "--perf", "--set", "--device-model",
+        "--skip-pass", "--pass-param", "--unsafe", "--fp-contract"}},
       {":ptx", {"--gpu", "--unsafe", "--skip-pass", "--pass-param", "--fp-contract"}},
       {":llvm",
        {"--target", "--gpu", "--no-opt", "--unsafe", "--skip-pass", "--pass-param",
