@@ -624,3 +624,21 @@ TEST_CASE("a fork() while another thread launches leaves the child a working poo
   launcher.join();
   CHECK(launchesAgree.load());
 }
+
+TEST_CASE("a launch's geometry is checked against CUDA's limits and the kernel's") {
+  char reason[256] = "";
+  const int64_t fits[6] = {2147483647, 65535, 65535, 256, 4, 1};
+  CHECK(loopc_launch_geometry_check(fits, 0, reason, sizeof reason) == 1);
+  const int64_t empty[6] = {0, 1, 1, 256, 1, 1};
+  CHECK(loopc_launch_geometry_check(empty, 0, reason, sizeof reason) == 0);
+  const int64_t tallGrid[6] = {1, 65536, 1, 32, 1, 1};
+  CHECK(loopc_launch_geometry_check(tallGrid, 0, reason, sizeof reason) == -1);
+  CHECK(std::string(reason) ==
+        "needs a grid of 65536 blocks of 1 threads along axis y, beyond the GPU's limits");
+  const int64_t square[6] = {8, 8, 1, 32, 32, 1};
+  CHECK(loopc_launch_geometry_check(square, 0, reason, sizeof reason) == 1);
+  CHECK(loopc_launch_geometry_check(square, 256, reason, sizeof reason) == -1);
+  CHECK(std::string(reason) == "needs blocks of 1024 threads, more than its limit of 256");
+  const int64_t deep[6] = {1, 1, 1, 1, 1, 65};
+  CHECK(loopc_launch_geometry_check(deep, 0, reason, sizeof reason) == -1);
+}

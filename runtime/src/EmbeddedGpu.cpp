@@ -403,39 +403,53 @@ void loopc_gpu_write(loopc_gpu_call *call, loopc_device_ptr device, const void *
 
 loopc_device_ptr loopc_gpu_error_record(loopc_gpu_call *call) { return call->errorRecord; }
 
+int32_t loopc_launch_geometry_check(const int64_t *geometry, int32_t max_threads, char *reason,
+                                    size_t reason_bytes) {
+  static constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
+  static constexpr int64_t kBlockLimits[3] = {1024, 1024, 64};
+  static constexpr int64_t kThreadsPerBlock = 1024;
+  int64_t blockThreads = 1;
+  for (int axis = 0; axis < 3; ++axis) {
+    int64_t blocks = geometry[axis], threads = geometry[3 + axis];
+    if (blocks <= 0 || threads <= 0)
+      return 0;
+    if (blocks > kGridLimits[axis] || threads > kBlockLimits[axis]) {
+      std::snprintf(reason, reason_bytes,
+                    "needs a grid of %lld blocks of %lld threads along axis %c, beyond the GPU's "
+                    "limits",
+                    static_cast<long long>(blocks), static_cast<long long>(threads), "xyz"[axis]);
+      return -1;
+    }
+    blockThreads *= threads;
+  }
+  // The PTX's .maxntid (when the kernel has one) bounds the block too.
+  int64_t threadLimit =
+      max_threads > 0 && max_threads < kThreadsPerBlock ? max_threads : kThreadsPerBlock;
+  if (blockThreads > threadLimit) {
+    std::snprintf(reason, reason_bytes, "needs blocks of %lld threads, more than its limit of %lld",
+                  static_cast<long long>(blockThreads), static_cast<long long>(threadLimit));
+    return -1;
+  }
+  return 1;
+}
+
 void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geometry, void **params,
                       int32_t max_threads, const char *source) {
   if (call->failed())
     return;
   const char *name = call->program->images[call->loaded->image].kernels[kernel];
-  std::string where = source && *source ? std::string(" (") + source + ")" : "";
-  // CUDA's limits for every GPU since compute capability 3.0.
-  static constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
-  static constexpr int64_t kBlockLimits[3] = {1024, 1024, 64};
-  int64_t threadLimit = max_threads > 0 && max_threads < 1024 ? max_threads : 1024;
-  loopc_launch_config config = {};
-  int64_t blockThreads = 1;
-  for (int axis = 0; axis < 3; ++axis) {
-    int64_t blocks = geometry[axis], threads = geometry[3 + axis];
-    if (blocks <= 0 || threads <= 0)
-      return; // an empty iteration space launches nothing
-    if (blocks > kGridLimits[axis] || threads > kBlockLimits[axis]) {
-      call->fail(LOOPC_ERROR_UNSUPPORTED,
-                 std::string("its kernel '") + name + "'" + where + " needs a grid of " +
-                     std::to_string(blocks) + " blocks of " + std::to_string(threads) +
-                     " threads along axis " + "xyz"[axis] + ", beyond the GPU's limits");
-      return;
-    }
-    config.grid[axis] = static_cast<uint32_t>(blocks);
-    config.block[axis] = static_cast<uint32_t>(threads);
-    blockThreads *= threads;
-  }
-  if (blockThreads > threadLimit) {
-    call->fail(LOOPC_ERROR_UNSUPPORTED, std::string("its kernel '") + name + "'" + where +
-                                            " needs blocks of " + std::to_string(blockThreads) +
-                                            " threads, more than its limit of " +
-                                            std::to_string(threadLimit));
+  char reason[256];
+  int32_t launches = loopc_launch_geometry_check(geometry, max_threads, reason, sizeof reason);
+  if (launches < 0)
+    call->fail(LOOPC_ERROR_UNSUPPORTED,
+               std::string("its kernel '") + name + "'" +
+                   (source && *source ? std::string(" (") + source + ")" : "") + " " + reason);
+  if (launches <= 0)
     return;
+  loopc_launch_config config = {};
+  for (int axis = 0; axis < 3; ++axis) {
+    config.grid[axis] = static_cast<uint32_t>(geometry[axis]);
+    config.block[axis] = static_cast<uint32_t>(geometry[3 + axis]);
   }
   config.kernel_name = name;
   config.source_location = source;

@@ -16,6 +16,7 @@
 #include "support/CrashReport.h"
 #include "support/Interrupt.h"
 
+#include <loopc/generated.h>
 #include <loopc/runtime.hpp>
 
 #include <algorithm>
@@ -429,37 +430,25 @@ private:
     auto block = evalAll(launch.block);
     if (!block)
       return std::unexpected(block.error());
+    const KernelFunc &kernel = *info->second;
+    int64_t geometry[6];
+    for (int axis = 0; axis < 3; ++axis) {
+      geometry[axis] = axis < static_cast<int>(grid->size()) ? (*grid)[axis] : 1;
+      geometry[3 + axis] = axis < static_cast<int>(block->size()) ? (*block)[axis] : 1;
+    }
+    char reason[256];
+    int32_t launches =
+        loopc_launch_geometry_check(geometry, kernel.maxThreadsPerBlock, reason, sizeof reason);
+    if (launches < 0)
+      return makeError("kernel '" + launch.kernel + "' " + reason, launch.source);
+    if (launches == 0)
+      return {}; // an empty iteration space launches nothing
     runtime::LaunchConfig config;
     config.kernelName = launch.kernel;
-    // CUDA's limits for every GPU since compute capability 3.0.
-    static constexpr int64_t kGridLimits[3] = {2147483647, 65535, 65535};
-    static constexpr int64_t kBlockLimits[3] = {1024, 1024, 64};
-    static constexpr int64_t kThreadsPerBlock = 1024;
-    int64_t blockThreads = 1;
     for (int axis = 0; axis < 3; ++axis) {
-      int64_t blocks = axis < static_cast<int>(grid->size()) ? (*grid)[axis] : 1;
-      int64_t threads = axis < static_cast<int>(block->size()) ? (*block)[axis] : 1;
-      if (blocks <= 0 || threads <= 0)
-        return {}; // an empty iteration space launches nothing
-      if (blocks > kGridLimits[axis] || threads > kBlockLimits[axis])
-        return makeError("kernel '" + launch.kernel + "' needs a grid of " +
-                             std::to_string(blocks) + " blocks of " + std::to_string(threads) +
-                             " threads along axis " + "xyz"[axis] + ", beyond the GPU's limits",
-                         launch.source);
-      config.grid[axis] = static_cast<uint32_t>(blocks);
-      config.block[axis] = static_cast<uint32_t>(threads);
-      blockThreads *= threads;
+      config.grid[axis] = static_cast<uint32_t>(geometry[axis]);
+      config.block[axis] = static_cast<uint32_t>(geometry[3 + axis]);
     }
-    const KernelFunc &kernel = *info->second;
-    // The PTX's .maxntid (when the kernel has one) bounds the block too.
-    int64_t threadLimit = kernel.maxThreadsPerBlock > 0
-                              ? std::min<int64_t>(kernel.maxThreadsPerBlock, kThreadsPerBlock)
-                              : kThreadsPerBlock;
-    if (blockThreads > threadLimit)
-      return makeError("kernel '" + launch.kernel + "' needs blocks of " +
-                           std::to_string(blockThreads) + " threads, more than its limit of " +
-                           std::to_string(threadLimit),
-                       launch.source);
     // One 8-byte slot per parameter, each holding the value in its PTX type.
     std::vector<uint64_t> slots(launch.buffers.size() + launch.scalars.size() + 1, 0);
     slots.back() = errorRecord_;

@@ -7,6 +7,8 @@
 
 #include "loopc/runtime.h"
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -118,12 +120,22 @@ loopc_device_ptr loopc_gpu_buffer_argument(loopc_gpu_call *call, loopc_buffer *b
 /* The device error record (three int64_t, zeroed) every kernel gets last. */
 loopc_device_ptr loopc_gpu_error_record(loopc_gpu_call *call);
 
+/* What a launch of geometry[0..5] = grid x, y, z and block x, y, z makes,
+ * by CUDA's limits for every GPU since compute capability 3.0 and the
+ * kernel's limit on a block's threads `max_threads` (0: the GPU's): 1 a
+ * launch, 0 none (an extent of 0 or less: an empty iteration space), -1
+ * beyond the limits, `reason` then saying why ("needs a grid of ...", at
+ * most `reason_bytes` bytes with the terminating 0). The GPU engine's launches
+ * and loopc_gpu_launch check with it. */
+int32_t loopc_launch_geometry_check(const int64_t *geometry, int32_t max_threads, char *reason,
+                                    size_t reason_bytes);
+
 /* Launches kernel number `kernel` of the image with geometry[0..5] = grid x,
  * y, z and block x, y, z (nothing when one is 0 or less) and `params` as for
  * loopc_launch; `max_threads` is the kernel's limit on a block's threads (0:
  * the GPU's), `source` the "file:line:col" of its parfor ("" when unknown). */
-void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geometry,
-                      void **params, int32_t max_threads, const char *source);
+void loopc_gpu_launch(loopc_gpu_call *call, int32_t kernel, const int64_t *geometry, void **params,
+                      int32_t max_threads, const char *source);
 
 /* Ends the call and gives back its device memory. When it copied nothing to
  * the device (every array a buffer on the GPU), it does not wait: its device
@@ -144,8 +156,7 @@ loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record,
  * message is the thread's last error. */
 loopc_status loopc_buffer_host_begin(loopc_buffer *buffer, int64_t bytes, int32_t intent,
                                      void **host);
-loopc_status loopc_buffer_host_end(loopc_buffer *buffer, void *host, int64_t bytes,
-                                   int32_t intent);
+loopc_status loopc_buffer_host_end(loopc_buffer *buffer, void *host, int64_t bytes, int32_t intent);
 
 #ifdef __cplusplus
 } /* extern "C" */
