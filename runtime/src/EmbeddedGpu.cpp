@@ -563,13 +563,15 @@ loopc_status checkRange(const char *function, const loopc_buffer *buffer, size_t
 }
 
 // The calls that did not wait, waited for, where the GPU is open.
+// The GPU's runtime when it has been opened, else null.
+loopc_runtime *openedGpu() {
+  DeviceChoice &choice = deviceChoice();
+  std::lock_guard lock(choice.mutex);
+  return choice.runtime;
+}
+
 loopc_status waitForCalls() {
-  loopc_runtime *runtime = nullptr;
-  {
-    DeviceChoice &choice = deviceChoice();
-    std::lock_guard lock(choice.mutex);
-    runtime = choice.runtime;
-  }
+  loopc_runtime *runtime = openedGpu();
   return runtime ? waitForPendingCalls(runtime) : LOOPC_SUCCESS;
 }
 
@@ -677,7 +679,7 @@ loopc_status loopc_wait_for_calls(void) {
   CallLock lock;
   if (loopc_status status = waitForCalls())
     return status;
-  loopc_runtime *runtime = deviceChoice().runtime;
+  loopc_runtime *runtime = openedGpu();
   return runtime ? runtimeStatus(runtime, loopc_synchronize(runtime)) : LOOPC_SUCCESS;
 }
 

@@ -433,7 +433,7 @@ private:
            messages ? static_cast<llvm::Value *>(messages) : llvm::ConstantPointerNull::get(ptr),
            builder_.getInt32(static_cast<uint32_t>(gpu[k].kernelSites.size()))}));
       failOnDeviceError(hostRecord, gpu[k].hostSites, LOOPC_ERROR_KERNEL_FAULT);
-      failOnDeviceError(kernelRecord, gpu[k].kernelSites, LOOPC_ERROR_KERNEL_FAULT);
+      failOnDeviceError(kernelRecord, gpu[k].kernelSites, LOOPC_ERROR_KERNEL_FAULT, messages);
       callRuntime("loopc_cpu_call_unlock", {});
       builder_.CreateRet(builder_.getInt32(LOOPC_SUCCESS));
     }
@@ -624,7 +624,6 @@ private:
     return format;
   }
 
-  // Fails with the message of the site `record` names, when it names one.
   // The table of the sites' messages as snprintf formats (messageFormat),
   // by site id - 1; null when there are none.
   llvm::GlobalVariable *siteMessages(const DeviceErrorSites &sites) {
@@ -639,8 +638,12 @@ private:
                                     "loopc.messages");
   }
 
-  void failOnDeviceError(llvm::Value *record, const DeviceErrorSites &sites, loopc_status status) {
-    llvm::GlobalVariable *table = siteMessages(sites);
+  // Fails with the message of the site `record` names, when it names one;
+  // `table`: the sites' messages when siteMessages made them already.
+  void failOnDeviceError(llvm::Value *record, const DeviceErrorSites &sites, loopc_status status,
+                         llvm::GlobalVariable *table = nullptr) {
+    if (!table)
+      table = siteMessages(sites);
     if (!table)
       return;
     llvm::Type *tableType = table->getValueType();
