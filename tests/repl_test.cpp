@@ -71,6 +71,35 @@ TEST_CASE("a kernel typed over several lines is defined once its braces close, t
                  "kernel 'iota' on interp: median "));
 }
 
+TEST_CASE(":time takes loopc bench's options and :run and :explain the command line's") {
+  Session session;
+  session.type(kIota);
+  // Bench's report, its JSON and the model's prediction.
+  std::string timed = session.type(":time --set N=64 --repeat 2 --warmup 0 --device cpu");
+  CHECK(contains(timed, "kernel 'iota' on cpu: median "));
+  CHECK(contains(timed, "over 2 runs"));
+  CHECK(contains(timed, "GB/s"));
+  CHECK(contains(timed, "predicted "));
+  std::string json = session.type(":time --set N=8 --repeat 1 --json");
+  CHECK(contains(json, "\"kernel\":\"iota\""));
+  CHECK(contains(json, "\"sizes\":{\"N\":8}"));
+  CHECK(contains(json, "\"runs\":1"));
+  CHECK(contains(session.type(":time --set N=8 --repeat 0"), "--repeat"));
+  // --tuned and --tuning-cache, as on the command line.
+  loopc::test::TempDir dir;
+  std::string tuned =
+      session.type(":run --set N=4 --device cpu --tuned --tuning-cache " + dir.at("tuning.json"));
+  CHECK(contains(tuned, "no tuned choices"));
+  CHECK(contains(tuned, "y: i64[4] sum=6"));
+  CHECK(contains(session.type(":run --set N=4 --tuned"), "nothing is tuned on device 'interp'"));
+  // :explain's pass choices and --fp-contract.
+  CHECK(contains(session.type(":explain --skip-pass tile_registers --after map_to_gpu --set N=9"),
+                 "// after map_to_gpu"));
+  CHECK(contains(session.type(":explain --skip-pass nosuchpass"), "cannot skip pass 'nosuchpass'"));
+  CHECK(contains(session.type(":explain --fp-contract off --after lower_reductions"),
+                 "// after lower_reductions"));
+}
+
 TEST_CASE("a definition that does not check is dropped with a caret into the typed lines") {
   Session session;
   session.type(kIota);

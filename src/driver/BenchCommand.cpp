@@ -21,16 +21,13 @@ namespace {
 
 struct BenchOptions {
   RunTargetOptions target;
-  int repeat = 10;
-  int warmup = 1;
-  bool json = false;
-  std::string deviceModel; // --device-model: the GPU the model predicts for
+  BenchOutputOptions output;
 };
 
 // The GPU the performance model predicts this run for: --device-model, or
 // the model of the GPU the run is on; none for a run on the CPU but when
 // --device-model names a GPU (the CPU's own model predicts it otherwise).
-Expected<const perf::GpuDevice *> benchDeviceModel(const BenchOptions &options,
+Expected<const perf::GpuDevice *> benchDeviceModel(const BenchOutputOptions &options,
                                                    const Engine &engine) {
   if (!options.deviceModel.empty()) {
     auto gpu = perf::findGpuDevice(options.deviceModel);
@@ -45,27 +42,23 @@ Expected<const perf::GpuDevice *> benchDeviceModel(const BenchOptions &options,
   return nullptr;
 }
 
-int runBench(const BenchOptions &options) {
-  std::optional<PreparedRun> run = prepareRun(options.target);
-  if (!run)
-    return 1;
-  Session &session = *run->session;
-  const KernelDecl &kernel = *run->kernel;
-  KernelArgs &args = run->args;
+} // namespace
+
+Status benchPreparedRun(const BenchOutputOptions &options, PreparedRun &run,
+                        const RunTargetOptions &target, std::ostream &out) {
+  Session &session = *run.session;
+  const KernelDecl &kernel = *run.kernel;
+  KernelArgs &args = run.args;
   std::optional<KernelArgs> inputs = args;
   if (options.warmup > 0) {
-    auto warm = timeRuns(*run->engine, *session.program, kernel, args, inputs, options.warmup);
-    if (!warm) {
-      session.report(warm.error());
-      return 1;
-    }
+    auto warm = timeRuns(*run.engine, *session.program, kernel, args, inputs, options.warmup);
+    if (!warm)
+      return std::unexpected(warm.error());
     args = *inputs;
   }
-  auto times = timeRuns(*run->engine, *session.program, kernel, args, inputs, options.repeat);
-  if (!times) {
-    session.report(times.error());
-    return 1;
-  }
+  auto times = timeRuns(*run.engine, *session.program, kernel, args, inputs, options.repeat);
+  if (!times)
+    return std::unexpected(times.error());
   double median = medianOf(*times);
   double minimum = times->front();
   double spread = median > 0 ? (times->back() - minimum) / median : 0;
@@ -75,40 +68,29 @@ int runBench(const BenchOptions &options) {
   double gbytes = median > 0 ? work.bytes / median / 1e9 : 0;
 
   // What the performance model predicted, beside what was measured.
-  auto device = benchDeviceModel(options, *run->engine);
-  if (!device) {
-    session.report(device.error());
-    return 1;
-  }
+  auto device = benchDeviceModel(options, *run.engine);
+  if (!device)
+    return std::unexpected(device.error());
   std::optional<perf::ProgramPrediction> prediction;
   std::optional<perf::CpuProgramPrediction> cpuPrediction;
   std::optional<perf::CpuDevice> cpuDevice;
-  if (!*device && run->engine->kind() == "cpu") {
+  if (!*device && run.engine->kind() == "cpu") {
     auto found = perf::findCpuDevice(options.deviceModel.empty() ? "native" : options.deviceModel);
-    if (!found) {
-      // Neither a GPU's name (benchDeviceModel) nor a CPU's.
-      session.report(makeError("unknown device model '" + options.deviceModel +
-                               "': a GPU (h100, h100-pcie, h200, a100, l4) or a CPU (native, "
-                               "epyc-2)")
-                         .error());
-      return 1;
-    }
+    if (!found) // neither a GPU's name (benchDeviceModel) nor a CPU's
+      return makeError("unknown device model '" + options.deviceModel +
+                       "': a GPU (h100, h100-pcie, h200, a100, l4) or a CPU (native, epyc-2)");
     cpuDevice = *found;
-    auto predicted = predictCpuRun(*session.program, kernel, run->choices,
+    auto predicted = predictCpuRun(*session.program, kernel, run.choices,
                                    integerValues(kernel, *inputs), *cpuDevice);
-    if (!predicted) {
-      session.report(predicted.error());
-      return 1;
-    }
+    if (!predicted)
+      return std::unexpected(predicted.error());
     cpuPrediction = std::move(*predicted);
   }
   if (*device) {
-    auto predicted = predictGpuRun(*session.program, kernel, run->choices,
+    auto predicted = predictGpuRun(*session.program, kernel, run.choices,
                                    integerValues(kernel, *inputs), **device);
-    if (!predicted) {
-      session.report(predicted.error());
-      return 1;
-    }
+    if (!predicted)
+      return std::unexpected(predicted.error());
     prediction = std::move(*predicted);
   }
 
@@ -129,12 +111,12 @@ int runBench(const BenchOptions &options) {
         scalars[kernel.params[i]->name] = value.getAsDouble(0);
     }
     nlohmann::json result = {{"kernel", kernel.name},
-                             {"file", options.target.file},
-                             {"device", run->engine->kind()},
-                             {"bounds_checked", run->choices.boundsChecks},
+                             {"file", target.file},
+                             {"device", run.engine->kind()},
+                             {"bounds_checked", run.choices.boundsChecks},
                              {"sizes", args.sizes},
                              {"scalars", scalars},
-                             {"seed", options.target.arguments.seed},
+                             {"seed", target.arguments.seed},
                              {"runs", options.repeat},
                              {"warmup", options.warmup},
                              {"median_ms", median * 1e3},
@@ -155,51 +137,56 @@ int runBench(const BenchOptions &options) {
       result["predicted_ms"] = cpuPrediction->seconds * 1e3;
       result["predicted_bound"] = predictedBound(*cpuPrediction);
     }
-    std::cout << result.dump() << "\n";
-    return 0;
+    out << result.dump() << "\n";
+    return {};
   }
-  std::cout << "kernel '" << kernel.name << "' on " << run->engine->name() << ": median "
-            << formatMilliseconds(median) << " ms, min " << formatMilliseconds(minimum)
-            << " ms, spread " << std::fixed << std::setprecision(1) << spread * 100 << "% over "
-            << options.repeat << " runs\n";
-  std::cout << std::setprecision(2) << "  " << gflops << " GFLOP/s (" << work.flops / 1e9
-            << " GFLOP), " << gbytes << " GB/s (" << work.bytes / 1e9
-            << " GB, each array once: a lower bound)"
-            << (work.approximate ? " [approximate: some loop bounds or branches depend on data]"
-                                 : "")
-            << "\n";
-  std::cout.unsetf(std::ios::fixed);
+  out << "kernel '" << kernel.name << "' on " << run.engine->name() << ": median "
+      << formatMilliseconds(median) << " ms, min " << formatMilliseconds(minimum) << " ms, spread "
+      << std::fixed << std::setprecision(1) << spread * 100 << "% over " << options.repeat
+      << " runs\n";
+  out << std::setprecision(2) << "  " << gflops << " GFLOP/s (" << work.flops / 1e9 << " GFLOP), "
+      << gbytes << " GB/s (" << work.bytes / 1e9 << " GB, each array once: a lower bound)"
+      << (work.approximate ? " [approximate: some loop bounds or branches depend on data]" : "")
+      << "\n";
+  out.unsetf(std::ios::fixed);
   if (prediction)
-    std::cout << "  " << predictionSummary(*prediction, **device)
-              << " (loopc explain --perf says why)\n";
+    out << "  " << predictionSummary(*prediction, **device) << " (loopc explain --perf says why)\n";
   if (cpuPrediction)
-    std::cout << "  " << predictionSummary(*cpuPrediction, *cpuDevice)
-              << " (loopc explain --perf --target cpu says why)\n";
-  return 0;
+    out << "  " << predictionSummary(*cpuPrediction, *cpuDevice)
+        << " (loopc explain --perf --target cpu says why)\n";
+  return {};
 }
 
-} // namespace
+void BenchOutputOptions::addTo(CLI::App &command) {
+  command.add_option("--repeat", repeat, "Timed runs (default: 10)")
+      ->type_name("N")
+      ->check(wholeNumberIn(1, 1000000));
+  command.add_option("--warmup", warmup, "Untimed runs first (default: 1)")
+      ->type_name("N")
+      ->check(wholeNumberIn(0, 1000));
+  command.add_flag("--json", json, "Print one JSON object");
+  command
+      .add_option("--device-model", deviceModel,
+                  "Also print what the performance model predicts on this GPU (h100, "
+                  "h100-pcie, h200, a100, l4; a run on a known GPU predicts for it), or "
+                  "for a run on the CPU on this CPU model (native, the default, or epyc-2)")
+      ->check(nonEmpty());
+}
 
 void addBenchCommand(CLI::App &app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App *command = app.add_subcommand("bench", "Time a kernel and report GFLOP/s and GB/s");
   options->target.addTo(*command, "time");
-  command->add_option("--repeat", options->repeat, "Timed runs (default: 10)")
-      ->type_name("N")
-      ->check(wholeNumberIn(1, 1000000));
-  command->add_option("--warmup", options->warmup, "Untimed runs first (default: 1)")
-      ->type_name("N")
-      ->check(wholeNumberIn(0, 1000));
-  command->add_flag("--json", options->json, "Print one JSON object");
-  command
-      ->add_option("--device-model", options->deviceModel,
-                   "Also print what the performance model predicts on this GPU (h100, "
-                   "h100-pcie, h200, a100, l4; a run on a known GPU predicts for it), or "
-                   "for a run on the CPU on this CPU model (native, the default, or epyc-2)")
-      ->check(nonEmpty());
+  options->output.addTo(*command);
   command->callback([options] {
-    if (int exitCode = runBench(*options))
-      throw CLI::RuntimeError(exitCode);
+    std::optional<PreparedRun> run = prepareRun(options->target);
+    if (!run)
+      throw CLI::RuntimeError(1);
+    if (Status timed = benchPreparedRun(options->output, *run, options->target, std::cout);
+        !timed) {
+      run->session->report(timed.error());
+      throw CLI::RuntimeError(1);
+    }
   });
 }
 

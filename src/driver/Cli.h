@@ -20,6 +20,12 @@ CLI::Validator nonEmpty();
 // a value fails (CLI::Range calls "abc" out of range).
 CLI::Validator wholeNumberIn(int64_t min, int64_t max);
 
+// Where a command's options are given: a subcommand of the command line
+// (`loopc run FILE --kernel K ...`) or the matching command of the REPL
+// (`:run K ...`, the program being the session's). One builder of options
+// serves both, so they take the same options.
+enum class CommandForm { CommandLine, Repl };
+
 // Parses the command line and runs the chosen subcommand; returns the exit
 // status.
 int runApp(CLI::App &app, int argc, char **argv);

@@ -24,93 +24,6 @@
 
 namespace loopc::driver {
 
-namespace {
-
-struct ExplainOptions {
-  std::string file;
-  std::string kernel;
-  std::string after;
-  std::string target = "gpu";
-  PassChoiceOptions passes;
-  std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
-  bool remarks = false;
-  bool changes = false;    // --changes: each pass's changes, not its whole output
-  bool perf = false;       // --perf: the performance model's report instead of the IR
-  std::string deviceModel; // empty: h100 for the GPU, native for the CPU
-};
-
-// `--remarks`: the remarks instead of the IR.
-int printKernelRemarks(Session &session, const KernelDecl &kernel, const ExplainOptions &options,
-                       const passes::PipelineOptions &pipeline,
-                       const std::map<std::string, int64_t> &sizes) {
-  auto remarks = kernelRemarks(*session.program, kernel, pipeline, sizes, options.after);
-  if (!remarks) {
-    session.report(remarks.error());
-    return 1;
-  }
-  printRemarks(std::cout, session.diagnostics, *remarks);
-  if (remarks->empty())
-    std::cout << "no remarks for kernel '" << kernel.name << "'\n";
-  return 0;
-}
-
-// `--perf`: the performance model's report for the run the sizes describe.
-int reportPerformance(Session &session, const KernelDecl &kernel,
-                      const passes::PassChoices &choices,
-                      const std::map<std::string, int64_t> &values, const std::string &target,
-                      const std::string &deviceModel) {
-  if (Status explained = explainPerformance(std::cout, *session.program, kernel, choices, values,
-                                            target, deviceModel);
-      !explained) {
-    session.report(explained.error());
-    return 1;
-  }
-  return 0;
-}
-
-int runExplain(const ExplainOptions &options) {
-  auto session = openSession(options.file);
-  if (!session)
-    return 1;
-  Expected<const KernelDecl *> kernel = selectKernel(*session->program, options.kernel, "explain");
-  if (!kernel) {
-    session->report(kernel.error());
-    return 1;
-  }
-  auto choices = options.passes.choicesFor(*session->program);
-  if (!choices) {
-    session->report(choices.error());
-    return 1;
-  }
-  auto sizes = sizeValues(**kernel, options.sizes, options.perf);
-  if (!sizes) {
-    session->report(sizes.error());
-    return 1;
-  }
-  if (options.perf)
-    return reportPerformance(*session, **kernel, *choices, *sizes, options.target,
-                             options.deviceModel);
-  passes::PipelineOptions pipeline;
-  pipeline.target = pipelineTargetNamed(options.target);
-  pipeline.choices = std::move(*choices);
-  for (const std::string &note : passes::choicesWithoutEffect(pipeline))
-    printWarning(note);
-  if (options.remarks)
-    return printKernelRemarks(*session, **kernel, options, pipeline, *sizes);
-  pipeline.specializedSizes =
-      passes::sizesToSpecialize(ir::lowerKernel(*session->program, **kernel), *sizes, pipeline);
-  pipeline.runSizes = *sizes;
-  if (auto explained = explainKernel(std::cout, *session->program, **kernel, options.after,
-                                     pipeline, options.changes);
-      !explained) {
-    session->report(explained.error()); // located where the pipeline refuses the program
-    return 1;
-  }
-  return 0;
-}
-
-} // namespace
-
 Expected<std::map<std::string, int64_t>> sizeValues(const KernelDecl &kernel,
                                                     const std::vector<std::string> &assignments,
                                                     bool integerScalars) {
@@ -228,52 +141,105 @@ Error unknownPassError(const std::string &afterPass, const std::vector<std::stri
   return Error{"no pass named '" + afterPass + "'; the passes are: " + known, {}};
 }
 
+void ExplainOptions::addTo(CLI::App &command, CommandForm form) {
+  if (form == CommandForm::CommandLine) {
+    command.add_option("FILE", file, "The .loop file")->required();
+    command
+        .add_option("--kernel", kernel,
+                    "The kernel to explain (default: the last kernel of the file)")
+        ->check(nonEmpty());
+  } else {
+    command.add_option("KERNEL", kernel, "The kernel to explain (default: the last one defined)");
+  }
+  command
+      .add_option("--after", after,
+                  "Print the IR only after this pass (with --remarks, its remarks only)")
+      ->check(nonEmpty());
+  CLI::Option *remarksFlag =
+      command.add_flag("--remarks", remarks,
+                       "Print what each optimization did or declined, and performance warnings, "
+                       "located in the source, instead of the IR");
+  CLI::Option *changesFlag =
+      command
+          .add_flag("--changes", changes,
+                    "Print only what each pass changed: a unified diff of the IR against the IR "
+                    "before the pass (with --after, that pass's changes)")
+          ->excludes(remarksFlag);
+  command
+      .add_option("--target", target,
+                  "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
+  passes.addTo(command);
+  command.add_option("--set", sizes,
+                     "NAME=VALUE: a size's value at run time, for which the GPU engine "
+                     "specializes the kernel when the size is small (repeatable)");
+  command
+      .add_flag("--perf", perf,
+                "Print what the performance model predicts for each launch of the "
+                "pipeline's kernels (--target) at the sizes --set gives (docs/perf.md)")
+      ->excludes(remarksFlag)
+      ->excludes(changesFlag);
+  command
+      .add_option("--device-model", deviceModel,
+                  "The device --perf predicts for: a GPU (h100, the default, h100-pcie, "
+                  "h200, a100, l4) or with --target cpu a CPU (native, the default: this "
+                  "machine, measured once; epyc-2)")
+      ->check(nonEmpty());
+}
+
+Status explainAsOptionsSay(std::ostream &out, Program &program, const ExplainOptions &options,
+                           const RemarkPrinter &printRemarks) {
+  Expected<const KernelDecl *> kernel = selectKernel(program, options.kernel, "explain");
+  if (!kernel)
+    return std::unexpected(kernel.error());
+  auto choices = options.passes.choicesFor(program);
+  if (!choices)
+    return std::unexpected(choices.error());
+  auto sizes = sizeValues(**kernel, options.sizes, options.perf);
+  if (!sizes)
+    return std::unexpected(sizes.error());
+  if (options.perf)
+    return explainPerformance(out, program, **kernel, *choices, *sizes, options.target,
+                              options.deviceModel);
+  passes::PipelineOptions pipeline;
+  pipeline.target = pipelineTargetNamed(options.target);
+  pipeline.choices = std::move(*choices);
+  for (const std::string &note : passes::choicesWithoutEffect(pipeline))
+    printWarning(note);
+  pipeline.specializedSizes =
+      passes::sizesToSpecialize(ir::lowerKernel(program, **kernel), *sizes, pipeline);
+  pipeline.runSizes = *sizes;
+  if (options.remarks) {
+    auto remarks = kernelRemarks(program, **kernel, pipeline, *sizes, options.after);
+    if (!remarks)
+      return std::unexpected(remarks.error());
+    printRemarks(*remarks);
+    if (remarks->empty())
+      out << "no remarks for kernel '" << (*kernel)->name << "'\n";
+    return {};
+  }
+  // Located where the pipeline refuses the program.
+  return explainKernel(out, program, **kernel, options.after, pipeline, options.changes);
+}
+
 void addExplainCommand(CLI::App &app) {
   auto options = std::make_shared<ExplainOptions>();
   CLI::App *command =
       app.add_subcommand("explain", "Print a kernel's Loop IR after each compiler pass");
-  command->add_option("FILE", options->file, "The .loop file")->required();
-  command
-      ->add_option("--kernel", options->kernel,
-                   "The kernel to explain (default: the last kernel of the file)")
-      ->check(nonEmpty());
-  command
-      ->add_option("--after", options->after,
-                   "Print the IR only after this pass (with --remarks, its remarks only)")
-      ->check(nonEmpty());
-  CLI::Option *remarks =
-      command->add_flag("--remarks", options->remarks,
-                        "Print what each optimization did or declined, and performance warnings, "
-                        "located in the source, instead of the IR");
-  CLI::Option *changes =
-      command
-          ->add_flag("--changes", options->changes,
-                     "Print only what each pass changed: a unified diff of the IR against the IR "
-                     "before the pass (with --after, that pass's changes)")
-          ->excludes(remarks);
-  command
-      ->add_option("--target", options->target,
-                   "The pipeline: gpu (the default) or cpu (leaves out the GPU-only passes)")
-      ->check(CLI::IsMember({"cpu", "gpu"}));
-  options->passes.addTo(*command);
-  command->add_option("--set", options->sizes,
-                      "NAME=VALUE: a size's value at run time, for which the GPU engine "
-                      "specializes the kernel when the size is small (repeatable)");
-  command
-      ->add_flag("--perf", options->perf,
-                 "Print what the performance model predicts for each launch of the "
-                 "pipeline's kernels (--target) at the sizes --set gives (docs/perf.md)")
-      ->excludes(remarks)
-      ->excludes(changes);
-  command
-      ->add_option("--device-model", options->deviceModel,
-                   "The device --perf predicts for: a GPU (h100, the default, h100-pcie, "
-                   "h200, a100, l4) or with --target cpu a CPU (native, the default: this "
-                   "machine, measured once; epyc-2)")
-      ->check(nonEmpty());
+  options->addTo(*command, CommandForm::CommandLine);
   command->callback([options] {
-    if (int exitCode = runExplain(*options))
-      throw CLI::RuntimeError(exitCode);
+    auto session = openSession(options->file);
+    if (!session)
+      throw CLI::RuntimeError(1);
+    auto printRemarksOfFile = [&](const std::vector<passes::Remark> &remarks) {
+      printRemarks(std::cout, session->diagnostics, remarks);
+    };
+    if (Status explained =
+            explainAsOptionsSay(std::cout, *session->program, *options, printRemarksOfFile);
+        !explained) {
+      session->report(explained.error());
+      throw CLI::RuntimeError(1);
+    }
   });
 }
 

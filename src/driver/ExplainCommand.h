@@ -6,12 +6,15 @@
 // or declined and why (RemarksOutput.h) instead.
 #pragma once
 
+#include "driver/Cli.h"
+#include "driver/Session.h"
 #include "frontend/Ast.h"
 #include "passes/Pipeline.h"
 #include "support/Error.h"
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <map>
 #include <ostream>
 #include <string>
@@ -20,6 +23,33 @@
 namespace loopc::driver {
 
 void addExplainCommand(CLI::App &app);
+
+// The options of `loopc explain`, and of the REPL's :explain.
+struct ExplainOptions {
+  std::string file; // FILE, on the command line
+  std::string kernel;
+  std::string after;
+  std::string target = "gpu";
+  PassChoiceOptions passes;
+  std::vector<std::string> sizes; // --set NAME=VALUE: sizes an engine would specialize for
+  bool remarks = false;
+  bool changes = false;    // --changes: each pass's changes, not its whole output
+  bool perf = false;       // --perf: the performance model's report instead of the IR
+  std::string deviceModel; // empty: h100 for the GPU, native for the CPU
+
+  void addTo(CLI::App &command, CommandForm form);
+};
+
+// Prints remarks, quoting the source each is about (the command line quotes
+// the files, the REPL the inputs).
+using RemarkPrinter = std::function<void(const std::vector<passes::Remark> &)>;
+
+// What `loopc explain` prints of the kernel `options` names in `program`
+// (--fp-contract applied to it), to `out`: the IR after each pass (or
+// --after's), each pass's changes, the remarks (through `printRemarks`) or
+// the performance model's report. An error is located where it has a place.
+Status explainAsOptionsSay(std::ostream &out, Program &program, const ExplainOptions &options,
+                           const RemarkPrinter &printRemarks);
 
 // Writes the kernel's IR after each pass of the `pipeline` (only after the
 // passes named `afterPass` when it is not empty; its own afterPass is

@@ -7,6 +7,7 @@
 
 #include "codegen/CpuJit.h"
 #include "codegen/NvptxTarget.h"
+#include "driver/BenchCommand.h"
 #include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/ExplainCommand.h"
@@ -702,52 +703,38 @@ void Repl::printRemarks(std::ostream &out, const std::vector<passes::Remark> &re
 }
 
 void Repl::runCommand(const std::string &arguments, bool timing) {
-  std::string kernelName;
-  std::string device = device_;
-  ArgumentOptions argumentOptions;
-  PassChoiceOptions passChoices;
-  bool remarks = false;
-  int repeat = 10; // :time's
-  CLI::App parser{timing ? "Time a kernel: the median of N runs from the same inputs"
+  RunTargetOptions target;
+  RunOutputOptions runOptions;     // :run takes what `loopc run` does with a run
+  BenchOutputOptions benchOptions; // :time what `loopc bench` does
+  CLI::App parser{timing ? "Time a kernel as loopc bench does: the median of N runs from the "
+                           "same inputs, with GFLOP/s, GB/s and the model's prediction"
                          : "Run a kernel and summarize its outputs",
                   timing ? ":time" : ":run"};
-  parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
-  parser.add_option("--device", device,
-                    "interp, cpu, gpu or gpu-on-cpu (default: the session's, :device)");
-  argumentOptions.addTo(parser);
-  passChoices.addTo(parser);
-  parser.add_flag("--remarks", remarks,
-                  "Print what each optimization did or declined first (to stderr)");
-  RunOutputOptions runOptions; // :run takes what `loopc run` does with a run
+  target.addTo(parser, timing ? "time" : "run", true, CommandForm::Repl);
   if (timing)
-    parser.add_option("--repeat", repeat, "Timed runs (default: 10)")
-        ->type_name("N")
-        ->check(wholeNumberIn(1, 1000000));
+    benchOptions.addTo(parser);
   else
     runOptions.addTo(parser);
   if (!parseArguments(parser, arguments, out_, err_)) {
     ++failures_;
     return;
   }
-  const Program *program = this->program();
-  if (!program)
+  if (!program())
     return;
-  auto choices = passChoices.choicesFor(*session_->program);
-  if (!choices) {
-    report(choices.error());
-    return;
-  }
-  auto run = prepareKernelRun(*program, kernelName, device, argumentOptions, *choices);
+  if (target.device.empty())
+    target.device = device_;
+  auto run = prepareRunIn(*session_, target, err_);
   if (!run) {
     report(run.error());
     return;
   }
-  if (remarks) {
+  if (target.remarks) {
     const passes::PipelineOptions *pipeline = compilingPipeline(*run->engine);
     if (!pipeline) {
       err_ << "loopc: note: --remarks: the " << run->engine->name()
            << " engine runs no optimization passes\n";
-    } else if (auto found = kernelRemarks(*program, *run->kernel, *pipeline, run->args.sizes);
+    } else if (auto found =
+                   kernelRemarks(*session_->program, *run->kernel, *pipeline, run->args.sizes);
                !found) {
       report(found.error());
       return;
@@ -755,116 +742,37 @@ void Repl::runCommand(const std::string &arguments, bool timing) {
       printRemarks(err_, *found);
     }
   }
-  if (!timing) {
-    std::vector<PathUse> inputFiles = sourceFileUses(session_->sources);
-    for (const std::string &input : argumentOptions.inputs)
-      if (auto assignment = splitAssignment(input, "--in"))
-        inputFiles.push_back({parseInputFile(assignment->second).path, "--in " + input});
-    auto matched = runBoundKernel(runOptions, *program, *run->kernel, run->args, *run->engine,
-                                  inputFiles, out_, ":time");
-    if (!matched)
-      report(matched.error());
-    else if (!*matched)
-      ++failures_;
+  if (timing) {
+    if (Status timed = benchPreparedRun(benchOptions, *run, target, out_); !timed)
+      report(timed.error());
     return;
   }
-  std::optional<KernelArgs> inputs = run->args;
-  // The first run compiles the kernel: it is not timed.
-  if (auto warmUp = run->engine->run(*program, *run->kernel, run->args); !warmUp) {
-    report(warmUp.error());
-    return;
-  }
-  run->args = *inputs;
-  auto times = timeRuns(*run->engine, *program, *run->kernel, run->args, inputs, repeat);
-  if (!times) {
-    report(times.error());
-    return;
-  }
-  out_ << "kernel '" << run->kernel->name << "' on " << run->engine->name() << ": median "
-       << formatMilliseconds(medianOf(*times)) << " ms, min " << formatMilliseconds(times->front())
-       << " ms, max " << formatMilliseconds(times->back()) << " ms over " << repeat << " run"
-       << (repeat == 1 ? "" : "s") << "\n";
+  std::vector<PathUse> inputFiles = sourceFileUses(session_->sources);
+  for (const std::string &input : target.arguments.inputs)
+    if (auto assignment = splitAssignment(input, "--in"))
+      inputFiles.push_back({parseInputFile(assignment->second).path, "--in " + input});
+  auto matched = runBoundKernel(runOptions, *session_->program, *run->kernel, run->args,
+                                *run->engine, inputFiles, out_, ":time");
+  if (!matched)
+    report(matched.error());
+  else if (!*matched)
+    ++failures_;
 }
 
 void Repl::explainCommand(const std::string &arguments) {
-  std::string kernelName;
-  std::string after;
-  std::string target = "gpu";
-  bool remarks = false;
-  bool changes = false;
+  ExplainOptions options;
   CLI::App parser{"Print a kernel's Loop IR after each compiler pass", ":explain"};
-  parser.add_option("KERNEL", kernelName, "The kernel (default: the last one defined)");
-  parser.add_option("--after", after, "Print the IR only after this pass");
-  parser.add_option("--target", target, "The pipeline: gpu (the default) or cpu")
-      ->check(CLI::IsMember({"cpu", "gpu"}));
-  CLI::Option *remarksFlag =
-      parser.add_flag("--remarks", remarks,
-                      "What each optimization did or declined, instead of the IR (with --after, "
-                      "that pass's only)");
-  parser
-      .add_flag("--changes", changes,
-                "Only what each pass changed: a unified diff of the IR against the IR before "
-                "the pass")
-      ->excludes(remarksFlag);
-  bool perf = false;
-  std::vector<std::string> sizes;
-  std::string deviceModel;
-  parser
-      .add_flag("--perf", perf,
-                "What the performance model predicts for each launch at the sizes --set gives, "
-                "instead of the IR (docs/perf.md)")
-      ->excludes(remarksFlag);
-  parser.add_option("--set", sizes, "NAME=VALUE: a size's value (repeatable)")->type_name("N=V");
-  parser.add_option("--device-model", deviceModel,
-                    "The device --perf predicts for (h100, the default, h100-pcie, h200, a100, "
-                    "l4; with --target cpu: native, epyc-2)");
-  PassChoiceOptions passChoices;
-  passChoices.addTo(parser);
+  options.addTo(parser, CommandForm::Repl);
   if (!parseArguments(parser, arguments, out_, err_)) {
     ++failures_;
     return;
   }
-  auto kernel = kernelNamed(kernelName);
-  if (!kernel) {
-    if (session_)
-      report(kernel.error());
+  if (!program())
     return;
-  }
-  auto choices = passChoices.choicesFor(*session_->program);
-  if (!choices) {
-    report(choices.error());
-    return;
-  }
-  auto values = sizeValues(**kernel, sizes, perf);
-  if (!values) {
-    report(values.error());
-    return;
-  }
-  if (perf) {
-    if (Status explained = explainPerformance(out_, *session_->program, **kernel, *choices, *values,
-                                              target, deviceModel);
-        !explained)
-      report(explained.error());
-    return;
-  }
-  passes::PipelineOptions pipeline;
-  pipeline.target = pipelineTargetNamed(target);
-  pipeline.choices = *choices;
-  pipeline.specializedSizes =
-      passes::sizesToSpecialize(ir::lowerKernel(*session_->program, **kernel), *values, pipeline);
-  pipeline.runSizes = *values;
-  if (remarks) {
-    auto found = kernelRemarks(*session_->program, **kernel, pipeline, *values, after);
-    if (!found) {
-      report(found.error());
-      return;
-    }
-    printRemarks(out_, *found);
-    if (found->empty())
-      out_ << "no remarks for kernel '" << (*kernel)->name << "'\n";
-    return;
-  }
-  if (auto explained = explainKernel(out_, *session_->program, **kernel, after, pipeline, changes);
+  auto printInputRemarks = [&](const std::vector<passes::Remark> &remarks) {
+    printRemarks(out_, remarks);
+  };
+  if (Status explained = explainAsOptionsSay(out_, *session_->program, options, printInputRemarks);
       !explained)
     report(explained.error());
 }

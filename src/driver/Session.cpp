@@ -24,19 +24,21 @@ void Session::report(const Error &error) {
 
 void printError(const std::string &message) { std::cerr << "loopc: error: " << message << "\n"; }
 
-void printWarning(const std::string &message) {
-  std::cerr << "loopc: warning: " << message << "\n";
+void printWarning(const std::string &message, std::ostream &out) {
+  out << "loopc: warning: " << message << "\n";
 }
 
-void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &choices) {
+void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &choices,
+                              std::ostream &out) {
   if (const passes::PipelineOptions *pipeline = compilingPipeline(engine)) {
     for (const std::string &note : passes::choicesWithoutEffect(*pipeline))
-      printWarning(note);
+      printWarning(note, out);
     return;
   }
   if (!choices.skipped.empty() || !passes::describeChangedParameters(choices.parameters).empty())
     printWarning("--device " + engine.name() +
-                 " compiles nothing: --skip-pass and --pass-param change nothing there");
+                     " compiles nothing: --skip-pass and --pass-param change nothing there",
+                 out);
 }
 
 std::unique_ptr<Session> openSession(const std::string &path) {
@@ -174,15 +176,23 @@ Expected<ArgumentRequest> ArgumentOptions::toRequest() const {
   return request;
 }
 
-void RunTargetOptions::addTo(CLI::App &command, const std::string &verb, bool passChoices) {
-  command.add_option("FILE", file, "The .loop file")->required();
-  command
-      .add_option("--kernel", kernel,
-                  "The kernel to " + verb + " (default: the last kernel of FILE)")
-      ->check(nonEmpty());
+void RunTargetOptions::addTo(CLI::App &command, const std::string &verb, bool passChoices,
+                             CommandForm form) {
+  if (form == CommandForm::CommandLine) {
+    command.add_option("FILE", file, "The .loop file")->required();
+    command
+        .add_option("--kernel", kernel,
+                    "The kernel to " + verb + " (default: the last kernel of FILE)")
+        ->check(nonEmpty());
+  } else {
+    command.add_option("KERNEL", kernel,
+                       "The kernel to " + verb + " (default: the last one defined)");
+  }
   command
       .add_option("--device", device,
-                  "interp, cpu, gpu or gpu-on-cpu (default: the best one available)")
+                  form == CommandForm::CommandLine
+                      ? "interp, cpu, gpu or gpu-on-cpu (default: the best one available)"
+                      : "interp, cpu, gpu or gpu-on-cpu (default: the session's, :device)")
       ->check(nonEmpty());
   arguments.addTo(command);
   if (passChoices) {
@@ -264,34 +274,12 @@ Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
   return choices;
 }
 
-Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
-                                     const std::string &device, const ArgumentOptions &arguments,
-                                     const passes::PassChoices &choices) {
-  KernelRun run;
-  auto selected = selectKernel(program, kernel);
-  if (!selected)
-    return std::unexpected(selected.error());
-  run.kernel = *selected;
-  auto request = arguments.toRequest();
-  if (!request)
-    return std::unexpected(request.error());
-  auto args = bindKernelArguments(*run.kernel, *request);
-  if (!args)
-    return std::unexpected(args.error());
-  run.args = std::move(*args);
-  auto engine = device.empty() ? createDefaultEngine(choices) : createEngine(device, choices);
-  if (!engine)
-    return std::unexpected(engine.error());
-  run.engine = std::move(*engine);
-  return run;
-}
-
 bool isTunable(const Engine &engine) { return engine.kind() == "gpu" || engine.kind() == "cpu"; }
 
 namespace {
 
 // Replaces `run`'s engine by one with the choices kept for it, if any.
-Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
+Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run, std::ostream &notes) {
   if (!options.passes.skippedPasses.empty() || !options.passes.parameters.empty())
     return makeError("--tuned chooses the optimizations itself: it takes no --skip-pass or "
                      "--pass-param");
@@ -306,9 +294,9 @@ Status useTunedChoices(const RunTargetOptions &options, PreparedRun &run) {
   if (!found)
     return std::unexpected(found.error());
   if (!*found) {
-    std::cerr << "loopc: note: no tuned choices in " << path << " for kernel '" << key.kernel
-              << "' at these sizes on " << key.device
-              << "; using the defaults (loopc tune with the same arguments keeps some)\n";
+    notes << "loopc: note: no tuned choices in " << path << " for kernel '" << key.kernel
+          << "' at these sizes on " << key.device
+          << "; using the defaults (loopc tune with the same arguments keeps some)\n";
     return {};
   }
   (*found)->choices.boundsChecks = run.choices.boundsChecks;
@@ -342,36 +330,50 @@ bool printRunRemarks(PreparedRun &run) {
 
 } // namespace
 
-std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
+Expected<PreparedRun> prepareRunIn(Session &session, const RunTargetOptions &options,
+                                   std::ostream &notes) {
   PreparedRun run;
-  run.session = openSession(options.file);
-  if (!run.session)
-    return std::nullopt;
-  auto choices = options.passes.choicesFor(*run.session->program);
-  if (!choices) {
-    run.session->report(choices.error());
-    return std::nullopt;
-  }
-  auto prepared = prepareKernelRun(*run.session->program, options.kernel, options.device,
-                                   options.arguments, *choices);
-  if (!prepared) {
-    run.session->report(prepared.error());
-    return std::nullopt;
-  }
-  run.kernel = prepared->kernel;
-  run.args = std::move(prepared->args);
-  run.engine = std::move(prepared->engine);
+  run.session = &session;
+  auto choices = options.passes.choicesFor(*session.program);
+  if (!choices)
+    return std::unexpected(choices.error());
   run.choices = *choices;
-  warnChoicesWithoutEffect(*run.engine, run.choices);
-  if (options.tuned) {
-    if (Status tuned = useTunedChoices(options, run); !tuned) {
-      run.session->report(tuned.error());
-      return std::nullopt;
-    }
-  }
-  if (options.remarks && !printRunRemarks(run))
-    return std::nullopt;
+  auto selected = selectKernel(*session.program, options.kernel);
+  if (!selected)
+    return std::unexpected(selected.error());
+  run.kernel = *selected;
+  auto request = options.arguments.toRequest();
+  if (!request)
+    return std::unexpected(request.error());
+  auto args = bindKernelArguments(*run.kernel, *request);
+  if (!args)
+    return std::unexpected(args.error());
+  run.args = std::move(*args);
+  auto engine = options.device.empty() ? createDefaultEngine(run.choices)
+                                       : createEngine(options.device, run.choices);
+  if (!engine)
+    return std::unexpected(engine.error());
+  run.engine = std::move(*engine);
+  warnChoicesWithoutEffect(*run.engine, run.choices, notes);
+  if (options.tuned)
+    if (Status tuned = useTunedChoices(options, run, notes); !tuned)
+      return std::unexpected(tuned.error());
   return run;
+}
+
+std::optional<PreparedRun> prepareRun(const RunTargetOptions &options) {
+  std::unique_ptr<Session> session = openSession(options.file);
+  if (!session)
+    return std::nullopt;
+  auto run = prepareRunIn(*session, options);
+  if (!run) {
+    session->report(run.error());
+    return std::nullopt;
+  }
+  run->ownedSession = std::move(session);
+  if (options.remarks && !printRunRemarks(*run))
+    return std::nullopt;
+  return std::move(*run);
 }
 
 } // namespace loopc::driver

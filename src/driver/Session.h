@@ -4,6 +4,7 @@
 // errors, source-located ones with the file, line, column and caret.
 #pragma once
 
+#include "driver/Cli.h"
 #include "engine/Bindings.h"
 #include "engine/Engine.h"
 #include "frontend/Ast.h"
@@ -13,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,14 +45,15 @@ std::unique_ptr<Session> openSession(const std::string &path);
 Expected<const KernelDecl *> selectKernel(const Program &program, const std::string &name,
                                           const std::string &verb = "run");
 
-// Prints `loopc: error: <message>` to stderr.
+// Prints `loopc: error: <message>` to stderr (a warning: to `out`).
 void printError(const std::string &message);
-void printWarning(const std::string &message);
+void printWarning(const std::string &message, std::ostream &out = std::cerr);
 
 // Warns of the --pass-param and --skip-pass choices the pipeline `engine`
 // compiles with never acts on (passes::choicesWithoutEffect), or of any
 // choice at all for an engine that compiles nothing (the interpreter).
-void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &choices);
+void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &choices,
+                              std::ostream &out = std::cerr);
 
 // The options that describe a kernel's inputs (`--set`, `--in`, `--seed`),
 // shared by the subcommands that run kernels.
@@ -89,8 +92,9 @@ struct PassChoiceOptions {
   Expected<passes::PassChoices> choicesFor(Program &program) const;
 };
 
-// What names a kernel run on the command line: the file, the kernel, the
-// device and the inputs. Shared by `run` and `bench`.
+// What names a kernel run: the file (on the command line), the kernel, the
+// device and the inputs. Shared by `run`, `bench` and `tune`, and by the
+// REPL's :run and :time.
 struct RunTargetOptions {
   std::string file;
   std::string kernel;
@@ -101,17 +105,19 @@ struct RunTargetOptions {
   std::string tuningCache; // --tuning-cache FILE
   bool remarks = false;    // --remarks: the optimization remarks on stderr before the runs
 
-  // Adds FILE, --kernel, --device, the argument options, --tuning-cache and,
-  // with `passChoices`, the pass choices, --tuned and --remarks (`tune` makes
-  // those choices itself); `verb` says what the subcommand does with the
-  // kernel ("run", "time").
-  void addTo(CLI::App &command, const std::string &verb, bool passChoices = true);
+  // Adds FILE and --kernel (the REPL: KERNEL, of the session), --device, the argument
+  // options, --tuning-cache and, with `passChoices`, the pass choices,
+  // --tuned and --remarks (`tune` makes those choices itself); `verb` says
+  // what the command does with the kernel ("run", "time").
+  void addTo(CLI::App &command, const std::string &verb, bool passChoices = true,
+             CommandForm form = CommandForm::CommandLine);
 };
 
 // A kernel ready to run: its checked program, its bound arguments and the
 // engine of the chosen device.
 struct PreparedRun {
-  std::unique_ptr<Session> session;
+  std::unique_ptr<Session> ownedSession; // the command line's (the REPL keeps its own)
+  Session *session = nullptr;
   const KernelDecl *kernel = nullptr;
   KernelArgs args;
   std::unique_ptr<Engine> engine;
@@ -124,17 +130,14 @@ struct PreparedRun {
 // these arguments to stderr.
 std::optional<PreparedRun> prepareRun(const RunTargetOptions &options);
 
-// What prepareRun does once the program is loaded: the kernel named `kernel`
-// (see selectKernel), its bound arguments and the engine of `device` (empty:
-// the best one available). The REPL, which keeps its program, calls it alone.
-struct KernelRun {
-  const KernelDecl *kernel = nullptr;
-  KernelArgs args;
-  std::unique_ptr<Engine> engine;
-};
-Expected<KernelRun> prepareKernelRun(const Program &program, const std::string &kernel,
-                                     const std::string &device, const ArgumentOptions &arguments,
-                                     const passes::PassChoices &choices = {});
+// What prepareRun does once the program is loaded and checked (the REPL,
+// which keeps its program, calls it alone): the pass choices (with
+// --fp-contract applied to the program), the kernel (see selectKernel), its
+// bound arguments, the engine of the device (empty: the best one
+// available), and --tuned's choices; its warnings and notes go to `notes`.
+// --remarks is the caller's to print.
+Expected<PreparedRun> prepareRunIn(Session &session, const RunTargetOptions &options,
+                                   std::ostream &notes = std::cerr);
 
 // Whether `loopc tune` times choices on `engine`, and `--tuned` uses them:
 // the GPU and the CPU. The interpreter has no optimizations to choose, and
