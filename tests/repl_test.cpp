@@ -501,6 +501,39 @@ TEST_CASE("evaluation errors point into the input and comments and a final semic
   CHECK(contains(session.type(":print nothing"), "no value named 'nothing'"));
 }
 
+TEST_CASE("array literals are typed as the language types literals and their rows must be alike") {
+  Session session;
+  CHECK(session.type("[1, 2, 3]") == "i64[3] [1, 2, 3]\n");
+  CHECK(session.type("[[1.5, 2], [3, 4]]") == "f64[2][2] [[1.5, 2.0],\n           [3.0, 4.0]]\n");
+  CHECK(session.type("[true, false]") == "bool[2] [true, false]\n");
+  CHECK(session.type("[-inf, 1e3]") == "f64[2] [-inf, 1000.0]\n");
+  // A type given, and values evaluated: their type wins over the literals'.
+  CHECK(session.type("let v = f32([1, -2.5])") == "v: f32[2]\n");
+  CHECK(session.type("[v[0], 3]") == "f32[2] [1.0, 3.0]\n");
+  CHECK(session.type("[i32(7), 2]") == "i32[2] [7, 2]\n");
+  CHECK(session.type("f64([])") == "f64[0] []\n");
+  CHECK(session.type("i32([9223372036854775807])") == "i32[1] [-1]\n"); // the low bits
+  // T(A): an array value converted element by element.
+  CHECK(session.type("let m = [[1, 2], [3, 4]]") == "m: i64[2][2]\n");
+  CHECK(session.type("let w = f32(m)") == "w: f32[2][2]\n");
+  CHECK(session.type("w[1]") == "f32[2] [3.0, 4.0]\n");
+  CHECK(session.type("i32([2.5])").find("i32 takes whole numbers") != std::string::npos);
+  CHECK(session.type("let t = f64([1e300, -1e300, 2.9])") == "t: f64[3]\n");
+  CHECK(session.type("i32(t)") == "i32[3] [2147483647, -2147483648, 2]\n"); // saturating
+  // Errors, located.
+  CHECK(contains(session.type("[[1, 2], [3]]"),
+                 "<input>:1:10: error: this list has 1 element where the first list at its "
+                 "depth has 2"));
+  CHECK(
+      contains(session.type("[[1, 2], 3]"), "<input>:1:10: error: a list mixes values and lists"));
+  CHECK(contains(session.type("[1, [2]]"), "<input>:1:5: error: a list mixes values and lists"));
+  CHECK(contains(session.type("[]"), "an empty list has no elements to give it a type"));
+  CHECK(contains(session.type("[true, 1]"), "a list mixes bools and numbers"));
+  CHECK(contains(session.type("[m, 1]"), "'m' is an array of i64[2][2]"));
+  CHECK(contains(session.type("[99999999999999999999]"), "does not fit in i64"));
+  CHECK(contains(session.type("[1, nothing]"), "unknown name 'nothing'"));
+}
+
 TEST_CASE(":explain takes --perf, --set and --device-model as loopc explain does") {
   Session session;
   session.type("import linalg;");

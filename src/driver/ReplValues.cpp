@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <expected>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -103,11 +105,11 @@ size_t closing(const std::vector<Token> &tokens, size_t open) {
   return open;
 }
 
-// The text of each top-level comma-separated part of the tokens in
-// [begin, end), from `text`.
-std::vector<std::string> splitArguments(const std::string &text, const std::vector<Token> &tokens,
-                                        size_t begin, size_t end) {
-  std::vector<std::string> parts;
+// The top-level comma-separated parts of the tokens in [begin, end), each
+// as the range of its tokens.
+std::vector<std::pair<size_t, size_t>> splitParts(const std::vector<Token> &tokens, size_t begin,
+                                                  size_t end) {
+  std::vector<std::pair<size_t, size_t>> parts;
   size_t partBegin = begin;
   for (size_t i = begin; i < end;) {
     if (tokens[i].kind == Token::Kind::Punct &&
@@ -116,15 +118,29 @@ std::vector<std::string> splitArguments(const std::string &text, const std::vect
       continue;
     }
     if (isPunct(tokens[i], ",")) {
-      parts.push_back(
-          text.substr(tokens[partBegin].offset, tokens[i].offset - tokens[partBegin].offset));
+      parts.emplace_back(partBegin, i);
       partBegin = i + 1;
     }
     ++i;
   }
   if (partBegin < end)
-    parts.push_back(
-        text.substr(tokens[partBegin].offset, tokens[end].offset - tokens[partBegin].offset));
+    parts.emplace_back(partBegin, end);
+  return parts;
+}
+
+// The text of the tokens in [begin, end) of `text`.
+std::string textOf(const std::string &text, const std::vector<Token> &tokens, size_t begin,
+                   size_t end) {
+  return text.substr(tokens[begin].offset, tokens[end].offset - tokens[begin].offset);
+}
+
+// The text of each top-level comma-separated part of the tokens in
+// [begin, end), from `text`.
+std::vector<std::string> splitArguments(const std::string &text, const std::vector<Token> &tokens,
+                                        size_t begin, size_t end) {
+  std::vector<std::string> parts;
+  for (auto [partBegin, partEnd] : splitParts(tokens, begin, end))
+    parts.push_back(textOf(text, tokens, partBegin, partEnd));
   return parts;
 }
 
@@ -284,10 +300,21 @@ public:
     if (tokens.size() == 1)
       return std::unexpected(Failure{"nothing to evaluate", offset});
     const Token &first = tokens[0];
+    if (isPunct(first, "[") && closing(tokens, 0) == tokens.size() - 1) {
+      auto literal = arrayLiteral(text, tokens, std::nullopt);
+      if (!literal)
+        return std::unexpected(literal.error());
+      return single(std::move(*literal));
+    }
     bool called = first.kind == Token::Kind::Name && isPunct(tokens[1], "(") &&
                   closing(tokens, 1) == tokens.size() - 1;
     if (called) {
       std::vector<std::string> arguments = splitArguments(text, tokens, 2, tokens.size() - 2);
+      if (auto converted = convertedArray(first.text, text, tokens)) {
+        if (!*converted)
+          return std::unexpected(converted->error());
+        return single(std::move(**converted));
+      }
       if (first.text == "save" && !kernelNamed("save"))
         return save(arguments);
       if (auto made = construct(first.text, arguments)) {
@@ -316,6 +343,235 @@ private:
   }
 
   Failure fail(std::string message) const { return Failure{std::move(message), offset_}; }
+  Failure failAt(std::string message, const Token &token) const {
+    return Failure{std::move(message), offset_ + token.offset};
+  }
+
+  // An element of an array literal: a number, true, false or inf as typed
+  // (a literal takes the array's type), or a value evaluated (with its own).
+  struct LiteralElement {
+    enum class Kind { Integer, Float, Bool, Evaluated } kind = Kind::Integer;
+    int64_t integer = 0;
+    double number = 0;
+    HostArray value; // Evaluated
+  };
+
+  // Collects the elements of the list whose '[' is tokens[open], at `depth`
+  // of the nesting, into `elements` (C order), checking that its extent is
+  // the one `shape` has at that depth (set by the first list there).
+  Result<void> collectLiteral(const std::string &text, const std::vector<Token> &tokens,
+                              size_t open, size_t depth, std::vector<int64_t> &shape,
+                              std::optional<size_t> &rank, std::vector<LiteralElement> &elements) {
+    std::vector<std::pair<size_t, size_t>> parts =
+        splitParts(tokens, open + 1, closing(tokens, open) - 1);
+    if (depth == shape.size())
+      shape.push_back(static_cast<int64_t>(parts.size()));
+    else if (shape[depth] != static_cast<int64_t>(parts.size()))
+      return std::unexpected(failAt("this list has " + std::to_string(parts.size()) +
+                                        (parts.size() == 1 ? " element" : " elements") +
+                                        " where the first list at its depth has " +
+                                        std::to_string(shape[depth]) +
+                                        ": the rows of an array are alike",
+                                    tokens[open]));
+    for (auto [begin, end] : parts) {
+      bool list = isPunct(tokens[begin], "[") && closing(tokens, begin) == end;
+      // The first value met sets the rank; every other is at its depth.
+      if (!rank && !list)
+        rank = depth + 1;
+      if (rank && list != (depth + 1 < *rank))
+        return std::unexpected(failAt("a list mixes values and lists: the elements of an array "
+                                      "are all at one depth",
+                                      tokens[begin]));
+      if (list) {
+        if (auto collected = collectLiteral(text, tokens, begin, depth + 1, shape, rank, elements);
+            !collected)
+          return collected;
+        continue;
+      }
+      auto element = literalElement(text, tokens, begin, end);
+      if (!element)
+        return std::unexpected(element.error());
+      elements.push_back(std::move(*element));
+    }
+    return {};
+  }
+
+  Result<LiteralElement> literalElement(const std::string &text, const std::vector<Token> &tokens,
+                                        size_t begin, size_t end) {
+    LiteralElement element;
+    bool negative = isPunct(tokens[begin], "-") && end == begin + 2;
+    const Token &last = tokens[end - 1];
+    if (end == begin + 1 + negative) {
+      if (last.kind == Token::Kind::Number) {
+        bool integral = last.text.find_first_of(".eE") == std::string::npos;
+        if (integral) {
+          std::string digits = (negative ? "-" : "") + last.text;
+          auto [at, error] =
+              std::from_chars(digits.data(), digits.data() + digits.size(), element.integer);
+          if (error != std::errc() || at != digits.data() + digits.size())
+            return std::unexpected(failAt("'" + digits + "' does not fit in i64", last));
+          element.number = static_cast<double>(element.integer);
+          return element;
+        }
+        element.kind = LiteralElement::Kind::Float;
+        element.number = std::strtod(last.text.c_str(), nullptr) * (negative ? -1 : 1);
+        return element;
+      }
+      if (last.text == "inf") {
+        element.kind = LiteralElement::Kind::Float;
+        element.number = negative ? -HUGE_VAL : HUGE_VAL;
+        return element;
+      }
+      if (!negative && (last.text == "true" || last.text == "false")) {
+        element.kind = LiteralElement::Kind::Bool;
+        element.integer = last.text == "true";
+        return element;
+      }
+    }
+    std::string part = textOf(text, tokens, begin, end);
+    auto value = argument(part);
+    if (!value)
+      return std::unexpected(value.error());
+    if (value->rank() != 0)
+      return std::unexpected(failAt("'" + trimmed(part) + "' is an array of " + typeText(*value) +
+                                        ": an element of a list is one value (nest lists "
+                                        "for more dimensions)",
+                                    tokens[begin]));
+    element.kind = LiteralElement::Kind::Evaluated;
+    element.value = std::move(*value);
+    return element;
+  }
+
+  // `[1, 2, 3]`, `[[1.5, 2], [3, 4]]`: an array of the nesting's shape. Its
+  // type is `type` when given (`f32([1, 2])`), else the language's: the
+  // widest type of the values evaluated in it (floats before integers),
+  // f64 when a number has a point and nothing else says, i64 for integers
+  // alone, bool for true and false.
+  Result<HostArray> arrayLiteral(const std::string &text, const std::vector<Token> &tokens,
+                                 std::optional<ScalarType> type, size_t open = 0) {
+    std::vector<int64_t> shape;
+    std::vector<LiteralElement> elements;
+    std::optional<size_t> rank;
+    if (auto collected = collectLiteral(text, tokens, open, 0, shape, rank, elements); !collected)
+      return std::unexpected(collected.error());
+    if (elements.empty() && !type)
+      return std::unexpected(failAt("an empty list has no elements to give it a type: say it, "
+                                    "as f64([]) or zeros(f64, [0])",
+                                    tokens[open]));
+    using Kind = LiteralElement::Kind;
+    auto width = [](ScalarType t) {
+      switch (t) {
+      case ScalarType::Bool:
+        return 0;
+      case ScalarType::I32:
+        return 1;
+      case ScalarType::I64:
+        return 2;
+      case ScalarType::F32:
+        return 3;
+      default:
+        return 4;
+      }
+    };
+    bool bools = false, numbers = false, floats = false;
+    std::optional<ScalarType> widest;
+    for (const LiteralElement &element : elements) {
+      ScalarType elementType = element.kind == Kind::Evaluated ? element.value.type
+                               : element.kind == Kind::Bool    ? ScalarType::Bool
+                               : element.kind == Kind::Float   ? ScalarType::F64
+                                                               : ScalarType::I64;
+      (elementType == ScalarType::Bool ? bools : numbers) = true;
+      floats |= element.kind == Kind::Float;
+      if (element.kind == Kind::Evaluated && (!widest || width(elementType) > width(*widest)))
+        widest = elementType;
+    }
+    if (bools && numbers && !type)
+      return std::unexpected(failAt("a list mixes bools and numbers: convert one, as "
+                                    "f64([...]) does",
+                                    tokens[open]));
+    if (!type) {
+      if (bools)
+        type = ScalarType::Bool;
+      else if (widest && (isFloat(*widest) || !floats))
+        type = *widest;
+      else
+        type = floats ? ScalarType::F64 : ScalarType::I64;
+    }
+    if (isInteger(*type) || *type == ScalarType::Bool)
+      for (const LiteralElement &element : elements)
+        if (element.kind == Kind::Float)
+          return std::unexpected(failAt(
+              "a list of " + std::string(scalarTypeName(*type)) + " has an element with a point: " +
+                  std::string(scalarTypeName(*type)) + " takes whole numbers",
+              tokens[open]));
+    HostArray array(*type, shape);
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const LiteralElement &element = elements[i];
+      bool integral = element.kind == Kind::Integer || element.kind == Kind::Bool ||
+                      (element.kind == Kind::Evaluated && !isFloat(element.value.type));
+      int64_t whole = element.kind == Kind::Evaluated ? element.value.getAsInt(0) : element.integer;
+      double number =
+          element.kind == Kind::Evaluated ? element.value.getAsDouble(0) : element.number;
+      storeElement(array, i, integral, whole, number);
+    }
+    return array;
+  }
+
+  // Element i of `array` set to a whole number (exact) or a float, converted
+  // as the language converts: an integer type keeps a whole number's low
+  // bits and truncates a float toward zero, saturating (NaN gives 0).
+  static void storeElement(HostArray &array, size_t i, bool integral, int64_t whole,
+                           double number) {
+    auto truncated = [&] {
+      constexpr double lowest = -9223372036854775808.0; // -2^63, exact
+      if (std::isnan(number))
+        return int64_t{0};
+      if (number <= lowest)
+        return std::numeric_limits<int64_t>::min();
+      if (number >= -lowest)
+        return std::numeric_limits<int64_t>::max();
+      return static_cast<int64_t>(number);
+    };
+    switch (array.type) {
+    case ScalarType::I64:
+      array.data<int64_t>()[i] = integral ? whole : truncated();
+      return;
+    case ScalarType::I32:
+      if (integral)
+        array.data<int32_t>()[i] = static_cast<int32_t>(whole);
+      else
+        array.data<int32_t>()[i] = static_cast<int32_t>(std::clamp<int64_t>(
+            truncated(), std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
+      return;
+    case ScalarType::Bool:
+      array.setFromDouble(i, integral ? (whole != 0) : (number != 0));
+      return;
+    default:
+      array.setFromDouble(i, integral ? static_cast<double>(whole) : number);
+    }
+  }
+
+  // `T([...])`, an array literal of type T, or `T(A)`, a copy of the array
+  // value A with its elements converted to T (as the language converts a
+  // scalar); none for another call (a scalar's conversion is the
+  // language's).
+  std::optional<Result<HostArray>> convertedArray(const std::string &name, const std::string &text,
+                                                  const std::vector<Token> &tokens) {
+    std::optional<ScalarType> type = typeNamed(name);
+    if (!type || kernelNamed(name))
+      return std::nullopt;
+    size_t close = tokens.size() - 2; // the ')' closing tokens[1]
+    if (isPunct(tokens[2], "[") && closing(tokens, 2) == close)
+      return arrayLiteral(text, tokens, type, 2);
+    if (close != 3 || tokens[2].kind != Token::Kind::Name || !values_.contains(tokens[2].text) ||
+        values_.at(tokens[2].text).rank() == 0)
+      return std::nullopt;
+    const HostArray &source = values_.at(tokens[2].text);
+    HostArray converted(*type, source.shape);
+    for (size_t i = 0; i < source.elementCount(); ++i)
+      storeElement(converted, i, !isFloat(source.type), source.getAsInt(i), source.getAsDouble(i));
+    return converted;
+  }
 
   // One argument: a value's name, else evaluated in turn (a number, an
   // expression, an array made from nothing).

@@ -8,7 +8,9 @@
 //    and `inout` arrays and scalars from the arguments, its sizes inferred
 //    from them; its `out` parameters are the result (several bound with
 //    `let (C, D) = k(...)`), its `inout` arrays updated in place;
-//  - arrays made from nothing: zeros, ones, iota, random, linspace, load;
+//  - arrays made from nothing: zeros, ones, iota, random, linspace, load,
+//    literals (`[[1, 2], [3, 4]]`, `f32([1, 2])`), and an array converted
+//    element by element (`f64(A)`);
 //  - a value's name, or a part of an array (`A[0]`, `A[0:4, 1:3]`) to look at.
 // Values live on the host, as HostArrays (a scalar is of rank 0), and are
 // printed like NumPy's: the type, then the elements, the corners of a large
