@@ -7,6 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 using namespace loopc;
 
 namespace {
@@ -145,6 +148,45 @@ TEST_CASE_FIXTURE(Fixture, "mismatched arrays are errors naming the parameter an
   auto empty = bindKernelArguments(kernel("shrink"), shapes);
   REQUIRE(empty.has_value());
   CHECK(empty->params[2].elementCount() == 0);
+}
+
+TEST_CASE_FIXTURE(Fixture, "arrays a caller owns are used in place and outputs written into its own") {
+  // A host program's memory (Python's arrays): borrowed, never copied.
+  std::vector<float> a(3 * 5, 1.0f), c(3 * 2, 7.0f);
+  ArgumentRequest request;
+  request.arrays["A"] = HostArray::borrowing(ScalarType::F32, {3, 5}, a.data());
+  request.arrays["B"] = HostArray(ScalarType::F32, {5, 2});
+  request.outputs["C"] = HostArray::borrowing(ScalarType::F32, {3, 2}, c.data());
+  auto shapes = inferArgumentShapes(kernel("matmul"), request);
+  REQUIRE(shapes.has_value());
+  CHECK(shapes->sizes == std::map<std::string, int64_t>{{"K", 5}, {"M", 3}, {"N", 2}});
+  CHECK(shapes->shapes[2] == std::vector<int64_t>{3, 2});
+  CHECK(c[0] == 7.0f); // shapes only: nothing written
+  auto args = bindKernelArguments(kernel("matmul"), request);
+  REQUIRE(args.has_value());
+  CHECK(args->params[0].data<float>() == a.data());
+  CHECK(args->params[2].data<float>() == c.data());
+  CHECK(std::ranges::all_of(c, [](float v) { return v == 0.0f; })); // outputs start zeroed
+
+  // An output array gives sizes too, and must fit the parameter.
+  ArgumentRequest outputOnly;
+  outputOnly.arrays["A"] = HostArray(ScalarType::F32, {3, 5});
+  outputOnly.arrays["B"] = HostArray(ScalarType::F32, {5, 4});
+  outputOnly.outputs["C"] = HostArray::borrowing(ScalarType::F32, {3, 2}, c.data());
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), outputOnly)) ==
+        "size N is 4 from 'B' (dimension 1) but 2 from 'C' (dimension 1)");
+  outputOnly.outputs["C"] = HostArray::borrowing(ScalarType::F64, {3, 4}, c.data());
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), outputOnly)) ==
+        "'C' needs an f32 array of rank 2 to write into, but an f64[3][4] array was given");
+  outputOnly.outputs.clear();
+  outputOnly.outputs["A"] = HostArray(ScalarType::F32, {3, 5});
+  CHECK(errorOf(bindKernelArguments(kernel("matmul"), outputOnly)) ==
+        "'A' is not an out parameter of kernel 'matmul': only out parameters take arrays to "
+        "write into");
+  ArgumentRequest sizeless;
+  sizeless.valueOption = ""; // as Python spells a value by name
+  CHECK(errorOf(bindKernelArguments(kernel("shrink"), sizeless)).find("give it with steps=...") !=
+        std::string::npos);
 }
 
 TEST_CASE_FIXTURE(Fixture, "missing sizes and values are errors saying what to set") {

@@ -78,7 +78,7 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
   alignas(16) static thread_local std::byte emptyArray[64];
   std::vector<void *> buffers;
   for (size_t param : bound->bufferParams) {
-    auto &bytes = args.params[param].bytes;
+    std::span<unsigned char> bytes = args.params[param].elementBytes();
     buffers.push_back(bytes.empty() ? static_cast<void *>(emptyArray) : bytes.data());
   }
 

@@ -23,7 +23,7 @@ Expected<FunctionArguments> bindFunctionArguments(const KernelDecl &kernel,
 
   for (size_t i = 0; i < kernel.params.size(); ++i)
     if (kernel.params[i]->intent == Intent::Out)
-      std::fill(args.params[i].bytes.begin(), args.params[i].bytes.end(), 0);
+      std::ranges::fill(args.params[i].elementBytes(), 0);
 
   FunctionArguments bound;
   for (const ir::Buffer &buffer : function.buffers) {
@@ -38,8 +38,8 @@ Expected<FunctionArguments> bindFunctionArguments(const KernelDecl &kernel,
     const ir::ScalarParam &scalar = function.scalars[i];
     if (auto index = paramIndex(scalar.name)) {
       const HostArray &value = args.params[*index];
-      std::memcpy(&bound.scalarSlots[i], value.bytes.data(),
-                  std::min(value.bytes.size(), scalarSize(scalar.type)));
+      std::memcpy(&bound.scalarSlots[i], value.elementBytes().data(),
+                  std::min(value.elementBytes().size(), scalarSize(scalar.type)));
       continue;
     }
     auto size = args.sizes.find(scalar.name);

@@ -830,12 +830,13 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
     const ir::Buffer &buffer = function.buffers[i];
     size_t param = bound->bufferParams[i];
     HostArray &array = args.params[param];
-    auto storage = runtime.allocate(std::max(array.bytes.size(), kSmallestArrayBytes));
+    std::span<unsigned char> elements = array.elementBytes();
+    auto storage = runtime.allocate(std::max(elements.size(), kSmallestArrayBytes));
     if (!storage)
       return std::unexpected(runtimeError(storage.error(), buffer->declared));
-    runtime::Result<> stored = array.bytes.empty()
+    runtime::Result<> stored = elements.empty()
                                    ? storage->fill(0)
-                                   : storage->copyFromHost(array.bytes.data(), array.bytes.size());
+                                   : storage->copyFromHost(elements.data(), elements.size());
     if (!stored)
       return std::unexpected(runtimeError(stored.error(), buffer->declared));
     host.bindBuffer(buffer.get(), storage->address());
@@ -883,9 +884,10 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
 
   for (auto [index, buffer] : outputs) {
     HostArray &array = args.params[index];
-    if (array.bytes.empty())
+    std::span<unsigned char> elements = array.elementBytes();
+    if (elements.empty())
       continue;
-    if (auto copied = deviceBuffers[buffer].copyToHost(array.bytes.data(), array.bytes.size());
+    if (auto copied = deviceBuffers[buffer].copyToHost(elements.data(), elements.size());
         !copied)
       return std::unexpected(runtimeError(copied.error(), kernel.range));
   }

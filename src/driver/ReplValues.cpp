@@ -852,13 +852,14 @@ private:
       if (kept[d])
         shape.push_back(ends[d] - begins[d]);
     HostArray result(array.type, shape);
-    size_t elementBytes = array.bytes.size() / std::max<size_t>(1, array.elementCount());
+    size_t elementBytes = scalarSize(array.type);
     std::vector<int64_t> at = begins;
     for (size_t n = 0; n < result.elementCount(); ++n) {
       size_t flat = 0;
       for (size_t d = 0; d < array.rank(); ++d)
         flat = flat * static_cast<size_t>(array.shape[d]) + static_cast<size_t>(at[d]);
-      std::memcpy(result.bytes.data() + n * elementBytes, array.bytes.data() + flat * elementBytes,
+      std::memcpy(result.bytes.data() + n * elementBytes,
+                  array.elementBytes().data() + flat * elementBytes,
                   elementBytes);
       for (size_t d = array.rank(); d-- > 0;) {
         if (++at[d] < ends[d])

@@ -443,7 +443,19 @@ std::string formatByteCount(uint64_t bytes) {
   return out.str();
 }
 
-Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request) {
+namespace {
+
+// What bindKernelArguments does before it makes the arrays: the names
+// checked, the scalars bound, the sizes inferred and each array's shape
+// checked against the arrays given.
+struct BoundShapes {
+  KernelArgs args; // sizes and scalars; arrays still empty
+  std::vector<std::vector<int64_t>> shapes;
+  uint64_t totalBytes = 0;
+  bool overflows = false;
+};
+
+Expected<BoundShapes> bindShapes(const KernelDecl &kernel, const ArgumentRequest &request) {
   for (const VarDeclPtr &param : kernel.params)
     if (param->type.element == ScalarType::I32 &&
         (param->isArray() ? param->intent != Intent::Out : param->intent == Intent::InOut) &&
@@ -489,6 +501,25 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       return makeError("'" + name + "' is an output of kernel '" + kernel.name +
                        "': it cannot be set");
   }
+  for (const auto &[name, array] : request.outputs) {
+    const VarDecl *param = findParam(name);
+    if (!param || param->intent != Intent::Out)
+      return makeError("'" + name + "' is not an out parameter of kernel '" + kernel.name +
+                       "': only out parameters take arrays to write into");
+    if (array.type != param->type.element || array.rank() != param->type.rank())
+      return makeError("'" + name + "' needs " + withArticle(scalarTypeName(param->type.element)) +
+                           " array of rank " + std::to_string(param->type.rank()) +
+                           " to write into, but " + withArticle(typeText(array.type, array.shape)) +
+                           " array was given",
+                       param->type.range);
+  }
+  // The array given for an array parameter: an input, or memory to write an
+  // output into.
+  auto givenArray = [&](const VarDecl &param) -> const HostArray * {
+    const auto &given = param.intent == Intent::Out ? request.outputs : request.arrays;
+    auto found = given.find(param.name);
+    return found == given.end() ? nullptr : &found->second;
+  };
   for (const auto &[name, array] : request.arrays) {
     const VarDecl *param = findParam(name);
     if (!param && isSize(name))
@@ -531,6 +562,10 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       value = given->second;
     } else if (param.intent == Intent::Out) {
       value = HostArray(type, {});
+      if (const HostArray *given = givenArray(param)) {
+        value = *given;
+        std::ranges::fill(value.elementBytes(), 0);
+      }
     } else if (param.intent == Intent::InOut) {
       value = HostArray(type, {});
       fillRandom(value, parameterSeed(request.seed, position), request);
@@ -544,7 +579,7 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
   if (!missingValues.empty()) {
     std::string hint;
     for (const std::string &name : missingValues)
-      hint += " --set " + name + "=...";
+      hint += " " + request.valueOption + name + "=...";
     return makeError("kernel '" + kernel.name + "' needs a value for " + joinNames(missingValues) +
                      ": give it with" + hint);
   }
@@ -563,10 +598,10 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
   }
   for (size_t position = 0; position < kernel.params.size(); ++position) {
     const VarDecl &param = *kernel.params[position];
-    auto given = request.arrays.find(param.name);
-    if (!param.isArray() || given == request.arrays.end())
+    const HostArray *given = givenArray(param);
+    if (!param.isArray() || !given)
       continue;
-    const HostArray &array = given->second;
+    const HostArray &array = *given;
     if (array.rank() != param.type.rank() ||
         (array.type != param.type.element && !request.convertible.contains(param.name))) {
       std::string hint;
@@ -610,7 +645,7 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
   if (!missingSizes.empty()) {
     std::string hint;
     for (const std::string &name : missingSizes)
-      hint += " --set " + name + "=...";
+      hint += " " + request.valueOption + name + "=...";
     return makeError("cannot infer size" + std::string(missingSizes.size() > 1 ? "s " : " ") +
                      joinNames(missingSizes) + " of kernel '" + kernel.name +
                      "' from the arrays given: set " + (missingSizes.size() > 1 ? "them" : "it") +
@@ -639,13 +674,31 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       overflows |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(*extent), &bytes);
     }
     overflows |= __builtin_add_overflow(totalBytes, bytes, &totalBytes);
-    auto given = request.arrays.find(param.name);
-    if (given != request.arrays.end() && given->second.shape != shapes[position])
-      return makeError("'" + param.name + "' has shape " + shapeList(given->second.shape) +
+    const HostArray *given = givenArray(param);
+    if (given && given->shape != shapes[position])
+      return makeError("'" + param.name + "' has shape " + shapeList(given->shape) +
                            " but its type " + typeText(param.type.element, shapes[position]) +
                            " needs " + shapeList(shapes[position]),
                        param.range);
   }
+  return BoundShapes{std::move(args), std::move(shapes), totalBytes, overflows};
+}
+
+} // namespace
+
+Expected<ArgumentShapes> inferArgumentShapes(const KernelDecl &kernel,
+                                             const ArgumentRequest &request) {
+  auto bound = bindShapes(kernel, request);
+  if (!bound)
+    return std::unexpected(bound.error());
+  return ArgumentShapes{std::move(bound->args.sizes), std::move(bound->shapes)};
+}
+
+Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request) {
+  auto bound = bindShapes(kernel, request);
+  if (!bound)
+    return std::unexpected(bound.error());
+  auto &[args, shapes, totalBytes, overflows] = *bound;
   uint64_t limit = request.memoryLimitBytes ? request.memoryLimitBytes : availableMemoryBytes();
   if (overflows)
     return makeError("the arrays of kernel '" + kernel.name +
@@ -668,6 +721,11 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       if (!converted)
         return std::unexpected(converted.error());
       args.params[position] = std::move(*converted);
+      continue;
+    }
+    if (auto output = request.outputs.find(param.name); output != request.outputs.end()) {
+      args.params[position] = output->second;
+      std::ranges::fill(args.params[position].elementBytes(), 0);
       continue;
     }
     args.params[position] = HostArray(param.type.element, shapes[position]);

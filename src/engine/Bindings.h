@@ -31,7 +31,25 @@ struct ArgumentRequest {
   // The most bytes the arrays may take together; 0 means the memory the
   // machine has available (MemAvailable in /proc/meminfo).
   uint64_t memoryLimitBytes = 0;
+  // Arrays for out parameters by name (a host program's memory: Python's
+  // arrays), instead of new ones: checked against the parameter's type and
+  // shape as inputs are, they may give sizes, and they are zeroed, as every
+  // out parameter starts, then written by the run.
+  std::map<std::string, HostArray> outputs;
+  // How the caller gives a value by name, in the message for a missing one:
+  // "--set " on the command line (`--set N=...`), "" in Python (`N=...`).
+  std::string valueOption = "--set ";
 };
+
+// The sizes of a kernel's call and the shape of each array parameter (by
+// position; empty for scalars), as bindKernelArguments infers them: what a
+// host program allocates its outputs by.
+struct ArgumentShapes {
+  std::map<std::string, int64_t> sizes;
+  std::vector<std::vector<int64_t>> shapes;
+};
+Expected<ArgumentShapes> inferArgumentShapes(const KernelDecl &kernel,
+                                             const ArgumentRequest &request);
 
 // Returns the arguments, or an error naming the parameter or size at fault.
 // Inputs not given are filled with random data drawn from `request.seed` and

@@ -7,6 +7,14 @@ HostArray::HostArray(ScalarType type, std::vector<int64_t> shape)
   bytes.assign(elementCount() * scalarSize(type), 0);
 }
 
+HostArray HostArray::borrowing(ScalarType type, std::vector<int64_t> shape, void *data) {
+  HostArray array;
+  array.type = type;
+  array.shape = std::move(shape);
+  array.borrowed = {static_cast<unsigned char *>(data), array.elementCount() * scalarSize(type)};
+  return array;
+}
+
 size_t HostArray::elementCount() const {
   size_t count = 1;
   for (int64_t extent : shape)

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <span>
 #include <vector>
 
 namespace loopc {
@@ -35,14 +36,31 @@ struct HostArray {
   ScalarType type = ScalarType::F32;
   std::vector<int64_t> shape; // empty for a scalar
   HostBytes bytes;
+  // Elements in memory the caller owns, used in place of `bytes` when set: a
+  // host program's array handed to a kernel without a copy (a NumPy array
+  // from Python). Copies of the HostArray share it.
+  std::span<unsigned char> borrowed;
 
   HostArray() = default;
   HostArray(ScalarType type, std::vector<int64_t> shape);
+  // An array of `type` and `shape` over `data`, which the caller owns and
+  // keeps while the array is used.
+  static HostArray borrowing(ScalarType type, std::vector<int64_t> shape, void *data);
 
   size_t elementCount() const;
   size_t rank() const { return shape.size(); }
-  template <typename T> T *data() { return reinterpret_cast<T *>(bytes.data()); }
-  template <typename T> const T *data() const { return reinterpret_cast<const T *>(bytes.data()); }
+  // The elements' bytes: the borrowed memory, else `bytes`.
+  std::span<unsigned char> elementBytes() {
+    return borrowed.data() ? borrowed : std::span<unsigned char>(bytes);
+  }
+  std::span<const unsigned char> elementBytes() const {
+    return borrowed.data() ? std::span<const unsigned char>(borrowed)
+                           : std::span<const unsigned char>(bytes);
+  }
+  template <typename T> T *data() { return reinterpret_cast<T *>(elementBytes().data()); }
+  template <typename T> const T *data() const {
+    return reinterpret_cast<const T *>(elementBytes().data());
+  }
   // Element i (flat index) converted to double / int64, whatever the type.
   double getAsDouble(size_t i) const;
   int64_t getAsInt(size_t i) const;

@@ -309,7 +309,8 @@ std::string encodeNpy(const HostArray &array) {
   for (size_t i = 0; i < lengthWidth; ++i)
     out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   out += header;
-  out.append(reinterpret_cast<const char *>(array.bytes.data()), array.bytes.size());
+  out.append(reinterpret_cast<const char *>(array.elementBytes().data()),
+             array.elementBytes().size());
   return out;
 }
 

@@ -442,8 +442,8 @@ Status Executor::runKernel(const KernelDecl &kernel, KernelArgs &args) {
       return makeError("argument '" + param.name + "' has rank " + std::to_string(given.rank()) +
                            ", but the kernel declares rank " + std::to_string(param.type.rank()),
                        param.range);
-    if (given.bytes.size() != given.elementCount() * scalarSize(given.type))
-      return makeError("argument '" + param.name + "' holds " + std::to_string(given.bytes.size()) +
+    if (given.elementBytes().size() != given.elementCount() * scalarSize(given.type))
+      return makeError("argument '" + param.name + "' holds " + std::to_string(given.elementBytes().size()) +
                            " bytes, which does not match its shape " + describeShape(given.shape),
                        param.range);
     arguments[i].range = param.range;
