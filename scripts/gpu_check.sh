@@ -4,8 +4,9 @@
 # bounds guards of rounded-up grids are exercised, then the optimization
 # variants the benchmark times, and prints a pass/fail table (kernel, sizes,
 # result, GPU time). Then runs the runtime smoke tool and the embedding
-# test's program (its functions on the GPU) when they were carried. Exits
-# non-zero if anything fails.
+# test's program (its functions on the GPU) and the Python package's check
+# on PyTorch CUDA tensors when they were carried. Exits non-zero if anything
+# fails.
 #
 # The checks run JOBS at a time (default: one per core), since the reference
 # interpreter, not the GPU, takes most of the time: a GPU time in the table is
@@ -264,6 +265,17 @@ if [ -x "$app" ]; then
       failures=$((failures + 1))
     fi
   done
+fi
+# Python: kernels on PyTorch CUDA tensors, without copies, when the Python
+# package carried there (PYTHON_PACKAGE, default build/python) imports.
+python_package=${PYTHON_PACKAGE:-build/python}
+if PYTHONPATH=$python_package python3 -c "import loopc, torch" 2>/dev/null; then
+  echo
+  echo "Python on CUDA tensors ($python_package):"
+  if ! PYTHONPATH=$python_package timeout -k 5 "$check_timeout" \
+    python3 tests/python/gpu_torch_check.py samples; then
+    failures=$((failures + 1))
+  fi
 fi
 
 echo

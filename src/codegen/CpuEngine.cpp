@@ -4,6 +4,7 @@
 #include "codegen/CpuEngine.h"
 
 #include "codegen/CpuJit.h"
+#include "engine/Bindings.h"
 #include "loopc/generated.h"
 #include "support/CrashReport.h"
 #include "support/Interrupt.h"
@@ -68,6 +69,8 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
   });
   if (!compiled)
     return std::unexpected(compiled.error());
+  if (Status onHost = refuseDeviceArrays(kernel, args, kind()); !onHost)
+    return std::unexpected(onHost.error());
   auto bound = bindFunctionArguments(kernel, (*compiled)->function, args, "CPU");
   if (!bound)
     return std::unexpected(bound.error());

@@ -830,6 +830,15 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
     const ir::Buffer &buffer = function.buffers[i];
     size_t param = bound->bufferParams[i];
     HostArray &array = args.params[param];
+    if (array.inDeviceMemory()) { // the caller's GPU array, used where it is
+      if (kernel.params[param]->intent == Intent::Out && array.elementCount() > 0)
+        if (auto zeroed = runtime.fill(array.deviceAddress, 0,
+                                       array.elementCount() * scalarSize(array.type));
+            !zeroed)
+          return std::unexpected(runtimeError(zeroed.error(), buffer->declared));
+      host.bindBuffer(buffer.get(), array.deviceAddress);
+      continue;
+    }
     std::span<unsigned char> elements = array.elementBytes();
     auto storage = runtime.allocate(std::max(elements.size(), kSmallestArrayBytes));
     if (!storage)
@@ -844,6 +853,11 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
       outputs.emplace_back(param, deviceBuffers.size());
     deviceBuffers.push_back(std::move(*storage));
   }
+  // The caller's GPU arrays may still be being written by its own work in
+  // the context (another library's stream): it ends before the launches.
+  if (std::ranges::any_of(args.params, &HostArray::inDeviceMemory))
+    if (auto finished = runtime.synchronize(); !finished)
+      return std::unexpected(runtimeError(finished.error(), kernel.range));
   auto errorStorage = runtime.allocate(sizeof(DeviceErrorRecord));
   if (!errorStorage)
     return std::unexpected(runtimeError(errorStorage.error(), kernel.range));

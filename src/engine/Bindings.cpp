@@ -735,6 +735,16 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
   return args;
 }
 
+Status refuseDeviceArrays(const KernelDecl &kernel, const KernelArgs &args,
+                          const std::string &engine) {
+  for (size_t i = 0; i < kernel.params.size() && i < args.params.size(); ++i)
+    if (args.params[i].inDeviceMemory())
+      return makeError("'" + kernel.params[i]->name + "' is in GPU memory, which the " + engine +
+                           " engine cannot read: run on the GPU, or pass an array in host memory",
+                       kernel.params[i]->range);
+  return {};
+}
+
 std::map<std::string, int64_t> integerValues(const KernelDecl &kernel, const KernelArgs &args) {
   std::map<std::string, int64_t> values = args.sizes;
   for (size_t i = 0; i < kernel.params.size(); ++i) {

@@ -62,6 +62,12 @@ Expected<ArgumentShapes> inferArgumentShapes(const KernelDecl &kernel,
 // would silently give meaningless results.
 Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const ArgumentRequest &request);
 
+// An error naming the first array of `args` in GPU memory
+// (HostArray::deviceAddress), which `engine`, running on the host, cannot
+// take; none when every array is in host memory.
+Status refuseDeviceArrays(const KernelDecl &kernel, const KernelArgs &args,
+                          const std::string &engine);
+
 // `array` filled as a run fills an input not given, from `seed`: floats in
 // [-1, 1), integers in [low, high), bools 50/50.
 void fillRandomValues(HostArray &array, uint64_t seed, int64_t low = 0, int64_t high = 16);

@@ -15,6 +15,14 @@ HostArray HostArray::borrowing(ScalarType type, std::vector<int64_t> shape, void
   return array;
 }
 
+HostArray HostArray::onDevice(ScalarType type, std::vector<int64_t> shape, uint64_t address) {
+  HostArray array;
+  array.type = type;
+  array.shape = std::move(shape);
+  array.deviceAddress = address;
+  return array;
+}
+
 size_t HostArray::elementCount() const {
   size_t count = 1;
   for (int64_t extent : shape)

@@ -40,12 +40,20 @@ struct HostArray {
   // host program's array handed to a kernel without a copy (a NumPy array
   // from Python). Copies of the HostArray share it.
   std::span<unsigned char> borrowed;
+  // Elements in GPU memory the caller owns, at this device address, instead
+  // (an array of a GPU library from Python): only the GPU engine takes such
+  // an array, and uses it where it is.
+  uint64_t deviceAddress = 0;
 
   HostArray() = default;
   HostArray(ScalarType type, std::vector<int64_t> shape);
   // An array of `type` and `shape` over `data`, which the caller owns and
   // keeps while the array is used.
   static HostArray borrowing(ScalarType type, std::vector<int64_t> shape, void *data);
+  // An array of `type` and `shape` in GPU memory at `address`, which the
+  // caller owns.
+  static HostArray onDevice(ScalarType type, std::vector<int64_t> shape, uint64_t address);
+  bool inDeviceMemory() const { return deviceAddress != 0; }
 
   size_t elementCount() const;
   size_t rank() const { return shape.size(); }

@@ -442,6 +442,10 @@ Status Executor::runKernel(const KernelDecl &kernel, KernelArgs &args) {
       return makeError("argument '" + param.name + "' has rank " + std::to_string(given.rank()) +
                            ", but the kernel declares rank " + std::to_string(param.type.rank()),
                        param.range);
+    if (given.inDeviceMemory())
+      return makeError("'" + param.name + "' is in GPU memory, which the interpreter cannot read: "
+                       "run on the GPU, or pass an array in host memory",
+                       param.range);
     if (given.elementBytes().size() != given.elementCount() * scalarSize(given.type))
       return makeError("argument '" + param.name + "' holds " + std::to_string(given.elementBytes().size()) +
                            " bytes, which does not match its shape " + describeShape(given.shape),

@@ -85,11 +85,12 @@ std::optional<ScalarType> elementTypeNamed(const std::string &name) {
   return std::nullopt;
 }
 
-// An array as the package passes it: (address, shape, element type).
+// An array as the package passes it: (address, shape, element type,
+// whether the address is in GPU memory).
 HostArray borrowedArray(const std::string &name, const py::tuple &description) {
-  if (description.size() != 3)
-    raise(
-        unlocated("ArgumentError", "'" + name + "': an array is passed as (address, shape, type)"));
+  if (description.size() != 4)
+    raise(unlocated("ArgumentError",
+                    "'" + name + "': an array is passed as (address, shape, type, on the GPU)"));
   auto address = description[0].cast<uintptr_t>();
   auto shape = description[1].cast<std::vector<int64_t>>();
   auto type = elementTypeNamed(description[2].cast<std::string>());
@@ -97,6 +98,8 @@ HostArray borrowedArray(const std::string &name, const py::tuple &description) {
     raise(unlocated("ArgumentError", "'" + name + "': no element type '" +
                                          description[2].cast<std::string>() +
                                          "' (f32, f64, i32, i64 or bool)"));
+  if (description[3].cast<bool>())
+    return HostArray::onDevice(*type, std::move(shape), address);
   return HostArray::borrowing(*type, std::move(shape), reinterpret_cast<void *>(address));
 }
 

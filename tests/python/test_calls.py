@@ -257,6 +257,6 @@ class FakeCudaArray:
     __cuda_array_interface__ = {"shape": (3,), "typestr": "<f4", "data": (0, False), "version": 3}
 
 
-def test_gpu_arrays_are_refused_with_a_message():
-    with pytest.raises(loopc.ArgumentError, match="'y' is a GPU array"):
+def test_gpu_arrays_on_a_module_on_the_cpu_are_refused_with_a_message():
+    with pytest.raises(loopc.ArgumentError, match="'y' is in GPU memory, but the module runs on cpu"):
         loopc.compile(PROGRAM, device="cpu").saxpy(np.ones(3, np.float32), FakeCudaArray(), 1.0)

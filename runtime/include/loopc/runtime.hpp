@@ -258,6 +258,12 @@ public:
 
   Result<> synchronize() const { return detail::check(runtime, loopc_synchronize(runtime)); }
 
+  // Sets `bytes` bytes at `address` (device memory the runtime did not
+  // allocate, such as another library's array) to `value`.
+  Result<> fill(loopc_device_ptr address, unsigned char value, size_t bytes) const {
+    return detail::check(runtime, loopc_memset(runtime, address, value, bytes));
+  }
+
   Result<Event> createEvent() const {
     loopc_event *event = nullptr;
     return detail::valueIf(runtime, loopc_event_create(runtime, &event),

@@ -361,7 +361,7 @@ class Kernel:
             )
             for param in missing_outputs:
                 shape, dtype = shapes[param["name"]]
-                call.new_output(param, _np.empty(shape, dtype=_DTYPES[dtype]))
+                call.new_output(param, shape, dtype)
         return call
 
     def _input_names(self):
@@ -425,35 +425,47 @@ class _Call:
         self.copied_back = []  # (the caller's array, the copy the kernel wrote)
         self.results = {}
         self.like = None  # the first array argument: outputs are given back in its kind
+        self.on_gpu = False  # whether an array given is in GPU memory
+        self.gpu_like = None  # the first of those: GPU outputs are made by its library
 
     def add_array(self, param, value, writes, allow_copies):
         if self.like is None:
             self.like = value
-        array = _as_array(self.kernel.name, param, value, writes, allow_copies)
+        array = _as_array(self.kernel, param, value, writes, allow_copies)
         if array is not value and writes and isinstance(value, _np.ndarray):
             self.copied_back.append((value, array))
+        if isinstance(array, _Borrowed) and array.on_gpu and self.gpu_like is None:
+            self.gpu_like = value
         self._pass(self.arrays, param, array)
 
     def add_output(self, param, value, allow_copies):
-        array = _as_array(self.kernel.name, param, value, True, allow_copies)
+        array = _as_array(self.kernel, param, value, True, allow_copies)
         if array is not value and isinstance(value, _np.ndarray):
             self.copied_back.append((value, array))
         self._pass(self.outputs, param, array)
         self.results[param["name"]] = value
 
-    def new_output(self, param, array):
+    def new_output(self, param, shape, dtype):
+        if self.on_gpu:
+            array = _new_gpu_array(self.kernel, param, self.gpu_like, shape, dtype)
+            self._pass(self.outputs, param, _as_array(self.kernel, param, array, True, False))
+            self.results[param["name"]] = array
+            return
+        array = _np.empty(shape, dtype=_DTYPES[dtype])
         self._pass(self.outputs, param, array)
         self.results[param["name"]] = _like(self.like, array)
 
     def _pass(self, where, param, array):
         self.kept.append(array)
         if isinstance(array, _Borrowed):
-            where[param["name"]] = (array.address, array.shape, param["dtype"])
+            where[param["name"]] = (array.address, array.shape, param["dtype"], array.on_gpu)
+            self.on_gpu = self.on_gpu or array.on_gpu
             return
         where[param["name"]] = (
             array.__array_interface__["data"][0] if array.size else 0,
             tuple(array.shape),
             param["dtype"],
+            False,
         )
 
     def release(self, copy_back=True):
@@ -486,18 +498,17 @@ def _like(like, array):
     return from_dlpack(array) if from_dlpack else array
 
 
-def _as_array(kernel, param, value, writes, allow_copies):
-    """`value` as a NumPy array the kernel can use in place, or a copy where that is allowed."""
+def _as_array(kernel_object, param, value, writes, allow_copies):
+    """`value` as a NumPy array the kernel can use in place (or a GPU array's address, on the
+    GPU), or a copy where that is allowed."""
+    kernel = kernel_object.name
     name, dtype = param["name"], _DTYPES[param["dtype"]]
     wanted = f"{'a writable ' if writes else 'a '}C-contiguous {param['dtype']} array"
     if not isinstance(value, _np.ndarray):
         if hasattr(value, "__cuda_array_interface__"):
-            raise ArgumentError(
-                f"'{name}' is a GPU array: loopc takes arrays in host memory from Python "
-                f"(pass {name}.cpu(), or a NumPy array)"
-            )
+            return _gpu_array(kernel_object, param, value, writes)
         if hasattr(value, "__dlpack__"):
-            return _dlpack_array(kernel, param, value, wanted)
+            return _dlpack_array(kernel_object, param, value, wanted)
         if allow_copies and not writes:
             value = _np.asarray(value, dtype=dtype)
         else:
@@ -538,21 +549,25 @@ class _Borrowed:
     """An array of another library passed by DLPack: its address and shape, and the capsule
     that keeps it alive while the call runs."""
 
-    def __init__(self, address, shape, capsule):
-        self.address, self.shape, self.capsule = address, shape, capsule
+    def __init__(self, address, shape, keep, on_gpu=False):
+        self.address, self.shape, self.keep, self.on_gpu = address, shape, keep, on_gpu
 
 
 _DLPACK_HOST = (1, 3)  # DLPack's CPU and CUDA host memory
+_DLPACK_CUDA = 2
 
 
-def _dlpack_array(kernel, param, value, wanted):
-    name = param["name"]
+def _dlpack_array(kernel_object, param, value, wanted):
+    kernel, name = kernel_object.name, param["name"]
+    device = value.__dlpack_device__()[0] if hasattr(value, "__dlpack_device__") else 1
+    if device == _DLPACK_CUDA:
+        _require_gpu(kernel_object, name)
     capsule = value.__dlpack__()
     address, shape, dtype, c_order, device, _ = _dlpack_view(capsule)
-    if device not in _DLPACK_HOST:
+    if device not in _DLPACK_HOST + (_DLPACK_CUDA,):
         raise ArgumentError(
-            f"'{name}' is not in host memory (DLPack device type {device}): loopc takes arrays "
-            f"in host memory from Python"
+            f"'{name}' is in memory of DLPack device type {device}, which loopc does not "
+            f"reach: pass an array in host memory or on a CUDA GPU"
         )
     if len(shape) != param["rank"]:
         raise ArgumentError(
@@ -569,4 +584,70 @@ def _dlpack_array(kernel, param, value, wanted):
             f"'{name}' of kernel '{kernel}' needs {wanted}, but the array given is strided: "
             f"pass a contiguous copy"
         )
-    return _Borrowed(address, tuple(shape), capsule)
+    return _Borrowed(address, tuple(shape), capsule, device == _DLPACK_CUDA)
+
+
+# __cuda_array_interface__'s type strings (little-endian, or one byte).
+_CUDA_TYPES = {"<f4": "f32", "<f8": "f64", "<i4": "i32", "<i8": "i64", "|b1": "bool"}
+
+
+def _require_gpu(kernel_object, name):
+    device = kernel_object._module.device
+    if device != "gpu":
+        raise ArgumentError(
+            f"'{name}' is in GPU memory, but the module runs on {device}: compile it with "
+            f"device='gpu' (or pass {name}.cpu())"
+        )
+
+
+def _gpu_array(kernel_object, param, value, writes):
+    """A GPU array (__cuda_array_interface__) passed by its address, without a copy."""
+    kernel, name = kernel_object.name, param["name"]
+    _require_gpu(kernel_object, name)
+    interface = value.__cuda_array_interface__
+    shape = tuple(int(extent) for extent in interface["shape"])
+    dtype = _CUDA_TYPES.get(interface["typestr"])
+    address, read_only = interface["data"]
+    if len(shape) != param["rank"]:
+        raise ArgumentError(
+            f"'{name}' of kernel '{kernel}' needs an array of rank {param['rank']} "
+            f"({param['type']}), but one of shape {shape} was given"
+        )
+    if dtype != param["dtype"]:
+        raise ArgumentError(
+            f"'{name}' of kernel '{kernel}' needs {param['dtype']} elements, but the GPU array "
+            f"given holds {interface['typestr']}: convert it first"
+        )
+    strides = interface.get("strides")
+    if strides is not None:
+        expected, itemsize = [], _DTYPES[dtype].itemsize
+        for extent in reversed(shape):
+            expected.insert(0, itemsize)
+            itemsize *= extent
+        if any(e != 1 and s != x for e, s, x in zip(shape, strides, expected)):
+            raise ArgumentError(
+                f"'{name}' of kernel '{kernel}' is not C-contiguous: pass {name}.contiguous()"
+            )
+    if writes and read_only:
+        raise ArgumentError(
+            f"'{name}' of kernel '{kernel}' is written by the kernel, but the GPU array given "
+            f"is read-only"
+        )
+    return _Borrowed(address, shape, value, True)
+
+
+def _new_gpu_array(kernel_object, param, like, shape, dtype):
+    """An output on the GPU, made by the library of the first GPU array given."""
+    library = sys.modules.get(type(like).__module__.split(".")[0]) if like is not None else None
+    empty = getattr(library, "empty", None)
+    element = getattr(library, {"bool": "bool"}.get(dtype, _DTYPES[dtype].name), None)
+    if empty is None or element is None:
+        raise ArgumentError(
+            f"kernel '{kernel_object.name}': no way to make its output '{param['name']}' on the "
+            f"GPU: give it with out= (a GPU array of shape {tuple(shape)} and type {dtype})"
+        )
+    device = getattr(like, "device", None)
+    try:
+        return empty(tuple(shape), dtype=element, device=device)
+    except TypeError:
+        return empty(tuple(shape), dtype=element)
