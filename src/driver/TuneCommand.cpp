@@ -70,17 +70,18 @@ Expected<passes::PassChoices> choicesAt(const Point &point, bool boundsChecks) {
 
 class Search {
 public:
-  Search(const TuneOptions &options, PreparedRun &run, passes::PipelineTarget target)
-      : options_(options), run_(run), target_(target), inputs_(run.args),
+  Search(const TuneOptions &options, PreparedRun &run, passes::PipelineTarget target,
+         std::ostream &out)
+      : options_(options), run_(run), target_(target), out_(out), inputs_(run.args),
         compare_(compareOptionsFor(*run.kernel, run.args)),
         lowered_(ir::lowerKernel(*run.session->program, *run.kernel)),
         model_(target == passes::PipelineTarget::Gpu
                    ? perf::gpuDeviceForDriverName(run.engine->device())
                    : nullptr) {}
 
-  Status tune() {
+  Expected<TunedChoice> tune() {
     if (Status usable = checkTuningCache(tuningCachePath(options_.target.tuningCache)); !usable)
-      return usable;
+      return std::unexpected(usable.error());
     Point point = defaults();
     visited_.insert(point);
     auto defaultPrediction = predict(point);
@@ -138,14 +139,13 @@ public:
     TuningKey key =
         tuningKey(run_.session->sources, *run_.kernel, inputs_, device_, run_.choices.boundsChecks);
     if (Status stored = storeTunedChoice(path, key, options_.target.file, tuned); !stored)
-      return stored;
-    std::cout << "tuned kernel '" << run_.kernel->name << "' on " << device_ << ": "
-              << describeChoices(*choices) << ", " << formatMilliseconds(best) << " ms, "
-              << std::fixed << std::setprecision(2) << defaultSeconds / best
-              << "x the defaults' speed (" << formatMilliseconds(defaultSeconds) << " ms); kept in "
-              << path << "\n";
-    std::cout.unsetf(std::ios::fixed);
-    return {};
+      return std::unexpected(stored.error());
+    out_ << "tuned kernel '" << run_.kernel->name << "' on " << device_ << ": "
+         << describeChoices(*choices) << ", " << formatMilliseconds(best) << " ms, " << std::fixed
+         << std::setprecision(2) << defaultSeconds / best << "x the defaults' speed ("
+         << formatMilliseconds(defaultSeconds) << " ms); kept in " << path << "\n";
+    out_.unsetf(std::ios::fixed);
+    return tuned;
   }
 
 private:
@@ -187,9 +187,9 @@ private:
   // A candidate the model rules out.
   void skip(const Point &point, double predicted, double bestPredicted) {
     std::string label = describeChoices(*choicesAt(point, run_.choices.boundsChecks));
-    std::cout << "  " << label << ": predicted " << formatMilliseconds(predicted)
-              << " ms, more than " << kPrunedAbove << "x the best's "
-              << formatMilliseconds(bestPredicted) << " ms: not timed\n";
+    out_ << "  " << label << ": predicted " << formatMilliseconds(predicted) << " ms, more than "
+         << kPrunedAbove << "x the best's " << formatMilliseconds(bestPredicted)
+         << " ms: not timed\n";
     candidates_.push_back({label, predicted * 1e3, std::nullopt});
   }
 
@@ -204,7 +204,7 @@ private:
     if (!code)
       return std::unexpected(code.error());
     if (auto seen = timedCode_.find(*code); seen != timedCode_.end()) {
-      std::cout << "  " << label << ": the same code as " << seen->second << "\n";
+      out_ << "  " << label << ": the same code as " << seen->second << "\n";
       return std::nullopt;
     }
     timedCode_.emplace(*code, label);
@@ -223,17 +223,17 @@ private:
     if (!reference_) {
       reference_ = args;
     } else if (std::string mismatch = disagreement(args); !mismatch.empty()) {
-      std::cout << "  " << label << ": DISAGREES with the defaults (" << mismatch
-                << "): left out; please report this compiler bug with the program\n";
+      out_ << "  " << label << ": DISAGREES with the defaults (" << mismatch
+           << "): left out; please report this compiler bug with the program\n";
       return std::nullopt;
     }
     double median = medianOf(*times);
-    std::cout << "  " << label << ": " << formatMilliseconds(median) << " ms";
+    out_ << "  " << label << ": " << formatMilliseconds(median) << " ms";
     if (predicted) {
-      std::cout << " (predicted " << formatMilliseconds(*predicted) << " ms)";
+      out_ << " (predicted " << formatMilliseconds(*predicted) << " ms)";
       candidates_.push_back({label, *predicted * 1e3, median * 1e3});
     }
-    std::cout << "\n";
+    out_ << "\n";
     return median;
   }
 
@@ -269,6 +269,7 @@ private:
   const TuneOptions &options_;
   PreparedRun &run_;
   passes::PipelineTarget target_;
+  std::ostream &out_;
   KernelArgs inputs_;
   CompareOptions compare_;
   ir::Function lowered_;                // the kernel before the pipeline, which each candidate runs
@@ -280,30 +281,22 @@ private:
   std::vector<TunedChoice::Candidate> candidates_;
 };
 
-int runTune(const TuneOptions &options) {
-  std::optional<PreparedRun> run = prepareRun(options.target);
-  if (!run)
-    return 1;
-  std::string engine = run->engine->kind();
-  if (!isTunable(*run->engine)) {
-    printError("nothing to tune on device '" +
-               (options.target.device.empty() ? engine : options.target.device) +
-               "': tune on gpu or cpu");
-    return 1;
-  }
-  passes::PipelineTarget target =
-      engine == "gpu" ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
-  std::cout << "tuning kernel '" << run->kernel->name << "' on " << run->engine->device() << " ("
-            << options.repeat << " runs per candidate, median):\n";
-  Search search(options, *run, target);
-  if (Status tuned = search.tune(); !tuned) {
-    run->session->report(tuned.error());
-    return 1;
-  }
-  return 0;
-}
-
 } // namespace
+
+Expected<TunedChoice> tunePreparedRun(const RunTargetOptions &target, int repeat, PreparedRun &run,
+                                      std::ostream &out) {
+  std::string engine = run.engine->kind();
+  if (!isTunable(*run.engine))
+    return makeError("nothing to tune on device '" +
+                     (target.device.empty() ? engine : target.device) + "': tune on gpu or cpu");
+  passes::PipelineTarget pipeline =
+      engine == "gpu" ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
+  out << "tuning kernel '" << run.kernel->name << "' on " << run.engine->device() << " (" << repeat
+      << " runs per candidate, median):\n";
+  TuneOptions options{target, repeat};
+  Search search(options, run, pipeline, out);
+  return search.tune();
+}
 
 void addTuneCommand(CLI::App &app) {
   auto options = std::make_shared<TuneOptions>();
@@ -318,8 +311,13 @@ void addTuneCommand(CLI::App &app) {
       ->type_name("N")
       ->check(wholeNumberIn(1, 1000));
   command->callback([options] {
-    if (int exitCode = runTune(*options))
-      throw CLI::RuntimeError(exitCode);
+    std::optional<PreparedRun> run = prepareRun(options->target);
+    if (!run)
+      throw CLI::RuntimeError(1);
+    if (auto tuned = tunePreparedRun(options->target, options->repeat, *run, std::cout); !tuned) {
+      run->session->report(tuned.error());
+      throw CLI::RuntimeError(1);
+    }
   });
 }
 

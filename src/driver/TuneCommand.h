@@ -13,10 +13,22 @@
 // compiler bug), so the search is reproducible up to timing noise.
 #pragma once
 
+#include "driver/Session.h"
+#include "driver/Tuning.h"
+
 #include <CLI/CLI.hpp>
+
+#include <ostream>
 
 namespace loopc::driver {
 
 void addTuneCommand(CLI::App &app);
+
+// `loopc tune`'s search for `run` (`repeat` timed runs per candidate), its
+// progress printed to `out`; the best choice is kept in the tuning cache
+// `target` names (--tuning-cache, with its file), and returned. Shared with
+// Python's Kernel.tune.
+Expected<TunedChoice> tunePreparedRun(const RunTargetOptions &target, int repeat, PreparedRun &run,
+                                      std::ostream &out);
 
 } // namespace loopc::driver

@@ -18,6 +18,8 @@
 #include "driver/ExplainCommand.h"
 #include "driver/RemarksOutput.h"
 #include "driver/Session.h"
+#include "driver/TuneCommand.h"
+#include "driver/Tuning.h"
 #include "engine/Bindings.h"
 #include "frontend/Loader.h"
 #include "ir/Lower.h"
@@ -218,8 +220,8 @@ public:
           const std::vector<std::string> &stdlibDirs, const std::string &device,
           const std::vector<std::string> &skipPasses,
           const std::vector<std::string> &passParameters, bool unsafe,
-          const std::string &fpContract)
-      : device_(device) {
+          const std::string &fpContract, bool tuned, const std::string &tuningCache)
+      : device_(device), tuned_(tuned), tuningCache_(tuningCache) {
     LoadOptions options;
     for (auto it = stdlibDirs.rbegin(); it != stdlibDirs.rend(); ++it)
       options.stdlibDirs.insert(options.stdlibDirs.begin(), *it);
@@ -317,7 +319,7 @@ public:
     {
       py::gil_scoped_release released;
       std::lock_guard lock(runMutex);
-      stats = engine_->run(*session_.program, kernel, *args);
+      stats = engineFor(kernel, *args).run(*session_.program, kernel, *args);
     }
     if (!stats)
       raise(located("RunError", stats.error(), session_));
@@ -364,6 +366,52 @@ public:
     if (!timed)
       raise(located("RunError", timed.error(), session_));
     return report.str();
+  }
+
+  // `loopc tune`'s search for the call, its progress printed to `progress`
+  // (Python's sys.stdout); the best choice is kept in the tuning cache and
+  // returned as (skipped passes, parameters, its ms, the defaults' ms).
+  py::tuple tune(const std::string &kernelName, const py::dict &arrays, const py::dict &scalars,
+                 const py::dict &sizes, const py::dict &outputs, int repeat) {
+    const KernelDecl &kernel = kernelNamed(kernelName);
+    ArgumentRequest request = requestFor(kernel, arrays, scalars, sizes, outputs);
+    auto args = bindKernelArguments(kernel, request);
+    if (!args)
+      raise(located("ArgumentError", args.error(), session_));
+    for (HostArray &array : args->params) // every candidate starts from the same inputs
+      if (array.borrowed.data()) {
+        HostArray owned(array.type, array.shape);
+        std::ranges::copy(array.elementBytes(), owned.bytes.begin());
+        array = std::move(owned);
+      }
+    driver::PreparedRun prepared;
+    prepared.session = &session_;
+    prepared.kernel = &kernel;
+    prepared.args = std::move(*args);
+    prepared.choices = choices_;
+    driver::RunTargetOptions target;
+    target.file = session_.sources.file(kernel.range.begin.file).path;
+    target.tuningCache = tuningCache_;
+    std::ostringstream progress;
+    Expected<driver::TunedChoice> tuned = makeError("not tuned");
+    {
+      py::gil_scoped_release released;
+      std::lock_guard lock(runMutex);
+      prepared.engine = std::move(engine_);
+      tuned = driver::tunePreparedRun(target, repeat, prepared, progress);
+      engine_ = std::move(prepared.engine);
+      tunedEngines_.clear(); // the cache has a new entry
+    }
+    py::print(progress.str(), py::arg("end") = "");
+    if (!tuned)
+      raise(located("RunError", tuned.error(), session_));
+    std::vector<std::string> skipped(tuned->choices.skipped.begin(), tuned->choices.skipped.end());
+    py::dict parameters; // those that differ from the defaults
+    auto defaults = passes::namedParameters({});
+    for (const auto &[name, value] : passes::namedParameters(tuned->choices.parameters))
+      if (std::ranges::find(defaults, std::pair{name, value}) == defaults.end())
+        parameters[py::str(name)] = value;
+    return py::make_tuple(skipped, parameters, tuned->medianMs, tuned->defaultMs);
   }
 
   // `loopc explain`'s output for the kernel.
@@ -416,6 +464,33 @@ public:
   }
 
 private:
+  // The engine a call runs on: the module's, or with `tuned`, one with the
+  // choices `loopc tune` kept for the call's kernel, sizes and device.
+  Engine &engineFor(const KernelDecl &kernel, const KernelArgs &args) {
+    if (!tuned_)
+      return *engine_;
+    driver::TuningKey key =
+        driver::tuningKey(session_.sources, kernel, args, engine_->device(), choices_.boundsChecks);
+    auto [known, inserted] = tunedEngines_.try_emplace(key.hash);
+    if (inserted) {
+      auto found = driver::findTunedChoice(driver::tuningCachePath(tuningCache_), key);
+      if (!found) {
+        tunedEngines_.erase(key.hash);
+        raise(unlocated("Error", found.error().message));
+      }
+      if (*found) {
+        (*found)->choices.boundsChecks = choices_.boundsChecks;
+        auto engine = driver::createEngine(engine_->kind(), (*found)->choices);
+        if (!engine) {
+          tunedEngines_.erase(key.hash);
+          raise(unlocated("DeviceError", engine.error().message));
+        }
+        known->second = std::move(*engine);
+      }
+    }
+    return known->second ? *known->second : *engine_;
+  }
+
   std::vector<const KernelDecl *> mainKernels() const {
     std::vector<const KernelDecl *> kernels;
     for (const auto &module : session_.program->modules)
@@ -467,6 +542,11 @@ private:
 
   driver::Session session_;
   std::string device_;
+  bool tuned_ = false;
+  std::string tuningCache_; // "": tuningCachePath's default
+  // With `tuned_`, the engine of each tuning key's kept choice (null: none
+  // kept, the module's engine).
+  std::map<std::string, std::unique_ptr<Engine>> tunedEngines_;
   driver::PassChoiceOptions choiceOptions_;
   passes::PassChoices choices_;
   std::unique_ptr<Engine> engine_;
@@ -495,16 +575,18 @@ PYBIND11_MODULE(_loopc, module) {
   py::class_<Program>(module, "Program")
       .def(py::init<const std::string &, const std::string &, const std::vector<std::string> &,
                     const std::string &, const std::vector<std::string> &,
-                    const std::vector<std::string> &, bool, const std::string &>(),
+                    const std::vector<std::string> &, bool, const std::string &, bool,
+                    const std::string &>(),
            py::arg("source"), py::arg("origin"), py::arg("stdlib_dirs"), py::arg("device"),
            py::arg("skip_passes"), py::arg("pass_parameters"), py::arg("unsafe"),
-           py::arg("fp_contract"))
+           py::arg("fp_contract"), py::arg("tuned"), py::arg("tuning_cache"))
       .def_property_readonly("device", &Program::device)
       .def_property_readonly("device_description", &Program::deviceDescription)
       .def("kernels", &Program::kernels)
       .def("output_shapes", &Program::outputShapes)
       .def("run", &Program::run)
       .def("bench", &Program::bench)
+      .def("tune", &Program::tune)
       .def("explain", &Program::explain)
       .def("ptx", &Program::ptx);
   module.def("dlpack_view", &loopc::python::dlpackView);

@@ -260,3 +260,19 @@ class FakeCudaArray:
 def test_gpu_arrays_on_a_module_on_the_cpu_are_refused_with_a_message():
     with pytest.raises(loopc.ArgumentError, match="'y' is in GPU memory, but the module runs on cpu"):
         loopc.compile(PROGRAM, device="cpu").saxpy(np.ones(3, np.float32), FakeCudaArray(), 1.0)
+
+
+def test_tune_keeps_the_fastest_choices_and_tuned_modules_use_them(tmp_path, capsys):
+    cache = tmp_path / "tuning.json"
+    module = loopc.compile(os.path.join(SAMPLES, "matmul.loop"), device="cpu", tuning_cache=cache)
+    A, B = np.ones((40, 24), np.float32), np.ones((24, 56), np.float32)
+    result = module.matmul.tune(A, B, repeat=1)
+    assert isinstance(result, loopc.TuneResult)
+    assert result.median_ms > 0 and result.default_ms >= result.median_ms
+    assert "tuned kernel 'matmul' on cpu" in capsys.readouterr().out
+    assert '"matmul"' in cache.read_text()
+    tuned = loopc.compile(os.path.join(SAMPLES, "matmul.loop"), device="cpu", tuned=True,
+                          tuning_cache=cache)
+    np.testing.assert_array_equal(tuned.matmul(A, B), np.full((40, 56), 24, np.float32))
+    with pytest.raises(loopc.RunError, match="nothing to tune on device 'interp'"):
+        loopc.compile(os.path.join(SAMPLES, "matmul.loop"), device="interp").matmul.tune(A, B)

@@ -37,6 +37,7 @@ __all__ = [
     "Module",
     "Kernel",
     "BenchResult",
+    "TuneResult",
     "Error",
     "CompileError",
     "ArgumentError",
@@ -88,6 +89,8 @@ def compile(
     skip_passes=(),
     pass_params=None,
     allow_copies=False,
+    tuned=False,
+    tuning_cache=None,
 ):
     """Compiles a program: a .loop file's path, or the program's text.
 
@@ -99,6 +102,9 @@ def compile(
     are the command line's ``--skip-pass`` and ``--pass-param``.
     ``allow_copies`` lets calls convert arrays that cannot be used in place
     (another element type, not C-contiguous, lists) instead of refusing them.
+    ``tuned`` runs each call with the choices ``Kernel.tune`` (or ``loopc
+    tune``) kept for its kernel, sizes and device, when there are some, from
+    ``tuning_cache`` (default: the command line's, docs/tuning.md).
 
     A program is compiled once per process for the same text and options;
     each kernel is compiled for the sizes of its first call with them.
@@ -122,7 +128,8 @@ def compile(
     if fp_contract not in ("on", "off"):
         raise ValueError("fp_contract is 'on' or 'off'")
     parameters = tuple(f"{name}={value}" for name, value in sorted((pass_params or {}).items()))
-    key = (text, origin, device, bool(unsafe), fp_contract, tuple(skip_passes), parameters)
+    key = (text, origin, device, bool(unsafe), fp_contract, tuple(skip_passes), parameters,
+           bool(tuned), tuning_cache or "")
     with _cache_lock:
         program = _cache.get(key)
         if program is None:
@@ -135,6 +142,8 @@ def compile(
                 list(parameters),
                 bool(unsafe),
                 fp_contract,
+                bool(tuned),
+                os.fspath(tuning_cache) if tuning_cache else "",
             )
             _cache[key] = program
     return Module(program, allow_copies)
@@ -222,6 +231,13 @@ class Module:
         return f"<loopc.Module on {self.device}: {', '.join(self._kernels)}>"
 
 
+TuneResult = collections.namedtuple(
+    "TuneResult", ["skip_passes", "pass_params", "median_ms", "default_ms"]
+)
+TuneResult.__doc__ = """What Kernel.tune kept: the passes to skip and the parameters (those not at
+their defaults) that ran fastest, its median time and the defaults' in milliseconds. Compile
+with tuned=True to use it, or pass the choices to compile()."""
+
 BenchResult = collections.namedtuple(
     "BenchResult",
     ["median_ms", "min_ms", "spread", "runs", "gflops", "gbytes_per_s", "predicted_ms", "device"],
@@ -288,6 +304,19 @@ class Kernel:
             predicted_ms=report.get("predicted_ms"),
             device=report["device"],
         )
+
+    def tune(self, *args, repeat=5, out=None, **kwargs):
+        """Searches the optimizations' choices for this call as `loopc tune` does (printing its
+        progress), keeps the fastest in the tuning cache for these sizes and this device, and
+        returns a TuneResult. Candidates run on copies of the arrays."""
+        call = self._bind(args, kwargs, out)
+        try:
+            skipped, parameters, median, default = self._module._program.tune(
+                self.name, call.arrays, call.scalars, call.sizes, call.outputs, int(repeat)
+            )
+        finally:
+            call.release(copy_back=False)
+        return TuneResult(sorted(skipped), dict(parameters), median, default)
 
     def explain(self, *, after="", target="gpu", remarks=False, changes=False, perf=False,
                 sizes=None, device_model=""):
