@@ -24,6 +24,21 @@ fi
 "$scratch/build/embedding_check"
 "$scratch/build/embedding_chain" 1001
 
+# The Python package, when it was built (PYTHON, the interpreter it was built
+# for): importable from the prefix, elsewhere than the source tree, with the
+# standard library installed beside it.
+if [ -n "${PYTHON:-}" ]; then
+  site=$(echo "$scratch"/prefix/lib/python3*/*-packages)
+  (cd "$scratch" && PYTHONPATH=$site "$PYTHON" -c '
+import os, sys, numpy as np, loopc
+assert loopc.__file__.startswith(sys.argv[1]), loopc.__file__
+assert os.path.isfile(os.path.join(os.path.dirname(loopc.__file__), "stdlib", "linalg.loop"))
+m = loopc.compile("import linalg;\nkernel k(A: in f32[M][N], x: in f32[N], y: out f32[M]) { gemv(A, x, y); }\n", device="cpu")
+assert (m.k(np.eye(3, dtype=np.float32), np.arange(3, dtype=np.float32)) == [0, 1, 2]).all()
+print("python: the installed package imports and runs")
+' "$site")
+fi
+
 cmake -S "$here/c_only" -B "$scratch/c_only" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/c_only"
 "$scratch/c_only/embedding_c"
