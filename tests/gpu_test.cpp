@@ -17,6 +17,7 @@
 #include "passes/Pipeline.h"
 
 #include "Differential.h"
+#include "StubDriver.h"
 
 #include <doctest/doctest.h>
 
@@ -28,6 +29,8 @@
 #include <limits>
 
 using namespace loopc;
+using loopc::test::ScopedEnvironment;
+using loopc::test::StubDriver;
 
 namespace {
 
@@ -40,85 +43,6 @@ std::vector<std::string> loopFiles() {
   std::ranges::sort(files);
   return files;
 }
-
-// Sets an environment variable for the scope of one test.
-class ScopedEnvironment {
-public:
-  ScopedEnvironment(const char *name, const std::string &value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      saved_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (saved_)
-      setenv(name_, saved_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> saved_;
-};
-
-// The stand-in driver's test controls (runtime/tests/CudaDriverStub.cpp),
-// reached through the copy the runtime loaded.
-class StubDriver {
-public:
-  explicit StubDriver(const std::string &path)
-      : library_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-    REQUIRE_MESSAGE(library_, dlerror());
-    reset = symbol<void (*)()>("loopcStubReset");
-    fail = symbol<void (*)(const char *, int)>("loopcStubFail");
-    launchCount = symbol<int (*)()>("loopcStubLaunchCount");
-    launchKernel = symbol<const char *(*)(int)>("loopcStubLaunchKernel");
-    launchGeometry = symbol<const unsigned *(*)(int)>("loopcStubLaunchGeometry");
-    parameterCount = symbol<int (*)(int)>("loopcStubLaunchParameterCount");
-    parameterBytes =
-        symbol<const unsigned char *(*)(int, int, size_t *)>("loopcStubLaunchParameter");
-    setErrorWordOnNextLaunch = symbol<void (*)(uint32_t)>("loopcStubSetErrorWordOnNextLaunch");
-    allocationCount = symbol<int (*)()>("loopcStubAllocationCount");
-    reset();
-  }
-  StubDriver(const StubDriver &) = delete;
-  StubDriver &operator=(const StubDriver &) = delete;
-  ~StubDriver() {
-    reset();
-    dlclose(library_);
-  }
-
-  // Parameter `index` of launch `launch` as the kernel's PTX declares it.
-  std::vector<unsigned char> parameter(int launch, int index) const {
-    size_t size = 0;
-    const unsigned char *bytes = parameterBytes(launch, index, &size);
-    return {bytes, bytes + size};
-  }
-  template <typename T> T value(int launch, int index) const {
-    std::vector<unsigned char> bytes = parameter(launch, index);
-    REQUIRE(bytes.size() == sizeof(T));
-    T result;
-    std::memcpy(&result, bytes.data(), sizeof result);
-    return result;
-  }
-
-  void (*reset)();
-  void (*fail)(const char *entryPoint, int result);
-  int (*launchCount)();
-  const char *(*launchKernel)(int launch);
-  const unsigned *(*launchGeometry)(int launch); // grid x, y, z, block x, y, z
-  int (*parameterCount)(int launch);
-  const unsigned char *(*parameterBytes)(int launch, int index, size_t *size);
-  void (*setErrorWordOnNextLaunch)(uint32_t value);
-  int (*allocationCount)();
-
-private:
-  template <typename F> F symbol(const char *name) {
-    void *address = dlsym(library_, name);
-    REQUIRE_MESSAGE(address != nullptr, name);
-    return reinterpret_cast<F>(address);
-  }
-  void *library_;
-};
 
 // The GPU engine over the stand-in driver for the scope of one test.
 struct StubbedGpu {

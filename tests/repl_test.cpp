@@ -3,6 +3,8 @@
 // `loopc repl` reading a script piped into it.
 #include "TestSupport.h"
 
+#include "StubDriver.h"
+
 #include "driver/Repl.h"
 
 #include <doctest/doctest.h>
@@ -551,4 +553,35 @@ TEST_CASE(":explain takes --perf, --set and --device-model as loopc explain does
   CHECK(contains(session.type(":explain gemv --after map_to_gpu --set M=4 --set N=4"),
                  "compiled for sizes where N == 4 is true"));
   CHECK(contains(session.type(":explain gemv --perf --remarks"), "excludes"));
+}
+TEST_CASE("with the GPU as the session's device values stay there between kernel calls") {
+  // Over the stand-in driver, whose device memory is host memory and which
+  // runs no kernel: what is checked is where each value lives, what a launch
+  // is given and what comes back to be printed.
+  loopc::test::StubDriver stub(LOOPC_CUDA_STUB, /*pointDriverAtIt=*/true);
+  Session session;
+  session.repl.setDefaultDevice("gpu");
+  session.type({"kernel double(x: in f32[N], y: out f32[N]) {",
+                "  parfor i in 0..N { y[i] = 2.0 * x[i]; }", "}"});
+  CHECK(session.type("let x = iota(f32, [5])") == "x: f32[5]\n");
+  CHECK(session.type(":who") == "x: f32[5] (gpu)\n");
+  // Printed from the device's copy (the stand-in keeps it in host memory).
+  CHECK(session.type("x") == "f32[5] [0.0, 1.0, 2.0, 3.0, 4.0]\n");
+  int allocations = stub.allocationCount();
+  CHECK(session.type("let y = double(x)") == "y: f32[5]\n");
+  CHECK(stub.launchCount() >= 1);
+  CHECK(session.type(":who") == "x: f32[5] (gpu)\ny: f32[5] (gpu)\n");
+  // x was passed where it is, y made on the device: one allocation for y
+  // and the run's own small ones, none for a copy of x.
+  CHECK(stub.allocationCount() - allocations <= 2);
+  CHECK(session.type("y") == "f32[5] [0.0, 0.0, 0.0, 0.0, 0.0]\n"); // zeroed, not run
+  // Parts, copies and conversions come through the host.
+  CHECK(session.type("x[1:3]") == "f32[2] [1.0, 2.0]\n");
+  CHECK(session.type("let z = x") == "z: f32[5]\n");
+  CHECK(session.type("f64(z)") == "f64[5] [0.0, 1.0, 2.0, 3.0, 4.0]\n");
+  // On another device the values are copied to the host for the run.
+  CHECK(session.type(":device cpu") == "runs use cpu\n");
+  CHECK(session.type("let w = double(x)") == "w: f32[5]\n");
+  CHECK(session.type("w") == "f32[5] [0.0, 2.0, 4.0, 6.0, 8.0]\n");
+  CHECK(contains(session.type(":who"), "w: f32[5] (host)\nx: f32[5] (gpu)\n"));
 }

@@ -1,6 +1,8 @@
 // The runtime (runtime/): the cpu device, and the cuda device's driver paths
 // against a stand-in libcuda (runtime/tests/CudaDriverStub.cpp) that fails
 // chosen calls, so every message is checked on machines without a GPU.
+#include "StubDriver.h"
+
 #include "CudaDriverApi.h"
 #include "loopc/generated.h"
 #include "loopc/runtime.h"
@@ -24,52 +26,14 @@
 
 using namespace loopc::cuda;
 using namespace loopc::runtime;
+using loopc::test::ScopedEnvironment;
 
 namespace {
 
-// Sets an environment variable for one test and restores it afterwards.
-class ScopedEnvironment {
-public:
-  ScopedEnvironment(const char *name, const std::string &value) : name(name) {
-    if (const char *old = std::getenv(name))
-      previous = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnvironment() {
-    if (previous)
-      setenv(name, previous->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-
-private:
-  const char *name;
-  std::optional<std::string> previous;
-};
-
 // The stub driver, loaded by the runtime through LOOPC_CUDA_DRIVER; the test
 // reaches the same loaded copy to choose failures.
-class StubDriver {
-public:
-  explicit StubDriver(const char *path = LOOPC_CUDA_STUB) : environment("LOOPC_CUDA_DRIVER", path) {
-    library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    REQUIRE_MESSAGE(library, dlerror());
-    fail = reinterpret_cast<void (*)(const char *, int)>(dlsym(library, "loopcStubFail"));
-    setDeviceCount = reinterpret_cast<void (*)(int)>(dlsym(library, "loopcStubSetDeviceCount"));
-    lastLaunch = reinterpret_cast<const unsigned *(*)()>(dlsym(library, "loopcStubLastLaunch"));
-    auto reset = reinterpret_cast<void (*)()>(dlsym(library, "loopcStubReset"));
-    REQUIRE((fail && setDeviceCount && lastLaunch && reset));
-    reset();
-  }
-  ~StubDriver() { dlclose(library); }
-
-  void (*fail)(const char *entryPoint, int result) = nullptr;
-  void (*setDeviceCount)(int count) = nullptr;
-  const unsigned *(*lastLaunch)() = nullptr;
-
-private:
-  ScopedEnvironment environment;
-  void *library = nullptr;
+struct RuntimeStub : loopc::test::StubDriver {
+  explicit RuntimeStub(const char *path = LOOPC_CUDA_STUB) : StubDriver(path, true) {}
 };
 
 const char *kStubPtx = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -192,7 +156,7 @@ TEST_CASE("without LOOPC_CUDA_DRIVER the runtime opens libcuda.so.1") {
 }
 
 TEST_CASE("a driver without an entry point the runtime needs is named as too old") {
-  StubDriver stub(LOOPC_CUDA_STUB_WITHOUT_LAUNCH);
+  RuntimeStub stub(LOOPC_CUDA_STUB_WITHOUT_LAUNCH);
   auto runtime = Runtime::open(DeviceKind::Cuda);
   REQUIRE_FALSE(runtime);
   CHECK(runtime.error().status == LOOPC_ERROR_NO_DRIVER);
@@ -201,7 +165,7 @@ TEST_CASE("a driver without an entry point the runtime needs is named as too old
 }
 
 TEST_CASE("cuInit failures: no device, and a driver error named with its code") {
-  StubDriver stub;
+  RuntimeStub stub;
   stub.fail("cuInit", CUDA_ERROR_NO_DEVICE);
   auto noDevice = Runtime::open(DeviceKind::Cuda);
   REQUIRE_FALSE(noDevice);
@@ -219,7 +183,7 @@ TEST_CASE("cuInit failures: no device, and a driver error named with its code") 
 }
 
 TEST_CASE("a missing device ordinal and an empty machine are told apart") {
-  StubDriver stub;
+  RuntimeStub stub;
   auto third = Runtime::open(DeviceKind::Cuda, 3);
   REQUIRE_FALSE(third);
   CHECK(third.error().status == LOOPC_ERROR_NO_DEVICE);
@@ -232,7 +196,7 @@ TEST_CASE("a missing device ordinal and an empty machine are told apart") {
 }
 
 TEST_CASE("device information comes from the driver") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   auto info = runtime.info();
   REQUIRE(info);
@@ -247,7 +211,7 @@ TEST_CASE("device information comes from the driver") {
 }
 
 TEST_CASE("a module the JIT rejects reports the JIT's error log") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   auto module = runtime.loadPtx(".version 8.0\n// syntax error here\n", "matmul");
   REQUIRE_FALSE(module);
@@ -259,7 +223,7 @@ TEST_CASE("a module the JIT rejects reports the JIT's error log") {
 }
 
 TEST_CASE("a loaded module gives its JIT log, functions and their attributes") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   auto module = runtime.loadPtx(kStubPtx, "fill");
   REQUIRE_MESSAGE(module, module.error().message);
@@ -281,7 +245,7 @@ TEST_CASE("a loaded module gives its JIT log, functions and their attributes") {
 }
 
 TEST_CASE("a timed launch passes parameters and geometry and reports the kernel time") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   StubKernel fill = loadStubKernel(runtime, "fill", "loopc_fill_u32");
   auto buffer = runtime.allocate(8 * sizeof(uint32_t));
@@ -310,7 +274,7 @@ TEST_CASE("a timed launch passes parameters and geometry and reports the kernel 
 }
 
 TEST_CASE("a failed launch names the kernel, its source location and geometry") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   StubKernel matmul = loadStubKernel(runtime, "matmul", "matmul");
   stub.fail("cuLaunchKernel", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
@@ -330,7 +294,7 @@ TEST_CASE("a failed launch names the kernel, its source location and geometry") 
 }
 
 TEST_CASE("a kernel's asynchronous failure is blamed on it by later calls") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   StubKernel matmul = loadStubKernel(runtime, "matmul", "matmul");
   auto buffer = runtime.allocate(16);
@@ -357,7 +321,7 @@ TEST_CASE("a kernel's asynchronous failure is blamed on it by later calls") {
 }
 
 TEST_CASE("more than 48 KiB of dynamic shared memory is opted into per function") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   StubKernel matmul = loadStubKernel(runtime, "matmul", "matmul");
   stub.fail("cuFuncSetAttribute", CUDA_ERROR_INVALID_VALUE);
@@ -373,7 +337,7 @@ TEST_CASE("more than 48 KiB of dynamic shared memory is opted into per function"
 }
 
 TEST_CASE("allocation failures and NULL arguments are values, not crashes") {
-  StubDriver stub;
+  RuntimeStub stub;
   Runtime runtime = openStub();
   stub.fail("cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY);
   auto buffer = runtime.allocate(1 << 20);

@@ -2,6 +2,7 @@
 #include "driver/ReplValues.h"
 
 #include "driver/Engines.h"
+#include "driver/ReplDeviceValues.h"
 #include "engine/Bindings.h"
 #include "engine/Npy.h"
 #include "sema/Sema.h"
@@ -287,9 +288,10 @@ Result<std::unique_ptr<CheckedProgram>> checkWith(const ReplProgram &session,
 
 class Evaluator {
 public:
+  // `gpu`: the GPU memory of the session's values, where there is some.
   Evaluator(std::map<std::string, HostArray> &values, const ReplProgram &program,
-            const std::string &device)
-      : values_(values), program_(program), device_(device) {}
+            const std::string &device, ReplDeviceValues *gpu)
+      : values_(values), program_(program), device_(device), gpu_(gpu) {}
 
   // The values of the right-hand side `text` (one, or a kernel's outputs by
   // parameter name, in order), starting at `offset` in the input.
@@ -329,8 +331,12 @@ public:
       if (tokens.size() == 2)
         return single(values_.at(first.text));
       if (isPunct(tokens[1], "[") && closing(tokens, 1) == tokens.size() - 1 &&
-          isPart(values_.at(first.text), text, tokens))
-        return part(values_.at(first.text), text, tokens);
+          isPart(values_.at(first.text), text, tokens)) {
+        auto whole = onHost(values_.at(first.text));
+        if (!whole)
+          return std::unexpected(whole.error());
+        return part(*whole, text, tokens);
+      }
     }
     return expression(text);
   }
@@ -566,7 +572,10 @@ private:
     if (close != 3 || tokens[2].kind != Token::Kind::Name || !values_.contains(tokens[2].text) ||
         values_.at(tokens[2].text).rank() == 0)
       return std::nullopt;
-    const HostArray &source = values_.at(tokens[2].text);
+    auto onHostSource = onHost(values_.at(tokens[2].text));
+    if (!onHostSource)
+      return std::unexpected(onHostSource.error());
+    const HostArray &source = *onHostSource;
     HostArray converted(*type, source.shape);
     for (size_t i = 0; i < source.elementCount(); ++i)
       storeElement(converted, i, !isFloat(source.type), source.getAsInt(i), source.getAsDouble(i));
@@ -579,7 +588,7 @@ private:
     std::string name = trimmed(text);
     if (auto found = values_.find(name); found != values_.end())
       return found->second;
-    Evaluator inner(values_, program_, device_);
+    Evaluator inner(values_, program_, device_, gpu_);
     auto evaluated = inner.evaluate(name, offset_);
     if (!evaluated)
       return std::unexpected(evaluated.error());
@@ -692,6 +701,8 @@ private:
       return std::unexpected(fail("save takes a value and a file name in quotes: save(A, "
                                   "\"a.npy\")"));
     auto value = argument(arguments[0]);
+    if (value)
+      value = onHost(*value);
     if (!value)
       return std::unexpected(value.error());
     if (Status written = writeNpy(path.substr(1, path.size() - 2), *value); !written)
@@ -728,15 +739,40 @@ private:
     return std::move(*made);
   }
 
-  // Runs `kernel` of `program` on arguments bound from `request`.
+  // Runs `kernel` of `program` on arguments bound from `request`. On the
+  // GPU, arrays in GPU memory are used where they are and the outputs made
+  // there; elsewhere (or to be converted) they are copied to the host first.
   Result<KernelArgs> run(const Program &program, const KernelDecl &kernel,
-                         const ArgumentRequest &request) {
-    auto args = bindKernelArguments(kernel, request);
-    if (!args)
-      return std::unexpected(fail(args.error().message));
+                         ArgumentRequest request) {
     auto runner = engine();
     if (!runner)
       return std::unexpected(runner.error());
+    bool onGpu = (*runner)->kind() == "gpu" && gpu_;
+    for (auto &[name, array] : request.arrays) {
+      const VarDeclPtr *param = nullptr;
+      for (const VarDeclPtr &candidate : kernel.params)
+        if (candidate->name == name)
+          param = &candidate;
+      if (array.inDeviceMemory() && (!onGpu || !param || (*param)->type.element != array.type)) {
+        auto host = onHost(array);
+        if (!host)
+          return std::unexpected(host.error());
+        array = std::move(*host);
+      }
+    }
+    if (onGpu)
+      if (auto shapes = inferArgumentShapes(kernel, request))
+        for (size_t i = 0; i < kernel.params.size(); ++i)
+          if (kernel.params[i]->intent == Intent::Out && kernel.params[i]->isArray() &&
+              std::ranges::find(shapes->shapes[i], 0) == shapes->shapes[i].end()) {
+            auto output = gpu_->allocate(kernel.params[i]->type.element, shapes->shapes[i]);
+            if (!output)
+              return std::unexpected(fail(output.error().message));
+            request.outputs[kernel.params[i]->name] = std::move(*output);
+          }
+    auto args = bindKernelArguments(kernel, request);
+    if (!args)
+      return std::unexpected(fail(args.error().message));
     if (auto ran = (*runner)->run(program, kernel, *args); !ran)
       return std::unexpected(fail(ran.error().message));
     return std::move(*args);
@@ -859,8 +895,7 @@ private:
       for (size_t d = 0; d < array.rank(); ++d)
         flat = flat * static_cast<size_t>(array.shape[d]) + static_cast<size_t>(at[d]);
       std::memcpy(result.bytes.data() + n * elementBytes,
-                  array.elementBytes().data() + flat * elementBytes,
-                  elementBytes);
+                  array.elementBytes().data() + flat * elementBytes, elementBytes);
       for (size_t d = array.rank(); d-- > 0;) {
         if (++at[d] < ends[d])
           break;
@@ -926,9 +961,20 @@ private:
     return single(std::move(args->params.back()));
   }
 
+  // `value` on the host: copied from the GPU when it is there.
+  Result<HostArray> onHost(const HostArray &value) const {
+    if (!value.inDeviceMemory())
+      return value;
+    auto host = gpu_ ? gpu_->download(value) : makeError("no GPU for a value kept there");
+    if (!host)
+      return std::unexpected(fail(host.error().message));
+    return std::move(*host);
+  }
+
   std::map<std::string, HostArray> &values_;
   const ReplProgram &program_;
   const std::string &device_;
+  ReplDeviceValues *gpu_;
   size_t offset_ = 0;
   std::unique_ptr<CheckedProgram> session_;
 };
@@ -1008,7 +1054,8 @@ bool ReplValues::evaluate(const std::string &typed, const ReplProgram &program,
   }
   std::string text = input.substr(rhs);
   size_t skipped = text.find_first_not_of(" \t");
-  Evaluator evaluator(values_, program, device);
+  ReplDeviceValues *gpu = gpuFor(device);
+  Evaluator evaluator(values_, program, device, gpu ? gpu : gpu_.get());
   auto result = evaluator.evaluate(trimmed(text),
                                    rhs + (skipped == std::string::npos ? text.size() : skipped));
   if (!result) {
@@ -1023,9 +1070,14 @@ bool ReplValues::evaluate(const std::string &typed, const ReplProgram &program,
   }
   if (names.empty()) {
     for (const auto &[name, value] : *result) {
-      if (value.bytes.empty() && value.shape.empty())
+      if (value.bytes.empty() && value.shape.empty() && !value.inDeviceMemory())
         continue; // a call with no out parameters
-      out_ << (name.empty() ? "" : name + " = ") << formatValue(value) << "\n";
+      auto shown = onHost(value);
+      if (!shown) {
+        err_ << "loopc: error: " << shown.error().message << "\n";
+        return false;
+      }
+      out_ << (name.empty() ? "" : name + " = ") << formatValue(*shown) << "\n";
     }
     return true;
   }
@@ -1043,10 +1095,61 @@ bool ReplValues::evaluate(const std::string &typed, const ReplProgram &program,
     return false;
   }
   for (size_t i = 0; i < names.size(); ++i) {
-    values_[names[i]] = std::move((*result)[i].second);
+    HostArray value = std::move((*result)[i].second);
+    // With the GPU as the session's device, arrays are kept there; a value
+    // another name holds is copied, so the two stay apart as on the host.
+    bool shared =
+        value.inDeviceMemory() && std::ranges::any_of(values_, [&](const auto &named) {
+          return named.first != names[i] && named.second.deviceAddress == value.deviceAddress;
+        });
+    bool upload =
+        gpu && value.rank() > 0 && value.elementCount() > 0 && (!value.inDeviceMemory() || shared);
+    if (upload) {
+      auto host = onHost(value);
+      auto placed = host ? gpu->upload(*host) : std::unexpected(host.error());
+      if (!placed) {
+        err_ << "loopc: error: " << placed.error().message << "\n";
+        return false;
+      }
+      value = std::move(*placed);
+    }
+    values_[names[i]] = std::move(value);
     out_ << names[i] << ": " << typeText(values_[names[i]]) << "\n";
   }
+  if (gpu_)
+    gpu_->keepOnly(values_);
   return true;
+}
+
+ReplValues::ReplValues(std::ostream &out, std::ostream &err) : out_(out), err_(err) {}
+ReplValues::~ReplValues() = default;
+
+void ReplValues::clear() {
+  values_.clear();
+  gpu_.reset();
+}
+
+ReplDeviceValues *ReplValues::gpuFor(const std::string &device) {
+  bool wanted = device == "gpu" || (device.empty() && !noGpu_);
+  if (!wanted)
+    return nullptr;
+  if (!gpu_) {
+    auto opened = ReplDeviceValues::open();
+    if (!opened) {
+      noGpu_ = device.empty();
+      return nullptr; // the engine says why, for --device gpu
+    }
+    gpu_ = std::move(*opened);
+  }
+  return gpu_.get();
+}
+
+Expected<HostArray> ReplValues::onHost(const HostArray &value) const {
+  if (!value.inDeviceMemory())
+    return value;
+  if (!gpu_)
+    return makeError("no GPU for a value kept there");
+  return gpu_->download(value);
 }
 
 void ReplValues::list() const {
@@ -1055,7 +1158,7 @@ void ReplValues::list() const {
     return;
   }
   for (const auto &[name, value] : values_)
-    out_ << name << ": " << typeText(value) << " (host)\n";
+    out_ << name << ": " << typeText(value) << (value.inDeviceMemory() ? " (gpu)\n" : " (host)\n");
 }
 
 bool ReplValues::print(const std::string &name, bool full) const {
@@ -1064,7 +1167,12 @@ bool ReplValues::print(const std::string &name, bool full) const {
     err_ << "loopc: error: no value named '" << name << "' (:who lists them)\n";
     return false;
   }
-  out_ << formatValue(found->second, full) << "\n";
+  auto shown = onHost(found->second);
+  if (!shown) {
+    err_ << "loopc: error: " << shown.error().message << "\n";
+    return false;
+  }
+  out_ << formatValue(*shown, full) << "\n";
   return true;
 }
 

@@ -12,9 +12,10 @@
 //    literals (`[[1, 2], [3, 4]]`, `f32([1, 2])`), and an array converted
 //    element by element (`f64(A)`);
 //  - a value's name, or a part of an array (`A[0]`, `A[0:4, 1:3]`) to look at.
-// Values live on the host, as HostArrays (a scalar is of rank 0), and are
-// printed like NumPy's: the type, then the elements, the corners of a large
-// array around `...`.
+// Values are HostArrays (a scalar is of rank 0), on the host, or with the
+// GPU as the session's device, arrays in GPU memory (ReplDeviceValues.h),
+// and are printed like NumPy's: the type, then the elements, the corners of
+// a large array around `...`.
 #pragma once
 
 #include "engine/HostArray.h"
@@ -22,6 +23,7 @@
 
 #include <iosfwd>
 #include <map>
+#include <memory>
 #include <string>
 
 namespace loopc::driver {
@@ -32,9 +34,12 @@ struct ReplProgram {
   LoadOptions options;     // how the REPL loads it (the files it has loaded)
 };
 
+class ReplDeviceValues;
+
 class ReplValues {
 public:
-  ReplValues(std::ostream &out, std::ostream &err) : out_(out), err_(err) {}
+  ReplValues(std::ostream &out, std::ostream &err);
+  ~ReplValues();
 
   // Whether `input` (whole, trimmed) is for the evaluator: not a definition
   // (kernel, fn, assoc, import, an attribute) nor a command.
@@ -50,12 +55,20 @@ public:
   bool print(const std::string &name, bool full) const;
   // The names of the values, for completion.
   std::vector<std::string> names() const;
-  void clear() { values_.clear(); }
+  void clear();
 
 private:
+  // The GPU memory of the values, opened when `device` is the GPU (or the
+  // best device, and there is one); null when values stay on the host.
+  ReplDeviceValues *gpuFor(const std::string &device);
+  // `value` on the host, copied from the GPU when it is there.
+  Expected<HostArray> onHost(const HostArray &value) const;
+
   std::ostream &out_;
   std::ostream &err_;
   std::map<std::string, HostArray> values_;
+  std::unique_ptr<ReplDeviceValues> gpu_;
+  bool noGpu_ = false; // no GPU was found for the best device
 };
 
 // `value` as the REPL prints it: `f32[3][3]` and the rows of its elements
