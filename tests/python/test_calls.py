@@ -276,3 +276,21 @@ def test_tune_keeps_the_fastest_choices_and_tuned_modules_use_them(tmp_path, cap
     np.testing.assert_array_equal(tuned.matmul(A, B), np.full((40, 56), 24, np.float32))
     with pytest.raises(loopc.RunError, match="nothing to tune on device 'interp'"):
         loopc.compile(os.path.join(SAMPLES, "matmul.loop"), device="interp").matmul.tune(A, B)
+
+
+def test_torch_tensors_on_the_cpu_are_used_in_place_and_outputs_come_back_as_tensors():
+    torch = pytest.importorskip("torch")
+    module = loopc.compile(PROGRAM, device="cpu")
+    x, y = torch.arange(4, dtype=torch.float32), torch.ones(4)
+    module.saxpy(x, y, 2.0)
+    assert y.tolist() == [1, 3, 5, 7]  # written where the tensor is
+    matmul = loopc.compile(os.path.join(SAMPLES, "matmul.loop"), device="cpu")
+    A, B = torch.rand(7, 5), torch.rand(5, 3)
+    C = matmul.matmul(A, B)
+    assert isinstance(C, torch.Tensor) and C.shape == (7, 3)
+    assert torch.allclose(C, A @ B, rtol=1e-5, atol=1e-5)
+    with pytest.raises(loopc.ArgumentError, match="needs f32 elements, but the array given holds "
+                                                  "f64"):
+        matmul.matmul(A.double(), B)
+    with pytest.raises(loopc.ArgumentError, match="strided"):
+        matmul.matmul(torch.rand(5, 7).t(), B)
