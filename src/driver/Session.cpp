@@ -212,11 +212,18 @@ void RunTargetOptions::addTo(CLI::App &command, const std::string &verb, bool pa
 }
 
 void PassChoiceOptions::addTo(CLI::App &command) {
+  std::string skippable;
+  for (const std::string &pass : passes::optimizationPasses())
+    skippable += (skippable.empty() ? "" : ", ") + pass;
   command.add_option("--skip-pass", skippedPasses,
-                     "Leave this optimization pass out (repeatable), to measure what it brings");
+                     "Leave this optimization pass out (repeatable), to measure what it brings: " +
+                         skippable);
+  std::string sizable;
+  for (const auto &[name, value] : passes::namedParameters({}))
+    sizable += (sizable.empty() ? "" : ", ") + name;
   command.add_option("--pass-param", parameters,
-                     "NAME=VALUE: size an optimization otherwise (repeatable): register_tile, "
-                     "stage_length, shared_kib, stage_min_reuse (docs/tuning.md)");
+                     "NAME=VALUE: size an optimization otherwise (repeatable): " + sizable +
+                         " (docs/tuning.md)");
   command.add_flag("--bounds-check", boundsCheck,
                    "Check every array index not proven in range (the default): one out of range "
                    "is a located error, not a wild access (`explain --remarks` lists the checks "

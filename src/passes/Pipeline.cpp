@@ -20,124 +20,257 @@ namespace loopc::passes {
 
 namespace {
 
-using Pass = std::function<ir::Function(ir::Function)>;
-// A pass that reports remarks (Remarks.h) through the reporter it is given.
-using ReportingPass = std::function<ir::Function(ir::Function, const RemarkReporter &)>;
-// A pass that may find the program beyond its target (a located error).
-using RefusingPass = std::function<Expected<ir::Function>(ir::Function)>;
+// How a pass takes part in the pipeline.
+enum class PassRole {
+  Required,     // the program's meaning needs it
+  Optimization, // the meaning does not depend on it: `--skip-pass` may leave it out
+  Inspection,   // reports remarks about the IR without changing it
+};
 
-// The optimizations: passes the program's meaning does not depend on, which
-// `--skip-pass` may leave out, and the targets whose pipelines run them.
-struct Optimization {
+// What a pass of the registry is given: the pipeline's options and the
+// reporter of its remarks (Remarks.h).
+struct PassContext {
+  const PipelineOptions &options;
+  const RemarkReporter &remarks;
+  // Whether the pass `name` runs in this pipeline. The few choices a pass
+  // makes by what runs after it are asked here, in the pipeline's list, and
+  // handed to the pass as facts: no pass looks another up by name.
+  bool runs(const std::string &name) const { return passLeftOutBy(name, options).empty(); }
+};
+// A pass run on one Function; an error is a located refusal of the program.
+using PassBody = std::function<Expected<ir::Function>(ir::Function, const PassContext &)>;
+
+const std::set<PipelineTarget> kBothTargets = {PipelineTarget::Gpu, PipelineTarget::Cpu};
+const std::set<PipelineTarget> kGpuOnly = {PipelineTarget::Gpu};
+const std::set<PipelineTarget> kCpuOnly = {PipelineTarget::Cpu};
+
+// One pass of the registry: everything the pipeline, `--skip-pass`,
+// `explain --after`, the verifier and the tuner know of it.
+struct PassEntry {
   const char *name;
+  const char *summary; // one line
   std::set<PipelineTarget> targets;
-};
-const Optimization kOptimizations[] = {
-    {"specialize_sizes", {PipelineTarget::Gpu}}, // sizesToSpecialize says why not the CPU
-    {"drop_overwritten_fills", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"fuse_producers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"fuse_with_lag", {PipelineTarget::Cpu}},
-    {"hoist_independent_parfors", {PipelineTarget::Cpu}},
-    {"split_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"map_rows_to_blocks", {PipelineTarget::Gpu}},
-    {"privatize_combines", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"transpose_column_reads", {PipelineTarget::Cpu}},
-    {"jam_serial_chains", {PipelineTarget::Cpu}},
-    {"interchange_column_walks", {PipelineTarget::Cpu}},
-    {"promote_invariant_elements", {PipelineTarget::Cpu}},
-    {"unroll_around_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"fuse_sibling_reductions", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"interleave_reductions", {PipelineTarget::Cpu}},
-    {"combine_in_warps", {PipelineTarget::Gpu}},
-    {"tile_registers", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
-    {"stage_shared", {PipelineTarget::Gpu}},
-    {"drop_untaken_branches", {PipelineTarget::Gpu, PipelineTarget::Cpu}},
+  PassRole role;
+  PassBody body;
+  // What the verifier holds the IR to from this pass on.
+  ir::VerifyOptions establishes = {};
+  // Whether it replaces a program's array accesses (fusion computes an
+  // element where it was read) or moves them into buffers it makes (shared
+  // staging, transposed copies), whose accesses are not checked: a bounds
+  // check would then be lost. Under PassChoices::boundsChecks such a pass
+  // runs only on a function whose every index is proven in range
+  // (BoundsProof.h). (privatize_combines checks the indices of the combines
+  // it sends to private copies against the program's arrays itself.)
+  bool hidesAccesses = false;
 };
 
-// The passes that replace a program's array accesses (fusion computes an
-// element where it was read) or move them into buffers they make (shared
-// staging, transposed copies), whose accesses are not checked: a bounds
-// check would then be lost. Under PassChoices::boundsChecks they run only
-// on a function whose every index is proven in range (BoundsProof.h). (privatize_combines
-// checks the indices of the combines it sends to private copies against
-// the program's arrays itself.)
-const std::set<std::string> kHidesAccesses = {"fuse_producers", "stage_shared",
-                                              "transpose_column_reads"};
+// A pass that reports remarks, as Passes.h declares most.
+PassBody reporting(ir::Function (*pass)(ir::Function, const RemarkReporter &)) {
+  return [pass](ir::Function function, const PassContext &context) -> Expected<ir::Function> {
+    return pass(std::move(function), context.remarks);
+  };
+}
+// A pass that reports none.
+PassBody quiet(ir::Function (*pass)(ir::Function)) {
+  return [pass](ir::Function function, const PassContext &) -> Expected<ir::Function> {
+    return pass(std::move(function));
+  };
+}
+// An inspection: remarks about the Function, which it leaves as it is.
+PassBody inspecting(std::function<void(const ir::Function &, const PassContext &)> analysis) {
+  return [analysis](ir::Function function, const PassContext &context) -> Expected<ir::Function> {
+    analysis(function, context);
+    return function;
+  };
+}
 
-// Runs passes one after the other on one Function, verifying and logging the
-// IR after each; after the first invalid IR the remaining passes are skipped.
+void remarkUncheckedIndices(const ir::Function &function, const RemarkReporter &remarks);
+
+// The pipeline, top to bottom: each target runs the passes listed for it, in
+// this order (after Halide's Lower.cpp). The passes' own headers (Passes.h)
+// say what each does, and why.
+const std::vector<PassEntry> &registry() {
+  static const std::vector<PassEntry> passes = {
+      {"lower_scans",
+       "a scan becomes loops of partial results (a block's, then theirs)",
+       kBothTargets,
+       PassRole::Required,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return lowerScans(std::move(f), c.options.target);
+       },
+       {.scansLowered = true}},
+      {"specialize_sizes", "small sizes of the run compiled as constants", kGpuOnly,
+       PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return specializeSizes(std::move(f), c.options.specializedSizes);
+       }},
+      {"simplify", "constant folding and algebraic simplification", kBothTargets,
+       PassRole::Required, quiet(simplify)},
+      {"drop_overwritten_fills", "zero fills that a later write covers removed", kBothTargets,
+       PassRole::Optimization, quiet(dropOverwrittenFills)},
+      {"fuse_producers",
+       "a local array's elements computed where they are read",
+       kBothTargets,
+       PassRole::Optimization,
+       reporting(fuseProducers),
+       {},
+       true},
+      {"fuse_with_lag", "consecutive stencil nests fused a row apart", kCpuOnly,
+       PassRole::Optimization, reporting(fuseWithLag)},
+      {"hoist_independent_parfors", "parfors that no host loop iteration needs moved out of it",
+       kCpuOnly, PassRole::Optimization, reporting(hoistIndependentParfors)},
+      {"split_reductions", "long rows of few reductions split across blocks, combined in order",
+       kBothTargets, PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return splitReductions(std::move(f), c.options.target, c.remarks);
+       }},
+      {"map_rows_to_blocks", "a parfor whose body walks a row: a block per row", kGpuOnly,
+       PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return mapRowsToBlocks(std::move(f), c.runs("fuse_sibling_reductions"), c.remarks);
+       }},
+      {"privatize_combines", "combines into a small array done on private copies first",
+       kBothTargets, PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return privatizeCombines(std::move(f), c.options.choices.parameters, c.options.target,
+                                  c.remarks);
+       }},
+      {"transpose_column_reads",
+       "arrays read down columns copied transposed first",
+       kCpuOnly,
+       PassRole::Optimization,
+       reporting(transposeColumnReads),
+       {},
+       true},
+      {"jam_serial_chains", "independent serial chains run several at a time", kCpuOnly,
+       PassRole::Optimization, reporting(jamSerialChains)},
+      {"interchange_column_walks", "nests walking a column turned to walk rows", kCpuOnly,
+       PassRole::Optimization, reporting(interchangeColumnWalks)},
+      {"promote_invariant_elements", "elements a serial loop reads unchanged kept in registers",
+       kCpuOnly, PassRole::Optimization, reporting(promoteInvariantElements)},
+      {"map_to_gpu", "each top-level parfor nest on blocks and threads, with bounds guards",
+       kBothTargets, PassRole::Required,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return mapToGpu(std::move(f), c.options.target);
+       }},
+      {"unroll_around_reductions", "short serial loops around reductions unrolled", kBothTargets,
+       PassRole::Optimization, quiet(unrollAroundReductions)},
+      {"fuse_sibling_reductions", "reductions over one range done in one pass", kBothTargets,
+       PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return fuseSiblingReductions(std::move(f), c.options.target, c.remarks);
+       }},
+      {"lower_reductions",
+       "reductions become per-thread folds and block trees",
+       kBothTargets,
+       PassRole::Required,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return lowerReductions(std::move(f), c.options.target, c.remarks);
+       },
+       {.reductionsLowered = true}},
+      {"interleave_reductions", "serial folds LLVM keeps serial given lanes", kCpuOnly,
+       PassRole::Optimization, reporting(interleaveReductions)},
+      {"combine_in_warps", "a block tree's last halvings as warp shuffles", kGpuOnly,
+       PassRole::Optimization, reporting(combineInWarps)},
+      {"tile_registers", "a thread computes a tile of points, its loads shared in registers",
+       kBothTargets, PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         const PipelineOptions &options = c.options;
+         RegisterTilingTarget target{c.runs("stage_shared"), options.computeCapability,
+                                     options.multiprocessors, options.runSizes,
+                                     options.target == PipelineTarget::Cpu};
+         return tileRegisters(std::move(f), options.choices.parameters, target, c.remarks);
+       }},
+      {"stage_shared",
+       "tiles read by many threads staged in shared memory",
+       kGpuOnly,
+       PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return stageShared(std::move(f), c.options.choices.parameters, c.remarks,
+                            c.options.computeCapability);
+       },
+       {},
+       true},
+      // The accesses left uncoalesced by map_to_gpu's choice of x, once
+      // stage_shared has read a transpose's columns through shared memory.
+      {"map_to_gpu", "", kGpuOnly, PassRole::Inspection,
+       inspecting([](const ir::Function &f, const PassContext &c) {
+         warnUncoalescedAccesses(f, c.remarks);
+       })},
+      {"globalize_private_arrays", "a GPU thread's private arrays in global memory", kGpuOnly,
+       PassRole::Required,
+       [](ir::Function f, const PassContext &) { return globalizePrivateArrays(std::move(f)); }},
+      {"simplify", "constant folding and algebraic simplification", kBothTargets,
+       PassRole::Required, quiet(simplify)},
+      {"drop_untaken_branches", "host branches the run's sizes decide: the other side removed",
+       kBothTargets, PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return dropUntakenBranches(std::move(f), c.options.runSizes);
+       }},
+      {"extract_kernels", "each mapped nest becomes a kernel, the rest host code", kBothTargets,
+       PassRole::Required, quiet(extractKernels)},
+      {"bounds_checks", "", kBothTargets, PassRole::Inspection,
+       inspecting([](const ir::Function &f, const PassContext &c) {
+         if (c.options.choices.boundsChecks)
+           remarkUncheckedIndices(f, c.remarks);
+       })},
+  };
+  return passes;
+}
+
+// The registry's entry of the pass `name` (its first, for simplify).
+const PassEntry *passNamed(const std::string &name) {
+  for (const PassEntry &pass : registry())
+    if (pass.name == name && pass.role != PassRole::Inspection)
+      return &pass;
+  return nullptr;
+}
+
+// Runs the registry's passes one after the other on one Function, verifying
+// and logging the IR after each; after the first invalid IR the remaining
+// passes are skipped.
 class PassRunner {
 public:
   PassRunner(ir::Function function, const PipelineOptions &options)
       : function_(std::move(function)), options_(options) {}
 
-  // Runs `pass`, named `name`, on the Function.
-  void run(const std::string &name, const Pass &pass) {
-    run(name,
-        [&](ir::Function function, const RemarkReporter &) { return pass(std::move(function)); });
-  }
-  void run(const std::string &name, const ReportingPass &pass) {
-    if (status_) {
-      RemarkReporter remarks(options_.remarks, name, function_.programNames);
-      function_ = pass(std::move(function_), remarks);
-      check(name);
-    }
-  }
-
-  // Runs `pass`, named `name`; its refusal is the pipeline's result.
-  void runOrRefuse(const std::string &name, const RefusingPass &pass) {
-    if (!status_)
+  void run(const PassEntry &pass) {
+    if (!status_ || !pass.targets.contains(options_.target))
       return;
-    Expected<ir::Function> result = pass(std::move(function_));
+    if (pass.role == PassRole::Optimization && !passLeftOutBy(pass.name, options_).empty())
+      return;
+    if (pass.role == PassRole::Optimization && options_.choices.boundsChecks &&
+        pass.hidesAccesses &&
+        !passes::proveAccessesInBounds(function_).allProvenIn(function_.body, function_.body)) {
+      // Said only where the pass would have changed something (a trial
+      // run, its remarks unheard).
+      RemarkReporter unheard(nullptr, pass.name, function_.programNames);
+      Expected<ir::Function> trial = pass.body(function_, PassContext{options_, unheard});
+      if (trial && ir::toString(*trial) != ir::toString(function_))
+        RemarkReporter(options_.remarks, pass.name, function_.programNames)
+            .declined({}, "not run: an index it would move out of the bounds checks' sight is "
+                          "not proven in range (`loopc explain --remarks` lists the checks kept)");
+      return;
+    }
+    RemarkReporter remarks(options_.remarks, pass.name, function_.programNames);
+    PassContext context{options_, remarks};
+    if (pass.role == PassRole::Inspection) {
+      (void)pass.body(function_, context);
+      return;
+    }
+    Expected<ir::Function> result = pass.body(std::move(function_), context);
     if (!result) {
       status_ = std::unexpected(result.error());
       return;
     }
     function_ = std::move(*result);
-    check(name);
-  }
-
-  // Runs `pass`, the optimization `name` (kOptimizations), when the
-  // pipeline's target is one of its targets and the options do not skip it.
-  void optimize(const std::string &name, const Pass &pass) {
-    optimize(name, [&](ir::Function function, const RemarkReporter &) {
-      return pass(std::move(function));
-    });
-  }
-  void optimize(const std::string &name, const ReportingPass &pass) {
-    assert(std::ranges::any_of(kOptimizations,
-                               [&](const Optimization &known) { return name == known.name; }) &&
-           "every optimization is listed in kOptimizations");
-    if (!passLeftOutBy(name, options_).empty() || !status_)
-      return;
-    if (options_.choices.boundsChecks && kHidesAccesses.contains(name) &&
-        !passes::proveAccessesInBounds(function_).allProvenIn(function_.body, function_.body)) {
-      // Said only where the pass would have changed something (a trial
-      // run, its remarks unheard).
-      ir::Function trial = pass(function_, RemarkReporter(nullptr, name, function_.programNames));
-      if (ir::toString(trial) != ir::toString(function_))
-        RemarkReporter(options_.remarks, name, function_.programNames)
-            .declined({}, "not run: an index it would move out of the bounds checks' sight is "
-                          "not proven in range (`loopc explain --remarks` lists the checks kept)");
-      return;
-    }
-    run(name, pass);
-  }
-
-  // Lets `analysis` report remarks about the Function as `name` (a pass
-  // whose choices it judges) without changing it.
-  void inspect(const std::string &name,
-               const std::function<void(const ir::Function &, const RemarkReporter &)> &analysis) {
-    if (status_)
-      analysis(function_, RemarkReporter(options_.remarks, name, function_.programNames));
+    verify_.reductionsLowered |= pass.establishes.reductionsLowered;
+    verify_.scansLowered |= pass.establishes.scansLowered;
+    check(pass.name);
   }
 
   // Verifies the Function as the output of the step `name` and logs it.
   void check(const std::string &name) {
-    if (name == "lower_reductions")
-      verify_.reductionsLowered = true;
-    if (name == "lower_scans")
-      verify_.scansLowered = true;
     // Stop where a pass broke the IR rather than let code generation
     // miscompile it.
     if (Status verified = ir::verifyFunction(function_, name, verify_); !verified) {
@@ -280,17 +413,13 @@ std::string describeChangedParameters(const PassParameters &parameters) {
 }
 
 std::string passLeftOutBy(const std::string &name, const PipelineOptions &options) {
-  // Not an optimization, but run by the GPU's pipeline alone (runPipeline).
-  if (name == "globalize_private_arrays" && options.target != PipelineTarget::Gpu)
-    return "--target cpu";
-  for (const Optimization &optimization : kOptimizations) {
-    if (name != optimization.name)
-      continue;
-    if (!optimization.targets.contains(options.target))
-      return options.target == PipelineTarget::Cpu ? "--target cpu" : "--target gpu";
-    if (options.choices.skipped.contains(name))
-      return "--skip-pass " + name;
-  }
+  const PassEntry *pass = passNamed(name);
+  if (!pass)
+    return "";
+  if (!pass->targets.contains(options.target))
+    return options.target == PipelineTarget::Cpu ? "--target cpu" : "--target gpu";
+  if (pass->role == PassRole::Optimization && options.choices.skipped.contains(name))
+    return "--skip-pass " + name;
   return "";
 }
 
@@ -347,10 +476,22 @@ std::vector<std::string> parametersRead(PipelineTarget target) {
 
 std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target) {
   std::vector<std::string> names;
-  for (const Optimization &optimization : kOptimizations)
-    if (!target || optimization.targets.contains(*target))
-      names.push_back(optimization.name);
+  for (const PassEntry &pass : registry())
+    if (pass.role == PassRole::Optimization && (!target || pass.targets.contains(*target)))
+      names.push_back(pass.name);
   return names;
+}
+
+std::vector<PassDescription> describePasses() {
+  std::vector<PassDescription> passes;
+  for (const PassEntry &pass : registry()) {
+    if (pass.role == PassRole::Inspection ||
+        std::ranges::any_of(passes, [&](const auto &known) { return known.name == pass.name; }))
+      continue;
+    std::vector<PipelineTarget> targets(pass.targets.begin(), pass.targets.end());
+    passes.push_back({pass.name, pass.summary, targets, pass.role == PassRole::Optimization});
+  }
+  return passes;
 }
 
 bool choicesHoldAt(const ir::Function &function, const std::map<std::string, int64_t> &sizes) {
@@ -384,68 +525,13 @@ void recordNonEmptyArrays(ir::Function &function, const std::map<std::string, in
 } // namespace
 
 Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
-  const PassParameters &parameters = options.choices.parameters;
   function.boundsChecked = options.choices.boundsChecks;
   if (function.boundsChecked)
     recordNonEmptyArrays(function, options.runSizes);
   PassRunner passes(std::move(function), options);
   passes.check("lower"); // the input, as ir::lowerKernel made it
-  passes.run("lower_scans",
-             [&](ir::Function f) { return lowerScans(std::move(f), options.target); });
-  passes.optimize("specialize_sizes", [&](ir::Function f) {
-    return specializeSizes(std::move(f), options.specializedSizes);
-  });
-  passes.run("simplify", simplify);
-  passes.optimize("drop_overwritten_fills", dropOverwrittenFills);
-  passes.optimize("fuse_producers", fuseProducers);
-  passes.optimize("fuse_with_lag", fuseWithLag);
-  passes.optimize("hoist_independent_parfors", hoistIndependentParfors);
-  passes.optimize("split_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
-    return splitReductions(std::move(f), options.target, remarks);
-  });
-  passes.optimize("map_rows_to_blocks", [&](ir::Function f, const RemarkReporter &remarks) {
-    return mapRowsToBlocks(std::move(f),
-                           !options.choices.skipped.contains("fuse_sibling_reductions"), remarks);
-  });
-  passes.optimize("privatize_combines", [&](ir::Function f, const RemarkReporter &remarks) {
-    return privatizeCombines(std::move(f), parameters, options.target, remarks);
-  });
-  passes.optimize("transpose_column_reads", transposeColumnReads);
-  passes.optimize("jam_serial_chains", jamSerialChains);
-  passes.optimize("interchange_column_walks", interchangeColumnWalks);
-  passes.optimize("promote_invariant_elements", promoteInvariantElements);
-  passes.run("map_to_gpu", [&](ir::Function f) { return mapToGpu(std::move(f), options.target); });
-  passes.optimize("unroll_around_reductions", unrollAroundReductions);
-  passes.optimize("fuse_sibling_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
-    return fuseSiblingReductions(std::move(f), options.target, remarks);
-  });
-  passes.run("lower_reductions", [&](ir::Function f, const RemarkReporter &remarks) {
-    return lowerReductions(std::move(f), options.target, remarks);
-  });
-  passes.optimize("interleave_reductions", interleaveReductions);
-  passes.optimize("combine_in_warps", combineInWarps);
-  passes.optimize("tile_registers", [&](ir::Function f, const RemarkReporter &remarks) {
-    RegisterTilingTarget target{passLeftOutBy("stage_shared", options).empty(),
-                                options.computeCapability, options.multiprocessors,
-                                options.runSizes, options.target == PipelineTarget::Cpu};
-    return tileRegisters(std::move(f), parameters, target, remarks);
-  });
-  passes.optimize("stage_shared", [&](ir::Function f, const RemarkReporter &remarks) {
-    return stageShared(std::move(f), parameters, remarks, options.computeCapability);
-  });
-  // The accesses left uncoalesced by map_to_gpu's choice of x, once
-  // stage_shared has read a transpose's columns through shared memory.
-  if (options.target == PipelineTarget::Gpu)
-    passes.inspect("map_to_gpu", warnUncoalescedAccesses);
-  if (options.target == PipelineTarget::Gpu)
-    passes.runOrRefuse("globalize_private_arrays", globalizePrivateArrays);
-  passes.run("simplify", simplify);
-  passes.optimize("drop_untaken_branches", [&](ir::Function f) {
-    return dropUntakenBranches(std::move(f), options.runSizes);
-  });
-  passes.run("extract_kernels", extractKernels);
-  if (options.choices.boundsChecks)
-    passes.inspect("bounds_checks", remarkUncheckedIndices);
+  for (const PassEntry &pass : registry())
+    passes.run(pass);
   return std::move(passes).result();
 }
 

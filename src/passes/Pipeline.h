@@ -154,14 +154,23 @@ struct PipelineOptions {
 // those `target`'s pipeline runs when one is given.
 std::vector<std::string> optimizationPasses(std::optional<PipelineTarget> target = std::nullopt);
 
+// A pass of the pipeline as the registry (Pipeline.cpp) describes it.
+struct PassDescription {
+  std::string name;
+  std::string summary;
+  std::vector<PipelineTarget> targets; // the pipelines that run it
+  bool skippable = false;              // an optimization: `--skip-pass` may leave it out
+};
+// Every pass, in pipeline order (a pass that runs twice, once).
+std::vector<PassDescription> describePasses();
+
 // The parameters some pass of `target`'s pipeline reads (`shared_kib` on the
 // CPU; every one on the GPU), in a fixed order.
 std::vector<std::string> parametersRead(PipelineTarget target);
 
-// The option that leaves the optimization `name` (or the GPU's
-// globalize_private_arrays) out of the pipeline of `options` ("--target
-// cpu", "--bounds-check", "--skip-pass NAME"); "" when it runs or is no
-// optimization.
+// The option that leaves the pass `name` out of the pipeline of `options`
+// ("--target cpu" for a pass of the other target's pipeline, "--skip-pass
+// NAME"); "" when it runs, or is no pass.
 std::string passLeftOutBy(const std::string &name, const PipelineOptions &options);
 
 // What the user chose that the pipeline of `options` never acts on, one

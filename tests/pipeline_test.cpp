@@ -1,0 +1,69 @@
+// The pass registry (passes/Pipeline.cpp) as the rest of loopc reads it:
+// every pass has its file and its row in docs/architecture.md, the
+// optimizations `--skip-pass` names are the registry's, and the pipeline
+// runs its passes in the registry's order.
+#include "TestSupport.h"
+
+#include "ir/Lower.h"
+#include "passes/Pipeline.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+using namespace loopc;
+
+TEST_CASE("every pass of the registry has its source file and its row in the architecture") {
+  std::string architecture = test::readFile(test::sourcePath("docs/architecture.md"));
+  std::vector<passes::PassDescription> described = passes::describePasses();
+  REQUIRE(described.size() >= 20);
+  for (const passes::PassDescription &pass : described) {
+    CAPTURE(pass.name);
+    CHECK(std::filesystem::exists(test::sourcePath("src/passes/" + pass.name + ".cpp")));
+    CHECK(test::contains(architecture, "`src/passes/" + pass.name + ".cpp`"));
+    CHECK_FALSE(pass.summary.empty());
+    CHECK_FALSE(pass.targets.empty());
+  }
+}
+
+TEST_CASE("the skippable passes are the registry's optimizations of each target") {
+  for (passes::PipelineTarget target : {passes::PipelineTarget::Gpu, passes::PipelineTarget::Cpu}) {
+    std::vector<std::string> expected;
+    for (const passes::PassDescription &pass : passes::describePasses())
+      if (pass.skippable && std::ranges::find(pass.targets, target) != pass.targets.end())
+        expected.push_back(pass.name);
+    CHECK(passes::optimizationPasses(target) == expected);
+  }
+  passes::PipelineOptions cpu, gpu;
+  cpu.target = passes::PipelineTarget::Cpu;
+  CHECK(passes::passLeftOutBy("stage_shared", cpu) == "--target cpu");
+  CHECK(passes::passLeftOutBy("fuse_with_lag", gpu) == "--target gpu");
+  CHECK(passes::passLeftOutBy("globalize_private_arrays", cpu) == "--target cpu");
+  passes::PipelineOptions skipping;
+  skipping.choices.skipped = {"tile_registers", "simplify"};
+  CHECK(passes::passLeftOutBy("tile_registers", skipping) == "--skip-pass tile_registers");
+  CHECK(passes::passLeftOutBy("simplify", skipping) == ""); // required: it runs
+}
+
+TEST_CASE("the pipeline runs the registry's passes in its order on each target") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  for (passes::PipelineTarget target : {passes::PipelineTarget::Gpu, passes::PipelineTarget::Cpu}) {
+    passes::PipelineOptions options;
+    options.target = target;
+    std::vector<std::string> ran;
+    options.afterPass = [&](const std::string &pass, const ir::Function &) {
+      if (std::ranges::find(ran, pass) == ran.end())
+        ran.push_back(pass);
+    };
+    const KernelDecl *kernel = loaded->program->findKernel("matmul");
+    REQUIRE(kernel);
+    REQUIRE(passes::runPipeline(ir::lowerKernel(*loaded->program, *kernel), options));
+    std::vector<std::string> expected{"lower"};
+    for (const passes::PassDescription &pass : passes::describePasses())
+      if (std::ranges::find(pass.targets, target) != pass.targets.end())
+        expected.push_back(pass.name);
+    CHECK(ran == expected);
+  }
+}
