@@ -26,11 +26,15 @@
 #include "passes/Pipeline.h"
 #include "perf/GpuDevices.h"
 #include "sema/Sema.h"
+#include "support/Interrupt.h"
+
+#include <loopc/generated.h>
 
 #include <pybind11/functional.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <csignal>
 #include <mutex>
 #include <sstream>
 
@@ -211,6 +215,47 @@ py::tuple dlpackView(const py::capsule &capsule) {
                         tensor.device.deviceId);
 }
 
+// Ctrl-C while a kernel runs from Python's main thread stops the run, as in
+// the REPL (the interpreter at its next iteration, the CPU pool at its next
+// chunk, a GPU run's results dropped); the call then raises
+// KeyboardInterrupt. Python's own handler, which only notes the signal for
+// the interpreter loop the run keeps from turning, is put back after.
+class InterruptibleRun {
+public:
+  InterruptibleRun() {
+    py::object threading = py::module_::import("threading");
+    active_ = threading.attr("current_thread")().is(threading.attr("main_thread")());
+    if (!active_)
+      return;
+    struct sigaction stop = {};
+    stop.sa_handler = [](int) {
+      requestInterrupt();
+      loopc_cpu_cancel_launches(1);
+    };
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, &python_);
+  }
+  ~InterruptibleRun() {
+    if (active_)
+      sigaction(SIGINT, &python_, nullptr);
+    loopc_cpu_cancel_launches(0);
+  }
+  InterruptibleRun(const InterruptibleRun &) = delete;
+  InterruptibleRun &operator=(const InterruptibleRun &) = delete;
+
+  // Raises KeyboardInterrupt when Ctrl-C stopped the run (with the GIL held).
+  static void raiseIfInterrupted() {
+    if (!takeInterrupt())
+      return;
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+
+private:
+  bool active_ = false;
+  struct sigaction python_ = {};
+};
+
 // A checked program and the engine of its device.
 class Program {
 public:
@@ -317,10 +362,12 @@ public:
       raise(located("ArgumentError", args.error(), session_));
     Expected<RunStats> stats = makeError("not run");
     {
+      InterruptibleRun interruptible;
       py::gil_scoped_release released;
       std::lock_guard lock(runMutex);
       stats = engineFor(kernel, *args).run(*session_.program, kernel, *args);
     }
+    InterruptibleRun::raiseIfInterrupted();
     if (!stats)
       raise(located("RunError", stats.error(), session_));
     return stats->seconds;
@@ -357,12 +404,14 @@ public:
     std::ostringstream report;
     Status timed = {};
     {
+      InterruptibleRun interruptible;
       py::gil_scoped_release released;
       std::lock_guard lock(runMutex);
       prepared.engine = std::move(engine_);
       timed = driver::benchPreparedRun(options, prepared, target, report);
       engine_ = std::move(prepared.engine);
     }
+    InterruptibleRun::raiseIfInterrupted();
     if (!timed)
       raise(located("RunError", timed.error(), session_));
     return report.str();
@@ -395,6 +444,7 @@ public:
     std::ostringstream progress;
     Expected<driver::TunedChoice> tuned = makeError("not tuned");
     {
+      InterruptibleRun interruptible;
       py::gil_scoped_release released;
       std::lock_guard lock(runMutex);
       prepared.engine = std::move(engine_);
@@ -402,6 +452,7 @@ public:
       engine_ = std::move(prepared.engine);
       tunedEngines_.clear(); // the cache has a new entry
     }
+    InterruptibleRun::raiseIfInterrupted();
     py::print(progress.str(), py::arg("end") = "");
     if (!tuned)
       raise(located("RunError", tuned.error(), session_));

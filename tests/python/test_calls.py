@@ -294,3 +294,31 @@ def test_torch_tensors_on_the_cpu_are_used_in_place_and_outputs_come_back_as_ten
         matmul.matmul(A.double(), B)
     with pytest.raises(loopc.ArgumentError, match="strided"):
         matmul.matmul(torch.rand(5, 7).t(), B)
+
+
+INTERRUPTED = """
+import os, signal, sys, threading, time
+import numpy as np, loopc
+m = loopc.compile('''
+kernel spin(x: in f64[N], r: out f64) {
+  r = redomap(+, 0.0, i in 0..N, j in 0..N, k in 0..N) x[i] * x[j] + x[k];
+}''', device=sys.argv[1])
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+start = time.time()
+try:
+    m.spin(np.ones(3000))
+    print("not interrupted")
+except KeyboardInterrupt:
+    print("interrupted", time.time() - start < 20)
+print(m.spin(np.ones(3)))
+"""
+
+
+@pytest.mark.parametrize("device", ["interp", "cpu"])
+def test_ctrl_c_stops_a_run_and_the_module_goes_on(device):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED, device], capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ))
+    assert done.stdout.split("\n")[:2] == ["interrupted True", "54.0"], done.stderr
