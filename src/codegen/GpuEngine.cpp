@@ -14,6 +14,7 @@
 #include "ir/Lower.h"
 #include "passes/Pipeline.h"
 #include "support/CrashReport.h"
+#include "support/IntegerArithmetic.h"
 #include "support/Interrupt.h"
 
 #include <loopc/generated.h>
@@ -621,27 +622,25 @@ private:
       }
       return makeError("GPU engine: a logical operator on floats in host code");
     }
-    // Integers wrap as in the generated code (two's complement).
-    auto a = static_cast<uint64_t>(lhs->integer), b = static_cast<uint64_t>(rhs->integer);
+    // Integers wrap as in the generated code (support/IntegerArithmetic.h),
+    // in i64, then to the type's width.
+    int64_t a = lhs->integer, b = rhs->integer;
     switch (binary.op) {
     case BinaryOpKind::Add:
-      return HostScalar::ofInteger(type, static_cast<int64_t>(a + b));
+      return HostScalar::ofInteger(type, wrappingAdd(a, b));
     case BinaryOpKind::Sub:
-      return HostScalar::ofInteger(type, static_cast<int64_t>(a - b));
+      return HostScalar::ofInteger(type, wrappingSubtract(a, b));
     case BinaryOpKind::Mul:
-      return HostScalar::ofInteger(type, static_cast<int64_t>(a * b));
+      return HostScalar::ofInteger(type, wrappingMultiply(a, b));
     case BinaryOpKind::Div:
-    case BinaryOpKind::Rem:
-      if (rhs->integer == 0)
-        return makeError(binary.op == BinaryOpKind::Div ? "integer division by zero"
-                                                        : "integer modulo by zero",
+    case BinaryOpKind::Rem: {
+      bool divides = binary.op == BinaryOpKind::Div;
+      std::optional<int64_t> result = divides ? wrappingDivide(a, b) : wrappingRemainder(a, b);
+      if (!result)
+        return makeError(divides ? "integer division by zero" : "integer modulo by zero",
                          binary.source);
-      if (rhs->integer == -1) // avoids INT64_MIN / -1
-        return HostScalar::ofInteger(
-            type, binary.op == BinaryOpKind::Div ? static_cast<int64_t>(0ULL - a) : 0);
-      return HostScalar::ofInteger(type, binary.op == BinaryOpKind::Div
-                                             ? lhs->integer / rhs->integer
-                                             : lhs->integer % rhs->integer);
+      return HostScalar::ofInteger(type, *result);
+    }
     case BinaryOpKind::Min:
       return HostScalar::ofInteger(type, std::min(lhs->integer, rhs->integer));
     case BinaryOpKind::Max:
@@ -832,8 +831,8 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
     HostArray &array = args.params[param];
     if (array.inDeviceMemory()) { // the caller's GPU array, used where it is
       if (kernel.params[param]->intent == Intent::Out && array.elementCount() > 0)
-        if (auto zeroed = runtime.fill(array.deviceAddress, 0,
-                                       array.elementCount() * scalarSize(array.type));
+        if (auto zeroed =
+                runtime.fill(array.deviceAddress, 0, array.elementCount() * scalarSize(array.type));
             !zeroed)
           return std::unexpected(runtimeError(zeroed.error(), buffer->declared));
       host.bindBuffer(buffer.get(), array.deviceAddress);
@@ -901,8 +900,7 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
     std::span<unsigned char> elements = array.elementBytes();
     if (elements.empty())
       continue;
-    if (auto copied = deviceBuffers[buffer].copyToHost(elements.data(), elements.size());
-        !copied)
+    if (auto copied = deviceBuffers[buffer].copyToHost(elements.data(), elements.size()); !copied)
       return std::unexpected(runtimeError(copied.error(), kernel.range));
   }
   RunStats stats;

@@ -3,6 +3,7 @@
 // and from the arrays given, then every extent is evaluated and checked, the
 // total memory is checked, and only then is anything allocated.
 #include "engine/Bindings.h"
+#include "support/IntegerArithmetic.h"
 
 #include <algorithm>
 #include <cctype>
@@ -196,30 +197,30 @@ Expected<int64_t> evaluateExtentOperation(const Expr &expr, const IntegerScope &
     auto rhs = evaluateExtent(*binary->rhs, scope);
     if (!rhs)
       return rhs;
-    int64_t result = 0;
+    std::optional<int64_t> result;
     switch (binary->op) {
     case BinaryOp::Add:
-      if (__builtin_add_overflow(*lhs, *rhs, &result))
-        return overflow();
-      return result;
+      result = exactAdd(*lhs, *rhs);
+      break;
     case BinaryOp::Sub:
-      if (__builtin_sub_overflow(*lhs, *rhs, &result))
-        return overflow();
-      return result;
+      result = exactSubtract(*lhs, *rhs);
+      break;
     case BinaryOp::Mul:
-      if (__builtin_mul_overflow(*lhs, *rhs, &result))
-        return overflow();
-      return result;
+      result = exactMultiply(*lhs, *rhs);
+      break;
     case BinaryOp::Div:
     case BinaryOp::Rem:
       if (*rhs == 0)
         return makeError("division by zero in an extent", expr.range);
-      if (*lhs == std::numeric_limits<int64_t>::min() && *rhs == -1)
-        return overflow();
-      return binary->op == BinaryOp::Div ? *lhs / *rhs : *lhs % *rhs;
-    default:
+      result = binary->op == BinaryOp::Div ? exactDivide(*lhs, *rhs) : exactRemainder(*lhs, *rhs);
       break;
+    default:
+      return makeError("an extent must be an integer expression of sizes and parameters",
+                       expr.range);
     }
+    if (!result)
+      return overflow();
+    return *result;
   }
   return makeError("an extent must be an integer expression of sizes and parameters", expr.range);
 }

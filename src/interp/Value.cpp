@@ -13,7 +13,6 @@ namespace {
 
 using detail::isFloatType;
 using detail::isIntegerType;
-using detail::wrappingNegate;
 
 // Truncation toward zero that saturates instead of overflowing; NaN gives 0.
 template <typename I, typename F> I saturatingFloatToInteger(F x) {

@@ -8,6 +8,7 @@
 
 #include "frontend/Ast.h"
 #include "support/Error.h"
+#include "support/IntegerArithmetic.h"
 
 #include <cmath>
 #include <concepts>
@@ -96,41 +97,29 @@ template <typename Visitor> decltype(auto) visitScalarType(ScalarType type, Visi
 
 namespace detail {
 
-// Integer arithmetic goes through the unsigned type of the same width, where
-// overflow wraps by definition, so signed results are two's complement
-// without undefined behaviour.
-template <typename T> using Unsigned = std::make_unsigned_t<T>;
+// Integer arithmetic wraps (support/IntegerArithmetic.h).
 
 template <typename T>
 constexpr bool isIntegerType = std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
 template <typename T>
 constexpr bool isFloatType = std::is_same_v<T, float> || std::is_same_v<T, double>;
 
-template <typename T> T wrappingNegate(T a) {
-  return static_cast<T>(Unsigned<T>(0) - Unsigned<T>(a));
-}
-
 template <typename T> Expected<Value> integerBinary(BinaryOp op, T a, T b, SourceRange range) {
-  using U = Unsigned<T>;
   switch (op) {
   case BinaryOp::Add:
-    return makeValue(static_cast<T>(U(a) + U(b)));
+    return makeValue(wrappingAdd(a, b));
   case BinaryOp::Sub:
-    return makeValue(static_cast<T>(U(a) - U(b)));
+    return makeValue(wrappingSubtract(a, b));
   case BinaryOp::Mul:
-    return makeValue(static_cast<T>(U(a) * U(b)));
+    return makeValue(wrappingMultiply(a, b));
   case BinaryOp::Div:
-    if (b == 0)
-      return makeError("integer division by zero", range);
-    if (b == -1) // the only overflowing case, MIN / -1, wraps to MIN
-      return makeValue(wrappingNegate(a));
-    return makeValue(static_cast<T>(a / b));
+    if (std::optional<T> quotient = wrappingDivide(a, b))
+      return makeValue(*quotient);
+    return makeError("integer division by zero", range);
   case BinaryOp::Rem:
-    if (b == 0)
-      return makeError("integer modulo by zero", range);
-    if (b == -1)
-      return makeValue(T(0));
-    return makeValue(static_cast<T>(a % b));
+    if (std::optional<T> remainder = wrappingRemainder(a, b))
+      return makeValue(*remainder);
+    return makeError("integer modulo by zero", range);
   case BinaryOp::Lt:
     return makeValue(a < b);
   case BinaryOp::Le:
@@ -281,12 +270,11 @@ inline Value combineReduction(ReduceOp::Kind op, const Value &accumulator, const
     using T = decltype(tag);
     T a = valueAs<T>(accumulator), b = valueAs<T>(value);
     if constexpr (detail::isIntegerType<T>) {
-      using U = detail::Unsigned<T>;
       switch (op) {
       case ReduceOp::Kind::Add:
-        return makeValue(static_cast<T>(U(a) + U(b)));
+        return makeValue(wrappingAdd(a, b));
       case ReduceOp::Kind::Mul:
-        return makeValue(static_cast<T>(U(a) * U(b)));
+        return makeValue(wrappingMultiply(a, b));
       case ReduceOp::Kind::Min:
         return makeValue(b < a ? b : a);
       case ReduceOp::Kind::Max:

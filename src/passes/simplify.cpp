@@ -8,6 +8,7 @@
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
+#include "support/IntegerArithmetic.h"
 
 #include <algorithm>
 #include <climits>
@@ -43,23 +44,22 @@ Expr makeWrapped(ScalarType type, int64_t value) {
 std::optional<Expr> foldInts(BinaryOpKind op, ScalarType type, int64_t a, int64_t b) {
   auto wrapped = [&](int64_t value) { return makeWrapped(type, value); };
   auto truth = [](bool value) -> Expr { return std::make_shared<BoolImm>(value); };
-  // Wrapping arithmetic through unsigned values: no undefined overflow here.
-  auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
+  // The language's wrapping arithmetic, in i64, then wrapped to the type.
   switch (op) {
   case BinaryOpKind::Add:
-    return wrapped(static_cast<int64_t>(ua + ub));
+    return wrapped(wrappingAdd(a, b));
   case BinaryOpKind::Sub:
-    return wrapped(static_cast<int64_t>(ua - ub));
+    return wrapped(wrappingSubtract(a, b));
   case BinaryOpKind::Mul:
-    return wrapped(static_cast<int64_t>(ua * ub));
-  case BinaryOpKind::Div:
-    if (b == 0 || (b == -1 && a == INT64_MIN))
-      return std::nullopt; // left for run time, which reports it
-    return wrapped(a / b);
+    return wrapped(wrappingMultiply(a, b));
+  case BinaryOpKind::Div: // a zero divisor left for run time, which reports it
+    if (std::optional<int64_t> quotient = exactDivide(a, b))
+      return wrapped(*quotient);
+    return std::nullopt;
   case BinaryOpKind::Rem:
-    if (b == 0 || b == -1)
-      return std::nullopt;
-    return wrapped(a % b);
+    if (std::optional<int64_t> remainder = exactRemainder(a, b))
+      return wrapped(*remainder);
+    return std::nullopt;
   case BinaryOpKind::Min:
     return wrapped(std::min(a, b));
   case BinaryOpKind::Max:

@@ -1,5 +1,6 @@
 // Integer evaluation of Loop IR expressions (see Evaluate.h).
 #include "passes/analysis/Evaluate.h"
+#include "support/IntegerArithmetic.h"
 
 #include <algorithm>
 #include <limits>
@@ -41,22 +42,18 @@ std::optional<int64_t> evaluateInteger(const ExprNode &expr, const VariableLooku
     auto rhs = evaluateInteger(*binary.rhs, lookup);
     if (!rhs)
       return std::nullopt;
-    int64_t a = *lhs, b = *rhs, result = 0;
+    int64_t a = *lhs, b = *rhs;
     switch (binary.op) {
     case BinaryOpKind::Add:
-      return __builtin_add_overflow(a, b, &result) ? std::nullopt : std::optional(result);
+      return exactAdd(a, b);
     case BinaryOpKind::Sub:
-      return __builtin_sub_overflow(a, b, &result) ? std::nullopt : std::optional(result);
+      return exactSubtract(a, b);
     case BinaryOpKind::Mul:
-      return __builtin_mul_overflow(a, b, &result) ? std::nullopt : std::optional(result);
+      return exactMultiply(a, b);
     case BinaryOpKind::Div:
-      if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1))
-        return std::nullopt;
-      return a / b;
+      return exactDivide(a, b);
     case BinaryOpKind::Rem:
-      if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1))
-        return std::nullopt;
-      return a % b;
+      return exactRemainder(a, b);
     case BinaryOpKind::Min:
       return std::min(a, b);
     case BinaryOpKind::Max:
