@@ -379,21 +379,9 @@ public:
                     const py::dict &sizes, const py::dict &outputs, int repeat, int warmup,
                     const std::string &deviceModel) {
     const KernelDecl &kernel = kernelNamed(kernelName);
-    ArgumentRequest request = requestFor(kernel, arrays, scalars, sizes, outputs);
-    auto args = bindKernelArguments(kernel, request);
-    if (!args)
-      raise(located("ArgumentError", args.error(), session_));
-    for (size_t i = 0; i < kernel.params.size(); ++i)
-      if (kernel.params[i]->intent == Intent::InOut) {
-        HostArray owned(args->params[i].type, args->params[i].shape);
-        std::ranges::copy(args->params[i].elementBytes(), owned.bytes.begin());
-        args->params[i] = std::move(owned);
-      }
-    driver::PreparedRun prepared;
-    prepared.session = &session_;
-    prepared.kernel = &kernel;
-    prepared.args = std::move(*args);
-    prepared.choices = choices_;
+    driver::PreparedRun prepared =
+        preparedRun(kernel, requestFor(kernel, arrays, scalars, sizes, outputs),
+                    [&](size_t param) { return kernel.params[param]->intent == Intent::InOut; });
     driver::BenchOutputOptions options;
     options.repeat = repeat;
     options.warmup = warmup;
@@ -423,21 +411,9 @@ public:
   py::tuple tune(const std::string &kernelName, const py::dict &arrays, const py::dict &scalars,
                  const py::dict &sizes, const py::dict &outputs, int repeat) {
     const KernelDecl &kernel = kernelNamed(kernelName);
-    ArgumentRequest request = requestFor(kernel, arrays, scalars, sizes, outputs);
-    auto args = bindKernelArguments(kernel, request);
-    if (!args)
-      raise(located("ArgumentError", args.error(), session_));
-    for (HostArray &array : args->params) // every candidate starts from the same inputs
-      if (array.borrowed.data()) {
-        HostArray owned(array.type, array.shape);
-        std::ranges::copy(array.elementBytes(), owned.bytes.begin());
-        array = std::move(owned);
-      }
-    driver::PreparedRun prepared;
-    prepared.session = &session_;
-    prepared.kernel = &kernel;
-    prepared.args = std::move(*args);
-    prepared.choices = choices_;
+    // Every candidate starts from the same inputs, none written in place.
+    driver::PreparedRun prepared = preparedRun(
+        kernel, requestFor(kernel, arrays, scalars, sizes, outputs), [](size_t) { return true; });
     driver::RunTargetOptions target;
     target.file = session_.sources.file(kernel.range.begin.file).path;
     target.tuningCache = tuningCache_;
@@ -540,6 +516,28 @@ private:
       }
     }
     return known->second ? *known->second : *engine_;
+  }
+
+  // A run of `kernel` bound from `request` for loopc's timing loops (the
+  // engine is the caller's to lend), the arrays of the parameters `copied`
+  // picks in memory of its own when they were the caller's.
+  driver::PreparedRun preparedRun(const KernelDecl &kernel, const ArgumentRequest &request,
+                                  const std::function<bool(size_t)> &copied) {
+    auto args = bindKernelArguments(kernel, request);
+    if (!args)
+      raise(located("ArgumentError", args.error(), session_));
+    for (size_t i = 0; i < args->params.size(); ++i)
+      if (HostArray &array = args->params[i]; array.borrowed.data() && copied(i)) {
+        HostArray owned(array.type, array.shape);
+        std::ranges::copy(array.elementBytes(), owned.bytes.begin());
+        array = std::move(owned);
+      }
+    driver::PreparedRun prepared;
+    prepared.session = &session_;
+    prepared.kernel = &kernel;
+    prepared.args = std::move(*args);
+    prepared.choices = choices_;
+    return prepared;
   }
 
   std::vector<const KernelDecl *> mainKernels() const {

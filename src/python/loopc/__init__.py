@@ -598,6 +598,19 @@ def _dlpack_array(kernel_object, param, value, wanted):
             f"'{name}' is in memory of DLPack device type {device}, which loopc does not "
             f"reach: pass an array in host memory or on a CUDA GPU"
         )
+    _check_rank_and_type(kernel, param, shape, dtype, "the array given holds "
+                         + (dtype or "another type"))
+    if not c_order:
+        raise ArgumentError(
+            f"'{name}' of kernel '{kernel}' needs {wanted}, but the array given is strided: "
+            f"pass a contiguous copy"
+        )
+    return _Borrowed(address, tuple(shape), capsule, device == _DLPACK_CUDA)
+
+
+def _check_rank_and_type(kernel, param, shape, dtype, holds):
+    """Refuses an array passed by its address whose rank or element type is not the kernel's."""
+    name = param["name"]
     if len(shape) != param["rank"]:
         raise ArgumentError(
             f"'{name}' of kernel '{kernel}' needs an array of rank {param['rank']} "
@@ -605,15 +618,9 @@ def _dlpack_array(kernel_object, param, value, wanted):
         )
     if dtype != param["dtype"]:
         raise ArgumentError(
-            f"'{name}' of kernel '{kernel}' needs {param['dtype']} elements, but the array "
-            f"given holds {dtype or 'another type'}: convert it first"
+            f"'{name}' of kernel '{kernel}' needs {param['dtype']} elements, but {holds}: "
+            f"convert it first"
         )
-    if not c_order:
-        raise ArgumentError(
-            f"'{name}' of kernel '{kernel}' needs {wanted}, but the array given is strided: "
-            f"pass a contiguous copy"
-        )
-    return _Borrowed(address, tuple(shape), capsule, device == _DLPACK_CUDA)
 
 
 # __cuda_array_interface__'s type strings (little-endian, or one byte).
@@ -637,16 +644,8 @@ def _gpu_array(kernel_object, param, value, writes):
     shape = tuple(int(extent) for extent in interface["shape"])
     dtype = _CUDA_TYPES.get(interface["typestr"])
     address, read_only = interface["data"]
-    if len(shape) != param["rank"]:
-        raise ArgumentError(
-            f"'{name}' of kernel '{kernel}' needs an array of rank {param['rank']} "
-            f"({param['type']}), but one of shape {shape} was given"
-        )
-    if dtype != param["dtype"]:
-        raise ArgumentError(
-            f"'{name}' of kernel '{kernel}' needs {param['dtype']} elements, but the GPU array "
-            f"given holds {interface['typestr']}: convert it first"
-        )
+    _check_rank_and_type(kernel, param, shape, dtype,
+                         f"the GPU array given holds {interface['typestr']}")
     strides = interface.get("strides")
     if strides is not None:
         expected, itemsize = [], _DTYPES[dtype].itemsize
