@@ -5,6 +5,7 @@
 #pragma once
 
 #include "support/Diagnostics.h"
+#include "support/ScalarTypes.h"
 
 #include <cstdint>
 #include <memory>
@@ -15,13 +16,6 @@
 namespace loopc {
 
 // ---------------------------------------------------------------- types ---
-
-enum class ScalarType : uint8_t { I32, I64, F32, F64, Bool };
-
-const char *scalarTypeName(ScalarType type);
-bool isInteger(ScalarType type);
-bool isFloat(ScalarType type);
-size_t scalarSize(ScalarType type); // bytes
 
 // The most bytes one local array may hold (per iteration when private to a
 // parfor's iterations), on every engine: beyond, "too large to allocate".
@@ -75,24 +69,6 @@ using VarDeclPtr = std::unique_ptr<VarDecl>;
 enum class UnaryOp : uint8_t { Neg, Not };
 enum class BinaryOp : uint8_t { Add, Sub, Mul, Div, Rem, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
 const char *binaryOpSpelling(BinaryOp op);
-
-// Math builtins; min/max/abs apply to integers and floats, the rest to floats.
-enum class Builtin : uint8_t {
-  Sqrt,
-  Exp,
-  Log,
-  Sin,
-  Cos,
-  Tanh,
-  Abs,
-  Min,
-  Max,
-  Pow,
-  Floor,
-  Ceil,
-  Fma
-};
-const char *builtinName(Builtin builtin);
 
 struct FnDecl;
 

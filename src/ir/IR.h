@@ -12,7 +12,8 @@
 // so the affine analyses see them.
 #pragma once
 
-#include "frontend/Ast.h"
+#include "support/Diagnostics.h"
+#include "support/ScalarTypes.h"
 
 #include <cstdint>
 #include <map>
