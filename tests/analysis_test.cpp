@@ -7,7 +7,7 @@
 #include "codegen/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/Evaluate.h"

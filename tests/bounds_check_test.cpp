@@ -13,7 +13,7 @@
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "passes/analysis/BoundsProof.h"
 

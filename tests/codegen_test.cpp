@@ -11,7 +11,7 @@
 #include "interp/Interpreter.h"
 #include "ir/IR.h"
 #include "ir/IRVisitor.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "loopc/generated.h"
 #include "passes/Pipeline.h"
 

@@ -7,7 +7,7 @@
 #include "codegen/EngineArguments.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "support/Differential.h"
 

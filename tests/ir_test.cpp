@@ -5,7 +5,7 @@
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"

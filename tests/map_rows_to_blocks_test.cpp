@@ -4,7 +4,7 @@
 // threads.
 #include "TestSupport.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "support/Differential.h"
 

@@ -9,7 +9,7 @@
 #include "codegen/Ptxas.h"
 #include "driver/PerfReport.h"
 #include "driver/Session.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 #include "perf/GpuModel.h"
 

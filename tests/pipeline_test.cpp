@@ -4,7 +4,7 @@
 // runs its passes in the registry's order.
 #include "TestSupport.h"
 
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 
 #include <doctest/doctest.h>

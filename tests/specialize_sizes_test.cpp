@@ -4,7 +4,7 @@
 // with the interpreter.
 #include "TestSupport.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "support/Differential.h"

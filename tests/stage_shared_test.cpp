@@ -7,7 +7,7 @@
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
 #include "passes/Remarks.h"

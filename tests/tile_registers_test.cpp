@@ -8,7 +8,7 @@
 #include "codegen/Ptxas.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "support/Differential.h"
 

@@ -6,7 +6,7 @@
 
 #include "engine/Engine.h"
 #include "ir/IR.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
 

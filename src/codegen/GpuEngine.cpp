@@ -11,7 +11,7 @@
 #include "codegen/GpuEngine.h"
 
 #include "codegen/NvptxTarget.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "support/CrashReport.h"
 #include "support/IntegerArithmetic.h"

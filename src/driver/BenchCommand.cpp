@@ -6,7 +6,7 @@
 #include "driver/PerfReport.h"
 #include "driver/RunCommand.h"
 #include "driver/Session.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/analysis/WorkCount.h"
 
 #include <nlohmann/json.hpp>

@@ -10,7 +10,7 @@
 #include "driver/Cli.h"
 #include "driver/OutputPaths.h"
 #include "driver/Session.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "perf/GpuDevices.h"
 #include "support/AtomicFile.h"

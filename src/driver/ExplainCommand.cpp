@@ -11,7 +11,7 @@
 #include "driver/RemarksOutput.h"
 #include "driver/Session.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "support/LineDiff.h"

@@ -3,7 +3,7 @@
 
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 
 #include <cmath>

@@ -1,7 +1,7 @@
 #include "driver/RemarksOutput.h"
 
 #include "driver/ExplainCommand.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 
 #include <algorithm>

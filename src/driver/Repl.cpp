@@ -15,7 +15,7 @@
 #include "driver/ReplValues.h"
 #include "driver/RunCommand.h"
 #include "frontend/Loader.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "loopc/generated.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"

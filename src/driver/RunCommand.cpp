@@ -12,7 +12,7 @@
 #include "engine/Npy.h"
 #include "engine/Summary.h"
 #include "interp/Interpreter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/analysis/WorkCount.h"
 #include "support/AtomicFile.h"
 

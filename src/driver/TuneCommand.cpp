@@ -9,7 +9,7 @@
 #include "driver/Tuning.h"
 #include "engine/Compare.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 
 #include <iomanip>

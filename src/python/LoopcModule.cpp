@@ -22,7 +22,7 @@
 #include "driver/Tuning.h"
 #include "engine/Bindings.h"
 #include "frontend/Loader.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "perf/GpuDevices.h"
 #include "sema/Sema.h"

@@ -14,7 +14,7 @@
 #include "codegen/CpuJit.h"
 #include "codegen/NvptxTarget.h"
 #include "frontend/Loader.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "sema/Sema.h"
 #include "support/Diagnostics.h"

@@ -5,7 +5,7 @@
 #include "codegen/Ptxas.h"
 #include "frontend/Loader.h"
 #include "ir/IRPrinter.h"
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "sema/Sema.h"
 

@@ -8,7 +8,7 @@
 // go into a StmtEmitter, which wraps LetStmt and Allocate around whatever is
 // emitted after them, so a value is always read inside the scope of the
 // bindings it uses.
-#include "ir/Lower.h"
+#include "lower/Lower.h"
 
 #include "ir/IRVisitor.h"
 
