@@ -390,16 +390,8 @@ public:
     driver::RunTargetOptions target;
     target.file = session_.sources.file(kernel.range.begin.file).path;
     std::ostringstream report;
-    Status timed = {};
-    {
-      InterruptibleRun interruptible;
-      py::gil_scoped_release released;
-      std::lock_guard lock(runMutex);
-      prepared.engine = std::move(engine_);
-      timed = driver::benchPreparedRun(options, prepared, target, report);
-      engine_ = std::move(prepared.engine);
-    }
-    InterruptibleRun::raiseIfInterrupted();
+    Status timed = withEngineLent(
+        prepared, [&] { return driver::benchPreparedRun(options, prepared, target, report); });
     if (!timed)
       raise(located("RunError", timed.error(), session_));
     return report.str();
@@ -418,17 +410,9 @@ public:
     target.file = session_.sources.file(kernel.range.begin.file).path;
     target.tuningCache = tuningCache_;
     std::ostringstream progress;
-    Expected<driver::TunedChoice> tuned = makeError("not tuned");
-    {
-      InterruptibleRun interruptible;
-      py::gil_scoped_release released;
-      std::lock_guard lock(runMutex);
-      prepared.engine = std::move(engine_);
-      tuned = driver::tunePreparedRun(target, repeat, prepared, progress);
-      engine_ = std::move(prepared.engine);
-      tunedEngines_.clear(); // the cache has a new entry
-    }
-    InterruptibleRun::raiseIfInterrupted();
+    Expected<driver::TunedChoice> tuned = withEngineLent(
+        prepared, [&] { return driver::tunePreparedRun(target, repeat, prepared, progress); });
+    tunedEngines_.clear(); // the cache has a new entry
     py::print(progress.str(), py::arg("end") = "");
     if (!tuned)
       raise(located("RunError", tuned.error(), session_));
@@ -516,6 +500,23 @@ private:
       }
     }
     return known->second ? *known->second : *engine_;
+  }
+
+  // `body`'s result, run with the module's engine lent to `prepared`, the GIL
+  // released and Ctrl-C stopping it (KeyboardInterrupt raised after).
+  template <typename Body>
+  auto withEngineLent(driver::PreparedRun &prepared, Body body) -> decltype(body()) {
+    std::optional<decltype(body())> result;
+    {
+      InterruptibleRun interruptible;
+      py::gil_scoped_release released;
+      std::lock_guard lock(runMutex);
+      prepared.engine = std::move(engine_);
+      result.emplace(body());
+      engine_ = std::move(prepared.engine);
+    }
+    InterruptibleRun::raiseIfInterrupted();
+    return std::move(*result);
   }
 
   // A run of `kernel` bound from `request` for loopc's timing loops (the
