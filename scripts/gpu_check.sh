@@ -4,8 +4,9 @@
 # bounds guards of rounded-up grids are exercised, then the optimization
 # variants the benchmark times, and prints a pass/fail table (kernel, sizes,
 # result, GPU time). Then runs the runtime smoke tool and the embedding
-# test's program (its functions on the GPU) and the Python package's check
-# on PyTorch CUDA tensors when they were carried. Exits non-zero if anything
+# test's program (its functions on the GPU), the REPL's tutorial with its
+# values kept on the GPU, and the Python package's check on PyTorch CUDA
+# tensors when they were carried. Exits non-zero if anything
 # fails.
 #
 # The checks run JOBS at a time (default: one per core), since the reference
@@ -266,6 +267,28 @@ if [ -x "$app" ]; then
     fi
   done
 fi
+# The REPL's tutorial (docs/repl.md) on the GPU, its values kept in GPU
+# memory between the calls: the transcript the docs show, values listed by
+# :who as on the GPU.
+tutorial=$(mktemp -d)
+awk '/^```loopc-repl$/ { inside = 1; next } inside && /^```$/ { exit }
+  inside && /^loop> / { print substr($0, 7) > "'"$tutorial"'/input"; next }
+  inside && /^\.\.\.> / { print substr($0, 6) > "'"$tutorial"'/input"; next }
+  inside { print > "'"$tutorial"'/expected" }' docs/repl.md
+if [ "$device" = gpu ]; then # arrays are kept there, scalars on the host
+  sed -E -i 's/^([^ ]+: [a-z0-9]+\[.*) \(host\)$/\1 (gpu)/' "$tutorial/expected"
+fi
+echo
+echo "REPL tutorial on the GPU (values kept there):"
+if timeout -k 5 "$check_timeout" "$loopc" repl --device "$device" <"$tutorial/input" >"$tutorial/output" 2>&1 &&
+  diff "$tutorial/expected" "$tutorial/output"; then
+  echo "  PASS"
+else
+  echo "  FAIL (above: expected, then what the session printed)"
+  failures=$((failures + 1))
+fi
+rm -rf "$tutorial"
+
 # Python: kernels on PyTorch CUDA tensors, without copies, when the Python
 # package carried there (PYTHON_PACKAGE, default build/python) imports.
 python_package=${PYTHON_PACKAGE:-build/python}
