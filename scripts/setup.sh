@@ -4,10 +4,11 @@
 set -euo pipefail
 
 # Packages named on the command line are installed too (scripts/fuzz.sh adds clang).
-# pybind11-dev, python3-dev, python3-numpy and python3-pytest: the Python package and its tests.
+# pybind11-dev, python3-dev, python3-numpy and python3-pytest: the Python package and its tests;
+# python3-torch: the tests of PyTorch tensors passed by DLPack.
 packages=(cmake ninja-build ccache g++ llvm-19-dev llvm-19-tools antlr4 libantlr4-runtime-dev
   libcli11-dev doctest-dev nlohmann-json3-dev libedit-dev zlib1g-dev libzstd-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest "$@")
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-torch "$@")
 
 missing=()
 for package in "${packages[@]}"; do
