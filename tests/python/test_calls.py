@@ -322,3 +322,19 @@ def test_ctrl_c_stops_a_run_and_the_module_goes_on(device):
     done = subprocess.run([sys.executable, "-c", INTERRUPTED, device], capture_output=True,
                           text=True, timeout=120, env=dict(os.environ))
     assert done.stdout.split("\n")[:2] == ["interrupted True", "54.0"], done.stderr
+
+
+def test_a_path_object_or_an_existing_file_is_read_whatever_its_name(tmp_path):
+    program = "kernel twice(x: in i32[N], y: out i32[N]) { parfor i in 0..N { y[i] = 2 * x[i]; } }\n"
+    text_file = tmp_path / "kernels.txt"
+    text_file.write_text(program)
+    for source in (text_file, str(text_file)):
+        module = loopc.compile(source, device="interp")
+        np.testing.assert_array_equal(module.twice(np.arange(3, dtype=np.int32)), [0, 2, 4])
+    with pytest.raises(loopc.Error, match="cannot read"):
+        loopc.compile(tmp_path / "missing.txt")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("kernel k(a: in f32[N]) {\n  parfor i in 0..N { a[i] = 1.0; }\n}\n")
+    with pytest.raises(loopc.CompileError) as raised:
+        loopc.compile(bad)
+    assert (raised.value.file, raised.value.line) == (str(bad), 2)  # located in the file

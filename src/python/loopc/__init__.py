@@ -115,8 +115,11 @@ def compile(
 
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError("loopc.compile takes a .loop file's path or a program's text")
+    # A path object, or a one-line string naming a .loop file or a file that
+    # exists, is a file; anything else is the program's text.
+    is_path = isinstance(source, os.PathLike)
     source = os.fspath(source)
-    if _looks_like_path(source):
+    if is_path or _looks_like_path(source):
         try:
             with open(source, encoding="utf-8") as file:
                 text = file.read()
@@ -150,7 +153,10 @@ def compile(
 
 
 def _looks_like_path(source):
-    return "\n" not in source and source.strip().endswith(".loop") and "{" not in source
+    import os
+
+    one_line = "\n" not in source and "{" not in source
+    return one_line and (source.strip().endswith(".loop") or os.path.isfile(source))
 
 
 def kernel(source=None, *, device="auto", **options):
