@@ -153,14 +153,6 @@ std::string trimmed(const std::string &text) {
   return text.substr(begin, end - begin + 1);
 }
 
-std::optional<ScalarType> typeNamed(const std::string &name) {
-  for (ScalarType type :
-       {ScalarType::I32, ScalarType::I64, ScalarType::F32, ScalarType::F64, ScalarType::Bool})
-    if (name == scalarTypeName(type))
-      return type;
-  return std::nullopt;
-}
-
 // The type text of `value` as a parameter of that shape: f32[3][4], i64.
 std::string typeText(const HostArray &value) {
   std::string text = scalarTypeName(value.type);
@@ -563,7 +555,7 @@ private:
   // language's).
   std::optional<Result<HostArray>> convertedArray(const std::string &name, const std::string &text,
                                                   const std::vector<Token> &tokens) {
-    std::optional<ScalarType> type = typeNamed(name);
+    std::optional<ScalarType> type = scalarTypeNamed(name);
     if (!type || kernelNamed(name))
       return std::nullopt;
     size_t close = tokens.size() - 2; // the ')' closing tokens[1]
@@ -644,7 +636,7 @@ private:
     }
     if (arguments.empty())
       return usage("a type first, such as f32");
-    std::optional<ScalarType> type = typeNamed(trimmed(arguments[0]));
+    std::optional<ScalarType> type = scalarTypeNamed(trimmed(arguments[0]));
     if (!type)
       return std::unexpected(
           fail("'" + trimmed(arguments[0]) + "' is not a type (i32, i64, f32, f64 or bool)"));

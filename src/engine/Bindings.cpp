@@ -563,10 +563,8 @@ Expected<BoundShapes> bindShapes(const KernelDecl &kernel, const ArgumentRequest
       value = given->second;
     } else if (param.intent == Intent::Out) {
       value = HostArray(type, {});
-      if (const HostArray *given = givenArray(param)) {
-        value = *given;
-        std::ranges::fill(value.elementBytes(), 0);
-      }
+      if (const HostArray *given = givenArray(param))
+        value = *given; // zeroed by bindKernelArguments, with the arrays given
     } else if (param.intent == Intent::InOut) {
       value = HostArray(type, {});
       fillRandom(value, parameterSeed(request.seed, position), request);
@@ -710,6 +708,12 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
 
   for (size_t position = 0; position < kernel.params.size(); ++position) {
     const VarDecl &param = *kernel.params[position];
+    // Memory given to write an output into starts zeroed, as every output does.
+    if (auto output = request.outputs.find(param.name); output != request.outputs.end()) {
+      args.params[position] = output->second;
+      std::ranges::fill(args.params[position].elementBytes(), 0);
+      continue;
+    }
     if (!param.isArray())
       continue;
     auto given = request.arrays.find(param.name);
@@ -722,11 +726,6 @@ Expected<KernelArgs> bindKernelArguments(const KernelDecl &kernel, const Argumen
       if (!converted)
         return std::unexpected(converted.error());
       args.params[position] = std::move(*converted);
-      continue;
-    }
-    if (auto output = request.outputs.find(param.name); output != request.outputs.end()) {
-      args.params[position] = output->second;
-      std::ranges::fill(args.params[position].elementBytes(), 0);
       continue;
     }
     args.params[position] = HostArray(param.type.element, shapes[position]);

@@ -81,16 +81,6 @@ RaisedError located(const std::string &kind, const Error &error, const driver::S
   return raised;
 }
 
-const char *elementTypeName(ScalarType type) { return scalarTypeName(type); }
-
-std::optional<ScalarType> elementTypeNamed(const std::string &name) {
-  for (ScalarType type :
-       {ScalarType::I32, ScalarType::I64, ScalarType::F32, ScalarType::F64, ScalarType::Bool})
-    if (name == scalarTypeName(type))
-      return type;
-  return std::nullopt;
-}
-
 // An array as the package passes it: (address, shape, element type,
 // whether the address is in GPU memory).
 HostArray borrowedArray(const std::string &name, const py::tuple &description) {
@@ -99,7 +89,7 @@ HostArray borrowedArray(const std::string &name, const py::tuple &description) {
                     "'" + name + "': an array is passed as (address, shape, type, on the GPU)"));
   auto address = description[0].cast<uintptr_t>();
   auto shape = description[1].cast<std::vector<int64_t>>();
-  auto type = elementTypeNamed(description[2].cast<std::string>());
+  auto type = scalarTypeNamed(description[2].cast<std::string>());
   if (!type)
     raise(unlocated("ArgumentError", "'" + name + "': no element type '" +
                                          description[2].cast<std::string>() +
@@ -117,7 +107,7 @@ HostArray scalarArgument(const VarDecl &param, const py::handle &value) {
   HostArray scalar(type, {});
   std::string given = py::str(py::type::of(value).attr("__name__"));
   auto refuse = [&] {
-    raise(unlocated("ArgumentError", "'" + param.name + "' is a scalar " + elementTypeName(type) +
+    raise(unlocated("ArgumentError", "'" + param.name + "' is a scalar " + scalarTypeName(type) +
                                          ", but a Python " + given + " was given"));
   };
   bool isBool = py::isinstance<py::bool_>(value) || given == "bool_";
@@ -266,7 +256,7 @@ public:
           const std::vector<std::string> &skipPasses,
           const std::vector<std::string> &passParameters, bool unsafe,
           const std::string &fpContract, bool tuned, const std::string &tuningCache)
-      : device_(device), tuned_(tuned), tuningCache_(tuningCache) {
+      : tuned_(tuned), tuningCache_(tuningCache) {
     LoadOptions options;
     for (auto it = stdlibDirs.rbegin(); it != stdlibDirs.rend(); ++it)
       options.stdlibDirs.insert(options.stdlibDirs.begin(), *it);
@@ -319,7 +309,7 @@ public:
       for (const VarDeclPtr &param : kernel->params)
         params.append(py::dict(py::arg("name") = param->name,
                                py::arg("intent") = intentName(param->intent),
-                               py::arg("dtype") = elementTypeName(param->type.element),
+                               py::arg("dtype") = scalarTypeName(param->type.element),
                                py::arg("rank") = param->type.rank(),
                                py::arg("type") = session_.sources.text(param->type.range)));
       py::list sizes;
@@ -347,7 +337,7 @@ public:
       const VarDecl &param = *kernel.params[i];
       if (param.intent == Intent::Out)
         result[py::str(param.name)] = py::make_tuple(py::tuple(py::cast(shapes->shapes[i])),
-                                                     elementTypeName(param.type.element));
+                                                     scalarTypeName(param.type.element));
     }
     return result;
   }
@@ -591,7 +581,6 @@ private:
   }
 
   driver::Session session_;
-  std::string device_;
   bool tuned_ = false;
   std::string tuningCache_; // "": tuningCachePath's default
   // With `tuned_`, the engine of each tuning key's kept choice (null: none

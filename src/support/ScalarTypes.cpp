@@ -2,6 +2,14 @@
 
 namespace loopc {
 
+std::optional<ScalarType> scalarTypeNamed(std::string_view name) {
+  for (ScalarType type :
+       {ScalarType::I32, ScalarType::I64, ScalarType::F32, ScalarType::F64, ScalarType::Bool})
+    if (name == scalarTypeName(type))
+      return type;
+  return std::nullopt;
+}
+
 const char *scalarTypeName(ScalarType type) {
   switch (type) {
   case ScalarType::I32:

@@ -4,12 +4,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace loopc {
 
 enum class ScalarType : uint8_t { I32, I64, F32, F64, Bool };
 
 const char *scalarTypeName(ScalarType type);
+// The type `name` spells as the language does ("f32"); none for another name.
+std::optional<ScalarType> scalarTypeNamed(std::string_view name);
 bool isInteger(ScalarType type);
 bool isFloat(ScalarType type);
 size_t scalarSize(ScalarType type); // bytes

@@ -19,7 +19,6 @@ compiled with ``allow_copies=True``. docs/python.md has the whole story.
 """
 
 import collections
-import re
 import sys
 import threading
 
