@@ -461,21 +461,21 @@ TEST_CASE("a launch measured to be short runs in the calling thread alone and is
   CHECK(cost.shared_picoseconds_per_unit == 0);
 }
 
-TEST_CASE("of the launches run alone, the first and then one in eight are timed") {
+TEST_CASE("of the launches run alone, the first and then one in sixty-four are timed") {
   // 1 ps a unit: far below a hand-over, so every launch runs alone; a
   // timed one records its 1 us a unit.
   loopc_cpu_kernel_cost cost{.alone_picoseconds_per_unit = 1,
                              .shared_picoseconds_per_unit = 0,
                              .alone_launches_until_timed = 0};
   std::vector<int64_t> alone;
-  for (int i = 0; i < 17; ++i) {
+  for (int i = 0; i < 129; ++i) {
     cost.alone_picoseconds_per_unit = 1;
     launch(4, &cost, [&](int64_t) { spinFor(std::chrono::microseconds(1)); });
     alone.push_back(cost.alone_picoseconds_per_unit);
   }
-  for (int i = 0; i < 17; ++i) {
+  for (int i = 0; i < 129; ++i) {
     CAPTURE(i);
-    bool timed = i % 8 == 0;
+    bool timed = i % 64 == 0;
     if (loopc_cpu_worker_count() >= 2)
       CHECK((alone[i] >= 1'000'000) == timed);
   }

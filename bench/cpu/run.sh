@@ -12,11 +12,18 @@
 # parfors) or reductions inside serial loops (nussinov); their C baselines
 # are sequential, as one would write them at these sizes, but launch's, an
 # OpenMP parallel loop per step (OpenMP's own launch cost).
+# Each C baseline is also built as Polly uses it, the same file read as a
+# sequential program (-fopenmp-simd ignores its parallel pragmas) by clang-19
+# with Polly (-mllvm -polly -mllvm -polly-parallel: it tiles, vectorizes and
+# parallelizes by itself), linked with libomp; the Polly column needs clang-19
+# and libomp-19-dev (`scripts/setup.sh clang-19 libomp-19-dev`) and is "-"
+# without them.
 #
 # Usage: bench/cpu/run.sh [LOOPC] (default build/loopc); REPS=5 by default;
 # CASES, an extended regular expression, runs only the cases whose name
 # matches it.
-# With libopenblas-dev installed, matmul is also measured against OpenBLAS.
+# With libopenblas-dev installed, matmul is also measured against OpenBLAS at
+# three sizes (bench/cpu/openblas.sh).
 # LOOPC_COMMIT names the commit LOOPC was built from when it is not this
 # checkout's HEAD (e.g. a clean export built apart from a busy work tree).
 set -euo pipefail
@@ -52,8 +59,26 @@ echo "loopc: bounds-checked (the default; bench/cpu/bounds_checks.sh measures wh
 echo "Compiler: $($cc --version | head -n1), ${cflags[*]}; $reps runs per kernel, median"
 echo "Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| kernel | sizes | loopc ms | C ms | C / loopc |"
-echo "| --- | --- | ---: | ---: | ---: |"
+echo "| kernel | sizes | loopc ms | C ms | Polly ms | C / loopc | Polly / loopc |"
+echo "| --- | --- | ---: | ---: | ---: | ---: | ---: |"
+
+# Polly as bench/cpu/polybench.sh builds it, on the sequential reading of the
+# source: compiled with the parallel pragmas ignored, linked with the OpenMP
+# runtime (omp_get_wtime, and the parallel loops Polly makes).
+polly_compile=(clang-19 -O3 -march=native -fopenmp-simd -mllvm -polly -mllvm -polly-parallel
+  -mllvm -disable-loop-idiom-all)
+build_polly() { # source, executable
+  "${polly_compile[@]}" -c -o "$2.o" "$1" 2>/dev/null && clang-19 -fopenmp -o "$2" "$2.o" -lm 2>/dev/null
+}
+
+# C ms over loopc ms, or "-" when either failed.
+ratio() {
+  if [[ $1 =~ ^[0-9.]+$ && $2 =~ ^[0-9.]+$ ]]; then
+    awk -v c="$1" -v l="$2" 'BEGIN { if (l > 0) printf "%.2f", c / l; else print "-" }'
+  else
+    echo -
+  fi
+}
 
 for entry in "${cases[@]}"; do
   read_case "$entry"
@@ -73,35 +98,25 @@ for entry in "${cases[@]}"; do
     c_ms=$("$work/$name" $c_args "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p')
   fi
 
-  ratio=-
-  if [[ $loopc_ms =~ ^[0-9.]+$ && $c_ms =~ ^[0-9.]+$ ]]; then
-    ratio=$(awk -v c="$c_ms" -v l="$loopc_ms" 'BEGIN { if (l > 0) printf "%.2f", c / l; else print "-" }')
+  polly_ms=-
+  if build_polly "$root/bench/cpu/$name.c" "$work/$name.polly"; then
+    # shellcheck disable=SC2086 # c_args is a list of sizes
+    polly_ms=$("$work/$name.polly" $c_args "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p')
   fi
-  echo "| $name | $sizes | $loopc_ms | $c_ms | $ratio |"
-  [[ $name == matmul ]] && matmul_loopc_ms=$loopc_ms matmul_c_args=$c_args matmul_sizes=$sizes
+  echo "| $name | $sizes | $loopc_ms | $c_ms | $polly_ms | $(ratio "$c_ms" "$loopc_ms") |" \
+    "$(ratio "$polly_ms" "$loopc_ms") |"
 done
 
-# The tuned peer for matmul, when libopenblas-dev is installed (its header
-# and library both: another package may bring a cblas.h alone): the same
-# sizes, in the same run, against the loopc time above.
-if [[ -z ${matmul_loopc_ms:-} ]]; then
-  : # matmul was not among CASES
-elif "$cc" "${cflags[@]}" -o "$work/matmul_openblas" "$root/bench/cpu/matmul_openblas.c" \
-  -lopenblas -lm 2>/dev/null; then
-  # shellcheck disable=SC2086 # a list of sizes
-  blas_ms=$(OPENBLAS_NUM_THREADS=$(nproc) "$work/matmul_openblas" $matmul_c_args "$reps" |
-    sed -n 's/^\([0-9.]*\) ms.*/\1/p')
-  ratio=-
-  if [[ $matmul_loopc_ms =~ ^[0-9.]+$ && $blas_ms =~ ^[0-9.]+$ ]]; then
-    ratio=$(awk -v b="$blas_ms" -v l="$matmul_loopc_ms" 'BEGIN { printf "%.2f", b / l }')
+# The tuned peer for matmul, OpenBLAS, at three sizes in alternating rounds:
+# bench/cpu/openblas.sh, run after the table when libopenblas-dev is installed
+# and matmul is among CASES.
+if [[ -z ${CASES:-} || matmul =~ $CASES ]]; then
+  echo
+  if blas_table=$("$root/bench/cpu/openblas.sh" "$loopc" 2>/dev/null); then
+    sed -n '/^|/p' <<<"$blas_table"
+  else
+    echo "(OpenBLAS not found: install libopenblas-dev to measure matmul against it)"
   fi
-  echo
-  echo "| kernel | sizes | loopc ms | OpenBLAS ms | OpenBLAS / loopc |"
-  echo "| --- | --- | ---: | ---: | ---: |"
-  echo "| matmul | $matmul_sizes | $matmul_loopc_ms | $blas_ms | $ratio |"
-else
-  echo
-  echo "(OpenBLAS not found: install libopenblas-dev to measure matmul against it)"
 fi
 
 echo

@@ -93,8 +93,11 @@ constexpr Picoseconds kInlineBelow = std::chrono::microseconds(2);
 constexpr int64_t kProbeAloneFactor = 8;
 // One launch alone in this many is timed: two clock reads (24 ns each on a
 // 2-core virtual machine) made 1-D Jacobi's 2000 launches of 4000 points
-// 1.2x slower on two threads than on one.
-constexpr int64_t kTimeAloneEvery = 8;
+// 1.2x slower on two threads than on one when every launch was timed, and
+// cost 3% of its time when one in 8 was (1000 steps: 0.285 ms, 0.277 ms at
+// one in 64). A kernel whose units grow cheaper or dearer is seen again
+// within this many launches; a launch's unit count is read every time.
+constexpr int64_t kTimeAloneEvery = 64;
 
 // The time each unit of a launch took, measured by the thread that ran it.
 class UnitTimer {
