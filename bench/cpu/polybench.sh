@@ -105,5 +105,14 @@ for entry in "${cases[@]}"; do
   echo "| $name | $values | $loopc_ms | $gcc_ms | $polly_ms | $(ratio "$gcc_ms" "$loopc_ms") |" \
     "$(ratio "$polly_ms" "$loopc_ms") |"
 done
+
+# durbin's bound: its dot products alone, the chain of dependent multiply-adds
+# that no compiler keeping the program's rounding may reorder.
+if [[ -z ${CASES:-} || durbin =~ $CASES ]] &&
+  gcc -O3 -march=native -fopenmp -o "$work/durbin_bound" "$root/bench/cpu/polybench/durbin_bound.c" -lm; then
+  echo
+  echo "durbin's dot products alone (bench/cpu/polybench/durbin_bound.c, gcc, N=2000):" \
+    "$("$work/durbin_bound" 2000 "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p') ms"
+fi
 echo
 echo "Load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
