@@ -238,7 +238,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
   CHECK(lowered.exitCode == 0);
   CHECK(lowered.output.starts_with("// after lower\nfunc matmul("));
   CHECK(contains(lowered.output, "parallel for i in [0, M)"));
-  CHECK(contains(lowered.output, "reduce acc += over k in [0, K): A[i][k] * B[k][j]"));
+  CHECK(contains(lowered.output, "reduce acc += from 0.0 over k in [0, K): A[i][k] * B[k][j]"));
   CHECK(!contains(lowered.output, "// after simplify"));
   auto mapped = runLoopc("explain samples/matmul.loop --after map_to_gpu");
   CHECK(mapped.exitCode == 0);
@@ -265,7 +265,7 @@ TEST_CASE("explain --changes prints what each pass changed as a diff") {
   CHECK(reductions.exitCode == 0);
   CHECK(reductions.output.starts_with("// changes by lower_reductions\n@@ -2,5 +2,"));
   CHECK(contains(reductions.output,
-                 "\n   acc = 0.0\n-  reduce acc += over i in [0, N): x[i] * y[i]\n+"
+                 "\n   acc = 0.0\n-  reduce acc += from 0.0 over i in [0, N): x[i] * y[i]\n+"
                  "  let red0.grid = "));
   CHECK(!contains(reductions.output, "func dot("));
   auto unchanged = runLoopc("explain samples/dot.loop --changes --after fuse_producers");
@@ -396,7 +396,8 @@ TEST_CASE("explain --set shows a kernel specialized for small sizes, as the GPU 
       runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=3 --set Ic=64 "
                "--pass-param pipeline_depth=1");
   CHECK(specialized.exitCode == 0);
-  CHECK(contains(specialized.output, "reduce acc += over c in [0, Ic), u in [0, 3), v in [0, 3)"));
+  CHECK(contains(specialized.output,
+                 "reduce acc += from 0.0 over c in [0, Ic), u in [0, 3), v in [0, 3)"));
   CHECK(contains(specialized.output, "shared f32 I.shared[4][6][132]"));
   auto generic = runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_valid --set K=17");
   CHECK(generic.exitCode == 0);
@@ -618,7 +619,9 @@ TEST_CASE("compile --emit header and object embed every kernel of the file, or t
   auto gpu =
       runLoopc("compile samples/histogram.loop --emit object --target gpu -o " + dir.at("g.o"));
   CHECK(gpu.exitCode == 1);
-  CHECK(contains(gpu.output, "--emit object embeds CPU code, and GPU code with --gpu: it takes no --target gpu"));
+  CHECK(
+      contains(gpu.output,
+               "--emit object embeds CPU code, and GPU code with --gpu: it takes no --target gpu"));
   auto cpu =
       runLoopc("compile samples/histogram.loop --emit object --cpu pentium9 -o " + dir.at("p.o"));
   CHECK(cpu.exitCode == 1);
@@ -990,7 +993,7 @@ TEST_CASE("a misspelt command is named, with the commands there are") {
   auto bogus = runLoopc("bogus samples/dot.loop");
   CHECK(bogus.exitCode == 2);
   CHECK(bogus.output == "loopc: error: unknown command 'bogus' (the commands are check, run, "
-                        "explain, compile, bench, tune, repl; see --help)\n");
+                        "explain, opt, compile, bench, tune, repl; see --help)\n");
 }
 
 TEST_CASE("empty names for --kernel, --device and --after are refused, not read as the default") {
@@ -1423,4 +1426,55 @@ TEST_CASE("choices the device's pipeline never acts on are warned of, and tune l
   auto tune = runLoopc("tune samples/dot.loop --set N=1000 --device cpu --tuning-cache ''");
   CHECK(!contains(tune.output, "register_tile"));
   CHECK(!contains(tune.output, "stage_length"));
+}
+
+TEST_CASE("opt reads IR as explain prints it and runs the passes asked for") {
+  TempDir dir;
+  auto explained = runLoopc("explain samples/dot.loop --after lower_reductions");
+  REQUIRE(explained.exitCode == 0);
+  std::string ir = dir.file("dot.lir", explained.output);
+  // No pass: the IR read, checked and printed back.
+  auto back = runLoopc("opt " + ir);
+  CHECK(back.exitCode == 0);
+  CHECK("// after lower_reductions\n" + back.output == explained.output);
+  // The passes asked for, as the pipeline runs them.
+  auto mapped = runLoopc("opt " + ir + " --pass simplify --pass extract_kernels");
+  CHECK(mapped.exitCode == 0);
+  CHECK(contains(mapped.output, "launch dot_kernel0<<<"));
+  CHECK(contains(mapped.output, "let i = red0.block * 256 + red0.thread + red0.step"));
+  auto changes = runLoopc("opt " + ir + " --pass simplify --changes");
+  CHECK(contains(changes.output, "-        let i = 0 + (red0.block"));
+}
+
+TEST_CASE("opt refuses bad IR with a located message and unknown passes with the list") {
+  TempDir dir;
+  std::string syntax = dir.file("syntax.lir", "func f(global f32 x[N]; N: i64) {\n"
+                                              "  for i in [0, M) {\n  }\n}\n");
+  auto parse = runLoopc("opt " + syntax);
+  CHECK(parse.exitCode == 1);
+  CHECK(contains(parse.output, syntax + ":2:16: error: no variable or array named 'M' here"));
+  CHECK(contains(parse.output, "  for i in [0, M) {\n"));
+  CHECK(contains(parse.output, "^"));
+
+  std::string typed = dir.file("typed.lir", "func f(global f32 x[N] (written); N: i64) {\n"
+                                            "  let a = 2_i32\n  x[0] = f32(a) + 1.0\n"
+                                            "  reduce x[0] += from 0.0 over i in [0, N): 1.0\n}\n");
+  // extract_kernels runs after lower_reductions: a reduce is no input of it.
+  auto lowered = runLoopc("opt " + typed + " --pass extract_kernels");
+  CHECK(lowered.exitCode == 1);
+  CHECK(contains(lowered.output,
+                 "loopc: error: invalid IR in the host code of 'f': a reduce after "
+                 "lower_reductions: reduce x[0] += from 0.0 over i in [0, N): 1.0"));
+  auto printedBack = runLoopc("opt " + typed);
+  INFO(printedBack.output);
+  CHECK(contains(printedBack.output, "let a = 2_i32\n"));
+
+  auto unknown = runLoopc("opt " + typed + " --pass frobnicate --target cpu");
+  CHECK(unknown.exitCode == 1);
+  CHECK(contains(unknown.output,
+                 "loopc: error: no pass 'frobnicate' in the CPU pipeline; its passes are "
+                 "lower_scans, simplify,"));
+  auto missing = runLoopc("opt no/such/file.lir");
+  CHECK(missing.exitCode == 1);
+  CHECK(contains(missing.output, "loopc: error: cannot open 'no/such/file.lir'"));
 }

@@ -83,7 +83,7 @@ TEST_CASE("a row's float min and max fold into 256 bytes of lanes on the CPU") {
   CHECK(contains(extremes, "vectorized for c.lane in [0, 64) {\n"));
   CHECK(contains(extremes, "let c = i32(c.first + (c.block * 64 + c.lane))\n"));
   CHECK(
-      contains(extremes, "acc.lanes[c.lane] = max(acc.lanes[c.lane], X[r][c])  (reduction step)"));
+      contains(extremes, "acc.lanes[c.lane] = max(acc.lanes[c.lane], X[r][c])  (reduction step max= from -inf)"));
   CHECK(contains(extremes, "acc.lanes[acc.lane] = max(acc.lanes[acc.lane], acc.lanes[acc.lane + "
                            "32])\n"));
   CHECK(contains(extremes, "acc = max(acc, acc.lanes[0])\n"));

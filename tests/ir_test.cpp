@@ -231,7 +231,7 @@ TEST_CASE("a parfor nest lowers to parallel loops and a redomap to a reduce") {
                           "C[M][N] (written); M: i64, K: i64, N: i64)"));
   CHECK(contains(printed, "  parallel for i in [0, M) {\n    parallel for j in [0, N) {\n"));
   CHECK(contains(printed, "register f32 acc\n"));
-  CHECK(contains(printed, "reduce acc += over k in [0, K): A[i][k] * B[k][j]\n"));
+  CHECK(contains(printed, "reduce acc += from 0.0 over k in [0, K): A[i][k] * B[k][j]\n"));
   CHECK(contains(printed, "C[i][j] = acc\n"));
 }
 
@@ -310,7 +310,7 @@ TEST_CASE("lower_reductions turns a per-element reduce into a serial register lo
   CHECK(contains(printed, "for k in [0, K) {\n"));
   // The combine may be reassociated (partial sums, vector lanes); the
   // printer says so.
-  CHECK(contains(printed, "acc = acc + A[i][k] * B[k][j]  (reduction step)\n"));
+  CHECK(contains(printed, "acc = acc + A[i][k] * B[k][j]  (reduction step += from 0.0)\n"));
 }
 
 TEST_CASE("a whole-array reduction becomes two kernels with a shared tree") {
@@ -419,7 +419,7 @@ kernel nested(x: in f32[N], s: out f32) {
   // store) is 5, so up to 26214 points; the tree is the other branch.
   std::string dots = after(lowered(source, "dots"), "extract_kernels", passes::PipelineTarget::Cpu);
   CHECK(contains(dots, "if (min(max(N, 0), 26215) <= 26214) {\n"));
-  CHECK(contains(dots, "acc.reg2 = acc.reg2 + x[i] * f32(t)  (reduction step)\n"));
+  CHECK(contains(dots, "acc.reg2 = acc.reg2 + x[i] * f32(t)  (reduction step += from 0.0)\n"));
   CHECK(contains(dots, "} else {\n"));
   CHECK(contains(dots, "launch dots_kernel0<<<grid(red0.grid, 1, 1), block(256, 1, 1)>>>"));
   // A block per 64 points a thread, each block a contiguous range.

@@ -52,7 +52,7 @@ TEST_CASE("softmax and mv: a block per row, redomaps as block trees, stores by t
                        "        let r = 0 + r.block\n"));
   CHECK(contains(rows, "for c.step in [0, (C + 256 - (r.thread + 1)) / 256) {\n"
                        "          let c = 0 + (r.thread + c.step * 256)\n"
-                       "          acc.part = max(acc.part, X[r][c])  (reduction step)\n"));
+                       "          acc.part = max(acc.part, X[r][c])  (reduction step max= from -inf)\n"));
   CHECK(contains(rows, "acc = max(acc, acc.tile[0])\n        let m = acc\n"));
   CHECK(contains(rows, "Y[r][c_3] = exp(X[r][c_3] - m) / s"));
   // Shorter rows keep a thread each.

@@ -79,8 +79,8 @@ TEST_CASE("few long rows have their ranges split into parts reduced apart") {
                         "    let r.chunk = (r.length + (r.parts - 1)) / r.parts\n"
                         "    global f32 acc.partials[r.rows][r.parts]\n"
                         "    parallel for r.flat in [0, r.rows * r.parts) {\n"));
-  CHECK(contains(after, "reduce acc.part += over c in [0 + r.start, "));
-  CHECK(contains(after, "reduce acc += over r.part in [0, r.parts): acc.partials[r - 0][r.part]"));
+  CHECK(contains(after, "reduce acc.part += from 0.0 over c in [0 + r.start, "));
+  CHECK(contains(after, "reduce acc += from 0.0 over r.part in [0, r.parts): acc.partials[r - 0][r.part]"));
   CHECK(contains(after, "  } else {\n    parallel for r in [0, R) {\n"));
   // Each part is a row of its own to map_rows_to_blocks: a block each.
   std::string mapped = test::aroundPass(program, "row_means", "map_rows_to_blocks").second;
@@ -88,8 +88,8 @@ TEST_CASE("few long rows have their ranges split into parts reduced apart") {
 
   // The first reduction of a row splits; the rest of the row stays as it was.
   std::string stats = test::aroundPass(program, "row_stats", "split_reductions").second;
-  CHECK(contains(stats, "reduce acc.part max= over c in"));
-  CHECK(contains(stats, "reduce acc_2 min= over c_2 in [0, C)"));
+  CHECK(contains(stats, "reduce acc.part max= from -inf over c in"));
+  CHECK(contains(stats, "reduce acc_2 min= from inf over c_2 in [0, C)"));
 
   for (const char *kernel : {"row_means", "row_stats", "row_products"}) {
     CAPTURE(kernel);

@@ -106,7 +106,7 @@ TEST_CASE("matmul: A and B tiles staged in stages of 32 k, the k loop reads shar
   CHECK(contains(staged, "for k.lane in [0, k.rest) {"));
   CHECK(contains(staged, "acc.x3y2 = acc.x3y2 + A.shared[i.y2 - min(i.block * 32, M + -1)][k - "
                          "k.stage * 32] * B.shared[k - k.stage * 32][j.x3 - min(j.block * 128, N "
-                         "+ -1)]  (reduction step)"));
+                         "+ -1)]  (reduction step += from 0.0)"));
   CHECK(!contains(staged, "* B[k]["));
   test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
                              {{{"M", "1"}, {"N", "1"}, {"K", "1"}},

@@ -60,7 +60,7 @@ TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accu
   // the interior tile: next test case).
   CHECK(occurrences(tiled, "register f32 acc.x") == 2 * 16);
   CHECK(occurrences(tiled, "for k in [0, K)") == 2);
-  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y2][k] * B[k][j.x3]  (reduction step)"));
+  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y2][k] * B[k][j.x3]  (reduction step += from 0.0)"));
   CHECK(contains(tiled, "if (i.block * 4 * 8 + (i.thread * 4 + 2) < M && "
                         "(j.block * 4 + 3) * 32 + j.thread < N) {\n"
                         "                C[i.block * 4 * 8 + (i.thread * 4 + 2)][(j.block * 4 + 3) "
@@ -295,7 +295,7 @@ TEST_CASE("a block whose copies are all in range runs an interior tile: no clamp
   // Inside, y copies are the first plus the copy index, x copies unclamped,
   // and stores unguarded; the edge tile (else) keeps the clamps.
   CHECK(contains(tiled, "let j.x3 = (j.block * 4 + 3) * 32 + j.thread\n"));
-  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y0 + 2][k] * B[k][j.x3]  (reduction step)"));
+  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y0 + 2][k] * B[k][j.x3]  (reduction step += from 0.0)"));
   CHECK(contains(tiled, "            C[i.y0 + 2][j.x3] = acc.x3y2\n"));
   CHECK(contains(tiled, "let j.x3 = min((j.block * 4 + 3) * 32 + j.thread, N - 1)"));
   CHECK(occurrences(tiled, "for k in [0, K)") == 2);
@@ -683,7 +683,7 @@ kernel product(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
   CHECK(contains(conv5, "let y.y0 = y.block * 2 * 8 + y.thread * 2\n"));
   CHECK(contains(conv5, "unrolled for u in [0, 5) {\n"
                         "for v in [0, 5) {\n"
-                        "acc.y0 = acc.y0 + I[y.y0 + u][x + v] * F[u][v]  (reduction step)\n"
+                        "acc.y0 = acc.y0 + I[y.y0 + u][x + v] * F[u][v]  (reduction step += from 0.0)\n"
                         "acc.y1 = acc.y1 + I[y.y0 + 1 + u][x + v] * F[u][v]"));
   CHECK(!contains(conv5, "acc.y2"));
   CHECK(!contains(conv5, "acc.x"));

@@ -4,6 +4,7 @@
 #include "driver/Cli.h"
 #include "driver/CompileCommand.h"
 #include "driver/ExplainCommand.h"
+#include "driver/OptCommand.h"
 #include "driver/ReplCommand.h"
 #include "driver/RunCommand.h"
 #include "driver/TuneCommand.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
     addCheckCommand(app);
     addRunCommand(app);
     addExplainCommand(app);
+    addOptCommand(app);
     addCompileCommand(app);
     addBenchCommand(app);
     addTuneCommand(app);

@@ -112,6 +112,44 @@ const char *forKindName(ForKind kind) {
   return "?";
 }
 
+bool typesItself(const Expr &expr) {
+  switch (expr->kind) {
+  case ExprNode::Kind::IntImm:
+  case ExprNode::Kind::FloatImm:
+    return false;
+  case ExprNode::Kind::BoolImm:
+  case ExprNode::Kind::Var:
+  case ExprNode::Kind::Load:
+  case ExprNode::Kind::Cast:
+    return true;
+  case ExprNode::Kind::Unary:
+    return expr->as<Unary>()->op == UnaryOpKind::Not || typesItself(expr->as<Unary>()->operand);
+  case ExprNode::Kind::Binary: {
+    const auto &binary = *expr->as<Binary>();
+    return isComparison(binary.op) || binary.op == BinaryOpKind::And ||
+           binary.op == BinaryOpKind::Or || typesItself(binary.lhs) || typesItself(binary.rhs);
+  }
+  case ExprNode::Kind::Select: {
+    const auto &select = *expr->as<Select>();
+    return typesItself(select.thenValue) || typesItself(select.elseValue);
+  }
+  case ExprNode::Kind::Call:
+    for (const Expr &arg : expr->as<Call>()->args)
+      if (typesItself(arg))
+        return true;
+    return false;
+  }
+  return true;
+}
+
+ScalarType defaultLiteralType(const ExprNode &literal) {
+  if (literal.kind == ExprNode::Kind::FloatImm)
+    return ScalarType::F32;
+  if (literal.kind == ExprNode::Kind::BoolImm)
+    return ScalarType::Bool;
+  return ScalarType::I64;
+}
+
 Expr makeInt(ScalarType type, int64_t value) {
   if (isFloat(type))
     return std::make_shared<FloatImm>(type, static_cast<double>(value));

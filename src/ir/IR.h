@@ -569,6 +569,16 @@ struct FusedProduct {
 };
 std::optional<FusedProduct> fusedProductOf(const Binary &sum);
 
+// Whether an expression's type follows from what it is made of (a variable,
+// a load, a cast, a comparison, arithmetic with one of these) rather than
+// from where it stands: a literal, and arithmetic on literals only, take
+// their type from their context in the printed IR, and are read back so
+// (IRPrinter.h, IRParser.h).
+bool typesItself(const Expr &expr);
+// The type the printed IR gives a literal that nothing around it types and
+// that says none (`2_i32` says one): i64 for an integer, f32 for a float.
+ScalarType defaultLiteralType(const ExprNode &literal);
+
 // Convenience constructors used by the lowering and the passes.
 Expr makeInt(ScalarType type, int64_t value);
 Expr makeI64(int64_t value);

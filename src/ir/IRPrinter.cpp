@@ -49,6 +49,27 @@ std::string floatText(double value) {
   return text;
 }
 
+std::string exprText(const Expr &expr, bool typedByContext);
+
+// A message in double quotes, `"` and `\` escaped by a `\`.
+std::string quoted(const std::string &text) {
+  std::string result = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      result += '\\';
+    result += c;
+  }
+  return result + "\"";
+}
+
+// A literal's text, with its type after it (`2_i32`, `0.5_f64`) where
+// nothing around it gives the type and it is not the default (i64, f32):
+// parseFunction reads it back the same way (literalTypedByContext).
+std::string literalText(const Expr &literal, std::string digits, bool typedByContext) {
+  if (typedByContext || literal->type == defaultLiteralType(*literal))
+    return digits;
+  return digits + "_" + scalarTypeName(literal->type);
+}
 std::string indexText(const std::vector<Expr> &indices) {
   std::string text;
   for (const Expr &index : indices)
@@ -63,12 +84,28 @@ std::string listText(const std::vector<Expr> &exprs) {
   return text;
 }
 
-std::string operand(const Expr &expr, int parentPrecedence, bool rightSide) {
-  std::string text = toString(expr);
+// An operand of a node whose type it takes (a value stored, a sum's terms):
+// its literals need no type of their own.
+std::string typedText(const Expr &expr) { return exprText(expr, true); }
+
+std::string operand(const Expr &expr, int parentPrecedence, bool rightSide,
+                    bool typedByContext = false) {
+  std::string text = exprText(expr, typedByContext);
   int own = precedence(expr);
   if (own < parentPrecedence || (rightSide && own == parentPrecedence && own < 7))
     return "(" + text + ")";
   return text;
+}
+
+// `[min, min + extent)`, or `[0, extent)`; each bound typed by the other
+// when that one has a type of its own.
+std::string rangeText(const Expr &min, const Expr &extent) {
+  std::string minText = exprText(min, typesItself(extent));
+  const auto *zero = min->as<IntImm>();
+  std::string end = zero && zero->value == 0
+                        ? exprText(extent, typesItself(min))
+                        : minText + " + " + operand(extent, 5, true, typesItself(min));
+  return "[" + minText + ", " + end + ")";
 }
 
 std::string forHeader(const For &loop) {
@@ -84,15 +121,11 @@ std::string forHeader(const For &loop) {
   default:
     kind = std::string(forKindName(loop.forKind)) + " for";
   }
-  std::string end;
-  const auto *zero = loop.min->as<IntImm>();
-  if (zero && zero->value == 0)
-    end = toString(loop.extent);
-  else
-    end = toString(loop.min) + " + " + operand(loop.extent, 5, true);
-  return kind + " " + loop.var + " in [" + toString(loop.min) + ", " + end + ")";
+  return kind + " " + loop.var + " in " + rangeText(loop.min, loop.extent);
 }
 
+// `+=`; a user's operator with its combining expression over its two
+// operands: `larger(a, b => select(a > b, a, b), commutes)=`.
 std::string reduceOpText(const ReduceOperator &op) {
   switch (op.kind) {
   case ReduceOperator::Kind::Add:
@@ -108,33 +141,26 @@ std::string reduceOpText(const ReduceOperator &op) {
   case ReduceOperator::Kind::Or:
     return "||=";
   case ReduceOperator::Kind::User:
-    return op.userName + "=";
+    return op.userName + "(" + op.lhsVar + ", " + op.rhsVar + " => " + typedText(op.combine) +
+           (op.userCommutes ? ", commutes" : "") + ")=";
   }
   return "?=";
 }
 
 std::string reduceHeader(const Reduce &reduce) {
   std::string text = "reduce " + reduce.accumulator->name + indexText(reduce.indices) + " " +
-                     reduceOpText(reduce.op) + " over ";
+                     reduceOpText(reduce.op) + " from " + typedText(reduce.neutral) + " over ";
   for (size_t i = 0; i < reduce.loops.size(); ++i) {
     const Reduce::Loop &loop = reduce.loops[i];
-    const auto *zero = loop.min->as<IntImm>();
-    std::string end = zero && zero->value == 0
-                          ? toString(loop.extent)
-                          : toString(loop.min) + " + " + operand(loop.extent, 5, true);
-    text += (i ? ", " : "") + loop.var + " in [" + toString(loop.min) + ", " + end + ")";
+    text += (i ? ", " : "") + loop.var + " in " + rangeText(loop.min, loop.extent);
   }
   return text;
 }
 
 std::string scanHeader(const Scan &scan) {
-  const auto *zero = scan.loop.min->as<IntImm>();
-  std::string end = zero && zero->value == 0
-                        ? toString(scan.loop.extent)
-                        : toString(scan.loop.min) + " + " + operand(scan.loop.extent, 5, true);
   return "scan " + scan.target->name + indexText(scan.indices) + " " + reduceOpText(scan.op) +
-         " from " + toString(scan.neutral) + " over " + scan.loop.var + " in [" +
-         toString(scan.loop.min) + ", " + end + ")";
+         " from " + typedText(scan.neutral) + " over " + scan.loop.var + " in " +
+         rangeText(scan.loop.min, scan.loop.extent);
 }
 
 std::string launchText(const Launch &launch) {
@@ -209,15 +235,77 @@ private:
                      int indent) {
     std::string pad(2 * indent, ' ');
     if (!valueSetup) {
-      out << pad << header << ": " << toString(value) << "\n";
+      out << pad << header << ": " << typedText(value) << "\n";
       return;
     }
     out << pad << header << " {\n";
     print(valueSetup, indent + 1);
-    out << pad << "  yield " << toString(value) << "\n";
+    out << pad << "  yield " << typedText(value) << "\n";
     out << pad << "}\n";
   }
 };
+
+std::string exprText(const Expr &expr, bool typedByContext) {
+  if (!expr)
+    return "<null>";
+  switch (expr->kind) {
+  case ExprNode::Kind::IntImm:
+    return literalText(expr, std::to_string(expr->as<IntImm>()->value), typedByContext);
+  case ExprNode::Kind::FloatImm:
+    return literalText(expr, floatText(expr->as<FloatImm>()->value), typedByContext);
+  case ExprNode::Kind::BoolImm:
+    return expr->as<BoolImm>()->value ? "true" : "false";
+  case ExprNode::Kind::Var:
+    return expr->as<Var>()->name;
+  case ExprNode::Kind::Load: {
+    const auto &load = *expr->as<Load>();
+    return load.buffer->name + indexText(load.indices);
+  }
+  case ExprNode::Kind::Unary: {
+    const auto &unary = *expr->as<Unary>();
+    return (unary.op == UnaryOpKind::Neg ? "-" : "!") +
+           operand(unary.operand, 7, false, typedByContext);
+  }
+  case ExprNode::Kind::Binary: {
+    const auto &binary = *expr->as<Binary>();
+    // Both operands have one type: each gives it to the other, and the
+    // node's context gives it to both unless the result is a comparison's.
+    bool sameAsResult = !isComparison(binary.op);
+    bool lhsTyped = (sameAsResult && typedByContext) || typesItself(binary.rhs);
+    bool rhsTyped = (sameAsResult && typedByContext) || typesItself(binary.lhs);
+    if (binary.op == BinaryOpKind::Min || binary.op == BinaryOpKind::Max)
+      return std::string(binaryOpName(binary.op)) + "(" + exprText(binary.lhs, lhsTyped) + ", " +
+             exprText(binary.rhs, rhsTyped) + ")";
+    int own = precedence(expr);
+    return operand(binary.lhs, own, false, lhsTyped) + " " + binaryOpName(binary.op) + " " +
+           operand(binary.rhs, own, true, rhsTyped);
+  }
+  case ExprNode::Kind::Select: {
+    const auto &select = *expr->as<Select>();
+    bool thenTyped = typedByContext || typesItself(select.elseValue);
+    bool elseTyped = typedByContext || typesItself(select.thenValue);
+    return "select(" + toString(select.cond) + ", " + exprText(select.thenValue, thenTyped) + ", " +
+           exprText(select.elseValue, elseTyped) + ")";
+  }
+  case ExprNode::Kind::Cast: {
+    const auto &cast = *expr->as<Cast>();
+    return std::string(scalarTypeName(cast.type)) + "(" + toString(cast.operand) + ")";
+  }
+  case ExprNode::Kind::Call: {
+    const auto &call = *expr->as<Call>();
+    // A builtin's operands have its type (callTakesItsArgumentsType).
+    std::string text = std::string(builtinName(call.builtin)) + "(";
+    for (size_t i = 0; i < call.args.size(); ++i) {
+      bool typed = typedByContext;
+      for (size_t j = 0; j < call.args.size(); ++j)
+        typed = typed || (j != i && typesItself(call.args[j]));
+      text += (i ? ", " : "") + exprText(call.args[i], typed);
+    }
+    return text + ")";
+  }
+  }
+  return "?";
+}
 
 std::string paramsText(const std::vector<Buffer> &buffers,
                        const std::vector<ScalarParam> &scalars) {
@@ -232,51 +320,7 @@ std::string paramsText(const std::vector<Buffer> &buffers,
 
 } // namespace
 
-std::string toString(const Expr &expr) {
-  if (!expr)
-    return "<null>";
-  switch (expr->kind) {
-  case ExprNode::Kind::IntImm:
-    return std::to_string(expr->as<IntImm>()->value);
-  case ExprNode::Kind::FloatImm:
-    return floatText(expr->as<FloatImm>()->value);
-  case ExprNode::Kind::BoolImm:
-    return expr->as<BoolImm>()->value ? "true" : "false";
-  case ExprNode::Kind::Var:
-    return expr->as<Var>()->name;
-  case ExprNode::Kind::Load: {
-    const auto &load = *expr->as<Load>();
-    return load.buffer->name + indexText(load.indices);
-  }
-  case ExprNode::Kind::Unary: {
-    const auto &unary = *expr->as<Unary>();
-    return (unary.op == UnaryOpKind::Neg ? "-" : "!") + operand(unary.operand, 7, false);
-  }
-  case ExprNode::Kind::Binary: {
-    const auto &binary = *expr->as<Binary>();
-    if (binary.op == BinaryOpKind::Min || binary.op == BinaryOpKind::Max)
-      return std::string(binaryOpName(binary.op)) + "(" + toString(binary.lhs) + ", " +
-             toString(binary.rhs) + ")";
-    int own = precedence(expr);
-    return operand(binary.lhs, own, false) + " " + binaryOpName(binary.op) + " " +
-           operand(binary.rhs, own, true);
-  }
-  case ExprNode::Kind::Select: {
-    const auto &select = *expr->as<Select>();
-    return "select(" + toString(select.cond) + ", " + toString(select.thenValue) + ", " +
-           toString(select.elseValue) + ")";
-  }
-  case ExprNode::Kind::Cast: {
-    const auto &cast = *expr->as<Cast>();
-    return std::string(scalarTypeName(cast.type)) + "(" + toString(cast.operand) + ")";
-  }
-  case ExprNode::Kind::Call: {
-    const auto &call = *expr->as<Call>();
-    return std::string(builtinName(call.builtin)) + "(" + listText(call.args) + ")";
-  }
-  }
-  return "?";
-}
+std::string toString(const Expr &expr) { return exprText(expr, false); }
 
 std::string describe(const BufferInfo &buffer) {
   std::string shape;
@@ -300,8 +344,12 @@ std::string describe(const Stmt &stmt) {
   }
   case StmtNode::Kind::Store: {
     const auto &store = *stmt->as<Store>();
-    return store.buffer->name + indexText(store.indices) + " = " + toString(store.value) +
-           (store.reduction ? "  (reduction step)" : "");
+    std::string text =
+        store.buffer->name + indexText(store.indices) + " = " + typedText(store.value);
+    if (store.reduction)
+      text += "  (reduction step " + reduceOpText(store.reduction->op) + " from " +
+              typedText(store.reduction->neutral) + ")";
+    return text;
   }
   case StmtNode::Kind::Allocate:
     return describe(*stmt->as<Allocate>()->buffer);
@@ -309,7 +357,7 @@ std::string describe(const Stmt &stmt) {
     return "barrier";
   case StmtNode::Kind::WarpShuffle: {
     const auto &shuffle = *stmt->as<WarpShuffle>();
-    return shuffle.target->name + " = shuffle_xor(" + toString(shuffle.value) + ", " +
+    return shuffle.target->name + " = shuffle_xor(" + typedText(shuffle.value) + ", " +
            std::to_string(shuffle.laneMask) + ")";
   }
   case StmtNode::Kind::AsyncCopy: {
@@ -326,7 +374,7 @@ std::string describe(const Stmt &stmt) {
   case StmtNode::Kind::Check: {
     const auto &check = *stmt->as<Check>();
     std::string text =
-        "check (" + toString(check.condition) + ") else error \"" + check.message + "\"";
+        "check (" + toString(check.condition) + ") else error " + quoted(check.message);
     for (size_t i = 0; i < check.values.size(); ++i)
       text += (i ? ", {" : " with {") + std::to_string(i) + "} = " + toString(check.values[i]);
     return text;
@@ -335,16 +383,16 @@ std::string describe(const Stmt &stmt) {
     return "block of " + std::to_string(stmt->as<Block>()->stmts.size()) + " statements";
   case StmtNode::Kind::Reduce: {
     const auto &reduce = *stmt->as<Reduce>();
-    return reduceHeader(reduce) + ": " + toString(reduce.value);
+    return reduceHeader(reduce) + ": " + typedText(reduce.value);
   }
   case StmtNode::Kind::Scan: {
     const auto &scan = *stmt->as<Scan>();
-    return scanHeader(scan) + ": " + toString(scan.value);
+    return scanHeader(scan) + ": " + typedText(scan.value);
   }
   case StmtNode::Kind::AtomicUpdate: {
     const auto &update = *stmt->as<AtomicUpdate>();
     return "atomic " + update.buffer->name + indexText(update.indices) + " " +
-           reduceOpText(update.op) + " " + toString(update.value);
+           reduceOpText(update.op) + " " + typedText(update.value);
   }
   case StmtNode::Kind::Launch:
     return launchText(*stmt->as<Launch>());

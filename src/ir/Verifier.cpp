@@ -406,7 +406,8 @@ Status verifyFunction(const Function &function, const std::string &pass,
   }
   if (verifier.problem.empty())
     return {};
-  return makeError("invalid IR after pass '" + pass + "' in " + context + ": " + verifier.problem,
+  std::string after = pass.empty() ? "" : " after pass '" + pass + "'";
+  return makeError("invalid IR" + after + " in " + context + ": " + verifier.problem,
                    verifier.where.valid() ? verifier.where : function.source);
 }
 

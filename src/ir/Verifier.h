@@ -20,7 +20,8 @@ struct VerifyOptions {
   bool scansLowered = false;      // a Scan is an error from here on
 };
 
-// `pass` names the pass whose output this is, for the message.
+// `pass` names the pass whose output this is, for the message; empty for
+// IR no pass made (read from text).
 Status verifyFunction(const Function &function, const std::string &pass,
                       const VerifyOptions &options = {});
 

@@ -239,6 +239,13 @@ public:
       return;
     if (pass.role == PassRole::Optimization && !passLeftOutBy(pass.name, options_).empty())
       return;
+    runAsked(pass);
+  }
+
+  // Runs `pass` whether or not the choices leave it out (`loopc opt`).
+  void runAsked(const PassEntry &pass) {
+    if (!status_)
+      return;
     if (pass.role == PassRole::Optimization && options_.choices.boundsChecks &&
         pass.hidesAccesses &&
         !passes::proveAccessesInBounds(function_).allProvenIn(function_.body, function_.body)) {
@@ -264,9 +271,14 @@ public:
       return;
     }
     function_ = std::move(*result);
-    verify_.reductionsLowered |= pass.establishes.reductionsLowered;
-    verify_.scansLowered |= pass.establishes.scansLowered;
+    holdTo(pass.establishes);
     check(pass.name);
+  }
+
+  // From here on, the IR must hold what `established` says.
+  void holdTo(const ir::VerifyOptions &established) {
+    verify_.reductionsLowered |= established.reductionsLowered;
+    verify_.scansLowered |= established.scansLowered;
   }
 
   // Verifies the Function as the output of the step `name` and logs it.
@@ -284,6 +296,13 @@ public:
   }
 
   Expected<ir::Function> result() && {
+    if (!status_)
+      return std::unexpected(status_.error());
+    return std::move(function_);
+  }
+
+  // The result, once the choices are known to name passes that exist.
+  Expected<ir::Function> checkedResult() && {
     if (!status_)
       return std::unexpected(status_.error());
     std::vector<std::string> optimizations = optimizationPasses();
@@ -532,7 +551,49 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   passes.check("lower"); // the input, as ir::lowerKernel made it
   for (const PassEntry &pass : registry())
     passes.run(pass);
-  return std::move(passes).result();
+  return std::move(passes).checkedResult();
+}
+
+Expected<ir::Function> runPasses(ir::Function function, const std::vector<std::string> &names,
+                                 const PipelineOptions &options) {
+  std::vector<const PassEntry *> inPipeline, asked;
+  for (const PassEntry &pass : registry())
+    if (pass.targets.contains(options.target) &&
+        std::ranges::find(inPipeline, &pass) == inPipeline.end())
+      inPipeline.push_back(&pass);
+  for (const std::string &name : names) {
+    auto entry =
+        std::ranges::find_if(inPipeline, [&](const PassEntry *pass) { return pass->name == name; });
+    if (entry == inPipeline.end()) {
+      std::vector<std::string> known;
+      for (const PassEntry *pass : inPipeline)
+        if (std::ranges::find(known, pass->name) == known.end())
+          known.push_back(pass->name);
+      std::string list;
+      for (const std::string &pass : known)
+        list += (list.empty() ? "" : ", ") + pass;
+      return makeError("no pass '" + name + "' in the " +
+                       (options.target == PipelineTarget::Cpu ? "CPU" : "GPU") +
+                       " pipeline; its passes are " + list);
+    }
+    asked.push_back(*entry);
+  }
+  // The input holds what the pipeline's passes before the first one asked
+  // establish.
+  ir::VerifyOptions holds;
+  for (const PassEntry *pass : inPipeline) {
+    if (asked.empty() || pass == asked.front())
+      break;
+    holds.reductionsLowered |= pass->establishes.reductionsLowered;
+    holds.scansLowered |= pass->establishes.scansLowered;
+  }
+  if (Status valid = ir::verifyFunction(function, "", holds); !valid)
+    return std::unexpected(valid.error());
+  PassRunner runner(std::move(function), options);
+  runner.holdTo(holds);
+  for (const PassEntry *pass : asked)
+    runner.runAsked(*pass);
+  return std::move(runner).result();
 }
 
 } // namespace loopc::passes

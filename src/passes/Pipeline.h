@@ -190,4 +190,14 @@ bool choicesHoldAt(const ir::Function &function, const std::map<std::string, int
 // pass that produced it.
 Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options = {});
 
+// Runs the passes `names` on `function`, in the order given, as the pipeline
+// of `options` runs each (whatever --skip-pass says: they are asked for),
+// for a pass tested on IR written by hand (`loopc opt`). The input must
+// hold what the pipeline's passes before the first of them establish (a
+// Reduce after lower_reductions is an error), and so must each output. An
+// unknown name, or a pass the target's pipeline does not run, is an error
+// naming those it runs.
+Expected<ir::Function> runPasses(ir::Function function, const std::vector<std::string> &names,
+                                 const PipelineOptions &options = {});
+
 } // namespace loopc::passes

@@ -84,8 +84,13 @@ struct Fusion {
   Expr element;
 };
 
-// "line 12": where a read is, for remarks.
-std::string lineOf(const Load &load) { return "line " + std::to_string(load.source.begin.line); }
+// "line 12": where a read is, for remarks ("an unknown line" in IR read
+// from text, which has no source).
+std::string lineOf(const Load &load) {
+  if (!load.source.valid())
+    return "an unknown line";
+  return "line " + std::to_string(load.source.begin.line);
+}
 
 // The fusion of the array `stmts[producer]` writes (as an expression), when
 // every condition holds; otherwise why not, for a remark (empty for an array

@@ -40,10 +40,15 @@ if [[ $1 == --runs ]]; then
   exit 0
 fi
 
+# Each command runs in FILE's folder with %s its name alone, so what it
+# prints of the file's path (a remark's location) is the same wherever the
+# test is run from.
+loopc=$(realpath "$loopc")
+filecheck=$(realpath "$filecheck")
 for run in "${runs[@]}"; do
   run=${run//%loopc/$loopc}
   run=${run//%FileCheck/$filecheck}
-  run=${run//%s/$file}
+  run=${run//%s/$(basename "$file")}
   echo "RUN: $run"
-  bash -o pipefail -c "$run"
+  (cd "$(dirname "$file")" && bash -o pipefail -c "$run")
 done

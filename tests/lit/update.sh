@@ -28,9 +28,10 @@ for file in "$@"; do
     if [[ $checks =~ --check-prefix[=[:space:]]([A-Za-z0-9_-]+) ]]; then
       prefix=${BASH_REMATCH[1]}
     fi
-    command=${command//%loopc/$loopc}
-    command=${command//%s/$file}
-    output=$(bash -o pipefail -c "$command")
+    command=${command//%loopc/$(realpath "$loopc")}
+    # As lit.sh runs it: in the file's folder, %s its name alone.
+    command=${command//%s/$(basename "$file")}
+    output=$(cd "$(dirname "$file")" && bash -o pipefail -c "$command")
     kept=$(grep -v -E "^[[:space:]]*//[[:space:]]*$prefix(-NEXT|-LABEL)?:" "$file")
     {
       printf '%s\n' "$kept"
