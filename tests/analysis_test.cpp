@@ -4,7 +4,7 @@
 // from them.
 #include "TestSupport.h"
 
-#include "codegen/CpuEngine.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
@@ -57,7 +57,7 @@ void checkAgainstInterpreter(const std::string &text, const std::string &name,
   const KernelDecl *kernel = loaded->program->findKernel(name);
   REQUIRE(kernel);
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
+  engine::CpuEngine cpu;
   Engine *engines[] = {&interpreter, &cpu};
   ArgumentRequest request;
   request.values = std::move(sizes);
@@ -245,7 +245,7 @@ kernel heavy(x: in f32[N], y: out f32[R]) {
   auto loaded = test::loadText(heavy);
   REQUIRE(loaded->program);
   Interpreter interpreter;
-  codegen::CpuEngine cpuEngine;
+  engine::CpuEngine cpuEngine;
   Engine *engines[] = {&interpreter, &cpuEngine};
   for (const char *rows : {"1", "31", "33", "4095", "4096", "4129"}) {
     CAPTURE(rows);

@@ -6,10 +6,10 @@
 // out. The differential tests run every in-range program checked too.
 #include "TestSupport.h"
 
-#include "codegen/CpuEngine.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "engine/Bindings.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -55,8 +55,8 @@ void checkSameError(const std::string &source, const std::string &kernelName,
     CHECK(expected.error().range.begin.col == expectedAt.col);
   }
 
-  codegen::CpuEngine cpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  engine::CpuEngine cpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
   for (Engine *engine : {static_cast<Engine *>(&cpu), static_cast<Engine *>(&gpuKernels)}) {
     CAPTURE(engine->name());
     KernelArgs args = *inputs;
@@ -608,8 +608,8 @@ TEST_CASE("random indices near the edges: checked code fails exactly where the i
   auto pick = [&](const std::vector<std::string> &choices) {
     return choices[random() % choices.size()];
   };
-  codegen::CpuEngine cpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  engine::CpuEngine cpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
   Interpreter interpreter;
   int failures = 0, runs = 0;
   for (int program = 0; program < 80; ++program) {

@@ -4,15 +4,15 @@
 // per-thread values live across a barrier); integer division that never
 // traps, reporting zero divisors through the device error channel; threads
 // as vector lanes inside per-thread loops.
-#include "codegen/CpuEngine.h"
 #include "codegen/CpuJit.h"
 #include "codegen/CpuPanel.h"
 #include "codegen/CpuThreadNest.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IR.h"
 #include "ir/IRVisitor.h"
-#include "lower/Lower.h"
 #include "loopc/generated.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 
 #include "TestSupport.h"
@@ -326,7 +326,7 @@ TEST_CASE("CPU integer division never traps: zero divisors are reported, MIN / -
   auto loaded = loopc::test::loadText(kDivisionProgram);
   REQUIRE(loaded->program);
   const KernelDecl &kernel = *loaded->program->findKernel("divide");
-  loopc::codegen::CpuEngine engine;
+  loopc::engine::CpuEngine engine;
   constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
 
   // INT_MIN / -1 is INT_MIN and its remainder 0, as the interpreter defines.
@@ -648,7 +648,7 @@ kernel contract(x: in f32[N], y: in f32[N], r: out f32[N][8]) {
   const float x = 1.0f + std::ldexp(1.0f, -12), y = 1.0f + std::ldexp(1.0f, -11);
   const float fused = std::ldexp(1.0f, -24);
   loopc::Interpreter interpreter;
-  loopc::codegen::CpuEngine cpu, cpuWithGpuPasses(loopc::passes::PipelineTarget::Gpu);
+  loopc::engine::CpuEngine cpu, cpuWithGpuPasses(loopc::passes::PipelineTarget::Gpu);
   for (loopc::Engine *engine :
        std::initializer_list<loopc::Engine *>{&interpreter, &cpu, &cpuWithGpuPasses}) {
     CAPTURE(engine->name());

@@ -6,8 +6,8 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
-#include "codegen/CpuEngine.h"
 #include "codegen/NvptxTarget.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/Verifier.h"
@@ -237,7 +237,7 @@ TEST_CASE("kernels combined in warps compute what the interpreter computes") {
   auto loaded = test::loadText(kReductions);
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   Interpreter interpreter;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
   Engine *engines[] = {&interpreter, &gpuKernels};
   struct Case {
     const char *kernel;

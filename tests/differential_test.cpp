@@ -6,8 +6,8 @@
 // enough, smaller ones for deep nests (the interpreter runs a few million
 // operations a second, and a 5-deep convolution at 20 is hundreds of millions).
 #include "TestSupport.h"
-#include "codegen/CpuEngine.h"
 #include "driver/Session.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "support/Differential.h"
 
@@ -65,9 +65,9 @@ void checkKernels(const Program &program, const std::vector<std::unique_ptr<Kern
   // One engine per pipeline for all assignments: each compiles a kernel once.
   // The GPU pipeline's kernels (register tiles) run on the CPU JIT too, and
   // again with bounds checks, which no access of these programs may fail.
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
-  codegen::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  engine::CpuEngine cpu;
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &checkedGpuKernels};
   std::map<std::string, int> comparedByKernel;
   std::map<std::string, std::string> lastSkip;
@@ -129,8 +129,8 @@ runAgreeing(const std::string &source, const std::string &kernelName, ArgumentRe
       kernel = candidate.get();
   REQUIRE(kernel);
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine cpu;
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   test::DifferentialOutcome outcome =
       test::runDifferential(*loaded->program, *kernel, request, engines);
@@ -1117,8 +1117,8 @@ TEST_CASE(
   auto loaded = test::loadFile(test::sourcePath(file));
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   Interpreter interpreter;
-  codegen::CpuEngine jammed;
-  codegen::CpuEngine apart(passes::PipelineTarget::Cpu, {.skipped = {"jam_serial_chains"}});
+  engine::CpuEngine jammed;
+  engine::CpuEngine apart(passes::PipelineTarget::Cpu, {.skipped = {"jam_serial_chains"}});
   for (const auto &kernel : loaded->program->modules.front()->kernels)
     for (const char *n : {"3", "37", "100"}) {
       CAPTURE(kernel->name);
@@ -1954,8 +1954,8 @@ kernel fused(a: f32, b: f32, c: f32, s: out f32[N], t: out f32[N]) {
   std::map<std::string, std::string> values = {
       {"a", "1.000244140625"}, {"b", "1.000244140625"}, {"c", "-1.00048828125"}, {"N", "5"}};
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine cpu;
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
   // Each kernel's outputs, element by element (a called kernel rounds as it
   // says; a redomap's product is rounded on its own, so its element is
   // c + 1 + 2^-11 = 0 either way; `rounded`'s last is c - (1 + 2^-11)).

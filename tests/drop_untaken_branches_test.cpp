@@ -3,8 +3,8 @@
 // cache reuses the code only where the choices come out the same; results
 // agree with the interpreter on both sides of every choice.
 #include "TestSupport.h"
-#include "codegen/CpuEngine.h"
-#include "codegen/EngineArguments.h"
+#include "engine/compiled/EngineArguments.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
@@ -123,7 +123,7 @@ TEST_CASE("one engine runs sizes on both sides of each choice, each compiled onc
     ir::Function function;
   };
   passes::PipelineOptions gpu;
-  codegen::CompiledKernelCache<Compiled> cache(gpu);
+  engine::CompiledKernelCache<Compiled> cache(gpu);
   int builds = 0;
   auto compiledAt = [&](int64_t rows, int64_t columns) {
     auto compiled = cache.get(*loaded->program, softmax, {{"R", rows}, {"C", columns}},
@@ -149,7 +149,7 @@ TEST_CASE("one engine runs sizes on both sides of each choice, each compiled onc
   hostChooses.skipped.insert("drop_untaken_branches");
   test::checkGpuKernelsOnCpu(*loaded->program, "softmax", sizes, 17, hostChooses);
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
+  engine::CpuEngine cpu;
   Engine *engines[] = {&interpreter, &cpu};
   for (const auto &values : sizes) {
     ArgumentRequest request;

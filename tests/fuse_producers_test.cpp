@@ -4,7 +4,7 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
-#include "codegen/CpuEngine.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <doctest/doctest.h>
@@ -111,8 +111,8 @@ void checkAgainstInterpreter(const Program &program, const std::string &kernelNa
   const KernelDecl *kernel = program.findKernel(kernelName);
   REQUIRE(kernel);
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine cpu;
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   for (const auto &sizes : kSizes) {
     ArgumentRequest request;

@@ -5,7 +5,7 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
-#include "codegen/CpuEngine.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "passes/Pipeline.h"
@@ -44,8 +44,8 @@ void checkAgrees(const std::string &source, std::initializer_list<const char *> 
   auto loaded = test::loadText(source);
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine cpu;
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   for (const auto &kernel : loaded->program->modules.front()->kernels)
     for (const char *assignment : assignments) {

@@ -5,8 +5,8 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
-#include "codegen/CpuEngine.h"
 #include "engine/Bindings.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <doctest/doctest.h>
@@ -118,8 +118,8 @@ const KernelDecl &kernelNamed(const Program &program, const std::string &name) {
 void checkAgainstInterpreter(const Program &program, const std::string &kernel,
                              const std::vector<std::map<std::string, std::string>> &assignments) {
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine checked(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  engine::CpuEngine cpu;
+  engine::CpuEngine checked(passes::PipelineTarget::Cpu, {.boundsChecks = true});
   Engine *engines[] = {&interpreter, &cpu, &checked};
   for (const auto &values : assignments) {
     ArgumentRequest request;

@@ -4,12 +4,12 @@
 // real device (differential against the interpreter) only where one opens.
 #include "TestSupport.h"
 
-#include "codegen/GpuEngine.h"
 #include "codegen/ModuleFile.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "engine/Bindings.h"
 #include "engine/Npy.h"
+#include "engine/gpu/GpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
@@ -47,7 +47,7 @@ std::vector<std::string> loopFiles() {
 // The GPU engine over the stand-in driver for the scope of one test.
 struct StubbedGpu {
   explicit StubbedGpu(const std::string &stub) : driver("LOOPC_CUDA_DRIVER", stub) {
-    auto created = codegen::GpuEngine::create();
+    auto created = engine::GpuEngine::create();
     REQUIRE_MESSAGE(created, (created ? "" : created.error().message));
     engine = std::move(*created);
   }
@@ -509,7 +509,7 @@ kernel colsum(X: in f32[R][C], s: out f32[C]) {
 }
 
 TEST_CASE("on a real GPU every sample agrees with the interpreter") {
-  auto engine = codegen::GpuEngine::create();
+  auto engine = engine::GpuEngine::create();
   if (!engine) {
     MESSAGE("skipped: no GPU here (" << engine.error().message << ")");
     return;

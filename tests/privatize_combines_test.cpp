@@ -5,8 +5,8 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
-#include "codegen/CpuEngine.h"
 #include "engine/Bindings.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <doctest/doctest.h>
@@ -82,7 +82,7 @@ kernel histogram(x: in i32[N], H: out i32[B]) {
   auto loaded = load(source);
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
   Interpreter interpreter;
-  codegen::CpuEngine cpuEngine;
+  engine::CpuEngine cpuEngine;
   Engine *engines[] = {&interpreter, &cpuEngine};
   std::vector<std::map<std::string, std::string>> sizes;
   for (const char *count : {"1", "257", "262143", "525288", "786433"})
@@ -144,8 +144,8 @@ kernel stats(keys: in i32[R][C], values: in f32[R][C], sum: out f32[B], largest:
   auto loaded = load(source);
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();
   Interpreter interpreter;
-  codegen::CpuEngine cpuEngine;
-  codegen::CpuEngine checked(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  engine::CpuEngine cpuEngine;
+  engine::CpuEngine checked(passes::PipelineTarget::Cpu, {.boundsChecks = true});
   Engine *engines[] = {&interpreter, &cpuEngine, &checked};
   ArgumentRequest keys;
   keys.randomLow = -3;
@@ -245,8 +245,8 @@ kernel special(v: in f32[N], w: in f64[N], sum: inout f32[2], low: inout f32[2],
       request.arrays["high"].data<double>()[k] = each.high;
     }
     Interpreter interpreter;
-    codegen::CpuEngine cpu;
-    codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+    engine::CpuEngine cpu;
+    engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
     for (Engine *engine : std::initializer_list<Engine *>{&interpreter, &cpu, &gpuKernels}) {
       CAPTURE(engine->name());
       auto args = bindKernelArguments(kernel, request);

@@ -20,8 +20,8 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
-#include "codegen/CpuEngine.h"
 #include "engine/Bindings.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <doctest/doctest.h>
@@ -74,16 +74,16 @@ void checkGpuPipelineRefuses(const Program &program, const KernelDecl &kernel,
                              const ArgumentRequest &request) {
   Expected<KernelArgs> args = bindKernelArguments(kernel, request);
   REQUIRE(args);
-  auto ran = codegen::CpuEngine(passes::PipelineTarget::Gpu).run(program, kernel, *args);
+  auto ran = engine::CpuEngine(passes::PipelineTarget::Gpu).run(program, kernel, *args);
   REQUIRE_MESSAGE(!ran, "the GPU pipeline ran a case marked gpu-refuses");
   CHECK(ran.error().message.starts_with("on the GPU, the extents of the private array"));
 }
 
 void checkSuite(const std::string &suite) {
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
-  codegen::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  engine::CpuEngine cpu;
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &checkedGpuKernels};
   std::map<std::string, std::unique_ptr<test::LoadedProgram>> programs;
   std::vector<ProgramCase> cases = readCases(suite);

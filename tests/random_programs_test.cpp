@@ -12,10 +12,10 @@
 // generator keeps every index in bounds and every write race free, so any
 // disagreement is a compiler bug; the failing program is printed.
 #include "TestSupport.h"
-#include "codegen/CpuEngine.h"
-#include "codegen/GpuEngine.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
+#include "engine/cpu/CpuEngine.h"
+#include "engine/gpu/GpuEngine.h"
 #include "interp/Interpreter.h"
 #include "support/Differential.h"
 
@@ -618,8 +618,8 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
                     const std::vector<std::map<std::string, std::string>> &assignments) {
   exportProgram(kernel.name + "_" + std::to_string(seed), source, assignments.back());
   Interpreter interpreter;
-  codegen::CpuEngine cpu;
-  codegen::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine cpu;
+  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
   // The GPU passes sized otherwise too: wide and narrow tiles, short
   // stages, budgets that leave some boxes out.
   const char *const otherSizes[][2] = {{"register_tile=8", "stage_length=4"},
@@ -627,7 +627,7 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
                                        {"register_tile=1", "stage_length=64"}};
   passes::PassChoices other =
       test::withParameters({otherSizes[seed % 3][0], otherSizes[seed % 3][1]});
-  codegen::CpuEngine gpuKernelsSizedOtherwise(passes::PipelineTarget::Gpu, other);
+  engine::CpuEngine gpuKernelsSizedOtherwise(passes::PipelineTarget::Gpu, other);
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &gpuKernelsSizedOtherwise};
   ArgumentRequest inputs;
   inputs.seed = seed;
@@ -639,7 +639,7 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
 // must run there without an error, though its results mean nothing.
 std::unique_ptr<Engine> stubbedGpuEngine() {
   setenv("LOOPC_CUDA_DRIVER", LOOPC_CUDA_STUB, 1);
-  auto gpu = codegen::GpuEngine::create();
+  auto gpu = engine::GpuEngine::create();
   unsetenv("LOOPC_CUDA_DRIVER");
   REQUIRE_MESSAGE(gpu, (gpu ? "" : gpu.error().message));
   return std::move(*gpu);

@@ -5,9 +5,9 @@
 #include "TestSupport.h"
 #include "support/Differential.h"
 
-#include "codegen/CpuEngine.h"
-#include "codegen/GpuEngine.h"
 #include "engine/Bindings.h"
+#include "engine/cpu/CpuEngine.h"
+#include "engine/gpu/GpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <doctest/doctest.h>
@@ -80,7 +80,8 @@ TEST_CASE("few long rows have their ranges split into parts reduced apart") {
                         "    global f32 acc.partials[r.rows][r.parts]\n"
                         "    parallel for r.flat in [0, r.rows * r.parts) {\n"));
   CHECK(contains(after, "reduce acc.part += from 0.0 over c in [0 + r.start, "));
-  CHECK(contains(after, "reduce acc += from 0.0 over r.part in [0, r.parts): acc.partials[r - 0][r.part]"));
+  CHECK(contains(
+      after, "reduce acc += from 0.0 over r.part in [0, r.parts): acc.partials[r - 0][r.part]"));
   CHECK(contains(after, "  } else {\n    parallel for r in [0, R) {\n"));
   // Each part is a row of its own to map_rows_to_blocks: a block each.
   std::string mapped = test::aroundPass(program, "row_means", "map_rows_to_blocks").second;
@@ -113,7 +114,7 @@ TEST_CASE("user operators and ranges that depend on the row are not split, on ei
   CHECK(cpu.exitCode == 0);
   CHECK(contains(cpu.output, "parallel for r.flat in [0, r.rows * r.parts)"));
   Interpreter interpreter;
-  codegen::CpuEngine cpuEngine;
+  engine::CpuEngine cpuEngine;
   Engine *engines[] = {&interpreter, &cpuEngine};
   for (const char *kernel : {"row_means", "row_stats", "row_products"})
     for (const auto &sizes : kSizes) {
@@ -184,7 +185,7 @@ TEST_CASE("the GPU engine runs the split version's host program over the stand-i
   // this covers the host side (the partials' allocation, the choice, two
   // launches), not the results.
   setenv("LOOPC_CUDA_DRIVER", LOOPC_CUDA_STUB, 1);
-  auto gpu = codegen::GpuEngine::create();
+  auto gpu = engine::GpuEngine::create();
   unsetenv("LOOPC_CUDA_DRIVER");
   REQUIRE_MESSAGE(gpu, (gpu ? "" : gpu.error().message));
   auto loaded = test::loadText(kProgram);

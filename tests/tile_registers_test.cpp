@@ -2,10 +2,10 @@
 // like, and that tiled kernels compute what the interpreter computes at sizes
 // that are multiples of the tile and sizes that leave partial tiles.
 #include "TestSupport.h"
-#include "codegen/CpuEngine.h"
-#include "codegen/EngineArguments.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
+#include "engine/compiled/EngineArguments.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
@@ -60,7 +60,8 @@ TEST_CASE("matmul: each thread computes a 4 x 4 tile, one k loop for all 16 accu
   // the interior tile: next test case).
   CHECK(occurrences(tiled, "register f32 acc.x") == 2 * 16);
   CHECK(occurrences(tiled, "for k in [0, K)") == 2);
-  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y2][k] * B[k][j.x3]  (reduction step += from 0.0)"));
+  CHECK(contains(tiled,
+                 "acc.x3y2 = acc.x3y2 + A[i.y2][k] * B[k][j.x3]  (reduction step += from 0.0)"));
   CHECK(contains(tiled, "if (i.block * 4 * 8 + (i.thread * 4 + 2) < M && "
                         "(j.block * 4 + 3) * 32 + j.thread < N) {\n"
                         "                C[i.block * 4 * 8 + (i.thread * 4 + 2)][(j.block * 4 + 3) "
@@ -181,7 +182,7 @@ TEST_CASE("an engine compiles the tiles its run's sizes choose, and reuses them 
   struct Compiled {
     ir::Function function;
   };
-  codegen::CompiledKernelCache<Compiled> cache(oneSM);
+  engine::CompiledKernelCache<Compiled> cache(oneSM);
   int builds = 0;
   auto compiledAt = [&](int64_t m, int64_t n) {
     // (K beyond the sizes a kernel is specialized for: a short k loop is
@@ -295,7 +296,8 @@ TEST_CASE("a block whose copies are all in range runs an interior tile: no clamp
   // Inside, y copies are the first plus the copy index, x copies unclamped,
   // and stores unguarded; the edge tile (else) keeps the clamps.
   CHECK(contains(tiled, "let j.x3 = (j.block * 4 + 3) * 32 + j.thread\n"));
-  CHECK(contains(tiled, "acc.x3y2 = acc.x3y2 + A[i.y0 + 2][k] * B[k][j.x3]  (reduction step += from 0.0)"));
+  CHECK(contains(
+      tiled, "acc.x3y2 = acc.x3y2 + A[i.y0 + 2][k] * B[k][j.x3]  (reduction step += from 0.0)"));
   CHECK(contains(tiled, "            C[i.y0 + 2][j.x3] = acc.x3y2\n"));
   CHECK(contains(tiled, "let j.x3 = min((j.block * 4 + 3) * 32 + j.thread, N - 1)"));
   CHECK(occurrences(tiled, "for k in [0, K)") == 2);
@@ -681,10 +683,11 @@ kernel product(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
   for (std::string line; std::getline(lines, line);)
     conv5 += line.substr(std::min(line.find_first_not_of(' '), line.size())) + "\n";
   CHECK(contains(conv5, "let y.y0 = y.block * 2 * 8 + y.thread * 2\n"));
-  CHECK(contains(conv5, "unrolled for u in [0, 5) {\n"
-                        "for v in [0, 5) {\n"
-                        "acc.y0 = acc.y0 + I[y.y0 + u][x + v] * F[u][v]  (reduction step += from 0.0)\n"
-                        "acc.y1 = acc.y1 + I[y.y0 + 1 + u][x + v] * F[u][v]"));
+  CHECK(contains(conv5,
+                 "unrolled for u in [0, 5) {\n"
+                 "for v in [0, 5) {\n"
+                 "acc.y0 = acc.y0 + I[y.y0 + u][x + v] * F[u][v]  (reduction step += from 0.0)\n"
+                 "acc.y1 = acc.y1 + I[y.y0 + 1 + u][x + v] * F[u][v]"));
   CHECK(!contains(conv5, "acc.y2"));
   CHECK(!contains(conv5, "acc.x"));
   CHECK(contains(test::compiledKernelText(source, "blur3", PipelineTarget::Cpu), "acc.y1"));
@@ -701,8 +704,8 @@ kernel product(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
   passes::PassChoices untiledChoices;
   untiledChoices.skipped.insert("tile_registers");
   Interpreter interpreter;
-  codegen::CpuEngine rows;
-  codegen::CpuEngine untiled(PipelineTarget::Cpu, untiledChoices);
+  engine::CpuEngine rows;
+  engine::CpuEngine untiled(PipelineTarget::Cpu, untiledChoices);
   Engine *engines[] = {&interpreter, &rows};
   const std::vector<std::pair<const char *, std::vector<std::pair<int, int>>>> cases = {
       {"conv5", {{5, 5}, {6, 9}, {20, 36}, {21, 37}, {37, 70}, {52, 133}}},

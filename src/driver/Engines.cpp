@@ -1,8 +1,8 @@
 // The engine registry (see Engines.h).
 #include "driver/Engines.h"
 
-#include "codegen/CpuEngine.h"
-#include "codegen/GpuEngine.h"
+#include "engine/cpu/CpuEngine.h"
+#include "engine/gpu/GpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <algorithm>
@@ -12,18 +12,18 @@ namespace loopc::driver {
 namespace {
 
 Expected<std::unique_ptr<Engine>> createGpu(const passes::PassChoices &choices) {
-  return codegen::GpuEngine::create(choices);
+  return engine::GpuEngine::create(choices);
 }
 
 Expected<std::unique_ptr<Engine>> createCpu(const passes::PassChoices &choices) {
-  return std::make_unique<codegen::CpuEngine>(passes::PipelineTarget::Cpu, choices);
+  return std::make_unique<engine::CpuEngine>(passes::PipelineTarget::Cpu, choices);
 }
 
 // The GPU pipeline's kernels (blocks, shared memory, barriers, register
 // tiles) run by the CPU JIT: every GPU transformation can be run and checked
 // on a machine without a GPU. Last, so it is never the default.
 Expected<std::unique_ptr<Engine>> createGpuKernelsOnCpu(const passes::PassChoices &choices) {
-  return std::make_unique<codegen::CpuEngine>(passes::PipelineTarget::Gpu, choices);
+  return std::make_unique<engine::CpuEngine>(passes::PipelineTarget::Gpu, choices);
 }
 
 Expected<std::unique_ptr<Engine>> createInterpreter(const passes::PassChoices &) {
@@ -79,9 +79,9 @@ Expected<std::unique_ptr<Engine>> createEngine(const std::string &device,
 }
 
 const passes::PipelineOptions *compilingPipeline(const Engine &engine) {
-  if (const auto *cpu = dynamic_cast<const codegen::CpuEngine *>(&engine))
+  if (const auto *cpu = dynamic_cast<const engine::CpuEngine *>(&engine))
     return &cpu->pipeline();
-  if (const auto *gpu = dynamic_cast<const codegen::GpuEngine *>(&engine))
+  if (const auto *gpu = dynamic_cast<const engine::GpuEngine *>(&engine))
     return &gpu->pipeline();
   return nullptr;
 }

@@ -1,7 +1,7 @@
 // See Differential.h.
 #include "Differential.h"
 
-#include "codegen/CpuEngine.h"
+#include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 
 #include <doctest/doctest.h>
@@ -98,7 +98,7 @@ void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
   const KernelDecl *kernel = program.findKernel(kernelName);
   REQUIRE_MESSAGE(kernel, "no kernel " << kernelName);
   Interpreter interpreter;
-  codegen::CpuEngine gpuKernels(pipeline);
+  engine::CpuEngine gpuKernels(pipeline);
   Engine *engines[] = {&interpreter, &gpuKernels};
   for (const auto &values : assignments) {
     ArgumentRequest request;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace loopc::codegen {
+namespace loopc::engine {
 
 // A call's arguments in the lowered Function's order.
 struct FunctionArguments {
@@ -103,4 +103,4 @@ private:
   std::map<const KernelDecl *, Entry> entries_;
 };
 
-} // namespace loopc::codegen
+} // namespace loopc::engine

@@ -1,7 +1,7 @@
 // The CPU engine (see CpuEngine.h): the arguments bound by
 // bindFunctionArguments are handed to the entry function as its buffer
 // pointer array and scalar slot array.
-#include "codegen/CpuEngine.h"
+#include "engine/cpu/CpuEngine.h"
 
 #include "codegen/CpuJit.h"
 #include "engine/Bindings.h"
@@ -14,7 +14,9 @@
 
 #include <chrono>
 
-namespace loopc::codegen {
+namespace loopc::engine {
+
+using namespace loopc::codegen;
 
 struct CpuEngine::Compiled {
   ir::Function function; // its buffers and scalars give the slot order
@@ -97,4 +99,4 @@ Expected<RunStats> CpuEngine::run(const Program &program, const KernelDecl &kern
   return stats;
 }
 
-} // namespace loopc::codegen
+} // namespace loopc::engine

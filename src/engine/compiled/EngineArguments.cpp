@@ -1,11 +1,11 @@
 // Binding KernelArgs to a lowered Function (see EngineArguments.h).
-#include "codegen/EngineArguments.h"
+#include "engine/compiled/EngineArguments.h"
 
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
-namespace loopc::codegen {
+namespace loopc::engine {
 
 Expected<FunctionArguments> bindFunctionArguments(const KernelDecl &kernel,
                                                   const ir::Function &function, KernelArgs &args,
@@ -56,4 +56,4 @@ Expected<FunctionArguments> bindFunctionArguments(const KernelDecl &kernel,
   return bound;
 }
 
-} // namespace loopc::codegen
+} // namespace loopc::engine

@@ -4,16 +4,14 @@
 // repeated runs (benchmarks, differential tests at several sizes) compile once.
 #pragma once
 
-#include "codegen/EngineArguments.h"
 #include "engine/Engine.h"
+#include "engine/compiled/EngineArguments.h"
 
 #include <memory>
 #include <set>
 #include <string>
 
-namespace loopc::codegen {
-
-class CpuProgram;
+namespace loopc::engine {
 
 class CpuEngine final : public Engine {
 public:
@@ -41,4 +39,4 @@ private:
   CompiledKernelCache<Compiled> cache_;
 };
 
-} // namespace loopc::codegen
+} // namespace loopc::engine

@@ -8,14 +8,14 @@
 // input and output transfers.
 #pragma once
 
-#include "codegen/EngineArguments.h"
 #include "engine/Engine.h"
+#include "engine/compiled/EngineArguments.h"
 
 #include <memory>
 #include <set>
 #include <string>
 
-namespace loopc::codegen {
+namespace loopc::engine {
 
 class GpuEngine final : public Engine {
 public:
@@ -53,4 +53,4 @@ private:
   CompiledKernelCache<Compiled> cache_;
 };
 
-} // namespace loopc::codegen
+} // namespace loopc::engine

@@ -8,7 +8,7 @@
 // nothing and would tie the GPU path to the CPU JIT and a callback ABI into
 // the runtime. Interpreting keeps launches, geometry checks and error messages
 // in one readable place.
-#include "codegen/GpuEngine.h"
+#include "engine/gpu/GpuEngine.h"
 
 #include "codegen/NvptxTarget.h"
 #include "lower/Lower.h"
@@ -27,7 +27,9 @@
 #include <optional>
 #include <unordered_map>
 
-namespace loopc::codegen {
+namespace loopc::engine {
+
+using namespace loopc::codegen;
 
 using namespace loopc::ir;
 
@@ -908,4 +910,4 @@ Expected<RunStats> GpuEngine::run(const Program &program, const KernelDecl &kern
   return stats;
 }
 
-} // namespace loopc::codegen
+} // namespace loopc::engine
