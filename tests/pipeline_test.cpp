@@ -10,7 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 using namespace loopc;
 
@@ -66,4 +68,41 @@ TEST_CASE("the pipeline runs the registry's passes in its order on each target")
         expected.push_back(pass.name);
     CHECK(ran == expected);
   }
+}
+
+namespace {
+
+// The registry as docs/architecture.md's table of passes shows it.
+std::string passTable() {
+  std::string table =
+      "| pass | GPU | CPU | skippable | what it does |\n| --- | --- | --- | --- | --- |\n";
+  for (const passes::PassDescription &pass : passes::describePasses()) {
+    auto runsOn = [&](passes::PipelineTarget target) {
+      return std::ranges::find(pass.targets, target) != pass.targets.end() ? "yes" : "";
+    };
+    table += "| `" + pass.name + "` | " + runsOn(passes::PipelineTarget::Gpu) + " | " +
+             runsOn(passes::PipelineTarget::Cpu) + " | " + (pass.skippable ? "yes" : "") + " | " +
+             pass.summary + " |\n";
+  }
+  return table;
+}
+
+} // namespace
+
+TEST_CASE("the architecture's table of passes is the registry's") {
+  const std::string begin = "<!-- passes: generated from the registry -->\n";
+  const std::string end = "<!-- end of passes -->\n";
+  std::string path = test::sourcePath("docs/architecture.md");
+  std::string architecture = test::readFile(path);
+  size_t from = architecture.find(begin), to = architecture.find(end);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  from += begin.size();
+  std::string wanted = passTable();
+  if (const char *update = std::getenv("LOOPC_UPDATE_GOLDENS"); update && *update) {
+    architecture.replace(from, to - from, wanted);
+    std::ofstream(path, std::ios::binary) << architecture;
+    return;
+  }
+  CHECK(architecture.substr(from, to - from) == wanted);
 }
