@@ -260,29 +260,6 @@ std::optional<BinaryOpKind> binaryOpNamed(std::string_view symbol) {
   return std::nullopt;
 }
 
-// Binding strength, as the printer parenthesises (IRPrinter.cpp).
-int precedenceOf(BinaryOpKind op) {
-  switch (op) {
-  case BinaryOpKind::Or:
-    return 1;
-  case BinaryOpKind::And:
-    return 2;
-  case BinaryOpKind::Eq:
-  case BinaryOpKind::Ne:
-    return 3;
-  case BinaryOpKind::Lt:
-  case BinaryOpKind::Le:
-  case BinaryOpKind::Gt:
-  case BinaryOpKind::Ge:
-    return 4;
-  case BinaryOpKind::Add:
-  case BinaryOpKind::Sub:
-    return 5;
-  default:
-    return 6;
-  }
-}
-
 class Parser {
 public:
   Parser(std::vector<Token> tokens, uint32_t file) : tokens_(std::move(tokens)), file_(file) {}
@@ -552,10 +529,10 @@ private:
     Expr lhs = parseUnary();
     while (peek().kind == TokenKind::Symbol) {
       std::optional<BinaryOpKind> op = binaryOpNamed(peek().text);
-      if (!op || precedenceOf(*op) < minPrecedence)
+      if (!op || binaryPrecedence(*op) < minPrecedence)
         break;
       const Token &opToken = take();
-      Expr rhs = parseExpr(precedenceOf(*op) + 1);
+      Expr rhs = parseExpr(binaryPrecedence(*op) + 1);
       lhs = binary(*op, lhs, rhs, opToken);
     }
     return lhs;

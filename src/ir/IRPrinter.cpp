@@ -10,34 +10,9 @@ namespace {
 
 // Binding strength of an expression, for parenthesising only where needed.
 int precedence(const Expr &expr) {
-  const auto *binary = expr->as<Binary>();
-  if (!binary)
-    return expr->as<Unary>() ? 7 : 8;
-  switch (binary->op) {
-  case BinaryOpKind::Or:
-    return 1;
-  case BinaryOpKind::And:
-    return 2;
-  case BinaryOpKind::Eq:
-  case BinaryOpKind::Ne:
-    return 3;
-  case BinaryOpKind::Lt:
-  case BinaryOpKind::Le:
-  case BinaryOpKind::Gt:
-  case BinaryOpKind::Ge:
-    return 4;
-  case BinaryOpKind::Add:
-  case BinaryOpKind::Sub:
-    return 5;
-  case BinaryOpKind::Mul:
-  case BinaryOpKind::Div:
-  case BinaryOpKind::Rem:
-    return 6;
-  case BinaryOpKind::Min:
-  case BinaryOpKind::Max:
-    return 8; // printed as calls
-  }
-  return 8;
+  if (const auto *binary = expr->as<Binary>())
+    return binaryPrecedence(binary->op);
+  return expr->as<Unary>() ? 7 : 8;
 }
 
 std::string floatText(double value) {
@@ -321,6 +296,34 @@ std::string paramsText(const std::vector<Buffer> &buffers,
 } // namespace
 
 std::string toString(const Expr &expr) { return exprText(expr, false); }
+
+int binaryPrecedence(BinaryOpKind op) {
+  switch (op) {
+  case BinaryOpKind::Or:
+    return 1;
+  case BinaryOpKind::And:
+    return 2;
+  case BinaryOpKind::Eq:
+  case BinaryOpKind::Ne:
+    return 3;
+  case BinaryOpKind::Lt:
+  case BinaryOpKind::Le:
+  case BinaryOpKind::Gt:
+  case BinaryOpKind::Ge:
+    return 4;
+  case BinaryOpKind::Add:
+  case BinaryOpKind::Sub:
+    return 5;
+  case BinaryOpKind::Mul:
+  case BinaryOpKind::Div:
+  case BinaryOpKind::Rem:
+    return 6;
+  case BinaryOpKind::Min:
+  case BinaryOpKind::Max:
+    return 8;
+  }
+  return 8;
+}
 
 std::string describe(const BufferInfo &buffer) {
   std::string shape;

@@ -29,4 +29,10 @@ std::string describe(const Stmt &stmt);
 // `global f32 A[M][K]`
 std::string describe(const BufferInfo &buffer);
 
+// How tightly an infix operator binds in the printed IR, as the printer
+// parenthesises and the parser (IRParser.h) reads: `||` 1, `&&` 2, `==` and
+// `!=` 3, the other comparisons 4, `+` and `-` 5, `*`, `/` and `%` 6 (a
+// unary operator 7); min and max are written as calls (8).
+int binaryPrecedence(BinaryOpKind op);
+
 } // namespace loopc::ir
