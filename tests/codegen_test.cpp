@@ -697,3 +697,39 @@ TEST_CASE("on the CPU, combines are atomic in global memory and plain in a block
   // The merges of the private copies into the global bins are atomic.
   CHECK(atomicUpdates > 1);
 }
+
+TEST_CASE("short launches of a host loop run in the calling thread, the pool seeing one in 64") {
+  auto loaded =
+      loopc::test::loadText("kernel steps(n: i32, x: inout f32[N]) {\n"
+                            "  for t in 0..n { parfor i in 0..N { x[i] = x[i] + 1.0; } }\n}\n");
+  REQUIRE(loaded->program);
+  const KernelDecl &kernel = *loaded->program->findKernel("steps");
+  // The time loop kept (each point owns its element: it could be hoisted).
+  loopc::passes::PassChoices choices;
+  choices.skipped = {"hoist_independent_parfors"};
+  loopc::engine::CpuEngine engine(loopc::passes::PipelineTarget::Cpu, choices);
+  auto run = [&](int64_t points, int32_t steps) {
+    KernelArgs args;
+    args.sizes["N"] = points;
+    args.params.emplace_back(ScalarType::I32, std::vector<int64_t>{});
+    args.params[0].data<int32_t>()[0] = steps;
+    args.params.emplace_back(ScalarType::F32, std::vector<int64_t>{points});
+    auto ran = engine.run(*loaded->program, kernel, args);
+    REQUIRE_MESSAGE(ran.has_value(), (ran ? "" : ran.error().message));
+    return std::vector<float>(args.params[1].data<float>(), args.params[1].data<float>() + points);
+  };
+  for (int64_t points : {1, 64, 5000})
+    for (int32_t steps : {0, 1, 200}) {
+      CAPTURE(points);
+      CAPTURE(steps);
+      CHECK(run(points, steps) == std::vector<float>(points, float(steps)));
+    }
+  // Once the launches are cancelled (Ctrl-C), the ones run here stop within
+  // 64 of the last the pool saw; then they run again.
+  loopc_cpu_cancel_launches(1);
+  std::vector<float> stopped = run(64, 100000);
+  loopc_cpu_cancel_launches(0);
+  CHECK(stopped == std::vector<float>(64, stopped[0]));
+  CHECK(stopped[0] < 64.0f);
+  CHECK(run(64, 10) == std::vector<float>(64, 10.0f));
+}

@@ -79,12 +79,13 @@ template <typename Value> void wake(std::atomic<Value> &flag, const std::atomic<
 
 using Picoseconds = std::chrono::duration<int64_t, std::pico>;
 
-// A launch whose work takes less than this in one thread runs there alone.
+// A launch whose work takes less than this in one thread runs there alone
+// (and generated code runs it without calling here: generated.h).
 // On a 2-core machine, handing a launch to a spinning worker and waiting for
 // it cost about 1 us more than the work (a parfor adding 1 to 32000 floats:
 // 1.2 us alone, 1.8 us on both cores; 4000 floats: 0.4 us alone, 0.9-2 us on
 // both), so two threads gain from about twice that on.
-constexpr Picoseconds kInlineBelow = std::chrono::microseconds(2);
+constexpr Picoseconds kInlineBelow{LOOPC_CPU_INLINE_BELOW_PICOSECONDS};
 // Before a kernel's first launch alone, the time its units took in a
 // parallel launch overstates their time alone, by 10x for the 4000 floats
 // (the blocks' cache lines move between the cores, chunks are taken by
@@ -148,6 +149,10 @@ public:
   }
 
   void measuredAlone(int64_t perUnit) { alone_.store(perUnit, std::memory_order_relaxed); }
+
+  // A launch of one unit runs alone, untimed: the next kTimeAloneEvery - 1
+  // may too.
+  void allowAloneLaunches() { untilTimed_.store(kTimeAloneEvery - 1, std::memory_order_relaxed); }
 
   // A parallel launch whose units took less than the last launch alone
   // says that measurement is out of date (the kernel's work shrank).
@@ -350,6 +355,10 @@ void loopc_cpu_launch_kernel(loopc_cpu_kernel kernel, void **buffers, void *scal
     return;
   if (unit_count == 1) {
     kernel(buffers, scalars, 0, 1);
+    // Generated code may run the next ones of this kernel itself, coming
+    // back here one time in kTimeAloneEvery (where a Ctrl-C stops them).
+    if (cost)
+      KernelCost(*cost).allowAloneLaunches();
     return;
   }
   ThreadPool &threads = pool();

@@ -11,6 +11,8 @@
 
 #include <llvm/Support/raw_ostream.h>
 
+#include <loopc/generated.h>
+
 namespace loopc::codegen {
 
 using namespace loopc::ir;
@@ -162,13 +164,73 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
       unitCount =
           builder.CreateMul(unitCount, emitter.emitExprAs(*launch.block[dim], ScalarType::I64));
   }
+  emitLaunchCall(emitter, worker, buffers, scalars, unitCount, kernelCost(emitter, launch));
+}
+
+// A launch the pool has measured to be short runs here, in the calling
+// thread, without a call into the runtime: the host code then runs the
+// kernel as a C compiler would run the loop (LLVM may inline it). The test is
+// the pool's own (runsAlone in CpuThreadPool.cpp, on the figures it keeps in
+// `cost`): one unit, or units measured alone to take less than
+// LOOPC_CPU_INLINE_BELOW_PICOSECONDS in all; and it holds for as many
+// launches as the pool has left before it times one again
+// (alone_launches_until_timed), each taking one of them, so the pool still
+// sees every 64th launch: it times it, and it stops launches after a Ctrl-C.
+// The rest, and a launch of no units, go to loopc_cpu_launch_kernel.
+// (10000 launches of 64 points: 5.8 -> 3.8 ns each; 1-D Jacobi's 2000
+// launches of 4000 points: 0.277 -> 0.265 ms.)
+void CpuTarget::emitLaunchCall(LlvmEmitter &emitter, llvm::Function *worker, llvm::Value *buffers,
+                               llvm::Value *scalars, llvm::Value *unitCount,
+                               llvm::GlobalVariable *cost) {
+  llvm::IRBuilder<> &builder = emitter.builder();
+  llvm::LLVMContext &context = emitter.context();
+  llvm::Type *i64 = builder.getInt64Ty();
+  llvm::Function *function = builder.GetInsertBlock()->getParent();
+  auto *inHere = llvm::BasicBlock::Create(context, "launch.here", function);
+  auto *onPool = llvm::BasicBlock::Create(context, "launch.pool", function);
+  auto *done = llvm::BasicBlock::Create(context, "launch.done", function);
+  auto field = [&](int index) {
+    return builder.CreateConstInBoundsGEP2_64(cost->getValueType(), cost, 0, index);
+  };
+  auto relaxedLoad = [&](llvm::Value *address, const char *name) {
+    llvm::LoadInst *load = builder.CreateLoad(i64, address, name);
+    load->setAtomic(llvm::AtomicOrdering::Monotonic);
+    load->setAlignment(llvm::Align(8));
+    return load;
+  };
+  llvm::Value *untilPtr = field(2);
+  llvm::Value *alone = relaxedLoad(field(0), "cost.alone");
+  llvm::Value *until = relaxedLoad(untilPtr, "cost.until");
+  llvm::Value *some = builder.CreateICmpSGT(unitCount, builder.getInt64(0));
+  llvm::Value *oneUnit = builder.CreateICmpEQ(unitCount, builder.getInt64(1));
+  // alone <= limit / units, the division only where there are units.
+  llvm::Value *safeUnits = builder.CreateSelect(some, unitCount, builder.getInt64(1));
+  llvm::Value *shortAlone = builder.CreateAnd(
+      builder.CreateICmpNE(alone, builder.getInt64(0)),
+      builder.CreateICmpSLE(
+          alone,
+          builder.CreateSDiv(builder.getInt64(LOOPC_CPU_INLINE_BELOW_PICOSECONDS), safeUnits)));
+  llvm::Value *here =
+      builder.CreateAnd(builder.CreateAnd(some, builder.CreateICmpSGT(until, builder.getInt64(0))),
+                        builder.CreateOr(oneUnit, shortAlone));
+  builder.CreateCondBr(here, inHere, onPool);
+
+  builder.SetInsertPoint(inHere);
+  llvm::StoreInst *taken =
+      builder.CreateStore(builder.CreateSub(until, builder.getInt64(1)), untilPtr);
+  taken->setAtomic(llvm::AtomicOrdering::Monotonic);
+  taken->setAlignment(llvm::Align(8));
+  builder.CreateCall(worker, {buffers, scalars, builder.getInt64(0), unitCount});
+  builder.CreateBr(done);
+
+  builder.SetInsertPoint(onPool);
   auto *ptr = builder.getPtrTy();
   llvm::FunctionCallee parallelFor = emitter.module().getOrInsertFunction(
       "loopc_cpu_launch_kernel",
-      llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, builder.getInt64Ty(), ptr},
-                              false));
-  builder.CreateCall(parallelFor,
-                     {worker, buffers, scalars, unitCount, kernelCost(emitter, launch)});
+      llvm::FunctionType::get(builder.getVoidTy(), {ptr, ptr, ptr, i64, ptr}, false));
+  builder.CreateCall(parallelFor, {worker, buffers, scalars, unitCount, cost});
+  builder.CreateBr(done);
+  builder.SetInsertPoint(done);
 }
 
 namespace {

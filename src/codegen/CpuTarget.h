@@ -60,6 +60,12 @@ public:
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
 
 private:
+  // Runs `worker` over `unitCount` units: in the calling thread when the
+  // pool measured such a launch short, else through the pool.
+  static void emitLaunchCall(LlvmEmitter &emitter, llvm::Function *worker, llvm::Value *buffers,
+                             llvm::Value *scalars, llvm::Value *unitCount,
+                             llvm::GlobalVariable *cost);
+
   std::map<std::string, RowSweep> rowSweeps_;
   // Allocations of run-time size, released on release.
   std::map<llvm::Value *, ScratchStorage> scratches_;

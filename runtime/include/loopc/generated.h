@@ -30,9 +30,16 @@ typedef struct loopc_cpu_kernel_cost {
    * chunks); 0: none yet. */
   int64_t shared_picoseconds_per_unit;
   /* Launches run alone before the next one is timed (reading the clock
-   * twice costs as much as adding a few hundred floats); 0: time the next. */
+   * twice costs as much as adding a few hundred floats); 0: time the next.
+   * Generated code runs such launches itself while it is above 0, taking
+   * one each: the pool then sees one launch in that many. */
   int64_t alone_launches_until_timed;
 } loopc_cpu_kernel_cost;
+
+/* A launch whose units took less than this in all when last timed alone
+ * runs in the calling thread alone (handing work to other threads costs
+ * more); generated code tests it too, and runs such launches itself. */
+#define LOOPC_CPU_INLINE_BELOW_PICOSECONDS 2000000
 
 /* Runs kernel(buffers, scalars, b, e) over chunks [b, e) covering
  * [0, unit_count) on every core, taken dynamically so uneven units balance,
