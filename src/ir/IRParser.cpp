@@ -3,7 +3,6 @@
 #include "ir/IRParser.h"
 
 #include "ir/IRPrinter.h"
-#include "ir/IRVisitor.h"
 
 #include <cctype>
 #include <charconv>
@@ -278,7 +277,6 @@ public:
         fail(peek(), "expected a kernel after the function, found " + describeToken(peek()));
       function.kernels.push_back(parseKernel());
     }
-    markWrittenBuffers(function);
     return function;
   }
 
@@ -935,7 +933,7 @@ private:
       expectSymbol(",");
       int laneMask = static_cast<int>(takeInteger("a lane mask"));
       expectSymbol(")");
-      return std::make_shared<WarpShuffle>(buffer, value, laneMask);
+      return std::make_shared<WarpShuffle>(written(buffer), value, laneMask);
     }
     Expr value = typedExpr(buffer->element);
     std::shared_ptr<const ReductionStep> step;
@@ -950,7 +948,8 @@ private:
       expectSymbol(")");
       step = std::make_shared<ReductionStep>(std::move(reduction));
     }
-    return std::make_shared<Store>(buffer, std::move(indices), value, rangeAt(token), step);
+    return std::make_shared<Store>(written(buffer), std::move(indices), value, rangeAt(token),
+                                   step);
   }
 
   // The value of a reduce's or a scan's point: `: value`, or a block of
@@ -1001,8 +1000,9 @@ private:
       });
     };
     nextLoop();
-    return std::make_shared<Reduce>(accumulator, std::move(indices), std::move(op), neutral,
-                                    std::move(loops), perPoint.first, perPoint.second, source);
+    return std::make_shared<Reduce>(written(accumulator), std::move(indices), std::move(op),
+                                    neutral, std::move(loops), perPoint.first, perPoint.second,
+                                    source);
   }
 
   Stmt parseScan() {
@@ -1036,7 +1036,7 @@ private:
       pos_ = indicesAt;
       std::vector<Expr> indices = parseIndicesOf(target, token);
       pos_ = after;
-      return Stmt(std::make_shared<Scan>(target, std::move(indices), op, neutral,
+      return Stmt(std::make_shared<Scan>(written(target), std::move(indices), op, neutral,
                                          Reduce::Loop{var, min, extent}, setup, value, source,
                                          rangeAt(token)));
     });
@@ -1049,7 +1049,7 @@ private:
     std::vector<Expr> indices = parseIndicesOf(buffer, token);
     ReduceOperator op = parseOperator(buffer->element);
     Expr value = typedExpr(buffer->element);
-    return std::make_shared<AtomicUpdate>(buffer, std::move(indices), std::move(op), value,
+    return std::make_shared<AtomicUpdate>(written(buffer), std::move(indices), std::move(op), value,
                                           rangeAt(token));
   }
 
@@ -1105,7 +1105,7 @@ private:
     expectName("valid");
     Expr valid = typedExpr(std::nullopt);
     expectSymbol(")");
-    return std::make_shared<AsyncCopy>(target, std::move(targetIndices), source,
+    return std::make_shared<AsyncCopy>(written(target), std::move(targetIndices), source,
                                        std::move(sourceIndices), static_cast<int>(elementCount),
                                        valid);
   }
@@ -1287,43 +1287,12 @@ private:
     return kernel;
   }
 
-  // A buffer the functions allocate is written where some statement
-  // writes it (BufferInfo::isWritten); a parameter says so itself.
-  static void markWrittenBuffers(Function &function) {
-    class Writes : public IRVisitor {
-    protected:
-      void mark(const Buffer &buffer) {
-        if (!buffer->isParameter)
-          std::const_pointer_cast<BufferInfo>(buffer)->isWritten = true;
-      }
-      void visitStore(const Store &node) override {
-        mark(node.buffer);
-        IRVisitor::visitStore(node);
-      }
-      void visitAtomicUpdate(const AtomicUpdate &node) override {
-        mark(node.buffer);
-        IRVisitor::visitAtomicUpdate(node);
-      }
-      void visitAsyncCopy(const AsyncCopy &node) override {
-        mark(node.target);
-        IRVisitor::visitAsyncCopy(node);
-      }
-      void visitWarpShuffle(const WarpShuffle &node) override {
-        mark(node.target);
-        IRVisitor::visitWarpShuffle(node);
-      }
-      void visitReduce(const Reduce &node) override {
-        mark(node.accumulator);
-        IRVisitor::visitReduce(node);
-      }
-      void visitScan(const Scan &node) override {
-        mark(node.target);
-        IRVisitor::visitScan(node);
-      }
-    } writes;
-    writes.visit(function.body);
-    for (const KernelFunc &kernel : function.kernels)
-      writes.visit(kernel.body);
+  // A buffer the function allocates is written where some statement writes
+  // it (BufferInfo::isWritten); a parameter says so itself.
+  static const Buffer &written(const Buffer &buffer) {
+    if (!buffer->isParameter)
+      std::const_pointer_cast<BufferInfo>(buffer)->isWritten = true;
+    return buffer;
   }
 
   std::vector<Token> tokens_;
