@@ -31,6 +31,7 @@
 #include <loopc/generated.h>
 
 #include <pybind11/functional.h>
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -81,19 +82,28 @@ RaisedError located(const std::string &kind, const Error &error, const driver::S
   return raised;
 }
 
-// An array as the package passes it: (address, shape, element type,
-// whether the address is in GPU memory).
+// An array as the package passes it: a NumPy array it has checked and its
+// element type, (array, type); or (address, shape, element type, whether
+// the address is in GPU memory) for the others (DLPack, GPU arrays).
 HostArray borrowedArray(const std::string &name, const py::tuple &description) {
-  if (description.size() != 4)
-    raise(unlocated("ArgumentError",
-                    "'" + name + "': an array is passed as (address, shape, type, on the GPU)"));
+  if (description.size() != 2 && description.size() != 4)
+    raise(unlocated("ArgumentError", "'" + name +
+                                         "': an array is passed as (NumPy array, type) or "
+                                         "(address, shape, type, on the GPU)"));
+  std::string typeName = description[description.size() == 2 ? 1 : 2].cast<std::string>();
+  auto type = scalarTypeNamed(typeName);
+  if (!type)
+    raise(unlocated("ArgumentError", "'" + name + "': no element type '" + typeName +
+                                         "' (f32, f64, i32, i64 or bool)"));
+  if (description.size() == 2) {
+    // Read at C speed: the package's __array_interface__ was a dict a call.
+    auto array = description[0].cast<py::array>();
+    std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+    void *data = array.size() ? const_cast<void *>(array.data()) : nullptr;
+    return HostArray::borrowing(*type, std::move(shape), data);
+  }
   auto address = description[0].cast<uintptr_t>();
   auto shape = description[1].cast<std::vector<int64_t>>();
-  auto type = scalarTypeNamed(description[2].cast<std::string>());
-  if (!type)
-    raise(unlocated("ArgumentError", "'" + name + "': no element type '" +
-                                         description[2].cast<std::string>() +
-                                         "' (f32, f64, i32, i64 or bool)"));
   if (description[3].cast<bool>())
     return HostArray::onDevice(*type, std::move(shape), address);
   return HostArray::borrowing(*type, std::move(shape), reinterpret_cast<void *>(address));

@@ -495,12 +495,7 @@ class _Call:
             where[param["name"]] = (array.address, array.shape, param["dtype"], array.on_gpu)
             self.on_gpu = self.on_gpu or array.on_gpu
             return
-        where[param["name"]] = (
-            array.__array_interface__["data"][0] if array.size else 0,
-            tuple(array.shape),
-            param["dtype"],
-            False,
-        )
+        where[param["name"]] = (array, param["dtype"])
 
     def release(self, copy_back=True):
         if copy_back:
