@@ -109,6 +109,23 @@ HostArray borrowedArray(const std::string &name, const py::tuple &description) {
   return HostArray::borrowing(*type, std::move(shape), reinterpret_cast<void *>(address));
 }
 
+// NumPy's name of an element type.
+const char *numpyTypeName(ScalarType type) {
+  switch (type) {
+  case ScalarType::I32:
+    return "int32";
+  case ScalarType::I64:
+    return "int64";
+  case ScalarType::F32:
+    return "float32";
+  case ScalarType::F64:
+    return "float64";
+  case ScalarType::Bool:
+    return "bool";
+  }
+  return "float32";
+}
+
 // A scalar argument of `param`'s type from a Python number, as a literal of
 // the language converts: an int may become any numeric type, a float only a
 // float type, a bool only bool.
@@ -373,6 +390,46 @@ public:
     return stats->seconds;
   }
 
+  // Runs the kernel as run() does, but the outputs `made` names, which the
+  // call does not give: the run makes them (zeroed, as an out parameter
+  // starts) and they come back as NumPy arrays over that memory, with no
+  // copy and no call before the run for their shapes. Returns (seconds,
+  // name -> array).
+  py::tuple runMakingOutputs(const std::string &kernelName, const py::dict &arrays,
+                             const py::dict &scalars, const py::dict &sizes,
+                             const py::dict &outputs, const std::vector<std::string> &made) {
+    const KernelDecl &kernel = kernelNamed(kernelName);
+    ArgumentRequest request = requestFor(kernel, arrays, scalars, sizes, outputs);
+    auto args = bindKernelArguments(kernel, request);
+    if (!args)
+      raise(located("ArgumentError", args.error(), session_));
+    Expected<RunStats> stats = makeError("not run");
+    {
+      InterruptibleRun interruptible;
+      py::gil_scoped_release released;
+      std::lock_guard lock(runMutex);
+      stats = engineFor(kernel, *args).run(*session_.program, kernel, *args);
+    }
+    InterruptibleRun::raiseIfInterrupted();
+    if (!stats)
+      raise(located("RunError", stats.error(), session_));
+    py::dict result;
+    for (size_t i = 0; i < kernel.params.size(); ++i) {
+      const VarDecl &param = *kernel.params[i];
+      if (param.intent != Intent::Out || std::ranges::find(made, param.name) == made.end())
+        continue;
+      // The array lives as long as the NumPy array over it.
+      auto owned = std::make_unique<HostArray>(std::move(args->params[i]));
+      std::vector<py::ssize_t> shape(owned->shape.begin(), owned->shape.end());
+      void *data = owned->elementBytes().data();
+      py::capsule keep(owned.get(), [](void *array) { delete static_cast<HostArray *>(array); });
+      owned.release();
+      result[py::str(param.name)] =
+          py::array(py::dtype(numpyTypeName(param.type.element)), shape, data, keep);
+    }
+    return py::make_tuple(stats->seconds, result);
+  }
+
   // `loopc bench`'s report of the call, as its JSON object's text. The
   // runs start from the same inputs: inout arrays are copied for them.
   std::string bench(const std::string &kernelName, const py::dict &arrays, const py::dict &scalars,
@@ -634,6 +691,7 @@ PYBIND11_MODULE(_loopc, module) {
       .def("kernels", &Program::kernels)
       .def("output_shapes", &Program::outputShapes)
       .def("run", &Program::run)
+      .def("run_making_outputs", &Program::runMakingOutputs)
       .def("bench", &Program::bench)
       .def("tune", &Program::tune)
       .def("explain", &Program::explain)

@@ -68,6 +68,24 @@ def test_several_outputs_are_a_named_tuple_and_scalar_outputs_numpy_scalars(modu
     np.testing.assert_array_equal(module.flags(np.array([3, -1, 0], np.int32)), [True, False, False])
 
 
+def test_outputs_the_run_makes_outlive_the_module_and_every_other_call(module):
+    # The run makes them in its own memory, which the arrays keep.
+    x = np.arange(1000, dtype=np.int32) - 500
+    flags = module.flags(x)
+    filled = module.fill(first=3, N=2000)
+    del module
+    import gc
+
+    gc.collect()
+    for _ in range(3):
+        loopc.compile(PROGRAM, device="cpu").fill(first=0, N=2000)
+    np.testing.assert_array_equal(flags, x > 0)
+    np.testing.assert_array_equal(filled, np.arange(3, 2003))
+    assert flags.dtype == np.bool_ and flags.flags.c_contiguous and flags.flags.writeable
+    empty = loopc.compile(PROGRAM).fill(first=1, N=0)
+    assert empty.shape == (0,) and empty.dtype == np.int64
+
+
 def test_outputs_written_into_given_arrays_without_a_copy():
     module = loopc.compile(os.path.join(SAMPLES, "matmul.loop"), device="cpu")
     A = np.arange(6, dtype=np.float32).reshape(2, 3)

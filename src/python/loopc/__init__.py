@@ -277,9 +277,18 @@ class Kernel:
     # ------------------------------------------------------------ calling ---
 
     def __call__(self, *args, out=None, **kwargs):
-        call = self._bind(args, kwargs, out)
+        call = self._bind(args, kwargs, out, run_makes_outputs=True)
         try:
-            self._module._program.run(self.name, call.arrays, call.scalars, call.sizes, call.outputs)
+            if call.made:
+                _, made = self._module._program.run_making_outputs(
+                    self.name, call.arrays, call.scalars, call.sizes, call.outputs, call.made
+                )
+                for name, array in made.items():
+                    call.results[name] = _like(call.like, array)
+            else:
+                self._module._program.run(
+                    self.name, call.arrays, call.scalars, call.sizes, call.outputs
+                )
         finally:
             call.release()
         return call.result()
@@ -340,7 +349,10 @@ class Kernel:
 
     # ------------------------------------------------------------ binding ---
 
-    def _bind(self, args, kwargs, out):
+    def _bind(self, args, kwargs, out, run_makes_outputs=False):
+        """The call's arguments as the extension takes them. The outputs out= does not give
+        are made here, or, with `run_makes_outputs` where no array is on the GPU, left to the
+        run to make (listed in `made`)."""
         allow_copies = self._module._allow_copies
         if len(args) > len(self.inputs):
             raise ArgumentError(
@@ -389,7 +401,9 @@ class Kernel:
         for param, value in self._outputs_given(out):
             call.add_output(param, value, allow_copies)
         missing_outputs = [p for p in self.outputs if p["name"] not in call.outputs]
-        if missing_outputs:
+        if missing_outputs and run_makes_outputs and not call.on_gpu:
+            call.made = [p["name"] for p in missing_outputs]
+        elif missing_outputs:
             shapes = self._module._program.output_shapes(
                 self.name, call.arrays, call.scalars, call.sizes, call.outputs
             )
@@ -461,6 +475,7 @@ class _Call:
         self.like = None  # the first array argument: outputs are given back in its kind
         self.on_gpu = False  # whether an array given is in GPU memory
         self.gpu_like = None  # the first of those: GPU outputs are made by its library
+        self.made = []  # outputs the run makes (NumPy arrays over the run's memory)
 
     def add_array(self, param, value, writes, allow_copies):
         if self.like is None:
