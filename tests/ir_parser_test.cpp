@@ -164,6 +164,8 @@ TEST_CASE("bad IR text is a located error") {
         "2:16: no variable or array named 'M' here");
   CHECK(parseError("func f(global f32 x[N]; N: i64) {\n  x[0] = 1\n}\n") ==
         "2:10: an integer literal where f32 is expected (a float literal has a point: 2.0)");
+  CHECK(parseError("func f(global f32 x[N]; N: i64) {\n  x[0] = 2.0_f64 * 3.0\n}\n") ==
+        "2:10: a literal of type f64 where f32 is expected");
   CHECK(parseError("func f(global f32 x[N]; N: i64) {\n  x[0][1] = 1.0\n}\n") ==
         "2:3: 'x' has 1 dimensions, indexed by 2");
   CHECK(parseError("func f(; N: i64) {\n  wobble for i in [0, N) {\n  }\n}\n") ==

@@ -412,8 +412,15 @@ private:
   Expr literal(Expr value, const Token &at, bool suffixed) {
     if (!suffixed)
       untyped_.insert(value.get());
-    at_[value.get()] = at;
-    return value;
+    return locate(std::move(value), at);
+  }
+
+  // Records where `node` was read, for messages about it; the parser keeps
+  // it alive, so that no later node takes its address in these tables.
+  Expr locate(Expr node, const Token &at) {
+    at_[node.get()] = at;
+    located_.push_back(node);
+    return node;
   }
 
   // `expr` with each literal that says no type of its own given the one its
@@ -438,8 +445,8 @@ private:
       Expr retyped = isFloatLiteral
                          ? Expr(std::make_shared<FloatImm>(*expected, expr->as<FloatImm>()->value))
                          : Expr(std::make_shared<IntImm>(*expected, expr->as<IntImm>()->value));
-      at_[retyped.get()] = at;
-      return retyped;
+      untyped_.insert(retyped.get()); // typed by its context, as the one it replaces
+      return locate(retyped, Token(at));
     }
     case ExprNode::Kind::BoolImm:
     case ExprNode::Kind::Var:
@@ -537,9 +544,7 @@ private:
   }
 
   Expr binary(BinaryOpKind op, Expr lhs, Expr rhs, const Token &at) {
-    Expr node = std::make_shared<Binary>(op, std::move(lhs), std::move(rhs), rangeAt(at));
-    at_[node.get()] = at;
-    return node;
+    return locate(std::make_shared<Binary>(op, std::move(lhs), std::move(rhs), rangeAt(at)), at);
   }
 
   Expr parseUnary() {
@@ -638,9 +643,7 @@ private:
       if (indices.size() != buffer->shape.size())
         fail(token, "'" + name + "' has " + std::to_string(buffer->shape.size()) +
                         " dimensions, indexed by " + std::to_string(indices.size()));
-      Expr load = std::make_shared<Load>(buffer, std::move(indices), rangeAt(token));
-      at_[load.get()] = token;
-      return load;
+      return locate(std::make_shared<Load>(buffer, std::move(indices), rangeAt(token)), token);
     }
     // inf and nan, as std::to_chars writes them: `inf`, `inf_f64`.
     for (std::string_view special : {"inf", "nan"})
@@ -693,9 +696,7 @@ private:
     if (std::optional<Builtin> builtin = builtinNamed(name)) {
       size_t wanted = *builtin == Builtin::Pow ? 2 : *builtin == Builtin::Fma ? 3 : 1;
       arity(wanted);
-      Expr call = std::make_shared<Call>(args[0]->type, *builtin, std::move(args));
-      at_[call.get()] = token;
-      return call;
+      return locate(std::make_shared<Call>(args[0]->type, *builtin, std::move(args)), token);
     }
     fail(token, "'" + name + "' is no type, builtin, select, min or max");
   }
@@ -1312,6 +1313,7 @@ private:
   std::optional<ScalarType> yieldType_;
   Expr yielded_;
   std::set<const ExprNode *> untyped_;
+  std::vector<Expr> located_; // every node at_ names, kept alive
   std::map<const ExprNode *, Token> at_;
 };
 
