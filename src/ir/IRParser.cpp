@@ -242,13 +242,6 @@ struct ParseFailure {
   Error error;
 };
 
-std::optional<Builtin> builtinNamed(std::string_view name) {
-  for (int i = 0; i <= static_cast<int>(Builtin::Fma); ++i)
-    if (name == builtinName(static_cast<Builtin>(i)))
-      return static_cast<Builtin>(i);
-  return std::nullopt;
-}
-
 std::optional<BinaryOpKind> binaryOpNamed(std::string_view symbol) {
   for (BinaryOpKind op :
        {BinaryOpKind::Add, BinaryOpKind::Sub, BinaryOpKind::Mul, BinaryOpKind::Div,
@@ -694,8 +687,7 @@ private:
       return binary(name == "min" ? BinaryOpKind::Min : BinaryOpKind::Max, args[0], args[1], token);
     }
     if (std::optional<Builtin> builtin = builtinNamed(name)) {
-      size_t wanted = *builtin == Builtin::Pow ? 2 : *builtin == Builtin::Fma ? 3 : 1;
-      arity(wanted);
+      arity(builtinArity(*builtin));
       return locate(std::make_shared<Call>(args[0]->type, *builtin, std::move(args)), token);
     }
     fail(token, "'" + name + "' is no type, builtin, select, min or max");

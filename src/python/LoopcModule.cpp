@@ -373,21 +373,7 @@ public:
   double run(const std::string &kernelName, const py::dict &arrays, const py::dict &scalars,
              const py::dict &sizes, const py::dict &outputs) {
     const KernelDecl &kernel = kernelNamed(kernelName);
-    ArgumentRequest request = requestFor(kernel, arrays, scalars, sizes, outputs);
-    auto args = bindKernelArguments(kernel, request);
-    if (!args)
-      raise(located("ArgumentError", args.error(), session_));
-    Expected<RunStats> stats = makeError("not run");
-    {
-      InterruptibleRun interruptible;
-      py::gil_scoped_release released;
-      std::lock_guard lock(runMutex);
-      stats = engineFor(kernel, *args).run(*session_.program, kernel, *args);
-    }
-    InterruptibleRun::raiseIfInterrupted();
-    if (!stats)
-      raise(located("RunError", stats.error(), session_));
-    return stats->seconds;
+    return bindAndRun(kernel, requestFor(kernel, arrays, scalars, sizes, outputs)).second;
   }
 
   // Runs the kernel as run() does, but the outputs `made` names, which the
@@ -399,7 +385,30 @@ public:
                              const py::dict &scalars, const py::dict &sizes,
                              const py::dict &outputs, const std::vector<std::string> &made) {
     const KernelDecl &kernel = kernelNamed(kernelName);
-    ArgumentRequest request = requestFor(kernel, arrays, scalars, sizes, outputs);
+    auto [args, seconds] = bindAndRun(kernel, requestFor(kernel, arrays, scalars, sizes, outputs));
+    py::dict result;
+    for (size_t i = 0; i < kernel.params.size(); ++i) {
+      const VarDecl &param = *kernel.params[i];
+      if (param.intent != Intent::Out || std::ranges::find(made, param.name) == made.end())
+        continue;
+      // The array lives as long as the NumPy array over it.
+      auto owned = std::make_unique<HostArray>(std::move(args.params[i]));
+      std::vector<py::ssize_t> shape(owned->shape.begin(), owned->shape.end());
+      void *data = owned->elementBytes().data();
+      py::capsule keep(owned.get(), [](void *array) { delete static_cast<HostArray *>(array); });
+      owned.release();
+      result[py::str(param.name)] =
+          py::array(py::dtype(numpyTypeName(param.type.element)), shape, data, keep);
+    }
+    return py::make_tuple(seconds, result);
+  }
+
+  // Binds the call's arguments and runs the kernel, the GIL released and
+  // Ctrl-C stopping it; an argument the kernel refuses is an ArgumentError,
+  // a failing run a RunError. Returns the bound arguments (outputs written)
+  // and the run's seconds.
+  std::pair<KernelArgs, double> bindAndRun(const KernelDecl &kernel,
+                                           const ArgumentRequest &request) {
     auto args = bindKernelArguments(kernel, request);
     if (!args)
       raise(located("ArgumentError", args.error(), session_));
@@ -413,21 +422,7 @@ public:
     InterruptibleRun::raiseIfInterrupted();
     if (!stats)
       raise(located("RunError", stats.error(), session_));
-    py::dict result;
-    for (size_t i = 0; i < kernel.params.size(); ++i) {
-      const VarDecl &param = *kernel.params[i];
-      if (param.intent != Intent::Out || std::ranges::find(made, param.name) == made.end())
-        continue;
-      // The array lives as long as the NumPy array over it.
-      auto owned = std::make_unique<HostArray>(std::move(args->params[i]));
-      std::vector<py::ssize_t> shape(owned->shape.begin(), owned->shape.end());
-      void *data = owned->elementBytes().data();
-      py::capsule keep(owned.get(), [](void *array) { delete static_cast<HostArray *>(array); });
-      owned.release();
-      result[py::str(param.name)] =
-          py::array(py::dtype(numpyTypeName(param.type.element)), shape, data, keep);
-    }
-    return py::make_tuple(stats->seconds, result);
+    return {std::move(*args), stats->seconds};
   }
 
   // `loopc bench`'s report of the call, as its JSON object's text. The

@@ -30,16 +30,12 @@ bool fitsIn(uint64_t value, bool negated, ScalarType type) {
 } // namespace
 
 std::optional<BuiltinSignature> findBuiltin(std::string_view name) {
-  static const BuiltinSignature signatures[] = {
-      {Builtin::Sqrt, 1, true}, {Builtin::Exp, 1, true},   {Builtin::Log, 1, true},
-      {Builtin::Sin, 1, true},  {Builtin::Cos, 1, true},   {Builtin::Tanh, 1, true},
-      {Builtin::Abs, 1, false}, {Builtin::Min, 2, false},  {Builtin::Max, 2, false},
-      {Builtin::Pow, 2, true},  {Builtin::Floor, 1, true}, {Builtin::Ceil, 1, true},
-      {Builtin::Fma, 3, true}};
-  for (const BuiltinSignature &signature : signatures)
-    if (name == builtinName(signature.builtin))
-      return signature;
-  return std::nullopt;
+  std::optional<Builtin> builtin = builtinNamed(name);
+  if (!builtin)
+    return std::nullopt;
+  // abs, min and max take integers too; the rest only floats.
+  bool floatOnly = *builtin != Builtin::Abs && *builtin != Builtin::Min && *builtin != Builtin::Max;
+  return BuiltinSignature{*builtin, builtinArity(*builtin), floatOnly};
 }
 
 Ty Checker::checkExpr(Expr &expr) {

@@ -49,4 +49,24 @@ const char *builtinName(Builtin builtin) {
   return names[static_cast<int>(builtin)];
 }
 
+std::optional<Builtin> builtinNamed(std::string_view name) {
+  for (int builtin = 0; builtin <= static_cast<int>(Builtin::Fma); ++builtin)
+    if (name == builtinName(static_cast<Builtin>(builtin)))
+      return static_cast<Builtin>(builtin);
+  return std::nullopt;
+}
+
+size_t builtinArity(Builtin builtin) {
+  switch (builtin) {
+  case Builtin::Fma:
+    return 3;
+  case Builtin::Min:
+  case Builtin::Max:
+  case Builtin::Pow:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
 } // namespace loopc

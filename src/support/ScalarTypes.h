@@ -35,5 +35,9 @@ enum class Builtin : uint8_t {
   Fma
 };
 const char *builtinName(Builtin builtin);
+// The builtin `name` spells ("sqrt"); none for another name.
+std::optional<Builtin> builtinNamed(std::string_view name);
+// How many operands it takes: 3 for fma, 2 for min, max and pow, else 1.
+size_t builtinArity(Builtin builtin);
 
 } // namespace loopc
