@@ -251,7 +251,7 @@ TEST_CASE("explain prints the IR after every pass, or after the one named") {
       unknown.output,
       "loopc: error: no pass named 'tile_everything'; the passes are: "
       "lower, lower_scans, specialize_sizes, simplify, drop_overwritten_fills, fuse_producers, "
-      "split_reductions, map_rows_to_blocks, privatize_combines, "
+      "partition_borders, split_reductions, map_rows_to_blocks, privatize_combines, "
       "map_to_gpu, unroll_around_reductions, fuse_sibling_reductions, "
       "lower_reductions, combine_in_warps, "
       "tile_registers, stage_shared, globalize_private_arrays, drop_untaken_branches, "
@@ -346,7 +346,8 @@ TEST_CASE("skipping passes: an optimization can be left out, a pass the program 
     CHECK(contains(
         refused.output,
         "': the passes that can be skipped are specialize_sizes, drop_overwritten_fills, "
-        "fuse_producers, fuse_with_lag, hoist_independent_parfors, split_reductions, "
+        "fuse_producers, fuse_with_lag, hoist_independent_parfors, partition_borders, "
+        "split_reductions, "
         "map_rows_to_blocks, "
         "privatize_combines, transpose_column_reads, jam_serial_chains, interchange_column_walks, "
         "promote_invariant_elements, "
@@ -469,7 +470,7 @@ TEST_CASE("run and bench --remarks print the device's remarks to stderr before r
       runLoopc("run samples/conv2d_5x5.loop --set H=40 --set W=40 --device gpu-on-cpu --remarks");
   CHECK(run.exitCode == 0);
   size_t remark = run.output.find("samples/conv2d_5x5.loop:10:53: remark: stage_shared: 'I' not "
-                                  "staged: each element is read 4.4 times per iteration of v");
+                                  "staged: each element is read 4.4 times per iteration of u");
   size_t ran = run.output.find("kernel 'conv2d_5x5' ran on cpu (GPU kernels)");
   CHECK(remark != std::string::npos);
   CHECK(ran != std::string::npos);
@@ -533,7 +534,8 @@ TEST_CASE("the CPU pipeline tiles registers its own way: explain and compile fol
   CHECK(cpu.exitCode == 1);
   CHECK(contains(cpu.output,
                  "the passes are: lower, lower_scans, simplify, drop_overwritten_fills, "
-                 "fuse_producers, fuse_with_lag, hoist_independent_parfors, split_reductions, "
+                 "fuse_producers, fuse_with_lag, hoist_independent_parfors, partition_borders, "
+                 "split_reductions, "
                  "privatize_combines, "
                  "transpose_column_reads, jam_serial_chains, interchange_column_walks, "
                  "promote_invariant_elements, map_to_gpu, "

@@ -237,7 +237,7 @@ TEST_CASE("kernels combined in warps compute what the interpreter computes") {
   auto loaded = test::loadText(kReductions);
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   Interpreter interpreter;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   Engine *engines[] = {&interpreter, &gpuKernels};
   struct Case {
     const char *kernel;

@@ -63,10 +63,11 @@ void checkKernels(const Program &program, const std::vector<std::unique_ptr<Kern
                   const std::string &where, std::initializer_list<const char *> assignments) {
   Interpreter interpreter;
   // One engine per pipeline for all assignments: each compiles a kernel once.
-  // The GPU pipeline's kernels (register tiles) run on the CPU JIT too, and
-  // again with bounds checks, which no access of these programs may fail.
+  // The GPU pipeline's kernels run on the CPU JIT too: sized for one SM
+  // (register tiles at these small sizes), and for a full GPU with bounds
+  // checks, which no access of these programs may fail.
   engine::CpuEngine cpu;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   engine::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &checkedGpuKernels};
   std::map<std::string, int> comparedByKernel;
@@ -130,7 +131,7 @@ runAgreeing(const std::string &source, const std::string &kernelName, ArgumentRe
   REQUIRE(kernel);
   Interpreter interpreter;
   engine::CpuEngine cpu;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   test::DifferentialOutcome outcome =
       test::runDifferential(*loaded->program, *kernel, request, engines);
@@ -1955,7 +1956,7 @@ kernel fused(a: f32, b: f32, c: f32, s: out f32[N], t: out f32[N]) {
       {"a", "1.000244140625"}, {"b", "1.000244140625"}, {"c", "-1.00048828125"}, {"N", "5"}};
   Interpreter interpreter;
   engine::CpuEngine cpu;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   // Each kernel's outputs, element by element (a called kernel rounds as it
   // says; a redomap's product is rounded on its own, so its element is
   // c + 1 + 2^-11 = 0 either way; `rounded`'s last is c - (1 + 2^-11)).

@@ -112,7 +112,7 @@ void checkAgainstInterpreter(const Program &program, const std::string &kernelNa
   REQUIRE(kernel);
   Interpreter interpreter;
   engine::CpuEngine cpu;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   for (const auto &sizes : kSizes) {
     ArgumentRequest request;

@@ -45,7 +45,7 @@ void checkAgrees(const std::string &source, std::initializer_list<const char *> 
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   Interpreter interpreter;
   engine::CpuEngine cpu;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
   for (const auto &kernel : loaded->program->modules.front()->kernels)
     for (const char *assignment : assignments) {

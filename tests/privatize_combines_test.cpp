@@ -246,7 +246,7 @@ kernel special(v: in f32[N], w: in f64[N], sum: inout f32[2], low: inout f32[2],
     }
     Interpreter interpreter;
     engine::CpuEngine cpu;
-    engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+    engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
     for (Engine *engine : std::initializer_list<Engine *>{&interpreter, &cpu, &gpuKernels}) {
       CAPTURE(engine->name());
       auto args = bindKernelArguments(kernel, request);

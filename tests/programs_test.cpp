@@ -82,7 +82,7 @@ void checkGpuPipelineRefuses(const Program &program, const KernelDecl &kernel,
 void checkSuite(const std::string &suite) {
   Interpreter interpreter;
   engine::CpuEngine cpu;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   engine::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
   Engine *engines[] = {&interpreter, &cpu, &gpuKernels, &checkedGpuKernels};
   std::map<std::string, std::unique_ptr<test::LoadedProgram>> programs;

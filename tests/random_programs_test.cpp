@@ -619,7 +619,7 @@ void checkAgreement(const std::string &source, const Program &program, const Ker
   exportProgram(kernel.name + "_" + std::to_string(seed), source, assignments.back());
   Interpreter interpreter;
   engine::CpuEngine cpu;
-  engine::CpuEngine gpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
   // The GPU passes sized otherwise too: wide and narrow tiles, short
   // stages, budgets that leave some boxes out.
   const char *const otherSizes[][2] = {{"register_tile=8", "stage_length=4"},

@@ -3,7 +3,8 @@
 # defines `cases` and `read_case`).
 # name | program[:kernel] (in samples/, or a path from the root) | loopc --set
 # values | C arguments (before REPS) | sizes shown [| further loopc options]
-# launch's host loop is kept (hoist_independent_parfors would make its steps
+# A case repeated with a pass left out measures what the pass brings against
+# the same C. launch's host loop is kept (hoist_independent_parfors would make its steps
 # one launch: each point owns its element), as it measures launches.
 cases=(
   "matmul|matmul.loop|M=1024 N=1024 K=1024|1024 1024 1024|M = N = K = 1024"
@@ -13,6 +14,8 @@ cases=(
   "sum_and_max|sum_max.loop:sum_and_max|N=16777216|16777216|N = 2^24, a sum and a maximum"
   "transpose|transpose.loop|M=4096 N=4096|4096 4096|M = N = 4096"
   "conv2d_5x5|conv2d_5x5.loop|H=2048 W=2048|2048 2048|H = W = 2048"
+  "cnn_conv_same|cnn_conv.loop:cnn_conv_same|Ic=32 Oc=32 H=256 W=256 K=3|32 32 256 256 3|32 -> 32 channels, 256^2, 3 x 3, padded"
+  "cnn_conv_same|cnn_conv.loop:cnn_conv_same|Ic=32 Oc=32 H=256 W=256 K=3|32 32 256 256 3|the same, one nest (no partition_borders)|--skip-pass partition_borders"
   "jacobi2d|jacobi2d.loop|N=4096 steps=10|4096 10|N = 4096, 10 steps"
   "softmax|softmax.loop|R=4096 C=1024|4096 1024|R = 4096, C = 1024"
   "sqdist|sqdist.loop|M=2048 N=2048 K=64|2048 2048 64|M = N = 2048, K = 64"

@@ -28,6 +28,7 @@ cases=(
   "sum_and_max|sum_max.loop:sum_and_max|1001|"
   "transpose|transpose.loop|37 29|"
   "conv2d_5x5|conv2d_5x5.loop|37 29|"
+  "cnn_conv_same|cnn_conv.loop:cnn_conv_same|3 5 23 37 3|"
   "jacobi2d|jacobi2d.loop|37 3|steps=3"
   "softmax|softmax.loop|7 37|"
   "sqdist|sqdist.loop|37 29 11|"

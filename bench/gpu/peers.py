@@ -1,6 +1,7 @@
 """Peers for loopc's GPU cases that shared/anchors/gpu_anchors.py does not measure: torch's prefix sum and
-histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)), torch.mv over 4 rows of 2^26, and
-torch.var_mean over the rows of an 8192^2 matrix. Same method as the anchors: CUDA
+histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)), torch.mv over 4 rows of 2^26,
+torch.var_mean over the rows of an 8192^2 matrix, and cuDNN's padded ("same") convolution, 64 -> 64
+channels. Same method as the anchors: CUDA
 events, warm-up, median of repeats; one JSON object per line, in the anchors' format, which run.sh appends
 to the anchors' output for report.py.
 """
@@ -45,3 +46,9 @@ emit(kind="bandwidth", op="torch.mv 4 x 2^26 f32", gbps=round((n + (1 << 26)) * 
 matrix = x[: 8192 * 8192].view(8192, 8192)
 t = bench(lambda: torch.var_mean(matrix, dim=1, correction=0))
 emit(kind="bandwidth", op="torch.var_mean rows 8192^2 f32", gbps=round(8192 * 8192 * 4 / t / 1e9, 1))
+for hw, k in ((256, 3), (256, 5), (1024, 3)):
+    image = torch.rand(1, 64, hw, hw, device=dev)
+    weights = torch.rand(64, 64, k, k, device=dev)
+    t = bench(lambda: torch.nn.functional.conv2d(image, weights, padding=k // 2), repeat=10)
+    emit(kind="conv", impl="cuDNN fp32 (same)", ch="64->64", hw=hw, k=k,
+         tflops=round(2 * 64 * 64 * k * k * hw * hw / t / 1e12, 2))

@@ -115,17 +115,21 @@ def cudnn_single_channel(anchors, sizes, kernel):
     return [PeerFigure(label, figure, 2 * filter_size**2 * out * out / (row["gflops"] * 1e9))]
 
 
-def cudnn_channels(anchors, sizes, kernel):
-    label = "cuDNN conv2d"
-    channels, hw, k = sizes.get("Ic"), sizes.get("H"), sizes.get("K")
-    if channels != sizes.get("Oc") or hw != sizes.get("W"):
-        return [PeerFigure(label, "-", note="peer only for Ic = Oc, H = W")]
-    row = anchors.find(kind="conv", impl="cuDNN fp32 (valid)", ch=f"{channels}->{channels}", hw=hw, k=k)
-    if row is None:
-        return [PeerFigure(label, "-", note=f"peer not measured at {channels} channels, {hw}^2, {k}x{k}")]
-    out = hw - k + 1
-    return [PeerFigure(label, f"{row['tflops']:.2f} TFLOP/s",
-                       2 * channels * channels * k * k * out * out / (row["tflops"] * 1e12))]
+def cudnn_channels(padding):
+    """cuDNN's convolution of Ic = Oc channels: `valid` (the anchors') or `same` (peers.py's)."""
+    def figure(anchors, sizes, kernel):
+        label = "cuDNN conv2d" if padding == "valid" else "cuDNN conv2d, padded"
+        channels, hw, k = sizes.get("Ic"), sizes.get("H"), sizes.get("K")
+        if channels != sizes.get("Oc") or hw != sizes.get("W"):
+            return [PeerFigure(label, "-", note="peer only for Ic = Oc, H = W")]
+        row = anchors.find(kind="conv", impl=f"cuDNN fp32 ({padding})", ch=f"{channels}->{channels}",
+                           hw=hw, k=k)
+        if row is None:
+            return [PeerFigure(label, "-", note=f"peer not measured at {channels} channels, {hw}^2, {k}x{k}")]
+        out = hw - k + 1 if padding == "valid" else hw
+        return [PeerFigure(label, f"{row['tflops']:.2f} TFLOP/s",
+                           2 * channels * channels * k * k * out * out / (row["tflops"] * 1e12))]
+    return figure
 
 
 N28 = 1 << 28
@@ -157,7 +161,8 @@ FAMILIES = {
     "cublas_sgemm": (sgemm("cuBLAS fp32", "cuBLAS SGEMM"), COMPUTE),
     "triton_sgemm": (sgemm("Triton fp32 ieee", "Triton matmul (ieee)"), COMPUTE),
     "cudnn_conv1": (cudnn_single_channel, COMPUTE),
-    "cudnn_conv64": (cudnn_channels, COMPUTE),
+    "cudnn_conv64": (cudnn_channels("valid"), COMPUTE),
+    "cudnn_conv64_same": (cudnn_channels("same"), COMPUTE),
 }
 
 

@@ -28,6 +28,9 @@ ir::Function lowerScans(ir::Function function, PipelineTarget target);
 
 // Constant folding, algebraic identities, trivial and dead lets (simplify.cpp).
 ir::Function simplify(ir::Function function);
+// One expression simplified as the pass simplifies it (for the bounds a pass
+// computes and prints).
+ir::Expr simplifyExpr(const ir::Expr &expr);
 
 // Zero fills of arrays written whole again before any read are dropped
 // (drop_overwritten_fills.cpp).
@@ -85,6 +88,12 @@ ir::Function fuseWithLag(ir::Function function, const RemarkReporter &remarks = 
 // host code moves out of it when each point touches only its own slices of
 // the arrays written (hoist_independent_parfors.cpp).
 ir::Function hoistIndependentParfors(ir::Function function, const RemarkReporter &remarks = {});
+
+// A parfor nest whose points test, inside their loops, that what they read
+// lies inside an array (a padded convolution's window) is split into its
+// interior, where the tests hold at every step and are dropped, and the
+// borders that keep them (partition_borders.cpp).
+ir::Function partitionBorders(ir::Function function, const RemarkReporter &remarks = {});
 
 // On the CPU, the inner parallel loop of a nest that map_to_gpu leaves
 // serial in each thread (a triangular nest) moves inside the serial loops

@@ -119,6 +119,8 @@ const std::vector<PassEntry> &registry() {
        PassRole::Optimization, reporting(fuseWithLag)},
       {"hoist_independent_parfors", "parfors that no host loop iteration needs moved out of it",
        kCpuOnly, PassRole::Optimization, reporting(hoistIndependentParfors)},
+      {"partition_borders", "a nest testing its window's bounds split into interior and borders",
+       kBothTargets, PassRole::Optimization, reporting(partitionBorders)},
       {"split_reductions", "long rows of few reductions split across blocks, combined in order",
        kBothTargets, PassRole::Optimization,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {

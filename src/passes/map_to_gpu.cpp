@@ -4,8 +4,8 @@
 // loop over the threads of a block, `v = min + v.block * size + v.thread`,
 // with a guard `if (v < min + extent)` for the last, partial block. Loops that
 // cannot be mapped (their bounds depend on another loop of the nest, or they
-// are short constant loops) run serially inside each thread, as do parfors
-// nested in the body.
+// are short: a constant trip count, or one bounded by a constant, under 16) run serially inside
+// each thread, as do parfors nested in the body.
 //
 // The x dimension is chosen for coalescing: consecutive threads of a warp
 // differ in their x index, so x goes to the loop along which the most global
@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 namespace loopc::passes {
 
@@ -45,8 +46,25 @@ const int64_t kBlockShapes[3][3] = {{256, 1, 1}, {32, 8, 1}, {32, 4, 2}};
 const int64_t kCpuNarrowBlock = 32;
 const int64_t kCpuWideRange = 256 * 16; // 16 blocks of 256: a core each on 16 cores
 
-// A constant trip count this short wastes a block dimension.
+// A trip count this short (at most) wastes a block dimension.
 const int64_t kShortLoop = 16;
+
+// A constant `expr` never exceeds where its form shows one: a constant, the
+// min of anything with one, the max of two with one (a border of a window's
+// radius, `min(W - 0, max(0, 1))`, partition_borders).
+std::optional<int64_t> constantCeiling(const Expr &expr) {
+  if (const auto *imm = expr->as<IntImm>())
+    return imm->value;
+  const auto *binary = expr->as<Binary>();
+  if (!binary || (binary->op != BinaryOpKind::Min && binary->op != BinaryOpKind::Max))
+    return std::nullopt;
+  std::optional<int64_t> lhs = constantCeiling(binary->lhs), rhs = constantCeiling(binary->rhs);
+  if (binary->op == BinaryOpKind::Max)
+    return lhs && rhs ? std::optional(std::max(*lhs, *rhs)) : std::nullopt;
+  if (lhs && rhs)
+    return std::min(*lhs, *rhs);
+  return lhs ? lhs : rhs;
+}
 
 // `min + offset`, without the addition when min is zero (the common case).
 Expr offsetFrom(const Expr &min, Expr offset) {
@@ -74,9 +92,13 @@ private:
     auto hoistable = [&](const For *loop) {
       return !usesAnyVar(loop->min, nestVars) && !usesAnyVar(loop->extent, nestVars);
     };
-    auto isShort = [](const For *loop) {
-      const auto *extent = loop->extent->as<IntImm>();
-      return extent && extent->value < kShortLoop;
+    // On the CPU a block's threads are vector lanes, which the thread nest
+    // masks past a loop's end: only a constant trip count is short there.
+    auto isShort = [&](const For *loop) {
+      std::optional<int64_t> ceiling = target_ == PipelineTarget::Gpu || loop->extent->as<IntImm>()
+                                           ? constantCeiling(loop->extent)
+                                           : std::nullopt;
+      return ceiling && *ceiling < kShortLoop;
     };
     // Candidates innermost first; short loops only when nothing else maps.
     std::vector<const For *> candidates;

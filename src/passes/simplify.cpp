@@ -285,6 +285,8 @@ private:
 
 } // namespace
 
+Expr simplifyExpr(const Expr &expr) { return Simplifier(false).mutate(expr); }
+
 Function simplify(Function function) {
   Simplifier simplifier(function.boundsChecked);
   function.body = simplifier.mutate(function.body);

@@ -778,6 +778,23 @@ private:
         remarks_.declined(source, whyNotTiled(guard->thenCase, small));
       return nest;
     }
+    // A grid too small to give every SM a block keeps a point a thread: a
+    // thread with 16 points runs their steps one after another, where 16
+    // threads would run them side by side on more SMs (a padded
+    // convolution's borders, a small run). Decided for the sizes of the run
+    // where the pipeline knows them.
+    Expr smallGrid = gridBlocksOf(blocks, small);
+    if (std::optional<int64_t> smallBlocks = evaluateInteger(*smallGrid, target_.runSizes);
+        smallBlocks && *smallBlocks < target_.multiprocessors) {
+      remarks_.declined(source, "not tiled at these sizes: the grid of " + factorsOf(small) +
+                                    " tiles would have " + std::to_string(*smallBlocks) +
+                                    " blocks, fewer than the " +
+                                    std::to_string(target_.multiprocessors) +
+                                    " SMs; a point a thread keeps more of them busy");
+      sizeChoices_.push_back(
+          {makeBinary(BinaryOpKind::Ge, smallGrid, makeI64(target_.multiprocessors)), false});
+      return nest;
+    }
     Tiling smallTiling =
         tiledWithLayout(small, blocks, threads, inner, lets, *guard, *guardedIndices);
     if (remarks_.enabled())
@@ -922,11 +939,7 @@ private:
     }
     // The grid of the large tiles, in blocks, evaluated on the host; at the
     // sizes of the run compiled for, when the pipeline knows them.
-    Expr gridBlocks;
-    for (const For *block : blocks) {
-      Expr extent = toI64(tiledExtent(*block, large));
-      gridBlocks = gridBlocks ? makeBinary(BinaryOpKind::Mul, gridBlocks, extent) : extent;
-    }
+    Expr gridBlocks = gridBlocksOf(blocks, large);
     std::optional<int64_t> blocksHere = evaluateInteger(*gridBlocks, target_.runSizes);
     auto tooFewBlocks = [&](int64_t blocksPerSM) {
       return "no " + largeTiles + " tiles at these sizes: their grid would have " +
@@ -1121,6 +1134,17 @@ private:
     return makeBinary(BinaryOpKind::Div,
                       makeBinary(BinaryOpKind::Add, block.extent, makeInt(type, dim->factor - 1)),
                       makeInt(type, dim->factor));
+  }
+
+  // The blocks of the grid of `dims`' tiles, an i64 expression.
+  static Expr gridBlocksOf(const std::vector<const For *> &blocks,
+                           const std::vector<MappedDim> &dims) {
+    Expr gridBlocks;
+    for (const For *block : blocks) {
+      Expr extent = toI64(tiledExtent(*block, dims));
+      gridBlocks = gridBlocks ? makeBinary(BinaryOpKind::Mul, gridBlocks, extent) : extent;
+    }
+    return gridBlocks;
   }
 
   // The blocks a run needs at least for 8 x 8 tiles to pay on

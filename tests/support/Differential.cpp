@@ -1,6 +1,8 @@
 // See Differential.h.
 #include "Differential.h"
 
+#include "TestSupport.h"
+
 #include "engine/cpu/CpuEngine.h"
 #include "interp/Interpreter.h"
 
@@ -85,10 +87,7 @@ void checkAgreementAt(const Program &program, const KernelDecl &kernel,
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
                           const std::vector<std::map<std::string, std::string>> &assignments,
                           uint64_t seed, const passes::PassChoices &choices) {
-  passes::PipelineOptions pipeline;
-  pipeline.target = passes::PipelineTarget::Gpu;
-  pipeline.choices = choices;
-  checkGpuKernelsOnCpu(program, kernelName, assignments, seed, pipeline);
+  checkGpuKernelsOnCpu(program, kernelName, assignments, seed, gpuPipelineOnOneSM(choices));
 }
 
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,

@@ -44,10 +44,9 @@ void checkAgreementAt(const Program &program, const KernelDecl &kernel,
                       const ArgumentRequest &base = {});
 
 // Runs `kernelName` on the interpreter and on the CPU JIT compiling the GPU
-// pipeline's kernels (the GPU-only passes' check without a GPU, sized by
-// `choices`) at every assignment of sizes, with inputs from `seed`; fails
-// the current test on a disagreement or an assignment the interpreter
-// cannot run.
+// pipeline's kernels (the GPU-only passes' check without a GPU, sized for
+// one SM as gpuPipelineOnOneSM says, with `choices`) at every assignment of sizes, with inputs from
+// `seed`; fails the current test on a disagreement or an assignment the interpreter cannot run.
 void checkGpuKernelsOnCpu(const Program &program, const std::string &kernelName,
                           const std::vector<std::map<std::string, std::string>> &assignments,
                           uint64_t seed, const passes::PassChoices &choices = {});

@@ -140,6 +140,14 @@ const std::string &PassTrace::before(const std::string &pass) const {
   return std::prev(found)->second;
 }
 
+passes::PipelineOptions gpuPipelineOnOneSM(const passes::PassChoices &choices) {
+  passes::PipelineOptions pipeline;
+  pipeline.target = passes::PipelineTarget::Gpu;
+  pipeline.choices = choices;
+  pipeline.multiprocessors = 1;
+  return pipeline;
+}
+
 passes::PassChoices withParameters(const std::vector<std::string> &assignments) {
   passes::PassChoices choices;
   for (const std::string &assignment : assignments) {

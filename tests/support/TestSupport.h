@@ -74,6 +74,11 @@ PassTrace tracePasses(const Program &program, const std::string &kernelName,
 // The default choices but for `assignments` (NAME=VALUE, as --pass-param).
 passes::PassChoices withParameters(const std::vector<std::string> &assignments);
 
+// The GPU pipeline sized for a GPU of one SM: at a test's small sizes it
+// makes the code a large run makes on a full GPU (register tiles, their
+// variants by size), which a grid too small to fill 132 SMs does without.
+passes::PipelineOptions gpuPipelineOnOneSM(const passes::PassChoices &choices = {});
+
 // The IR of `kernelName` before the first run of `pass` and after its last.
 std::pair<std::string, std::string> aroundPass(const Program &program,
                                                const std::string &kernelName,

@@ -193,29 +193,31 @@ Expr RangeScope::inlined(const Expr &expr) const {
   return values.empty() ? expr : substitute(expr, values);
 }
 
-LinearForm RangeScope::linearForm(const Expr &uniform) const {
-  if (const auto *imm = uniform->as<IntImm>())
+LinearForm linearFormOf(const Expr &expr) {
+  if (const auto *imm = expr->as<IntImm>())
     return LinearForm{{}, imm->value};
-  if (const auto *binary = uniform->as<Binary>()) {
+  if (const auto *binary = expr->as<Binary>()) {
     switch (binary->op) {
     case BinaryOpKind::Add:
     case BinaryOpKind::Sub:
-      return linearForm(binary->lhs)
-          .plus(linearForm(binary->rhs), binary->op == BinaryOpKind::Add ? 1 : -1);
+      return linearFormOf(binary->lhs)
+          .plus(linearFormOf(binary->rhs), binary->op == BinaryOpKind::Add ? 1 : -1);
     case BinaryOpKind::Mul:
       if (const auto *factor = binary->rhs->as<IntImm>())
-        return linearForm(binary->lhs).scaled(factor->value);
+        return linearFormOf(binary->lhs).scaled(factor->value);
       if (const auto *factor = binary->lhs->as<IntImm>())
-        return linearForm(binary->rhs).scaled(factor->value);
+        return linearFormOf(binary->rhs).scaled(factor->value);
       break;
     default:
       break;
     }
   }
-  if (const auto *cast = uniform->as<Cast>(); cast && isWidening(*cast))
-    return linearForm(cast->operand);
+  if (const auto *negated = expr->as<Unary>(); negated && negated->op == UnaryOpKind::Neg)
+    return linearFormOf(negated->operand).scaled(-1);
+  if (const auto *cast = expr->as<Cast>(); cast && isWidening(*cast))
+    return linearFormOf(cast->operand);
   LinearForm term;
-  term.terms.emplace(toString(uniform), std::make_pair(uniform, int64_t{1}));
+  term.terms.emplace(toString(expr), std::make_pair(expr, int64_t{1}));
   return term;
 }
 
@@ -223,7 +225,7 @@ std::optional<IndexRange> RangeScope::rangeOf(const Expr &index) const {
   if (!isInteger(index->type))
     return std::nullopt;
   if (isUniform(index))
-    return uniformRange(linearForm(inlined(index)));
+    return uniformRange(linearFormOf(inlined(index)));
   switch (index->kind) {
   case ExprNode::Kind::Var: {
     const Binding &binding = bindings_.at(index->as<Var>()->name);
@@ -265,7 +267,7 @@ std::optional<IndexRange> RangeScope::rangeOf(const Expr &index) const {
     const IndexRange &value = isUniform(binary.rhs) ? *lhs : *rhs;
     IndexRange clamped;
     if (!value.clamp) {
-      clamped.clamp = IndexRange::Clamp{value.offset, value.span, linearForm(inlined(bound))};
+      clamped.clamp = IndexRange::Clamp{value.offset, value.span, linearFormOf(inlined(bound))};
       return clamped;
     }
     // min(min(v, b) + c, bound) with c uniform is min(v + c, min(b + c,
@@ -275,7 +277,7 @@ std::optional<IndexRange> RangeScope::rangeOf(const Expr &index) const {
     Expr bounds = makeBinary(BinaryOpKind::Min, value.clamp->bound.plus(value.offset, 1).toExpr(),
                              toI64(inlined(bound)));
     clamped.clamp = IndexRange::Clamp{value.clamp->value.plus(value.offset, 1), value.clamp->span,
-                                      linearForm(bounds)};
+                                      linearFormOf(bounds)};
     return clamped;
   }
   default:

@@ -39,6 +39,10 @@ struct LinearForm {
   ir::Expr toExpr() const; // i64
 };
 
+// `expr` as a linear form: sums, differences, negations and products by a
+// constant taken apart, any other expression a term of its own.
+LinearForm linearFormOf(const ir::Expr &expr);
+
 struct IndexRange {
   struct Clamp {
     LinearForm value; // the low end of the clamped value
@@ -87,7 +91,6 @@ private:
     IndexRange range;
     ir::Expr value;
   };
-  LinearForm linearForm(const ir::Expr &uniform) const;
   std::map<std::string, Binding> bindings_;
 };
 

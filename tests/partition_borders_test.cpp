@@ -1,0 +1,151 @@
+// partition_borders: which nests split into an interior and borders, the
+// interior's tests dropped, and that the pieces compute what the interpreter
+// computes on every engine at sizes where the interior is empty, one point
+// wide, or most of the nest, windows wider than the array included.
+#include "TestSupport.h"
+#include "support/Differential.h"
+
+#include "engine/cpu/CpuEngine.h"
+#include "interp/Interpreter.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+using namespace loopc;
+using loopc::test::contains;
+
+namespace {
+
+const char *const kWindows = R"(
+kernel same(I: in f32[C][H][W], F: in f32[D][C][K][K], O: out f32[D][H][W]) {
+  let P = K / 2;
+  parfor o in 0..D, y in 0..H, x in 0..W {
+    O[o][y][x] = redomap(+, 0.0, c in 0..C, u in 0..K, v in 0..K)
+        (y + u >= P && y + u - P < H && x + v >= P && x + v - P < W)
+            ? I[c][y + u - P][x + v - P] * F[o][c][u][v]
+            : 0.0;
+  }
+}
+kernel full(I: in f32[H][W], F: in f32[K][K], O: out f32[H + K - 1][W + K - 1]) {
+  let P = K - 1;
+  parfor y in 0..H + K - 1, x in 0..W + K - 1 {
+    O[y][x] = redomap(+, 0.0, u in 0..K, v in 0..K)
+        (y + u >= P && y + u - P < H && x + v >= P && x + v - P < W)
+            ? I[y + u - P][x + v - P] * F[u][v]
+            : 0.0;
+  }
+}
+kernel causal(A: in f64[N], w: in f64[K], B: out f64[N]) {
+  parfor i in 0..N {
+    B[i] = redomap(+, 0.0, k in 0..K) (i - k >= 0) ? w[k] * A[i - k] : 0.0;
+  }
+}
+kernel mirrored(A: in i32[N], B: out i32[N], K: i64) {
+  parfor i in 0..N {
+    var best: i32 = -1;
+    for k in 0..K {
+      if (i + k < N && i >= k) {
+        best = max(best, A[i + k] - A[i - k]);
+      }
+    }
+    B[i] = best;
+  }
+}
+kernel largest(A: in f32[N][M], B: out f32[N][M], R: i64) {
+  parfor i in 0..N, j in 0..M {
+    B[i][j] = redomap(max, -inf, d in 0..2 * R + 1)
+        (j + d - R >= 0 && j + d - R <= M - 1) ? A[i][j + d - R] : -inf;
+  }
+}
+)";
+
+std::unique_ptr<test::LoadedProgram> load(const char *source) {
+  auto loaded = test::loadText(source);
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  return loaded;
+}
+
+const KernelDecl &kernelNamed(const Program &program, const std::string &name) {
+  for (const auto &kernel : program.modules.front()->kernels)
+    if (kernel->name == name)
+      return *kernel;
+  FAIL("no kernel " << name);
+  throw;
+}
+
+// The interpreter against the CPU pipeline's kernels and the GPU pipeline's
+// run on the CPU, sized for a full GPU (whose small grids keep a point a
+// thread) and for one SM (whose are register-tiled), each also under bounds
+// checks.
+void checkAgainstInterpreter(const Program &program, const std::string &kernel,
+                             const std::vector<std::map<std::string, std::string>> &assignments) {
+  Interpreter interpreter;
+  engine::CpuEngine cpu;
+  engine::CpuEngine checkedCpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
+  engine::CpuEngine fullGpuKernels(passes::PipelineTarget::Gpu);
+  engine::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
+  engine::CpuEngine checkedOneSMGpuKernels(test::gpuPipelineOnOneSM({.boundsChecks = true}));
+  Engine *engines[] = {
+      &interpreter,           &cpu, &checkedCpu, &fullGpuKernels, &checkedGpuKernels, &gpuKernels,
+      &checkedOneSMGpuKernels};
+  CAPTURE(kernel);
+  test::checkAgreementAt(program, kernelNamed(program, kernel), engines, assignments);
+}
+
+} // namespace
+
+TEST_CASE("a padded window's nest splits into its interior, without the tests, and its borders") {
+  std::string cpu = test::compiledKernelText(kWindows, "same", passes::PipelineTarget::Cpu);
+  // The interior reads the image with no test left.
+  CHECK(contains(cpu, "I[c][y + u - P][x + v - P] * F[o][c][u][v]"));
+  CHECK(!contains(cpu, "select(y + u >= P"));
+  // Four borders keep the tests: the rows above and below, the columns
+  // left and right of the interior's rows.
+  for (const char *border : {".border0", ".border1", ".border2", ".border3"})
+    CHECK(contains(cpu, border));
+  CHECK(!contains(cpu, ".border4"));
+  // One bound only (a causal filter reads before i): one border, before.
+  std::string causal = test::compiledKernelText(kWindows, "causal", passes::PipelineTarget::Cpu);
+  CHECK(contains(causal, ".border0"));
+  CHECK(!contains(causal, ".border1"));
+  CHECK(contains(causal, "w[k] * A[i - k]"));
+  // A branch's tests, on a point variable with the coefficient -1, and `<=`.
+  std::string mirrored =
+      test::compiledKernelText(kWindows, "mirrored", passes::PipelineTarget::Cpu);
+  CHECK(contains(mirrored, ".border1"));
+  std::string largest = test::compiledKernelText(kWindows, "largest", passes::PipelineTarget::Gpu);
+  CHECK(contains(largest, ".border1"));
+}
+
+TEST_CASE("split into interior and borders, the nests compute what the interpreter computes") {
+  auto loaded = load(kWindows);
+  // Interiors empty (windows wider than the image), a point wide, and most
+  // of the nest; windows of 1 (no border), 3 and 5.
+  checkAgainstInterpreter(*loaded->program, "same",
+                          {{{"C", "2"}, {"D", "3"}, {"H", "1"}, {"W", "1"}, {"K", "3"}},
+                           {{"C", "1"}, {"D", "2"}, {"H", "2"}, {"W", "3"}, {"K", "5"}},
+                           {{"C", "2"}, {"D", "3"}, {"H", "3"}, {"W", "3"}, {"K", "3"}},
+                           {{"C", "3"}, {"D", "5"}, {"H", "9"}, {"W", "37"}, {"K", "3"}},
+                           {{"C", "2"}, {"D", "9"}, {"H", "33"}, {"W", "67"}, {"K", "5"}},
+                           {{"C", "1"}, {"D", "4"}, {"H", "7"}, {"W", "7"}, {"K", "1"}}});
+  checkAgainstInterpreter(*loaded->program, "full",
+                          {{{"H", "1"}, {"W", "2"}, {"K", "3"}},
+                           {{"H", "5"}, {"W", "3"}, {"K", "4"}},
+                           {{"H", "31"}, {"W", "45"}, {"K", "3"}}});
+  checkAgainstInterpreter(*loaded->program, "causal",
+                          {{{"N", "1"}, {"K", "4"}},
+                           {{"N", "3"}, {"K", "7"}},
+                           {{"N", "1000"}, {"K", "9"}},
+                           {{"N", "10"}, {"K", "0"}}});
+  checkAgainstInterpreter(
+      *loaded->program, "mirrored",
+      {{{"N", "1"}, {"K", "3"}}, {{"N", "6"}, {"K", "9"}}, {{"N", "301"}, {"K", "4"}}});
+  checkAgainstInterpreter(*loaded->program, "largest",
+                          {{{"N", "2"}, {"M", "1"}, {"R", "2"}},
+                           {{"N", "5"}, {"M", "4"}, {"R", "3"}},
+                           {{"N", "17"}, {"M", "130"}, {"R", "1"}}});
+}
