@@ -149,3 +149,20 @@ TEST_CASE("split into interior and borders, the nests compute what the interpret
                            {{"N", "5"}, {"M", "4"}, {"R", "3"}},
                            {{"N", "17"}, {"M", "130"}, {"R", "1"}}});
 }
+
+TEST_CASE("the borders' columns, too narrow to fill a warp, get no warning about coalescing") {
+  // Their threads run down a column (the border's few columns in each
+  // thread): no layout would let a warp read neighbouring elements there.
+  auto explained = test::runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_same --set Ic=8 "
+                                  "--set Oc=8 --set H=256 --set W=256 --set K=5 --remarks");
+  CHECK(explained.exitCode == 0);
+  CHECK(contains(explained.output, "remark: partition_borders: split into its interior, where the "
+                                   "tests of y in [2, H - 2) and x in [2, W - 2) hold"));
+  CHECK(!contains(explained.output, "uncoalesced"));
+  // The nest in one piece reads the image as before, along x: no warning either.
+  auto whole = test::runLoopc("explain samples/cnn_conv.loop --kernel cnn_conv_same --set Ic=8 "
+                              "--set Oc=8 --set H=256 --set W=256 --set K=5 --remarks "
+                              "--skip-pass partition_borders");
+  CHECK(whole.exitCode == 0);
+  CHECK(!contains(whole.output, "uncoalesced"));
+}

@@ -19,6 +19,7 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/Evaluate.h"
 
 #include <algorithm>
 #include <functional>
@@ -48,23 +49,6 @@ const int64_t kCpuWideRange = 256 * 16; // 16 blocks of 256: a core each on 16 c
 
 // A trip count this short (at most) wastes a block dimension.
 const int64_t kShortLoop = 16;
-
-// A constant `expr` never exceeds where its form shows one: a constant, the
-// min of anything with one, the max of two with one (a border of a window's
-// radius, `min(W - 0, max(0, 1))`, partition_borders).
-std::optional<int64_t> constantCeiling(const Expr &expr) {
-  if (const auto *imm = expr->as<IntImm>())
-    return imm->value;
-  const auto *binary = expr->as<Binary>();
-  if (!binary || (binary->op != BinaryOpKind::Min && binary->op != BinaryOpKind::Max))
-    return std::nullopt;
-  std::optional<int64_t> lhs = constantCeiling(binary->lhs), rhs = constantCeiling(binary->rhs);
-  if (binary->op == BinaryOpKind::Max)
-    return lhs && rhs ? std::optional(std::max(*lhs, *rhs)) : std::nullopt;
-  if (lhs && rhs)
-    return std::min(*lhs, *rhs);
-  return lhs ? lhs : rhs;
-}
 
 // `min + offset`, without the addition when min is zero (the common case).
 Expr offsetFrom(const Expr &min, Expr offset) {

@@ -2,9 +2,12 @@
 
 #include "ir/IRVisitor.h"
 #include "passes/analysis/AccessAnalysis.h"
+#include "passes/analysis/Evaluate.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace loopc::passes {
@@ -14,6 +17,8 @@ using ir::Expr; // not the AST's
 using ir::Stmt;
 
 namespace {
+
+constexpr int64_t kWarpLanes = 32;
 
 const int64_t kSectorBytes = 32;
 
@@ -166,10 +171,36 @@ private:
         inOrder.push_back(key);
       (access.isStore ? entry->second.written : entry->second.read) = true;
     }
+    // Loops of the thread shorter than a warp (a border a window's radius
+    // wide, which the mapping runs in the thread): an access contiguous
+    // only along one could not fill a warp's request whatever the layout,
+    // so it gets no warning.
+    std::set<std::string> shortLoops;
+    class ShortLoops : public IRVisitor {
+    public:
+      explicit ShortLoops(std::set<std::string> &out) : out_(out) {}
+
+    protected:
+      void visitFor(const For &node) override {
+        if (std::optional<int64_t> ceiling = constantCeiling(node.extent);
+            node.forKind == ForKind::Serial && ceiling && *ceiling < kWarpLanes)
+          out_.insert(node.var);
+        IRVisitor::visitFor(node);
+      }
+
+    private:
+      std::set<std::string> &out_;
+    } finder(shortLoops);
+    finder.visit(xLoop);
     std::string name = remarks_.programName(index);
     for (const auto &key : inOrder) {
       const Strided &entry = strided.at(key);
       const BufferAccess &access = *entry.access;
+      const AffineIndex &last = access.indices.back();
+      if (std::ranges::any_of(shortLoops, [&](const std::string &loop) {
+            return std::abs(last.coefficient(loop)) == 1;
+          }))
+        continue;
       size_t dimension = 0;
       while (dimension < access.indices.size() &&
              access.indices[dimension].coefficient(x->var) == 0)

@@ -90,4 +90,18 @@ std::optional<int64_t> evaluateInteger(const ir::ExprNode &expr,
   });
 }
 
+std::optional<int64_t> constantCeiling(const ir::Expr &expr) {
+  if (const auto *imm = expr->as<ir::IntImm>())
+    return imm->value;
+  const auto *binary = expr->as<ir::Binary>();
+  if (!binary || (binary->op != ir::BinaryOpKind::Min && binary->op != ir::BinaryOpKind::Max))
+    return std::nullopt;
+  std::optional<int64_t> lhs = constantCeiling(binary->lhs), rhs = constantCeiling(binary->rhs);
+  if (binary->op == ir::BinaryOpKind::Max)
+    return lhs && rhs ? std::optional(std::max(*lhs, *rhs)) : std::nullopt;
+  if (lhs && rhs)
+    return std::min(*lhs, *rhs);
+  return lhs ? lhs : rhs;
+}
+
 } // namespace loopc::passes

@@ -25,4 +25,9 @@ std::optional<int64_t> evaluateInteger(const ir::ExprNode &expr, const VariableL
 std::optional<int64_t> evaluateInteger(const ir::ExprNode &expr,
                                        const std::map<std::string, int64_t> &values);
 
+// A constant `expr` never exceeds where its form shows one: a constant, the
+// min of anything with one, the max of two with one (a border of a window's
+// radius, `min(W - 0, max(0, 1))`, as partition_borders writes it).
+std::optional<int64_t> constantCeiling(const ir::Expr &expr);
+
 } // namespace loopc::passes
