@@ -53,6 +53,11 @@ kernel mirrored(A: in i32[N], B: out i32[N], K: i64) {
     B[i] = best;
   }
 }
+kernel triangle(A: in f32[N][N], B: out f32[N][N], K: i64) {
+  parfor i in 0..N, j in 0..i {
+    B[i][j] = redomap(+, 0.0, k in 0..K) (j + k < N) ? A[i][j + k] : 0.0;
+  }
+}
 kernel largest(A: in f32[N][M], B: out f32[N][M], R: i64) {
   parfor i in 0..N, j in 0..M {
     B[i][j] = redomap(max, -inf, d in 0..2 * R + 1)
@@ -77,21 +82,24 @@ const KernelDecl &kernelNamed(const Program &program, const std::string &name) {
 }
 
 // The interpreter against the CPU pipeline's kernels and the GPU pipeline's
-// run on the CPU, sized for a full GPU (whose small grids keep a point a
-// thread) and for one SM (whose are register-tiled), each also under bounds
-// checks.
+// run on the CPU: sized for a full GPU (whose small grids keep a point a
+// thread), for one SM (whose are register-tiled), and each of those with
+// border_min_points=0 (these sizes are too small for the GPU's split
+// otherwise); those for a full GPU also under bounds checks.
 void checkAgainstInterpreter(const Program &program, const std::string &kernel,
                              const std::vector<std::map<std::string, std::string>> &assignments) {
   Interpreter interpreter;
   engine::CpuEngine cpu;
   engine::CpuEngine checkedCpu(passes::PipelineTarget::Cpu, {.boundsChecks = true});
-  engine::CpuEngine fullGpuKernels(passes::PipelineTarget::Gpu);
-  engine::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
   engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM());
-  engine::CpuEngine checkedOneSMGpuKernels(test::gpuPipelineOnOneSM({.boundsChecks = true}));
+  engine::CpuEngine checkedGpuKernels(passes::PipelineTarget::Gpu, {.boundsChecks = true});
+  passes::PassChoices alwaysSplit = test::withParameters({"border_min_points=0"});
+  engine::CpuEngine splitGpuKernels(test::gpuPipelineOnOneSM(alwaysSplit));
+  alwaysSplit.boundsChecks = true;
+  engine::CpuEngine checkedSplitGpuKernels(passes::PipelineTarget::Gpu, alwaysSplit);
   Engine *engines[] = {
-      &interpreter,           &cpu, &checkedCpu, &fullGpuKernels, &checkedGpuKernels, &gpuKernels,
-      &checkedOneSMGpuKernels};
+      &interpreter,           &cpu, &checkedCpu, &gpuKernels, &checkedGpuKernels, &splitGpuKernels,
+      &checkedSplitGpuKernels};
   CAPTURE(kernel);
   test::checkAgreementAt(program, kernelNamed(program, kernel), engines, assignments);
 }
@@ -117,8 +125,18 @@ TEST_CASE("a padded window's nest splits into its interior, without the tests, a
   std::string mirrored =
       test::compiledKernelText(kWindows, "mirrored", passes::PipelineTarget::Cpu);
   CHECK(contains(mirrored, ".border1"));
+  // On the GPU, the split where the host finds the nest large enough and
+  // mostly interior, the nest whole otherwise.
   std::string largest = test::compiledKernelText(kWindows, "largest", passes::PipelineTarget::Gpu);
   CHECK(contains(largest, ".border1"));
+  CHECK(contains(largest, ".whole"));
+  CHECK(contains(largest, ">= 1048576 && "));
+  // A nest whose ranges move with its own variables: split on the CPU, whole
+  // on the GPU, whose host could not count its points.
+  CHECK(contains(test::compiledKernelText(kWindows, "triangle", passes::PipelineTarget::Cpu),
+                 ".border0"));
+  CHECK(!contains(test::compiledKernelText(kWindows, "triangle", passes::PipelineTarget::Gpu),
+                  ".border"));
 }
 
 TEST_CASE("split into interior and borders, the nests compute what the interpreter computes") {
@@ -144,6 +162,9 @@ TEST_CASE("split into interior and borders, the nests compute what the interpret
   checkAgainstInterpreter(
       *loaded->program, "mirrored",
       {{{"N", "1"}, {"K", "3"}}, {{"N", "6"}, {"K", "9"}}, {{"N", "301"}, {"K", "4"}}});
+  checkAgainstInterpreter(
+      *loaded->program, "triangle",
+      {{{"N", "1"}, {"K", "3"}}, {{"N", "6"}, {"K", "9"}}, {{"N", "41"}, {"K", "4"}}});
   checkAgainstInterpreter(*loaded->program, "largest",
                           {{{"N", "2"}, {"M", "1"}, {"R", "2"}},
                            {{"N", "5"}, {"M", "4"}, {"R", "3"}},

@@ -133,6 +133,8 @@ cases=(
   "cnn_conv, padded, one nest|cnn_conv|cnn_conv_same|Ic=64 Oc=64 H=256 W=256 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64_same|--skip-pass partition_borders"
   "cnn_conv, padded|cnn_conv|cnn_conv_same|Ic=64 Oc=64 H=256 W=256 K=5|Ic=4 Oc=4 H=35 W=35 K=5|cudnn_conv64_same"
   "cnn_conv, padded|cnn_conv|cnn_conv_same|Ic=64 Oc=64 H=1024 W=1024 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64_same"
+  "cnn_conv, padded|cnn_conv|cnn_conv_same|Ic=64 Oc=64 H=112 W=112 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64_same"
+  "cnn_conv, padded, split below the threshold|cnn_conv|cnn_conv_same|Ic=64 Oc=64 H=112 W=112 K=3|Ic=4 Oc=4 H=35 W=35 K=3|cudnn_conv64_same|--pass-param border_min_points=0"
   "cnn_conv, 2 stages in flight|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=5|Ic=4 Oc=4 H=35 W=35 K=5|cudnn_conv64|--pass-param pipeline_depth=2"
   "cnn_conv, copies 8 in flight|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=256 W=256 K=5|Ic=4 Oc=4 H=35 W=35 K=5|cudnn_conv64|--pass-param copies_in_flight=8"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=3|Ic=4 Oc=4 H=67 W=67 K=3|cudnn_conv64"

@@ -42,6 +42,7 @@ const std::map<std::string, std::vector<std::string>> kParameterValues = {
     {"copies_in_flight", {"0", "4", "8", "16"}},
     {"pipeline_depth", {"1", "2", "3"}},
     {"unclamped_tiles", {"0", "1"}},
+    {"border_min_points", {"0", "1048576"}},
 };
 
 using Point = std::map<std::string, std::string>; // dimension -> value

@@ -92,8 +92,10 @@ ir::Function hoistIndependentParfors(ir::Function function, const RemarkReporter
 // A parfor nest whose points test, inside their loops, that what they read
 // lies inside an array (a padded convolution's window) is split into its
 // interior, where the tests hold at every step and are dropped, and the
-// borders that keep them (partition_borders.cpp).
-ir::Function partitionBorders(ir::Function function, const RemarkReporter &remarks = {});
+// borders that keep them (partition_borders.cpp); on the GPU where the host
+// finds the nest has `gpuMinPoints` points or more and is mostly interior.
+ir::Function partitionBorders(ir::Function function, PipelineTarget target, int64_t gpuMinPoints,
+                              const RemarkReporter &remarks = {});
 
 // On the CPU, the inner parallel loop of a nest that map_to_gpu leaves
 // serial in each thread (a triangular nest) moves inside the serial loops

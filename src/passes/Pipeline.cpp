@@ -120,7 +120,11 @@ const std::vector<PassEntry> &registry() {
       {"hoist_independent_parfors", "parfors that no host loop iteration needs moved out of it",
        kCpuOnly, PassRole::Optimization, reporting(hoistIndependentParfors)},
       {"partition_borders", "a nest testing its window's bounds split into interior and borders",
-       kBothTargets, PassRole::Optimization, reporting(partitionBorders)},
+       kBothTargets, PassRole::Optimization,
+       [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         return partitionBorders(std::move(f), c.options.target,
+                                 c.options.choices.parameters.borderMinPoints, c.remarks);
+       }},
       {"split_reductions", "long rows of few reductions split across blocks, combined in order",
        kBothTargets, PassRole::Optimization,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
@@ -366,6 +370,14 @@ constexpr ParameterSpec kParameters[] = {
      false,
      {"tile_registers"},
      nullptr,
+     true},
+    {"border_min_points",
+     &PassParameters::borderMinPoints,
+     0,
+     int64_t{1} << 30,
+     false,
+     {"partition_borders"},
+     "every nest it can",
      true},
 };
 

@@ -92,6 +92,13 @@ struct PassParameters {
   // instead of a slower tile of their own, and the kernel is half the code.
   // 0, the default until a GPU has measured it, keeps an edge tile.
   int64_t unclampedTiles = 0;
+  // border_min_points (partition_borders, GPU): the points a nest needs for
+  // its interior and borders to be split apart, its interior also 16 times
+  // its borders' points (the host tests both), 0 to 2^30. 0 splits every
+  // nest it can, as the CPU pipeline does. The default is where the
+  // performance model's predictions for padded convolutions cross
+  // (partition_borders.cpp); not yet measured on a GPU.
+  int64_t borderMinPoints = int64_t{1} << 20;
 };
 
 // What the user chose about the optimizations.

@@ -366,12 +366,18 @@ Expr extremeOf(std::vector<LinearForm> values, bool greatest) {
   return result;
 }
 
+// On the GPU, the least interior points per border point for the split to
+// pay, beside the least points of the nest, border_min_points
+// (BorderPartitioner::visitFor).
+constexpr int64_t kGpuInteriorPerBorderPoint = 16;
+
 // An i64 range bound in the type of the loop it bounds.
 Expr inLoopType(const Expr &value, const For &loop) { return castTo(loop.min->type, value); }
 
 class BorderPartitioner : public IRMutator {
 public:
-  explicit BorderPartitioner(const RemarkReporter &remarks) : remarks_(remarks) {}
+  BorderPartitioner(PipelineTarget target, int64_t gpuMinPoints, const RemarkReporter &remarks)
+      : target_(target), gpuMinPoints_(gpuMinPoints), remarks_(remarks) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -380,11 +386,11 @@ protected:
     std::vector<const For *> chain = parallelChain(node);
     TestFinder finder(chain);
     finder.visit(chain.back()->body);
-    std::vector<std::string> split;
+    std::vector<std::string> splitVars;
     for (const For *loop : chain)
       if (finder.bounds.contains(loop->var))
-        split.push_back(loop->var);
-    if (split.empty()) {
+        splitVars.push_back(loop->var);
+    if (splitVars.empty()) {
       if (finder.sawPointTest)
         remarks_.declined(node.source,
                           "not split into its interior and borders: no test inside its loops "
@@ -397,16 +403,58 @@ protected:
         pointBounds.conjuncts.erase(shared);
     int borders = 0;
     std::vector<std::string> ranges;
-    Stmt result = partition(chain, 0, chain.back()->body, finder.bounds, borders, ranges);
+    std::map<std::string, Expr> interiorWidths;
+    Stmt split =
+        partition(chain, 0, chain.back()->body, finder.bounds, borders, ranges, interiorWidths);
     std::string list;
     for (size_t k = 0; k < ranges.size(); ++k)
       list += (k == 0 ? "" : k + 1 == ranges.size() ? " and " : ", ") + ranges[k];
-    remarks_.applied(node.source,
-                     "split into its interior, where the tests of " + list +
-                         " hold at every step and are dropped, and " +
-                         (borders == 1 ? std::string("a border that keeps them")
-                                       : std::to_string(borders) + " borders that keep them"));
-    return result;
+    std::string what = "split into its interior, where the tests of " + list +
+                       " hold at every step and are dropped, and " +
+                       (borders == 1 ? std::string("a border that keeps them")
+                                     : std::to_string(borders) + " borders that keep them");
+    if (target_ != PipelineTarget::Gpu || gpuMinPoints_ == 0) {
+      remarks_.applied(node.source, what);
+      return split;
+    }
+    // On the GPU a border's grid is small (its threads each running the
+    // whole window) and a column border's threads run down a column, each
+    // reading rows of its own: its time hardly shrinks with the nest, so the
+    // split pays only on nests large enough and mostly interior, which the
+    // host tests. The thresholds are where the performance model's
+    // predictions cross for padded convolutions (h100; channels, size,
+    // window): one nest for 64, 128^2, 3 x 3 (ratio 31, 1.05M points: 0.25
+    // against 0.29 ms) and 64, 128^2, 5 x 5 (ratio 15: 0.66 against 1.18),
+    // the split for 64, 144^2, 3 x 3 (0.37 against 0.64), 64, 160^2, 5 x 5
+    // (ratio 19: 1.42 against 1.72) and 3 -> 64, 224^2, 7 x 7 (ratio 18:
+    // 0.10 against 0.22). Missed: many channels on small images (256,
+    // 56^2, 3 x 3: 1.18 split against 1.96 in one nest).
+    Expr points, interiorPoints;
+    for (const For *loop : chain) {
+      Expr extent = makeBinary(BinaryOpKind::Max, toI64(loop->extent), makeI64(0));
+      auto width = interiorWidths.find(loop->var);
+      Expr inside = width == interiorWidths.end() ? extent : width->second;
+      points = points ? mul(points, extent) : extent;
+      interiorPoints = interiorPoints ? mul(interiorPoints, inside) : inside;
+    }
+    std::set<std::string> chainVars;
+    for (const For *loop : chain)
+      chainVars.insert(loop->var);
+    if (usesAnyVar(interiorPoints, chainVars) || usesAnyVar(points, chainVars)) {
+      remarks_.declined(node.source, "not split into its interior and borders: its ranges move "
+                                     "with its own variables, so the host cannot count its "
+                                     "points to weigh the borders' launches on the GPU");
+      return self;
+    }
+    Expr pays = makeBinary(
+        BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, points, makeI64(gpuMinPoints_)),
+        makeBinary(BinaryOpKind::Ge, interiorPoints,
+                   mul(makeI64(kGpuInteriorPerBorderPoint), sub(points, interiorPoints))));
+    remarks_.applied(node.source, what + ", where the nest has " + std::to_string(gpuMinPoints_) +
+                                      " points or more (border_min_points) and its interior " +
+                                      std::to_string(kGpuInteriorPerBorderPoint) +
+                                      " times its borders' (tested on the host)");
+    return std::make_shared<IfThenElse>(pays, split, renameBindings(self, ".whole"));
   }
 
 private:
@@ -416,7 +464,7 @@ private:
   // its last border.
   Stmt partition(const std::vector<const For *> &chain, size_t level, const Stmt &body,
                  const std::map<std::string, InteriorBounds> &bounds, int &borders,
-                 std::vector<std::string> &ranges) {
+                 std::vector<std::string> &ranges, std::map<std::string, Expr> &interiorWidths) {
     size_t at = level;
     while (at < chain.size() && !bounds.contains(chain[at]->var))
       ++at;
@@ -477,17 +525,22 @@ private:
           makeBinary(BinaryOpKind::Max, makeBinary(BinaryOpKind::Min, writtenOut(end), low), high),
           makeBinary(BinaryOpKind::Min, atLeastZero(extremeOf(endPastLows, false)),
                      extremeOf(endPastHighs, true)));
-    pieces[interiorAt] = partition(narrowed, at + 1, interiorBody, bounds, borders, ranges);
+    interiorWidths[loop.var] = simplifyExpr(atLeastZero(sub(high, low)));
+    pieces[interiorAt] =
+        partition(narrowed, at + 1, interiorBody, bounds, borders, ranges, interiorWidths);
     return makeBlock(std::move(pieces));
   }
 
+  PipelineTarget target_;
+  int64_t gpuMinPoints_;
   const RemarkReporter &remarks_;
 };
 
 } // namespace
 
-Function partitionBorders(Function function, const RemarkReporter &remarks) {
-  BorderPartitioner partitioner(remarks);
+Function partitionBorders(Function function, PipelineTarget target, int64_t gpuMinPoints,
+                          const RemarkReporter &remarks) {
+  BorderPartitioner partitioner(target, gpuMinPoints, remarks);
   function.body = partitioner.mutate(function.body);
   return function;
 }
