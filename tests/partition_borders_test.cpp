@@ -66,21 +66,6 @@ kernel largest(A: in f32[N][M], B: out f32[N][M], R: i64) {
 }
 )";
 
-std::unique_ptr<test::LoadedProgram> load(const char *source) {
-  auto loaded = test::loadText(source);
-  INFO(loaded->diagnostics);
-  REQUIRE(loaded->program);
-  return loaded;
-}
-
-const KernelDecl &kernelNamed(const Program &program, const std::string &name) {
-  for (const auto &kernel : program.modules.front()->kernels)
-    if (kernel->name == name)
-      return *kernel;
-  FAIL("no kernel " << name);
-  throw;
-}
-
 // The interpreter against the CPU pipeline's kernels and the GPU pipeline's
 // run on the CPU: sized for a full GPU (whose small grids keep a point a
 // thread), for one SM (whose are register-tiled), and each of those with
@@ -101,7 +86,9 @@ void checkAgainstInterpreter(const Program &program, const std::string &kernel,
       &interpreter,           &cpu, &checkedCpu, &gpuKernels, &checkedGpuKernels, &splitGpuKernels,
       &checkedSplitGpuKernels};
   CAPTURE(kernel);
-  test::checkAgreementAt(program, kernelNamed(program, kernel), engines, assignments);
+  const KernelDecl *found = program.findKernel(kernel);
+  REQUIRE(found);
+  test::checkAgreementAt(program, *found, engines, assignments);
 }
 
 } // namespace
@@ -140,7 +127,9 @@ TEST_CASE("a padded window's nest splits into its interior, without the tests, a
 }
 
 TEST_CASE("split into interior and borders, the nests compute what the interpreter computes") {
-  auto loaded = load(kWindows);
+  auto loaded = test::loadText(kWindows);
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
   // Interiors empty (windows wider than the image), a point wide, and most
   // of the nest; windows of 1 (no border), 3 and 5.
   checkAgainstInterpreter(*loaded->program, "same",
