@@ -243,8 +243,10 @@ private:
         continue;
       // The least the steps' terms make: each step variable at the end of
       // its range that its coefficient's sign says.
+      // (A bound the host computes reads no memory and nothing bound in
+      // the point.)
       Expr least = affine.rest ? affine.rest : makeI64(0);
-      if (usesAnyVar(least, movingNames()))
+      if (usesAnyVar(least, movingNames()) || !loadsIn(least).empty())
         continue;
       bool fixedSteps = true;
       for (const auto &[var, coefficient] : affine.coefficients) {
