@@ -18,9 +18,8 @@ using ir::Stmt;
 
 namespace {
 
-constexpr int64_t kWarpLanes = 32;
-
 const int64_t kSectorBytes = 32;
+const int64_t kWarpLanes = 32;
 
 // "first", "second", ...: an array's index by position, for messages.
 std::string ordinal(size_t position) {
