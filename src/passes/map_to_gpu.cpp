@@ -79,10 +79,9 @@ private:
     // On the CPU a block's threads are vector lanes, which the thread nest
     // masks past a loop's end: only a constant trip count is short there.
     auto isShort = [&](const For *loop) {
-      std::optional<int64_t> ceiling = target_ == PipelineTarget::Gpu || loop->extent->as<IntImm>()
-                                           ? constantCeiling(loop->extent)
-                                           : std::nullopt;
-      return ceiling && *ceiling < kShortLoop;
+      bool counted = target_ == PipelineTarget::Gpu || loop->extent->as<IntImm>();
+      std::optional<int64_t> ceiling = constantCeiling(loop->extent);
+      return counted && ceiling && *ceiling < kShortLoop;
     };
     // Candidates innermost first; short loops only when nothing else maps.
     std::vector<const For *> candidates;

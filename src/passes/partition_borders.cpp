@@ -42,8 +42,11 @@
 // Not split: a test evaluated once per point (the saving is one test a point,
 // less than the borders' launches), a bound on a point variable scaled by more
 // than 1 (`2 * y + u`), a conjunct on two point variables or on a loop whose
-// range moves with the point, and a nest where no dimension has an interior
-// bound.
+// range moves with the point, a bound that reads memory, and a nest where no
+// dimension has an interior bound. On the GPU the host takes the split only
+// for a nest large enough and mostly interior (border_min_points, below), and
+// a nest whose ranges move with its own variables, which the host cannot
+// count, stays whole.
 #include "passes/Passes.h"
 
 #include "ir/IRPrinter.h"
@@ -136,6 +139,7 @@ public:
   explicit TestFinder(const std::vector<const For *> &chain) {
     for (const For *loop : chain) {
       pointVars_.insert(loop->var);
+      moving_.insert(loop->var);
       scope_.bindLoop(loop->var);
     }
   }
@@ -173,7 +177,7 @@ protected:
   void visitLetStmt(const LetStmt &node) override {
     visit(node.value);
     scope_.bindLet(node.var, node.value);
-    boundInside_.insert(node.var);
+    moving_.insert(node.var);
     visit(node.body);
     scope_.unbind(node.var);
   }
@@ -199,21 +203,15 @@ private:
     scope_.bindLoop(var);
     // A range that reads no point variable nor anything bound in the point
     // is the same for every point.
-    bool fixed = !usesAnyVar(min, movingNames()) && !usesAnyVar(extent, movingNames());
+    bool fixed = !usesAnyVar(min, moving_) && !usesAnyVar(extent, moving_);
     if (fixed)
       stepRanges_[var] = {min, extent};
-    boundInside_.insert(var);
+    moving_.insert(var);
   }
 
   void leaveLoop(const std::string &var) {
     scope_.unbind(var);
     stepRanges_.erase(var);
-  }
-
-  std::set<std::string> movingNames() const {
-    std::set<std::string> names = pointVars_;
-    names.insert(boundInside_.begin(), boundInside_.end());
-    return names;
   }
 
   void study(const Expr &condition) {
@@ -246,7 +244,7 @@ private:
       // (A bound the host computes reads no memory and nothing bound in
       // the point.)
       Expr least = affine.rest ? affine.rest : makeI64(0);
-      if (usesAnyVar(least, movingNames()) || !loadsIn(least).empty())
+      if (usesAnyVar(least, moving_) || !loadsIn(least).empty())
         continue;
       bool fixedSteps = true;
       for (const auto &[var, coefficient] : affine.coefficients) {
@@ -280,7 +278,9 @@ private:
   }
 
   std::set<std::string> pointVars_;
-  std::set<std::string> boundInside_;
+  // The point variables and the names bound in the point: what a range or
+  // bound the same for every point may not read.
+  std::set<std::string> moving_;
   std::map<std::string, StepRange> stepRanges_;
   std::set<const ExprNode *> seen_;
   AffineScope scope_;
