@@ -112,6 +112,24 @@ TEST_CASE("literals take their context's type and say their own where none is gi
   CHECK(sum.lhs->as<Binary>()->lhs->type == ScalarType::F64);
 }
 
+TEST_CASE("a speculative load reads back as one, and `speculative` may still name a value") {
+  Function function = parsed(R"(func f(global f32 x[N], global f32 y[N] (written); N: i64) {
+  parallel for i in [0, N) {
+    let speculative = speculative x[i + 1] + x[i]
+    y[i] = speculative * 2.0
+  }
+}
+)");
+  std::string printed = toString(function);
+  CHECK(contains(printed, "let speculative = speculative x[i + 1] + x[i]\n"));
+  CHECK(contains(printed, "y[i] = speculative * 2.0\n"));
+  const auto &loop = *function.body->as<For>();
+  const auto &let = *loop.body->as<LetStmt>();
+  const auto &sum = *let.value->as<Binary>();
+  CHECK(sum.lhs->as<Load>()->speculative);
+  CHECK_FALSE(sum.rhs->as<Load>()->speculative);
+}
+
 TEST_CASE("hand-written IR with kernels, reductions, user operators and checks reads as meant") {
   const std::string text = R"(// compiled for sizes where N >= 1 is true
 func f(global f32 x[N], global f32 y[N] (written); N: i64) bounds_checked {

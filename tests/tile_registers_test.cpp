@@ -297,6 +297,84 @@ TEST_CASE("unclamped_tiles=1: one tile for every block where the copies read sha
   }
 }
 
+TEST_CASE("unclamped_tiles=1 under bounds checks: copies past the ends load speculatively, are "
+          "staged, and raise no error of their own") {
+  auto loaded = test::loadFile(test::sourcePath("samples/matmul.loop"));
+  REQUIRE(loaded->program);
+  passes::PassChoices checked = test::withParameters({"register_tile=4", "unclamped_tiles=1"});
+  checked.boundsChecks = true;
+  test::PassTrace trace = test::tracePasses(*loaded->program, "matmul", checked);
+  // The copies' loads cannot fault, so no check keeps stage_shared away
+  // (it did: the unstaged tile then read past the ends, a false error at
+  // M = 1001), and the boxes serve them.
+  CHECK(contains(trace.after("tile_registers"), "speculative A[i.y0 + 1][k]"));
+  CHECK(contains(trace.after("tile_registers"), "speculative B[k][j.x1]"));
+  CHECK(contains(trace.after("stage_shared"), "A.shared"));
+  CHECK(!contains(trace.after("stage_shared"), "speculative"));
+  for (const char *depth : {"pipeline_depth=1", "pipeline_depth=2"}) {
+    CAPTURE(depth);
+    passes::PassChoices choices =
+        test::withParameters({"register_tile=4", depth, "unclamped_tiles=1"});
+    choices.boundsChecks = true;
+    test::checkGpuKernelsOnCpu(*loaded->program, "matmul",
+                               {{{"M", "65"}, {"N", "257"}, {"K", "33"}},
+                                {{"M", "130"}, {"N", "101"}, {"K", "70"}},
+                                {{"M", "7"}, {"N", "33"}, {"K", "0"}}},
+                               48, choices);
+  }
+
+  // Where stage_shared does not run (an index elsewhere not proven in
+  // range), the tile reads global memory at clamped indices.
+  auto gathered = test::loadText(R"(
+kernel mm(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N], D: out f32[M]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+  parfor i in 0..M {
+    D[i] = B[0][(i * 7) / 3];
+  }
+}
+)");
+  REQUIRE(gathered->program);
+  test::PassTrace unstaged = test::tracePasses(*gathered->program, "mm", checked);
+  CHECK(!contains(ir::toString(unstaged.function), ".shared"));
+  CHECK(contains(ir::toString(unstaged.function), "speculative B[k][j.x1]"));
+  test::checkGpuKernelsOnCpu(
+      *gathered->program, "mm",
+      {{{"M", "65"}, {"N", "160"}, {"K", "9"}}, {{"M", "33"}, {"N", "79"}, {"K", "3"}}}, 49,
+      checked);
+}
+
+TEST_CASE("unclamped_tiles=1 is declined where a copy past the ends could fault on what it "
+          "reads there") {
+  auto loaded = test::loadText(R"(
+kernel idiv(A: in i32[M][K], B: in i32[K][N], C: out i32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0, k in 0..K) A[i][k] / (B[k][j] * B[k][j] + 1);
+  }
+}
+)");
+  REQUIRE(loaded->program);
+  passes::Remarks remarks;
+  passes::PipelineOptions options;
+  options.choices = test::withParameters({"register_tile=4", "unclamped_tiles=1"});
+  options.remarks = &remarks;
+  REQUIRE(passes::runPipeline(
+      ir::lowerKernel(*loaded->program, *loaded->program->findKernel("idiv")), options));
+  std::vector<std::string> declined;
+  for (const passes::Remark &remark : remarks.inSourceOrder())
+    if (remark.pass == "tile_registers" && contains(remark.message, "unclamped_tiles=1"))
+      declined.push_back(remark.message);
+  REQUIRE(declined.size() == 1);
+  CHECK(declined[0] == "no tile for every block (unclamped_tiles=1): a copy past the ends would "
+                       "compute on what it reads there, and an integer division's divisor reads "
+                       "memory");
+  // The edge tile's clamps instead.
+  test::PassTrace trace = test::tracePasses(*loaded->program, "idiv", options.choices);
+  CHECK(contains(trace.after("tile_registers"), "min("));
+  CHECK(!contains(trace.after("tile_registers"), "speculative"));
+}
+
 TEST_CASE("an 8 x 8 tile reading global memory keeps one block per SM") {
   // cnn_conv's tiles read their input and filters from global memory (not
   // staged: stage_shared's remarks), with more operands in flight: at 128

@@ -228,7 +228,8 @@ llvm::Value *LlvmEmitter::saturatingMultiply(llvm::Value *lhs, llvm::Value *rhs)
 }
 
 llvm::Value *LlvmEmitter::elementAddress(const BufferInfo &buffer,
-                                         const std::vector<ir::Expr> &indices, SourceRange use) {
+                                         const std::vector<ir::Expr> &indices, SourceRange use,
+                                         IndexClamping clamping) {
   llvm::Value *base = lookupBuffer(buffer, use);
   if (indices.size() != buffer.shape.size()) {
     fail("code generation: '" + buffer.name + "' indexed with the wrong number of indices", use);
@@ -237,6 +238,15 @@ llvm::Value *LlvmEmitter::elementAddress(const BufferInfo &buffer,
   llvm::Value *offset = builder_.getInt64(0);
   for (size_t dim = 0; dim < indices.size(); ++dim) {
     llvm::Value *index = emitExprAs(*indices[dim], ScalarType::I64);
+    if (clamping == IndexClamping::IntoExtents) {
+      // Into [0, extent - 1]; an empty array's element 0 (readable bytes
+      // the engines give every array).
+      llvm::Value *last =
+          builder_.CreateSub(emitExprAs(*buffer.shape[dim], ScalarType::I64), builder_.getInt64(1));
+      index = builder_.CreateBinaryIntrinsic(
+          llvm::Intrinsic::smax, builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, index, last),
+          builder_.getInt64(0));
+    }
     if (dim == 0) {
       offset = index;
       continue;
@@ -272,6 +282,11 @@ llvm::Value *LlvmEmitter::emitExpr(const ir::ExprNode &expr) {
   }
   case ExprNode::Kind::Load: {
     auto &load = *expr.as<ir::Load>();
+    if (load.speculative)
+      return fromMemory(target_.emitLoad(*this, *load.buffer, memoryType(expr.type),
+                                         elementAddress(*load.buffer, load.indices, load.source,
+                                                        IndexClamping::IntoExtents)),
+                        expr.type);
     return emitAccess(&load, *load.buffer, load.indices, load.source, [&](llvm::Value *address) {
       return fromMemory(target_.emitLoad(*this, *load.buffer, memoryType(expr.type), address),
                         expr.type);

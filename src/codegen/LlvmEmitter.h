@@ -65,9 +65,11 @@ public:
                                   const std::function<void()> &emitUse);
   // lhs * rhs (non-negative i64), INT64_MAX where it would overflow.
   llvm::Value *saturatingMultiply(llvm::Value *lhs, llvm::Value *rhs);
-  // The address of buffer[indices] in row-major order.
+  // The address of buffer[indices] in row-major order; with IntoExtents,
+  // each index first clamped into [0, extent - 1] (a speculative load's).
+  enum class IndexClamping { None, IntoExtents };
   llvm::Value *elementAddress(const ir::BufferInfo &buffer, const std::vector<ir::Expr> &indices,
-                              SourceRange use);
+                              SourceRange use, IndexClamping clamping = IndexClamping::None);
   // Runs `access` on the address of buffer[indices] and returns what it
   // returns. With bounds checks on, an index outside its extent is a device
   // error (quoting the index and the extent) and the access is skipped: a

@@ -115,12 +115,18 @@ struct Var : ExprNode {
 
 struct Load : ExprNode {
   static constexpr Kind kKind = Kind::Load;
-  Load(Buffer buffer, std::vector<Expr> indices, SourceRange source = {})
+  Load(Buffer buffer, std::vector<Expr> indices, SourceRange source = {}, bool speculative = false)
       : ExprNode(kKind, buffer->element), buffer(std::move(buffer)), indices(std::move(indices)),
-        source(source) {}
+        source(source), speculative(speculative) {}
   const Buffer buffer;
   const std::vector<Expr> indices; // one per dimension
   const SourceRange source;        // the .loop access it came from
+  // A load made where its value may go unused (a register tile's copies past
+  // the arrays' ends, computed and not stored): an index out of range gives
+  // an unspecified value, never a fault or a bounds error. The code
+  // generator clamps its indices into the array; shared staging reads it
+  // from a box like any other. Printed `speculative A[i][k]`.
+  const bool speculative;
 };
 
 enum class UnaryOpKind : uint8_t { Neg, Not };

@@ -449,7 +449,7 @@ private:
       std::vector<Expr> indices;
       for (const Expr &index : load.indices)
         indices.push_back(typed(index, std::nullopt));
-      return std::make_shared<Load>(load.buffer, std::move(indices), load.source);
+      return std::make_shared<Load>(load.buffer, std::move(indices), load.source, load.speculative);
     }
     case ExprNode::Kind::Unary: {
       const auto &unary = *expr->as<Unary>();
@@ -617,6 +617,22 @@ private:
     fail(token, "expected an expression, found " + describeToken(token));
   }
 
+  // An element of the buffer `token` names, its indices next.
+  Expr parseLoad(const Token &token, bool speculative) {
+    Buffer buffer = bufferNamed(token.text);
+    std::vector<Expr> indices;
+    while (isAttached("[")) {
+      take();
+      indices.push_back(parseExpr(1));
+      expectSymbol("]");
+    }
+    if (indices.size() != buffer->shape.size())
+      fail(token, "'" + token.text + "' has " + std::to_string(buffer->shape.size()) +
+                      " dimensions, indexed by " + std::to_string(indices.size()));
+    return locate(std::make_shared<Load>(buffer, std::move(indices), rangeAt(token), speculative),
+                  token);
+  }
+
   Expr parseNamed() {
     const Token &token = take();
     const std::string &name = token.text;
@@ -624,20 +640,14 @@ private:
       return parseCall(token);
     if (name == "true" || name == "false")
       return std::make_shared<BoolImm>(name == "true");
+    // `speculative A[i]` (ir::Load::speculative): the word, then a buffer.
+    if (name == "speculative" && peek().kind == TokenKind::Name && bufferNamed(peek().text))
+      return parseLoad(take(), true);
     if (std::optional<ScalarType> type = varType(name))
       return std::make_shared<Var>(*type, name);
-    if (Buffer buffer = bufferNamed(name)) {
-      std::vector<Expr> indices;
-      while (isAttached("[")) {
-        take();
-        indices.push_back(parseExpr(1));
-        expectSymbol("]");
-      }
-      if (indices.size() != buffer->shape.size())
-        fail(token, "'" + name + "' has " + std::to_string(buffer->shape.size()) +
-                        " dimensions, indexed by " + std::to_string(indices.size()));
-      return locate(std::make_shared<Load>(buffer, std::move(indices), rangeAt(token)), token);
-    }
+    if (bufferNamed(name))
+      return parseLoad(token, false);
+
     // inf and nan, as std::to_chars writes them: `inf`, `inf_f64`.
     for (std::string_view special : {"inf", "nan"})
       if (name == special || name.starts_with(std::string(special) + "_")) {

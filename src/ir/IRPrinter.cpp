@@ -234,7 +234,7 @@ std::string exprText(const Expr &expr, bool typedByContext) {
     return expr->as<Var>()->name;
   case ExprNode::Kind::Load: {
     const auto &load = *expr->as<Load>();
-    return load.buffer->name + indexText(load.indices);
+    return (load.speculative ? "speculative " : "") + load.buffer->name + indexText(load.indices);
   }
   case ExprNode::Kind::Unary: {
     const auto &unary = *expr->as<Unary>();

@@ -256,7 +256,7 @@ Expr IRMutator::visitLoad(const Load &node, const Expr &self) {
   std::vector<Expr> indices;
   if (!mutateAll(node.indices, indices))
     return self;
-  return std::make_shared<Load>(node.buffer, std::move(indices), node.source);
+  return std::make_shared<Load>(node.buffer, std::move(indices), node.source, node.speculative);
 }
 
 Expr IRMutator::visitUnary(const Unary &node, const Expr &self) {
@@ -674,7 +674,7 @@ Stmt retargetAccesses(const Stmt &stmt, const Buffer &from, const Buffer &to,
       const auto &load = *mutated->as<Load>();
       if (load.buffer != from_)
         return mutated;
-      return std::make_shared<Load>(to_, indices(load.indices), load.source);
+      return std::make_shared<Load>(to_, indices(load.indices), load.source, load.speculative);
     }
     Stmt visitStore(const Store &node, const Stmt &self) override {
       Stmt mutated = IRMutator::visitStore(node, self);
@@ -719,7 +719,8 @@ Stmt renameBindings(const Stmt &stmt, const std::string &suffix) {
     Expr visitLoad(const Load &node, const Expr &self) override {
       Expr mutated = IRMutator::visitLoad(node, self);
       const auto &load = *mutated->as<Load>();
-      return std::make_shared<Load>(buffer(load.buffer), load.indices, load.source);
+      return std::make_shared<Load>(buffer(load.buffer), load.indices, load.source,
+                                    load.speculative);
     }
     Stmt visitFor(const For &node, const Stmt &) override {
       Expr min = mutate(node.min), extent = mutate(node.extent);

@@ -325,9 +325,15 @@ private:
       std::vector<Expr> indices;
       bool changed = mutateAll(node.indices, indices);
       Buffer buffer = jammer_.bufferFor(node.buffer, copy_);
-      if (!changed && buffer == node.buffer)
+      // In the tile of every block, a copy past an array's end reads there
+      // and is not stored: its global loads are speculative (their indices
+      // clamped where stage_shared does not serve them from a box).
+      bool speculative = node.speculative ||
+                         (jammer_.speculativeCopies() && buffer->memory == MemorySpace::Global &&
+                          jammer_.depsOf(node.indices) != 0);
+      if (!changed && buffer == node.buffer && speculative == node.speculative)
         return self;
-      return std::make_shared<Load>(buffer, std::move(indices), node.source);
+      return std::make_shared<Load>(buffer, std::move(indices), node.source, speculative);
     }
 
   private:
@@ -351,6 +357,8 @@ private:
     const Jammer &jammer_;
   };
 
+  // Whether copies past the ends compute unguarded (TileKind::Unclamped).
+  bool speculativeCopies() const { return unclamped_ && guarded_; }
   DimMask depsOfName(const std::string &name) const {
     auto found = varDeps_.find(name);
     return found == varDeps_.end() ? 0 : found->second;
@@ -799,8 +807,9 @@ private:
         tiledWithLayout(small, blocks, threads, inner, lets, *guard, *guardedIndices);
     if (remarks_.enabled())
       remarks_.applied(source, describeTiles(small) + smallTiling.layout);
-    if (smallTiling.notGrouped)
-      remarks_.declined(source, *smallTiling.notGrouped);
+    for (const std::optional<std::string> &why : {smallTiling.notGrouped, smallTiling.notUnclamped})
+      if (why)
+        remarks_.declined(source, *why);
     Stmt tiled = smallTiling.nest;
     if (!bySize_)
       return tiled;
@@ -994,8 +1003,9 @@ private:
   // A nest tiled, and what its remarks say of the x copies' layout.
   struct Tiling {
     Stmt nest;
-    std::string layout;                    // "; j (grid x) copies 4 consecutive points ..."
-    std::optional<std::string> notGrouped; // why x copies stay a block width apart
+    std::string layout;                      // "; j (grid x) copies 4 consecutive points ..."
+    std::optional<std::string> notGrouped;   // why x copies stay a block width apart
+    std::optional<std::string> notUnclamped; // why unclamped_tiles=1 is declined
     // The nest as stage_shared stages it, where judging the layout took that.
     Stmt staged;
   };
@@ -1006,7 +1016,7 @@ private:
                          const std::vector<const For *> &threads, const Stmt &inner,
                          const std::vector<const LetStmt *> &lets, const IfThenElse &guard,
                          const std::map<std::string, GuardedIndex> &guardedIndices) const {
-    Tiling tiling{tiledNest(dims, blocks, threads, inner, guard, guardedIndices), "", {}, {}};
+    Tiling tiling{tiledNest(dims, blocks, threads, inner, guard, guardedIndices), "", {}, {}, {}};
     MappedDim *x = groupableX(dims, lets);
     if (!x)
       return tiling;
@@ -1022,9 +1032,57 @@ private:
     tiling.layout = "; " + dimensionName(*x) + " copies " + std::to_string(kGroupedCopies) +
                     " consecutive points a thread (its reads of shared memory 128-bit, "
                     "contiguous across a warp)";
-    if (parameters_.unclampedTiles)
-      withUnclampedTile(tiling, dims, blocks, threads, inner, guard, guardedIndices);
+    if (parameters_.unclampedTiles) {
+      if (std::optional<std::string> hazard = faultPastEnds(inner))
+        tiling.notUnclamped = "no tile for every block (unclamped_tiles=1): a copy past the "
+                              "ends would compute on what it reads there, and " +
+                              *hazard;
+      else
+        withUnclampedTile(tiling, dims, blocks, threads, inner, guard, guardedIndices);
+    }
     return tiling;
+  }
+
+  // What a copy past the arrays' ends, computing on the unspecified values
+  // its speculative loads give there, could do beyond computing a value
+  // nobody stores: divide by zero, fail a check, run a loop as long as such
+  // a value says, or index an array with it. Nothing where it cannot.
+  static std::optional<std::string> faultPastEnds(const Stmt &body) {
+    struct Hazards : IRVisitor {
+      std::optional<std::string> found;
+      std::set<std::string> readNames; // lets whose values read memory
+      bool readsMemory(const Expr &expr) const {
+        return !loadsIn(expr).empty() || usesAnyVar(expr, readNames);
+      }
+      void visitLetStmt(const LetStmt &node) override {
+        if (readsMemory(node.value))
+          readNames.insert(node.var);
+        IRVisitor::visitLetStmt(node);
+      }
+      void visitBinary(const Binary &node) override {
+        if (isInteger(node.type) &&
+            (node.op == BinaryOpKind::Div || node.op == BinaryOpKind::Rem) && readsMemory(node.rhs))
+          found = "an integer division's divisor reads memory";
+        IRVisitor::visitBinary(node);
+      }
+      void visitLoad(const Load &node) override {
+        if (std::ranges::any_of(node.indices,
+                                [&](const Expr &index) { return readsMemory(index); }))
+          found = "an index reads memory";
+        IRVisitor::visitLoad(node);
+      }
+      void visitCheck(const Check &node) override {
+        found = "the body checks a value at run time";
+        IRVisitor::visitCheck(node);
+      }
+      void visitFor(const For &node) override {
+        if (readsMemory(node.min) || readsMemory(node.extent))
+          found = "a loop's bounds read memory";
+        IRVisitor::visitFor(node);
+      }
+    } hazards;
+    hazards.visit(body);
+    return hazards.found;
   }
 
   // `tiling` as one tile for every block (TileKind::Unclamped) where its
