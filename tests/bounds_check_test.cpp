@@ -338,13 +338,49 @@ kernel gather(A: in f32[M][K], idx: in i32[K], B: in f32[K][N], C: out f32[M][N]
 )");
   auto explained = test::runLoopc("explain " + path + " --bounds-check --remarks");
   CHECK(explained.exitCode == 0);
-  CHECK(test::contains(explained.output, "remark: stage_shared: not run: an index it would move "
-                                         "out of the bounds checks' sight is not proven in range"));
+  CHECK(test::contains(explained.output,
+                       "remark: stage_shared: not staged: an index in this nest is not proven in "
+                       "range, and a box would read it unchecked"));
   CHECK(test::contains(explained.output, "remark: bounds_checks: index idx[k] of 'A' (dimension 1) "
                                          "checked at run time"));
   auto unchecked = test::runLoopc("explain " + path + " --remarks --unsafe");
-  CHECK(!test::contains(unchecked.output, "not run"));
+  CHECK(!test::contains(unchecked.output, "not staged: an index"));
   CHECK(!test::contains(unchecked.output, "bounds_checks"));
+
+  // Staging is decided nest by nest: beside the gather, a proven matmul is
+  // staged, and an index out of range in the gather is still reported.
+  std::string both = R"(
+kernel both(A: in f32[M][K], idx: in i32[K], B: in f32[K][N], C: out f32[M][N], D: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][idx[k]] * B[k][j];
+  }
+  parfor i in 0..M, j in 0..N {
+    D[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+)";
+  std::string bothPath = dir.file("both.loop", both);
+  auto staged = test::runLoopc("explain " + bothPath + " --bounds-check --remarks");
+  CHECK(test::contains(staged.output, "both.loop:3:10: remark: stage_shared: not staged: an index "
+                                      "in this nest is not proven in range"));
+  CHECK(test::contains(staged.output, "both.loop:7:52: remark: stage_shared: 'B' staged"));
+  // (random indices in [0, 16): some past K = 9)
+  auto outside = test::runLoopc("run " + bothPath +
+                                " --device gpu-on-cpu --set M=40 --set N=70 "
+                                "--set K=9 --kernel both");
+  CHECK(outside.exitCode != 0);
+  CHECK(test::contains(outside.output, "out of range for dimension 1 of 'A' (extent 9)"));
+
+  // A size compiled as its value is that constant in the arrays' extents
+  // too: proj's `e < E`, E = NH * HD, with NH = 16 in the loops, is in range
+  // of Wq's NH * HD columns, so its nest is staged.
+  auto attention = test::runLoopc(
+      "explain tests/programs/science/attn.loop --kernel block --bounds-check --remarks "
+      "--set T=2048 --set D=1024 --set NH=16 --set HD=64");
+  CHECK(attention.exitCode == 0);
+  CHECK(test::contains(attention.output, "specialize_sizes: NH = 16 is compiled as a constant"));
+  CHECK(!test::contains(attention.output, "of 'Wq' (dimension 1) checked at run time"));
+  CHECK(test::contains(attention.output, "remark: stage_shared: 'Wq' staged"));
 
   // A histogram's bin is at least 0 only where B is (B = 0 makes it -1).
   // Compiled for a run whose B is at least 1 (recorded as a size choice),

@@ -55,12 +55,13 @@ struct PassEntry {
   // What the verifier holds the IR to from this pass on.
   ir::VerifyOptions establishes = {};
   // Whether it replaces a program's array accesses (fusion computes an
-  // element where it was read) or moves them into buffers it makes (shared
-  // staging, transposed copies), whose accesses are not checked: a bounds
-  // check would then be lost. Under PassChoices::boundsChecks such a pass
-  // runs only on a function whose every index is proven in range
+  // element where it was read) or moves them into buffers it makes
+  // (transposed copies), whose accesses are not checked: a bounds check
+  // would then be lost. Under PassChoices::boundsChecks such a pass runs
+  // only on a function whose every index is proven in range
   // (BoundsProof.h). (privatize_combines checks the indices of the combines
-  // it sends to private copies against the program's arrays itself.)
+  // it sends to private copies against the program's arrays itself, and
+  // stage_shared stages only the nests whose indices are all proven.)
   bool hidesAccesses = false;
 };
 
@@ -187,16 +188,12 @@ const std::vector<PassEntry> &registry() {
                                      options.target == PipelineTarget::Cpu};
          return tileRegisters(std::move(f), options.choices.parameters, target, c.remarks);
        }},
-      {"stage_shared",
-       "tiles read by many threads staged in shared memory",
-       kGpuOnly,
+      {"stage_shared", "tiles read by many threads staged in shared memory", kGpuOnly,
        PassRole::Optimization,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
          return stageShared(std::move(f), c.options.choices.parameters, c.remarks,
                             c.options.computeCapability);
-       },
-       {},
-       true},
+       }},
       // The accesses left uncoalesced by map_to_gpu's choice of x, once
       // stage_shared has read a transpose's columns through shared memory.
       {"map_to_gpu", "", kGpuOnly, PassRole::Inspection,

@@ -64,6 +64,12 @@
 // element. A staged load reads its box at the index minus the origin, with
 // the index's constant term added last, so the rows of a thread's copies are
 // one offset plus constants that LLVM folds into the loads' addresses.
+//
+// Under bounds checks, a nest is staged only where every index in it is
+// proven in range: a box's fill reads no element outside the array, so an
+// index out of range would read a zero where its check reported the error.
+// Nests with an index left checked keep their global reads (and say so);
+// the others are staged as without checks.
 #include "passes/Passes.h"
 
 #include "ir/IRPrinter.h"
@@ -71,6 +77,7 @@
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/ArrayUses.h"
 #include "passes/analysis/BlockCooperation.h"
+#include "passes/analysis/BoundsProof.h"
 #include "passes/analysis/IndexRange.h"
 #include "passes/lowering/AsyncFills.h"
 #include "passes/lowering/ReductionTrees.h"
@@ -1229,9 +1236,10 @@ private:
 
 class SharedStager : public IRMutator {
 public:
-  SharedStager(const PassParameters &parameters, const RemarkReporter &remarks,
-               int computeCapability)
-      : parameters_(parameters), remarks_(remarks), computeCapability_(computeCapability) {}
+  SharedStager(const Function &function, const PassParameters &parameters,
+               const RemarkReporter &remarks, int computeCapability)
+      : reorderable_(function), parameters_(parameters), remarks_(remarks),
+        computeCapability_(computeCapability) {}
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -1263,6 +1271,13 @@ private:
     NestStager stager(threads, written, loadsDownColumns(nest, threads), parameters_, remarks_,
                       sharedNames_, computeCapability_);
     std::optional<Stmt> staged = stager.stage(inner);
+    if (staged && !reorderable_.allowed(nest)) {
+      remarks_.declined(
+          outer.source,
+          "not staged: an index in this nest is not proven in range, and a box "
+          "would read it unchecked (`loopc explain --remarks` lists the checks kept)");
+      return nest;
+    }
     for (const NestStager::Verdict &verdict : stager.verdicts()) {
       if (verdict.staged)
         remarks_.applied(verdict.where, verdict.message);
@@ -1283,6 +1298,7 @@ private:
     return body;
   }
 
+  const ReorderableAccesses reorderable_; // under bounds checks, the nests proven in range
   const PassParameters &parameters_;
   const RemarkReporter &remarks_;
   std::set<std::string> sharedNames_;
@@ -1293,7 +1309,8 @@ private:
 
 Function stageShared(Function function, const PassParameters &parameters,
                      const RemarkReporter &remarks, int computeCapability) {
-  function.body = SharedStager(parameters, remarks, computeCapability).mutate(function.body);
+  function.body =
+      SharedStager(function, parameters, remarks, computeCapability).mutate(function.body);
   return function;
 }
 

@@ -149,8 +149,17 @@ public:
     for (const KernelFunc &kernel : function.kernels)
       addSizes(kernel.buffers);
     // The code serves only runs whose sizes decide these as they came out.
-    for (const Function::SizeChoice &choice : function.sizeChoices)
+    for (const Function::SizeChoice &choice : function.sizeChoices) {
       addConditionFacts(choice.condition, choice.holds);
+      // A size compiled as its value (specialize_sizes) is that constant
+      // inside products too: an extent `NH * HD` with NH = 16 is the
+      // linear 16 * HD that the loops, rewritten with the value, bound.
+      const auto *equal = choice.condition->as<Binary>();
+      if (choice.holds && equal && equal->op == BinaryOpKind::Eq)
+        if (const auto *name = equal->lhs->as<Var>())
+          if (const auto *value = equal->rhs->as<IntImm>())
+            fixedSizes_[name->name] = value->value;
+    }
     for (const KernelFunc &kernel : function.kernels)
       kernels_[kernel.name] = &kernel;
   }
@@ -590,6 +599,8 @@ private:
     if (auto *var = expr->as<Var>()) {
       if (auto let = lets_.find(var->name); let != lets_.end())
         return let->second;
+      if (auto fixed = fixedSizes_.find(var->name); fixed != fixedSizes_.end())
+        return constantForm(fixed->second);
       return atomForm(expr);
     }
     if (auto *cast = expr->as<Cast>();
@@ -994,9 +1005,10 @@ private:
   const std::vector<SourceRange> &uncheckedRegions_;
   const Stmt &body_; // the body proven, which the proofs are recorded by
   std::set<std::string> sizes_;
-  std::map<std::string, int> depth_;       // enclosing loop variables
-  std::map<std::string, LinearForm> lets_; // enclosing lets with linear values
-  std::vector<LinearForm> facts_;          // each >= 0 here
+  std::map<std::string, int64_t> fixedSizes_; // sizes the code is compiled for the value of
+  std::map<std::string, int> depth_;          // enclosing loop variables
+  std::map<std::string, LinearForm> lets_;    // enclosing lets with linear values
+  std::vector<LinearForm> facts_;             // each >= 0 here
   // Float comparisons that hold here, (a, b) for a >= b (printed).
   std::vector<std::pair<std::string, std::string>> floatFacts_;
   std::map<std::string, Expr> floatLets_;  // enclosing lets of float values
