@@ -167,7 +167,8 @@ public:
   // What holds at the launches of a kernel, about its scalars (`launches`,
   // filled while visiting the host code), taken as facts for its body.
   void assumeLaunchContext(const LaunchContext &context) {
-    facts_.insert(facts_.end(), context.facts.begin(), context.facts.end());
+    for (const LinearForm &fact : context.facts)
+      addFact(fact);
     clamps_.insert(context.clamps.begin(), context.clamps.end());
     quotients_.insert(context.quotients.begin(), context.quotients.end());
     signedByOperands_.insert(context.signedByOperands.begin(), context.signedByOperands.end());
@@ -223,20 +224,28 @@ protected:
     depth_[var] = static_cast<int>(depth_.size()) + 1;
     LinearForm value = atomForm(makeVar(min->type, var));
     if (first) {
-      facts_.push_back(value.plus(*first, -1)); // var - min >= 0
-      if (count)                                // min + extent - 1 - var >= 0
-        facts_.push_back(first->plus(*count, 1).plus(value, -1).plus(constantForm(1), -1));
+      addFact(value.plus(*first, -1)); // var - min >= 0
+      if (count)                       // min + extent - 1 - var >= 0
+        addFact(first->plus(*count, 1).plus(value, -1).plus(constantForm(1), -1));
     }
   }
 
   // Where the facts stand, to go back to when leaving a scope.
   struct FactsMark {
     size_t linear, floats;
+    uint64_t version;
   };
-  FactsMark mark() const { return {facts_.size(), floatFacts_.size()}; }
+  FactsMark mark() const { return {facts_.size(), floatFacts_.size(), factsVersion_}; }
   void restore(FactsMark mark) {
     facts_.resize(mark.linear);
     floatFacts_.resize(mark.floats);
+    factsVersion_ = mark.version; // the facts are again those it had
+  }
+
+  // A fact from here on, until the scope's restore(): the facts are new.
+  void addFact(LinearForm fact) {
+    facts_.push_back(std::move(fact));
+    factsVersion_ = ++lastFactsVersion_;
   }
 
   // A float comparison that holds (`holds`: else it fails, which says
@@ -250,10 +259,12 @@ protected:
     case BinaryOpKind::Ge:
     case BinaryOpKind::Gt:
       floatFacts_.emplace_back(toString(comparison.lhs), toString(comparison.rhs));
+      factsVersion_ = ++lastFactsVersion_;
       break;
     case BinaryOpKind::Le:
     case BinaryOpKind::Lt:
       floatFacts_.emplace_back(toString(comparison.rhs), toString(comparison.lhs));
+      factsVersion_ = ++lastFactsVersion_;
       break;
     default:
       break;
@@ -556,6 +567,18 @@ private:
   // in which the search tries facts and atoms' definitions matters little,
   // within kProofSteps in all.
   bool proves(const LinearForm &r) const {
+    // The same goal under the same facts and atoms (a register tile's
+    // copies, an index and its neighbour's) comes out as before.
+    std::string goal = "v" + std::to_string(factsVersion_) + " d" + std::to_string(depth_.size()) +
+                       " a" +
+                       std::to_string(clamps_.size() + quotients_.size() +
+                                      signedByOperands_.size() + floatCasts_.size()) +
+                       " " + goalKey(r);
+    if (auto known = proofs_.find(goal); known != proofs_.end())
+      return known->second;
+    return proofs_[goal] = search(r);
+  }
+  bool search(const LinearForm &r) const {
     // Atoms defined since the last search may prove what it could not.
     searched_.clear();
     int steps = kProofSteps;
@@ -712,20 +735,20 @@ private:
     }
     switch (op) {
     case BinaryOpKind::Lt: // rhs - lhs - 1 >= 0
-      facts_.push_back(difference.scaled(-1).plus(one, -1));
+      addFact(difference.scaled(-1).plus(one, -1));
       break;
     case BinaryOpKind::Le:
-      facts_.push_back(difference.scaled(-1));
+      addFact(difference.scaled(-1));
       break;
     case BinaryOpKind::Gt:
-      facts_.push_back(difference.plus(one, -1));
+      addFact(difference.plus(one, -1));
       break;
     case BinaryOpKind::Ge:
-      facts_.push_back(difference);
+      addFact(difference);
       break;
     case BinaryOpKind::Eq:
-      facts_.push_back(difference);
-      facts_.push_back(difference.scaled(-1));
+      addFact(difference);
+      addFact(difference.scaled(-1));
       break;
     default:
       break;
@@ -1019,6 +1042,10 @@ private:
   // or the largest depth left at which they were not proven.
   static constexpr int kProvenGoal = std::numeric_limits<int>::max();
   mutable std::unordered_map<std::string, int> searched_;
+  // Whole proofs by goal and the state they were searched in (proves);
+  // each state of the facts has its own version.
+  mutable std::unordered_map<std::string, bool> proofs_;
+  uint64_t factsVersion_ = 0, lastFactsVersion_ = 0;
   std::map<std::string, Clamp> clamps_;       // min and max atoms
   std::map<std::string, Quotient> quotients_; // atoms e / c, c a constant above 1
   // Atoms a * b (neither a constant) and a / b.
