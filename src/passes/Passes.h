@@ -118,8 +118,12 @@ ir::Function jamSerialChains(ir::Function function, const RemarkReporter &remark
 ir::Function promoteInvariantElements(ir::Function function, const RemarkReporter &remarks = {});
 
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
-// The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp).
-ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTarget::Gpu);
+// The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp). With the
+// run's sizes, short loops are mapped too where the others leave the GPU's
+// `multiprocessors` idle (a size choice).
+ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTarget::Gpu,
+                      const std::map<std::string, int64_t> &runSizes = {},
+                      int multiprocessors = 132, const RemarkReporter &remarks = {});
 
 // Reduce nodes to serial accumulations or block tree reductions
 // (lower_reductions.cpp).

@@ -158,7 +158,8 @@ const std::vector<PassEntry> &registry() {
       {"map_to_gpu", "each top-level parfor nest on blocks and threads, with bounds guards",
        kBothTargets, PassRole::Required,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
-         return mapToGpu(std::move(f), c.options.target);
+         return mapToGpu(std::move(f), c.options.target, c.options.runSizes,
+                         c.options.multiprocessors, c.remarks);
        }},
       {"unroll_around_reductions", "short serial loops around reductions unrolled", kBothTargets,
        PassRole::Optimization, quiet(unrollAroundReductions)},

@@ -5,7 +5,9 @@
 // with a guard `if (v < min + extent)` for the last, partial block. Loops that
 // cannot be mapped (their bounds depend on another loop of the nest, or they
 // are short: a constant trip count, or one bounded by a constant, under 16) run serially inside
-// each thread, as do parfors nested in the body.
+// each thread, as do parfors nested in the body; a short loop of 4 or more
+// iterations is mapped too where the run's sizes leave the other loops too
+// few points to fill the GPU.
 //
 // The x dimension is chosen for coalescing: consecutive threads of a warp
 // differ in their x index, so x goes to the loop along which the most global
@@ -18,6 +20,7 @@
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
+#include "passes/Remarks.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/Evaluate.h"
 
@@ -49,6 +52,15 @@ const int64_t kCpuWideRange = 256 * 16; // 16 blocks of 256: a core each on 16 c
 
 // A trip count this short (at most) wastes a block dimension.
 const int64_t kShortLoop = 16;
+// ...unless the other loops leave the GPU idle: then a short loop of at
+// least this many iterations is mapped too (a softmax over each of 12
+// heads' rows: the heads multiply 1024 rows' threads by 12), never as x.
+// Narrower ones (a padded border's 1 or 2 columns, RGB's 3 channels) would
+// leave most of their threads idle, and stay in the thread.
+const int64_t kShortLoopWorthMapping = 4;
+// Threads a GPU holds at once per SM: below this many points per SM, the
+// mapped loops leave it idle.
+const int64_t kResidentThreadsPerSM = 2048;
 
 // `min + offset`, without the addition when min is zero (the common case).
 Expr offsetFrom(const Expr &min, Expr offset) {
@@ -58,7 +70,12 @@ Expr offsetFrom(const Expr &min, Expr offset) {
 
 class GpuMapper : public IRMutator {
 public:
-  explicit GpuMapper(PipelineTarget target) : target_(target) {}
+  GpuMapper(PipelineTarget target, const std::map<std::string, int64_t> &runSizes,
+            int multiprocessors, const RemarkReporter &remarks)
+      : target_(target), runSizes_(runSizes), multiprocessors_(multiprocessors), remarks_(remarks) {
+  }
+
+  std::vector<Function::SizeChoice> takeSizeChoices() { return std::move(sizeChoices_); }
 
 protected:
   Stmt visitFor(const For &node, const Stmt &self) override {
@@ -105,6 +122,8 @@ private:
     std::rotate(candidates.begin(), x, x + 1);
     std::vector<const For *> mapped(candidates.begin(),
                                     candidates.begin() + std::min<size_t>(candidates.size(), 3));
+    if (target_ == PipelineTarget::Gpu)
+      mapShortLoopsWhereIdle(chain, hoistable, isShort, mapped);
     // Serial loops for the unmapped members of the chain, in their order,
     // around the body (whose own parfors run serially in the thread).
     Stmt body = serializeParallelLoops(chain.back()->body);
@@ -170,13 +189,68 @@ private:
     return body;
   }
 
+  // Adds to `mapped` (as y or z) the short loops of `chain` worth mapping
+  // where, at the run's sizes, the loops mapped so far give fewer points
+  // than the GPU holds threads; the choice is a size choice of the function.
+  // Without the run's sizes (`loopc compile`) the short loops stay serial.
+  void mapShortLoopsWhereIdle(const std::vector<const For *> &chain,
+                              const std::function<bool(const For *)> &hoistable,
+                              const std::function<bool(const For *)> &isShort,
+                              std::vector<const For *> &mapped) {
+    std::vector<const For *> worthMapping;
+    for (size_t i = chain.size(); i-- > 0;) {
+      std::optional<int64_t> ceiling = constantCeiling(chain[i]->extent);
+      if (hoistable(chain[i]) && isShort(chain[i]) && ceiling &&
+          *ceiling >= kShortLoopWorthMapping && std::ranges::find(mapped, chain[i]) == mapped.end())
+        worthMapping.push_back(chain[i]);
+    }
+    if (worthMapping.empty() || mapped.empty() || mapped.size() == 3 || runSizes_.empty())
+      return;
+    Expr points;
+    for (const For *loop : mapped) {
+      Expr extent = makeBinary(BinaryOpKind::Max, toI64(loop->extent), makeI64(0));
+      points = points ? makeBinary(BinaryOpKind::Mul, points, extent) : extent;
+    }
+    std::optional<int64_t> value = evaluateInteger(*points, runSizes_);
+    if (!value)
+      return;
+    int64_t filling = kResidentThreadsPerSM * multiprocessors_;
+    bool idle = *value < filling;
+    sizeChoices_.push_back({makeBinary(BinaryOpKind::Lt, points, makeI64(filling)), idle});
+    if (!idle)
+      return;
+    for (const For *loop : worthMapping) {
+      if (mapped.size() == 3)
+        break;
+      mapped.push_back(loop);
+      // (A loop a pass made, a fill's, has no name in the program.)
+      std::string what = isPassMadeName(loop->var)
+                             ? std::string("a loop")
+                             : "the loop over '" + remarks_.programName(loop->var) + "'";
+      remarks_.applied(loop->source,
+                       what + " of at most " + std::to_string(*constantCeiling(loop->extent)) +
+                           " iterations mapped to the grid too: at these sizes the other loops "
+                           "give " +
+                           std::to_string(*value) + " points, fewer than the " +
+                           std::to_string(filling) + " threads the GPU holds at once");
+    }
+  }
+
   PipelineTarget target_;
+  const std::map<std::string, int64_t> &runSizes_;
+  int multiprocessors_;
+  const RemarkReporter &remarks_;
+  std::vector<Function::SizeChoice> sizeChoices_;
 };
 
 } // namespace
 
-Function mapToGpu(Function function, PipelineTarget target) {
-  function.body = GpuMapper(target).mutate(function.body);
+Function mapToGpu(Function function, PipelineTarget target,
+                  const std::map<std::string, int64_t> &runSizes, int multiprocessors,
+                  const RemarkReporter &remarks) {
+  GpuMapper mapper(target, runSizes, multiprocessors, remarks);
+  function.body = mapper.mutate(function.body);
+  std::ranges::move(mapper.takeSizeChoices(), std::back_inserter(function.sizeChoices));
   return function;
 }
 
