@@ -693,6 +693,18 @@ kernel rows(x: in i32[R][C], f: out i64[R], l: out i64[R]) {
               {"N=1 R=1 C=1", "N=33 R=2 C=1000", "N=1000 R=3 C=70001", "N=100003 R=70 C=257"});
 }
 
+TEST_CASE("a scan with an operator that does not commute keeps the order: a forward fill") {
+  // Each position takes the last match at or before it; the GPU scans tiles
+  // of 8 consecutive points a lane, whose lanes' totals combine in order.
+  checkSource(R"(
+assoc fn last(a: i64, b: i64) -> i64 { return b != 0 ? b : a; }
+kernel forward_fill(x: in i32[N], y: out i64[N]) {
+  scan(last, 0, i in 0..N) y[i] = x[i] % 23 == 5 ? i + 1 : 0;
+}
+)",
+              {"N=1", "N=7", "N=2047", "N=2049", "N=100003", "N=600001"});
+}
+
 TEST_CASE("combine: every operator into arrays and scalar results, from 1-D and 2-D parfors") {
   checkSource(R"(
 assoc fn larger_magnitude(a: f32, b: f32) -> f32 { return max(abs(a), abs(b)); }

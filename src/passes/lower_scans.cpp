@@ -9,10 +9,12 @@
 //   2. sums is scanned in place, by the same construction one level down;
 //   3. each chunk is scanned from the fold of the chunks before it
 //      (sums[c - 1]): on the CPU by one thread walking it (a parfor over the
-//      chunks); on the GPU by a block, tile by tile of 256 consecutive
-//      points, each tile scanned in shared memory (Hillis-Steele, 8 steps
-//      between two buffers) and the running fold carried from tile to tile,
-//      so every load and store of the chunk is coalesced.
+//      chunks); on the GPU by a block, tile by tile of 2048 consecutive
+//      points, each lane scanning 8 of them in a register and the lanes'
+//      totals scanned in shared memory (Hillis-Steele, 8 steps between two
+//      buffers), the running fold carried from tile to tile; the tile goes
+//      through shared memory, so every load and store of the chunk is
+//      coalesced.
 // A chunk holds at least one tile on the GPU (64 points on the CPU), and a
 // target's number of chunks is bounded: the GPU's by 4096 (blocks for every
 // SM, each scanning many tiles; the levels below then hold at most 16 and 1
@@ -34,8 +36,9 @@ using ir::Stmt;
 
 namespace {
 
-const int64_t kTile = 256; // points a GPU block scans at once, one a thread
-const int kLevels = 3;     // chunked levels; the one below runs in one thread
+const int64_t kTile = 256;     // lanes of a GPU block scanning a chunk
+const int64_t kLanePoints = 8; // consecutive points each lane scans in a tile
+const int kLevels = 3;         // chunked levels; the one below runs in one thread
 
 Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeI64(1))), b); }
 
@@ -94,7 +97,7 @@ private:
     }
     bool gpu = target_ == PipelineTarget::Gpu;
     int64_t maxChunks = gpu ? 4096 : 256;
-    int64_t minChunk = gpu ? kTile : 64;
+    int64_t minChunk = gpu ? kTile * kLanePoints : 64;
     Expr points = makeVar(ScalarType::I64, prefix + ".points");
     Expr size = makeVar(ScalarType::I64, prefix + ".size");
     Expr chunks = makeVar(ScalarType::I64, prefix + ".chunks");
@@ -179,31 +182,78 @@ private:
         scan.source);
   }
 
-  // Step 3 on the GPU: a block per chunk, a tile of kTile offsets at a time.
+  // Step 3 on the GPU: a block per chunk, a tile of kTile * kLanePoints
+  // consecutive offsets at a time. The block loads the tile into shared
+  // memory (coalesced: point r * kTile + lane for r < kLanePoints), each
+  // lane scans its kLanePoints consecutive points there in a register, the
+  // lanes' totals are scanned across the block (Hillis-Steele, 8 steps
+  // between two buffers), each lane folds the totals before it into its
+  // points, and the block stores the tile (coalesced again). A tile of one
+  // point a lane waited for 11 barriers per 256 points; this one waits for
+  // 13 per 2048.
   static Stmt blockScans(const Scan &scan, const std::string &prefix, const Expr &chunks,
                          const Expr &count, const Expr &carry,
                          const std::map<std::string, Expr> &atOffset) {
     ScalarType type = scan.target->element;
     std::string blockVar = prefix + ".chunk", threadVar = prefix + ".lane";
     std::string tileVar = prefix + ".tile", offsetVar = prefix + ".offset";
+    std::string rowVar = prefix + ".row", pointVar = prefix + ".point";
     Expr thread = makeVar(ScalarType::I64, threadVar);
     Expr offset = makeVar(ScalarType::I64, offsetVar);
+    Expr tileStart = mul(makeVar(ScalarType::I64, tileVar), makeI64(kTile * kLanePoints));
+    // The tile's points, lane by lane: point p of the tile at p + p / kLanePoints,
+    // a gap after each lane's points, so the lanes' reads of their k-th points
+    // fall in different banks.
+    Buffer points = makeBuffer(prefix + ".staged", type, {makeI64(kTile * (kLanePoints + 1))},
+                               MemorySpace::Shared);
+    auto slot = [](Expr point) { return add(point, div(point, makeI64(kLanePoints))); };
     Buffer tiles[2] = {makeBuffer(prefix + ".tile_a", type, {makeI64(kTile)}, MemorySpace::Shared),
                        makeBuffer(prefix + ".tile_b", type, {makeI64(kTile)}, MemorySpace::Shared)};
     Buffer folded = makeBuffer(prefix + ".carry", type, {makeI64(1)}, MemorySpace::Shared);
+    Buffer running = makeBuffer(prefix + ".running", type, {}, MemorySpace::Register);
     Expr inChunk = makeBinary(BinaryOpKind::Lt, offset, count);
     Expr firstThread = makeBinary(BinaryOpKind::Eq, thread, makeI64(0));
+    // `body` for each of the lane's rows of the tile, `offset` bound to its
+    // point's offset in the chunk (coalesced across the lanes).
+    auto eachRow = [&](Stmt body) {
+      Expr row = makeVar(ScalarType::I64, rowVar);
+      Expr point = add(mul(row, makeI64(kTile)), thread);
+      return std::make_shared<For>(
+          rowVar, makeI64(0), makeI64(kLanePoints), ForKind::Unrolled, 0,
+          std::make_shared<LetStmt>(
+              pointVar, point, std::make_shared<LetStmt>(offsetVar, add(tileStart, point), body)),
+          scan.source);
+    };
+    Expr rowSlot = slot(makeVar(ScalarType::I64, pointVar));
+    // `body` for each of the lane's own points, at `ownSlot`.
+    Expr laneSlots = mul(thread, makeI64(kLanePoints + 1));
+    Expr ownSlot = add(laneSlots, makeVar(ScalarType::I64, rowVar));
+    auto eachOwnPoint = [&](Stmt body) {
+      return std::make_shared<For>(rowVar, makeI64(0), makeI64(kLanePoints), ForKind::Unrolled, 0,
+                                   body, scan.source);
+    };
 
-    // The tile's points (the neutral element past the chunk's end)...
     std::vector<Stmt> steps;
-    steps.push_back(std::make_shared<IfThenElse>(
+    // The tile's points (the neutral element past the chunk's end).
+    steps.push_back(eachRow(std::make_shared<IfThenElse>(
         inChunk,
         appendAtTail(substitute(scan.valueSetup, atOffset),
-                     store(tiles[0], {thread}, substitute(scan.value, atOffset))),
-        store(tiles[0], {thread}, scan.neutral)));
+                     store(points, {rowSlot}, substitute(scan.value, atOffset))),
+        store(points, {rowSlot}, scan.neutral))));
     steps.push_back(std::make_shared<Barrier>());
-    // ... scanned in place: after the step of distance d, each position holds
-    // the fold of the 2d positions up to it.
+    // Each lane's points scanned in order; its total to the block's scan.
+    Expr own = load(points, {ownSlot});
+    steps.push_back(std::make_shared<Allocate>(
+        running,
+        makeBlock({store(running, {}, load(points, {laneSlots})),
+                   eachOwnPoint(std::make_shared<IfThenElse>(
+                       makeBinary(BinaryOpKind::Gt, makeVar(ScalarType::I64, rowVar), makeI64(0)),
+                       makeBlock({store(running, {}, applyOperator(scan.op, load(running), own)),
+                                  store(points, {ownSlot}, load(running))}))),
+                   store(tiles[0], {thread}, load(running))})));
+    steps.push_back(std::make_shared<Barrier>());
+    // The totals scanned in place: after the step of distance d, each
+    // position holds the fold of the 2d positions up to it.
     int from = 0;
     for (int64_t distance = 1; distance < kTile; distance *= 2, from = 1 - from) {
       Expr self = load(tiles[from], {thread});
@@ -215,30 +265,35 @@ private:
       steps.push_back(std::make_shared<Barrier>());
     }
     const Buffer &scanned = tiles[from];
-    // Each point's element, from the fold of everything before the tile.
-    Stmt write = storeElement(
-        scan, applyOperator(scan.op, load(folded, {makeI64(0)}), load(scanned, {thread})));
-    steps.push_back(std::make_shared<IfThenElse>(
-        inChunk, substitute(appendAtTail(scan.valueSetup, write), atOffset)));
+    // Each lane's points from the fold of everything before them: the
+    // chunk's before the tile, then the lanes' before this one.
+    Expr before = std::make_shared<Select>(firstThread, load(folded, {makeI64(0)}),
+                                           applyOperator(scan.op, load(folded, {makeI64(0)}),
+                                                         load(scanned, {sub(thread, makeI64(1))})));
+    steps.push_back(std::make_shared<LetStmt>(
+        prefix + ".before", before,
+        eachOwnPoint(store(points, {ownSlot},
+                           applyOperator(scan.op, makeVar(type, prefix + ".before"), own)))));
     steps.push_back(std::make_shared<Barrier>());
+    // The tile's elements written, as they were read.
+    Stmt write = storeElement(scan, load(points, {rowSlot}));
+    steps.push_back(eachRow(std::make_shared<IfThenElse>(
+        inChunk, substitute(appendAtTail(scan.valueSetup, write), atOffset))));
     steps.push_back(std::make_shared<IfThenElse>(
         firstThread, store(folded, {makeI64(0)},
                            applyOperator(scan.op, load(folded, {makeI64(0)}),
                                          load(scanned, {makeI64(kTile - 1)})))));
     steps.push_back(std::make_shared<Barrier>());
 
-    Stmt tileLoop = std::make_shared<For>(
-        tileVar, makeI64(0), ceilDiv(count, makeI64(kTile)), ForKind::Serial, 0,
-        std::make_shared<LetStmt>(
-            offsetVar, add(mul(makeVar(ScalarType::I64, tileVar), makeI64(kTile)), thread),
-            makeBlock(std::move(steps))),
-        scan.source);
+    Stmt tileLoop =
+        std::make_shared<For>(tileVar, makeI64(0), ceilDiv(count, makeI64(kTile * kLanePoints)),
+                              ForKind::Serial, 0, makeBlock(std::move(steps)), scan.source);
     Stmt threads = std::make_shared<For>(
         threadVar, makeI64(0), makeI64(kTile), ForKind::GpuThread, 0,
         makeBlock({std::make_shared<IfThenElse>(firstThread, store(folded, {makeI64(0)}, carry)),
-                   tileLoop}),
+                   std::make_shared<Barrier>(), tileLoop}),
         scan.source);
-    for (const Buffer &buffer : {tiles[0], tiles[1], folded})
+    for (const Buffer &buffer : {points, tiles[0], tiles[1], folded})
       threads = std::make_shared<Allocate>(buffer, threads);
     return std::make_shared<For>(blockVar, makeI64(0), chunks, ForKind::GpuBlock, 0, threads,
                                  scan.source);
