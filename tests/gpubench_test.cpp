@@ -115,6 +115,30 @@ TEST_CASE("report.py gives no ratio for a CPU run or for sizes the peer did not 
         std::string::npos);
 }
 
+TEST_CASE("report.py times a program against the peer's time for the same program") {
+  TempDir dir;
+  std::string sets = "T=1024 D=768 NH=12 HD=64";
+  std::string sizes = R"({"T":1024,"D":768,"NH":12,"HD":64})";
+  std::string tsv =
+      okCase("attention block", "block", sets, "torch_attention_block", sizes, 1.6, 2000.0, 50.0) +
+      okCase("attention block", "block", "T=17 D=48 NH=12 HD=4", "torch_attention_block",
+             R"({"T":17,"D":48,"NH":12,"HD":4})", 0.05, 7.0, 1.0);
+  std::string anchors =
+      readFile(sourcePath("tests/gpubench/h100_2026-11-22.jsonl")) +
+      R"json({"kind": "program", "op": "attention block T=1024 D=768 NH=12 HD=64 (torch)", "ms": 0.8})json" +
+      "\n";
+  CommandResult result =
+      runShell("python3 bench/gpu/report.py --loopc '" + dir.file("loopc.tsv", tsv) +
+               "' --anchors '" + dir.file("anchors.jsonl", anchors) + "'");
+  INFO(result.output);
+  REQUIRE(result.exitCode == 0);
+  // 0.8 ms against loopc's 1.6: 0.50; at other sizes the row has no ratio.
+  CHECK(rowWith(result.output, "attention block", "1024").find("| 0.800 ms | 0.800 | 0.50 |") !=
+        std::string::npos);
+  CHECK(rowWith(result.output, "attention block", "T = 17").find("(peer at ") != std::string::npos);
+  CHECK(rowWith(result.output, "attention block", "T = 17").find("| - | - |") != std::string::npos);
+}
+
 TEST_CASE("run.sh's cases all run at small sizes on the CPU JIT") {
   TempDir dir;
   CommandResult result =

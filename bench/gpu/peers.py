@@ -1,11 +1,13 @@
 """Peers for loopc's GPU cases that shared/anchors/gpu_anchors.py does not measure: torch's prefix sum and
 histograms, at the sizes bench/gpu/run.sh runs (2^28 f32 in [-1, 1)), torch.mv over 4 rows of 2^26,
-torch.var_mean over the rows of an 8192^2 matrix, and cuDNN's padded ("same") convolution, 64 -> 64
-channels. Same method as the anchors: CUDA
+torch.var_mean over the rows of an 8192^2 matrix, cuDNN's padded ("same") convolution, 64 -> 64
+channels, and torch's form of the attention block of tests/programs/science/attn.loop (f32, TF32 off).
+Same method as the anchors: CUDA
 events, warm-up, median of repeats; one JSON object per line, in the anchors' format, which run.sh appends
 to the anchors' output for report.py.
 """
 import json
+import math
 import statistics
 
 import torch
@@ -52,3 +54,27 @@ for hw, k in ((112, 3), (256, 3), (256, 5), (1024, 3)):
     t = bench(lambda: torch.nn.functional.conv2d(image, weights, padding=k // 2), repeat=10)
     emit(kind="conv", impl="cuDNN fp32 (same)", ch="64->64", hw=hw, k=k,
          tflops=round(2 * 64 * 64 * k * k * hw * hw / t / 1e12, 2))
+
+# The attention block of tests/programs/science/attn.loop (kernel block) as torch writes it: layer norm,
+# the three projections, causal softmax attention per head, the output projection and the residual.
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+T, D, NH, HD = 1024, 768, 12, 64
+X = torch.rand(T, D, device=dev) * 2 - 1
+gain, bias = torch.rand(D, device=dev), torch.rand(D, device=dev)
+Wq, Wk, Wv = (torch.rand(D, NH * HD, device=dev) * 2 - 1 for _ in range(3))
+Wo = torch.rand(NH * HD, D, device=dev) * 2 - 1
+causal = torch.ones(T, T, device=dev, dtype=torch.bool).triu(1)
+
+
+def attention_block():
+    xn = torch.nn.functional.layer_norm(X, (D,), gain, bias, eps=1e-5)
+    q, k, v = ((xn @ w).view(T, NH, HD).transpose(0, 1) for w in (Wq, Wk, Wv))
+    scores = (q @ k.transpose(1, 2)) / math.sqrt(HD)
+    weights = scores.masked_fill(causal, float("-inf")).softmax(-1)
+    heads = (weights @ v).transpose(0, 1).reshape(T, NH * HD)
+    return heads @ Wo + X
+
+
+t = bench(attention_block, repeat=10)
+emit(kind="program", op=f"attention block T={T} D={D} NH={NH} HD={HD} (torch)", ms=round(t * 1e3, 4))

@@ -132,6 +132,21 @@ def cudnn_channels(padding):
     return figure
 
 
+def program_time(label, op, required):
+    """A peer timed as a whole program (peers.py), at one size."""
+    def match(anchors, sizes, kernel):
+        row = anchors.find(kind="program", op=op)
+        if row is None:
+            return [PeerFigure(label, "not in the anchors' output")]
+        figure = f"{row['ms']:.3f} ms"
+        if any(sizes.get(name) != value for name, value in required.items()):
+            shown = sizes_text(" ".join(f"{name}={value}" for name, value in required.items()))
+            return [PeerFigure(label, figure, note=f"peer at {shown}")]
+        return [PeerFigure(label, figure, row["ms"] * 1e-3)]
+
+    return match
+
+
 N28 = 1 << 28
 FAMILIES = {
     "torch_dot": fixed_size_bandwidth("torch.dot", [("torch.dot 2^28 f32", 2 * N28 * 4)], {"N": N28}),
@@ -163,6 +178,9 @@ FAMILIES = {
     "cudnn_conv1": (cudnn_single_channel, COMPUTE),
     "cudnn_conv64": (cudnn_channels("valid"), COMPUTE),
     "cudnn_conv64_same": (cudnn_channels("same"), COMPUTE),
+    "torch_attention_block": (program_time(
+        "torch (layer_norm, matmuls, masked softmax)", "attention block T=1024 D=768 NH=12 HD=64 (torch)",
+        {"T": 1024, "D": 768, "NH": 12, "HD": 64}), COMPUTE),
 }
 
 

@@ -53,6 +53,8 @@ fi
 
 # name | sample | kernel | --set values | --set values with SMOKE=1 | peer
 #   [| further loopc options]
+# (sample: samples/SAMPLE.loop, or a path from the repository's root ending in
+# .loop: a program of tests/programs)
 # The peer names a family in report.py, which finds the peer's figure for the
 # case's sizes in the anchors' output. Cases with `--skip-pass` measure what
 # an optimization brings (the same case without it, in the same run), cases
@@ -141,6 +143,7 @@ cases=(
   "cnn_conv, copies 8 in flight|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=3|Ic=4 Oc=4 H=67 W=67 K=3|cudnn_conv64|--pass-param copies_in_flight=8"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=1024 W=1024 K=5|Ic=4 Oc=4 H=67 W=67 K=5|cudnn_conv64"
   "cnn_conv|cnn_conv|cnn_conv_valid|Ic=64 Oc=64 H=2048 W=2048 K=5|Ic=4 Oc=4 H=99 W=99 K=5|cudnn_conv64"
+  "attention block (layer norm, projections, causal softmax attention)|tests/programs/science/attn.loop|block|T=1024 D=768 NH=12 HD=64|T=17 D=48 NH=12 HD=4|torch_attention_block"
 )
 
 if [[ -n ${LOOPC_COMMIT:-} ]]; then
@@ -205,7 +208,9 @@ for entry in "${cases[@]}"; do
     status=skipped
     payload="not started: past the ${deadline}s deadline"
   else
-    command=("$loopc" bench "samples/$sample.loop" --kernel "$kernel" --device "$device"
+    file=samples/$sample.loop
+    [[ $sample == *.loop ]] && file=$sample
+    command=("$loopc" bench "$file" --kernel "$kernel" --device "$device"
       --repeat "$reps" --json "${set_args[@]}" "${option_args[@]}")
     echo "run.sh: ${command[*]}" >&2
     output=$(cd "$root" && timeout -k 5 "$limit" "${command[@]}" 2>"$results/case.err")
