@@ -695,7 +695,7 @@ kernel rows(x: in i32[R][C], f: out i64[R], l: out i64[R]) {
 
 TEST_CASE("a scan with an operator that does not commute keeps the order: a forward fill") {
   // Each position takes the last match at or before it; the GPU scans tiles
-  // of 8 consecutive points a lane, whose lanes' totals combine in order.
+  // of 4 consecutive points a lane, whose lanes' totals combine in order.
   checkSource(R"(
 assoc fn last(a: i64, b: i64) -> i64 { return b != 0 ? b : a; }
 kernel forward_fill(x: in i32[N], y: out i64[N]) {

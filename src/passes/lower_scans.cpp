@@ -9,8 +9,8 @@
 //   2. sums is scanned in place, by the same construction one level down;
 //   3. each chunk is scanned from the fold of the chunks before it
 //      (sums[c - 1]): on the CPU by one thread walking it (a parfor over the
-//      chunks); on the GPU by a block, tile by tile of 2048 consecutive
-//      points, each lane scanning 8 of them in a register and the lanes'
+//      chunks); on the GPU by a block, tile by tile of 1024 consecutive
+//      points, each lane scanning 4 of them in a register and the lanes'
 //      totals scanned in shared memory (Hillis-Steele, 8 steps between two
 //      buffers), the running fold carried from tile to tile; the tile goes
 //      through shared memory, so every load and store of the chunk is
@@ -37,7 +37,7 @@ using ir::Stmt;
 namespace {
 
 const int64_t kTile = 256;     // lanes of a GPU block scanning a chunk
-const int64_t kLanePoints = 8; // consecutive points each lane scans in a tile
+const int64_t kLanePoints = 4; // consecutive points each lane scans in a tile
 const int kLevels = 3;         // chunked levels; the one below runs in one thread
 
 Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeI64(1))), b); }
@@ -190,7 +190,8 @@ private:
   // between two buffers), each lane folds the totals before it into its
   // points, and the block stores the tile (coalesced again). A tile of one
   // point a lane waited for 11 barriers per 256 points; this one waits for
-  // 13 per 2048.
+  // 13 per 1024. (8 points a lane spilled a max scan's registers: ptxas,
+  // given 256 threads a block and no more, budgets 32 registers a thread.)
   static Stmt blockScans(const Scan &scan, const std::string &prefix, const Expr &chunks,
                          const Expr &count, const Expr &carry,
                          const std::map<std::string, Expr> &atOffset) {
