@@ -205,7 +205,7 @@ private:
     // The tile's points, lane by lane: point p of the tile at p + p / kLanePoints,
     // a gap after each lane's points, so the lanes' reads of their k-th points
     // fall in different banks.
-    Buffer points = makeBuffer(prefix + ".staged", type, {makeI64(kTile * (kLanePoints + 1))},
+    Buffer staged = makeBuffer(prefix + ".staged", type, {makeI64(kTile * (kLanePoints + 1))},
                                MemorySpace::Shared);
     auto slot = [](Expr point) { return add(point, div(point, makeI64(kLanePoints))); };
     Buffer tiles[2] = {makeBuffer(prefix + ".tile_a", type, {makeI64(kTile)}, MemorySpace::Shared),
@@ -226,12 +226,12 @@ private:
           scan.source);
     };
     Expr rowSlot = slot(makeVar(ScalarType::I64, pointVar));
-    // `body` for each of the lane's own points, at `ownSlot`.
+    // `body` for each of the lane's own points from its `first` on, at `ownSlot`.
     Expr laneSlots = mul(thread, makeI64(kLanePoints + 1));
     Expr ownSlot = add(laneSlots, makeVar(ScalarType::I64, rowVar));
-    auto eachOwnPoint = [&](Stmt body) {
-      return std::make_shared<For>(rowVar, makeI64(0), makeI64(kLanePoints), ForKind::Unrolled, 0,
-                                   body, scan.source);
+    auto eachOwnPoint = [&](int64_t first, Stmt body) {
+      return std::make_shared<For>(rowVar, makeI64(first), makeI64(kLanePoints - first),
+                                   ForKind::Unrolled, 0, body, scan.source);
     };
 
     std::vector<Stmt> steps;
@@ -239,18 +239,17 @@ private:
     steps.push_back(eachRow(std::make_shared<IfThenElse>(
         inChunk,
         appendAtTail(substitute(scan.valueSetup, atOffset),
-                     store(points, {rowSlot}, substitute(scan.value, atOffset))),
-        store(points, {rowSlot}, scan.neutral))));
+                     store(staged, {rowSlot}, substitute(scan.value, atOffset))),
+        store(staged, {rowSlot}, scan.neutral))));
     steps.push_back(std::make_shared<Barrier>());
     // Each lane's points scanned in order; its total to the block's scan.
-    Expr own = load(points, {ownSlot});
+    Expr own = load(staged, {ownSlot});
     steps.push_back(std::make_shared<Allocate>(
         running,
-        makeBlock({store(running, {}, load(points, {laneSlots})),
-                   eachOwnPoint(std::make_shared<IfThenElse>(
-                       makeBinary(BinaryOpKind::Gt, makeVar(ScalarType::I64, rowVar), makeI64(0)),
-                       makeBlock({store(running, {}, applyOperator(scan.op, load(running), own)),
-                                  store(points, {ownSlot}, load(running))}))),
+        makeBlock({store(running, {}, load(staged, {laneSlots})),
+                   eachOwnPoint(
+                       1, makeBlock({store(running, {}, applyOperator(scan.op, load(running), own)),
+                                     store(staged, {ownSlot}, load(running))})),
                    store(tiles[0], {thread}, load(running))})));
     steps.push_back(std::make_shared<Barrier>());
     // The totals scanned in place: after the step of distance d, each
@@ -273,11 +272,11 @@ private:
                                                          load(scanned, {sub(thread, makeI64(1))})));
     steps.push_back(std::make_shared<LetStmt>(
         prefix + ".before", before,
-        eachOwnPoint(store(points, {ownSlot},
-                           applyOperator(scan.op, makeVar(type, prefix + ".before"), own)))));
+        eachOwnPoint(0, store(staged, {ownSlot},
+                              applyOperator(scan.op, makeVar(type, prefix + ".before"), own)))));
     steps.push_back(std::make_shared<Barrier>());
     // The tile's elements written, as they were read.
-    Stmt write = storeElement(scan, load(points, {rowSlot}));
+    Stmt write = storeElement(scan, load(staged, {rowSlot}));
     steps.push_back(eachRow(std::make_shared<IfThenElse>(
         inChunk, substitute(appendAtTail(scan.valueSetup, write), atOffset))));
     steps.push_back(std::make_shared<IfThenElse>(
@@ -294,7 +293,7 @@ private:
         makeBlock({std::make_shared<IfThenElse>(firstThread, store(folded, {makeI64(0)}, carry)),
                    std::make_shared<Barrier>(), tileLoop}),
         scan.source);
-    for (const Buffer &buffer : {points, tiles[0], tiles[1], folded})
+    for (const Buffer &buffer : {staged, tiles[0], tiles[1], folded})
       threads = std::make_shared<Allocate>(buffer, threads);
     return std::make_shared<For>(blockVar, makeI64(0), chunks, ForKind::GpuBlock, 0, threads,
                                  scan.source);

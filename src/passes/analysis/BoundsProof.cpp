@@ -245,8 +245,9 @@ protected:
   // A fact from here on, until the scope's restore(): the facts are new.
   void addFact(LinearForm fact) {
     facts_.push_back(std::move(fact));
-    factsVersion_ = ++lastFactsVersion_;
+    factsChanged();
   }
+  void factsChanged() { factsVersion_ = ++lastFactsVersion_; }
 
   // A float comparison that holds (`holds`: else it fails, which says
   // nothing with NaNs about): `a >= b` or `a > b` as (a, b), in terms the
@@ -259,12 +260,12 @@ protected:
     case BinaryOpKind::Ge:
     case BinaryOpKind::Gt:
       floatFacts_.emplace_back(toString(comparison.lhs), toString(comparison.rhs));
-      factsVersion_ = ++lastFactsVersion_;
+      factsChanged();
       break;
     case BinaryOpKind::Le:
     case BinaryOpKind::Lt:
       floatFacts_.emplace_back(toString(comparison.rhs), toString(comparison.lhs));
-      factsVersion_ = ++lastFactsVersion_;
+      factsChanged();
       break;
     default:
       break;
