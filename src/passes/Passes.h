@@ -128,9 +128,10 @@ ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTar
 // Reduce nodes to serial accumulations or block tree reductions
 // (lower_reductions.cpp).
 // A tree over a user's operator that does not commute walks its range in
-// order: a warning.
+// order: a warning. Such a walk's grid on the GPU is sized in waves of its
+// `multiprocessors`.
 ir::Function lowerReductions(ir::Function function, PipelineTarget target,
-                             const RemarkReporter &remarks = {});
+                             int multiprocessors = 132, const RemarkReporter &remarks = {});
 
 // A CPU thread's serial min/max reduction of floats folds into vector lanes
 // (interleave_reductions.cpp).
@@ -144,7 +145,7 @@ ir::Function unrollAroundReductions(ir::Function function);
 // between them that can move) are lowered as one group: their loops run
 // once (fuse_sibling_reductions.cpp).
 ir::Function fuseSiblingReductions(ir::Function function, PipelineTarget target,
-                                   const RemarkReporter &remarks = {});
+                                   int multiprocessors = 132, const RemarkReporter &remarks = {});
 
 // Block tree reductions combine each warp's partials by register shuffles,
 // then the warps' totals after one barrier (combine_in_warps.cpp).

@@ -166,14 +166,16 @@ const std::vector<PassEntry> &registry() {
       {"fuse_sibling_reductions", "reductions over one range done in one pass", kBothTargets,
        PassRole::Optimization,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
-         return fuseSiblingReductions(std::move(f), c.options.target, c.remarks);
+         return fuseSiblingReductions(std::move(f), c.options.target, c.options.multiprocessors,
+                                      c.remarks);
        }},
       {"lower_reductions",
        "reductions become per-thread folds and block trees",
        kBothTargets,
        PassRole::Required,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
-         return lowerReductions(std::move(f), c.options.target, c.remarks);
+         return lowerReductions(std::move(f), c.options.target, c.options.multiprocessors,
+                                c.remarks);
        },
        {.reductionsLowered = true}},
       {"interleave_reductions", "serial folds LLVM keeps serial given lanes", kCpuOnly,

@@ -45,8 +45,8 @@ bool walksPassMadeLoops(const Reduce &reduce) {
 
 class SiblingFuser : public ReductionPlacement {
 public:
-  SiblingFuser(PipelineTarget target, const RemarkReporter &remarks)
-      : lowering_("fused.", target == PipelineTarget::Gpu), remarks_(remarks) {}
+  SiblingFuser(PipelineTarget target, int multiprocessors, const RemarkReporter &remarks)
+      : lowering_("fused.", target == PipelineTarget::Gpu, multiprocessors), remarks_(remarks) {}
 
 protected:
   Stmt visitBlock(const Block &node, const Stmt &self) override {
@@ -112,7 +112,7 @@ private:
     if (inHostCode())
       for (const Reduce *member : group.members)
         if (!commutes(member->op))
-          warnOrderedWalk(remarks_, *member);
+          lowering_.reportOrderedWalk(remarks_, *member);
   }
 
   ReductionGroupLowering lowering_;
@@ -121,9 +121,9 @@ private:
 
 } // namespace
 
-Function fuseSiblingReductions(Function function, PipelineTarget target,
+Function fuseSiblingReductions(Function function, PipelineTarget target, int multiprocessors,
                                const RemarkReporter &remarks) {
-  function.body = SiblingFuser(target, remarks).mutate(function.body);
+  function.body = SiblingFuser(target, multiprocessors, remarks).mutate(function.body);
   return function;
 }
 

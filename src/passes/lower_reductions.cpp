@@ -27,8 +27,8 @@ namespace {
 
 class ReductionLowerer : public ReductionPlacement {
 public:
-  ReductionLowerer(PipelineTarget target, const RemarkReporter &remarks)
-      : lowering_("", target == PipelineTarget::Gpu), remarks_(remarks) {}
+  ReductionLowerer(PipelineTarget target, int multiprocessors, const RemarkReporter &remarks)
+      : lowering_("", target == PipelineTarget::Gpu, multiprocessors), remarks_(remarks) {}
 
 protected:
   Stmt visitReduce(const Reduce &node, const Stmt &) override {
@@ -40,7 +40,7 @@ protected:
     parallelDepth_ -= tree;
     std::vector<GroupMember> group = {{&node, valueSetup, node.value}};
     if (tree && !commutes(node.op))
-      warnOrderedWalk(remarks_, node);
+      lowering_.reportOrderedWalk(remarks_, node);
     return tree ? lowering_.tree(group) : lowering_.serial(group);
   }
 
@@ -51,8 +51,9 @@ private:
 
 } // namespace
 
-Function lowerReductions(Function function, PipelineTarget target, const RemarkReporter &remarks) {
-  function.body = ReductionLowerer(target, remarks).mutate(function.body);
+Function lowerReductions(Function function, PipelineTarget target, int multiprocessors,
+                         const RemarkReporter &remarks) {
+  function.body = ReductionLowerer(target, multiprocessors, remarks).mutate(function.body);
   return function;
 }
 

@@ -32,6 +32,22 @@ constexpr int64_t kThreads = kReductionThreads;
 // block of 256 points (one a thread) paid for 25 ns of sums (a sum of 256000
 // floats at 0.38 ns a point, 0.10 at 64 points a thread).
 constexpr int64_t kPointsPerThreadGpu = 4;
+// On the GPU, a group whose operators do not all commute walks its range in
+// order, each thread a contiguous chunk of it. Read by the thread that folds
+// it, a chunk's elements reach a warp's 32 lanes 32 sectors apart: the
+// load/store unit, replaying every access once per sector, took sum_and_max
+// over 2^28 floats to 1.17 ms on an H100, 3x the time its bytes take. So the
+// chunks are walked a piece of kOrderedPiece points at a time: the block
+// computes the values of its threads' pieces with the lanes of a warp on 4
+// pieces' consecutive points (one sector each), hands them over in shared
+// memory, and each thread folds its own piece there, in order. Chunks are
+// whole pieces; a piece per thread is the least a thread walks.
+constexpr int64_t kOrderedPiece = 8;
+// Such a walk's grid is at most this many blocks per SM of the GPU: whole
+// waves where an SM holds 1, 2, 4, 8 or 16 of them, so that its blocks, each
+// walking equal chunks, end together; few partials for the second kernel,
+// which reads each thread's chunk of them in order, uncoalesced.
+constexpr int64_t kOrderedBlocksPerSM = 16;
 constexpr int64_t kPointsPerThreadCpu = 64;
 constexpr int64_t kMaxBlocksGpu = 16384;
 constexpr int64_t kMaxBlocksCpu = 1024;
@@ -66,6 +82,8 @@ Stmt accumulateInto(const std::vector<GroupMember> &group, size_t first,
         reductionStep(group[m].reduce->op, group[m].reduce->neutral, cells[m], group[m].value)));
   return serialLoops(*group.front().reduce, first, makeBlock(steps));
 }
+
+Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeI64(1))), b); }
 
 // A loop's extent as an i64 count of points: not negative.
 Expr nonNegative(const Expr &extent) {
@@ -244,37 +262,30 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
   }
   Expr threads = makeI64(kThreads);
 
-  // Kernel 1: per-thread strided partial folds, per-block trees, one partial
-  // per block and member.
+  // Kernel 1: per-thread partial folds, per-block trees, one partial per
+  // block and member.
+  // A user's operator keeps the range's order: each thread of the grid folds
+  // a contiguous chunk, and the trees pair neighbours.
+  bool inOrder = !std::ranges::all_of(
+      group, [](const GroupMember &member) { return commutes(member.reduce->op); });
+  bool inPieces = walksInPieces(first, inOrder);
   std::string gridVar = prefix + ".grid";
   Expr grid = makeVar(ScalarType::I64, gridVar);
-  int64_t pointsPerBlock = kThreads * (forGpu_ ? kPointsPerThreadGpu : kPointsPerThreadCpu);
+  int64_t pointsPerBlock = kThreads * (inPieces  ? kOrderedPiece
+                                       : forGpu_ ? kPointsPerThreadGpu
+                                                 : kPointsPerThreadCpu);
   Expr gridValue = makeBinary(
       BinaryOpKind::Max,
       makeBinary(BinaryOpKind::Min,
                  makeBinary(BinaryOpKind::Div,
                             makeBinary(BinaryOpKind::Add, extent, makeI64(pointsPerBlock - 1)),
                             makeI64(pointsPerBlock)),
-                 makeI64(forGpu_ ? kMaxBlocksGpu : kMaxBlocksCpu)),
+                 makeI64(inPieces  ? kOrderedBlocksPerSM * multiprocessors_
+                         : forGpu_ ? kMaxBlocksGpu
+                                   : kMaxBlocksCpu)),
       makeI64(1));
   Expr block = makeVar(ScalarType::I64, prefix + ".block");
   Expr thread = makeVar(ScalarType::I64, prefix + ".thread");
-  // A user's operator keeps the range's order: each thread of the grid folds
-  // a contiguous chunk, and the trees pair neighbours.
-  bool inOrder = !std::ranges::all_of(
-      group, [](const GroupMember &member) { return commutes(member.reduce->op); });
-  Expr gridThread =
-      makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, block, threads), thread);
-  ThreadWalk walk =
-      forGpu_ || inOrder
-          ? threadWalk(gridThread, makeBinary(BinaryOpKind::Mul, grid, threads), extent, inOrder)
-          : blockWalk(block, thread, grid, extent);
-  std::string stepVar = prefix + ".step";
-  Expr position =
-      makeBinary(BinaryOpKind::Add, walk.first,
-                 makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), walk.stride));
-  if (loopType != ScalarType::I64)
-    position = std::make_shared<Cast>(loopType, position);
 
   // Per member: its partials, its per-thread register and its tile (a
   // member's index in its names when there are several).
@@ -287,38 +298,59 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
     parts.push_back(makeBuffer(prefix + ".part" + suffix, element, {}, MemorySpace::Register));
     tiles.push_back(makeBuffer(prefix + ".tile" + suffix, element, {threads}, MemorySpace::Shared));
   }
-  std::vector<Stmt> shareStart, shareEnd, publish;
+  std::vector<Stmt> publish;
   std::vector<std::pair<ReduceOperator, Buffer>> halving;
   auto firstThreadDoes = [](const Expr &threadIndex, Stmt stmt) {
     return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, threadIndex, makeI64(0)),
                                         stmt);
   };
   for (size_t m = 0; m < group.size(); ++m) {
-    shareStart.push_back(store(parts[m], {}, group[m].reduce->neutral));
-    // The per-thread register goes to the tile before its scope ends, so no
-    // register value lives across a barrier.
-    shareEnd.push_back(store(tiles[m], {thread}, load(parts[m])));
     halving.push_back({group[m].reduce->op, tiles[m]});
     publish.push_back(
         firstThreadDoes(thread, store(partials[m], {block}, load(tiles[m], {makeI64(0)}))));
   }
-  std::vector<Stmt> share = shareStart;
-  if (walked > 1) {
-    share.push_back(
-        flatWalk(first, walked, walk, prefix, stepVar, accumulateInto(group, walked, parts)));
+  std::vector<Buffer> shared = tiles;
+  std::string chunkVar = prefix + ".chunk";
+  Stmt share;
+  if (inPieces) {
+    std::vector<Buffer> pieces;
+    share = orderedPieces(group, parts, tiles, block, thread, extent,
+                          makeVar(ScalarType::I64, chunkVar), prefix, pieces);
+    shared.insert(shared.end(), pieces.begin(), pieces.end());
   } else {
-    Stmt pointBody =
-        std::make_shared<LetStmt>(outer.var, makeBinary(BinaryOpKind::Add, outer.min, position),
-                                  accumulateInto(group, 1, parts));
-    share.push_back(std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
-                                          pointBody, first.source));
+    Expr gridThread =
+        makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, block, threads), thread);
+    ThreadWalk walk =
+        forGpu_ || inOrder
+            ? threadWalk(gridThread, makeBinary(BinaryOpKind::Mul, grid, threads), extent, inOrder)
+            : blockWalk(block, thread, grid, extent);
+    std::string stepVar = prefix + ".step";
+    std::vector<Stmt> steps;
+    for (size_t m = 0; m < group.size(); ++m)
+      steps.push_back(store(parts[m], {}, group[m].reduce->neutral));
+    if (walked > 1) {
+      steps.push_back(
+          flatWalk(first, walked, walk, prefix, stepVar, accumulateInto(group, walked, parts)));
+    } else {
+      Expr position =
+          makeBinary(BinaryOpKind::Add, walk.first,
+                     makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), walk.stride));
+      Stmt pointBody = std::make_shared<LetStmt>(
+          outer.var, makeBinary(BinaryOpKind::Add, outer.min, castTo(loopType, position)),
+          accumulateInto(group, 1, parts));
+      steps.push_back(std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
+                                            pointBody, first.source));
+    }
+    // The per-thread register goes to the tile before its scope ends, so no
+    // register value lives across a barrier.
+    for (size_t m = 0; m < group.size(); ++m)
+      steps.push_back(store(tiles[m], {thread}, load(parts[m])));
+    share = allocating(parts, makeBlock(steps));
   }
-  share.insert(share.end(), shareEnd.begin(), shareEnd.end());
-  std::vector<Stmt> kernel1Thread = {allocating(parts, makeBlock(share)),
-                                     std::make_shared<Barrier>()};
+  std::vector<Stmt> kernel1Thread = {share, std::make_shared<Barrier>()};
   kernel1Thread.push_back(treeHalving(halving, thread, inOrder));
   kernel1Thread.insert(kernel1Thread.end(), publish.begin(), publish.end());
-  Stmt kernel1 = gpuLoops(prefix + ".block", grid, prefix + ".thread", tiles,
+  Stmt kernel1 = gpuLoops(prefix + ".block", grid, prefix + ".thread", shared,
                           makeBlock(kernel1Thread), first.source);
 
   // Kernel 2: one block folds each member's partials into its accumulator.
@@ -359,8 +391,114 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
   Stmt kernel2 = gpuLoops(prefix2 + ".block", makeI64(1), prefix2 + ".thread", tiles2,
                           makeBlock(kernel2Thread), first.source);
 
-  return std::make_shared<LetStmt>(gridVar, gridValue,
-                                   allocating(partials, makeBlock({kernel1, kernel2})));
+  Stmt kernels = allocating(partials, makeBlock({kernel1, kernel2}));
+  if (inPieces) {
+    // Each thread's chunk: its share of the range, in whole pieces.
+    Expr piece = makeI64(kOrderedPiece);
+    Expr share = ceilDiv(extent, mul(grid, threads));
+    kernels = std::make_shared<LetStmt>(chunkVar, mul(ceilDiv(share, piece), piece), kernels);
+  }
+  return std::make_shared<LetStmt>(gridVar, gridValue, kernels);
+}
+
+bool ReductionGroupLowering::walksInPieces(const Reduce &first, bool inOrder) const {
+  return forGpu_ && inOrder && first.loops.size() == 1;
+}
+
+void ReductionGroupLowering::reportOrderedWalk(const RemarkReporter &remarks,
+                                               const Reduce &reduce) const {
+  if (!walksInPieces(reduce, true)) {
+    warnOrderedWalk(remarks, reduce);
+    return;
+  }
+  remarks.applied(reduce.source,
+                  "the operator '" + reduce.op.userName +
+                      "' does not commute, so this reduction is walked in order: each thread "
+                      "folds a contiguous chunk, " +
+                      std::to_string(kOrderedPiece) +
+                      " points at a time, which its block loads coalesced and hands over in "
+                      "shared memory; the partials combine neighbour by neighbour");
+}
+
+// The pieces' walk (kOrderedPiece): at each step, every thread's next piece
+// of kOrderedPiece points. In round r of the step, lane index q = r * 256 +
+// thread computes the values of point q % kOrderedPiece of thread q /
+// kOrderedPiece's piece (a warp: 4 pieces of 8 consecutive points) into
+// slot q of each member's piece buffer; after a barrier each thread folds
+// its own slots in order into its partial, which lives in its slot of the
+// member's tile from step to step, so that no register lives across a
+// barrier. The slots leave a gap after every 32, so that the lanes' stores
+// in a round and their reads of their k-th points fall in different banks.
+// Points past the range's end are neither computed nor folded.
+Stmt ReductionGroupLowering::orderedPieces(const std::vector<GroupMember> &group,
+                                           const std::vector<Buffer> &parts,
+                                           const std::vector<Buffer> &tiles, const Expr &block,
+                                           const Expr &thread, const Expr &extent,
+                                           const Expr &chunk, const std::string &prefix,
+                                           std::vector<Buffer> &pieces) {
+  const Reduce &first = *group.front().reduce;
+  const Reduce::Loop &loop = first.loops.front();
+  Expr piece = makeI64(kOrderedPiece);
+  Expr step = makeVar(ScalarType::I64, prefix + ".step");
+  Expr point = makeVar(ScalarType::I64, prefix + ".point");
+  Expr blockStart = mul(block, mul(makeI64(kThreads), chunk));
+  // The position in the range of point `offset` of `owner`'s piece.
+  auto position = [&](const Expr &owner, const Expr &offset) {
+    return add(add(blockStart, mul(owner, chunk)), add(mul(step, piece), offset));
+  };
+  auto slot = [](const Expr &index) { return add(index, div(index, makeI64(32))); };
+  for (size_t m = 0; m < group.size(); ++m)
+    pieces.push_back(makeBuffer(prefix + ".pieces" + (group.size() > 1 ? std::to_string(m) : ""),
+                                group[m].reduce->accumulator->element,
+                                {makeI64(kThreads * kOrderedPiece * 33 / 32)},
+                                MemorySpace::Shared));
+  Expr inRange = makeBinary(BinaryOpKind::Lt, point, extent);
+
+  std::string roundVar = prefix + ".round";
+  Expr round = makeVar(ScalarType::I64, roundVar);
+  Expr lane = add(mul(round, makeI64(kThreads)), thread);
+  Expr owner = add(mul(round, makeI64(kThreads / kOrderedPiece)), div(thread, piece));
+  std::vector<Stmt> values;
+  for (size_t m = 0; m < group.size(); ++m)
+    values.push_back(
+        appendAtTail(group[m].valueSetup, store(pieces[m], {slot(lane)}, group[m].value)));
+  Stmt atPoint = std::make_shared<LetStmt>(loop.var, add(loop.min, castTo(loop.min->type, point)),
+                                           makeBlock(values));
+  Stmt compute = std::make_shared<For>(
+      roundVar, makeI64(0), piece, ForKind::Unrolled, 0,
+      std::make_shared<LetStmt>(point->as<Var>()->name, position(owner, rem(thread, piece)),
+                                std::make_shared<IfThenElse>(inRange, atPoint)),
+      first.source);
+
+  std::string offsetVar = prefix + ".offset";
+  Expr offset = makeVar(ScalarType::I64, offsetVar);
+  std::vector<Stmt> folds, start, end;
+  for (size_t m = 0; m < group.size(); ++m) {
+    const Reduce &reduce = *group[m].reduce;
+    start.push_back(store(parts[m], {}, load(tiles[m], {thread})));
+    folds.push_back(reductionStep(reduce.op, reduce.neutral, parts[m],
+                                  load(pieces[m], {slot(add(mul(thread, piece), offset))})));
+    end.push_back(store(tiles[m], {thread}, load(parts[m])));
+  }
+  Stmt foldLoop = std::make_shared<For>(
+      offsetVar, makeI64(0), piece, ForKind::Unrolled, 0,
+      std::make_shared<LetStmt>(point->as<Var>()->name, position(thread, offset),
+                                std::make_shared<IfThenElse>(inRange, makeBlock(folds))),
+      first.source);
+  std::vector<Stmt> fold = start;
+  fold.push_back(foldLoop);
+  fold.insert(fold.end(), end.begin(), end.end());
+
+  Stmt steps = std::make_shared<For>(
+      step->as<Var>()->name, makeI64(0), div(chunk, piece), ForKind::Serial, 0,
+      makeBlock({compute, std::make_shared<Barrier>(), allocating(parts, makeBlock(fold)),
+                 std::make_shared<Barrier>()}),
+      first.source);
+  std::vector<Stmt> walk;
+  for (size_t m = 0; m < group.size(); ++m)
+    walk.push_back(store(tiles[m], {thread}, group[m].reduce->neutral));
+  walk.push_back(steps);
+  return makeBlock(walk);
 }
 
 // A thread's walk over the points of `reduce`'s first `loops` loops, taken

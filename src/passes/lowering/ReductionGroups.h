@@ -43,9 +43,10 @@ public:
   // Names made here start with `prefix` and a number, unique per instance.
   // For the GPU pipeline (`forGpu`), a tree's threads walk the points of its
   // leading rectangular loops as one range, and its grid has many waves of
-  // blocks (see tree).
-  ReductionGroupLowering(std::string prefix, bool forGpu)
-      : prefix_(std::move(prefix)), forGpu_(forGpu) {}
+  // blocks (see tree); an in-order walk's grid is sized in whole waves of
+  // the GPU's `multiprocessors` (kOrderedBlocksPerSM in ReductionGroups.cpp).
+  ReductionGroupLowering(std::string prefix, bool forGpu, int multiprocessors)
+      : prefix_(std::move(prefix)), forGpu_(forGpu), multiprocessors_(multiprocessors) {}
 
   // Inside a parallel loop (one thread's work): a serial loop nest folding
   // each member's values into a register accumulator, each stored back once.
@@ -69,16 +70,34 @@ public:
   // launch.
   ir::Stmt tree(const std::vector<GroupMember> &group);
 
+  // What tree does with `reduce`, whose operator does not commute: on the
+  // GPU, over one loop, a remark on its walk in pieces; otherwise
+  // warnOrderedWalk's warning.
+  void reportOrderedWalk(const RemarkReporter &remarks, const ir::Reduce &reduce) const;
+
 private:
+  // Whether tree walks a group in order, its first member `first`, in
+  // pieces (orderedPieces).
+  bool walksInPieces(const ir::Reduce &first, bool inOrder) const;
   // The two kernels of tree.
   ir::Stmt treeKernels(const std::vector<GroupMember> &group);
   std::string fresh(const std::string &base);
 
+  // A GPU thread's in-order walk of its contiguous chunk of a one-loop
+  // group's range, piece by piece through shared memory (kOrderedPiece in
+  // ReductionGroups.cpp), its partials left in `tiles`; `pieces` gets the
+  // shared buffers it uses.
+  ir::Stmt orderedPieces(const std::vector<GroupMember> &group,
+                         const std::vector<ir::Buffer> &parts, const std::vector<ir::Buffer> &tiles,
+                         const ir::Expr &block, const ir::Expr &thread, const ir::Expr &extent,
+                         const ir::Expr &chunk, const std::string &prefix,
+                         std::vector<ir::Buffer> &pieces);
   ir::Stmt flatWalk(const ir::Reduce &reduce, size_t loops, const ThreadWalk &walk,
                     const std::string &prefix, const std::string &stepVar, ir::Stmt pointBody);
 
   std::string prefix_;
   bool forGpu_;
+  int multiprocessors_;
   int counter_ = 0;
 };
 
