@@ -35,25 +35,37 @@ TEST_CASE("a histogram's bins get a copy per block: filled, combined into, merge
   REQUIRE(loaded->program);
   std::string after = test::aroundPass(*loaded->program, "histogram", "privatize_combines").second;
   // The host picks the private copy when the bins fit (24 KiB of i32) and
-  // the blocks' merges make no more atomics than the iterations.
+  // the blocks' merges make no more atomics than the iterations; 4 blocks
+  // an SM, 132 SMs.
   CHECK(contains(after, "  let i.iterations = 1 * max(N, 0)\n"
-                        "  let i.blocks = min((i.iterations + 255) / 256, 1024)\n"
+                        "  let i.blocks = min((i.iterations + 255) / 256, 528)\n"
                         "  if (1 * B <= 6144 && (0 + 1 * B) * i.blocks <= i.iterations) {\n"
                         "    gpu_block.x for i.block in [0, i.blocks) {\n"
                         "      shared i32 H.private[6144]\n"
                         "      gpu_thread.x for i.thread in [0, 256) {\n"));
   CHECK(contains(after, "H.private[i.fill] = 0\n"));
-  CHECK(contains(after, "let i = 0 + i.flat / 1\n"));
+  // A thread's rounds 4 at a time: x's loads first, for all four.
+  CHECK(contains(after, "register f32 i.loaded0[4]\n"
+                        "          unrolled for i.ahead in [0, 4) {\n"
+                        "            let i.flat = i.block * 256 + i.thread + (i.batch * 4 + i.ahead) "
+                        "* (i.blocks * 256)\n"
+                        "            if (i.flat < i.iterations) {\n"
+                        "              let i = 0 + i.flat / 1\n"
+                        "              i.loaded0[i.ahead] = x[i]\n"));
+  CHECK(contains(after, "if (select(i.loaded0[i.ahead] >= lo, i.loaded0[i.ahead] < hi, false)) {\n"));
   CHECK(contains(after, "atomic H.private[0 * B + bin] += 1\n"));
   CHECK(contains(after, "if (H.private.value != 0) {\n"
                         "            atomic H[i.merge] += H.private.value\n"));
   CHECK(contains(after, "  } else {\n    parallel for i in [0, N) {\n"));
 
-  // 40 blocks at N = 10007: 33 bins are privatized (1320 merges), 300 are not.
+  // 4 blocks on the one SM these tests assume: at N = 10007, 10 rounds a
+  // thread (3 batches, the last short); 300 bins are privatized (1200
+  // merges), 3000 are not.
   test::checkGpuKernelsOnCpu(*loaded->program, "histogram",
                              {{{"N", "0"}, {"B", "3"}, {"lo", "-1"}, {"hi", "1"}},
                               {{"N", "10007"}, {"B", "33"}, {"lo", "-0.5"}, {"hi", "0.5"}},
                               {{"N", "10007"}, {"B", "300"}, {"lo", "-0.5"}, {"hi", "0.5"}},
+                              {{"N", "10007"}, {"B", "3000"}, {"lo", "-0.5"}, {"hi", "0.5"}},
                               {{"N", "300000"}, {"B", "6144"}, {"lo", "-1"}, {"hi", "1"}},
                               {{"N", "300000"}, {"B", "6145"}, {"lo", "-1"}, {"hi", "1"}}},
                              5);
@@ -77,7 +89,8 @@ kernel histogram(x: in i32[N], H: out i32[B]) {
                       "      let i.start = i.block * i.rounds * 256\n"));
   CHECK(contains(cpu, "let i.flat = i.start + i.round * 256 + i.thread"));
   std::string gpu = test::compiledKernelText(source, "histogram", passes::PipelineTarget::Gpu);
-  CHECK(contains(gpu, "let i.flat = i.block * 256 + i.thread + i.round * (i.blocks * 256)"));
+  CHECK(contains(gpu, "let i.flat = i.block * 256 + i.thread + (i.batch * 4 + i.ahead) * (i.blocks "
+                      "* 256)"));
   // Several rounds a block, the last blocks' ranges short or empty.
   auto loaded = load(source);
   const KernelDecl &kernel = *loaded->program->modules.front()->kernels.front();

@@ -663,7 +663,8 @@ TEST_CASE("privatize_combines: a histogram per block, or why an array keeps its 
   CHECK(remarksOf(sample("histogram").kernel("histogram"), "privatize_combines") ==
         Lines{"25:18: remark: privatize_combines: 'H' gets a copy per block in shared memory (room "
               "for 6144 i32), which the host picks when it fits and its elements times the blocks "
-              "(at most 1024) are at most the iterations"});
+              "(at most 528) are at most the iterations; a thread's iterations 4 at a time, their "
+              "loads of 'x' issued first, all in flight together"});
   CHECK(remarksOf(sample("histogram").kernel("histogram").onCpu(), "privatize_combines") ==
         Lines{"25:18: remark: privatize_combines: 'H' gets a copy per block in shared memory (room "
               "for 6144 i32), which the host picks when it fits and its elements times the blocks "
@@ -675,6 +676,21 @@ TEST_CASE("privatize_combines: a histogram per block, or why an array keeps its 
               "22:18: remark: privatize_combines: 'H' gets a copy per block in shared memory (room "
               "for 6144 i32), which the host picks when it fits and its elements times the blocks "
               "(at most 1024) are at most the iterations"});
+  // On the GPU a thread's iterations go 4 at a time where each makes loads
+  // whatever its data: not x's in a loop, nor values' under a test.
+  CHECK(remarksOf(program(kCombines).kernel("looped"), "privatize_combines") ==
+        Lines{"22:18: remark: privatize_combines: 'H' gets a copy per block in shared memory (room "
+              "for 6144 i32), which the host picks when it fits and its elements times the blocks "
+              "(at most 528) are at most the iterations"});
+  CHECK(remarksOf(sample("histogram").kernel("bin_stats"), "privatize_combines") ==
+        Lines{"14:18: remark: privatize_combines: 'sum' gets a copy per block in shared memory "
+              "(room for 3072 f32), which the host picks when it fits and its elements times the "
+              "blocks (at most 528) are at most the iterations; a thread's iterations 4 at a time, "
+              "their loads of 'keys' issued first, all in flight together",
+              "15:20: remark: privatize_combines: 'largest' gets a copy per block in shared memory "
+              "(room for 3072 f32), which the host picks when it fits and its elements times the "
+              "blocks (at most 528) are at most the iterations; a thread's iterations 4 at a time, "
+              "their loads of 'keys' issued first, all in flight together"});
   CHECK(remarksOf(program(kCombines).kernel("bigbins"), "privatize_combines") ==
         Lines{"6:16: remark: privatize_combines: 'H' keeps its global atomics: its 100000 elements "
               "are more than the 6144 its share of shared_kib=24 holds"});
@@ -984,7 +1000,8 @@ TEST_CASE("samples: every remark of a kernel, in source order") {
   CHECK(remarksOf(sample("histogram").kernel("histogram"), "") ==
         Lines{"25:18: remark: privatize_combines: 'H' gets a copy per block in shared memory (room "
               "for 6144 i32), which the host picks when it fits and its elements times the blocks "
-              "(at most 1024) are at most the iterations"});
+              "(at most 528) are at most the iterations; a thread's iterations 4 at a time, their "
+              "loads of 'x' issued first, all in flight together"});
   CHECK(remarksOf(sample("sum_max").kernel("sum_and_max").onCpu(), "") ==
         Lines{"22:11: remark: fuse_sibling_reductions: fused with the redomap at line 23: one pair "
               "of tree kernels walks their loops once",

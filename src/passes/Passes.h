@@ -77,7 +77,7 @@ std::optional<ir::Expr> blockPerRowCondition(const ir::Stmt &parfor);
 // block), when the host finds they fit (privatize_combines.cpp).
 ir::Function privatizeCombines(ir::Function function, const PassParameters &parameters = {},
                                PipelineTarget target = PipelineTarget::Gpu,
-                               const RemarkReporter &remarks = {});
+                               int multiprocessors = 132, const RemarkReporter &remarks = {});
 
 // On the CPU, a parfor nest whose rows read, a few rows around each point,
 // what the parfor nest after it overwrites is fused with it, that one a few

@@ -140,7 +140,7 @@ const std::vector<PassEntry> &registry() {
        kBothTargets, PassRole::Optimization,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
          return privatizeCombines(std::move(f), c.options.choices.parameters, c.options.target,
-                                  c.remarks);
+                                  c.options.multiprocessors, c.remarks);
        }},
       {"transpose_column_reads",
        "arrays read down columns copied transposed first",
