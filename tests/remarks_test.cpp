@@ -486,6 +486,9 @@ TEST_CASE("stage_shared: boxes staged with their reuse, or why not (reuse, broad
 TEST_CASE("stage_shared: column reads staged in a transpose, or too narrow to be worth it") {
   CHECK(remarksOf(sample("transpose"), "stage_shared") ==
         Lines{"9:15: remark: stage_shared: 'A' read down columns: staged in shared memory, a box "
+              "of 32 x 32 f32 (4.2 KiB) copied along its rows"});
+  CHECK(remarksOf(sample("transpose").with({"register_tile=1"}), "stage_shared") ==
+        Lines{"9:15: remark: stage_shared: 'A' read down columns: staged in shared memory, a box "
               "of 32 x 8 f32 (1.2 KiB) copied along its rows"});
   CHECK(remarksOf(sample("gauss"), "stage_shared") ==
         Lines{"17:17: remark: stage_shared: 'A' read down columns, not staged: a row of its box is "
@@ -550,6 +553,16 @@ TEST_CASE("tile_registers: the tile chosen, or why none") {
               "copy past the edge, clamped, could read an element another thread has written)"});
   CHECK(remarksOf(sample("matmul").with({"register_tile=1"}), "tile_registers") ==
         Lines{"7:10: remark: tile_registers: not tiled: register_tile=1"});
+  // A body without a loop: rows in flight, unless the grid would leave SMs
+  // idle at the run's sizes.
+  CHECK(remarksOf(sample("transpose"), "tile_registers") ==
+        Lines{"8:10: remark: tile_registers: 4 consecutive points per thread along i (grid y): the "
+              "body has no loop, so their loads are in flight together"});
+  CHECK(remarksOf(sample("transpose").at({{"M", 64}, {"N", 64}}), "tile_registers") ==
+        Lines{"8:10: remark: tile_registers: a point per thread at these sizes: the grid of 4 "
+              "points a thread along i (grid y) would have 4 blocks, fewer than the 132 SMs"});
+  CHECK(remarksOf(sample("transpose").with({"register_tile=1"}), "tile_registers") ==
+        Lines{"8:10: remark: tile_registers: not tiled: register_tile=1"});
 }
 
 TEST_CASE("map_rows_to_blocks: a block per row, or each reason a row keeps a thread") {
@@ -971,8 +984,10 @@ TEST_CASE("samples: every remark of a kernel, in source order") {
           "8:52: remark: stage_shared: 'B' staged in shared memory: a box of 16 x 128 f32 (8 KiB) "
           "for stages of 16 iterations of k; each element is read 32 times per iteration of k"});
   CHECK(remarksOf(sample("transpose"), "") ==
-        Lines{"9:15: remark: stage_shared: 'A' read down columns: staged in shared memory, a box "
-              "of 32 x 8 f32 (1.2 KiB) copied along its rows"});
+        Lines{"8:10: remark: tile_registers: 4 consecutive points per thread along i (grid y): the "
+              "body has no loop, so their loads are in flight together",
+              "9:15: remark: stage_shared: 'A' read down columns: staged in shared memory, a box "
+              "of 32 x 32 f32 (4.2 KiB) copied along its rows"});
   CHECK(remarksOf(sample("softmax"), "") ==
         Lines{"10:10: remark: map_rows_to_blocks: a block of 256 threads per row of r when C >= 64 "
               "(tested at run time; shorter rows keep a thread each)",

@@ -7,8 +7,8 @@
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "ir/IRPrinter.h"
-#include "lower/Lower.h"
 #include "ir/Verifier.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 #include "passes/Remarks.h"
 #include "passes/analysis/IndexRange.h"
@@ -347,21 +347,32 @@ TEST_CASE("copies_in_flight: a stage's copies in unrolled groups of unconditiona
 TEST_CASE("transpose: the warps' column reads staged row by row, read back down the columns") {
   auto loaded = test::loadFile(test::sourcePath("samples/transpose.loop"));
   REQUIRE(loaded->program);
-  const std::string staged = test::tracePasses(*loaded->program, "transpose").after("stage_shared");
-  // 32 rows of A (the warp's j) by 8 columns (the block's i), 32 bytes a
-  // row; the column read at stride 9 hits 32 banks.
+  // A point a thread: 32 rows of A (the warp's j) by 8 columns (the
+  // block's i), 32 bytes a row; the column read at stride 9 hits 32 banks.
+  passes::PassChoices onePoint = test::withParameters({"register_tile=1"});
+  const std::string staged =
+      test::tracePasses(*loaded->program, "transpose", onePoint).after("stage_shared");
   CHECK(contains(staged, "shared f32 A.shared[32][9]"));
   CHECK(contains(staged, "A[j.block * 32 + A.shared.element / 8][i.block * 8 + "
                          "A.shared.element % 8]"));
   CHECK(contains(staged, "B[i][j] = A.shared[j - j.block * 32][i - i.block * 8]"));
   CHECK(occurrences(staged, "barrier") == 1);
-  test::checkGpuKernelsOnCpu(*loaded->program, "transpose",
-                             {{{"M", "1"}, {"N", "1"}},
-                              {{"M", "32"}, {"N", "8"}},
-                              {{"M", "33"}, {"N", "9"}},
-                              {{"M", "300"}, {"N", "7"}},
-                              {{"M", "5"}, {"N", "301"}}},
-                             19);
+  // 4 points a thread along i (tile_registers' rows in flight): 32 x 32,
+  // each row of the box a 128-byte line, 4 copies a thread.
+  const std::string square = test::tracePasses(*loaded->program, "transpose").after("stage_shared");
+  CHECK(contains(square, "shared f32 A.shared[32][33]"));
+  CHECK(contains(square, "for A.shared.fill in [0, 4) {"));
+  CHECK(contains(square, "A[j.block * 32 + A.shared.element / 32][i.block * 32 + "
+                         "A.shared.element % 32]"));
+  CHECK(occurrences(square, "barrier") == 1);
+  for (const passes::PassChoices &choices : {onePoint, passes::PassChoices{}})
+    test::checkGpuKernelsOnCpu(*loaded->program, "transpose",
+                               {{{"M", "1"}, {"N", "1"}},
+                                {{"M", "32"}, {"N", "8"}},
+                                {{"M", "33"}, {"N", "9"}},
+                                {{"M", "300"}, {"N", "7"}},
+                                {{"M", "5"}, {"N", "301"}}},
+                               19, choices);
 }
 
 TEST_CASE("nests without reuse across threads in a loop, or organised by block, are left alone") {

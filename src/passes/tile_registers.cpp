@@ -62,7 +62,9 @@
 // across a warp weighing more than broadcasts; only in nests of two or more
 // mapped dimensions, where the grid keeps enough blocks at realistic sizes
 // (sizes are symbolic here; a 1-D nest would lose parallelism R-fold). Nests
-// with barriers or shared memory are left alone.
+// with barriers or shared memory are left alone. A body with no loop shares
+// no loads, but gets consecutive points along y for the loads they keep in
+// flight together (rowsInFlight).
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
@@ -779,6 +781,9 @@ private:
     if (target_.cpu)
       return cpuRows(nest, threadNest, dims, blocks, threads, inner, *guard, *guardedIndices,
                      source);
+    if (!hasLoop)
+      return rowsInFlight(nest, dims, blocks, threads, inner, lets, *guard, *guardedIndices,
+                          source);
     countReuse(threadNest, dims);
     std::vector<MappedDim> small = dims;
     if (!chooseFactors(guard->thenCase, small, factor_)) {
@@ -815,6 +820,49 @@ private:
       return tiled;
     return withLargeTiles(tiled, small, dims, blocks, threads, inner, lets, *guard, *guardedIndices,
                           source);
+  }
+
+  // A loop-free body on the GPU (an elementwise map, a transpose, a
+  // one-step stencil) shares no loads worth a tile, but a thread that
+  // computes one point has one round trip to memory in flight: 64 warps of
+  // an SM holding 8 KB of 4-byte loads, where an H100 needs about twice that
+  // to cover its latency at full bandwidth (a transpose measured 0.36 ms at
+  // 8192^2, 0.51 of the copy rate, each thread one point; reverse 0.75).
+  // So a thread computes 4 consecutive points along y (register_tile sizes
+  // it), whose loads are independent and issued together (x keeps the
+  // warp's consecutive points: coalescing is unchanged); a stencil's
+  // neighbouring rows then also share their loads, and a transpose's staged
+  // box becomes square. Not where the grid would give an SM no block at the
+  // run's sizes.
+  Stmt rowsInFlight(const Stmt &nest, std::vector<MappedDim> dims,
+                    const std::vector<const For *> &blocks, const std::vector<const For *> &threads,
+                    const Stmt &inner, const std::vector<const LetStmt *> &lets,
+                    const IfThenElse &guard,
+                    const std::map<std::string, GuardedIndex> &guardedIndices, SourceRange source) {
+    auto y = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 1; });
+    if (y == dims.end() || codeSize(guard.thenCase) * factor_ > kMaxJammedNodes)
+      return nest;
+    if (factor_ == 1) {
+      remarks_.declined(source, "not tiled: register_tile=1");
+      return nest;
+    }
+    y->factor = factor_;
+    Expr grid = gridBlocksOf(blocks, dims);
+    if (std::optional<int64_t> gridBlocks = evaluateInteger(*grid, target_.runSizes);
+        gridBlocks && *gridBlocks < target_.multiprocessors) {
+      remarks_.declined(source, "a point per thread at these sizes: the grid of " +
+                                    std::to_string(factor_) + " points a thread along " +
+                                    dimensionName(*y) + " would have " +
+                                    std::to_string(*gridBlocks) + " blocks, fewer than the " +
+                                    std::to_string(target_.multiprocessors) + " SMs");
+      sizeChoices_.push_back(
+          {makeBinary(BinaryOpKind::Ge, grid, makeI64(target_.multiprocessors)), false});
+      return nest;
+    }
+    remarks_.applied(source, std::to_string(factor_) + " consecutive points per thread along " +
+                                 dimensionName(*y) +
+                                 ": the body has no loop, so their loads are in flight together");
+    return tiledWithLayout(dims, blocks, threads, inner, lets, guard, guardedIndices).nest;
   }
 
   // The CPU's tiles (RegisterTilingTarget::cpu): x is the vector lanes, so
