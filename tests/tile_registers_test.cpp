@@ -618,6 +618,24 @@ TEST_CASE("nests without reuse in a loop, 1-D nests and block reductions keep on
   }
 }
 
+TEST_CASE("a body without a loop that allocates an array keeps one point a thread") {
+  // Each copy would have its own array.
+  auto loaded = test::loadText(R"(
+kernel pairs(A: in f32[M][N], B: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    var e: f32[2];
+    e[0] = A[i][j];
+    e[1] = e[0] * 2.0;
+    B[i][j] = e[1];
+  }
+}
+)");
+  INFO(loaded->diagnostics);
+  REQUIRE(loaded->program);
+  test::PassTrace compiled = test::tracePasses(*loaded->program, "pairs");
+  CHECK(compiled.after("tile_registers") == compiled.after("combine_in_warps"));
+}
+
 TEST_CASE("a body that reads a buffer it writes keeps one point a thread") {
   // A copy past the end would read an element another thread may have
   // updated already.

@@ -833,14 +833,16 @@ private:
   // warp's consecutive points: coalescing is unchanged); a stencil's
   // neighbouring rows then also share their loads, and a transpose's staged
   // box becomes square. Not where the grid would give an SM no block at the
-  // run's sizes.
+  // run's sizes, nor for a body with arrays of its own (each copy would
+  // have its own).
   Stmt rowsInFlight(const Stmt &nest, std::vector<MappedDim> dims,
                     const std::vector<const For *> &blocks, const std::vector<const For *> &threads,
                     const Stmt &inner, const std::vector<const LetStmt *> &lets,
                     const IfThenElse &guard,
                     const std::map<std::string, GuardedIndex> &guardedIndices, SourceRange source) {
     auto y = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 1; });
-    if (y == dims.end() || codeSize(guard.thenCase) * factor_ > kMaxJammedNodes)
+    if (y == dims.end() || codeSize(guard.thenCase) * factor_ > kMaxJammedNodes ||
+        allocatesArrays(guard.thenCase))
       return nest;
     if (factor_ == 1) {
       remarks_.declined(source, "not tiled: register_tile=1");
@@ -863,6 +865,21 @@ private:
                                  dimensionName(*y) +
                                  ": the body has no loop, so their loads are in flight together");
     return tiledWithLayout(dims, blocks, threads, inner, lets, guard, guardedIndices).nest;
+  }
+
+  // Whether `body` allocates an array of its own (a `var` array of the
+  // program): each copy would get one, its memory multiplied for no reuse.
+  static bool allocatesArrays(const Stmt &body) {
+    class Allocations : public IRVisitor {
+    public:
+      bool found = false;
+
+    protected:
+      bool finished() const override { return found; }
+      void visitAllocate(const Allocate &) override { found = true; }
+    } allocations;
+    allocations.visit(body);
+    return allocations.found;
   }
 
   // The CPU's tiles (RegisterTilingTarget::cpu): x is the vector lanes, so
