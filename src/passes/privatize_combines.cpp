@@ -28,6 +28,7 @@
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "passes/analysis/ArrayUses.h"
 #include "passes/analysis/BoundsProof.h"
 #include "passes/lowering/ReductionTrees.h"
 
@@ -389,23 +390,8 @@ const int64_t kRoundsAhead = 4;
 // without loads. Distinct by their printed form, in order of appearance.
 class LoadsEveryRoundMakes : public IRVisitor {
 public:
-  explicit LoadsEveryRoundMakes(const Stmt &body) : bound_(boundIn(body)) {
-    class Writes : public IRVisitor {
-    public:
-      std::set<const BufferInfo *> buffers;
-
-    protected:
-      void visitStore(const Store &node) override {
-        buffers.insert(node.buffer.get());
-        IRVisitor::visitStore(node);
-      }
-      void visitAtomicUpdate(const AtomicUpdate &node) override {
-        buffers.insert(node.buffer.get());
-        IRVisitor::visitAtomicUpdate(node);
-      }
-    } writes;
-    writes.visit(body);
-    written_ = std::move(writes.buffers);
+  explicit LoadsEveryRoundMakes(const Stmt &body)
+      : bound_(boundNames(body)), written_(writtenArrays(body)) {
     visit(body);
   }
   std::vector<Expr> loads;
@@ -413,7 +399,7 @@ public:
 protected:
   void visitLoad(const Load &node) override {
     bool fromVariables = std::ranges::all_of(node.indices, [&](const Expr &index) {
-      return !containsLoad(index) && !usesAnyVar(index, bound_);
+      return loadsIn(index).empty() && !usesAnyVar(index, bound_);
     });
     if (node.buffer->memory == MemorySpace::Global && !written_.contains(node.buffer.get()) &&
         fromVariables) {
@@ -430,39 +416,6 @@ protected:
   void visitCheck(const Check &) override {}
 
 private:
-  // The variables `body` binds: a load at an index using one is not made
-  // before the body.
-  static std::set<std::string> boundIn(const Stmt &body) {
-    class Bindings : public IRVisitor {
-    public:
-      std::set<std::string> names;
-
-    protected:
-      void visitLetStmt(const LetStmt &node) override {
-        names.insert(node.var);
-        IRVisitor::visitLetStmt(node);
-      }
-      void visitFor(const For &node) override {
-        names.insert(node.var);
-        IRVisitor::visitFor(node);
-      }
-    } bindings;
-    bindings.visit(body);
-    return std::move(bindings.names);
-  }
-  static bool containsLoad(const Expr &expr) {
-    class Finder : public IRVisitor {
-    public:
-      bool found = false;
-
-    protected:
-      bool finished() const override { return found; }
-      void visitLoad(const Load &) override { found = true; }
-    } finder;
-    finder.visit(expr);
-    return finder.found;
-  }
-
   std::set<std::string> bound_;
   std::set<const BufferInfo *> written_;
   std::set<std::string> printed_;
