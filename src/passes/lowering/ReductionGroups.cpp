@@ -395,8 +395,8 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
   if (inPieces) {
     // Each thread's chunk: its share of the range, in whole pieces.
     Expr piece = makeI64(kOrderedPiece);
-    Expr share = ceilDiv(extent, mul(grid, threads));
-    kernels = std::make_shared<LetStmt>(chunkVar, mul(ceilDiv(share, piece), piece), kernels);
+    Expr perThread = ceilDiv(extent, mul(grid, threads));
+    kernels = std::make_shared<LetStmt>(chunkVar, mul(ceilDiv(perThread, piece), piece), kernels);
   }
   return std::make_shared<LetStmt>(gridVar, gridValue, kernels);
 }
