@@ -1932,6 +1932,15 @@ kernel stats(x: in f32[N], s: out f32, lo: out f32, hi: out f32, n: out i64) {
 }
 )",
               {"N=16383", "N=16384", "N=16385", "N=40000", "N=262143", "N=1000001"});
+  // The CPU's grid counts every point of a rectangular range, at most a
+  // block per row: few rows of many points each, a block a row.
+  checkSource(R"(
+kernel rows(A: in f32[R][C], s: out f64, hi: out f32) {
+  s = redomap(+, 0.0, i in 0..R, j in 0..C) f64(A[i][j]);
+  hi = redomap(max, -inf, i in 0..R, j in 0..C) A[i][j] * 2.0;
+}
+)",
+              {"R=1 C=70001", "R=3 C=100003", "R=7 C=16385", "R=2000 C=9"});
 }
 
 TEST_CASE("fp_contract: off rounds every product before it is added on every engine") {

@@ -274,15 +274,28 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
   int64_t pointsPerBlock = kThreads * (inPieces  ? kOrderedPiece
                                        : forGpu_ ? kPointsPerThreadGpu
                                                  : kPointsPerThreadCpu);
+  // On the CPU a block walks outer indices, each of which may be a whole
+  // inner range: the grid counts the points of the leading rectangular
+  // loops, at most a block per outer index. (Counting the outer loop alone
+  // ran a sum over 3000^3 points as one block, on one core, which an
+  // interrupt could not stop before its end.)
+  Expr gridPoints = extent;
+  Expr maxBlocks = makeI64(inPieces  ? kOrderedBlocksPerSM * multiprocessors_
+                           : forGpu_ ? kMaxBlocksGpu
+                                     : kMaxBlocksCpu);
+  if (size_t rectangular = rectangularLoops(first); !forGpu_ && rectangular > 1) {
+    gridPoints = nonNegative(outer.extent);
+    for (size_t k = 1; k < rectangular; ++k)
+      gridPoints = mul(gridPoints, nonNegative(first.loops[k].extent));
+    maxBlocks = makeBinary(BinaryOpKind::Min, maxBlocks, nonNegative(outer.extent));
+  }
   Expr gridValue = makeBinary(
       BinaryOpKind::Max,
       makeBinary(BinaryOpKind::Min,
                  makeBinary(BinaryOpKind::Div,
-                            makeBinary(BinaryOpKind::Add, extent, makeI64(pointsPerBlock - 1)),
+                            makeBinary(BinaryOpKind::Add, gridPoints, makeI64(pointsPerBlock - 1)),
                             makeI64(pointsPerBlock)),
-                 makeI64(inPieces  ? kOrderedBlocksPerSM * multiprocessors_
-                         : forGpu_ ? kMaxBlocksGpu
-                                   : kMaxBlocksCpu)),
+                 maxBlocks),
       makeI64(1));
   Expr block = makeVar(ScalarType::I64, prefix + ".block");
   Expr thread = makeVar(ScalarType::I64, prefix + ".thread");
