@@ -24,9 +24,8 @@ protected:
         return indices;
       };
       Expr read = std::make_shared<Load>(node.source, shifted(node.sourceIndices));
-      Expr value = std::make_shared<Select>(
-          makeBinary(BinaryOpKind::Lt, makeI64(element), toI64(node.valid)), read,
-          zeroOf(node.source->element));
+      Expr value =
+          select(lessThan(makeI64(element), toI64(node.valid)), read, zeroOf(node.source->element));
       copies.push_back(std::make_shared<Store>(node.target, shifted(node.targetIndices), value));
     }
     return makeBlock(std::move(copies));

@@ -3,6 +3,7 @@
 
 #include "codegen/CpuThreadNest.h"
 #include "ir/IRVisitor.h"
+#include "ir/KernelNest.h"
 #include "passes/analysis/AccessAnalysis.h"
 
 #include <algorithm>
@@ -90,19 +91,16 @@ bool readsPanel(const std::vector<const passes::BufferAccess *> &accesses,
 std::optional<ColumnPanel> columnPanelOf(const KernelFunc &kernel) {
   if (!runsColumnByColumn(kernel))
     return std::nullopt;
-  std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
-  std::vector<const For *> threads = loopChain(grid.back()->body.get(), ForKind::GpuThread);
-  auto x = [](const For *loop) { return loop->gpuDim == 0; };
-  auto xBlock = std::ranges::find_if(grid, x);
-  auto xThread = std::ranges::find_if(threads, x);
-  if (xBlock == grid.end() || xThread == threads.end())
+  std::optional<ir::KernelNest> nest = ir::kernelNestAt(kernel.body);
+  const For *xBlock = nest->blockAlong(0), *xThread = nest->threadAlong(0);
+  if (!xBlock || !xThread)
     return std::nullopt;
-  auto *width = (*xThread)->extent->as<IntImm>();
-  auto *threadMin = (*xThread)->min->as<IntImm>();
+  auto *width = xThread->extent->as<IntImm>();
+  auto *threadMin = xThread->min->as<IntImm>();
   if (!width || !threadMin || threadMin->value != 0)
     return std::nullopt;
   std::set<std::string> parallelVars;
-  for (const std::vector<const For *> *loops : {&grid, &threads})
+  for (const std::vector<const For *> *loops : {&nest->blocks, &nest->threads})
     for (const For *loop : *loops)
       parallelVars.insert(loop->var);
 
@@ -117,9 +115,9 @@ std::optional<ColumnPanel> columnPanelOf(const KernelFunc &kernel) {
     int64_t lowest = std::numeric_limits<int64_t>::max();
     int64_t highest = std::numeric_limits<int64_t>::min();
     if (ofArray.empty() ||
-        !readsPanel(ofArray, parallelVars, **xBlock, **xThread, width->value, lowest, highest))
+        !readsPanel(ofArray, parallelVars, *xBlock, *xThread, width->value, lowest, highest))
       continue;
-    ColumnPanel panel{array,        *xBlock,
+    ColumnPanel panel{array,        xBlock,
                       width->value, width->value + (highest - lowest),
                       lowest,       std::make_shared<BufferInfo>()};
     panel.packed->name = array->name + ".panel";
@@ -150,10 +148,9 @@ Stmt copyPanel(const ColumnPanel &panel) {
     leading.push_back(makeVar(ScalarType::I64, panel.packed->name + ".row" + std::to_string(d)));
   Expr offset = makeVar(ScalarType::I64, panel.packed->name + ".offset");
   Expr start = panelStart(panel);
-  Expr first = makeBinary(BinaryOpKind::Max, makeI64(0), sub(makeI64(0), start));
-  Expr last =
-      makeBinary(BinaryOpKind::Min, makeI64(panel.rowLength), sub(toI64(shape.back()), start));
-  Expr count = makeBinary(BinaryOpKind::Max, sub(last, first), makeI64(0));
+  Expr first = maxOf(makeI64(0), sub(makeI64(0), start));
+  Expr last = minOf(makeI64(panel.rowLength), sub(toI64(shape.back()), start));
+  Expr count = maxOf(sub(last, first), makeI64(0));
   std::vector<Expr> source = leading, target = leading;
   source.push_back(add(start, offset));
   target.push_back(offset);
@@ -163,9 +160,9 @@ Stmt copyPanel(const ColumnPanel &panel) {
     return std::make_shared<For>(offset->as<Var>()->name, from, length, ForKind::Serial, 0,
                                  element);
   };
-  Stmt copy = std::make_shared<IfThenElse>(
-      makeBinary(BinaryOpKind::Eq, count, makeI64(panel.rowLength)),
-      copyOffsets(makeI64(0), makeI64(panel.rowLength)), copyOffsets(first, count));
+  Stmt copy = std::make_shared<IfThenElse>(equal(count, makeI64(panel.rowLength)),
+                                           copyOffsets(makeI64(0), makeI64(panel.rowLength)),
+                                           copyOffsets(first, count));
   for (size_t d = leading.size(); d-- > 0;)
     copy = std::make_shared<For>(leading[d]->as<Var>()->name, makeI64(0), toI64(shape[d]),
                                  ForKind::Serial, 0, copy);

@@ -6,6 +6,7 @@
 
 #include "codegen/LlvmEmitter.h"
 #include "ir/IRVisitor.h"
+#include "ir/KernelNest.h"
 #include "passes/analysis/AccessAnalysis.h"
 
 #include <llvm/IR/Intrinsics.h>
@@ -373,19 +374,13 @@ private:
   static std::optional<std::vector<const Binary *>> comparisonsOf(const IfThenElse &branch) {
     if (branch.elseCase)
       return std::nullopt;
+    // Right to left: the order the clips narrow the thread loops in.
+    std::vector<ir::Expr> conjuncts = ir::conjunctsOf(branch.cond);
     std::vector<const Binary *> comparisons;
-    std::vector<ir::Expr> conjuncts{branch.cond};
-    while (!conjuncts.empty()) {
-      ir::Expr cond = conjuncts.back();
-      conjuncts.pop_back();
-      auto *binary = cond->as<Binary>();
+    for (auto cond = conjuncts.rbegin(); cond != conjuncts.rend(); ++cond) {
+      const auto *binary = (*cond)->as<Binary>();
       if (!binary)
         return std::nullopt;
-      if (binary->op == BinaryOpKind::And) {
-        conjuncts.push_back(binary->lhs);
-        conjuncts.push_back(binary->rhs);
-        continue;
-      }
       comparisons.push_back(binary);
     }
     return comparisons;
@@ -400,8 +395,7 @@ private:
         !isInteger(comparison.lhs->type))
       return std::nullopt;
     // lhs - rhs = coefficient * thread + rest
-    passes::AffineIndex difference =
-        affine_.analyze(makeBinary(BinaryOpKind::Sub, comparison.lhs, comparison.rhs));
+    passes::AffineIndex difference = affine_.analyze(sub(comparison.lhs, comparison.rhs));
     if (!difference.isAffine() || difference.coefficients.size() != 1)
       return std::nullopt;
     auto [var, coefficient] = *difference.coefficients.begin();
@@ -413,15 +407,13 @@ private:
       return std::nullopt;
     // With t the thread variable and c = coefficient: c * t + rest op 0.
     // c = 1: t op -rest; c = -1: t (op mirrored) rest.
-    ir::Expr pivot = coefficient == 1 ? makeBinary(BinaryOpKind::Sub, makeI64(0), rest) : rest;
+    ir::Expr pivot = coefficient == 1 ? sub(makeI64(0), rest) : rest;
     if (coefficient == -1)
       op = op == BinaryOpKind::Lt   ? BinaryOpKind::Gt
            : op == BinaryOpKind::Le ? BinaryOpKind::Ge
            : op == BinaryOpKind::Gt ? BinaryOpKind::Lt
                                     : BinaryOpKind::Le;
-    auto plusOne = [](ir::Expr value) {
-      return makeBinary(BinaryOpKind::Add, std::move(value), makeI64(1));
-    };
+    auto plusOne = [](ir::Expr value) { return add(std::move(value), makeI64(1)); };
     size_t index = static_cast<size_t>(loop - loops_.begin());
     switch (op) {
     case BinaryOpKind::Lt: // t < pivot
@@ -796,8 +788,7 @@ private:
            op != BinaryOpKind::Ge) ||
           !isInteger(comparison->lhs->type) || mayFault(*comparison))
         return std::nullopt;
-      passes::AffineIndex difference =
-          affine_.analyze(makeBinary(BinaryOpKind::Sub, comparison->lhs, comparison->rhs));
+      passes::AffineIndex difference = affine_.analyze(sub(comparison->lhs, comparison->rhs));
       if (!difference.isAffine() || difference.coefficients.empty())
         return std::nullopt;
       AffineGuard guard{op, {}, difference.rest ? difference.rest : makeI64(0)};
@@ -1104,22 +1095,11 @@ ir::Stmt blocksAsOneLoop(const For &xBlock, const For &xThread, const ir::Expr &
 
 } // namespace
 
-std::vector<const For *> loopChain(const ir::StmtNode *stmt, ir::ForKind kind) {
-  std::vector<const For *> chain;
-  while (auto *loop = stmt->as<For>()) {
-    if (loop->forKind != kind)
-      break;
-    chain.push_back(loop);
-    stmt = loop->body.get();
-  }
-  return chain;
-}
-
 std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
-  std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
-  if (grid.empty() || grid.back()->gpuDim != 0)
+  std::optional<ir::KernelNest> nest = ir::kernelNestAt(kernel.body);
+  if (!nest || nest->blocks.back()->gpuDim != 0)
     return std::nullopt;
-  std::vector<const For *> threads = loopChain(grid.back()->body.get(), ForKind::GpuThread);
+  const std::vector<const For *> &grid = nest->blocks, &threads = nest->threads;
   if (grid.size() == 1 && threads.size() != 1)
     return std::nullopt;
   if (threads.empty() || threads.back()->gpuDim != 0 || containsBarrier(*kernel.body))
@@ -1138,8 +1118,7 @@ std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   // Across the rows of a 2-D grid, an access strided along x is better read
   // in the blocks' tiles. A 1-D span runs its points in the blocks' order, so
   // any access may (durbin's mirrored `y[k - i - 1]`).
-  for (const passes::BufferAccess &access :
-       passes::collectAccesses(ir::Stmt(ir::Stmt(), threads.front()))) {
+  for (const passes::BufferAccess &access : passes::collectAccesses(nest->threadNest)) {
     passes::Stride::Kind along = passes::strideAlong(access, threads.back()->var).kind;
     if (grid.size() > 1 && along != passes::Stride::Kind::Zero &&
         along != passes::Stride::Kind::Contiguous)
@@ -1174,21 +1153,19 @@ std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
 }
 
 bool runsColumnByColumn(const ir::KernelFunc &kernel) {
-  std::vector<const For *> grid = loopChain(kernel.body.get(), ForKind::GpuBlock);
-  if (grid.empty() || std::ranges::none_of(grid, [](const For *l) { return l->gpuDim == 1; }))
+  std::optional<ir::KernelNest> nest = ir::kernelNestAt(kernel.body);
+  if (!nest || !nest->blockAlong(1))
     return false;
-  std::vector<const For *> threads = loopChain(grid.back()->body.get(), ForKind::GpuThread);
-  auto x = std::ranges::find_if(threads, [](const For *l) { return l->gpuDim == 0; });
-  auto y = std::ranges::find_if(threads, [](const For *l) { return l->gpuDim == 1; });
-  if (x == threads.end() || y == threads.end() || threads.back() != *x)
+  const For *x = nest->threadAlong(0), *y = nest->threadAlong(1);
+  if (!x || !y || nest->threads.back() != x)
     return false;
-  auto accesses = passes::collectAccesses(ir::Stmt(ir::Stmt(), threads.front()));
-  InterchangeChoice choice(accesses, (*x)->var);
-  choice.visit((*x)->body);
+  auto accesses = passes::collectAccesses(nest->threadNest);
+  InterchangeChoice choice(accesses, x->var);
+  choice.visit(x->body);
   for (const passes::BufferAccess &access : accesses) {
     if (access.isStore || access.buffer->memory != MemorySpace::Global ||
-        passes::strideAlong(access, (*y)->var).kind != passes::Stride::Kind::Zero ||
-        passes::strideAlong(access, (*x)->var).kind == passes::Stride::Kind::Zero)
+        passes::strideAlong(access, y->var).kind != passes::Stride::Kind::Zero ||
+        passes::strideAlong(access, x->var).kind == passes::Stride::Kind::Zero)
       continue;
     for (const For *loop : choice.chosen)
       if (std::ranges::find(access.enclosingLoops, loop->var) != access.enclosingLoops.end() &&

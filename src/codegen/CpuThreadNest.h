@@ -40,9 +40,6 @@ namespace loopc::codegen {
 
 class LlvmEmitter;
 
-// Consecutive loops of `kind` from `stmt` down, outermost first.
-std::vector<const ir::For *> loopChain(const ir::StmtNode *stmt, ir::ForKind kind);
-
 // Emits `nest`, consecutive GpuThread loops each the body of the previous
 // one, for the current block.
 void emitCpuThreadNest(LlvmEmitter &emitter, const std::vector<const ir::For *> &nest);

@@ -69,8 +69,8 @@ protected:
         binary(BinaryOpKind::Eq,
                binary(BinaryOpKind::Rem, binary(BinaryOpKind::Div, thread_, mask), makeI64(2)),
                makeI64(0));
-    Expr partner = std::make_shared<Select>(bitClear, binary(BinaryOpKind::Add, thread_, mask),
-                                            binary(BinaryOpKind::Sub, thread_, mask));
+    Expr partner = select(bitClear, binary(BinaryOpKind::Add, thread_, mask),
+                          binary(BinaryOpKind::Sub, thread_, mask));
     return makeBlock(
         {std::make_shared<Store>(scratch, std::vector<Expr>{thread_}, node.value),
          std::make_shared<Barrier>(),

@@ -225,6 +225,50 @@ Expr div(Expr lhs, Expr rhs) {
 Expr rem(Expr lhs, Expr rhs) {
   return makeBinary(BinaryOpKind::Rem, std::move(lhs), std::move(rhs));
 }
+Expr minOf(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Min, std::move(lhs), std::move(rhs));
+}
+Expr maxOf(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Max, std::move(lhs), std::move(rhs));
+}
+Expr lessThan(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Lt, std::move(lhs), std::move(rhs));
+}
+Expr lessOrEqual(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Le, std::move(lhs), std::move(rhs));
+}
+Expr greaterThan(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Gt, std::move(lhs), std::move(rhs));
+}
+Expr greaterOrEqual(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Ge, std::move(lhs), std::move(rhs));
+}
+Expr equal(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Eq, std::move(lhs), std::move(rhs));
+}
+Expr notEqual(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Ne, std::move(lhs), std::move(rhs));
+}
+Expr logicalAnd(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::And, std::move(lhs), std::move(rhs));
+}
+Expr logicalOr(Expr lhs, Expr rhs) {
+  return makeBinary(BinaryOpKind::Or, std::move(lhs), std::move(rhs));
+}
+Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeInt(b->type, 1))), b); }
+Expr select(Expr cond, Expr thenValue, Expr elseValue) {
+  return std::make_shared<Select>(std::move(cond), std::move(thenValue), std::move(elseValue));
+}
+
+std::vector<Expr> conjunctsOf(const Expr &expr) {
+  const auto *both = expr->as<Binary>();
+  if (!both || both->op != BinaryOpKind::And)
+    return {expr};
+  std::vector<Expr> conjuncts = conjunctsOf(both->lhs);
+  for (Expr &conjunct : conjunctsOf(both->rhs))
+    conjuncts.push_back(std::move(conjunct));
+  return conjuncts;
+}
 
 std::string BufferInfo::tooLargeMessage() const {
   return "local array '" + nameInMessages() + "' is too large to allocate" +

@@ -594,11 +594,28 @@ Stmt makeBlock(std::vector<Stmt> stmts);  // flattens nested blocks, drops nulls
 Expr zeroOf(ScalarType type);             // 0, 0.0 or false
 Expr toI64(Expr expr);                    // an integer widened (or kept) as i64
 Expr castTo(ScalarType type, Expr value); // a Cast, unless value has the type
-// makeBinary for the index arithmetic passes build.
+// The IR the passes build, one operation a call: makeBinary without a
+// source (what a pass makes has none of its own). Operands share one type.
 Expr add(Expr lhs, Expr rhs);
 Expr sub(Expr lhs, Expr rhs);
 Expr mul(Expr lhs, Expr rhs);
 Expr div(Expr lhs, Expr rhs);
 Expr rem(Expr lhs, Expr rhs);
+Expr minOf(Expr lhs, Expr rhs);
+Expr maxOf(Expr lhs, Expr rhs);
+Expr lessThan(Expr lhs, Expr rhs);
+Expr lessOrEqual(Expr lhs, Expr rhs);
+Expr greaterThan(Expr lhs, Expr rhs);
+Expr greaterOrEqual(Expr lhs, Expr rhs);
+Expr equal(Expr lhs, Expr rhs);
+Expr notEqual(Expr lhs, Expr rhs);
+Expr logicalAnd(Expr lhs, Expr rhs);
+Expr logicalOr(Expr lhs, Expr rhs);
+// `(a + (b - 1)) / b`: a / b rounded up, for a >= 0 and b > 0.
+Expr ceilDiv(Expr a, Expr b);
+Expr select(Expr cond, Expr thenValue, Expr elseValue);
+// `a && b && c` as {a, b, c}: the operands of a tree of `&&`, left to right
+// (an expression that is no `&&` is its own one conjunct).
+std::vector<Expr> conjunctsOf(const Expr &expr);
 
 } // namespace loopc::ir

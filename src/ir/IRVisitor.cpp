@@ -538,17 +538,17 @@ Stmt substitute(const Stmt &stmt, const std::map<std::string, Expr> &replacement
 Expr applyOperator(const ReduceOperator &op, Expr lhs, Expr rhs) {
   switch (op.kind) {
   case ReduceOperator::Kind::Add:
-    return makeBinary(BinaryOpKind::Add, lhs, rhs);
+    return add(lhs, rhs);
   case ReduceOperator::Kind::Mul:
-    return makeBinary(BinaryOpKind::Mul, lhs, rhs);
+    return mul(lhs, rhs);
   case ReduceOperator::Kind::Min:
-    return makeBinary(BinaryOpKind::Min, lhs, rhs);
+    return minOf(lhs, rhs);
   case ReduceOperator::Kind::Max:
-    return makeBinary(BinaryOpKind::Max, lhs, rhs);
+    return maxOf(lhs, rhs);
   case ReduceOperator::Kind::And:
-    return makeBinary(BinaryOpKind::And, lhs, rhs);
+    return logicalAnd(lhs, rhs);
   case ReduceOperator::Kind::Or:
-    return makeBinary(BinaryOpKind::Or, lhs, rhs);
+    return logicalOr(lhs, rhs);
   case ReduceOperator::Kind::User:
     return substitute(op.combine, {{op.lhsVar, lhs}, {op.rhsVar, rhs}});
   }

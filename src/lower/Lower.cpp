@@ -430,7 +430,7 @@ private:
       buffer.shape.push_back(std::move(value));
       if (!isNonNegative(*extent))
         out.stmt(std::make_shared<Check>(
-            makeBinary(BinaryOpKind::Ge, buffer.shape.back(), makeInt(ScalarType::I64, 0)),
+            greaterOrEqual(buffer.shape.back(), makeInt(ScalarType::I64, 0)),
             "extent {0} of local array '" + var.name + "' is negative",
             std::vector<Expr>{buffer.shape.back()}, extent->range));
     }
@@ -441,10 +441,9 @@ private:
     // free of the i64 product's wrapping (2^62 x 4 elements is 0).
     Expr bytes = makeInt(ScalarType::F64, static_cast<int64_t>(scalarSize(var.type.element)));
     for (const Expr &extent : buffer.shape)
-      bytes = makeBinary(BinaryOpKind::Mul, bytes, castTo(ScalarType::F64, extent));
+      bytes = mul(bytes, castTo(ScalarType::F64, extent));
     out.stmt(std::make_shared<Check>(
-        makeBinary(BinaryOpKind::Le, bytes,
-                   makeInt(ScalarType::F64, static_cast<int64_t>(kMaxLocalArrayBytes))),
+        lessOrEqual(bytes, makeInt(ScalarType::F64, static_cast<int64_t>(kMaxLocalArrayBytes))),
         "local array '" + var.name + "' is too large to allocate", std::vector<Expr>{}, var.range));
   }
 
@@ -554,7 +553,7 @@ private:
       if (zero && zero->value == 0) {
         result.extent = hi;
       } else if (spanFits(range)) {
-        result.extent = makeBinary(BinaryOpKind::Sub, hi, lo);
+        result.extent = sub(hi, lo);
       } else {
         // `hi - lo` may leave the type: wrapped, an empty range far below
         // its start (`100..-2147483600`) would have a positive count. Its
@@ -564,13 +563,13 @@ private:
         if (type == ScalarType::I32) {
           auto wide = [](Expr value) { return std::make_shared<Cast>(ScalarType::I64, value); };
           out.stmt(std::make_shared<Check>(
-              makeBinary(BinaryOpKind::Le, makeBinary(BinaryOpKind::Sub, wide(hi), wide(lo)),
-                         makeInt(ScalarType::I64, std::numeric_limits<int32_t>::max())),
+              lessOrEqual(sub(wide(hi), wide(lo)),
+                          makeInt(ScalarType::I64, std::numeric_limits<int32_t>::max())),
               "the range {0}..{1} has more iterations than an i32 range may have (2^31 - 1): use "
               "i64 bounds",
               std::vector<Expr>{lo, hi}, range.range));
         }
-        result.extent = makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Max, hi, lo), lo);
+        result.extent = sub(maxOf(hi, lo), lo);
       }
       return result;
     }
@@ -578,10 +577,10 @@ private:
     // A step that is not positive at run time (sema refuses constant ones)
     // fails the run at the step; the loop then runs as with a step of 1.
     if (!step->as<IntImm>()) {
-      out.stmt(std::make_shared<Check>(makeBinary(BinaryOpKind::Gt, step, makeInt(type, 0)),
+      out.stmt(std::make_shared<Check>(greaterThan(step, makeInt(type, 0)),
                                        "the step of a range must be positive, but it is {0}",
                                        std::vector<Expr>{step}, range.step->range));
-      step = makeBinary(BinaryOpKind::Max, step, makeInt(type, 1));
+      step = maxOf(step, makeInt(type, 1));
     }
     lo = once(name + ".min", lo);
     // The trip count and the iteration's value are computed in i64: in i32,
@@ -600,16 +599,12 @@ private:
     if (type == wide) {
       result.extent = steppedTripCount(lo, once(name + ".max", hi), step);
     } else {
-      Expr span = makeBinary(BinaryOpKind::Sub, widen(hi), wideLo);
-      result.extent =
-          makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Div, span, wideStep),
-                     makeBinary(BinaryOpKind::Min, makeBinary(BinaryOpKind::Rem, span, wideStep),
-                                makeInt(wide, 1)));
+      Expr span = sub(widen(hi), wideLo);
+      result.extent = add(div(span, wideStep), minOf(rem(span, wideStep), makeInt(wide, 1)));
     }
     // The product wraps past i64 only where the sum is back in range
     // (integer arithmetic wraps on every engine).
-    Expr value = makeBinary(BinaryOpKind::Add, wideLo,
-                            makeBinary(BinaryOpKind::Mul, wideStep, makeVar(wide, result.loopVar)));
+    Expr value = add(wideLo, mul(wideStep, makeVar(wide, result.loopVar)));
     result.stepLet = {name, type == wide ? value : std::make_shared<Cast>(type, value)};
     return result;
   }
@@ -733,23 +728,17 @@ private:
     ScalarType type = ScalarType::I64;
     auto one = [&] { return makeInt(type, 1); };
     auto zero = [&] { return makeInt(type, 0); };
-    auto isNegative = [&](const Expr &remainder) {
-      return makeBinary(BinaryOpKind::Lt, remainder, zero());
-    };
+    auto isNegative = [&](const Expr &remainder) { return lessThan(remainder, zero()); };
     auto floorQuotient = [&](const Expr &x) {
-      Expr remainder = makeBinary(BinaryOpKind::Rem, x, step);
-      return makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Div, x, step),
-                        std::make_shared<Select>(isNegative(remainder), one(), zero()));
+      Expr remainder = rem(x, step);
+      return sub(div(x, step), select(isNegative(remainder), one(), zero()));
     };
     auto floorRemainder = [&](const Expr &x) {
-      Expr remainder = makeBinary(BinaryOpKind::Rem, x, step);
-      return makeBinary(BinaryOpKind::Add, remainder,
-                        std::make_shared<Select>(isNegative(remainder), step, zero()));
+      Expr remainder = rem(x, step);
+      return add(remainder, select(isNegative(remainder), step, zero()));
     };
-    Expr partial = std::make_shared<Select>(
-        makeBinary(BinaryOpKind::Gt, floorRemainder(hi), floorRemainder(lo)), one(), zero());
-    return makeBinary(BinaryOpKind::Add,
-                      makeBinary(BinaryOpKind::Sub, floorQuotient(hi), floorQuotient(lo)), partial);
+    Expr partial = select(greaterThan(floorRemainder(hi), floorRemainder(lo)), one(), zero());
+    return add(sub(floorQuotient(hi), floorQuotient(lo)), partial);
   }
 
   static Stmt wrapStepLet(const NormalizedRange &range, Stmt body) {
@@ -869,14 +858,14 @@ private:
         Expr needed = toI64(lowerExpr(*param.type.dims[d], out));
         if (sameExpr(given, needed))
           continue;
-        Expr match = makeBinary(BinaryOpKind::Eq, given, needed);
+        Expr match = equal(given, needed);
         const auto &argument = *call.args[i]->as<NameExpr>();
         out.stmt(std::make_shared<Check>(match,
                                          "'" + argument.name + "' has extent {0} in dimension " +
                                              std::to_string(d) + ", but parameter '" + param.name +
                                              "' of '" + callee.name + "' needs {1}",
                                          std::vector<Expr>{given, needed}, call.args[i]->range));
-        extentsMatch = extentsMatch ? makeBinary(BinaryOpKind::And, extentsMatch, match) : match;
+        extentsMatch = extentsMatch ? logicalAnd(extentsMatch, match) : match;
       }
     }
     // `out` parameters start zeroed, in the callee as in an entry kernel.
@@ -945,7 +934,7 @@ private:
       if (operand->type == cast.target)
         return roundedProduct(operand);
       if (cast.target == ScalarType::Bool)
-        return makeBinary(BinaryOpKind::Ne, operand, zeroOf(operand->type));
+        return notEqual(operand, zeroOf(operand->type));
       return std::make_shared<Cast>(cast.target, operand);
     }
     case loopc::Expr::Kind::Unary: {
@@ -979,7 +968,7 @@ private:
   Expr choose(const Expr &cond, const Expr &thenValue, const StmtEmitter &thenOut,
               const Expr &elseValue, const StmtEmitter &elseOut, StmtEmitter &out) {
     if (thenOut.empty() && elseOut.empty())
-      return std::make_shared<Select>(cond, thenValue, elseValue);
+      return select(cond, thenValue, elseValue);
     Buffer cell = makeCell("choice", thenValue->type, MemorySpace::Register);
     out.allocate(cell);
     out.stmt(std::make_shared<IfThenElse>(cond, thenOut.finish(makeStore(cell, {}, thenValue)),
@@ -1014,9 +1003,9 @@ private:
     if (!call.isBuiltin)
       return inlineFn(*call.fn, std::move(args), out);
     if (call.builtin == Builtin::Min)
-      return makeBinary(BinaryOpKind::Min, args[0], args[1]);
+      return minOf(args[0], args[1]);
     if (call.builtin == Builtin::Max)
-      return makeBinary(BinaryOpKind::Max, args[0], args[1]);
+      return maxOf(args[0], args[1]);
     return std::make_shared<Call>(call.type, call.builtin, std::move(args));
   }
 
@@ -1112,9 +1101,9 @@ private:
     if (!expected || neutral->as<IntImm>() || neutral->as<FloatImm>())
       return neutral;
     neutral = bindOnce("neutral", neutral, out);
-    out.stmt(std::make_shared<Check>(
-        makeBinary(BinaryOpKind::Eq, neutral, makeInt(neutral->type, *expected)),
-        wrongNeutralMessage(op, construct), std::vector<Expr>{}, source.range));
+    out.stmt(std::make_shared<Check>(equal(neutral, makeInt(neutral->type, *expected)),
+                                     wrongNeutralMessage(op, construct), std::vector<Expr>{},
+                                     source.range));
     return neutral;
   }
 

@@ -550,9 +550,7 @@ void recordNonEmptyArrays(ir::Function &function, const std::map<std::string, in
   for (const std::string &size : extents)
     if (auto value = runSizes.find(size); value != runSizes.end() && value->second >= 1)
       function.sizeChoices.push_back(
-          {ir::makeBinary(ir::BinaryOpKind::Ge, ir::makeVar(ir::ScalarType::I64, size),
-                          ir::makeI64(1)),
-           true});
+          {ir::greaterOrEqual(ir::makeVar(ir::ScalarType::I64, size), ir::makeI64(1)), true});
 }
 
 } // namespace

@@ -122,11 +122,9 @@ std::optional<std::vector<TreeMember>> matchTree(const std::vector<Stmt> &stmts,
       // Every step applies the first step's operator to its own operands.
       const TreeMember &member = members[m];
       Expr expected =
-          OperandReplacer(
-              member.tile.get(), thread, kReductionThreads / 2,
-              load(member.tile, {makeVar(ScalarType::I64, thread)}),
-              load(member.tile, {makeBinary(BinaryOpKind::Add, makeVar(ScalarType::I64, thread),
-                                            makeI64(half))}))
+          OperandReplacer(member.tile.get(), thread, kReductionThreads / 2,
+                          load(member.tile, {makeVar(ScalarType::I64, thread)}),
+                          load(member.tile, {add(makeVar(ScalarType::I64, thread), makeI64(half))}))
               .mutate(member.combine);
       if (store->buffer != member.tile || !sameExpr(store->value, expected))
         return std::nullopt;
@@ -321,8 +319,7 @@ private:
     std::vector<Stmt> shuffles = start;
     for (const std::vector<Stmt> &exchange : exchanges)
       shuffles.insert(shuffles.end(), exchange.begin(), exchange.end());
-    Expr firstLane = makeBinary(
-        BinaryOpKind::Eq, makeBinary(BinaryOpKind::Rem, thread, makeI64(kWarpSize)), makeI64(0));
+    Expr firstLane = equal(rem(thread, makeI64(kWarpSize)), makeI64(0));
     shuffles.push_back(std::make_shared<IfThenElse>(firstLane, makeBlock(publish)));
     std::vector<Stmt> folding = fold;
     TotalReader reader(totals);

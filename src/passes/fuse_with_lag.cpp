@@ -278,7 +278,7 @@ private:
     const For &rows = *one.loops.front();
     ScalarType rowType = rows.min->type;
     std::string prefix = rows.var + ".lag";
-    Expr rowCount = makeBinary(BinaryOpKind::Max, toI64(rows.extent), makeI64(0));
+    Expr rowCount = maxOf(toI64(rows.extent), makeI64(0));
     Expr chunkRows = makeVar(ScalarType::I64, prefix + ".chunk_rows");
     Expr chunks = makeVar(ScalarType::I64, prefix + ".chunks");
     Expr chunk = makeVar(ScalarType::I64, prefix + ".chunk");
@@ -300,16 +300,14 @@ private:
     // The sweep: at row r, the first nest's row r and the second's r - s
     // once r - s is past the chunk's first s rows.
     Stmt sweep = makeBlock({rowOf(one.body, rowAt(r)),
-                            std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Ge, r, twoLags),
+                            std::make_shared<IfThenElse>(greaterOrEqual(r, twoLags),
                                                          rowOf(secondBody, rowAt(sub(r, s))))});
     // A chunk's rows, min(first + chunk_rows, rows) - first. The sweep's
     // extent says it as min(chunk_rows, max(rows of the nest - first, 0)),
     // whose clamp at 0 a loop that runs drops (BoundsProof: its last row is
     // then below the nest's); the edges' tests read the first form.
-    Expr countValue = sub(makeBinary(BinaryOpKind::Min, add(first, chunkRows), rowCount), first);
-    Expr sweepExtent =
-        makeBinary(BinaryOpKind::Min, chunkRows,
-                   makeBinary(BinaryOpKind::Max, sub(toI64(rows.extent), first), makeI64(0)));
+    Expr countValue = sub(minOf(add(first, chunkRows), rowCount), first);
+    Expr sweepExtent = minOf(chunkRows, maxOf(sub(toI64(rows.extent), first), makeI64(0)));
     Stmt chunkBody = std::make_shared<For>(prefix + ".row", makeI64(0), sweepExtent,
                                            ForKind::Serial, 0, sweep, source);
     Stmt sweeps =
@@ -323,14 +321,12 @@ private:
     // k < s is the chunk's row k, else its row count - 2 s + k, unless the
     // sweep or the first s rows have it (a chunk of fewer than 2 s rows).
     Expr k = makeVar(ScalarType::I64, prefix + ".edge");
-    Expr isHead = makeBinary(BinaryOpKind::Lt, k, s);
+    Expr isHead = lessThan(k, s);
     Expr edgeRow = makeVar(ScalarType::I64, prefix + ".edge_row");
-    Expr edgeValue = std::make_shared<Select>(isHead, k, add(sub(count, twoLags), k));
+    Expr edgeValue = select(isHead, k, add(sub(count, twoLags), k));
     Expr leftBySweep =
-        makeBinary(BinaryOpKind::And,
-                   makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, edgeRow, makeI64(0)),
-                              makeBinary(BinaryOpKind::Lt, edgeRow, count)),
-                   makeBinary(BinaryOpKind::Or, isHead, makeBinary(BinaryOpKind::Ge, edgeRow, s)));
+        logicalAnd(logicalAnd(greaterOrEqual(edgeRow, makeI64(0)), lessThan(edgeRow, count)),
+                   logicalOr(isHead, greaterOrEqual(edgeRow, s)));
     Stmt edges = std::make_shared<IfThenElse>(
         leftBySweep,
         std::make_shared<LetStmt>(rows.var, castTo(rowType, rowAt(edgeRow)), secondBody));
@@ -347,9 +343,8 @@ private:
     edges = std::make_shared<For>(prefix + ".chunk", makeI64(0), chunks, ForKind::Parallel, 0,
                                   edges, source);
 
-    Expr chunkRowsValue =
-        makeBinary(BinaryOpKind::Max, div(add(rowCount, makeI64(kChunks - 1)), makeI64(kChunks)),
-                   makeI64(kMinChunkLags * lag));
+    Expr chunkRowsValue = maxOf(div(add(rowCount, makeI64(kChunks - 1)), makeI64(kChunks)),
+                                makeI64(kMinChunkLags * lag));
     Expr chunksValue = div(add(rowCount, sub(chunkRows, makeI64(1))), chunkRows);
     return std::make_shared<LetStmt>(
         prefix + ".chunk_rows", chunkRowsValue,

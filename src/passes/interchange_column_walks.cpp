@@ -201,9 +201,9 @@ bool iterationsIndependent(const For &loop, const std::vector<BufferAccess> &acc
     if (coefficient != 1 || range == ranges.end() || var == loop.var)
       return false;
     const For &other = *range->second;
-    auto end = [](const For &f) { return makeBinary(BinaryOpKind::Add, f.min, f.extent); };
-    return provenNotPositive(makeBinary(BinaryOpKind::Sub, end(other), loop.min)) ||
-           provenNotPositive(makeBinary(BinaryOpKind::Sub, end(loop), other.min));
+    auto end = [](const For &f) { return add(f.min, f.extent); };
+    return provenNotPositive(sub(end(other), loop.min)) ||
+           provenNotPositive(sub(end(loop), other.min));
   };
   auto ownSlice = [&](const AffineIndex &index) {
     return index.isAffine() && index.coefficients.size() == 1 && index.coefficient(loop.var) == 1 &&
@@ -236,11 +236,10 @@ Expr orZero(const Expr &rest) { return rest ? rest : makeI64(0); }
 // Whether two loop-invariant index remainders (null: 0) are proven equal.
 bool provenEqual(const Expr &a, const Expr &b) {
   Expr lhs = a ? a : makeI64(0), rhs = b ? b : makeI64(0);
-  return provenNotPositive(makeBinary(BinaryOpKind::Sub, lhs, rhs)) &&
-         provenNotPositive(makeBinary(BinaryOpKind::Sub, rhs, lhs));
+  return provenNotPositive(sub(lhs, rhs)) && provenNotPositive(sub(rhs, lhs));
 }
 
-Expr endOf(const For &loop) { return makeBinary(BinaryOpKind::Add, loop.min, loop.extent); }
+Expr endOf(const For &loop) { return add(loop.min, loop.extent); }
 
 // An index that is exactly one loop variable: `var`.
 bool isExactly(const AffineIndex &index, const std::string &var) {
@@ -583,9 +582,8 @@ private:
     // triangle, at j = k), then pushes its update to every later j.
     Expr kVar = makeVar(inner->min->type, inner->var);
     std::vector<Stmt> finish(stmts.begin() + 1, stmts.end());
-    Expr firstLater = makeBinary(BinaryOpKind::Add, kVar, castTo(kVar->type, makeI64(1)));
-    Stmt push = std::make_shared<For>(outer.var, firstLater,
-                                      makeBinary(BinaryOpKind::Sub, endOf(outer), firstLater),
+    Expr firstLater = add(kVar, castTo(kVar->type, makeI64(1)));
+    Stmt push = std::make_shared<For>(outer.var, firstLater, sub(endOf(outer), firstLater),
                                       ForKind::Serial, 0, inner->body, outer.source);
     Stmt body = makeBlock({substitute(makeBlock(std::move(finish)), {{outer.var, kVar}}), push});
     remarks_.applied(outer.source, "interchanged with its loop over " + k + " (line " + line +
@@ -610,11 +608,8 @@ private:
       return std::nullopt;
     const Reduce::Loop &range = reduce->loops.front();
     Expr start = resolved(outer.min);
-    auto belowStart = [&](const Expr &e) {
-      return provenNotPositive(makeBinary(BinaryOpKind::Sub, resolved(e), start));
-    };
-    Expr rangeEnd = DropMaxBelowLoopVar(outer.var, belowStart)
-                        .mutate(makeBinary(BinaryOpKind::Add, range.min, range.extent));
+    auto belowStart = [&](const Expr &e) { return provenNotPositive(sub(resolved(e), start)); };
+    Expr rangeEnd = DropMaxBelowLoopVar(outer.var, belowStart).mutate(add(range.min, range.extent));
     if (range.min->type != outer.min->type || !provenEqual(resolved(range.min), start) ||
         !provenEqual(resolved(rangeEnd), makeVar(outer.min->type, outer.var)))
       return std::nullopt; // not a reduction over the triangle below j
@@ -693,13 +688,13 @@ private:
     ScalarType type = reduce->accumulator->element;
     Expr jVar = makeVar(outer.min->type, outer.var);
     auto partialAt = [&](const Expr &index) {
-      return std::vector<Expr>{toI64(makeBinary(BinaryOpKind::Sub, index, outer.min))};
+      return std::vector<Expr>{toI64(sub(index, outer.min))};
     };
     auto partial = std::make_shared<BufferInfo>();
     partial->name = reduce->accumulator->name + ".partials";
     partial->programName = reduce->accumulator->nameInMessages();
     partial->element = type;
-    partial->shape = {makeBinary(BinaryOpKind::Max, toI64(outer.extent), makeI64(0))};
+    partial->shape = {maxOf(toI64(outer.extent), makeI64(0))};
     partial->memory = MemorySpace::Global;
     partial->isWritten = true;
     Stmt readPartial =
@@ -707,14 +702,13 @@ private:
                                 std::make_shared<Load>(partial, partialAt(jVar)), reduce->source);
     std::string later = outer.var + ".later";
     Expr laterVar = makeVar(outer.min->type, later);
-    Expr firstLater = makeBinary(BinaryOpKind::Add, jVar, castTo(jVar->type, makeI64(1)));
+    Expr firstLater = add(jVar, castTo(jVar->type, makeI64(1)));
     Expr term = substitute(reduce->value, {{range.var, jVar}, {outer.var, laterVar}});
     Stmt combineInto = std::make_shared<Store>(
         partial, partialAt(laterVar),
         applyOperator(reduce->op, std::make_shared<Load>(partial, partialAt(laterVar)), term),
         reduce->source);
-    Stmt push = std::make_shared<For>(later, firstLater,
-                                      makeBinary(BinaryOpKind::Sub, endOf(outer), firstLater),
+    Stmt push = std::make_shared<For>(later, firstLater, sub(endOf(outer), firstLater),
                                       ForKind::Serial, 0, combineInto, reduce->source);
     Stmt body = makeBlock({ReplaceReduce(reduce, readPartial).mutate(outer.body), push});
     Stmt fill = std::make_shared<For>(

@@ -176,7 +176,7 @@ Stmt interleaved(const For &loop, const std::vector<const Store *> &steps, const
   Stmt rest = std::make_shared<For>(loop.var, castTo(loop.min->type, add(first, vectorTrips)),
                                     castTo(loop.min->type, sub(trips, vectorTrips)),
                                     ForKind::Serial, 0, loop.body, loop.source);
-  Expr enough = makeBinary(BinaryOpKind::Ge, trips, makeI64(2 * lanes));
+  Expr enough = greaterOrEqual(trips, makeI64(2 * lanes));
   return std::make_shared<LetStmt>(
       count, toI64(loop.extent),
       std::make_shared<LetStmt>(

@@ -412,7 +412,7 @@ private:
     if (startSlope != 0) {
       Expr end = provenAtMost(resolved(sub(sharedStart, chainEnd)), 0, around)
                      ? sharedStart
-                     : makeBinary(BinaryOpKind::Min, sharedStart, chainEnd);
+                     : minOf(sharedStart, chainEnd);
       for (int64_t r = 0; r < copies; ++r)
         group.push_back(chainLoop(copyOf(chainStart, r), copyOf(end, r), copy(chain.body, r)));
     }
@@ -431,7 +431,7 @@ private:
     group.push_back(keepElementsInRegisters(*sharedLoop->as<For>(), how).value_or(sharedLoop));
     Expr ownLastStart = provenAtLeast(resolved(sub(sharedEnd, chainStart)), 0, around)
                             ? sharedEnd
-                            : makeBinary(BinaryOpKind::Max, sharedEnd, chainStart);
+                            : maxOf(sharedEnd, chainStart);
     for (int64_t r = 0; r < copies; ++r) {
       if (endSlope != 0)
         group.push_back(
@@ -441,7 +441,7 @@ private:
     }
 
     // The groups, then the iterations left over in the original loop.
-    Expr extent = makeBinary(BinaryOpKind::Max, loop.extent, makeInt(type, 0));
+    Expr extent = maxOf(loop.extent, makeInt(type, 0));
     Expr groups = div(extent, makeInt(type, copies));
     Expr done = mul(groups, makeInt(type, copies));
     std::string groupVar = loop.var + ".group";

@@ -40,8 +40,6 @@ const int64_t kTile = 256;     // lanes of a GPU block scanning a chunk
 const int64_t kLanePoints = 4; // consecutive points each lane scans in a tile
 const int kLevels = 3;         // chunked levels; the one below runs in one thread
 
-Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeI64(1))), b); }
-
 // `value` written to the scan's element at the point, located at the
 // program's target access, as the interpreter reports its index.
 Stmt storeElement(const Scan &scan, Expr value) {
@@ -104,7 +102,7 @@ private:
     std::string chunkVar = prefix + ".chunk";
     Expr chunk = makeVar(ScalarType::I64, chunkVar);
     Expr first = mul(chunk, size);
-    Expr count = makeBinary(BinaryOpKind::Min, size, sub(points, first));
+    Expr count = minOf(size, sub(points, first));
     ScalarType type = scan.target->element;
     Buffer sums = makeBuffer(prefix + ".sums", type, {chunks}, MemorySpace::Global);
 
@@ -149,16 +147,15 @@ private:
     // offsets too: over the points themselves, whose bounds then depend on
     // the thread, the CPU ran threads as lanes striding across chunks (12x
     // slower at 2^24 points).
-    Expr carry = std::make_shared<Select>(makeBinary(BinaryOpKind::Eq, chunk, makeI64(0)),
-                                          scan.neutral, load(sums, {sub(chunk, makeI64(1))}));
+    Expr carry =
+        select(equal(chunk, makeI64(0)), scan.neutral, load(sums, {sub(chunk, makeI64(1))}));
     Stmt scans = gpu ? blockScans(scan, prefix, chunks, count, carry, atOffset)
                      : threadScans(scan, prefix, chunks, count, carry, atOffset);
 
     Stmt body = std::make_shared<Allocate>(sums, makeBlock({folds, sumsScanned, scans}));
-    Expr chunkSize =
-        makeBinary(BinaryOpKind::Max, makeI64(minChunk), ceilDiv(points, makeI64(maxChunks)));
+    Expr chunkSize = maxOf(makeI64(minChunk), ceilDiv(points, makeI64(maxChunks)));
     return std::make_shared<LetStmt>(
-        prefix + ".points", makeBinary(BinaryOpKind::Max, toI64(scan.loop.extent), makeI64(0)),
+        prefix + ".points", maxOf(toI64(scan.loop.extent), makeI64(0)),
         std::make_shared<LetStmt>(
             prefix + ".size", chunkSize,
             std::make_shared<LetStmt>(prefix + ".chunks", ceilDiv(points, size), body)));
@@ -212,8 +209,8 @@ private:
                        makeBuffer(prefix + ".tile_b", type, {makeI64(kTile)}, MemorySpace::Shared)};
     Buffer folded = makeBuffer(prefix + ".carry", type, {makeI64(1)}, MemorySpace::Shared);
     Buffer running = makeBuffer(prefix + ".running", type, {}, MemorySpace::Register);
-    Expr inChunk = makeBinary(BinaryOpKind::Lt, offset, count);
-    Expr firstThread = makeBinary(BinaryOpKind::Eq, thread, makeI64(0));
+    Expr inChunk = lessThan(offset, count);
+    Expr firstThread = equal(thread, makeI64(0));
     // `body` for each of the lane's rows of the tile, `offset` bound to its
     // point's offset in the chunk (coalesced across the lanes).
     auto eachRow = [&](Stmt body) {
@@ -258,18 +255,17 @@ private:
     for (int64_t distance = 1; distance < kTile; distance *= 2, from = 1 - from) {
       Expr self = load(tiles[from], {thread});
       Expr earlier = load(tiles[from], {sub(thread, makeI64(distance))});
-      steps.push_back(
-          store(tiles[1 - from], {thread},
-                std::make_shared<Select>(makeBinary(BinaryOpKind::Ge, thread, makeI64(distance)),
-                                         applyOperator(scan.op, earlier, self), self)));
+      steps.push_back(store(tiles[1 - from], {thread},
+                            select(greaterOrEqual(thread, makeI64(distance)),
+                                   applyOperator(scan.op, earlier, self), self)));
       steps.push_back(std::make_shared<Barrier>());
     }
     const Buffer &scanned = tiles[from];
     // Each lane's points from the fold of everything before them: the
     // chunk's before the tile, then the lanes' before this one.
-    Expr before = std::make_shared<Select>(firstThread, load(folded, {makeI64(0)}),
-                                           applyOperator(scan.op, load(folded, {makeI64(0)}),
-                                                         load(scanned, {sub(thread, makeI64(1))})));
+    Expr before = select(firstThread, load(folded, {makeI64(0)}),
+                         applyOperator(scan.op, load(folded, {makeI64(0)}),
+                                       load(scanned, {sub(thread, makeI64(1))})));
     steps.push_back(std::make_shared<LetStmt>(
         prefix + ".before", before,
         eachOwnPoint(0, store(staged, {ownSlot},

@@ -319,8 +319,7 @@ private:
     Expr rowIndex = makeVar(ScalarType::I64, blockVar);
     if (row.min->type != ScalarType::I64)
       rowIndex = std::make_shared<Cast>(row.min->type, rowIndex);
-    Stmt body = std::make_shared<LetStmt>(row.var, makeBinary(BinaryOpKind::Add, row.min, rowIndex),
-                                          shareRow(row.body));
+    Stmt body = std::make_shared<LetStmt>(row.var, add(row.min, rowIndex), shareRow(row.body));
     body = std::make_shared<For>(thread_->as<Var>()->name, makeI64(0), makeI64(kReductionThreads),
                                  ForKind::GpuThread, 0, body, row.source);
     for (auto tile = tiles_.rbegin(); tile != tiles_.rend(); ++tile)
@@ -328,8 +327,7 @@ private:
     Expr rows = row.extent->type == ScalarType::I64
                     ? row.extent
                     : std::make_shared<Cast>(ScalarType::I64, row.extent);
-    return std::make_shared<For>(blockVar, makeI64(0),
-                                 makeBinary(BinaryOpKind::Max, rows, makeI64(0)), ForKind::GpuBlock,
+    return std::make_shared<For>(blockVar, makeI64(0), maxOf(rows, makeI64(0)), ForKind::GpuBlock,
                                  0, body, row.source);
   }
 
@@ -337,7 +335,7 @@ private:
   Stmt byFirstThread(const Stmt &stmt, const BufferInfo &buffer) {
     if (buffer.memory != MemorySpace::Global)
       return stmt;
-    return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, thread_, makeI64(0)), stmt);
+    return std::make_shared<IfThenElse>(equal(thread_, makeI64(0)), stmt);
   }
 
   // The row body as every thread of the block runs it.
@@ -399,14 +397,11 @@ private:
     Expr extent64 =
         extent->type == ScalarType::I64 ? extent : std::make_shared<Cast>(ScalarType::I64, extent);
     ThreadWalk walk = threadWalk(thread_, makeI64(kReductionThreads), extent64, inOrder);
-    Expr position =
-        makeBinary(BinaryOpKind::Add, walk.first,
-                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), walk.stride));
+    Expr position = add(walk.first, mul(makeVar(ScalarType::I64, stepVar), walk.stride));
     if (min->type != ScalarType::I64)
       position = std::make_shared<Cast>(min->type, position);
-    return std::make_shared<For>(
-        stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
-        std::make_shared<LetStmt>(var, makeBinary(BinaryOpKind::Add, min, position), body), source);
+    return std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
+                                 std::make_shared<LetStmt>(var, add(min, position), body), source);
   }
 
   // The redomaps' outermost loop (the first's: they share their loops)
@@ -495,7 +490,7 @@ RowMapping rowMapping(const Stmt &parfor) {
   std::optional<Expr> length = rowLength(*row, parfor);
   if (!length)
     return {std::nullopt, "a row's length is known only inside the row, too late to choose"};
-  return {makeBinary(BinaryOpKind::Ge, *length, makeInt((*length)->type, kMinBlockRowLength)), ""};
+  return {greaterOrEqual(*length, makeInt((*length)->type, kMinBlockRowLength)), ""};
 }
 
 std::optional<Expr> blockPerRowCondition(const Stmt &parfor) {

@@ -65,7 +65,7 @@ const int64_t kResidentThreadsPerSM = 2048;
 // `min + offset`, without the addition when min is zero (the common case).
 Expr offsetFrom(const Expr &min, Expr offset) {
   const auto *zero = min->as<IntImm>();
-  return zero && zero->value == 0 ? offset : makeBinary(BinaryOpKind::Add, min, std::move(offset));
+  return zero && zero->value == 0 ? offset : add(min, std::move(offset));
 }
 
 class GpuMapper : public IRMutator {
@@ -139,8 +139,7 @@ private:
       return grid(mapped, body, shape);
     const For &only = *mapped.front();
     const int64_t narrow[3] = {kCpuNarrowBlock, 1, 1};
-    Expr wide =
-        makeBinary(BinaryOpKind::Ge, only.extent, makeInt(only.extent->type, kCpuWideRange));
+    Expr wide = greaterOrEqual(only.extent, makeInt(only.extent->type, kCpuWideRange));
     return std::make_shared<IfThenElse>(wide, grid(mapped, body, shape),
                                         grid(mapped, body, narrow));
   }
@@ -151,9 +150,9 @@ private:
     // The guard, then the mapped variables, then thread and block loops.
     Expr guard;
     for (const For *loop : mapped) {
-      Expr inRange = makeBinary(BinaryOpKind::Lt, makeVar(loop->min->type, loop->var),
-                                offsetFrom(loop->min, loop->extent));
-      guard = guard ? makeBinary(BinaryOpKind::And, guard, inRange) : inRange;
+      Expr inRange =
+          lessThan(makeVar(loop->min->type, loop->var), offsetFrom(loop->min, loop->extent));
+      guard = guard ? logicalAnd(guard, inRange) : inRange;
     }
     body = std::make_shared<IfThenElse>(guard, body);
     for (size_t d = 0; d < mapped.size(); ++d) {
@@ -161,9 +160,7 @@ private:
       ScalarType type = loop->min->type;
       Expr size = makeInt(type, shape[d]);
       Expr offset =
-          makeBinary(BinaryOpKind::Add,
-                     makeBinary(BinaryOpKind::Mul, makeVar(type, loop->var + ".block"), size),
-                     makeVar(type, loop->var + ".thread"));
+          add(mul(makeVar(type, loop->var + ".block"), size), makeVar(type, loop->var + ".thread"));
       body = std::make_shared<LetStmt>(loop->var, offsetFrom(loop->min, offset), body);
     }
     for (size_t d = 0; d < mapped.size(); ++d) {
@@ -177,12 +174,8 @@ private:
       ScalarType type = loop->min->type;
       Expr size = makeInt(type, shape[d]);
       // ceil(extent / size), and no blocks at all for an empty range.
-      Expr blocks = makeBinary(BinaryOpKind::Div,
-                               makeBinary(BinaryOpKind::Sub,
-                                          makeBinary(BinaryOpKind::Add, loop->extent, size),
-                                          makeInt(type, 1)),
-                               size);
-      blocks = makeBinary(BinaryOpKind::Max, blocks, makeInt(type, 0));
+      Expr blocks = div(sub(add(loop->extent, size), makeInt(type, 1)), size);
+      blocks = maxOf(blocks, makeInt(type, 0));
       body = std::make_shared<For>(loop->var + ".block", makeInt(type, 0), blocks,
                                    ForKind::GpuBlock, static_cast<int>(d), body, loop->source);
     }
@@ -208,15 +201,15 @@ private:
       return;
     Expr points;
     for (const For *loop : mapped) {
-      Expr extent = makeBinary(BinaryOpKind::Max, toI64(loop->extent), makeI64(0));
-      points = points ? makeBinary(BinaryOpKind::Mul, points, extent) : extent;
+      Expr extent = maxOf(toI64(loop->extent), makeI64(0));
+      points = points ? mul(points, extent) : extent;
     }
     std::optional<int64_t> value = evaluateInteger(*points, runSizes_);
     if (!value)
       return;
     int64_t filling = kResidentThreadsPerSM * multiprocessors_;
     bool idle = *value < filling;
-    sizeChoices_.push_back({makeBinary(BinaryOpKind::Lt, points, makeI64(filling)), idle});
+    sizeChoices_.push_back({lessThan(points, makeI64(filling)), idle});
     if (!idle)
       return;
     for (const For *loop : worthMapping) {

@@ -74,16 +74,6 @@ struct InteriorBounds {
   std::set<const ExprNode *> conjuncts;
 };
 
-// `expr`'s conjuncts: the operands of a tree of Ands, left to right.
-void collectConjuncts(const Expr &expr, std::vector<Expr> &out) {
-  if (const auto *binary = expr->as<Binary>(); binary && binary->op == BinaryOpKind::And) {
-    collectConjuncts(binary->lhs, out);
-    collectConjuncts(binary->rhs, out);
-    return;
-  }
-  out.push_back(expr);
-}
-
 // `form >= 0` for a comparison of integers, else null.
 Expr nonNegativeForm(const Binary &comparison) {
   if (!isInteger(comparison.lhs->type) || !isInteger(comparison.rhs->type))
@@ -215,9 +205,7 @@ private:
   }
 
   void study(const Expr &condition) {
-    std::vector<Expr> conjuncts;
-    collectConjuncts(condition, conjuncts);
-    for (const Expr &conjunct : conjuncts) {
+    for (const Expr &conjunct : conjunctsOf(condition)) {
       const auto *comparison = conjunct->as<Binary>();
       Expr form = comparison ? nonNegativeForm(*comparison) : nullptr;
       if (!form)
@@ -289,13 +277,11 @@ private:
 
 // `expr` without the conjuncts `dropped` names: true when none is left.
 Expr withoutConjuncts(const Expr &expr, const std::set<const ExprNode *> &dropped) {
-  std::vector<Expr> conjuncts;
-  collectConjuncts(expr, conjuncts);
   Expr kept;
-  for (const Expr &conjunct : conjuncts) {
+  for (const Expr &conjunct : conjunctsOf(expr)) {
     if (dropped.contains(conjunct.get()))
       continue;
-    kept = kept ? makeBinary(BinaryOpKind::And, kept, conjunct) : conjunct;
+    kept = kept ? logicalAnd(kept, conjunct) : conjunct;
   }
   return kept ? kept : std::make_shared<BoolImm>(true);
 }
@@ -316,7 +302,7 @@ protected:
     cond = mutate(cond);
     if (cond == node.cond && thenValue == node.thenValue && elseValue == node.elseValue)
       return self;
-    return std::make_shared<Select>(cond, thenValue, elseValue);
+    return select(cond, thenValue, elseValue);
   }
 
   Stmt visitIfThenElse(const IfThenElse &node, const Stmt &self) override {
@@ -433,7 +419,7 @@ protected:
     // 56^2, 3 x 3: 1.18 split against 1.96 in one nest).
     Expr points, interiorPoints;
     for (const For *loop : chain) {
-      Expr extent = makeBinary(BinaryOpKind::Max, toI64(loop->extent), makeI64(0));
+      Expr extent = maxOf(toI64(loop->extent), makeI64(0));
       auto width = interiorWidths.find(loop->var);
       Expr inside = width == interiorWidths.end() ? extent : width->second;
       points = points ? mul(points, extent) : extent;
@@ -448,10 +434,9 @@ protected:
                                      "points to weigh the borders' launches on the GPU");
       return self;
     }
-    Expr pays = makeBinary(
-        BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, points, makeI64(gpuMinPoints_)),
-        makeBinary(BinaryOpKind::Ge, interiorPoints,
-                   mul(makeI64(kGpuInteriorPerBorderPoint), sub(points, interiorPoints))));
+    Expr pays = logicalAnd(greaterOrEqual(points, makeI64(gpuMinPoints_)),
+                           greaterOrEqual(interiorPoints, mul(makeI64(kGpuInteriorPerBorderPoint),
+                                                              sub(points, interiorPoints))));
     remarks_.applied(node.source, what + ", where the nest has " + std::to_string(gpuMinPoints_) +
                                       " points or more (border_min_points) and its interior " +
                                       std::to_string(kGpuInteriorPerBorderPoint) +
@@ -514,19 +499,15 @@ private:
                                                    inLoopType(simplifyExpr(extent), loop), body),
                                       ".border" + std::to_string(borders++)));
     };
-    auto atLeastZero = [](Expr value) {
-      return makeBinary(BinaryOpKind::Max, makeI64(0), std::move(value));
-    };
+    auto atLeastZero = [](Expr value) { return maxOf(makeI64(0), std::move(value)); };
     if (!pointBounds.lower.empty())
-      border(writtenOut(first), makeBinary(BinaryOpKind::Min, writtenOut(end.plus(first, -1)),
-                                           extremeOf(lowsPastFirst, true)));
+      border(writtenOut(first),
+             minOf(writtenOut(end.plus(first, -1)), extremeOf(lowsPastFirst, true)));
     pieces.push_back(nullptr); // the interior's place
     size_t interiorAt = pieces.size() - 1;
     if (!pointBounds.upper.empty())
-      border(
-          makeBinary(BinaryOpKind::Max, makeBinary(BinaryOpKind::Min, writtenOut(end), low), high),
-          makeBinary(BinaryOpKind::Min, atLeastZero(extremeOf(endPastLows, false)),
-                     extremeOf(endPastHighs, true)));
+      border(maxOf(minOf(writtenOut(end), low), high),
+             minOf(atLeastZero(extremeOf(endPastLows, false)), extremeOf(endPastHighs, true)));
     interiorWidths[loop.var] = simplifyExpr(atLeastZero(sub(high, low)));
     pieces[interiorAt] =
         partition(narrowed, at + 1, interiorBody, bounds, borders, ranges, interiorWidths);

@@ -172,19 +172,17 @@ Expr differsFromIdentity(const Expr &value, ReduceOperator::Kind op, ScalarType 
   if (isFloat(type) && op == ReduceOperator::Kind::Add) {
     Expr one = std::make_shared<FloatImm>(type, 1.0), zero = zeroOf(type);
     // 1 / -0.0 is -inf.
-    return makeBinary(
-        BinaryOpKind::Or, makeBinary(BinaryOpKind::Ne, value, zero),
-        makeBinary(BinaryOpKind::Gt, makeBinary(BinaryOpKind::Div, one, value), zeroOf(type)));
+    return logicalOr(notEqual(value, zero), greaterThan(div(one, value), zeroOf(type)));
   }
   if (isFloat(type) && (op == ReduceOperator::Kind::Min || op == ReduceOperator::Kind::Max))
-    return makeBinary(BinaryOpKind::Eq, value, value);
-  return makeBinary(BinaryOpKind::Ne, value, neutralElement(op, type));
+    return equal(value, value);
+  return notEqual(value, neutralElement(op, type));
 }
 
 Expr product(const std::vector<Expr> &factors) {
   Expr result = makeI64(1);
   for (const Expr &factor : factors)
-    result = makeBinary(BinaryOpKind::Mul, result, factor);
+    result = mul(result, factor);
   return result;
 }
 
@@ -264,15 +262,14 @@ private:
       Expr index = makeVar(ScalarType::I64, name);
       indices[d] = index;
       const Expr &extent = array.global->shape[d];
-      Expr holds = makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, index, makeI64(0)),
-                              makeBinary(BinaryOpKind::Lt, index, toI64(extent)));
+      Expr holds = logicalAnd(greaterOrEqual(index, makeI64(0)), lessThan(index, toI64(extent)));
       checks.push_back(std::make_shared<Check>(
           holds,
           "index {0} out of range for dimension " + std::to_string(d) + " of '" +
               nameAt(update.source, *array.global) + "' (extent {1})",
           std::vector<Expr>{index, toI64(extent)}, update.source));
       made.insert(checks.back()->as<Check>());
-      inRange = inRange ? makeBinary(BinaryOpKind::And, inRange, holds) : holds;
+      inRange = inRange ? logicalAnd(inRange, holds) : holds;
       if (checks_.remarks)
         checks_.remarks->declined(update.source,
                                   "index " + toString(original.indices[d]) + " of '" +
@@ -512,10 +509,9 @@ protected:
         makeBuffer(prefix + ".failed", ScalarType::I32, {makeI64(kThreads)}, MemorySpace::Shared),
         {},
         &node};
-    std::vector<Stmt> stores{
-        store(staged.failed, {thread_},
-              std::make_shared<ir::Select>(node.condition, makeInt(ScalarType::I32, 0),
-                                           makeInt(ScalarType::I32, 1)))};
+    std::vector<Stmt> stores{store(
+        staged.failed, {thread_},
+        ir::select(node.condition, makeInt(ScalarType::I32, 0), makeInt(ScalarType::I32, 1)))};
     for (size_t i = 0; i < node.values.size(); ++i) {
       staged.values.push_back(makeBuffer(prefix + ".value" + std::to_string(i),
                                          node.values[i]->type, {makeI64(kThreads)},
@@ -691,21 +687,21 @@ private:
       // Staged, one more element: the trash slot.
       array.local = makeBuffer(array.global->name + ".private", array.global->element,
                                {makeI64(capacity + (staged ? 1 : 0))}, MemorySpace::Shared);
-      Expr fitsHere = makeBinary(BinaryOpKind::Le, array.elements, makeI64(capacity));
+      Expr fitsHere = lessOrEqual(array.elements, makeI64(capacity));
       if (tests.insert(toString(fitsHere)).second)
-        fits = fits ? makeBinary(BinaryOpKind::And, fits, fitsHere) : fitsHere;
+        fits = fits ? logicalAnd(fits, fitsHere) : fitsHere;
     }
 
     std::vector<Expr> extents;
     for (const For *loop : chain)
-      extents.push_back(makeBinary(BinaryOpKind::Max, toI64(loop->extent), makeI64(0)));
+      extents.push_back(maxOf(toI64(loop->extent), makeI64(0)));
     std::string iterationsVar = top.var + ".iterations", blocksVar = top.var + ".blocks";
     Expr iterations = makeVar(ScalarType::I64, iterationsVar);
     Expr blocks = makeVar(ScalarType::I64, blocksVar);
     Expr merged = makeI64(0);
     for (const Privatized &array : arrays)
       merged = add(merged, array.elements);
-    Expr worthIt = makeBinary(BinaryOpKind::Le, mul(merged, blocks), iterations);
+    Expr worthIt = lessOrEqual(mul(merged, blocks), iterations);
 
     std::string blockVar = top.var + ".block", threadVar = top.var + ".thread";
     Expr block = makeVar(ScalarType::I64, blockVar), thread = makeVar(ScalarType::I64, threadVar);
@@ -764,11 +760,9 @@ private:
                                   : "; a thread's iterations " + std::to_string(kRoundsAhead) +
                                         " at a time, their loads of " + arraysRead(loadsAhead) +
                                         " issued first, all in flight together"));
-    Stmt choice =
-        std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::And, fits, worthIt), kernel, nest);
-    Expr blockCount = makeBinary(BinaryOpKind::Min,
-                                 div(add(iterations, makeI64(kThreads - 1)), makeI64(kThreads)),
-                                 makeI64(maxBlocks_));
+    Stmt choice = std::make_shared<IfThenElse>(logicalAnd(fits, worthIt), kernel, nest);
+    Expr blockCount =
+        minOf(div(add(iterations, makeI64(kThreads - 1)), makeI64(kThreads)), makeI64(maxBlocks_));
     return std::make_shared<LetStmt>(iterationsVar, product(extents),
                                      std::make_shared<LetStmt>(blocksVar, blockCount, choice));
   }
@@ -865,7 +859,7 @@ private:
     // proof of the body's indices can read it (it cannot divide by the
     // stride); one comparison a point.
     if (boundsChecked)
-      body = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, flat, iterations), body);
+      body = std::make_shared<IfThenElse>(lessThan(flat, iterations), body);
     Expr trips;
     if (blockRanges) {
       // Rounds of kThreads iterations a block: the block's first, then the
@@ -873,7 +867,7 @@ private:
       Expr rounds = div(add(iterations, sub(stride, makeI64(1))), stride);
       first = add(mul(mul(block, rounds), makeI64(kThreads)), thread);
       stride = makeI64(kThreads);
-      trips = makeBinary(BinaryOpKind::Min, rounds, stridedTripCount(first, iterations, stride));
+      trips = minOf(rounds, stridedTripCount(first, iterations, stride));
     } else {
       trips = stridedTripCount(first, iterations, stride);
     }
@@ -904,7 +898,7 @@ private:
     }
     auto eachRound = [&](Stmt stmt) {
       Expr round = add(mul(batch, makeI64(kRoundsAhead)), ahead);
-      Stmt inRange = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, flat, iterations),
+      Stmt inRange = std::make_shared<IfThenElse>(lessThan(flat, iterations),
                                                   atPoint(chain, extents, flat, stmt));
       return std::make_shared<For>(
           aheadVar, makeI64(0), makeI64(kRoundsAhead), ForKind::Unrolled, 0,
@@ -939,7 +933,7 @@ private:
     Expr rounds = makeVar(ScalarType::I64, roundsVar);
     Expr blockFirst = makeVar(ScalarType::I64, startVar);
     Expr round = makeVar(ScalarType::I64, stepVar);
-    Expr inRange = makeBinary(BinaryOpKind::Lt, flat, iterations);
+    Expr inRange = lessThan(flat, iterations);
     auto atThread = [&](Stmt stmt) {
       return std::make_shared<LetStmt>(
           flatVar, add(add(blockFirst, mul(round, makeI64(kThreads))), thread), stmt);
@@ -972,9 +966,9 @@ private:
       std::vector<Expr> values;
       for (const Buffer &value : check.values)
         values.push_back(load(value, {thread}));
-      updates.push_back(std::make_shared<Check>(
-          makeBinary(BinaryOpKind::Eq, load(check.failed, {thread}), makeInt(ScalarType::I32, 0)),
-          check.check->message, std::move(values), check.check->source));
+      updates.push_back(
+          std::make_shared<Check>(equal(load(check.failed, {thread}), makeInt(ScalarType::I32, 0)),
+                                  check.check->message, std::move(values), check.check->source));
     }
     for (const StagedUpdate &update : staged)
       updates.push_back(std::make_shared<AtomicUpdate>(
@@ -984,8 +978,7 @@ private:
 
     Stmt roundBody = makeBlock({atThread(compute), std::make_shared<Barrier>(), atThread(make),
                                 std::make_shared<Barrier>()});
-    Expr trips = makeBinary(BinaryOpKind::Min, rounds,
-                            stridedTripCount(blockFirst, iterations, makeI64(kThreads)));
+    Expr trips = minOf(rounds, stridedTripCount(blockFirst, iterations, makeI64(kThreads)));
     Stmt loop = std::make_shared<For>(stepVar, makeI64(0), trips, ForKind::Serial, 0, roundBody,
                                       top.source);
     Expr stride = mul(blocks, makeI64(kThreads));

@@ -104,8 +104,7 @@ Function specializeSizes(Function function, const std::map<std::string, int64_t>
   // The arrays' shapes keep the names: each value is a size choice, a fact
   // for BoundsProof (F[o][c][u][v] with u below 3 is in range of F[..][K][K]).
   for (const auto &[name, value] : constants)
-    function.sizeChoices.push_back(
-        {makeBinary(BinaryOpKind::Eq, makeVar(value->type, name), value), true});
+    function.sizeChoices.push_back({equal(makeVar(value->type, name), value), true});
   return function;
 }
 

@@ -204,8 +204,7 @@ Stmt split(const For &loop, const Stmt &original, const RowReduction &row,
   // The first parfor: every (row, part) into its partial.
   // min(chunk, ...) at the top: map_rows_to_blocks reads a row of at most
   // `chunk` points, a length known outside the nest.
-  Expr partExtent = makeBinary(BinaryOpKind::Min, chunk,
-                               makeBinary(BinaryOpKind::Max, sub(length, start), makeI64(0)));
+  Expr partExtent = minOf(chunk, maxOf(sub(length, start), makeI64(0)));
   Stmt partReduce = std::make_shared<Reduce>(
       partCell, std::vector<Expr>{}, reduce.op, reduce.neutral,
       std::vector<Reduce::Loop>{{range.var, castTo(range.min->type, add(toI64(range.min), start)),
@@ -238,21 +237,20 @@ Stmt split(const For &loop, const Stmt &original, const RowReduction &row,
       withinLets(row, std::make_shared<Allocate>(cell, makeBlock(std::move(cellBody)))),
       loop.source);
 
-  Expr byRows = div(makeI64(sizing.targetPairs), makeBinary(BinaryOpKind::Max, rows, makeI64(1)));
+  Expr byRows = div(makeI64(sizing.targetPairs), maxOf(rows, makeI64(1)));
   Expr byLength = div(length, makeI64(sizing.minPart));
   Stmt chosen = std::make_shared<IfThenElse>(
-      makeBinary(BinaryOpKind::Ge, parts, makeI64(2)),
+      greaterOrEqual(parts, makeI64(2)),
       std::make_shared<LetStmt>(
           chunkName, div(add(length, sub(parts, makeI64(1))), parts),
           std::make_shared<Allocate>(partials, makeBlock({partsLoop, rowsLoop}))),
       original);
   Expr nonNegative = makeI64(0);
   return std::make_shared<LetStmt>(
-      rowsName, makeBinary(BinaryOpKind::Max, toI64(loop.extent), nonNegative),
+      rowsName, maxOf(toI64(loop.extent), nonNegative),
       std::make_shared<LetStmt>(
-          lengthName, makeBinary(BinaryOpKind::Max, toI64(range.extent), nonNegative),
-          std::make_shared<LetStmt>(partsName, makeBinary(BinaryOpKind::Min, byRows, byLength),
-                                    chosen)));
+          lengthName, maxOf(toI64(range.extent), nonNegative),
+          std::make_shared<LetStmt>(partsName, minOf(byRows, byLength), chosen)));
 }
 
 class SplitRows : public IRMutator {

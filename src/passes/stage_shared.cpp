@@ -74,6 +74,7 @@
 
 #include "ir/IRPrinter.h"
 #include "ir/IRVisitor.h"
+#include "ir/KernelNest.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/ArrayUses.h"
 #include "passes/analysis/BlockCooperation.h"
@@ -289,8 +290,8 @@ private:
     const auto *sum = index->as<Binary>();
     const auto *constant = sum ? sum->rhs->as<IntImm>() : nullptr;
     if (!constant || (sum->op != BinaryOpKind::Add && sum->op != BinaryOpKind::Sub))
-      return makeBinary(BinaryOpKind::Sub, index, range.origin());
-    return makeBinary(sum->op, makeBinary(BinaryOpKind::Sub, sum->lhs, range.origin()), sum->rhs);
+      return sub(index, range.origin());
+    return makeBinary(sum->op, sub(sum->lhs, range.origin()), sum->rhs);
   }
 
   std::map<const Load *, Staged> staged_;
@@ -360,11 +361,7 @@ public:
       if (const For *thread = threadsByDim_[dim]) {
         Expr index = toI64(makeVar(thread->min->type, thread->var));
         linearThread_ =
-            linearThread_
-                ? makeBinary(BinaryOpKind::Add,
-                             makeBinary(BinaryOpKind::Mul, linearThread_, toI64(thread->extent)),
-                             index)
-                : index;
+            linearThread_ ? add(mul(linearThread_, toI64(thread->extent)), index) : index;
       }
   }
 
@@ -467,7 +464,7 @@ private:
       // what they did not (a load out of range). A uniform value is safe
       // to evaluate and stays uniform (it may bound a loop with barriers).
       Expr value = guard && !scope_.isUniform(let.value)
-                       ? std::make_shared<Select>(guard, let.value, zeroOf(let.value->type))
+                       ? select(guard, let.value, zeroOf(let.value->type))
                        : let.value;
       return std::make_shared<LetStmt>(let.var, value, *body);
     }
@@ -523,8 +520,7 @@ private:
     if (branch.elseCase)
       return std::nullopt;
     // `guard && cond`, evaluating cond only under the guard.
-    Expr both = guard ? std::make_shared<Select>(guard, branch.cond, zeroOf(ScalarType::Bool))
-                      : branch.cond;
+    Expr both = guard ? select(guard, branch.cond, zeroOf(ScalarType::Bool)) : branch.cond;
     return stagePath(branch.thenCase, both, inLoop);
   }
 
@@ -781,10 +777,7 @@ private:
       ScalarType type = loop.min->type;
       Expr stageVar = makeVar(type, loop.var + ".stage");
       Expr laneVar = makeVar(type, loop.var + ".lane");
-      Expr value = makeBinary(
-          BinaryOpKind::Add, loop.min,
-          makeBinary(BinaryOpKind::Add,
-                     makeBinary(BinaryOpKind::Mul, stageVar, makeInt(type, length)), laneVar));
+      Expr value = add(loop.min, add(mul(stageVar, makeInt(type, length)), laneVar));
       IndexRange lane;
       lane.span = length - 1;
       scope_.bindRange(loop.var + ".lane", lane);
@@ -823,8 +816,7 @@ private:
     Expr lengthImm = makeInt(type, length);
     Expr stageVar = makeVar(type, stage);
     bool pipelined = pipelines(loop, footprints);
-    Expr copy = pipelined ? toI64(makeBinary(BinaryOpKind::Rem, stageVar, makeInt(type, copies_)))
-                          : nullptr;
+    Expr copy = pipelined ? toI64(rem(stageVar, makeInt(type, copies_))) : nullptr;
     auto [loads, stmts] = allocateShared(footprints, copy);
     Stmt body = loads.mutate(loop.body);
     auto lanes = [&](Expr count, ForKind kind) {
@@ -839,19 +831,13 @@ private:
     bool straightLine = !hasLoop(body) && !callsMathRoutine(body);
     Expr restVar = makeVar(type, rest);
     Stmt iterations = std::make_shared<LetStmt>(
-        rest,
-        makeBinary(BinaryOpKind::Sub, loop.extent,
-                   makeBinary(BinaryOpKind::Mul, stageVar, lengthImm)),
+        rest, sub(loop.extent, mul(stageVar, lengthImm)),
         std::make_shared<IfThenElse>(
-            makeBinary(BinaryOpKind::Ge, restVar, lengthImm),
+            greaterOrEqual(restVar, lengthImm),
             lanes(lengthImm, straightLine ? ForKind::Unrolled : ForKind::Serial),
             lanes(restVar, ForKind::Serial)));
     Expr stages =
-        makeBinary(BinaryOpKind::Max,
-                   makeBinary(BinaryOpKind::Div,
-                              makeBinary(BinaryOpKind::Add, loop.extent, makeInt(type, length - 1)),
-                              lengthImm),
-                   makeInt(type, 0));
+        maxOf(div(add(loop.extent, makeInt(type, length - 1)), lengthImm), makeInt(type, 0));
     if (pipelined)
       return pipelinedStages(loop, stmts, iterations, stages);
     stmts.push_back(std::make_shared<Barrier>());
@@ -917,17 +903,16 @@ private:
     Expr stageVar = makeVar(type, stage);
     Stmt copyStage = makeBlock(std::move(fills));
     auto copyAhead = [&](const Expr &ahead) {
-      return makeBlock({std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, ahead, stages),
+      return makeBlock({std::make_shared<IfThenElse>(lessThan(ahead, stages),
                                                      substitute(copyStage, {{stage, ahead}})),
                         std::make_shared<AsyncCommit>()});
     };
     std::vector<Stmt> prologue;
     for (int64_t ahead = 0; ahead + 1 < copies_; ++ahead)
       prologue.push_back(copyAhead(makeInt(type, ahead)));
-    Stmt steady = makeBlock(
-        {std::make_shared<AsyncWait>(static_cast<int>(copies_ - 2)), std::make_shared<Barrier>(),
-         copyAhead(makeBinary(BinaryOpKind::Add, stageVar, makeInt(type, copies_ - 1))),
-         iterations});
+    Stmt steady = makeBlock({std::make_shared<AsyncWait>(static_cast<int>(copies_ - 2)),
+                             std::make_shared<Barrier>(),
+                             copyAhead(add(stageVar, makeInt(type, copies_ - 1))), iterations});
     prologue.push_back(std::make_shared<For>(stage, makeInt(type, 0), stages, ForKind::Serial, 0,
                                              steady, loop.source));
     prologue.push_back(std::make_shared<Barrier>());
@@ -1117,45 +1102,34 @@ private:
     std::string groupVar = prefix + ".group", copyVar = prefix + ".copy";
     Expr round = makeVar(ScalarType::I64, copyVar);
     if (groups > 1)
-      round = makeBinary(
-          BinaryOpKind::Add,
-          makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, groupVar), makeI64(group)), round);
-    Expr first =
-        makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, round, makeI64(threadCount_)),
-                   linearThread_);
+      round = add(mul(makeVar(ScalarType::I64, groupVar), makeI64(group)), round);
+    Expr first = add(mul(round, makeI64(threadCount_)), linearThread_);
     bool partial = rounds * threadCount_ != elements || groups * group != rounds;
     Expr element = makeVar(ScalarType::I64, prefix + ".element");
-    Expr boxElement =
-        partial ? makeBinary(BinaryOpKind::Min, element, makeI64(elements - 1)) : element;
+    Expr boxElement = partial ? minOf(element, makeI64(elements - 1)) : element;
     std::vector<Expr> local, global;
     Expr inArray;
     int64_t stride = elements;
     for (size_t d = 0; d < extents.size(); ++d) {
       stride /= extents[d];
-      Expr index =
-          stride == 1 ? boxElement : makeBinary(BinaryOpKind::Div, boxElement, makeI64(stride));
+      Expr index = stride == 1 ? boxElement : div(boxElement, makeI64(stride));
       if (d > 0)
-        index = makeBinary(BinaryOpKind::Rem, index, makeI64(extents[d]));
+        index = rem(index, makeI64(extents[d]));
       local.push_back(index);
-      Expr at = makeBinary(BinaryOpKind::Add, footprint.box[d].origin(), index);
+      Expr at = add(footprint.box[d].origin(), index);
       Expr extent = toI64(footprint.array->shape[d]);
-      Expr inside = makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, at, makeI64(0)),
-                               makeBinary(BinaryOpKind::Lt, at, extent));
-      inArray = inArray ? makeBinary(BinaryOpKind::And, inArray, inside) : inside;
-      global.push_back(makeBinary(
-          BinaryOpKind::Max,
-          makeBinary(BinaryOpKind::Min, at, makeBinary(BinaryOpKind::Sub, extent, makeI64(1))),
-          makeI64(0)));
+      Expr inside = logicalAnd(greaterOrEqual(at, makeI64(0)), lessThan(at, extent));
+      inArray = inArray ? logicalAnd(inArray, inside) : inside;
+      global.push_back(maxOf(minOf(at, sub(extent, makeI64(1))), makeI64(0)));
     }
     if (footprint.transposed)
       std::swap(local[0], local[1]);
     std::string valueVar = prefix + ".value";
     Stmt copy = store(shared, std::move(local),
-                      std::make_shared<Select>(inArray, makeVar(footprint.array->element, valueVar),
-                                               zeroOf(footprint.array->element)));
+                      select(inArray, makeVar(footprint.array->element, valueVar),
+                             zeroOf(footprint.array->element)));
     if (partial)
-      copy = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(elements)),
-                                          copy);
+      copy = std::make_shared<IfThenElse>(lessThan(element, makeI64(elements)), copy);
     copy = std::make_shared<LetStmt>(
         prefix + ".element", first,
         std::make_shared<LetStmt>(
@@ -1181,30 +1155,25 @@ private:
     int64_t stride = elements;
     for (size_t d = 0; d < extents.size(); ++d) {
       stride /= extents[d];
-      Expr index = stride == 1 ? element : makeBinary(BinaryOpKind::Div, element, makeI64(stride));
+      Expr index = stride == 1 ? element : div(element, makeI64(stride));
       if (d > 0)
-        index = makeBinary(BinaryOpKind::Rem, index, makeI64(extents[d]));
+        index = rem(index, makeI64(extents[d]));
       local.push_back(index);
-      Expr at = makeBinary(BinaryOpKind::Add, footprint.box[d].origin(), index);
+      Expr at = add(footprint.box[d].origin(), index);
       global.push_back(at);
-      Expr inside = makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, at, makeI64(0)),
-                               makeBinary(BinaryOpKind::Lt, at, toI64(footprint.array->shape[d])));
-      inArray = inArray ? makeBinary(BinaryOpKind::And, inArray, inside) : inside;
+      Expr inside = logicalAnd(greaterOrEqual(at, makeI64(0)),
+                               lessThan(at, toI64(footprint.array->shape[d])));
+      inArray = inArray ? logicalAnd(inArray, inside) : inside;
     }
-    Expr value = std::make_shared<Select>(
-        inArray, std::make_shared<Load>(footprint.array, std::move(global)),
-        zeroOf(footprint.array->element));
+    Expr value = select(inArray, std::make_shared<Load>(footprint.array, std::move(global)),
+                        zeroOf(footprint.array->element));
     if (footprint.transposed)
       std::swap(local[0], local[1]);
     Stmt copy = store(shared, std::move(local), value);
     if (elements % threadCount_ != 0)
-      copy = std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(elements)),
-                                          copy);
+      copy = std::make_shared<IfThenElse>(lessThan(element, makeI64(elements)), copy);
     std::string fillVar = prefix + ".fill";
-    Expr first = makeBinary(
-        BinaryOpKind::Add,
-        makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, fillVar), makeI64(threadCount_)),
-        linearThread_);
+    Expr first = add(mul(makeVar(ScalarType::I64, fillVar), makeI64(threadCount_)), linearThread_);
     return std::make_shared<For>(
         fillVar, makeI64(0), makeI64((elements + threadCount_ - 1) / threadCount_), ForKind::Serial,
         0, std::make_shared<LetStmt>(prefix + ".element", first, copy));
@@ -1250,27 +1219,18 @@ protected:
 
 private:
   Stmt stageNest(const For &outer, const Stmt &nest) {
-    std::vector<const For *> blocks{&outer}, threads;
-    Stmt inner = outer.body;
-    for (const For *loop = inner->as<For>(); loop; loop = inner->as<For>()) {
-      if (loop->forKind == ForKind::GpuBlock && threads.empty()) {
-        blocks.push_back(loop);
-      } else if (loop->forKind == ForKind::GpuThread) {
-        const auto *min = loop->min->as<IntImm>();
-        if (!min || min->value != 0 || !loop->extent->as<IntImm>())
-          return nest;
-        threads.push_back(loop);
-      } else {
-        break;
-      }
-      inner = loop->body;
-    }
-    if (threads.empty() || cooperatesAcrossThreads(nest))
+    std::optional<KernelNest> kernel = kernelNestAt(nest);
+    if (!kernel || kernel->threads.empty() || cooperatesAcrossThreads(nest))
       return nest;
+    for (const For *thread : kernel->threads) {
+      const auto *min = thread->min->as<IntImm>();
+      if (!min || min->value != 0 || !thread->extent->as<IntImm>())
+        return nest;
+    }
     std::set<const BufferInfo *> written = writtenArrays(nest);
-    NestStager stager(threads, written, loadsDownColumns(nest, threads), parameters_, remarks_,
-                      sharedNames_, computeCapability_);
-    std::optional<Stmt> staged = stager.stage(inner);
+    NestStager stager(kernel->threads, written, loadsDownColumns(nest, kernel->threads),
+                      parameters_, remarks_, sharedNames_, computeCapability_);
+    std::optional<Stmt> staged = stager.stage(kernel->body);
     if (staged && !reorderable_.allowed(nest)) {
       remarks_.declined(
           outer.source,
@@ -1286,16 +1246,11 @@ private:
     }
     if (!staged)
       return nest;
-    Stmt body = *staged;
-    for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
-      body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
-                                   ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
-    for (const Buffer &shared : stager.sharedBuffers())
-      body = std::make_shared<Allocate>(shared, body);
-    for (auto block = blocks.rbegin(); block != blocks.rend(); ++block)
-      body = std::make_shared<For>((*block)->var, (*block)->min, (*block)->extent,
-                                   ForKind::GpuBlock, (*block)->gpuDim, body, (*block)->source);
-    return body;
+    return kernel->rebuilt(*staged, [&](Stmt threads) {
+      for (const Buffer &shared : stager.sharedBuffers())
+        threads = std::make_shared<Allocate>(shared, threads);
+      return threads;
+    });
   }
 
   const ReorderableAccesses reorderable_; // under bounds checks, the nests proven in range

@@ -68,6 +68,7 @@
 #include "passes/Passes.h"
 
 #include "ir/IRVisitor.h"
+#include "ir/KernelNest.h"
 #include "passes/analysis/AccessAnalysis.h"
 #include "passes/analysis/BlockCooperation.h"
 #include "passes/analysis/Evaluate.h"
@@ -148,17 +149,6 @@ struct GuardedIndex {
   Expr bound;
 };
 
-// `a && b && c` as {a, b, c}.
-std::vector<Expr> conjunctsOf(const Expr &cond) {
-  const auto *both = cond->as<Binary>();
-  if (!both || both->op != BinaryOpKind::And)
-    return {cond};
-  std::vector<Expr> conjuncts = conjunctsOf(both->lhs);
-  for (Expr &conjunct : conjunctsOf(both->rhs))
-    conjuncts.push_back(std::move(conjunct));
-  return conjuncts;
-}
-
 // `.x1y0`: the name of a copy of something that depends on the dimensions in
 // `deps` (all fixed in `copy`).
 std::string copySuffix(DimMask deps, const CopyIndex &copy) {
@@ -234,8 +224,8 @@ public:
       if (!grows)
         return std::nullopt;
       Expr lastValue = substitute(rewrite(guarded.value, last), lastThread);
-      Expr inRange = makeBinary(BinaryOpKind::Lt, lastValue, guarded.bound);
-      interior = interior ? makeBinary(BinaryOpKind::And, interior, inRange) : inRange;
+      Expr inRange = lessThan(lastValue, guarded.bound);
+      interior = interior ? logicalAnd(interior, inRange) : inRange;
     }
     return interior;
   }
@@ -288,26 +278,24 @@ private:
         // type (a bool mask) is copied below like any name.
         auto factor = [&] { return makeInt(node.type, dim.factor); };
         auto scaled = [&] {
-          return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, self, factor()),
-                            makeInt(node.type, copy_.index[dim.gpuDim]));
+          return add(mul(self, factor()), makeInt(node.type, copy_.index[dim.gpuDim]));
         };
         // Grouped, copy g * 4 + r of thread t and block b is thread 4 * t
         // + r of block b * factor + 4 * g: of `b * width + t`, the point
         // (b * factor + 4 * g) * width + 4 * t + r.
         int64_t copy = copy_.index[dim.gpuDim];
         if (dim.grouped && node.name == dim.block->var)
-          return makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, self, factor()),
-                            makeInt(node.type, copy / kGroupedCopies * kGroupedCopies));
+          return add(mul(self, factor()),
+                     makeInt(node.type, copy / kGroupedCopies * kGroupedCopies));
         if (dim.grouped && node.name == dim.thread->var)
-          return makeBinary(BinaryOpKind::Add,
-                            makeBinary(BinaryOpKind::Mul, self, makeInt(node.type, kGroupedCopies)),
-                            makeInt(node.type, copy % kGroupedCopies));
+          return add(mul(self, makeInt(node.type, kGroupedCopies)),
+                     makeInt(node.type, copy % kGroupedCopies));
         if (dim.gpuDim == 0 && node.name == dim.block->var)
           return scaled();
         if (dim.gpuDim != 0 && node.name == dim.thread->var)
           return scaled();
         if (dim.gpuDim != 0 && node.name == dim.block->var)
-          return makeBinary(BinaryOpKind::Mul, self, factor());
+          return mul(self, factor());
       }
       auto deps = jammer_.varDeps_.find(node.name);
       if (deps == jammer_.varDeps_.end())
@@ -316,9 +304,8 @@ private:
       if (std::optional<int> dim = jammer_.offsetFromFirstCopy(node.name)) {
         CopyIndex first = copy_;
         first.index[*dim] = 0;
-        return makeBinary(BinaryOpKind::Add,
-                          makeVar(node.type, node.name + copySuffix(deps->second, first)),
-                          makeInt(node.type, copy_.index[*dim]));
+        return add(makeVar(node.type, node.name + copySuffix(deps->second, first)),
+                   makeInt(node.type, copy_.index[*dim]));
       }
       return makeVar(node.type, node.name + copySuffix(deps->second, copy_));
     }
@@ -423,9 +410,7 @@ private:
         return; // read as the first copy's plus the copy index
       Expr value = rewrite(let.value, each);
       if (guarded != guardedIndices_.end() && !unclamped_)
-        value = makeBinary(
-            BinaryOpKind::Min, value,
-            makeBinary(BinaryOpKind::Sub, guarded->second.bound, makeInt(value->type, 1)));
+        value = minOf(value, sub(guarded->second.bound, makeInt(value->type, 1)));
       bindings.emplace_back(let.var + copySuffix(deps, each), value);
     });
     for (auto binding = bindings.rbegin(); binding != bindings.rend(); ++binding)
@@ -636,7 +621,7 @@ private:
       if (!guarded_ && depsOfName(var))
         continue;
       Expr inRange = inRangeTest(var, CopyIndex{coarsened_, {0, 0, 0}});
-      firstInRange = firstInRange ? makeBinary(BinaryOpKind::And, firstInRange, inRange) : inRange;
+      firstInRange = firstInRange ? logicalAnd(firstInRange, inRange) : inRange;
     }
     if (!firstInRange)
       return jam(guard_.thenCase, copy);
@@ -646,7 +631,7 @@ private:
   // `value < bound` for the copy of a guarded let, before clamping.
   Expr inRangeTest(const std::string &var, const CopyIndex &copy) const {
     const GuardedIndex &guarded = guardedIndices_.at(var);
-    return makeBinary(BinaryOpKind::Lt, rewrite(guarded.value, copy), guarded.bound);
+    return lessThan(rewrite(guarded.value, copy), guarded.bound);
   }
 
   // The global store of a copy happens when the copy's indices are in range.
@@ -665,7 +650,7 @@ private:
       if (!deps || (deps & ~copy.fixed))
         continue;
       Expr test = inRangeTest(var, copy);
-      inRange = inRange ? makeBinary(BinaryOpKind::And, inRange, test) : test;
+      inRange = inRange ? logicalAnd(inRange, test) : test;
       unclamped[var + copySuffix(deps, copy)] = rewrite(guarded.value, copy);
     }
     if (!inRange)
@@ -712,35 +697,20 @@ protected:
 private:
   Stmt tileNest(const Stmt &nest) {
     // map_to_gpu's form: block loops, thread loops, lets, `if (guard)`.
-    std::vector<const For *> blocks, threads;
-    Stmt inner = nest;
-    while (const auto *loop = inner->as<For>()) {
-      if (loop->forKind != ForKind::GpuBlock)
-        break;
-      blocks.push_back(loop);
-      inner = loop->body;
-    }
-    Stmt threadNest = inner;
-    while (const auto *loop = inner->as<For>()) {
-      if (loop->forKind != ForKind::GpuThread)
-        break;
-      threads.push_back(loop);
-      inner = loop->body;
-    }
-    if (threads.empty() || threads.size() != blocks.size())
+    std::optional<KernelNest> kernel = kernelNestAt(nest);
+    if (!kernel || kernel->threads.empty() || kernel->threads.size() != kernel->blocks.size())
       return nest;
-    std::vector<const LetStmt *> lets;
-    Stmt guarded = inner;
-    while (const auto *let = guarded->as<LetStmt>()) {
-      lets.push_back(let);
-      guarded = let->body;
-    }
-    const auto *guard = guarded->as<IfThenElse>();
+    const std::vector<const For *> &blocks = kernel->blocks, &threads = kernel->threads;
+    const Stmt &threadNest = kernel->threadNest, &inner = kernel->body;
+    std::optional<GuardedPoint> point = guardedPointOf(inner);
     // A nest whose threads cooperate is one a pass built (a block tree, a
     // row per block, a private histogram): not a plain mapping to tile, and
     // no remark about it.
-    if (!guard || guard->elseCase || cooperatesAcrossThreads(guarded))
+    if (!point || cooperatesAcrossThreads(point->guarded))
       return nest;
+    const std::vector<const LetStmt *> &lets = point->lets;
+    const Stmt &guarded = point->guarded;
+    const IfThenElse *guard = point->guard;
     SourceRange source = nestSource(threads);
     // A loop-free body has no loads to share: nothing to say about it.
     bool hasLoop = containsLoop(guard->thenCase);
@@ -804,8 +774,7 @@ private:
                                     " blocks, fewer than the " +
                                     std::to_string(target_.multiprocessors) +
                                     " SMs; a point a thread keeps more of them busy");
-      sizeChoices_.push_back(
-          {makeBinary(BinaryOpKind::Ge, smallGrid, makeI64(target_.multiprocessors)), false});
+      sizeChoices_.push_back({greaterOrEqual(smallGrid, makeI64(target_.multiprocessors)), false});
       return nest;
     }
     Tiling smallTiling =
@@ -857,8 +826,7 @@ private:
                                     dimensionName(*y) + " would have " +
                                     std::to_string(*gridBlocks) + " blocks, fewer than the " +
                                     std::to_string(target_.multiprocessors) + " SMs");
-      sizeChoices_.push_back(
-          {makeBinary(BinaryOpKind::Ge, grid, makeI64(target_.multiprocessors)), false});
+      sizeChoices_.push_back({greaterOrEqual(grid, makeI64(target_.multiprocessors)), false});
       return nest;
     }
     remarks_.applied(source, std::to_string(factor_) + " consecutive points per thread along " +
@@ -1024,8 +992,7 @@ private:
     // that decides before the large tiles are made.
     if (blocksHere && *blocksHere < blocksFillingGpu(2)) {
       remarks_.declined(source, tooFewBlocks(2));
-      sizeChoices_.push_back(
-          {makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(blocksFillingGpu(2))), false});
+      sizeChoices_.push_back({greaterOrEqual(gridBlocks, makeI64(blocksFillingGpu(2))), false});
       return tiled;
     }
     Tiling largeTiling =
@@ -1048,8 +1015,8 @@ private:
     // The host's choice, which drop_untaken_branches makes where the sizes
     // of the run are known.
     int64_t fills = blocksFillingGpu(blocksPerSM);
-    Stmt bySize = std::make_shared<IfThenElse>(
-        makeBinary(BinaryOpKind::Ge, gridBlocks, makeI64(fills)), largeTiled, tiled);
+    Stmt bySize =
+        std::make_shared<IfThenElse>(greaterOrEqual(gridBlocks, makeI64(fills)), largeTiled, tiled);
     if (!blocksHere)
       remarks_.applied(source,
                        largeTiles + " points per thread instead where the grid of " + largeTiles +
@@ -1254,9 +1221,7 @@ private:
     if (dim->factor == 1)
       return block.extent;
     ScalarType type = block.extent->type;
-    return makeBinary(BinaryOpKind::Div,
-                      makeBinary(BinaryOpKind::Add, block.extent, makeInt(type, dim->factor - 1)),
-                      makeInt(type, dim->factor));
+    return div(add(block.extent, makeInt(type, dim->factor - 1)), makeInt(type, dim->factor));
   }
 
   // The blocks of the grid of `dims`' tiles, an i64 expression.
@@ -1265,7 +1230,7 @@ private:
     Expr gridBlocks;
     for (const For *block : blocks) {
       Expr extent = toI64(tiledExtent(*block, dims));
-      gridBlocks = gridBlocks ? makeBinary(BinaryOpKind::Mul, gridBlocks, extent) : extent;
+      gridBlocks = gridBlocks ? mul(gridBlocks, extent) : extent;
     }
     return gridBlocks;
   }

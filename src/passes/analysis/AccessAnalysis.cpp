@@ -37,7 +37,7 @@ Expr addRest(const Expr &a, const Expr &b, int64_t scale) {
     return makeBinary(value < 0 ? BinaryOpKind::Sub : BinaryOpKind::Add, a,
                       makeI64(value < 0 ? -value : value));
   }
-  Expr scaled = scale == 1 || scale == -1 ? b : makeBinary(BinaryOpKind::Mul, makeI64(scale), b);
+  Expr scaled = scale == 1 || scale == -1 ? b : mul(makeI64(scale), b);
   if (!a)
     return scale == -1 ? std::make_shared<Unary>(UnaryOpKind::Neg, scaled) : scaled;
   return makeBinary(scale == -1 ? BinaryOpKind::Sub : BinaryOpKind::Add, a, scaled);
@@ -301,9 +301,7 @@ Stride strideAlong(const BufferAccess &access, const std::string &loopVar) {
       else
         symbolicTotal =
             addRest(symbolicTotal,
-                    innerConstant == 1
-                        ? innerSymbolic
-                        : makeBinary(BinaryOpKind::Mul, makeI64(innerConstant), innerSymbolic),
+                    innerConstant == 1 ? innerSymbolic : mul(makeI64(innerConstant), innerSymbolic),
                     coefficient);
     }
     if (d >= shape.size())
@@ -311,8 +309,7 @@ Stride strideAlong(const BufferAccess &access, const std::string &loopVar) {
     if (const auto *extent = shape[d]->as<IntImm>())
       innerConstant *= extent->value;
     else
-      innerSymbolic = innerSymbolic ? makeBinary(BinaryOpKind::Mul, innerSymbolic, toI64(shape[d]))
-                                    : toI64(shape[d]);
+      innerSymbolic = innerSymbolic ? mul(innerSymbolic, toI64(shape[d])) : toI64(shape[d]);
   }
   if (symbolicTotal) {
     stride.kind = Stride::Kind::Symbolic;

@@ -346,7 +346,7 @@ protected:
     auto *clamp = extent->as<Binary>();
     // min(a, b) >= 1: a >= 1 and b >= 1.
     if (clamp && clamp->op == BinaryOpKind::Min)
-      return makeBinary(BinaryOpKind::Min, runningExtent(clamp->lhs), runningExtent(clamp->rhs));
+      return minOf(runningExtent(clamp->lhs), runningExtent(clamp->rhs));
     if (!clamp || clamp->op != BinaryOpKind::Max)
       return extent;
     auto notPositive = [](const Expr &side) {
@@ -387,7 +387,7 @@ protected:
       if (!proves(constantForm(divisor->value - 1).plus(rest, -1)))
         continue;
       Expr running = replaced(quotient->lhs, summand, runningExtent(summand));
-      return makeBinary(BinaryOpKind::Div, running, quotient->rhs);
+      return div(running, quotient->rhs);
     }
     return nullptr;
   }

@@ -76,13 +76,13 @@ Expr LinearForm::toExpr() const {
   for (const auto &[key, term] : terms) {
     Expr scaledTerm = toI64(term.first);
     if (term.second != 1)
-      scaledTerm = makeBinary(BinaryOpKind::Mul, scaledTerm, makeI64(term.second));
-    sum = sum ? makeBinary(BinaryOpKind::Add, sum, scaledTerm) : scaledTerm;
+      scaledTerm = mul(scaledTerm, makeI64(term.second));
+    sum = sum ? add(sum, scaledTerm) : scaledTerm;
   }
   if (!sum)
     return makeI64(constant);
   if (constant != 0)
-    sum = makeBinary(BinaryOpKind::Add, sum, makeI64(constant));
+    sum = add(sum, makeI64(constant));
   return sum;
 }
 
@@ -91,10 +91,10 @@ Expr LinearForm::toExpr() const {
 Expr IndexRange::origin() const {
   if (!clamp)
     return offset.toExpr();
-  Expr clamped = makeBinary(BinaryOpKind::Min, clamp->value.toExpr(), clamp->bound.toExpr());
+  Expr clamped = minOf(clamp->value.toExpr(), clamp->bound.toExpr());
   if (offset.terms.empty() && offset.constant == 0)
     return clamped;
-  return makeBinary(BinaryOpKind::Add, clamped, offset.toExpr());
+  return add(clamped, offset.toExpr());
 }
 
 bool IndexRange::sharesOrigin(const IndexRange &other) const {
@@ -274,8 +274,7 @@ std::optional<IndexRange> RangeScope::rangeOf(const Expr &index) const {
     // bound)): a clamped copy of tile_registers clamped again by the program.
     if (value.span != 0)
       return std::nullopt;
-    Expr bounds = makeBinary(BinaryOpKind::Min, value.clamp->bound.plus(value.offset, 1).toExpr(),
-                             toI64(inlined(bound)));
+    Expr bounds = minOf(value.clamp->bound.plus(value.offset, 1).toExpr(), toI64(inlined(bound)));
     clamped.clamp = IndexRange::Clamp{value.clamp->value.plus(value.offset, 1), value.clamp->span,
                                       linearFormOf(bounds)};
     return clamped;

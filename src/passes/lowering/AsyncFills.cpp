@@ -38,8 +38,7 @@ bool provenNotMultiple(const Expr &expr, int64_t factor) {
 }
 
 Expr clamp(Expr value, int64_t low, Expr high) {
-  return makeBinary(BinaryOpKind::Max, makeBinary(BinaryOpKind::Min, std::move(value), high),
-                    makeI64(low));
+  return maxOf(minOf(std::move(value), high), makeI64(low));
 }
 
 // Every thread copies `width` elements at a time: copy `round * threads +
@@ -74,9 +73,7 @@ Stmt copiesOf(const AsyncBox &box, int64_t width) {
     Expr extent = toI64(box.array->shape[d]);
     if (d < last) {
       rowInArray =
-          makeBinary(BinaryOpKind::And, rowInArray,
-                     makeBinary(BinaryOpKind::And, makeBinary(BinaryOpKind::Ge, at, makeI64(0)),
-                                makeBinary(BinaryOpKind::Lt, at, extent)));
+          logicalAnd(rowInArray, logicalAnd(greaterOrEqual(at, makeI64(0)), lessThan(at, extent)));
       source.push_back(clamp(at, 0, sub(extent, makeI64(1))));
       continue;
     }
@@ -84,9 +81,7 @@ Stmt copiesOf(const AsyncBox &box, int64_t width) {
     // group that starts in the array and stays aligned (the row's length is
     // a multiple of the width wherever the width is more than 1).
     Expr inRow = clamp(sub(extent, at), 0, makeI64(width));
-    valid = std::make_shared<Select>(
-        makeBinary(BinaryOpKind::And, rowInArray, makeBinary(BinaryOpKind::Ge, at, makeI64(0))),
-        inRow, makeI64(0));
+    valid = select(logicalAnd(rowInArray, greaterOrEqual(at, makeI64(0))), inRow, makeI64(0));
     source.push_back(clamp(at, 0, sub(extent, makeI64(width))));
   }
   if (box.transposed)
@@ -94,8 +89,7 @@ Stmt copiesOf(const AsyncBox &box, int64_t width) {
   Stmt copy = std::make_shared<AsyncCopy>(box.shared, std::move(local), box.array,
                                           std::move(source), static_cast<int>(width), valid);
   if (rounds * box.threads != total)
-    copy =
-        std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Lt, element, makeI64(total)), copy);
+    copy = std::make_shared<IfThenElse>(lessThan(element, makeI64(total)), copy);
   copy = std::make_shared<LetStmt>(
       elementVar,
       add(mul(makeVar(ScalarType::I64, roundVar), makeI64(box.threads)), box.linearThread), copy);
@@ -134,8 +128,8 @@ Stmt asyncFill(const AsyncBox &box, int64_t vector) {
   for (const Expr &value : multiples) {
     if (provenMultiple(value, vector))
       continue;
-    Expr test = makeBinary(BinaryOpKind::Eq, rem(value, makeI64(vector)), makeI64(0));
-    aligned = aligned ? makeBinary(BinaryOpKind::And, aligned, test) : test;
+    Expr test = equal(rem(value, makeI64(vector)), makeI64(0));
+    aligned = aligned ? logicalAnd(aligned, test) : test;
   }
   if (!aligned)
     return copiesOf(box, vector);

@@ -209,7 +209,7 @@ std::optional<Stmt> keepElementsInRegisters(const For &loop, const RegisterEleme
   Stmt kept = makeBlock(std::move(steps));
   for (const Buffer &cell : std::views::reverse(cells))
     kept = std::make_shared<ir::Allocate>(cell, kept);
-  Expr runs = makeBinary(BinaryOpKind::Lt, castTo(loop.extent->type, makeI64(0)), loop.extent);
+  Expr runs = lessThan(castTo(loop.extent->type, makeI64(0)), loop.extent);
   return std::make_shared<IfThenElse>(runs, kept, nullptr);
 }
 

@@ -83,12 +83,8 @@ Stmt accumulateInto(const std::vector<GroupMember> &group, size_t first,
   return serialLoops(*group.front().reduce, first, makeBlock(steps));
 }
 
-Expr ceilDiv(Expr a, Expr b) { return div(add(std::move(a), sub(b, makeI64(1))), b); }
-
 // A loop's extent as an i64 count of points: not negative.
-Expr nonNegative(const Expr &extent) {
-  return makeBinary(BinaryOpKind::Max, toI64(extent), makeI64(0));
-}
+Expr nonNegative(const Expr &extent) { return maxOf(toI64(extent), makeI64(0)); }
 
 // How many of `reduce`'s loops, from the outermost, have bounds that use no
 // variable of the loops before them (at least one).
@@ -134,12 +130,10 @@ std::optional<Expr> atMostPoints(const std::vector<GroupMember> &group, int64_t 
   Expr beyond = makeI64(most + 1);
   Expr points;
   for (const Reduce::Loop &loop : first.loops) {
-    Expr extent = makeBinary(BinaryOpKind::Min, nonNegative(loop.extent), beyond);
-    points = points ? makeBinary(BinaryOpKind::Min, makeBinary(BinaryOpKind::Mul, points, extent),
-                                 beyond)
-                    : extent;
+    Expr extent = minOf(nonNegative(loop.extent), beyond);
+    points = points ? minOf(mul(points, extent), beyond) : extent;
   }
-  return makeBinary(BinaryOpKind::Le, points, makeI64(most));
+  return lessOrEqual(points, makeI64(most));
 }
 
 // On the CPU, block `block` of `grid` walks a contiguous range of the
@@ -150,22 +144,12 @@ std::optional<Expr> atMostPoints(const std::vector<GroupMember> &group, int64_t 
 // 1.0 ns a point, against 0.45 for a loop along the array).
 ThreadWalk blockWalk(const Expr &block, const Expr &thread, const Expr &grid, const Expr &extent) {
   Expr threads = makeI64(kThreads);
-  Expr perBlock = makeBinary(
-      BinaryOpKind::Mul,
-      makeBinary(BinaryOpKind::Div,
-                 makeBinary(BinaryOpKind::Add,
-                            makeBinary(BinaryOpKind::Div,
-                                       makeBinary(BinaryOpKind::Add, extent,
-                                                  makeBinary(BinaryOpKind::Sub, grid, makeI64(1))),
-                                       grid),
-                            makeI64(kThreads - 1)),
-                 threads),
-      threads);
-  Expr start = makeBinary(BinaryOpKind::Mul, block, perBlock);
-  Expr blockPoints =
-      makeBinary(BinaryOpKind::Min, perBlock, makeBinary(BinaryOpKind::Sub, extent, start));
-  return {makeBinary(BinaryOpKind::Add, start, thread), threads,
-          stridedTripCount(thread, blockPoints, threads)};
+  Expr perBlock =
+      mul(div(add(div(add(extent, sub(grid, makeI64(1))), grid), makeI64(kThreads - 1)), threads),
+          threads);
+  Expr start = mul(block, perBlock);
+  Expr blockPoints = minOf(perBlock, sub(extent, start));
+  return {add(start, thread), threads, stridedTripCount(thread, blockPoints, threads)};
 }
 
 // `stmt` inside an Allocate of each buffer.
@@ -258,7 +242,7 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
   if (walked > 1) {
     extent = nonNegative(outer.extent);
     for (size_t k = 1; k < walked; ++k)
-      extent = makeBinary(BinaryOpKind::Mul, extent, nonNegative(first.loops[k].extent));
+      extent = mul(extent, nonNegative(first.loops[k].extent));
   }
   Expr threads = makeI64(kThreads);
 
@@ -287,15 +271,10 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
     gridPoints = nonNegative(outer.extent);
     for (size_t k = 1; k < rectangular; ++k)
       gridPoints = mul(gridPoints, nonNegative(first.loops[k].extent));
-    maxBlocks = makeBinary(BinaryOpKind::Min, maxBlocks, nonNegative(outer.extent));
+    maxBlocks = minOf(maxBlocks, nonNegative(outer.extent));
   }
-  Expr gridValue = makeBinary(
-      BinaryOpKind::Max,
-      makeBinary(BinaryOpKind::Min,
-                 makeBinary(BinaryOpKind::Div,
-                            makeBinary(BinaryOpKind::Add, gridPoints, makeI64(pointsPerBlock - 1)),
-                            makeI64(pointsPerBlock)),
-                 maxBlocks),
+  Expr gridValue = maxOf(
+      minOf(div(add(gridPoints, makeI64(pointsPerBlock - 1)), makeI64(pointsPerBlock)), maxBlocks),
       makeI64(1));
   Expr block = makeVar(ScalarType::I64, prefix + ".block");
   Expr thread = makeVar(ScalarType::I64, prefix + ".thread");
@@ -314,8 +293,7 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
   std::vector<Stmt> publish;
   std::vector<std::pair<ReduceOperator, Buffer>> halving;
   auto firstThreadDoes = [](const Expr &threadIndex, Stmt stmt) {
-    return std::make_shared<IfThenElse>(makeBinary(BinaryOpKind::Eq, threadIndex, makeI64(0)),
-                                        stmt);
+    return std::make_shared<IfThenElse>(equal(threadIndex, makeI64(0)), stmt);
   };
   for (size_t m = 0; m < group.size(); ++m) {
     halving.push_back({group[m].reduce->op, tiles[m]});
@@ -331,12 +309,10 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
                           makeVar(ScalarType::I64, chunkVar), prefix, pieces);
     shared.insert(shared.end(), pieces.begin(), pieces.end());
   } else {
-    Expr gridThread =
-        makeBinary(BinaryOpKind::Add, makeBinary(BinaryOpKind::Mul, block, threads), thread);
-    ThreadWalk walk =
-        forGpu_ || inOrder
-            ? threadWalk(gridThread, makeBinary(BinaryOpKind::Mul, grid, threads), extent, inOrder)
-            : blockWalk(block, thread, grid, extent);
+    Expr gridThread = add(mul(block, threads), thread);
+    ThreadWalk walk = forGpu_ || inOrder
+                          ? threadWalk(gridThread, mul(grid, threads), extent, inOrder)
+                          : blockWalk(block, thread, grid, extent);
     std::string stepVar = prefix + ".step";
     std::vector<Stmt> steps;
     for (size_t m = 0; m < group.size(); ++m)
@@ -345,12 +321,9 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
       steps.push_back(
           flatWalk(first, walked, walk, prefix, stepVar, accumulateInto(group, walked, parts)));
     } else {
-      Expr position =
-          makeBinary(BinaryOpKind::Add, walk.first,
-                     makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar), walk.stride));
+      Expr position = add(walk.first, mul(makeVar(ScalarType::I64, stepVar), walk.stride));
       Stmt pointBody = std::make_shared<LetStmt>(
-          outer.var, makeBinary(BinaryOpKind::Add, outer.min, castTo(loopType, position)),
-          accumulateInto(group, 1, parts));
+          outer.var, add(outer.min, castTo(loopType, position)), accumulateInto(group, 1, parts));
       steps.push_back(std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,
                                             pointBody, first.source));
     }
@@ -381,9 +354,7 @@ Stmt ReductionGroupLowering::treeKernels(const std::vector<GroupMember> &group) 
     tiles2.push_back(tile2);
     std::string stepVar2 = prefix2 + ".step" + suffix;
     ThreadWalk walk2 = threadWalk(thread2, threads, grid, inOrder);
-    Expr partialIndex =
-        makeBinary(BinaryOpKind::Add, walk2.first,
-                   makeBinary(BinaryOpKind::Mul, makeVar(ScalarType::I64, stepVar2), walk2.stride));
+    Expr partialIndex = add(walk2.first, mul(makeVar(ScalarType::I64, stepVar2), walk2.stride));
     gather.push_back(std::make_shared<Allocate>(
         part2,
         makeBlock({store(part2, {}, reduce.neutral),
@@ -465,7 +436,7 @@ Stmt ReductionGroupLowering::orderedPieces(const std::vector<GroupMember> &group
                                 group[m].reduce->accumulator->element,
                                 {makeI64(kThreads * kOrderedPiece * 33 / 32)},
                                 MemorySpace::Shared));
-  Expr inRange = makeBinary(BinaryOpKind::Lt, point, extent);
+  Expr inRange = lessThan(point, extent);
 
   std::string roundVar = prefix + ".round";
   Expr round = makeVar(ScalarType::I64, roundVar);
@@ -530,13 +501,11 @@ Stmt ReductionGroupLowering::flatWalk(const Reduce &reduce, size_t loops, const 
     extents[k] = nonNegative(reduce.loops[k].extent);
   inner[loops - 1] = makeI64(1);
   for (size_t k = loops - 1; k-- > 0;)
-    inner[k] = makeBinary(BinaryOpKind::Mul, inner[k + 1], extents[k + 1]);
-  auto atLeastOne = [](Expr value) {
-    return makeBinary(BinaryOpKind::Max, std::move(value), makeI64(1));
-  };
+    inner[k] = mul(inner[k + 1], extents[k + 1]);
+  auto atLeastOne = [](Expr value) { return maxOf(std::move(value), makeI64(1)); };
   auto digit = [&](const Expr &position, size_t k) {
-    Expr above = makeBinary(BinaryOpKind::Div, position, atLeastOne(inner[k]));
-    return k == 0 ? above : makeBinary(BinaryOpKind::Rem, above, atLeastOne(extents[k]));
+    Expr above = div(position, atLeastOne(inner[k]));
+    return k == 0 ? above : rem(above, atLeastOne(extents[k]));
   };
 
   std::vector<Buffer> cells;
@@ -554,24 +523,20 @@ Stmt ReductionGroupLowering::flatWalk(const Reduce &reduce, size_t loops, const 
   // the extent, so one subtraction is enough). The outermost is not wrapped:
   // past the last point, the walk ends.
   std::function<Stmt(size_t, Expr)> advance = [&](size_t k, Expr carry) -> Stmt {
-    Expr next = makeBinary(BinaryOpKind::Add, load(cells[k]),
-                           makeVar(ScalarType::I64, strideLets[k].first));
+    Expr next = add(load(cells[k]), makeVar(ScalarType::I64, strideLets[k].first));
     if (carry)
-      next = makeBinary(BinaryOpKind::Add, next, carry);
+      next = add(next, carry);
     if (k == 0)
       return store(cells[k], {}, next);
     std::string nextVar = prefix + ".next" + std::to_string(k);
     std::string wrapsVar = prefix + ".wraps" + std::to_string(k);
     Expr nextValue = makeVar(ScalarType::I64, nextVar);
     Expr wraps = makeVar(ScalarType::Bool, wrapsVar);
-    Stmt update =
-        store(cells[k], {},
-              std::make_shared<Select>(wraps, makeBinary(BinaryOpKind::Sub, nextValue, extents[k]),
-                                       nextValue));
-    Expr carried = std::make_shared<Select>(wraps, makeI64(1), makeI64(0));
+    Stmt update = store(cells[k], {}, select(wraps, sub(nextValue, extents[k]), nextValue));
+    Expr carried = select(wraps, makeI64(1), makeI64(0));
     return std::make_shared<LetStmt>(
         nextVar, next,
-        std::make_shared<LetStmt>(wrapsVar, makeBinary(BinaryOpKind::Ge, nextValue, extents[k]),
+        std::make_shared<LetStmt>(wrapsVar, greaterOrEqual(nextValue, extents[k]),
                                   makeBlock({update, advance(k - 1, carried)})));
   };
 
@@ -581,8 +546,7 @@ Stmt ReductionGroupLowering::flatWalk(const Reduce &reduce, size_t loops, const 
     Expr index = load(cells[k]);
     if (type != ScalarType::I64)
       index = std::make_shared<Cast>(type, index);
-    pointBody = std::make_shared<LetStmt>(loop.var, makeBinary(BinaryOpKind::Add, loop.min, index),
-                                          pointBody);
+    pointBody = std::make_shared<LetStmt>(loop.var, add(loop.min, index), pointBody);
   }
   Stmt walkLoop =
       std::make_shared<For>(stepVar, makeI64(0), walk.trips, ForKind::Serial, 0,

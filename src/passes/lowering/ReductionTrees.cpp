@@ -10,10 +10,7 @@ using ir::Expr; // not the AST's
 using ir::Stmt;
 
 Expr stridedTripCount(Expr first, Expr extent, Expr stride) {
-  return makeBinary(BinaryOpKind::Div,
-                    makeBinary(BinaryOpKind::Sub, makeBinary(BinaryOpKind::Add, extent, stride),
-                               makeBinary(BinaryOpKind::Add, first, makeI64(1))),
-                    stride);
+  return div(sub(add(extent, stride), add(first, makeI64(1))), stride);
 }
 
 Expr load(const Buffer &buffer, std::vector<Expr> indices) {
@@ -53,15 +50,13 @@ Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, co
   std::vector<Stmt> steps;
   for (int64_t step = 1; step < kReductionThreads; step *= 2) {
     int64_t distance = inOrder ? step : kReductionThreads / (2 * step);
-    Expr partner = makeBinary(BinaryOpKind::Add, thread, makeI64(distance));
+    Expr partner = add(thread, makeI64(distance));
     std::vector<Stmt> combines;
     for (const auto &[op, tile] : tiles)
       combines.push_back(
           store(tile, {thread}, applyOperator(op, load(tile, {thread}), load(tile, {partner}))));
-    Expr active = inOrder ? makeBinary(BinaryOpKind::Eq,
-                                       makeBinary(BinaryOpKind::Rem, thread, makeI64(2 * distance)),
-                                       makeI64(0))
-                          : makeBinary(BinaryOpKind::Lt, thread, makeI64(distance));
+    Expr active = inOrder ? equal(rem(thread, makeI64(2 * distance)), makeI64(0))
+                          : lessThan(thread, makeI64(distance));
     steps.push_back(std::make_shared<IfThenElse>(active, makeBlock(combines)));
     steps.push_back(std::make_shared<Barrier>());
   }
@@ -71,15 +66,9 @@ Stmt treeHalving(const std::vector<std::pair<ReduceOperator, Buffer>> &tiles, co
 ThreadWalk threadWalk(const Expr &thread, const Expr &threads, const Expr &extent, bool inOrder) {
   if (!inOrder)
     return {thread, threads, stridedTripCount(thread, extent, threads)};
-  Expr chunk = makeBinary(
-      BinaryOpKind::Div,
-      makeBinary(BinaryOpKind::Add, extent, makeBinary(BinaryOpKind::Sub, threads, makeI64(1))),
-      threads);
-  Expr first = makeBinary(BinaryOpKind::Mul, thread, chunk);
-  Expr trips =
-      makeBinary(BinaryOpKind::Max,
-                 makeBinary(BinaryOpKind::Min, chunk, makeBinary(BinaryOpKind::Sub, extent, first)),
-                 makeI64(0));
+  Expr chunk = div(add(extent, sub(threads, makeI64(1))), threads);
+  Expr first = mul(thread, chunk);
+  Expr trips = maxOf(minOf(chunk, sub(extent, first)), makeI64(0));
   return {first, makeI64(1), trips};
 }
 
