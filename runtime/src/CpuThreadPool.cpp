@@ -39,10 +39,11 @@ inline void relaxWhileSpinning() {
 
 // How long a waiting thread spins before it sleeps. A time step of a host
 // loop between two launches (a scalar update, a short serial reduction) is a
-// few microseconds; waking a sleeping worker costs 5-6 microseconds on a
-// 2-core machine (a launch of a 64-point parfor took 6.0 us with sleeping
-// workers). Past this, the wait is long enough that a wake-up is a small part
-// of it, and a spinning worker would only take a core from other programs.
+// few microseconds; waking a sleeping worker costs as much on a 2-core
+// machine (a launch of a 64-point parfor with sleeping workers took several
+// microseconds: docs/benchmarks.md, CPU history). Past this, the wait is
+// long enough that a wake-up is a small part of it, and a spinning worker
+// would only take a core from other programs.
 constexpr std::chrono::microseconds kSpinBeforeSleep{100};
 
 // Spins until `ready()`, then sleeps on `flag` until `ready()`:
@@ -82,22 +83,22 @@ using Picoseconds = std::chrono::duration<int64_t, std::pico>;
 // A launch whose work takes less than this in one thread runs there alone
 // (and generated code runs it without calling here: generated.h).
 // On a 2-core machine, handing a launch to a spinning worker and waiting for
-// it cost about 1 us more than the work (a parfor adding 1 to 32000 floats:
-// 1.2 us alone, 1.8 us on both cores; 4000 floats: 0.4 us alone, 0.9-2 us on
-// both), so two threads gain from about twice that on.
+// it cost about 1 us more than the work (a parfor adding 1 to 32000 floats
+// ran slower on both cores than alone, one adding 1 to 4000 floats slower
+// still), so two threads gain from about twice that on.
 constexpr Picoseconds kInlineBelow{LOOPC_CPU_INLINE_BELOW_PICOSECONDS};
 // Before a kernel's first launch alone, the time its units took in a
-// parallel launch overstates their time alone, by 10x for the 4000 floats
-// (the blocks' cache lines move between the cores, chunks are taken by
-// atomic additions): a launch this many times kInlineBelow is tried alone
+// parallel launch overstates their time alone, about tenfold for the 4000
+// floats (the blocks' cache lines move between the cores, chunks are taken
+// by atomic additions): a launch this many times kInlineBelow is tried alone
 // once, which costs at most a few microseconds more if it is not faster.
 constexpr int64_t kProbeAloneFactor = 8;
-// One launch alone in this many is timed: two clock reads (24 ns each on a
-// 2-core virtual machine) made 1-D Jacobi's 2000 launches of 4000 points
-// 1.2x slower on two threads than on one when every launch was timed, and
-// cost 3% of its time when one in 8 was (1000 steps: 0.285 ms, 0.277 ms at
-// one in 64). A kernel whose units grow cheaper or dearer is seen again
-// within this many launches; a launch's unit count is read every time.
+// One launch alone in this many is timed: two clock reads (slow on a
+// virtual machine) made 1-D Jacobi's launches of 4000 points slower on two
+// threads than on one when every launch was timed, and still cost a few
+// percent of its time when one in 8 was (docs/benchmarks.md, CPU history).
+// A kernel whose units grow cheaper or dearer is seen again within this
+// many launches; a launch's unit count is read every time.
 constexpr int64_t kTimeAloneEvery = 64;
 
 // The time each unit of a launch took, measured by the thread that ran it.

@@ -172,8 +172,8 @@ void CpuTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {
 // (alone_launches_until_timed), each taking one of them, so the pool still
 // sees every 64th launch: it times it, and it stops launches after a Ctrl-C.
 // The rest, and a launch of no units, go to loopc_cpu_launch_kernel.
-// (10000 launches of 64 points: 5.8 -> 3.8 ns each; 1-D Jacobi's 2000
-// launches of 4000 points: 0.277 -> 0.265 ms.)
+// (Launches of a few points take about a third less time so, 1-D Jacobi's
+// launches of 4000 points a little less: docs/benchmarks.md, CPU history.)
 void CpuTarget::emitLaunchCall(LlvmEmitter &emitter, llvm::Function *worker, llvm::Value *buffers,
                                llvm::Value *scalars, llvm::Value *unitCount,
                                llvm::GlobalVariable *cost) {
@@ -412,7 +412,8 @@ void emitKernel(LlvmEmitter &emitter, const KernelFunc &kernel, const RowSweep *
     inside = nest->threadNest;
   }
   // y advancing fastest, when blocks of a column share a panel (see
-  // runsColumnByColumn; matmul 1024^3 1.3x, 2048^3 1.65x).
+  // runsColumnByColumn; matmul ran faster so, the more the larger:
+  // docs/benchmarks.md, CPU history).
   if (!sweep && runsColumnByColumn(kernel))
     std::ranges::stable_partition(grid, [](const ir::For *loop) { return loop->gpuDim != 1; });
   const std::vector<const ir::For *> &units = sweep ? sweep->rows : grid;

@@ -664,9 +664,9 @@ private:
       // range (all of them but the last along each dimension) run the thread
       // loops at their constant full extents: LLVM then unrolls them and
       // keeps each thread's accumulator in a vector register across the
-      // loop (matmul: 3.9x). Only the blocks at the edges run the clipped
-      // loops. Without such a loop the copy does not pay (transpose was
-      // 1.4x slower with it).
+      // loop (matmul ran several times faster). Only the blocks at the edges
+      // run the clipped loops. Without such a loop the copy does not pay
+      // (transpose ran slower with it).
       llvm::Value *whole = builder_.getTrue();
       for (size_t i = 0; i < loops_.size(); ++i)
         whole = builder_.CreateAnd(
@@ -1109,9 +1109,9 @@ std::optional<RowSweep> rowSweepOf(const ir::KernelFunc &kernel) {
   // A thread's loops must be small windows that LLVM unrolls (a 5 x 5
   // filter's): their rows, a few rows of the input, stay in cache from one
   // output row to the next along the sweep, which streams them in order (the
-  // block order read them as a dozen short pieces of rows at once:
-  // conv2d_5x5 at 2048^2 2.25-2.6 -> 1.97 ms). A longer loop reads rows
-  // that the block's tile keeps in cache while its rows reuse them.
+  // block order read them as a dozen short pieces of rows at once, and
+  // conv2d_5x5 ran slower so). A longer loop reads rows that the block's
+  // tile keeps in cache while its rows reuse them.
   std::optional<int64_t> bodies = constantBodies(*threads.back()->body, /*oneSide=*/true);
   if (shared.found || !bodies || *bodies > kUnrolledBodies)
     return std::nullopt;

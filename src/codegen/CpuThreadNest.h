@@ -21,7 +21,8 @@
 //    once per block at the corners of its threads' box: a block it covers
 //    whole runs as if it had no guard, a block it misses runs nothing, and
 //    only the blocks it cuts test each thread (a triangular product's rect
-//    with `if (j <= i)` around its loop over k ran 15x faster).
+//    with `if (j <= i)` around its loop over k ran more than ten times
+//    faster: docs/benchmarks.md, CPU history).
 // Values that cross from one thread loop to the next (lets, register buffers,
 // the conditions of ifs that enclose split code) live in per-thread arrays,
 // or are recomputed where that is cheap and cannot fault. A let of names the

@@ -42,8 +42,8 @@ void keepMultiplyAddsFused(llvm::Module &module, const llvm::TargetMachine &mach
 // asks for it (`llvm.loop.unroll.full`): LLVM's unrollers forget what they
 // know of every loop at each unrolling, and a GPU kernel's register tile of
 // a body with loops in it, its thread loops emitted for the CPU
-// (gpu-on-cpu), made 650 loops that took them 15 s. The largest function
-// of the samples and of tests/programs has 60.
+// (gpu-on-cpu), made 650 loops that took them many seconds. The largest
+// function of the samples and of tests/programs has 60.
 constexpr size_t kMostLoopsUnrolled = 256;
 
 size_t mostLoopsInAFunction(llvm::Module &module) {

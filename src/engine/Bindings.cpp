@@ -280,8 +280,9 @@ uint64_t streamBits(uint64_t seed, uint64_t index) {
   return value ^ (value >> 31);
 }
 
-// Arrays this large are filled by several threads (2^27 floats took 7.8 s
-// with one sequential generator, for a kernel of 0.39 s).
+// Arrays this large are filled by several threads (with one sequential
+// generator, filling 2^27 floats took many times as long as a kernel's run
+// on them).
 constexpr size_t kParallelFillElements = size_t{1} << 20;
 // The least each thread fills.
 constexpr size_t kElementsPerFillThread = size_t{1} << 18;

@@ -16,8 +16,8 @@ namespace loopc {
 // Allocates on 64-byte boundaries (a cache line, a 512-bit vector): the
 // vector loops of a kernel then split no cache line where the program's rows
 // start aligned, and a run's time does not depend on where the allocator
-// happened to put its arrays (a 16 KiB array updated in place ran 1.4x
-// slower at one offset than at another).
+// happened to put its arrays (a 16 KiB array updated in place ran markedly
+// slower at one offset than at another: docs/benchmarks.md, CPU history).
 template <typename T> struct CacheLineAllocator {
   using value_type = T;
   static constexpr std::align_val_t kAlignment{64};

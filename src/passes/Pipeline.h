@@ -22,9 +22,9 @@ namespace loopc::passes {
 // CPU backend runs a block's threads as vector lanes with the sequential
 // loops outside them (CpuThreadNest.h), where the GPU's register tiles
 // mostly add accumulator traffic: with a variant of them that ran whole
-// tiles apart, conv2d_5x5 was 2.5x and cnn_conv_valid 2.7x slower on the CPU
-// (matmul 1.8x faster), and clamped copies along x turn contiguous loads
-// into gathers there. So tile_registers makes the CPU tiles of its own:
+// tiles apart, conv2d_5x5 and cnn_conv_valid took more than twice as long on
+// the CPU (matmul ran faster), and clamped copies along x turn contiguous
+// loads into gathers there. So tile_registers makes the CPU tiles of its own:
 // rows of a window, x left to the vector lanes (RegisterTilingTarget::cpu).
 enum class PipelineTarget { Gpu, Cpu };
 
@@ -36,11 +36,10 @@ struct PassParameters {
   // dimension, 1, 2, 4 or 8; at most its square per thread. 0, the default:
   // 4, and 8 where the grid of 8 x 8 tiles fills the GPU (PipelineOptions::
   // multiprocessors) and they keep two blocks per SM, picked at run time.
-  // Measured on an H200 (docs/benchmarks.md, 2026-11-28), both pipelined:
-  // 8 x 8 tiles at one block per SM ran matmul 1.18x faster than 4 x 4 at
-  // 2048 and at 4096; the performance model predicts today's two blocks per
-  // SM 1.33x faster there, and 2.1x slower at 1000 (64 blocks of 8 x 8
-  // tiles for 132 SMs).
+  // Measured on an H200 (docs/benchmarks.md, GPU history), both pipelined:
+  // 8 x 8 tiles at one block per SM ran matmul faster than 4 x 4 at 2048 and
+  // at 4096; the performance model predicts today's two blocks per SM faster
+  // still there, and slower at 1000 (64 blocks of 8 x 8 tiles for 132 SMs).
   int64_t registerTile = 0;
   // stage_length (stage_shared): iterations of the longest stage of a loop
   // staged in parts, 4 to 64; shorter ones (halves, down to 2) are tried
@@ -54,23 +53,23 @@ struct PassParameters {
   // Where fewer threads read each element, L1 (on Hopper the same memory as
   // shared) serves the repeats from the lines the first reader brought in,
   // and the copy and its barriers are pure cost. Measured on an H100
-  // (docs/benchmarks.md, 2026-11-27): a 5x5 convolution, each element read 4-5
-  // times per filter row, ran 2.65x faster unstaged; an 11x11 one, 8-10 times,
-  // 1.43x; matmul, 32 and 128 times (B and A at 4 x 4 register tiles), 1.38x
-  // slower unstaged.
+  // (docs/benchmarks.md, GPU history): a 5x5 convolution, each element read
+  // 4-5 times per filter row, ran more than twice as fast unstaged; an 11x11
+  // one, 8-10 times, faster too; matmul, 32 and 128 times (B and A at 4 x 4
+  // register tiles), slower unstaged.
   int64_t stageMinReuse = 16;
   // copies_in_flight (stage_shared): how many of a thread's copies into
   // shared memory load at once, 0 to 32. From 1 on, each load is
   // unconditional (its indices clamped into the array) and a group of this
   // many is unrolled, its loads in flight together before the first store:
   // more hide more of memory's latency a stage and hold more registers. 0,
-  // the default until a GPU has measured the groups, copies element by
-  // element, each load under its guard, a round trip to memory each where
-  // LLVM keeps the copy a loop. The performance model predicts 8 to run
-  // matmul 2048 1.9x, a 64-channel 3x3 convolution 3.2x and a staged 5x5
-  // filter 2.5x faster on an H100 (docs/perf.md); sqdist's 4 x 4 tiles then
-  // spill 16 to 80 bytes at 128 registers. Pipelined stages (below) copy by
-  // async copies instead.
+  // the default, copies element by element, each load under its guard, a
+  // round trip to memory each where LLVM keeps the copy a loop. The
+  // performance model predicted groups of 8 faster on matmul and the
+  // convolutions (docs/perf.md); measured on an H200 they were not
+  // (docs/benchmarks.md, GPU history), and sqdist's 4 x 4 tiles then spill
+  // 16 to 80 bytes at 128 registers. Pipelined stages (below) copy by async
+  // copies instead.
   int64_t copiesInFlight = 0;
   // pipeline_depth (stage_shared): shared buffers of each box of a loop
   // staged in stages, 1 to 3. 1 copies each stage, waits for it and computes
@@ -79,10 +78,10 @@ struct PassParameters {
   // ahead, into the buffer the stage before last freed, so the copies
   // overlap the compute of the stages in between and hold no register; the
   // boxes of all buffers fit shared_kib together. Measured on an H200
-  // (docs/benchmarks.md, 2026-11-28), 2 against 1: a 64-channel 3x3
-  // convolution 1.6x (256^2) and 2.1x (1024^2) faster, 5x5 1.3x, matmul
-  // 1.03x at 2048 and 1.08x at 4096, the same at 1000; 3 slower than 2
-  // (matmul 2048 0.775 against 0.670 ms: shorter stages).
+  // (docs/benchmarks.md, GPU history), 2 against 1: a 64-channel 3x3
+  // convolution up to twice as fast, 5x5 faster too, matmul a little faster
+  // at 2048 and 4096, the same at 1000; 3 slower than 2 (shorter stages,
+  // whose arithmetic covers less of the copies).
   int64_t pipelineDepth = 2;
   // unclamped_tiles (tile_registers): 1 gives every block of a register-
   // tiled nest the same tile, without clamps, where all its copies' reads

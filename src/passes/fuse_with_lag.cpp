@@ -20,7 +20,8 @@
 // Each chunk of rows is a unit of work: its rows are read and written while
 // they are in cache, and only the second nest's first and last s rows of a
 // chunk, which the neighbouring chunks read, wait for a second launch.
-// samples/jacobi2d at 4096^2, 10 steps, on 2 cores: 86-88 -> 58-64 ms.
+// samples/jacobi2d took about two thirds of the time (docs/benchmarks.md,
+// CPU history).
 //
 // Why it is legal: the arrays the two nests write are distinct, each nest
 // writes only at its point and reads what it writes only there. The first

@@ -13,9 +13,10 @@
 //   }}                                     }}
 //
 // Each of trmm's M launches streams B's rows below i again; hoisted, a block
-// of columns stays in cache across i, with one launch. On 2 cores symm (the
-// same shape, C's column block updated at every i) ran 1.9x faster; trmm ran
-// as fast as before, its B held by the last-level cache either way.
+// of columns stays in cache across i, with one launch. symm (the same
+// shape, C's column block updated at every i) ran about twice as fast; trmm
+// ran as fast as before, its B held by the last-level cache either way
+// (docs/benchmarks.md, CPU history).
 //
 // Why it is legal: a slice is the elements whose index in one dimension is
 // the point's own variable (`B[*][j]`); when each array the serial loop

@@ -18,8 +18,8 @@
 // along it (more of them strided along that loop and contiguous along the
 // parallel one than the other way round), so the innermost loop streams
 // along rows and vectorizes; the outer loops of the nest stay parallel.
-// On 2 cores PolyBench's covariance and correlation (at 1200 x 1400) ran
-// 13-15x faster.
+// PolyBench's covariance and correlation ran more than ten times faster
+// (docs/benchmarks.md, CPU history).
 //
 // Why it is legal: the iterations of a parfor are independent (the checker
 // rejects races), so they may run in any order, statement by statement
@@ -37,9 +37,9 @@
 // iteration or starts after its last). lu's
 // `for j in [i, N) { for k in [0, i) { A[i][j] -= A[i][k] * A[k][j] } }`
 // writes column j and reads columns j and k < i: k goes outside, and each
-// row of A[k] streams (lu at N = 2000 ran 1.7x faster). Its order of failures is the program's, so
-// not under
-// --bounds-check nor with a Check or an integer division in the loop.
+// row of A[k] streams (lu ran faster: docs/benchmarks.md, CPU history). Its
+// order of failures is the program's, so not under --bounds-check nor with a
+// Check or an integer division in the loop.
 //
 // A serial loop of the host code over j whose body is a loop over k in
 // [start, j), the triangle below j, then statements of j's own (lu's
@@ -64,8 +64,8 @@
 // loop's range: `T[i + 1][k]` against `T[i][j]`, an index j or k against a
 // written index at or past the loop's end). Each X[j] still receives its updates
 // in increasing k and then its own statements: the same result bit for bit.
-// lu at N = 2000 ran 4.3x faster (the left-looking half of each row was
-// most of its time).
+// lu ran more than twice as fast (the left-looking half of each row was
+// most of its time; docs/benchmarks.md, CPU history).
 //
 // A reduction over that triangle pushes too (Nussinov's `best = max(best,
 // redomap(max, 0, k in i + 1..j) T[i][k] + T[k + 1][j])` per cell): each j

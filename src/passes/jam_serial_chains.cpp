@@ -41,16 +41,16 @@
 // copy touches an element that statement writes, or writes one it touches:
 // each pair is proven apart (provenApart, AccessAnalysis.h) over the ranges
 // of the steps involved (j in [0, i.first) against i.first + 3; rows i.first
-// + r below the enclosing loop's i). On 2 cores Cholesky (N = 2000) ran
-// 3.5x faster, PolyBench's ludcmp 9.5x.
+// + r below the enclosing loop's i). Cholesky and PolyBench's ludcmp ran
+// several times faster (docs/benchmarks.md, CPU history).
 //
 // The same for the innermost parallel loop of a nest whose points each run
 // a chain along their own row (a matrix-vector product written as a loop:
 // gemver's `w[i] += alpha * A[i][j] * x[j]` along j): its points are
 // independent, so no proof is needed, and 4 run together in a thread where
 // the CPU's vector lanes, one point each, would gather rows apart. Points
-// whose loads lie side by side are left to the lanes. (gemver ran 1.9x
-// faster, atax 3x, bicg 2x.)
+// whose loads lie side by side are left to the lanes. (gemver, atax and
+// bicg ran two to three times faster: docs/benchmarks.md, CPU history.)
 //
 // Loops of the host code (outside parallel loops) and innermost parallel
 // loops, whose body is one serial loop of straight-line steps that read the
@@ -81,10 +81,10 @@ namespace {
 // Iterations run together. Where the copies' loads of a step lie side by
 // side (LU's A[k][j] for j, j + 1, ...), LLVM's SLP vectorizer makes each
 // step one vector multiply-add of the copies over vector loads: 16 copies,
-// two 512-bit vectors, measured fastest (ludcmp, N = 2000: 298 ms against
-// 429 with 8). Rows apart (a triangular solve's L[i][j] for i, i + 1,
-// ...), it makes the same of gathers, slower than scalar chains: 4 copies
-// kept scalar ran fastest (Cholesky: 384 ms against 587 with 8).
+// two 512-bit vectors, ran fastest (ludcmp took about half as long again
+// with 8). Rows apart (a triangular solve's L[i][j] for i, i + 1, ...), it
+// makes the same of gathers, slower than scalar chains: 4 copies kept
+// scalar ran fastest (Cholesky took about half as long again with 8).
 const int64_t kSideBySideCopies = 16;
 const int64_t kRowsApartCopies = 4;
 // The largest body copied kSideBySideCopies times (codeSize), so the jammed loop

@@ -145,8 +145,8 @@ private:
 
     // 3. Each chunk scanned from the fold of the chunks before it, over its
     // offsets too: over the points themselves, whose bounds then depend on
-    // the thread, the CPU ran threads as lanes striding across chunks (12x
-    // slower at 2^24 points).
+    // the thread, the CPU ran threads as lanes striding across chunks (more
+    // than ten times slower: docs/benchmarks.md, CPU history).
     Expr carry =
         select(equal(chunk, makeI64(0)), scan.neutral, load(sums, {sub(chunk, makeI64(1))}));
     Stmt scans = gpu ? blockScans(scan, prefix, chunks, count, carry, atOffset)

@@ -411,12 +411,11 @@ protected:
     // split pays only on nests large enough and mostly interior, which the
     // host tests. The thresholds are where the performance model's
     // predictions cross for padded convolutions (h100; channels, size,
-    // window): one nest for 64, 128^2, 3 x 3 (ratio 31, 1.05M points: 0.25
-    // against 0.29 ms) and 64, 128^2, 5 x 5 (ratio 15: 0.66 against 1.18),
-    // the split for 64, 144^2, 3 x 3 (0.37 against 0.64), 64, 160^2, 5 x 5
-    // (ratio 19: 1.42 against 1.72) and 3 -> 64, 224^2, 7 x 7 (ratio 18:
-    // 0.10 against 0.22). Missed: many channels on small images (256,
-    // 56^2, 3 x 3: 1.18 split against 1.96 in one nest).
+    // window; the ratio of interior to border points): one nest faster for
+    // 64, 128^2, 3 x 3 (ratio 31, 1.05M points) and 64, 128^2, 5 x 5 (ratio
+    // 15), the split for 64, 144^2, 3 x 3, 64, 160^2, 5 x 5 (ratio 19) and
+    // 3 -> 64, 224^2, 7 x 7 (ratio 18). Missed: many channels on small
+    // images (256, 56^2, 3 x 3, faster split).
     Expr points, interiorPoints;
     for (const For *loop : chain) {
       Expr extent = maxOf(toI64(loop->extent), makeI64(0));

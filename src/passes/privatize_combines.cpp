@@ -1,7 +1,7 @@
 // privatize_combines: a histogram per block in shared memory (both pipelines;
 // on the CPU a block's shared memory belongs to one core, so its updates need
-// no atomics at all: samples/histogram at 2^24 values and 256 bins went from
-// 300 to 22 ms there, as fast as C with private bins per OpenMP thread).
+// no atomics at all: samples/histogram ran more than ten times faster there,
+// as fast as C with private bins per OpenMP thread; docs/benchmarks.md).
 // A parfor whose iterations `combine` into a small global array (a
 // histogram's bins) makes one global atomic per iteration, and when the
 // array is small, many iterations hit the same element at once: the memory
@@ -313,8 +313,8 @@ private:
 // (the element a trash slot past the copy's extent when the iteration makes
 // no update), and vectorizes with its conditions as masks; the second makes
 // the updates, a scalar loop of loads and adds. samples/histogram's bins
-// (a division, a rounding, two comparisons a value), N = 2^24: 21.9 ms in
-// one loop, about a third of that staged.
+// (a division, a rounding, two comparisons a value) took about a third of
+// the time staged (docs/benchmarks.md, CPU history).
 // A body with a loop in it (a combine per step) or an atomic into an array
 // that keeps its global atomics is not staged; nor are more combines than
 // kMaxStaged, whose buffers would outgrow the gain.
@@ -374,7 +374,8 @@ bool loadsProven(const Stmt &body, const IndexChecks &checks) {
 // round's loads before its combines, and LLVM keeps the next round's loads
 // behind the atomics (it cannot tell them apart): one round trip to memory
 // a round, which the few warps an SM holds do not hide (samples/histogram,
-// 2^28 values into 256 bins: 1.00 ms on an H100, 0.36 of the copy rate).
+// 2^28 values into 256 bins, ran at about a third of the copy rate on an
+// H100: docs/benchmarks.md, GPU history).
 // So a thread walks kRoundsAhead rounds at a time: first the loads that
 // every round makes, whatever its data, into registers for all of them,
 // then the rounds' bodies reading them there.
@@ -839,8 +840,8 @@ private:
   // (roundsAhead). On the GPU the
   // blocks running together then read neighbouring elements at every step;
   // on the CPU a block is a core's unit of work, whose contiguous range is a
-  // stream the prefetcher follows (the histogram at 2^24 values, 256 bins:
-  // 14.1-17.2 ms striding, 12.1-15.7 in ranges, 5 runs alternated).
+  // stream the prefetcher follows (the histogram at 2^24 values, 256 bins,
+  // ran faster in ranges than striding: docs/benchmarks.md, CPU history).
   static Stmt overIterations(const std::vector<const For *> &chain,
                              const std::vector<Expr> &extents, Stmt body, const Expr &block,
                              const Expr &thread, const Expr &blocks, const Expr &iterations,

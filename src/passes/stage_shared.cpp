@@ -931,7 +931,7 @@ private:
   // spilled at 128). The price: the fill copies an element at a time, 4
   // times the copies. With one load's worth of rows (a 4 x 4 tile: 16
   // registers against 4) the tile fitted its registers either way, and the
-  // performance model predicted the extra copies 5% slower (matmul, 2048).
+  // performance model predicted the extra copies a little slower (matmul).
   bool readsRowsTogether(const Footprint &footprint) const {
     int64_t vector = kVectorLoadBytes / std::max<int64_t>(1, scalarSize(footprint.array->element));
     const For *lanes = threadsByDim_[0];

@@ -97,9 +97,8 @@ const int64_t kSmallTile = 4;
 const int64_t kLargeTile = 8;
 // The large tiles' grid must fill this much of the blocks that fit on the
 // GPU at once. The performance model (h200, matmul) has 8 x 8 tiles and
-// 4 x 4 tiles equal where the 8 x 8 grid makes 0.74 of a wave (1792^2: 196
-// blocks, 0.330 ms each), 8 x 8 1.3x faster from one wave on (2048^2, 4096^2),
-// 4 x 4 faster below (1.1x at 1536^2, 2.1x at 1000^2).
+// 4 x 4 tiles equal where the 8 x 8 grid makes about three quarters of a
+// wave (1792^2), 8 x 8 faster from one wave on, 4 x 4 faster below.
 struct Fraction {
   int64_t numerator, denominator;
 };
@@ -110,14 +109,14 @@ const int64_t kDeepestLargeTilePipeline = 2;
 
 // Rows a thread computes on the CPU. Two keep a 5 x 5 filter's 25 weights,
 // the accumulators and the shared rows within AVX-512's 32 vector
-// registers; four spill there (measured as plain C, clang 19: 2 rows 1.4x
-// faster than 1, 4 rows slower than 2).
+// registers; four spill there (measured as plain C, clang 19: 2 rows faster
+// than 1, 4 rows slower than 2).
 const int64_t kCpuRows = 2;
 // AVX-512's vector registers, which hold a window's weights (elements the
 // window reads the same for every point: a filter's), each row's
 // accumulator and the input rows being combined. Past them the weights are
 // reloaded at every multiply-add: conv2d_11x11's 121 weights over 2 rows ran
-// 1.2x slower than 1 row.
+// slower than 1 row.
 const int64_t kVectorRegisters = 32;
 
 // A set of GPU dimensions (bit d for x, y, z = 0, 1, 2): the copy indices a
@@ -795,8 +794,9 @@ private:
   // one-step stencil) shares no loads worth a tile, but a thread that
   // computes one point has one round trip to memory in flight: 64 warps of
   // an SM holding 8 KB of 4-byte loads, where an H100 needs about twice that
-  // to cover its latency at full bandwidth (a transpose measured 0.36 ms at
-  // 8192^2, 0.51 of the copy rate, each thread one point; reverse 0.75).
+  // to cover its latency at full bandwidth (a transpose at 8192^2, each
+  // thread one point, ran at about half the copy rate; reverse at three
+  // quarters: docs/benchmarks.md, GPU history).
   // So a thread computes 4 consecutive points along y (register_tile sizes
   // it), whose loads are independent and issued together (x keeps the
   // warp's consecutive points: coalescing is unchanged); a stencil's
@@ -855,7 +855,7 @@ private:
   // window of the body slides along y (a filter's rows: I[y + u][x + v]).
   // The rows then load the input rows their windows share once, and their
   // chains of multiply-adds run side by side in vector registers instead of
-  // one after the other (conv2d_5x5 at 1028^2: 0.63 -> 0.44 ms).
+  // one after the other (conv2d_5x5 took about two thirds of the time).
   Stmt cpuRows(const Stmt &nest, const Stmt &threadNest, std::vector<MappedDim> dims,
                const std::vector<const For *> &blocks, const std::vector<const For *> &threads,
                const Stmt &inner, const IfThenElse &guard,
@@ -1170,8 +1170,9 @@ private:
     // interior groups them: its clamped indices are not provably
     // neighbours, so grouped reads would stay scalar and four copies' reads
     // a lane apart would meet in a quarter of the banks (matmul 1000, where
-    // most blocks are edge blocks, ran 1.3x slower on an H200). Both layouts
-    // cover the block's points, and a block runs one tile or the other.
+    // most blocks are edge blocks, ran slower on an H200: docs/benchmarks.md,
+    // GPU history). Both layouts cover the block's points, and a block runs
+    // one tile or the other.
     std::vector<MappedDim> edgeDims = dims;
     for (MappedDim &dim : edgeDims)
       dim.grouped = false;

@@ -27,7 +27,8 @@
 //    B[j][k]`, j the lanes: each thread a dot product of rows), and such
 //    accesses alone keep that loop inside each thread: read from copies
 //    along the lanes, they let the CPU run the loop with the lanes inside
-//    it, as gemm's B[k][j] (A times B's transpose 17x faster).
+//    it, as gemm's B[k][j] (A times B's transpose many times faster:
+//    docs/benchmarks.md, CPU history).
 // Either way its indices are affine, its last index moves with some loop of
 // the nest (the nest sweeps rows, not one column), and some loop of the nest
 // moves none of its indices (every element is read again at each of that
@@ -134,7 +135,7 @@ std::optional<std::string> lanesAround(const BufferAccess &access, const NestLoo
 // across them (gemm's B[k][j] with k serial and j parallel is a row across
 // them). A reduction's loop is vectorized or not by interleave_reductions,
 // from the accesses' strides: a copy would change that choice (trmm's
-// A[k][i] over k, 5x slower).
+// A[k][i] over k, several times slower).
 bool runsAsLanes(const std::string &var, const std::vector<BufferAccess> &accesses,
                  const NestLoops &loops, const std::string &lanes) {
   if (var == lanes)

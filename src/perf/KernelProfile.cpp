@@ -1147,9 +1147,9 @@ private:
     if (buffer->memory == MemorySpace::Shared) {
       double wavefronts = 1;
       if (kind == AccessProfile::Kind::Atomic) {
-        // The shared memory unit updates one lane's element a cycle (a
-        // 256-bin histogram of 2^28 values took 1.0 ms on an H100: one
-        // update per SM cycle).
+        // The shared memory unit updates one lane's element a cycle (the
+        // rate that fits a 256-bin histogram of 2^28 values measured on an
+        // H100: docs/benchmarks.md, GPU history).
         wavefronts = active;
       } else if (addresses) {
         wavefronts = sharedWavefronts(*addresses, lanes, elementBytes * factor);

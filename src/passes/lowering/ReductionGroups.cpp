@@ -24,24 +24,25 @@ constexpr int64_t kThreads = kReductionThreads;
 // blocks of a large reduction must come in many waves, so that the last,
 // partial wave is a small part of the time: 1024 blocks of 256 threads at 40
 // registers were 1.29 waves of an H100 (6 blocks per SM), and the 232 blocks
-// of the second wave ran with most of the device idle (dot over 2^28 at 63%
-// of DRAM bandwidth, 0.67 of torch.dot; Nsight Compute, docs/benchmarks.md).
+// of the second wave ran with most of the device idle (dot over 2^28 well
+// below DRAM bandwidth and torch.dot; Nsight Compute, docs/benchmarks.md).
 // 16384 blocks are 20 waves there; one block reads their partials in a few
 // microseconds. The CPU runs blocks as tasks of its thread pool, where fewer
-// are cheaper: a block's tree and partial cost about 0.5 us there, which a
-// block of 256 points (one a thread) paid for 25 ns of sums (a sum of 256000
-// floats at 0.38 ns a point, 0.10 at 64 points a thread).
+// are cheaper: a block's tree and partial cost many times what a block of
+// 256 points (one a thread) spends on its sums (a sum of 256000 floats took
+// several times as long a point as at 64 points a thread).
 constexpr int64_t kPointsPerThreadGpu = 4;
 // On the GPU, a group whose operators do not all commute walks its range in
 // order, each thread a contiguous chunk of it. Read by the thread that folds
 // it, a chunk's elements reach a warp's 32 lanes 32 sectors apart: the
-// load/store unit, replaying every access once per sector, took sum_and_max
-// over 2^28 floats to 1.17 ms on an H100, 3x the time its bytes take. So the
-// chunks are walked a piece of kOrderedPiece points at a time: the block
-// computes the values of its threads' pieces with the lanes of a warp on 4
-// pieces' consecutive points (one sector each), hands them over in shared
-// memory, and each thread folds its own piece there, in order. Chunks are
-// whole pieces; a piece per thread is the least a thread walks.
+// load/store unit, replaying every access once per sector, kept sum_and_max
+// over 2^28 floats at about a third of the copy rate on an H100
+// (docs/benchmarks.md, GPU history). So the chunks are walked a piece of
+// kOrderedPiece points at a time: the block computes the values of its
+// threads' pieces with the lanes of a warp on 4 pieces' consecutive points
+// (one sector each), hands them over in shared memory, and each thread
+// folds its own piece there, in order. Chunks are whole pieces; a piece per
+// thread is the least a thread walks.
 constexpr int64_t kOrderedPiece = 8;
 // Such a walk's grid is at most this many blocks per SM of the GPU: whole
 // waves where an SM holds 1, 2, 4, 8 or 16 of them, so that its blocks, each
@@ -55,10 +56,10 @@ constexpr int64_t kMaxBlocksCpu = 1024;
 // On the CPU, a whole-array reduction of at most this many IR operations
 // (points times pointSize) runs as a loop in the host code rather than as a
 // tree over the cores, in both versions chosen at run time: its two kernels
-// cost about 0.6 us more than the loop (a sum of products of 1000 floats
-// inside a serial loop took 0.05 us as a loop, 0.6 us as a tree), and the
-// loop was not slower than the tree on 2 cores up to 64000 points (4.6 and
-// 5.8 us) of 7 operations, where 2^17 operations are about 18700 points.
+// cost far more than the loop (a sum of products of 1000 floats inside a
+// serial loop took about a tenth of the tree's time as a loop), and the loop
+// was not slower than the tree on 2 cores up to 64000 points of 7
+// operations, where 2^17 operations are about 18700 points.
 constexpr int64_t kSerialReductionWork = int64_t(1) << 17;
 
 // The loops of `reduce` from `first` on around `body`, serial.
@@ -140,8 +141,8 @@ std::optional<Expr> atMostPoints(const std::vector<GroupMember> &group, int64_t 
 // `extent` points, its kThreads threads interleaved (consecutive threads,
 // which the CPU runs as vector lanes, at consecutive points): a thread
 // striding over the whole grid read 1 KB, then jumped by the grid's span,
-// which the cores' prefetchers did not follow (a sum over 2^24 floats at
-// 1.0 ns a point, against 0.45 for a loop along the array).
+// which the cores' prefetchers did not follow (a sum over 2^24 floats took
+// about twice as long a point as a loop along the array).
 ThreadWalk blockWalk(const Expr &block, const Expr &thread, const Expr &grid, const Expr &extent) {
   Expr threads = makeI64(kThreads);
   Expr perBlock =
