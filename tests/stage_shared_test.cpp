@@ -429,8 +429,8 @@ TEST_CASE("pipeline_depth: cnn_conv's channel stages and sqdist's rows pipelined
       ir::Function function =
           pipelined(*conv->program, "cnn_conv_valid", {parameter}, {{"K", filter}});
       // The stages, pipelined or not (at depth 3 with a 5 x 5 window):
-      // tests/lit/stage_shared/cnn_conv_valid_k3_pipelined.lir and
-      // cnn_conv_valid_k5_pipelined.lir.
+      // tests/lit/stage_shared/cnn_conv_valid_k3_stages.lir and
+      // cnn_conv_valid_k5_stages.lir.
       if (filter != 5 || depth != 3) {
         // The input's rows have run-time length W (16-byte copies where it
         // is a multiple of 4); the filters' rows, K floats, take element
