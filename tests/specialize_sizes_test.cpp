@@ -15,7 +15,6 @@
 #include <string>
 
 using namespace loopc;
-using loopc::test::contains;
 
 namespace {
 
@@ -54,22 +53,8 @@ TEST_CASE("small sizes bounding a loop inside a parfor are specialized, on the G
 
 TEST_CASE("cnn_conv at K = 3: the input and the weights staged by stages of channels") {
   auto loaded = cnnConv();
-  const KernelDecl &kernel = *loaded->program->findKernel("cnn_conv_valid");
-  passes::PipelineOptions options;
-  options.specializedSizes = {{"K", 3}};
-  options.choices.parameters.pipelineDepth = 1; // one stage at a time: the boxes of one stage
-  std::string staged;
-  options.afterPass = [&](const std::string &pass, const ir::Function &function) {
-    if (pass == "stage_shared")
-      staged = ir::toString(function);
-  };
-  auto function = passes::runPipeline(ir::lowerKernel(*loaded->program, kernel), options);
-  REQUIRE_MESSAGE(function, (function ? "" : function.error().message));
-  // 4 rows (+ 2) by 128 columns (+ 2) of 4 channels; 8 output channels'
-  // weights for them.
-  CHECK(contains(staged, "shared f32 I.shared[4][6][132]"));
-  CHECK(contains(staged, "shared f32 F.shared[8][4][3][4]"));
-  CHECK(contains(staged, "for c.stage in [0, max((Ic + 3) / 4, 0)) {"));
+  // The boxes and stages at K = 3, one stage at a time:
+  // tests/lit/stage_shared/cnn_conv_valid_k3_stages.lir (DEPTH1).
   for (const char *k : {"1", "3", "5"})
     for (const auto &sizes : std::vector<std::map<std::string, std::string>>{
              {{"Ic", "5"}, {"Oc", "9"}, {"H", "37"}, {"W", "133"}, {"K", k}},

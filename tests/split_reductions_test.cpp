@@ -73,25 +73,10 @@ TEST_CASE("few long rows have their ranges split into parts reduced apart") {
   auto loaded = test::loadText(kProgram);
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const Program &program = *loaded->program;
-  std::string after = test::aroundPass(program, "row_means", "split_reductions").second;
-  CHECK(contains(after, "  let r.parts = min(1024 / max(r.rows, 1), r.length / 8192)\n"
-                        "  if (r.parts >= 2) {\n"
-                        "    let r.chunk = (r.length + (r.parts - 1)) / r.parts\n"
-                        "    global f32 acc.partials[r.rows][r.parts]\n"
-                        "    parallel for r.flat in [0, r.rows * r.parts) {\n"));
-  CHECK(contains(after, "reduce acc.part += from 0.0 over c in [0 + r.start, "));
-  CHECK(contains(
-      after, "reduce acc += from 0.0 over r.part in [0, r.parts): acc.partials[r - 0][r.part]"));
-  CHECK(contains(after, "  } else {\n    parallel for r in [0, R) {\n"));
-  // Each part is a row of its own to map_rows_to_blocks: a block each.
-  std::string mapped = test::aroundPass(program, "row_means", "map_rows_to_blocks").second;
-  CHECK(contains(mapped, "gpu_block.x for r.flat.block"));
-
-  // The first reduction of a row splits; the rest of the row stays as it was.
-  std::string stats = test::aroundPass(program, "row_stats", "split_reductions").second;
-  CHECK(contains(stats, "reduce acc.part max= from -inf over c in"));
-  CHECK(contains(stats, "reduce acc_2 min= from inf over c_2 in [0, C)"));
-
+  // The parts, their partials and the version the host picks
+  // (tests/lit/split_reductions/row_means.lir), a block each
+  // (map_rows_to_blocks there); the first reduction of a row split, the rest
+  // as it was (row_stats.lir).
   for (const char *kernel : {"row_means", "row_stats", "row_products"}) {
     CAPTURE(kernel);
     test::checkGpuKernelsOnCpu(program, kernel, kSizes, 3);
@@ -102,17 +87,14 @@ TEST_CASE("user operators and ranges that depend on the row are not split, on ei
   auto loaded = test::loadText(kProgram);
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const Program &program = *loaded->program;
+  // Not split: tests/lit/split_reductions/user_operator_declined.lir and
+  // triangle_declined.lir.
   for (const char *kernel : {"user_operator", "triangle"}) {
     CAPTURE(kernel);
-    auto [before, after] = test::aroundPass(program, kernel, "split_reductions");
-    CHECK(before == after);
     test::checkGpuKernelsOnCpu(program, kernel, kSizes, 5);
   }
-  // The CPU pipeline splits too (a row is one thread of one block there),
-  // and computes the same.
-  auto cpu = test::runLoopc("explain samples/softmax.loop --target cpu --after split_reductions");
-  CHECK(cpu.exitCode == 0);
-  CHECK(contains(cpu.output, "parallel for r.flat in [0, r.rows * r.parts)"));
+  // The CPU pipeline splits too (a row is one thread of one block there:
+  // tests/lit/split_reductions/softmax_cpu.lir), and computes the same.
   Interpreter interpreter;
   engine::CpuEngine cpuEngine;
   Engine *engines[] = {&interpreter, &cpuEngine};
@@ -144,15 +126,8 @@ kernel colsum(X: in f32[R][C], s: out f32[C]) {
 )");
   REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
   const Program &program = *loaded->program;
+  // (The split: tests/lit/split_reductions/colsum_threads.lir.)
   test::PassTrace trace = test::tracePasses(program, "colsum");
-  CHECK(contains(trace.after("split_reductions"),
-                 "  let c.parts = min(262144 / max(c.rows, 1), c.length / 32)\n"
-                 "  if (c.parts >= 2) {\n"
-                 "    let c.chunk = (c.length + (c.parts - 1)) / c.parts\n"
-                 "    global f32 acc.partials[c.rows][c.parts]\n"
-                 "    parallel for c.flat in [0, c.rows * c.parts) {\n"
-                 "      let c = 0 + c.flat % c.rows\n"
-                 "      let c.part = c.flat / c.rows\n"));
   // The (column, part) loop is a thread each, its flat index consecutive
   // across a block's threads; the columns' parfor takes a block per column
   // (its partials contiguous) when there are 64 partials or more.
@@ -166,18 +141,8 @@ kernel colsum(X: in f32[R][C], s: out f32[C]) {
                        "      launch colsum_kernel1<<<grid(max(C, 0), 1, 1), block(256, 1, 1)>>>"));
 
   // Rows given a block keep the block sizing and order (mv's rows); the CPU
-  // keeps it for all rows (mv_transposed's columns).
-  auto mv = test::loadFile(test::sourcePath("samples/mv.loop"));
-  REQUIRE_MESSAGE(mv->program, mv->diagnostics);
-  std::string rows = test::aroundPass(*mv->program, "mv", "split_reductions").second;
-  CHECK(contains(rows, "min(1024 / max(i.rows, 1), i.length / 8192)"));
-  CHECK(contains(rows, "let i = 0 + i.flat / i.parts\n"));
-  auto cpu =
-      test::runLoopc("explain samples/mv_transposed.loop --kernel mv_transposed --target cpu "
-                     "--after split_reductions");
-  CHECK(cpu.exitCode == 0);
-  CHECK(contains(cpu.output, "let j.parts = min(1024 / max(j.rows, 1), j.length / 8192)\n"));
-  CHECK(contains(cpu.output, "let j = 0 + j.flat / j.parts\n"));
+  // keeps it for all rows (mv_transposed's columns):
+  // tests/lit/split_reductions/mv_rows.lir and mv_transposed_cpu.lir.
 }
 
 TEST_CASE("the GPU engine runs the split version's host program over the stand-in driver") {
