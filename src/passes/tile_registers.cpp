@@ -78,6 +78,7 @@
 #include <cassert>
 #include <functional>
 #include <optional>
+#include <ranges>
 
 namespace loopc::passes {
 
@@ -146,6 +147,16 @@ struct CopyIndex {
 struct GuardedIndex {
   Expr value; // of the let, from the block and thread indices
   Expr bound;
+};
+
+// The nest being tiled, as map_to_gpu made it: its loops, its guarded point,
+// and the point's indices the guard bounds, by the name of their lets.
+struct MappedNest {
+  const Stmt &whole;
+  const KernelNest &kernel;
+  const GuardedPoint &point;
+  const std::map<std::string, GuardedIndex> &guardedIndices;
+  SourceRange source;
 };
 
 // `.x1y0`: the name of a copy of something that depends on the dimensions in
@@ -747,12 +758,11 @@ private:
     if (!guardedIndices)
       return nest;
 
+    MappedNest mapped{nest, *kernel, *point, *guardedIndices, source};
     if (target_.cpu)
-      return cpuRows(nest, threadNest, dims, blocks, threads, inner, *guard, *guardedIndices,
-                     source);
+      return cpuRows(mapped, dims);
     if (!hasLoop)
-      return rowsInFlight(nest, dims, blocks, threads, inner, lets, *guard, *guardedIndices,
-                          source);
+      return rowsInFlight(mapped, dims);
     countReuse(threadNest, dims);
     std::vector<MappedDim> small = dims;
     if (!chooseFactors(guard->thenCase, small, factor_)) {
@@ -776,8 +786,7 @@ private:
       sizeChoices_.push_back({greaterOrEqual(smallGrid, makeI64(target_.multiprocessors)), false});
       return nest;
     }
-    Tiling smallTiling =
-        tiledWithLayout(small, blocks, threads, inner, lets, *guard, *guardedIndices);
+    Tiling smallTiling = tiledWithLayout(small, mapped);
     if (remarks_.enabled())
       remarks_.applied(source, describeTiles(small) + smallTiling.layout);
     for (const std::optional<std::string> &why : {smallTiling.notGrouped, smallTiling.notUnclamped})
@@ -786,8 +795,7 @@ private:
     Stmt tiled = smallTiling.nest;
     if (!bySize_)
       return tiled;
-    return withLargeTiles(tiled, small, dims, blocks, threads, inner, lets, *guard, *guardedIndices,
-                          source);
+    return withLargeTiles(tiled, small, dims, mapped);
   }
 
   // A loop-free body on the GPU (an elementwise map, a transpose, a
@@ -804,11 +812,10 @@ private:
   // box becomes square. Not where the grid would give an SM no block at the
   // run's sizes, nor for a body with arrays of its own (each copy would
   // have its own).
-  Stmt rowsInFlight(const Stmt &nest, std::vector<MappedDim> dims,
-                    const std::vector<const For *> &blocks, const std::vector<const For *> &threads,
-                    const Stmt &inner, const std::vector<const LetStmt *> &lets,
-                    const IfThenElse &guard,
-                    const std::map<std::string, GuardedIndex> &guardedIndices, SourceRange source) {
+  Stmt rowsInFlight(const MappedNest &mapped, std::vector<MappedDim> dims) {
+    const Stmt &nest = mapped.whole;
+    const IfThenElse &guard = *mapped.point.guard;
+    SourceRange source = mapped.source;
     auto y = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 1; });
     if (y == dims.end() || codeSize(guard.thenCase) * factor_ > kMaxJammedNodes ||
         allocatesArrays(guard.thenCase))
@@ -818,7 +825,7 @@ private:
       return nest;
     }
     y->factor = factor_;
-    Expr grid = gridBlocksOf(blocks, dims);
+    Expr grid = gridBlocksOf(mapped.kernel.blocks, dims);
     if (std::optional<int64_t> gridBlocks = evaluateInteger(*grid, target_.runSizes);
         gridBlocks && *gridBlocks < target_.multiprocessors) {
       remarks_.declined(source, "a point per thread at these sizes: the grid of " +
@@ -832,7 +839,7 @@ private:
     remarks_.applied(source, std::to_string(factor_) + " consecutive points per thread along " +
                                  dimensionName(*y) +
                                  ": the body has no loop, so their loads are in flight together");
-    return tiledWithLayout(dims, blocks, threads, inner, lets, guard, guardedIndices).nest;
+    return tiledWithLayout(dims, mapped).nest;
   }
 
   // Whether `body` allocates an array of its own (a `var` array of the
@@ -856,10 +863,9 @@ private:
   // The rows then load the input rows their windows share once, and their
   // chains of multiply-adds run side by side in vector registers instead of
   // one after the other (conv2d_5x5 took about two thirds of the time).
-  Stmt cpuRows(const Stmt &nest, const Stmt &threadNest, std::vector<MappedDim> dims,
-               const std::vector<const For *> &blocks, const std::vector<const For *> &threads,
-               const Stmt &inner, const IfThenElse &guard,
-               const std::map<std::string, GuardedIndex> &guardedIndices, SourceRange source) {
+  Stmt cpuRows(const MappedNest &mapped, std::vector<MappedDim> dims) {
+    const Stmt &nest = mapped.whole, &threadNest = mapped.kernel.threadNest;
+    SourceRange source = mapped.source;
     // Without a window along y there is nothing of this kind to gain (the
     // CPU's other passes shape such nests): no remark.
     auto y = std::ranges::find_if(dims, [](const MappedDim &dim) { return dim.gpuDim == 1; });
@@ -873,7 +879,7 @@ private:
                                     std::to_string(kVectorRegisters) + " registers)");
       return nest;
     }
-    size_t size = codeSize(guard.thenCase);
+    size_t size = codeSize(mapped.point.guard->thenCase);
     if (size * kCpuRows > kMaxJammedNodes) {
       remarks_.declined(source, "not tiled on the CPU: the body is too large to copy (" +
                                     std::to_string(size) + " IR nodes; " +
@@ -886,7 +892,7 @@ private:
                                  dimensionName(*y) +
                                  " on the CPU: their windows overlap, so the rows share loads "
                                  "and their chains run side by side (x stays the vector lanes)");
-    return tiledNest(dims, blocks, threads, inner, guard, guardedIndices);
+    return tiledNest(dims, mapped);
   }
 
   // The elements the body's loads read inside constant loops that are the
@@ -958,11 +964,10 @@ private:
   // `tiled`, the nest at `small` tiles (4 x 4), or a host branch between it
   // and the nest at 8 x 8 tiles where they pay (the file comment).
   Stmt withLargeTiles(const Stmt &tiled, const std::vector<MappedDim> &small,
-                      const std::vector<MappedDim> &dims, const std::vector<const For *> &blocks,
-                      const std::vector<const For *> &threads, const Stmt &inner,
-                      const std::vector<const LetStmt *> &lets, const IfThenElse &guard,
-                      const std::map<std::string, GuardedIndex> &guardedIndices,
-                      SourceRange source) {
+                      const std::vector<MappedDim> &dims, const MappedNest &mapped) {
+    const std::vector<const For *> &blocks = mapped.kernel.blocks;
+    const IfThenElse &guard = *mapped.point.guard;
+    SourceRange source = mapped.source;
     std::vector<MappedDim> large = dims;
     // Only square tiles have been measured against each other: a thread's
     // 4 x 4 points and 8 x 8.
@@ -995,8 +1000,7 @@ private:
       sizeChoices_.push_back({greaterOrEqual(gridBlocks, makeI64(blocksFillingGpu(2))), false});
       return tiled;
     }
-    Tiling largeTiling =
-        tiledWithLayout(large, blocks, threads, inner, lets, guard, guardedIndices);
+    Tiling largeTiling = tiledWithLayout(large, mapped);
     Stmt largeTiled = largeTiling.nest;
     Function staged;
     staged.body = largeTiling.staged ? largeTiling.staged : largeTiled;
@@ -1044,16 +1048,13 @@ private:
 
   // The nest tiled with `dims`' factors, x copies grouped where that pays
   // (whyNotGrouped).
-  Tiling tiledWithLayout(std::vector<MappedDim> dims, const std::vector<const For *> &blocks,
-                         const std::vector<const For *> &threads, const Stmt &inner,
-                         const std::vector<const LetStmt *> &lets, const IfThenElse &guard,
-                         const std::map<std::string, GuardedIndex> &guardedIndices) const {
-    Tiling tiling{tiledNest(dims, blocks, threads, inner, guard, guardedIndices), "", {}, {}, {}};
-    MappedDim *x = groupableX(dims, lets);
+  Tiling tiledWithLayout(std::vector<MappedDim> dims, const MappedNest &mapped) const {
+    Tiling tiling{tiledNest(dims, mapped), "", {}, {}, {}};
+    MappedDim *x = groupableX(dims, mapped.point.lets);
     if (!x)
       return tiling;
     x->grouped = true;
-    Stmt grouped = tiledNest(dims, blocks, threads, inner, guard, guardedIndices);
+    Stmt grouped = tiledNest(dims, mapped);
     if (std::optional<std::string> why = whyNotGrouped(grouped, dims, tiling.staged)) {
       tiling.notGrouped = dimensionName(*x) + " copies a block width apart, not " +
                           std::to_string(kGroupedCopies) + " consecutive points a thread: " + *why;
@@ -1065,12 +1066,12 @@ private:
                     " consecutive points a thread (its reads of shared memory 128-bit, "
                     "contiguous across a warp)";
     if (parameters_.unclampedTiles) {
-      if (std::optional<std::string> hazard = faultPastEnds(inner))
+      if (std::optional<std::string> hazard = faultPastEnds(mapped.kernel.body))
         tiling.notUnclamped = "no tile for every block (unclamped_tiles=1): a copy past the "
                               "ends would compute on what it reads there, and " +
                               *hazard;
       else
-        withUnclampedTile(tiling, dims, blocks, threads, inner, guard, guardedIndices);
+        withUnclampedTile(tiling, dims, mapped);
     }
     return tiling;
   }
@@ -1121,11 +1122,8 @@ private:
   // copies read memory through shared boxes only: edge blocks then run as
   // fast as interior ones, from the same code.
   void withUnclampedTile(Tiling &tiling, const std::vector<MappedDim> &dims,
-                         const std::vector<const For *> &blocks,
-                         const std::vector<const For *> &threads, const Stmt &inner,
-                         const IfThenElse &guard,
-                         const std::map<std::string, GuardedIndex> &guardedIndices) const {
-    Stmt unclamped = tiledNest(dims, blocks, threads, inner, guard, guardedIndices, true);
+                         const MappedNest &mapped) const {
+    Stmt unclamped = tiledNest(dims, mapped, true);
     Function trial;
     trial.body = unclamped;
     trial = stageShared(std::move(trial), parameters_, {}, target_.computeCapability);
@@ -1141,23 +1139,22 @@ private:
   // layout).
   // `unclamped`: one tile for every block (TileKind::Unclamped), where
   // readsPastEndsFromShared says it may.
-  Stmt tiledNest(const std::vector<MappedDim> &dims, const std::vector<const For *> &blocks,
-                 const std::vector<const For *> &threads, const Stmt &inner,
-                 const IfThenElse &guard, const std::map<std::string, GuardedIndex> &guardedIndices,
+  Stmt tiledNest(const std::vector<MappedDim> &dims, const MappedNest &mapped,
                  bool unclamped = false) const {
+    const IfThenElse &guard = *mapped.point.guard;
+    const Stmt &inner = mapped.kernel.body;
     Stmt body;
     if (unclamped)
-      body = Jammer(dims, guard, guardedIndices, TileKind::Unclamped, target_.cpu).tile(inner);
+      body =
+          Jammer(dims, guard, mapped.guardedIndices, TileKind::Unclamped, target_.cpu).tile(inner);
     else
-      body = edgeAndInteriorTiles(dims, inner, guard, guardedIndices);
-    for (auto thread = threads.rbegin(); thread != threads.rend(); ++thread)
-      body = std::make_shared<For>((*thread)->var, (*thread)->min, (*thread)->extent,
-                                   ForKind::GpuThread, (*thread)->gpuDim, body, (*thread)->source);
-    for (auto block = blocks.rbegin(); block != blocks.rend(); ++block) {
-      const For *loop = *block;
-      body = std::make_shared<For>(loop->var, loop->min, tiledExtent(*loop, dims),
-                                   ForKind::GpuBlock, loop->gpuDim, body, loop->source);
-    }
+      body = edgeAndInteriorTiles(dims, inner, guard, mapped.guardedIndices);
+    for (const For *thread : mapped.kernel.threads | std::views::reverse)
+      body = std::make_shared<For>(thread->var, thread->min, thread->extent, ForKind::GpuThread,
+                                   thread->gpuDim, body, thread->source);
+    for (const For *block : mapped.kernel.blocks | std::views::reverse)
+      body = std::make_shared<For>(block->var, block->min, tiledExtent(*block, dims),
+                                   ForKind::GpuBlock, block->gpuDim, body, block->source);
     return body;
   }
 
