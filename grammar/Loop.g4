@@ -15,7 +15,8 @@ topDecl
 
 // `@fp_contract(off)` before a kernel: a choice of how it is compiled
 // (Sema knows the names and their arguments).
-attribute : '@' ID '(' (ID (',' ID)*)? ')' ;
+attribute : '@' ID '(' (attributeArg (',' attributeArg)*)? ')' ;
+attributeArg : ID ('=' (ID | INT))? ;
 
 paramList : param (',' param)* ;
 param : ID ':' intent? type ;

@@ -872,11 +872,15 @@ TEST_CASE(
                                         {"shape", nlohmann::json::array()}});
 
   std::string attributed =
-      dir.file("attributed.loop", "@fp_contract(off)\nunsafe kernel k(x: in f32[N]) { }\n");
+      dir.file("attributed.loop", "@fp_contract(off)\n@schedule(register_tile=8, skip=stage_shared)"
+                                  "\nunsafe kernel k(x: in f32[N]) { }\n");
   nlohmann::json other =
       nlohmann::json::parse(runLoopc("check --describe " + attributed).output)["files"][0];
   CHECK(other["kernels"][0].at("unsafe") == true);
   CHECK(other["kernels"][0].at("fp_contract") == "off");
+  CHECK(other["kernels"][0].at("schedule") ==
+        nlohmann::json{"register_tile=8", "skip=stage_shared"});
+  CHECK(kernel.at("schedule") == nlohmann::json::array());
 
   std::string bad = dir.file("bad.loop", "kernel k(x: in f32[N]) { x[0] = 1.0; }\n");
   auto refused = runLoopc("check --describe " + file + " " + bad);

@@ -40,12 +40,16 @@ nlohmann::json describeKernel(const KernelDecl &kernel, const SourceManager &sou
   nlohmann::json sizes = nlohmann::json::array();
   for (const VarDeclPtr &size : kernel.sizes)
     sizes.push_back(size->name);
+  nlohmann::json schedule = nlohmann::json::array();
+  for (const ScheduleChoice &choice : kernel.schedule)
+    schedule.push_back(choice.name + "=" + choice.value);
   return {{"name", kernel.name},
           {"location", sources.location(kernel.nameRange)},
           {"parameters", parameters},
           {"sizes", sizes},
           {"unsafe", kernel.isUnsafe},
-          {"fp_contract", kernel.fpContract == FpContract::Off ? "off" : "on"}};
+          {"fp_contract", kernel.fpContract == FpContract::Off ? "off" : "on"},
+          {"schedule", schedule}};
 }
 
 int runCheck(const CheckOptions &options) {
@@ -84,7 +88,8 @@ void addCheckCommand(CLI::App &app) {
   command->add_flag(
       "--describe", options->describe,
       "Print each kernel's signature as JSON (parameters with intent, type and shape; "
-      "sizes) instead of the ok lines, when every file is free of errors");
+      "sizes; attributes and schedule) instead of the ok lines, when every file is free of "
+      "errors");
   command->callback([options] {
     if (int exitCode = runCheck(*options))
       throw CLI::RuntimeError(exitCode);

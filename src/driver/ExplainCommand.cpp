@@ -124,8 +124,17 @@ Status explainKernel(std::ostream &out, const Program &program, const KernelDecl
   // The passes up to a broken one are printed before its error.
   if (auto function = passes::runPipeline(std::move(lowered), pipeline); !function)
     return std::unexpected(function.error());
-  if (!printed)
-    return std::unexpected(unknownPassError(afterPass, passNames, pipeline));
+  if (!printed) {
+    Error unknown = unknownPassError(afterPass, passNames, pipeline);
+    if (pipeline.choices.kernelSchedules &&
+        std::ranges::any_of(kernel.schedule, [&](const ScheduleChoice &choice) {
+          return choice.name == ScheduleChoice::kSkip && choice.value == afterPass;
+        }))
+      unknown.message = "pass '" + afterPass + "' is not run: the @schedule of kernel '" +
+                        kernel.name + "' leaves it out" +
+                        unknown.message.substr(unknown.message.find(';'));
+    return std::unexpected(unknown);
+  }
   return {};
 }
 

@@ -15,8 +15,8 @@
 #include "driver/ReplValues.h"
 #include "driver/RunCommand.h"
 #include "frontend/Loader.h"
-#include "lower/Lower.h"
 #include "loopc/generated.h"
+#include "lower/Lower.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "perf/GpuDevices.h"
@@ -537,7 +537,7 @@ bool Repl::addDefinitions(std::string text, const std::string &origin) {
   uint32_t mainFile = static_cast<uint32_t>(session->sources.fileCount());
   session->program = loadProgramFromText("<session>", std::move(program.text), session->sources,
                                          session->diagnostics, options);
-  if (session->program && !checkProgram(*session->program, session->diagnostics))
+  if (session->program && !checkProgramAndSchedules(*session->program, session->diagnostics))
     session->program.reset();
   if (!session->program || session->diagnostics.hasErrors()) {
     reportRefusal(*session, candidate, program.lines, mainFile, shared, input);

@@ -3,6 +3,7 @@
 
 #include "driver/Engines.h"
 #include "driver/ReplDeviceValues.h"
+#include "driver/Session.h"
 #include "engine/Bindings.h"
 #include "engine/Npy.h"
 #include "sema/Sema.h"
@@ -262,7 +263,7 @@ Result<std::unique_ptr<CheckedProgram>> checkWith(const ReplProgram &session,
   uint32_t file = static_cast<uint32_t>(checked->sources.fileCount());
   checked->program = loadProgramFromText("<session>", std::move(text), checked->sources,
                                          checked->diagnostics, session.options);
-  if (checked->program && checkProgram(*checked->program, checked->diagnostics) &&
+  if (checked->program && checkProgramAndSchedules(*checked->program, checked->diagnostics) &&
       !checked->diagnostics.hasErrors())
     return checked;
   for (const Diagnostic &diagnostic : checked->diagnostics.diagnostics()) {

@@ -41,10 +41,22 @@ void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &c
                  out);
 }
 
+bool checkProgramAndSchedules(Program &program, DiagnosticEngine &diagnostics) {
+  bool valid = checkProgram(program, diagnostics);
+  for (const auto &module : program.modules)
+    for (const auto &kernel : module->kernels)
+      for (const ScheduleChoice &choice : kernel->schedule)
+        if (std::optional<passes::ScheduleError> why = passes::scheduleChoiceError(choice)) {
+          diagnostics.error(why->atValue ? choice.valueSource : choice.source, why->message);
+          valid = false;
+        }
+  return valid;
+}
+
 std::unique_ptr<Session> openSession(const std::string &path) {
   auto session = std::make_unique<Session>();
   session->program = loadProgram(path, session->sources, session->diagnostics);
-  if (session->program && !checkProgram(*session->program, session->diagnostics))
+  if (session->program && !checkProgramAndSchedules(*session->program, session->diagnostics))
     session->program.reset();
   session->diagnostics.print(std::cerr);
   if (!session->program || session->diagnostics.hasErrors())
@@ -278,6 +290,7 @@ Expected<passes::PassChoices> PassChoiceOptions::toChoices() const {
       return makeError("pass parameter '" + parameter.substr(0, parameter.find('=')) +
                        "' is given twice with --pass-param");
   }
+  choices.parametersGiven = std::move(named);
   return choices;
 }
 

@@ -38,6 +38,11 @@ struct Session {
 // when the program has errors.
 std::unique_ptr<Session> openSession(const std::string &path);
 
+// Sema's checks (checkProgram), then each kernel's `@schedule` against the
+// passes: a name that is no pass parameter, a value out of its range, a pass
+// that cannot be left out, each a located error. True when there is none.
+bool checkProgramAndSchedules(Program &program, DiagnosticEngine &diagnostics);
+
 // The kernel named `name`, or the last kernel of the main file when `name`
 // is empty. An unknown name is an error listing the kernels there are;
 // `verb` says what the kernel is for in the error of a program without any

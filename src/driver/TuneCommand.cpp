@@ -11,7 +11,9 @@
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
 #include "passes/Passes.h"
+#include "support/AtomicFile.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -25,7 +27,13 @@ namespace {
 struct TuneOptions {
   RunTargetOptions target;
   int repeat = 5;
+  bool writeSchedule = false;
 };
+
+// The offset in `file` of `loc`'s character.
+size_t offsetOf(const SourceFile &file, SourceLoc loc) {
+  return file.lineStarts[loc.line - 1] + loc.col - 1;
+}
 
 // One choice the search varies and the values it tries.
 struct Dimension {
@@ -59,6 +67,7 @@ constexpr double kPrunedAbove = 1.5;
 Expected<passes::PassChoices> choicesAt(const Point &point, bool boundsChecks) {
   passes::PassChoices choices;
   choices.boundsChecks = boundsChecks;
+  choices.kernelSchedules = false; // the point is whole: it starts from the schedule
   for (const auto &[name, value] : point) {
     if (value == "skip")
       choices.skipped.insert(name);
@@ -143,7 +152,8 @@ public:
       return std::unexpected(stored.error());
     out_ << "tuned kernel '" << run_.kernel->name << "' on " << device_ << ": "
          << describeChoices(*choices) << ", " << formatMilliseconds(best) << " ms, " << std::fixed
-         << std::setprecision(2) << defaultSeconds / best << "x the defaults' speed ("
+         << std::setprecision(2) << defaultSeconds / best << "x the speed of "
+         << (run_.kernel->schedule.empty() ? "the defaults" : "its @schedule") << " ("
          << formatMilliseconds(defaultSeconds) << " ms); kept in " << path << "\n";
     out_.unsetf(std::ios::fixed);
     return tuned;
@@ -156,6 +166,11 @@ private:
       point[pass] = "run";
     for (const auto &[name, value] : passes::namedParameters({}))
       point[name] = std::to_string(value);
+    for (const ScheduleChoice &choice : run_.kernel->schedule)
+      if (choice.name == ScheduleChoice::kSkip)
+        point[choice.value] = "skip";
+      else
+        point[choice.name] = choice.value;
     return point;
   }
 
@@ -299,6 +314,60 @@ Expected<TunedChoice> tunePreparedRun(const RunTargetOptions &target, int repeat
   return search.tune();
 }
 
+Status writeSchedule(const std::string &mainFile, const Session &session, const KernelDecl &kernel,
+                     const passes::PassChoices &choices, std::ostream &out) {
+  const SourceFile &file = session.sources.file(kernel.range.begin.file);
+  std::string arguments = passes::scheduleArguments(choices);
+  auto written = std::ranges::find_if(
+      kernel.attributes, [](const Attribute &attribute) { return attribute.name == "schedule"; });
+  if (arguments.empty() && written == kernel.attributes.end()) {
+    out << "kernel '" << kernel.name << "' is fastest with the defaults: no @schedule written\n";
+    return {};
+  }
+  if (file.path != mainFile)
+    return makeError("--write-schedule: kernel '" + kernel.name + "' is in '" + file.path +
+                     "', which '" + mainFile + "' imports: write its schedule there by hand (" +
+                     (arguments.empty() ? "no @schedule" : "@schedule(" + arguments + ")") + ")");
+  std::string text = file.text;
+  size_t kernelStart = offsetOf(file, kernel.range.begin);
+  std::string indent(kernel.range.begin.col - 1, ' ');
+  std::string said;
+  if (written != kernel.attributes.end()) {
+    size_t begin = offsetOf(file, written->range.begin);
+    size_t end = offsetOf(file, written->range.end) + 1;
+    if (arguments.empty()) {
+      // The line break and indentation after it go too.
+      while (end < text.size() && (text[end] == ' ' || text[end] == '	'))
+        ++end;
+      if (end < text.size() && text[end] == '\n')
+        end = end + 1 + indent.size();
+      text.erase(begin, end - begin);
+      said = "removed the @schedule of kernel '" + kernel.name + "' (the defaults are best)";
+    } else {
+      text.replace(begin, end - begin, "@schedule(" + arguments + ")");
+      said = "wrote @schedule(" + arguments + ") for kernel '" + kernel.name + "'";
+    }
+  } else {
+    text.insert(kernelStart, "@schedule(" + arguments + ")\n" + indent);
+    said = "wrote @schedule(" + arguments + ") before kernel '" + kernel.name + "'";
+  }
+  if (Status saved = writeFileAtomically(file.path, text, "'" + file.path + "'"); !saved)
+    return saved;
+  out << said << " in " << file.path << "\n";
+  return {};
+}
+
+static Expected<TunedChoice> tuneAndWriteSchedule(const TuneOptions &options, PreparedRun &run,
+                                                  std::ostream &out) {
+  auto tuned = tunePreparedRun(options.target, options.repeat, run, out);
+  if (tuned && options.writeSchedule)
+    if (Status written =
+            writeSchedule(options.target.file, *run.session, *run.kernel, tuned->choices, out);
+        !written)
+      return std::unexpected(written.error());
+  return tuned;
+}
+
 void addTuneCommand(CLI::App &app) {
   auto options = std::make_shared<TuneOptions>();
   CLI::App *command = app.add_subcommand(
@@ -311,11 +380,14 @@ void addTuneCommand(CLI::App &app) {
   command->add_option("--repeat", options->repeat, "Timed runs per candidate (default: 5)")
       ->type_name("N")
       ->check(wholeNumberIn(1, 1000));
+  command->add_flag("--write-schedule", options->writeSchedule,
+                    "Write the choices found into the kernel's source as its @schedule "
+                    "(docs/schedules.md), replacing the one it has");
   command->callback([options] {
     std::optional<PreparedRun> run = prepareRun(options->target);
     if (!run)
       throw CLI::RuntimeError(1);
-    if (auto tuned = tunePreparedRun(options->target, options->repeat, *run, std::cout); !tuned) {
+    if (auto tuned = tuneAndWriteSchedule(*options, *run, std::cout); !tuned) {
       run->session->report(tuned.error());
       throw CLI::RuntimeError(1);
     }

@@ -136,6 +136,7 @@ Expected<std::optional<TunedChoice>> findTunedChoice(const std::string &path,
     if (keyOf(entry) != key.hash)
       continue;
     TunedChoice choice;
+    choice.choices.kernelSchedules = false; // whole: the search started from the schedule
     try {
       for (const std::string &pass : entry.at("skipped").get<std::vector<std::string>>())
         choice.choices.skipped.insert(pass);

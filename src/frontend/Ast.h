@@ -6,6 +6,7 @@
 
 #include "support/Diagnostics.h"
 #include "support/ScalarTypes.h"
+#include "support/Schedule.h"
 
 #include <cstdint>
 #include <memory>
@@ -338,12 +339,21 @@ struct CallStmt : Stmt {
 enum class FpContract { On, Off };
 
 // `@name(arg, ...)` before a kernel.
+// One argument of a kernel attribute: a word (`off`) or an assignment
+// (`register_tile=8`).
+struct AttributeArg {
+  std::string name;
+  std::optional<std::string> value;
+  SourceRange range;      // the whole argument
+  SourceRange valueRange; // the value, when there is one
+};
+
+// `@name(args)` before a kernel.
 struct Attribute {
   std::string name;
-  std::vector<std::string> args;
+  std::vector<AttributeArg> args;
   SourceRange range;
   SourceRange nameRange;
-  std::vector<SourceRange> argRanges;
 };
 
 // `kernel name(params) { body }`: an entry point. Array parameters carry
@@ -357,6 +367,9 @@ struct KernelDecl {
   // --fp-contract (PassChoiceOptions::applyFpContract); every engine follows it.
   FpContract fpContract = FpContract::On;
   bool fpContractWritten = false; // the kernel has `@fp_contract`
+  // `@schedule(...)`'s choices, in the order written (Sema checks their
+  // shape; the driver's checkSchedules their names and values).
+  Schedule schedule;
   std::vector<VarDeclPtr> params;
   std::vector<VarDeclPtr> sizes; // set by Sema, in order of first appearance
   std::unique_ptr<BlockStmt> body;

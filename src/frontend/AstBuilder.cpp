@@ -111,13 +111,20 @@ std::unique_ptr<KernelDecl> AstBuilder::buildKernel(G::KernelDeclContext *ctx) {
   kernel->isUnsafe = ctx->UNSAFE() != nullptr;
   for (G::AttributeContext *attribute : ctx->attribute()) {
     Attribute built;
-    std::vector<antlr4::tree::TerminalNode *> names = attribute->ID();
-    built.name = names.front()->getText();
-    built.nameRange = rangeOf(names.front());
+    built.name = attribute->ID()->getText();
+    built.nameRange = rangeOf(attribute->ID());
     built.range = rangeOf(attribute);
-    for (size_t i = 1; i < names.size(); ++i) {
-      built.args.push_back(names[i]->getText());
-      built.argRanges.push_back(rangeOf(names[i]));
+    for (G::AttributeArgContext *arg : attribute->attributeArg()) {
+      AttributeArg builtArg;
+      std::vector<antlr4::tree::TerminalNode *> words = arg->ID();
+      builtArg.name = words.front()->getText();
+      builtArg.range = rangeOf(arg);
+      antlr4::tree::TerminalNode *value = words.size() > 1 ? words[1] : arg->INT();
+      if (value) {
+        builtArg.value = value->getText();
+        builtArg.valueRange = rangeOf(value);
+      }
+      built.args.push_back(std::move(builtArg));
     }
     kernel->attributes.push_back(std::move(built));
   }

@@ -14,6 +14,7 @@
 
 #include "support/Diagnostics.h"
 #include "support/ScalarTypes.h"
+#include "support/Schedule.h"
 
 #include <cstdint>
 #include <map>
@@ -562,6 +563,9 @@ struct Function {
   // The source of the program's `unsafe` kernels and blocks: accesses there
   // are not checked under bounds checks (BoundsProof takes them as proven).
   std::vector<SourceRange> uncheckedRegions;
+  // The entry kernel's `@schedule`: the pipeline applies it over the
+  // defaults (passes::PassChoices::kernelSchedules).
+  Schedule schedule;
 };
 
 // The product a float sum `a * b + c`, `c + a * b`, `a * b - c` or

@@ -258,6 +258,7 @@ public:
     function.name = kernel.name;
     fpContract_ = kernel.fpContract;
     function.source = kernel.range;
+    function.schedule = kernel.schedule;
     std::set<const KernelDecl *> visited{&kernel};
     if (kernel.isUnsafe)
       function.uncheckedRegions.push_back(kernel.body->range);

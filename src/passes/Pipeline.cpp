@@ -9,6 +9,7 @@
 #include "passes/analysis/BoundsProof.h"
 #include "passes/analysis/Coalescing.h"
 #include "passes/analysis/Evaluate.h"
+#include "support/Suggestions.h"
 
 #include <algorithm>
 #include <array>
@@ -396,21 +397,33 @@ void remarkUncheckedIndices(const ir::Function &function, const RemarkReporter &
                                          index.extent + ")");
 }
 
+// `register_tile (0 to 8, ...)`: a parameter and the values it takes.
+std::string describeRange(const ParameterSpec &spec) {
+  return std::string(spec.name) + " (" + std::to_string(spec.min) + " to " +
+         std::to_string(spec.max) + (spec.powerOfTwo ? ", a power of two" : "") +
+         (spec.zeroMeans ? std::string("; 0: ") + spec.zeroMeans : "") + ")";
+}
+
+std::string describeRanges() {
+  std::string known;
+  for (const ParameterSpec &spec : kParameters)
+    known += (known.empty() ? "" : ", ") + describeRange(spec);
+  return known;
+}
+
+const ParameterSpec *parameterNamed(const std::string &name) {
+  auto spec = std::ranges::find_if(
+      kParameters, [&](const ParameterSpec &candidate) { return name == candidate.name; });
+  return spec == std::end(kParameters) ? nullptr : spec;
+}
+
 } // namespace
 
 Status setPassParameter(PassParameters &parameters, const std::string &assignment) {
-  std::string known;
-  for (const ParameterSpec &spec : kParameters)
-    known += (known.empty() ? "" : ", ") + std::string(spec.name) + " (" +
-             std::to_string(spec.min) + " to " + std::to_string(spec.max) +
-             (spec.powerOfTwo ? ", a power of two" : "") +
-             (spec.zeroMeans ? std::string("; 0: ") + spec.zeroMeans : "") + ")";
+  std::string known = describeRanges();
   size_t equals = assignment.find('=');
   std::string name = assignment.substr(0, equals);
-  const ParameterSpec *spec = nullptr;
-  for (const ParameterSpec &candidate : kParameters)
-    if (name == candidate.name)
-      spec = &candidate;
+  const ParameterSpec *spec = parameterNamed(name);
   if (!spec || equals == std::string::npos)
     return makeError("bad pass parameter '" + assignment +
                      "': expected NAME=VALUE with NAME one of " + known);
@@ -426,6 +439,74 @@ Status setPassParameter(PassParameters &parameters, const std::string &assignmen
                      "'; the parameters are " + known);
   parameters.*spec->field = value;
   return {};
+}
+
+std::optional<ScheduleError> scheduleChoiceError(const ScheduleChoice &choice) {
+  if (choice.name == ScheduleChoice::kSkip) {
+    const PassEntry *pass = passNamed(choice.value);
+    if (pass && pass->role == PassRole::Optimization)
+      return std::nullopt;
+    std::vector<std::string> passes = optimizationPasses();
+    std::string guess = closestName(choice.value, passes);
+    std::string list;
+    for (const std::string &name : passes)
+      list += (list.empty() ? "" : ", ") + name;
+    return ScheduleError{"'" + choice.value + "' is " +
+                             (pass ? "a pass the program's meaning needs, which cannot be left out"
+                                   : "no optimization pass") +
+                             (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
+                             " (skip= leaves out one of " + list + ")",
+                         true};
+  }
+  const ParameterSpec *spec = parameterNamed(choice.name);
+  if (!spec) {
+    std::vector<std::string> names{ScheduleChoice::kSkip};
+    for (const ParameterSpec &known : kParameters)
+      names.push_back(known.name);
+    std::string guess = closestName(choice.name, names);
+    return ScheduleError{"unknown schedule choice '" + choice.name + "'" +
+                             (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
+                             " (a schedule sets pass parameters: " + describeRanges() +
+                             "; and skip=PASS leaves out an optimization)",
+                         false};
+  }
+  PassParameters scratch;
+  if (!setPassParameter(scratch, choice.name + "=" + choice.value)) {
+    std::string range = describeRange(*spec).substr(choice.name.size() + 1); // `(1 to 3)`
+    return ScheduleError{"bad value '" + choice.value + "' for " + choice.name + ": it takes " +
+                             range.substr(1, range.size() - 2),
+                         true};
+  }
+  return std::nullopt;
+}
+
+Expected<PassChoices> withSchedule(PassChoices choices, const Schedule &schedule) {
+  if (!choices.kernelSchedules)
+    return choices;
+  for (const ScheduleChoice &choice : schedule) {
+    if (std::optional<ScheduleError> why = scheduleChoiceError(choice))
+      return makeError(why->message);
+    if (choice.name == ScheduleChoice::kSkip)
+      choices.skipped.insert(choice.value);
+    else if (!choices.parametersGiven.contains(choice.name))
+      (void)setPassParameter(choices.parameters, choice.name + "=" + choice.value);
+  }
+  return choices;
+}
+
+std::string scheduleArguments(const PassChoices &choices) {
+  std::string arguments;
+  auto add = [&](const std::string &choice) {
+    arguments += (arguments.empty() ? "" : ", ") + choice;
+  };
+  const PassParameters defaults;
+  for (const ParameterSpec &spec : kParameters)
+    if (choices.parameters.*spec.field != defaults.*spec.field)
+      add(std::string(spec.name) + "=" + std::to_string(choices.parameters.*spec.field));
+  for (const std::string &pass : optimizationPasses())
+    if (choices.skipped.contains(pass))
+      add(std::string(ScheduleChoice::kSkip) + "=" + pass);
+  return arguments;
 }
 
 std::vector<std::pair<std::string, int64_t>> namedParameters(const PassParameters &parameters) {
@@ -553,9 +634,33 @@ void recordNonEmptyArrays(ir::Function &function, const std::map<std::string, in
           {ir::greaterOrEqual(ir::makeVar(ir::ScalarType::I64, size), ir::makeI64(1)), true});
 }
 
+// Says, at each choice of the kernel's schedule, what it changed: a
+// parameter the command line also gives keeps the command line's value.
+void remarkSchedule(const Schedule &schedule, const PassChoices &given, Remarks *remarks) {
+  RemarkReporter reporter(remarks, "schedule");
+  if (!reporter.enabled() || !given.kernelSchedules)
+    return;
+  for (const ScheduleChoice &choice : schedule) {
+    if (choice.name == ScheduleChoice::kSkip)
+      reporter.applied(choice.source, "the schedule leaves out " + choice.value);
+    else if (given.parametersGiven.contains(choice.name))
+      reporter.declined(choice.source, choice.name + "=" + choice.value +
+                                           " not applied: --pass-param gives " + choice.name +
+                                           " for this run");
+    else
+      reporter.applied(choice.source, "the schedule sets " + choice.name + "=" + choice.value);
+  }
+}
+
 } // namespace
 
-Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &options) {
+Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions &given) {
+  Expected<PassChoices> scheduled = withSchedule(given.choices, function.schedule);
+  if (!scheduled)
+    return std::unexpected(scheduled.error());
+  remarkSchedule(function.schedule, given.choices, given.remarks);
+  PipelineOptions options = given;
+  options.choices = std::move(*scheduled);
   function.boundsChecked = options.choices.boundsChecks;
   if (function.boundsChecked)
     recordNonEmptyArrays(function, options.runSizes);

@@ -108,6 +108,13 @@ struct PassChoices {
   // skipped already.
   std::set<std::string> skipped = {};
   PassParameters parameters = {};
+  // The parameters the user gave (`--pass-param`): a kernel's `@schedule`
+  // sets only the others.
+  std::set<std::string> parametersGiven = {};
+  // Whether the entry kernel's `@schedule` applies (docs/schedules.md): its
+  // parameters over the defaults, its passes left out with `skipped`. Not
+  // to the tuner's candidates and the choices it kept, which are whole.
+  bool kernelSchedules = true;
   // Check every array access in the generated code (`--bounds-check`): an
   // index out of range is a located run-time error instead of a wild access.
   // Indices proven in range are not checked (BoundsProof.h), and the passes
@@ -119,6 +126,25 @@ struct PassChoices {
 // Sets the parameter `NAME=VALUE` names; an error names the parameters and
 // their ranges when the name or the value is not one of them.
 Status setPassParameter(PassParameters &parameters, const std::string &assignment);
+
+// Why `choice`, one of a kernel's `@schedule`, names nothing the pipeline
+// knows: the message a located error gives, listing what it may name, and
+// whether it is about the value (else the name). None when it is a pass
+// parameter with a value in range or `skip=` an optimization pass.
+struct ScheduleError {
+  std::string message;
+  bool atValue = false;
+};
+std::optional<ScheduleError> scheduleChoiceError(const ScheduleChoice &choice);
+
+// `choices` with `schedule` applied (PassChoices::kernelSchedules): its
+// parameters where the user gave none, its passes added to those left out.
+Expected<PassChoices> withSchedule(PassChoices choices, const Schedule &schedule);
+
+// `register_tile=8, skip=stage_shared`: the `@schedule` arguments that give
+// `choices` (the parameters that differ from the defaults, the passes left
+// out in pipeline order); empty when `choices` are the defaults.
+std::string scheduleArguments(const PassChoices &choices);
 
 // Every parameter's name and its value in `parameters`, in a fixed order.
 std::vector<std::pair<std::string, int64_t>> namedParameters(const PassParameters &parameters);

@@ -289,7 +289,8 @@ public:
       options.stdlibDirs.insert(options.stdlibDirs.begin(), *it);
     session_.program =
         loadProgramFromText(origin, source, session_.sources, session_.diagnostics, options);
-    if (session_.program && !checkProgram(*session_.program, session_.diagnostics))
+    if (session_.program &&
+        !driver::checkProgramAndSchedules(*session_.program, session_.diagnostics))
       session_.program.reset();
     if (!session_.program || session_.diagnostics.hasErrors()) {
       RaisedError error = unlocated("CompileError", "");

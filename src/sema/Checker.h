@@ -135,6 +135,7 @@ private:
   // StmtChecker.cpp: bodies and statements.
   void checkKernel(KernelDecl &kernel);
   void checkAttributes(KernelDecl &kernel);
+  void checkSchedule(KernelDecl &kernel, const Attribute &attribute);
   void checkFnBody(FnDecl &fn);
   void checkBlock(BlockStmt &block);
   void checkStmt(Stmt &stmt);

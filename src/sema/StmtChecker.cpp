@@ -10,6 +10,9 @@
 
 #include "sema/RaceCheck.h"
 
+#include <algorithm>
+#include <set>
+
 namespace loopc::sema {
 namespace {
 
@@ -47,32 +50,74 @@ std::string immutableReason(const VarDecl &var, bool advice) {
   return "it is immutable";
 }
 
-// A kernel's attributes: `@fp_contract(on)` or `@fp_contract(off)`, once.
+// A kernel's attributes, each at most once: `@fp_contract(on|off)`, and
+// `@schedule(NAME=VALUE, ...)`, whose names and values the driver checks
+// against the passes (checkSchedules): here, only its shape.
 void Checker::checkAttributes(KernelDecl &kernel) {
-  bool seen = false;
+  const std::vector<std::string> known = {"fp_contract", "schedule"};
+  std::set<std::string> seen;
   for (const Attribute &attribute : kernel.attributes) {
-    if (attribute.name != "fp_contract") {
-      std::string guess = closestName(attribute.name, {"fp_contract"});
+    if (std::ranges::find(known, attribute.name) == known.end()) {
+      std::string guess = closestName(attribute.name, known);
       diagnostics_.error(attribute.nameRange,
                          "unknown kernel attribute " + quoted("@" + attribute.name) +
                              (guess.empty() ? "" : "; did you mean " + quoted("@" + guess) + "?") +
-                             " (the attributes: @fp_contract(on|off))");
+                             " (the attributes: @fp_contract(on|off), "
+                             "@schedule(NAME=VALUE, ...))");
       continue;
     }
-    if (seen) {
-      diagnostics_.error(attribute.range, "kernel " + quoted(kernel.name) +
-                                              " already says how its multiply-adds round");
+    if (!seen.insert(attribute.name).second) {
+      diagnostics_.error(attribute.range,
+                         attribute.name == "fp_contract"
+                             ? "kernel " + quoted(kernel.name) +
+                                   " already says how its multiply-adds round"
+                             : "kernel " + quoted(kernel.name) +
+                                   " already has a schedule: give every choice in one "
+                                   "@schedule(...)");
       continue;
     }
-    seen = true;
-    if (attribute.args.size() != 1 || (attribute.args[0] != "on" && attribute.args[0] != "off")) {
-      diagnostics_.error(attribute.args.empty() ? attribute.range : attribute.argRanges[0],
+    if (attribute.name == "schedule") {
+      checkSchedule(kernel, attribute);
+      continue;
+    }
+    if (attribute.args.size() != 1 || attribute.args[0].value ||
+        (attribute.args[0].name != "on" && attribute.args[0].name != "off")) {
+      diagnostics_.error(attribute.args.empty() ? attribute.range : attribute.args[0].range,
                          "@fp_contract takes on (a * b + c as one fused multiply-add, the "
                          "default) or off (every product rounded before it is added)");
       continue;
     }
-    kernel.fpContract = attribute.args[0] == "off" ? FpContract::Off : FpContract::On;
+    kernel.fpContract = attribute.args[0].name == "off" ? FpContract::Off : FpContract::On;
     kernel.fpContractWritten = true;
+  }
+}
+
+// `@schedule(NAME=VALUE, ...)`: one or more assignments, a name at most once
+// (but `skip`, once per pass).
+void Checker::checkSchedule(KernelDecl &kernel, const Attribute &attribute) {
+  if (attribute.args.empty()) {
+    diagnostics_.error(attribute.range, "@schedule names at least one choice: a pass parameter "
+                                        "(@schedule(register_tile=8)) or a pass to leave out "
+                                        "(@schedule(skip=stage_shared))");
+    return;
+  }
+  std::set<std::string> named;
+  for (const AttributeArg &arg : attribute.args) {
+    if (!arg.value) {
+      diagnostics_.error(arg.range, "@schedule takes NAME=VALUE choices: " + quoted(arg.name) +
+                                        " has no value (register_tile=8, skip=stage_shared)");
+      continue;
+    }
+    bool repeated = arg.name == ScheduleChoice::kSkip ? !named.insert("skip=" + *arg.value).second
+                                                      : !named.insert(arg.name).second;
+    if (repeated) {
+      diagnostics_.error(arg.range,
+                         quoted(arg.name + (arg.name == ScheduleChoice::kSkip ? "=" + *arg.value
+                                                                              : std::string())) +
+                             " is given twice in the schedule of " + quoted(kernel.name));
+      continue;
+    }
+    kernel.schedule.push_back({arg.name, *arg.value, arg.range, arg.valueRange});
   }
 }
 

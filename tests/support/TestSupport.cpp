@@ -3,6 +3,7 @@
 
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
+#include "driver/Session.h"
 #include "frontend/Loader.h"
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
@@ -50,7 +51,7 @@ namespace {
 
 // Checks a freshly loaded program and records every diagnostic as text.
 void checkLoaded(LoadedProgram &loaded, DiagnosticEngine &diagnostics) {
-  if (loaded.program && !checkProgram(*loaded.program, diagnostics))
+  if (loaded.program && !driver::checkProgramAndSchedules(*loaded.program, diagnostics))
     loaded.program.reset();
   std::ostringstream text;
   diagnostics.print(text);

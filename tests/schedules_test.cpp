@@ -1,0 +1,175 @@
+// Schedules in the source (`@schedule(...)` before a kernel,
+// docs/schedules.md): a schedule compiles to what the same choices on the
+// command line give, the command line's parameters win over it, its results
+// match the interpreter's, and what `loopc tune --write-schedule` writes reads
+// back as the choices it found. Its errors are golden diagnostics
+// (tests/diagnostics/kernel_schedule_errors.loop).
+#include "Differential.h"
+#include "TestSupport.h"
+
+#include "driver/Session.h"
+#include "driver/TuneCommand.h"
+#include "frontend/Loader.h"
+#include "passes/Pipeline.h"
+
+#include <doctest/doctest.h>
+
+#include <sstream>
+
+using namespace loopc;
+using test::contains;
+
+namespace {
+
+const char *const kMatmul = R"(kernel matmul(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+)";
+
+std::string scheduled(const std::string &schedule) {
+  return "@schedule(" + schedule + ")\n" + kMatmul;
+}
+
+// The IR after the GPU pipeline of `source`'s matmul, with `choices`.
+std::string gpuIr(const std::string &source, const passes::PassChoices &choices = {}) {
+  return test::compiledKernelText(source, "matmul", passes::PipelineTarget::Gpu, choices);
+}
+
+// A session holding the program of `path`, as the command line loads it.
+std::unique_ptr<driver::Session> sessionOf(const std::string &path) {
+  auto session = driver::openSession(path);
+  REQUIRE(session);
+  return session;
+}
+
+} // namespace
+
+TEST_CASE("a schedule compiles to what the same choices on the command line give") {
+  passes::PassChoices asOptions =
+      test::withParameters({"register_tile=8", "pipeline_depth=1", "stage_length=16"});
+  asOptions.skipped.insert("partition_borders");
+  std::string fromSchedule = gpuIr(scheduled("register_tile=8, pipeline_depth=1, stage_length=16, "
+                                             "skip=partition_borders"));
+  CHECK(fromSchedule == gpuIr(kMatmul, asOptions));
+  CHECK(fromSchedule != gpuIr(kMatmul));
+  // Leaving out a pass from the schedule: no shared memory.
+  std::string unstaged = gpuIr(scheduled("skip=stage_shared"));
+  CHECK(!contains(unstaged, "shared f32"));
+  CHECK(contains(gpuIr(kMatmul), "shared f32"));
+}
+
+TEST_CASE("a parameter given on the command line wins over the schedule's, a skip adds to it") {
+  std::string source = scheduled("register_tile=8, skip=stage_shared");
+  passes::PassChoices given = test::withParameters({"register_tile=2"});
+  given.parametersGiven = {"register_tile"};
+  passes::PassChoices expected = test::withParameters({"register_tile=2"});
+  expected.skipped.insert("stage_shared");
+  CHECK(gpuIr(source, given) == gpuIr(kMatmul, expected));
+  // The tuner's candidates are whole: the schedule does not apply to them.
+  passes::PassChoices whole;
+  whole.kernelSchedules = false;
+  CHECK(gpuIr(source, whole) == gpuIr(kMatmul));
+
+  test::TempDir dir;
+  std::string path = dir.file("m.loop", source);
+  test::CommandResult remarks =
+      test::runLoopc("explain '" + path + "' --remarks --pass-param register_tile=2");
+  CHECK(remarks.exitCode == 0);
+  CHECK(contains(remarks.output, "m.loop:1:11: remark: schedule: register_tile=8 not applied: "
+                                 "--pass-param gives register_tile for this run"));
+  CHECK(contains(remarks.output,
+                 "m.loop:1:28: remark: schedule: the schedule leaves out stage_shared"));
+}
+
+TEST_CASE("scheduled kernels agree with the interpreter at sizes that are multiples of no tile") {
+  for (const char *schedule :
+       {"register_tile=8, stage_length=8, pipeline_depth=3", "register_tile=2, skip=stage_shared",
+        "register_tile=4, unclamped_tiles=1, copies_in_flight=4"}) {
+    CAPTURE(schedule);
+    auto loaded = test::loadText(scheduled(schedule));
+    REQUIRE(loaded->program);
+    test::checkGpuKernelsOnCpu(
+        *loaded->program, "matmul",
+        {{{"M", "33"}, {"N", "67"}, {"K", "9"}}, {{"M", "1"}, {"N", "257"}, {"K", "40"}}}, 7);
+  }
+}
+
+TEST_CASE("tune --write-schedule: the choices found are written before the kernel, replace its "
+          "schedule, or remove it, and read back as those choices") {
+  test::TempDir dir;
+  passes::PassChoices found = test::withParameters({"register_tile=8", "stage_length=16"});
+  found.skipped.insert("stage_shared");
+
+  SUBCASE("written before a kernel without one, at its indentation, after nothing else") {
+    std::string path =
+        dir.file("k.loop", "// matmul\n  @fp_contract(off)\n  " + std::string(kMatmul));
+    auto session = sessionOf(path);
+    std::ostringstream said;
+    REQUIRE(driver::writeSchedule(path, *session, *session->program->modules.front()->kernels[0],
+                                  found, said));
+    CHECK(contains(said.str(), "wrote @schedule(register_tile=8, stage_length=16, "
+                               "skip=stage_shared) before kernel 'matmul'"));
+    CHECK(test::readFile(path).starts_with(
+        "// matmul\n  @schedule(register_tile=8, stage_length=16, skip=stage_shared)\n"
+        "  @fp_contract(off)\n  kernel matmul("));
+    auto reread = sessionOf(path);
+    const KernelDecl &kernel = *reread->program->modules.front()->kernels[0];
+    CHECK(describeSchedule(kernel.schedule) == "register_tile=8 stage_length=16 skip=stage_shared");
+    CHECK(kernel.fpContract == FpContract::Off);
+  }
+  SUBCASE("in place of the schedule it has, and the same code as the choices") {
+    std::string path = dir.file("k.loop", scheduled("register_tile=2,  skip=tile_registers"));
+    auto session = sessionOf(path);
+    std::ostringstream said;
+    REQUIRE(driver::writeSchedule(path, *session, *session->program->modules.front()->kernels[0],
+                                  found, said));
+    CHECK(test::readFile(path) == scheduled("register_tile=8, stage_length=16, skip=stage_shared"));
+    found.kernelSchedules = false;
+    CHECK(gpuIr(test::readFile(path)) == gpuIr(kMatmul, found));
+  }
+  SUBCASE("removed where the defaults are best; nothing written where there was none") {
+    std::string path = dir.file("k.loop", scheduled("register_tile=2"));
+    auto session = sessionOf(path);
+    std::ostringstream said;
+    REQUIRE(driver::writeSchedule(path, *session, *session->program->modules.front()->kernels[0],
+                                  {}, said));
+    CHECK(test::readFile(path) == kMatmul);
+    auto plain = sessionOf(path);
+    REQUIRE(driver::writeSchedule(path, *plain, *plain->program->modules.front()->kernels[0], {},
+                                  said));
+    CHECK(contains(said.str(), "fastest with the defaults: no @schedule written"));
+    CHECK(test::readFile(path) == kMatmul);
+  }
+  SUBCASE("not into a file the program imports") {
+    dir.file("lib.loop", kMatmul);
+    std::string path = dir.file("main.loop", "import \"lib.loop\";\n");
+    auto session = sessionOf(path);
+    const KernelDecl *kernel = nullptr;
+    for (const auto &module : session->program->modules)
+      for (const auto &candidate : module->kernels)
+        kernel = candidate.get();
+    REQUIRE(kernel);
+    std::ostringstream said;
+    Status written = driver::writeSchedule(path, *session, *kernel, found, said);
+    REQUIRE(!written);
+    CHECK(contains(written.error().message, "which '" + path +
+                                                "' imports: write its schedule there by hand "
+                                                "(@schedule(register_tile=8, stage_length=16, "
+                                                "skip=stage_shared))"));
+    CHECK(test::readFile(dir.at("lib.loop")) == kMatmul);
+  }
+}
+
+TEST_CASE("loopc check and explain report a schedule's errors at the choice") {
+  test::TempDir dir;
+  std::string path = dir.file("bad.loop", scheduled("stage_lenght=16"));
+  test::CommandResult checked = test::runLoopc("check '" + path + "'");
+  CHECK(checked.exitCode != 0);
+  CHECK(contains(checked.output, "bad.loop:1:11: error: unknown schedule choice 'stage_lenght'; "
+                                 "did you mean 'stage_length'?"));
+  test::CommandResult run = test::runLoopc("run '" + path + "' --set M=4 --set N=4 --set K=4");
+  CHECK(run.exitCode != 0);
+  CHECK(contains(run.output, "unknown schedule choice 'stage_lenght'"));
+}
