@@ -96,6 +96,50 @@ TEST_CASE("scheduled kernels agree with the interpreter at sizes that are multip
   }
 }
 
+TEST_CASE("stage= stages an input array stage_shared would leave to the cache, no_stage= keeps "
+          "one out of shared memory") {
+  const std::string conv = test::readFile(test::sourcePath("samples/conv2d_5x5.loop"));
+  auto text = [&](const std::string &schedule, const passes::PassChoices &choices = {}) {
+    std::string source = conv;
+    if (!schedule.empty())
+      source.insert(source.find("kernel conv2d_5x5"), "@schedule(" + schedule + ")\n");
+    return test::compiledKernelText(source, "conv2d_5x5", passes::PipelineTarget::Gpu, choices);
+  };
+  // By default the window is read through L1 (each element is read fewer
+  // than 16 times an iteration); at stage_min_reuse=2 it is staged, and so
+  // it is when the schedule asks for it alone.
+  CHECK(!contains(text(""), "I.shared"));
+  CHECK(contains(text("stage=I"), "shared f32 I.shared["));
+  CHECK(text("stage=I") == text("", test::withParameters({"stage_min_reuse=2"})));
+  CHECK(!contains(text("stage=I, no_stage=F, stage_min_reuse=2"), "F.shared"));
+
+  // matmul stages both operands by default; no_stage=A keeps A in global
+  // memory, and the tuner's whole choices keep the schedule's staging.
+  CHECK(contains(gpuIr(kMatmul), "shared f32 A.shared"));
+  std::string withoutA = gpuIr(scheduled("no_stage=A"));
+  CHECK(!contains(withoutA, "A.shared"));
+  CHECK(contains(withoutA, "shared f32 B.shared"));
+  passes::PassChoices whole;
+  whole.kernelSchedules = false;
+  CHECK(gpuIr(scheduled("no_stage=A, register_tile=8"), whole) == gpuIr(scheduled("no_stage=A")));
+
+  test::TempDir dir;
+  std::string path =
+      dir.file("c.loop", conv.substr(0, conv.find("kernel conv2d_5x5")) + "@schedule(stage=I)\n" +
+                             conv.substr(conv.find("kernel conv2d_5x5")));
+  test::CommandResult remarks = test::runLoopc("explain '" + path + "' --remarks");
+  CHECK(remarks.exitCode == 0);
+  CHECK(contains(remarks.output, "the schedule asks for it (stage=I), where by itself "
+                                 "stage_shared would not: each element is read"));
+  auto loaded = test::loadText(scheduled("no_stage=A, no_stage=B"));
+  REQUIRE(loaded->program);
+  test::checkGpuKernelsOnCpu(*loaded->program, "matmul", {{{"M", "33"}, {"N", "67"}, {"K", "9"}}},
+                             11);
+  auto staged = test::loadFile(path);
+  REQUIRE(staged->program);
+  test::checkGpuKernelsOnCpu(*staged->program, "conv2d_5x5", {{{"H", "37"}, {"W", "70"}}}, 5);
+}
+
 TEST_CASE("tune --write-schedule: the choices found are written before the kernel, replace its "
           "schedule, or remove it, and read back as those choices") {
   test::TempDir dir;
@@ -120,13 +164,17 @@ TEST_CASE("tune --write-schedule: the choices found are written before the kerne
     CHECK(kernel.fpContract == FpContract::Off);
   }
   SUBCASE("in place of the schedule it has, and the same code as the choices") {
-    std::string path = dir.file("k.loop", scheduled("register_tile=2,  skip=tile_registers"));
+    std::string path =
+        dir.file("k.loop", scheduled("register_tile=2,  skip=tile_registers, no_stage=A"));
     auto session = sessionOf(path);
     std::ostringstream said;
     REQUIRE(driver::writeSchedule(path, *session, *session->program->modules.front()->kernels[0],
                                   found, said));
-    CHECK(test::readFile(path) == scheduled("register_tile=8, stage_length=16, skip=stage_shared"));
+    // The arrays' staging, which the search does not vary, stays.
+    CHECK(test::readFile(path) ==
+          scheduled("register_tile=8, stage_length=16, skip=stage_shared, no_stage=A"));
     found.kernelSchedules = false;
+    found.parameters.unstagedArrays = {"A"};
     CHECK(gpuIr(test::readFile(path)) == gpuIr(kMatmul, found));
   }
   SUBCASE("removed where the defaults are best; nothing written where there was none") {

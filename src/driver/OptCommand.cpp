@@ -9,6 +9,7 @@
 #include "frontend/Loader.h"
 #include "ir/IRParser.h"
 #include "ir/IRPrinter.h"
+#include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "support/LineDiff.h"
 
@@ -78,6 +79,9 @@ int runOpt(const OptOptions &options) {
   // Bounds checks as the function says (`bounds_checked`), as the pipeline
   // that printed it ran.
   pipeline->choices.boundsChecks = function->boundsChecked;
+  // The sizes of --set an engine would compile as constants, as it does for
+  // a run at them (specialize_sizes replaces them).
+  pipeline->specializedSizes = passes::sizesToSpecialize(*function, pipeline->runSizes, *pipeline);
   std::string before = ir::toString(*function);
   Expected<ir::Function> result =
       passes::runPasses(std::move(*function), options.passes, *pipeline);
@@ -119,7 +123,8 @@ void addOptCommand(CLI::App &app) {
                       "NAME=VALUE: size an optimization otherwise (repeatable; docs/tuning.md)");
   command->add_option("--set", options->sizes,
                       "NAME=VALUE: a size's value in the run the passes compile for "
-                      "(repeatable): the choices a pass makes by size are made for it");
+                      "(repeatable): the choices a pass makes by size are made for it, and "
+                      "specialize_sizes compiles the small ones as constants");
   auto *changes = command->add_flag(
       "--changes", options->changes,
       "Print what the passes changed (a unified diff of the IR) instead of the IR");

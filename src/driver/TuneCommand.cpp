@@ -169,7 +169,7 @@ private:
     for (const ScheduleChoice &choice : run_.kernel->schedule)
       if (choice.name == ScheduleChoice::kSkip)
         point[choice.value] = "skip";
-      else
+      else if (!choice.namesArray()) // applied to every candidate (PassChoices)
         point[choice.name] = choice.value;
     return point;
   }
@@ -317,7 +317,11 @@ Expected<TunedChoice> tunePreparedRun(const RunTargetOptions &target, int repeat
 Status writeSchedule(const std::string &mainFile, const Session &session, const KernelDecl &kernel,
                      const passes::PassChoices &choices, std::ostream &out) {
   const SourceFile &file = session.sources.file(kernel.range.begin.file);
+  // The arrays' staging, which the search does not vary, stays as written.
   std::string arguments = passes::scheduleArguments(choices);
+  for (const ScheduleChoice &choice : kernel.schedule)
+    if (choice.namesArray())
+      arguments += (arguments.empty() ? "" : ", ") + choice.name + "=" + choice.value;
   auto written = std::ranges::find_if(
       kernel.attributes, [](const Attribute &attribute) { return attribute.name == "schedule"; });
   if (arguments.empty() && written == kernel.attributes.end()) {

@@ -458,16 +458,20 @@ std::optional<ScheduleError> scheduleChoiceError(const ScheduleChoice &choice) {
                              " (skip= leaves out one of " + list + ")",
                          true};
   }
+  if (choice.namesArray())
+    return std::nullopt; // an array of the program: the driver knows them
   const ParameterSpec *spec = parameterNamed(choice.name);
   if (!spec) {
-    std::vector<std::string> names{ScheduleChoice::kSkip};
+    std::vector<std::string> names{ScheduleChoice::kSkip, ScheduleChoice::kStage,
+                                   ScheduleChoice::kNoStage};
     for (const ParameterSpec &known : kParameters)
       names.push_back(known.name);
     std::string guess = closestName(choice.name, names);
     return ScheduleError{"unknown schedule choice '" + choice.name + "'" +
                              (guess.empty() ? "" : "; did you mean '" + guess + "'?") +
                              " (a schedule sets pass parameters: " + describeRanges() +
-                             "; and skip=PASS leaves out an optimization)",
+                             "; skip=PASS leaves out an optimization; stage=ARRAY and "
+                             "no_stage=ARRAY stage an input array in shared memory or not)",
                          false};
   }
   PassParameters scratch;
@@ -481,12 +485,16 @@ std::optional<ScheduleError> scheduleChoiceError(const ScheduleChoice &choice) {
 }
 
 Expected<PassChoices> withSchedule(PassChoices choices, const Schedule &schedule) {
-  if (!choices.kernelSchedules)
-    return choices;
   for (const ScheduleChoice &choice : schedule) {
     if (std::optional<ScheduleError> why = scheduleChoiceError(choice))
       return makeError(why->message);
-    if (choice.name == ScheduleChoice::kSkip)
+    if (choice.name == ScheduleChoice::kStage)
+      choices.parameters.stagedArrays.insert(choice.value);
+    else if (choice.name == ScheduleChoice::kNoStage)
+      choices.parameters.unstagedArrays.insert(choice.value);
+    else if (!choices.kernelSchedules)
+      continue;
+    else if (choice.name == ScheduleChoice::kSkip)
       choices.skipped.insert(choice.value);
     else if (!choices.parametersGiven.contains(choice.name))
       (void)setPassParameter(choices.parameters, choice.name + "=" + choice.value);
@@ -641,6 +649,8 @@ void remarkSchedule(const Schedule &schedule, const PassChoices &given, Remarks 
   if (!reporter.enabled() || !given.kernelSchedules)
     return;
   for (const ScheduleChoice &choice : schedule) {
+    if (choice.namesArray())
+      continue; // stage_shared says what became of the array
     if (choice.name == ScheduleChoice::kSkip)
       reporter.applied(choice.source, "the schedule leaves out " + choice.value);
     else if (given.parametersGiven.contains(choice.name))

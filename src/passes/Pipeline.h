@@ -98,6 +98,11 @@ struct PassParameters {
   // performance model's predictions for padded convolutions cross
   // (partition_borders.cpp); not yet measured on a GPU.
   int64_t borderMinPoints = int64_t{1} << 20;
+  // stage_shared, by a kernel's schedule only (`stage=A`, `no_stage=B`):
+  // the program's `in` arrays staged wherever a box of them can be, however
+  // seldom an iteration reads an element, and those never staged.
+  std::set<std::string> stagedArrays = {};
+  std::set<std::string> unstagedArrays = {};
 };
 
 // What the user chose about the optimizations.
@@ -113,7 +118,9 @@ struct PassChoices {
   std::set<std::string> parametersGiven = {};
   // Whether the entry kernel's `@schedule` applies (docs/schedules.md): its
   // parameters over the defaults, its passes left out with `skipped`. Not
-  // to the tuner's candidates and the choices it kept, which are whole.
+  // to the tuner's candidates and the choices it kept, which are whole (but
+  // for its arrays' staging, which the tuner does not search: that applies
+  // always).
   bool kernelSchedules = true;
   // Check every array access in the generated code (`--bounds-check`): an
   // index out of range is a located run-time error instead of a wild access.

@@ -425,7 +425,20 @@ private:
   }
 
   std::string quoted(const Footprint &footprint) const {
-    return "'" + remarks_.programName(footprint.array->nameInMessages()) + "'";
+    return "'" + programArray(footprint) + "'";
+  }
+  std::string programArray(const Footprint &footprint) const {
+    return remarks_.programName(footprint.array->nameInMessages());
+  }
+  // Whether the kernel's schedule says `no_stage=` of the box's array (and
+  // says so in the remarks).
+  bool unstagedBySchedule(const Footprint &footprint) {
+    if (!parameters_.unstagedArrays.contains(programArray(footprint)))
+      return false;
+    noteVerdict(*footprint.loads.front(), false,
+                quoted(footprint) +
+                    " not staged: the schedule says no_stage=" + programArray(footprint));
+    return true;
   }
   // `stmt`, in which a loop may be staged, under `guard` (null: all threads
   // run it), `inLoop` when a loop around it repeats it.
@@ -557,15 +570,18 @@ private:
     for (const auto &[var, range] : threadRanges_)
       scope_.bindRange(var, range);
     std::vector<Footprint> chosen;
-    std::vector<std::string> reuse; // of each chosen box, per iteration
+    std::vector<std::string> reuse;     // of each chosen box, per iteration
+    std::vector<std::string> overruled; // of each, what the schedule overruled, or ""
     int64_t bytes = sharedBytes_;
     std::vector<Buffer> reusable = reusable_;
     for (Footprint &footprint : footprints) {
       std::optional<Footprint> all = unitedBox(footprint, iteration);
       std::optional<Footprint> oneThread = unitedBox(footprint, iterationOfOneThread);
-      if (!all || !oneThread)
+      if (!all || !oneThread || unstagedBySchedule(footprint))
         continue;
-      if (std::optional<std::string> reason = notWorthStaging(loop, *all, *oneThread, footprint)) {
+      std::optional<std::string> reason = notWorthStaging(loop, *all, *oneThread, footprint);
+      bool asked = parameters_.stagedArrays.contains(programArray(footprint));
+      if (reason && !asked) {
         noteVerdict(*footprint.loads.front(), false, quoted(footprint) + " not staged: " + *reason);
         continue;
       }
@@ -573,6 +589,9 @@ private:
           takeReusable(footprint, reusable) ? 0 : paddedBytes(footprint) * copies_;
       bytes += footprintBytes;
       reuse.push_back(timesRead(all->loadCount, all->elements()));
+      overruled.push_back(reason ? "; the schedule asks for it (stage=" + programArray(footprint) +
+                                       "), where by itself stage_shared would not: " + *reason
+                                 : "");
       chosen.push_back(std::move(footprint));
     }
     int64_t budget = parameters_.sharedKiB * 1024;
@@ -605,7 +624,7 @@ private:
       noteVerdict(*chosen[i].loads.front(), true,
                   quoted(chosen[i]) + " staged in shared memory: " + describeBox(chosen[i]) +
                       " for " + span + "; each element is read " + reuse[i] + " per iteration of " +
-                      loopName(loop));
+                      loopName(loop) + overruled[i]);
     return chosen;
   }
 
@@ -648,7 +667,7 @@ private:
     for (Footprint &footprint : footprints) {
       std::optional<Footprint> column = unitedBox(footprint, oneColumn);
       std::vector<int64_t> extents = footprint.extents();
-      if (!column || extents.size() < 2)
+      if (!column || extents.size() < 2 || unstagedBySchedule(footprint))
         continue;
       // Along x the rows change and the columns do not.
       std::vector<int64_t> columnExtents = column->extents();

@@ -93,7 +93,8 @@ void Checker::checkAttributes(KernelDecl &kernel) {
 }
 
 // `@schedule(NAME=VALUE, ...)`: one or more assignments, a name at most once
-// (but `skip`, once per pass).
+// (but `skip`, `stage` and `no_stage`, once per value; an array not both
+// staged and not).
 void Checker::checkSchedule(KernelDecl &kernel, const Attribute &attribute) {
   if (attribute.args.empty()) {
     diagnostics_.error(attribute.range, "@schedule names at least one choice: a pass parameter "
@@ -108,16 +109,22 @@ void Checker::checkSchedule(KernelDecl &kernel, const Attribute &attribute) {
                                         " has no value (register_tile=8, skip=stage_shared)");
       continue;
     }
-    bool repeated = arg.name == ScheduleChoice::kSkip ? !named.insert("skip=" + *arg.value).second
-                                                      : !named.insert(arg.name).second;
-    if (repeated) {
+    ScheduleChoice choice{arg.name, *arg.value, arg.range, arg.valueRange};
+    std::string key = choice.listsValues() ? choice.name + "=" + choice.value : choice.name;
+    if (!named.insert(key).second) {
       diagnostics_.error(arg.range,
-                         quoted(arg.name + (arg.name == ScheduleChoice::kSkip ? "=" + *arg.value
-                                                                              : std::string())) +
-                             " is given twice in the schedule of " + quoted(kernel.name));
+                         quoted(key) + " is given twice in the schedule of " + quoted(kernel.name));
       continue;
     }
-    kernel.schedule.push_back({arg.name, *arg.value, arg.range, arg.valueRange});
+    if (choice.namesArray() &&
+        named.contains(std::string(choice.name == ScheduleChoice::kStage ? ScheduleChoice::kNoStage
+                                                                         : ScheduleChoice::kStage) +
+                       "=" + choice.value)) {
+      diagnostics_.error(arg.range, "the schedule of " + quoted(kernel.name) +
+                                        " both stages and does not stage " + quoted(choice.value));
+      continue;
+    }
+    kernel.schedule.push_back(std::move(choice));
   }
 }
 

@@ -12,8 +12,8 @@
 
 namespace loopc {
 
-// One `name=value` of a schedule: a pass parameter and its value, or
-// `skip=PASS`.
+// One `name=value` of a schedule: a pass parameter and its value,
+// `skip=PASS`, or an array's staging.
 struct ScheduleChoice {
   std::string name;
   std::string value;
@@ -21,6 +21,14 @@ struct ScheduleChoice {
   SourceRange valueSource; // the value
 
   static constexpr const char *kSkip = "skip";
+  // `stage=A`, `no_stage=B`: an `in` array staged in shared memory wherever
+  // it can be, or never.
+  static constexpr const char *kStage = "stage";
+  static constexpr const char *kNoStage = "no_stage";
+  // Whether the choice names one of several values (skip, stage, no_stage):
+  // such a name may be repeated with other values.
+  bool listsValues() const { return name == kSkip || name == kStage || name == kNoStage; }
+  bool namesArray() const { return name == kStage || name == kNoStage; }
 };
 
 using Schedule = std::vector<ScheduleChoice>;
