@@ -8,7 +8,6 @@
 #include "engine/Npy.h"
 #include "frontend/Loader.h"
 #include "sema/Sema.h"
-#include "support/Suggestions.h"
 
 #include <charconv>
 #include <iostream>
@@ -42,53 +41,8 @@ void warnChoicesWithoutEffect(const Engine &engine, const passes::PassChoices &c
                  out);
 }
 
-namespace {
-
-// Why `choice`, a `stage=` or `no_stage=` of `kernel`'s schedule, names no
-// array the kernel may stage: only its `in` arrays are read and never
-// written, so only they can be copied into shared memory.
-std::optional<std::string> stagedArrayError(const KernelDecl &kernel,
-                                            const ScheduleChoice &choice) {
-  std::vector<std::string> inputs;
-  const VarDecl *named = nullptr;
-  for (const VarDeclPtr &param : kernel.params) {
-    if (param->isArray() && param->intent == Intent::In)
-      inputs.push_back(param->name);
-    if (param->name == choice.value)
-      named = param.get();
-  }
-  if (named && named->isArray() && named->intent == Intent::In)
-    return std::nullopt;
-  std::string list;
-  for (const std::string &input : inputs)
-    list += (list.empty() ? "" : ", ") + input;
-  std::string what = !named ? "'" + choice.value + "' is no parameter of '" + kernel.name + "'"
-                     : !named->isArray() ? "'" + choice.value + "' is a scalar"
-                                         : "'" + choice.value + "' is written by '" + kernel.name +
-                                               "' (" + intentName(named->intent) + ")";
-  std::string guess = named ? "" : closestName(choice.value, inputs);
-  return what + (guess.empty() ? "" : "; did you mean '" + guess + "'?") + ": " + choice.name +
-         "= names an input array, read and never written" +
-         (list.empty() ? " (kernel '" + kernel.name + "' has none)" : " (" + list + ")");
-}
-
-} // namespace
-
 bool checkProgramAndSchedules(Program &program, DiagnosticEngine &diagnostics) {
-  bool valid = checkProgram(program, diagnostics);
-  for (const auto &module : program.modules)
-    for (const auto &kernel : module->kernels)
-      for (const ScheduleChoice &choice : kernel->schedule) {
-        std::optional<passes::ScheduleError> why = passes::scheduleChoiceError(choice);
-        if (!why && choice.namesArray())
-          if (std::optional<std::string> array = stagedArrayError(*kernel, choice))
-            why = passes::ScheduleError{*array, true};
-        if (why) {
-          diagnostics.error(why->atValue ? choice.valueSource : choice.source, why->message);
-          valid = false;
-        }
-      }
-  return valid;
+  return checkProgram(program, diagnostics, passes::scheduleChoiceError);
 }
 
 std::unique_ptr<Session> openSession(const std::string &path) {

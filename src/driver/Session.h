@@ -38,9 +38,10 @@ struct Session {
 // when the program has errors.
 std::unique_ptr<Session> openSession(const std::string &path);
 
-// Sema's checks (checkProgram), then each kernel's `@schedule` against the
-// passes: a name that is no pass parameter, a value out of its range, a pass
-// that cannot be left out, each a located error. True when there is none.
+// Sema's checks (checkProgram), each kernel's `@schedule` among them against
+// the passes: a name that is no pass parameter, a value out of its range, a
+// pass that cannot be left out, each a located error in source order. True
+// when there is none.
 bool checkProgramAndSchedules(Program &program, DiagnosticEngine &diagnostics);
 
 // The kernel named `name`, or the last kernel of the main file when `name`

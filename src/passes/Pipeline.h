@@ -135,13 +135,9 @@ struct PassChoices {
 Status setPassParameter(PassParameters &parameters, const std::string &assignment);
 
 // Why `choice`, one of a kernel's `@schedule`, names nothing the pipeline
-// knows: the message a located error gives, listing what it may name, and
-// whether it is about the value (else the name). None when it is a pass
-// parameter with a value in range or `skip=` an optimization pass.
-struct ScheduleError {
-  std::string message;
-  bool atValue = false;
-};
+// knows: the message a located error gives, listing what it may name. None
+// when it is a pass parameter with a value in range, `skip=` an
+// optimization pass, or names an array (`stage=`, which Sema checks).
 std::optional<ScheduleError> scheduleChoiceError(const ScheduleChoice &choice);
 
 // `choices` with `schedule` applied (PassChoices::kernelSchedules): its

@@ -85,8 +85,9 @@ struct SizeBindings;
 
 class Checker {
 public:
-  Checker(Program &program, DiagnosticEngine &diagnostics)
-      : program_(program), diagnostics_(diagnostics) {}
+  Checker(Program &program, DiagnosticEngine &diagnostics,
+          const ScheduleChoiceCheck &checkChoice = {})
+      : program_(program), diagnostics_(diagnostics), checkScheduleChoice_(checkChoice) {}
 
   // Checks the whole program; true when it has no error.
   bool run();
@@ -136,6 +137,8 @@ private:
   void checkKernel(KernelDecl &kernel);
   void checkAttributes(KernelDecl &kernel);
   void checkSchedule(KernelDecl &kernel, const Attribute &attribute);
+  static std::optional<ScheduleError> stagedArrayError(const KernelDecl &kernel,
+                                                       const ScheduleChoice &choice);
   void checkFnBody(FnDecl &fn);
   void checkBlock(BlockStmt &block);
   void checkStmt(Stmt &stmt);
@@ -197,6 +200,7 @@ private:
 
   Program &program_;
   DiagnosticEngine &diagnostics_;
+  const ScheduleChoiceCheck checkScheduleChoice_; // the passes' vocabulary (Sema.h)
   std::unordered_map<std::string, SourceRange> globalRanges_;
   std::unordered_map<std::string, KernelDecl *> kernels_;
   std::unordered_map<std::string, FnDecl *> fns_;

@@ -12,8 +12,9 @@
 
 namespace loopc {
 
-bool checkProgram(Program &program, DiagnosticEngine &diagnostics) {
-  return sema::Checker(program, diagnostics).run();
+bool checkProgram(Program &program, DiagnosticEngine &diagnostics,
+                  const ScheduleChoiceCheck &checkChoice) {
+  return sema::Checker(program, diagnostics, checkChoice).run();
 }
 
 namespace sema {

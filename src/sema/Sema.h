@@ -9,7 +9,11 @@
 namespace loopc {
 
 // Checks every module of `program`, reporting all errors it can find through
-// `diagnostics`. Returns true when the program has no error.
-bool checkProgram(Program &program, DiagnosticEngine &diagnostics);
+// `diagnostics`. Returns true when the program has no error. `checkChoice`
+// checks each choice of a kernel's `@schedule` against the passes (the
+// driver's checkProgramAndSchedules gives passes::scheduleChoiceError);
+// without it, only a schedule's shape and the arrays it names are checked.
+bool checkProgram(Program &program, DiagnosticEngine &diagnostics,
+                  const ScheduleChoiceCheck &checkChoice = {});
 
 } // namespace loopc

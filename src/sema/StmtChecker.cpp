@@ -124,8 +124,46 @@ void Checker::checkSchedule(KernelDecl &kernel, const Attribute &attribute) {
                                         " both stages and does not stage " + quoted(choice.value));
       continue;
     }
+    std::optional<ScheduleError> why = choice.namesArray()    ? stagedArrayError(kernel, choice)
+                                       : checkScheduleChoice_ ? checkScheduleChoice_(choice)
+                                                              : std::nullopt;
+    if (why) {
+      diagnostics_.error(why->atValue ? choice.valueSource : choice.source, why->message);
+      continue;
+    }
     kernel.schedule.push_back(std::move(choice));
   }
+}
+
+// Why `choice`, a `stage=` or `no_stage=` of `kernel`'s schedule, names no
+// array the kernel may stage: only its `in` arrays are read and never
+// written, so only they can be copied into shared memory.
+std::optional<ScheduleError> Checker::stagedArrayError(const KernelDecl &kernel,
+                                                       const ScheduleChoice &choice) {
+  std::vector<std::string> inputs;
+  const VarDecl *named = nullptr;
+  for (const VarDeclPtr &param : kernel.params) {
+    if (param->isArray() && param->intent == Intent::In)
+      inputs.push_back(param->name);
+    if (param->name == choice.value)
+      named = param.get();
+  }
+  if (named && named->isArray() && named->intent == Intent::In)
+    return std::nullopt;
+  std::string list;
+  for (const std::string &input : inputs)
+    list += (list.empty() ? "" : ", ") + input;
+  std::string what = !named ? quoted(choice.value) + " is no parameter of " + quoted(kernel.name)
+                     : !named->isArray()
+                         ? quoted(choice.value) + " is a scalar"
+                         : quoted(choice.value) + " is written by " + quoted(kernel.name) + " (" +
+                               intentName(named->intent) + ")";
+  std::string guess = named ? "" : closestName(choice.value, inputs);
+  return ScheduleError{
+      what + (guess.empty() ? "" : "; did you mean " + quoted(guess) + "?") + ": " + choice.name +
+          "= names an input array, read and never written" +
+          (list.empty() ? " (kernel " + quoted(kernel.name) + " has none)" : " (" + list + ")"),
+      true};
 }
 
 void Checker::checkKernel(KernelDecl &kernel) {

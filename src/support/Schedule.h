@@ -1,12 +1,14 @@
 // A kernel's schedule as its source writes it: `@schedule(register_tile=8,
-// skip=stage_shared)` before the kernel. Sema checks its shape, the driver
-// checks each name and value against the passes' registry, the lowering
-// carries it into the kernel's IR function, and the pipeline applies it
-// (docs/schedules.md).
+// skip=stage_shared)` before the kernel. Sema checks it (each name and value
+// against the passes' registry through the check the driver gives it), the
+// lowering carries it into the kernel's IR function, and the pipeline applies
+// it (docs/schedules.md).
 #pragma once
 
 #include "support/Diagnostics.h"
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,17 @@ struct ScheduleChoice {
 };
 
 using Schedule = std::vector<ScheduleChoice>;
+
+// Why a choice names nothing the passes know: the message of a located error
+// and whether it is about the value (else the name).
+struct ScheduleError {
+  std::string message;
+  bool atValue = false;
+};
+
+// Checks one choice against the passes (passes::scheduleChoiceError): Sema
+// is given it, as the passes come after it.
+using ScheduleChoiceCheck = std::function<std::optional<ScheduleError>(const ScheduleChoice &)>;
 
 // `register_tile=8 skip=stage_shared`: the schedule as the command line's
 // words would give it.
