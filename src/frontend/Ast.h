@@ -367,8 +367,7 @@ struct KernelDecl {
   // --fp-contract (PassChoiceOptions::applyFpContract); every engine follows it.
   FpContract fpContract = FpContract::On;
   bool fpContractWritten = false; // the kernel has `@fp_contract`
-  // `@schedule(...)`'s choices, in the order written (Sema checks their
-  // shape; the driver's checkSchedules their names and values).
+  // `@schedule(...)`'s choices that Sema found valid, in the order written.
   Schedule schedule;
   std::vector<VarDeclPtr> params;
   std::vector<VarDeclPtr> sizes; // set by Sema, in order of first appearance

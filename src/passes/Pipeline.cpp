@@ -459,7 +459,7 @@ std::optional<ScheduleError> scheduleChoiceError(const ScheduleChoice &choice) {
                          true};
   }
   if (choice.namesArray())
-    return std::nullopt; // an array of the program: the driver knows them
+    return std::nullopt; // an array of the program: Sema checks those
   const ParameterSpec *spec = parameterNamed(choice.name);
   if (!spec) {
     std::vector<std::string> names{ScheduleChoice::kSkip, ScheduleChoice::kStage,

@@ -51,8 +51,7 @@ std::string immutableReason(const VarDecl &var, bool advice) {
 }
 
 // A kernel's attributes, each at most once: `@fp_contract(on|off)`, and
-// `@schedule(NAME=VALUE, ...)`, whose names and values the driver checks
-// against the passes (checkSchedules): here, only its shape.
+// `@schedule(NAME=VALUE, ...)` (checkSchedule).
 void Checker::checkAttributes(KernelDecl &kernel) {
   const std::vector<std::string> known = {"fp_contract", "schedule"};
   std::set<std::string> seen;
@@ -94,7 +93,8 @@ void Checker::checkAttributes(KernelDecl &kernel) {
 
 // `@schedule(NAME=VALUE, ...)`: one or more assignments, a name at most once
 // (but `skip`, `stage` and `no_stage`, once per value; an array not both
-// staged and not).
+// staged and not); the arrays named those of the kernel it may stage, and the
+// other choices what the passes know (checkScheduleChoice_, where given).
 void Checker::checkSchedule(KernelDecl &kernel, const Attribute &attribute) {
   if (attribute.args.empty()) {
     diagnostics_.error(attribute.range, "@schedule names at least one choice: a pass parameter "
