@@ -190,6 +190,36 @@ TEST_CASE("tune --write-schedule: the choices found are written before the kerne
     CHECK(contains(said.str(), "fastest with the defaults: no @schedule written"));
     CHECK(test::readFile(path) == kMatmul);
   }
+  SUBCASE("a schedule's own line goes whatever the indentation around it; one beside other text "
+          "leaves that text") {
+    const std::string matmul = kMatmul;
+    for (const auto &[before, after] : std::vector<std::pair<std::string, std::string>>{
+             {"  @schedule(register_tile=2)\n" + matmul, matmul},
+             {"\t@fp_contract(off)\n\t@schedule(skip=stage_shared)\n\t" + matmul,
+              "\t@fp_contract(off)\n\t" + matmul},
+             {"@fp_contract(off) @schedule(skip=stage_shared)  " + matmul,
+              "@fp_contract(off) " + matmul},
+             {"@schedule(register_tile=2)\r\nkernel k(x: in f32[N]) {\r\n}\r\n",
+              "kernel k(x: in f32[N]) {\r\n}\r\n"}}) {
+      CAPTURE(before);
+      std::string path = dir.file("k.loop", before);
+      auto session = sessionOf(path);
+      std::ostringstream said;
+      REQUIRE(driver::writeSchedule(path, *session, *session->program->modules.front()->kernels[0],
+                                    {}, said));
+      CHECK(test::readFile(path) == after);
+    }
+  }
+  SUBCASE("written with the file's line breaks and the kernel's tabs") {
+    std::string path = dir.file("k.loop", "\tkernel k(x: in f32[N]) {\r\n\t}\r\n");
+    auto session = sessionOf(path);
+    std::ostringstream said;
+    REQUIRE(driver::writeSchedule(path, *session, *session->program->modules.front()->kernels[0],
+                                  found, said));
+    CHECK(test::readFile(path) ==
+          "\t@schedule(register_tile=8, stage_length=16, skip=stage_shared)\r\n"
+          "\tkernel k(x: in f32[N]) {\r\n\t}\r\n");
+  }
   SUBCASE("not into a file the program imports") {
     dir.file("lib.loop", kMatmul);
     std::string path = dir.file("main.loop", "import \"lib.loop\";\n");

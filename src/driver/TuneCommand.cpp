@@ -334,25 +334,36 @@ Status writeSchedule(const std::string &mainFile, const Session &session, const 
                      (arguments.empty() ? "no @schedule" : "@schedule(" + arguments + ")") + ")");
   std::string text = file.text;
   size_t kernelStart = offsetOf(file, kernel.range.begin);
-  std::string indent(kernel.range.begin.col - 1, ' ');
+  // The kernel's own indentation (tabs kept), where it starts its line.
+  std::string indent =
+      text.substr(file.lineStarts[kernel.range.begin.line - 1], kernel.range.begin.col - 1);
+  if (indent.find_first_not_of(" \t") != std::string::npos)
+    indent.clear();
   std::string said;
   if (written != kernel.attributes.end()) {
     size_t begin = offsetOf(file, written->range.begin);
     size_t end = offsetOf(file, written->range.end) + 1;
     if (arguments.empty()) {
-      // The line break and indentation after it go too.
-      while (end < text.size() && (text[end] == ' ' || text[end] == '	'))
+      // Alone on its line, the line goes; else the attribute and the blanks
+      // after it.
+      size_t lineStart = file.lineStarts[written->range.begin.line - 1];
+      while (end < text.size() && (text[end] == ' ' || text[end] == '\t'))
         ++end;
-      if (end < text.size() && text[end] == '\n')
-        end = end + 1 + indent.size();
-      text.erase(begin, end - begin);
+      bool alone = text.find_first_not_of(" \t", lineStart) == begin;
+      if (alone && text.compare(end, 2, "\r\n") == 0)
+        text.erase(lineStart, end + 2 - lineStart);
+      else if (alone && (end == text.size() || text[end] == '\n'))
+        text.erase(lineStart, std::min(end + 1, text.size()) - lineStart);
+      else
+        text.erase(begin, end - begin);
       said = "removed the @schedule of kernel '" + kernel.name + "' (the defaults are best)";
     } else {
       text.replace(begin, end - begin, "@schedule(" + arguments + ")");
       said = "wrote @schedule(" + arguments + ") for kernel '" + kernel.name + "'";
     }
   } else {
-    text.insert(kernelStart, "@schedule(" + arguments + ")\n" + indent);
+    std::string lineBreak = text.find("\r\n") != std::string::npos ? "\r\n" : "\n";
+    text.insert(kernelStart, "@schedule(" + arguments + ")" + lineBreak + indent);
     said = "wrote @schedule(" + arguments + ") before kernel '" + kernel.name + "'";
   }
   if (Status saved = writeFileAtomically(file.path, text, "'" + file.path + "'"); !saved)
