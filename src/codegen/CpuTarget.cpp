@@ -46,7 +46,7 @@ llvm::FunctionType *workerType(llvm::LLVMContext &context) {
 
 void CpuTarget::emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) {
   if (loop.forKind == ForKind::GpuThread) {
-    emitCpuThreadNest(emitter, ir::threadLoopsAt(ir::Stmt(ir::Stmt(), &loop)));
+    emitCpuThreadNest(emitter, ir::threadLoopsAt(loop));
     return;
   }
   // Blocks not distributed by the worker (nested grids, code before

@@ -30,11 +30,6 @@ struct TuneOptions {
   bool writeSchedule = false;
 };
 
-// The offset in `file` of `loc`'s character.
-size_t offsetOf(const SourceFile &file, SourceLoc loc) {
-  return file.lineStarts[loc.line - 1] + loc.col - 1;
-}
-
 // One choice the search varies and the values it tries.
 struct Dimension {
   std::string name;                // a pass (skipped or not) or a parameter
@@ -333,7 +328,7 @@ Status writeSchedule(const std::string &mainFile, const Session &session, const 
                      "', which '" + mainFile + "' imports: write its schedule there by hand (" +
                      (arguments.empty() ? "no @schedule" : "@schedule(" + arguments + ")") + ")");
   std::string text = file.text;
-  size_t kernelStart = offsetOf(file, kernel.range.begin);
+  size_t kernelStart = file.offsetOf(kernel.range.begin);
   // The kernel's own indentation (tabs kept), where it starts its line.
   std::string indent =
       text.substr(file.lineStarts[kernel.range.begin.line - 1], kernel.range.begin.col - 1);
@@ -341,8 +336,8 @@ Status writeSchedule(const std::string &mainFile, const Session &session, const 
     indent.clear();
   std::string said;
   if (written != kernel.attributes.end()) {
-    size_t begin = offsetOf(file, written->range.begin);
-    size_t end = offsetOf(file, written->range.end) + 1;
+    size_t begin = file.offsetOf(written->range.begin);
+    size_t end = file.offsetOf(written->range.end) + 1;
     if (arguments.empty()) {
       // Alone on its line, the line goes; else the attribute and the blanks
       // after it.

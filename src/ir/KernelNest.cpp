@@ -31,9 +31,9 @@ Stmt KernelNest::rebuilt(Stmt inner, const std::function<Stmt(Stmt)> &aroundThre
   return inner;
 }
 
-std::vector<const For *> threadLoopsAt(const Stmt &stmt) {
+std::vector<const For *> threadLoopsAt(const StmtNode &stmt) {
   std::vector<const For *> threads;
-  for (const auto *loop = stmt->as<For>(); loop && loop->forKind == ForKind::GpuThread;
+  for (const auto *loop = stmt.as<For>(); loop && loop->forKind == ForKind::GpuThread;
        loop = loop->body->as<For>())
     threads.push_back(loop);
   return threads;
@@ -51,7 +51,7 @@ std::optional<KernelNest> kernelNestAt(const Stmt &stmt) {
     inner = loop->body;
   }
   nest.threadNest = inner;
-  nest.threads = threadLoopsAt(inner);
+  nest.threads = threadLoopsAt(*inner);
   nest.body = nest.threads.empty() ? inner : nest.threads.back()->body;
   return nest;
 }

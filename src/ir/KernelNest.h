@@ -35,7 +35,7 @@ struct KernelNest {
 std::optional<KernelNest> kernelNestAt(const Stmt &stmt);
 
 // The GpuThread loops from `stmt` inward, outermost first.
-std::vector<const For *> threadLoopsAt(const Stmt &stmt);
+std::vector<const For *> threadLoopsAt(const StmtNode &stmt);
 
 // map_to_gpu's point: lets, then `if (guard)` with no else.
 struct GuardedPoint {

@@ -397,11 +397,16 @@ void remarkUncheckedIndices(const ir::Function &function, const RemarkReporter &
                                          index.extent + ")");
 }
 
-// `register_tile (0 to 8, ...)`: a parameter and the values it takes.
+// `1 to 8, a power of two; 0: ...`: the values a parameter takes.
+std::string describeValues(const ParameterSpec &spec) {
+  return std::to_string(spec.min) + " to " + std::to_string(spec.max) +
+         (spec.powerOfTwo ? ", a power of two" : "") +
+         (spec.zeroMeans ? std::string("; 0: ") + spec.zeroMeans : "");
+}
+
+// `register_tile (1 to 8, ...)`: a parameter and the values it takes.
 std::string describeRange(const ParameterSpec &spec) {
-  return std::string(spec.name) + " (" + std::to_string(spec.min) + " to " +
-         std::to_string(spec.max) + (spec.powerOfTwo ? ", a power of two" : "") +
-         (spec.zeroMeans ? std::string("; 0: ") + spec.zeroMeans : "") + ")";
+  return std::string(spec.name) + " (" + describeValues(spec) + ")";
 }
 
 std::string describeRanges() {
@@ -475,12 +480,10 @@ std::optional<ScheduleError> scheduleChoiceError(const ScheduleChoice &choice) {
                          false};
   }
   PassParameters scratch;
-  if (!setPassParameter(scratch, choice.name + "=" + choice.value)) {
-    std::string range = describeRange(*spec).substr(choice.name.size() + 1); // `(1 to 3)`
+  if (!setPassParameter(scratch, choice.name + "=" + choice.value))
     return ScheduleError{"bad value '" + choice.value + "' for " + choice.name + ": it takes " +
-                             range.substr(1, range.size() - 2),
+                             describeValues(*spec),
                          true};
-  }
   return std::nullopt;
 }
 

@@ -47,16 +47,18 @@ std::string SourceManager::location(SourceRange range) const {
          std::to_string(range.begin.col);
 }
 
+size_t SourceFile::offsetOf(SourceLoc loc) const {
+  if (loc.line == 0 || loc.line > lineStarts.size())
+    return text.size();
+  return std::min(lineStarts[loc.line - 1] + loc.col - 1, text.size());
+}
+
 std::string SourceManager::text(SourceRange range) const {
   if (!range.valid() || range.begin.file >= files_.size() || range.end.file != range.begin.file)
     return "";
   const SourceFile &file = *files_[range.begin.file];
-  auto offset = [&](SourceLoc loc) -> size_t {
-    return loc.line <= file.lineStarts.size() ? file.lineStarts[loc.line - 1] + loc.col - 1
-                                              : file.text.size();
-  };
-  size_t begin = std::min(offset(range.begin), file.text.size());
-  size_t end = std::min(offset(range.end) + 1, file.text.size());
+  size_t begin = file.offsetOf(range.begin);
+  size_t end = std::min(file.offsetOf(range.end) + 1, file.text.size());
   return begin < end ? file.text.substr(begin, end - begin) : "";
 }
 

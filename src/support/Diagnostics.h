@@ -33,6 +33,8 @@ struct SourceFile {
   std::string text;
   std::vector<size_t> lineStarts; // offsets of the first character of each line
   std::string_view line(uint32_t lineNumber) const;
+  // The offset in `text` of `loc`'s character (the end of the text past it).
+  size_t offsetOf(SourceLoc loc) const;
 };
 
 // Owns the text of every file read during a compilation (the main file and
