@@ -5,6 +5,7 @@
 #include "codegen/CpuScratch.h"
 
 #include "codegen/LlvmEmitter.h"
+#include "codegen/Optimize.h"
 #include "ir/IRVisitor.h"
 #include "ir/KernelNest.h"
 #include "passes/analysis/AccessAnalysis.h"
@@ -160,6 +161,8 @@ public:
   InterchangeChoice(const std::vector<passes::BufferAccess> &accesses, std::string threadVar)
       : accesses_(accesses), threadVar_(std::move(threadVar)) {}
   std::set<const For *> chosen;
+  // Some loop stays inside its thread because it walks a row there.
+  bool rowsInThreads = false;
 
 protected:
   void visitFor(const For &loop) override {
@@ -168,8 +171,9 @@ protected:
       std::optional<int64_t> unrolled = constantBodies(loop);
       // A loop around a thread's own vector lanes (a `vectorized` loop)
       // stays too: the lanes, not the threads, are its vector dimension.
-      if ((unrolled && *unrolled <= kUnrolledBodies) ||
-          passes::gathersAcrossThreads(accesses_, loop.var, threadVar_) ||
+      bool rowOfItsOwn = passes::gathersAcrossThreads(accesses_, loop.var, threadVar_);
+      rowsInThreads = rowsInThreads || rowOfItsOwn;
+      if ((unrolled && *unrolled <= kUnrolledBodies) || rowOfItsOwn ||
           containsLoopOf(loop.body, ForKind::Vectorized))
         return;
       chosen.insert(&loop);
@@ -210,6 +214,8 @@ public:
     InterchangeChoice choice(accesses, nest.back()->var);
     choice.visit(nest.back()->body);
     interchanged_ = std::move(choice.chosen);
+    if (choice.rowsInThreads)
+      preferNoGathers(*builder_.GetInsertBlock()->getParent());
     markSplit(body);
   }
 

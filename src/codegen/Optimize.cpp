@@ -58,7 +58,13 @@ size_t mostLoopsInAFunction(llvm::Module &module) {
   return most;
 }
 
+// The mark preferNoGathers leaves for optimizeModule, which knows the
+// target's features a function's own list must repeat.
+constexpr const char *kPreferNoGathers = "loopc-prefer-no-gather";
+
 } // namespace
+
+void preferNoGathers(llvm::Function &function) { function.addFnAttr(kPreferNoGathers); }
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
                     const OptimizeOptions &options) {
@@ -75,6 +81,10 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
     tuning.LoopVectorization = true;
     tuning.SLPVectorization = true;
   }
+  for (llvm::Function &function : module)
+    if (function.hasFnAttribute(kPreferNoGathers))
+      function.addFnAttr("target-features",
+                         machine.getTargetFeatureString().str() + ",+prefer-no-gather");
   if (mostLoopsInAFunction(module) > kMostLoopsUnrolled)
     tuning.LoopUnrolling = false;
   llvm::PassBuilder passes(&machine, tuning);
