@@ -57,9 +57,32 @@ rows=(
   "syrk|tests/programs/polybench/syrk.loop|syrk|M=1000 N=1200 alpha=1.5 beta=1.2|"
   "syrk, columns|tests/programs/polybench/syrk.loop|syrk|M=1000 N=1200 alpha=1.5 beta=1.2|--skip-pass transpose_column_reads"
   "syr2k|tests/programs/polybench/syr2k.loop|syr2k|M=1000 N=1200 alpha=1.5 beta=1.2|"
+  # Serial chains run together or one at a time (jam_serial_chains), and
+  # chains of parfor points run 4 at a time or as the lanes run them.
+  "lu N=2000, chains together|tests/programs/polybench/lu.loop|lu|N=2000|"
+  "lu N=2000, one chain at a time|tests/programs/polybench/lu.loop|lu|N=2000|--skip-pass jam_serial_chains"
+  "cholesky, chains together|tests/programs/polybench/cholesky.loop|cholesky|N=2000|"
+  "cholesky, one chain at a time|tests/programs/polybench/cholesky.loop|cholesky|N=2000|--skip-pass jam_serial_chains"
+  "ludcmp, chains together|tests/programs/polybench/ludcmp.loop|ludcmp|N=2000|"
+  "ludcmp, one chain at a time|tests/programs/polybench/ludcmp.loop|ludcmp|N=2000|--skip-pass jam_serial_chains"
+  "trisolv, one chain at a time|tests/programs/polybench/trisolv.loop|trisolv|N=4000|--skip-pass jam_serial_chains"
+  "atax, chains together|tests/programs/polybench/atax.loop|atax|M=1900 N=2100|"
+  "atax, one chain at a time|tests/programs/polybench/atax.loop|atax|M=1900 N=2100|--skip-pass jam_serial_chains"
+  "bicg, chains together|tests/programs/polybench/bicg.loop|bicg|M=1900 N=2100|"
+  "bicg, one chain at a time|tests/programs/polybench/bicg.loop|bicg|M=1900 N=2100|--skip-pass jam_serial_chains"
+  "gemver, chains together|tests/programs/polybench/gemver.loop|gemver|N=2000 alpha=1.5 beta=1.2|"
+  "gemver, one chain at a time|tests/programs/polybench/gemver.loop|gemver|N=2000 alpha=1.5 beta=1.2|--skip-pass jam_serial_chains"
+  "gesummv, chains together|tests/programs/polybench/gesummv.loop|gesummv|N=1300 alpha=1.5 beta=1.2|"
+  "gesummv, one chain at a time|tests/programs/polybench/gesummv.loop|gesummv|N=1300 alpha=1.5 beta=1.2|--skip-pass jam_serial_chains"
+  "mvt, one chain at a time|tests/programs/polybench/mvt.loop|mvt|N=4000|--skip-pass jam_serial_chains"
 )
 
-echo "# loopc run --device cpu --repeat $reps medians on $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), $(nproc) threads"
+# Which CPU: a virtual machine's model name may hide its generation, which
+# the family and model numbers and the L1 size tell.
+cpu_field() { sed -n "s/^$1[[:space:]]*:[[:space:]]*//p" /proc/cpuinfo | head -n1; }
+echo "# loopc run --device cpu --repeat $reps medians on $(cpu_field 'model name') (family $(cpu_field 'cpu family')," \
+  "model $(cpu_field model), L1d $(getconf LEVEL1_DCACHE_SIZE) bytes a core), $(nproc) threads," \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg) at the start"
 echo "# case	file	kernel	sizes	options	measured ms	commit"
 for entry in "${rows[@]}"; do
   IFS='|' read -r name file kernel sizes options <<<"$entry"

@@ -467,14 +467,39 @@ int poolThreads() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::string cpuModelName() {
+// The first value /proc/cpuinfo gives for FIELD ("model name", "cpu
+// family"), or "" where it has none.
+std::string cpuinfoField(const std::string &field) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
-  while (std::getline(cpuinfo, line))
-    if (line.rfind("model name", 0) == 0)
-      if (size_t colon = line.find(':'); colon != std::string::npos)
-        return line.substr(line.find_first_not_of(" \t", colon + 1));
-  return "unknown CPU";
+  while (std::getline(cpuinfo, line)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos)
+      continue;
+    std::string name = line.substr(0, colon);
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name != field)
+      continue;
+    size_t value = line.find_first_not_of(" \t", colon + 1);
+    return value == std::string::npos ? "" : line.substr(value);
+  }
+  return "";
+}
+
+std::string cpuModelName() {
+  std::string name = cpuinfoField("model name");
+  return name.empty() ? "unknown CPU" : name;
+}
+
+// What tells one CPU from another for the probe's cache. A virtual
+// machine's model name may hide the generation ("AMD EPYC" on two
+// generations whose caches and vector units differ), which the family,
+// model and stepping numbers and the cache sizes tell.
+std::string cpuIdentity() {
+  return cpuModelName() + "|family=" + cpuinfoField("cpu family") +
+         "|model=" + cpuinfoField("model") + "|stepping=" + cpuinfoField("stepping") +
+         "|l1d=" + std::to_string(cacheSize(1, _SC_LEVEL1_DCACHE_SIZE, 0)) +
+         "|l2=" + std::to_string(cacheSize(2, _SC_LEVEL2_CACHE_SIZE, 0));
 }
 
 std::string probeCachePath() {
@@ -705,7 +730,7 @@ Expected<CpuDevice> findCpuDevice(const std::string &name) {
   // This machine: the cached probe when it was made for this CPU and
   // thread count, else a new one, kept for next time (a cache that cannot
   // be written costs only the probe's time).
-  std::string key = cpuModelName() + "|threads=" + std::to_string(poolThreads());
+  std::string key = cpuIdentity() + "|threads=" + std::to_string(poolThreads());
   std::string path = probeCachePath();
   if (!path.empty()) {
     std::ifstream cached(path);
