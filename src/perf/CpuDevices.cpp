@@ -576,8 +576,9 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
   }
 }
 
-// The 2-thread AMD EPYC virtual machine of docs/benchmarks.md's CPU tables
-// (AVX-512, 1 MiB of L2 a core, 32 MiB of L3), as the probe measured it.
+// A 2-thread AMD EPYC virtual machine of docs/benchmarks.md's CPU tables
+// (family 25, model 17: Zen 4; AVX-512, 32 KiB of L1 data and 1 MiB of L2
+// a core, 32 MiB of L3), as the probe measured it.
 CpuDevice epyc2() {
   CpuDevice device;
   device.name = "epyc-2";

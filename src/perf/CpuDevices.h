@@ -74,7 +74,7 @@ struct CpuDevice {
   // calling thread, and one handed to the other threads, cost this many
   // microseconds besides their work; a launch whose work takes less than
   // `inlineBelowMicroseconds` alone runs alone.
-  double launchAloneMicroseconds = 0.012;
+  double launchAloneMicroseconds = 0.003;
   double launchSharedMicroseconds = 1.0;
   double inlineBelowMicroseconds = 2.0;
 
@@ -83,8 +83,8 @@ struct CpuDevice {
   double bandwidthFor(double bytes, int threads) const;
 };
 
-// The named CPUs, calibrated: "epyc-2" (the 2-thread AMD EPYC virtual
-// machine of docs/benchmarks.md's CPU tables).
+// The named CPUs, calibrated: "epyc-2" (a 2-thread AMD EPYC virtual
+// machine of docs/benchmarks.md's CPU tables, a Zen 4).
 const std::vector<CpuDevice> &cpuDevices();
 
 // `name`: "native" (this machine, probed once and cached), or a named CPU

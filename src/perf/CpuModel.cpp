@@ -631,11 +631,13 @@ private:
                          ? operations * 2 / (device_.vectorGflopsPerThread * 1e9)
                          : operations / (device_.scalarGopsPerThread * 1e9);
     // The chains' steps issue while they wait: an iteration takes the
-    // longer of their operations and one dependent step.
+    // longer of their operations and one dependent step (an FMA's latency
+    // for a sum of products, which LLVM contracts).
     double latency =
-        recurrence ? std::max(0.0, device_.dependentOpNs * 1e-9 - compute * chains->recurrences) /
-                         chains->recurrences
-                   : 0;
+        recurrence
+            ? std::max(0.0, chainStepNs(device_, node) * 1e-9 - compute * chains->recurrences) /
+                  chains->recurrences
+            : 0;
     double memory = 0;
     for (const Access &access : accesses) {
       if (access.walk == Walk::Invariant)
