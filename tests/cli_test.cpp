@@ -722,6 +722,30 @@ TEST_CASE("compile --emit header renames parameters that standard headers or GCC
   }
 }
 
+TEST_CASE("tune on the CPU times candidates in the model's order and leaves out its clear losers") {
+  // covariance without interchange_column_walks walks columns: the CPU
+  // model predicts it tens of times slower, so it is never timed.
+  TempDir dir;
+  std::string cache = dir.at("tuning.json");
+  auto tuned = runLoopc("tune tests/programs/polybench/covariance.loop --kernel covariance"
+                        " --set M=120 --set N=140 --device cpu --repeat 1 --tuning-cache " +
+                        cache);
+  REQUIRE(tuned.exitCode == 0);
+  CHECK(contains(tuned.output, "  the defaults: "));
+  CHECK(contains(tuned.output, " ms (predicted "));
+  CHECK(contains(tuned.output, "  skipping interchange_column_walks: predicted "));
+  CHECK(contains(tuned.output, "x the best's "));
+  CHECK(contains(tuned.output, " ms: not timed\n"));
+  // The cache keeps the prediction of the candidate left out, with no time.
+  std::ifstream file(cache);
+  nlohmann::json entry = nlohmann::json::parse(file)["entries"][0];
+  bool leftOut = false;
+  for (const nlohmann::json &candidate : entry["candidates"])
+    if (candidate["choices"] == "skipping interchange_column_walks")
+      leftOut = candidate["predicted_ms"].is_number() && candidate["measured_ms"].is_null();
+  CHECK(leftOut);
+}
+
 TEST_CASE(
     "tune keeps the fastest choices per kernel, sizes and device, and run --tuned uses them") {
   TempDir dir;

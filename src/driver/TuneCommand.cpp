@@ -11,6 +11,7 @@
 #include "ir/IRPrinter.h"
 #include "lower/Lower.h"
 #include "passes/Passes.h"
+#include "perf/CpuDevices.h"
 #include "support/AtomicFile.h"
 
 #include <algorithm>
@@ -54,9 +55,10 @@ using Point = std::map<std::string, std::string>; // dimension -> value
 // the run-to-run noise of a busy machine.
 constexpr double kSignificant = 0.05;
 
-// On a GPU the performance model knows, a candidate predicted this many
-// times slower than the best so far is not timed: the model ranks a
-// kernel's variants well (docs/perf.md) but its times may be off by up to 2x.
+// A candidate the performance model predicts this many times slower than
+// the best so far is not timed (on a GPU the model knows, and on the CPU,
+// probed once): the model ranks a kernel's variants well (docs/perf.md) but
+// its times may be off by up to 2x.
 constexpr double kPrunedAbove = 1.5;
 
 Expected<passes::PassChoices> choicesAt(const Point &point, bool boundsChecks) {
@@ -80,9 +82,13 @@ public:
       : options_(options), run_(run), target_(target), out_(out), inputs_(run.args),
         compare_(compareOptionsFor(*run.kernel, run.args)),
         lowered_(ir::lowerKernel(*run.session->program, *run.kernel)),
-        model_(target == passes::PipelineTarget::Gpu
-                   ? perf::gpuDeviceForDriverName(run.engine->device())
-                   : nullptr) {}
+        gpuModel_(target == passes::PipelineTarget::Gpu
+                      ? perf::gpuDeviceForDriverName(run.engine->device())
+                      : nullptr) {
+    if (target == passes::PipelineTarget::Cpu)
+      if (auto probed = perf::findCpuDevice("native"))
+        cpuModel_ = *probed;
+  }
 
   Expected<TunedChoice> tune() {
     if (Status usable = checkTuningCache(tuningCachePath(options_.target.tuningCache)); !usable)
@@ -183,13 +189,21 @@ private:
   // What the performance model predicts for the candidate, in seconds; none
   // off a GPU it knows.
   Expected<std::optional<double>> predict(const Point &point) const {
-    if (!model_)
+    if (!gpuModel_ && !cpuModel_)
       return std::nullopt;
     auto choices = choicesAt(point, run_.choices.boundsChecks);
     if (!choices)
       return std::unexpected(choices.error());
-    auto prediction = predictGpuRun(*run_.session->program, *run_.kernel, *choices,
-                                    integerValues(*run_.kernel, inputs_), *model_);
+    std::map<std::string, int64_t> values = integerValues(*run_.kernel, inputs_);
+    if (cpuModel_) {
+      auto prediction =
+          predictCpuRun(*run_.session->program, *run_.kernel, *choices, values, *cpuModel_);
+      if (!prediction)
+        return std::unexpected(prediction.error());
+      return prediction->seconds;
+    }
+    auto prediction =
+        predictGpuRun(*run_.session->program, *run_.kernel, *choices, values, *gpuModel_);
     if (!prediction)
       return std::unexpected(prediction.error());
     return prediction->seconds;
@@ -288,7 +302,8 @@ private:
   std::map<std::string, std::string> timedCode_; // printed IR -> the candidate that had it
   std::set<Point> visited_;
   std::string device_;
-  const perf::GpuDevice *model_; // the GPU's performance model; null: none
+  const perf::GpuDevice *gpuModel_; // the GPU's performance model; null: none
+  std::optional<perf::CpuDevice> cpuModel_; // this CPU's, when tuning on the CPU
   std::vector<TunedChoice::Candidate> candidates_;
 };
 
