@@ -302,7 +302,7 @@ private:
   std::map<std::string, std::string> timedCode_; // printed IR -> the candidate that had it
   std::set<Point> visited_;
   std::string device_;
-  const perf::GpuDevice *gpuModel_; // the GPU's performance model; null: none
+  const perf::GpuDevice *gpuModel_;         // the GPU's performance model; null: none
   std::optional<perf::CpuDevice> cpuModel_; // this CPU's, when tuning on the CPU
   std::vector<TunedChoice::Candidate> candidates_;
 };
