@@ -163,25 +163,6 @@ double timeMaxChain(int64_t iterations) {
   return seconds;
 }
 
-// One chain of additions into an element of memory: each step loads the
-// element the step before stored.
-double timeMemoryChain(int64_t iterations) {
-  alignas(64) float slot[16] = {};
-  volatile float seed = 1e-4f;
-  float shift = seed;
-  float *element = slot;
-  asm volatile("" : "+r"(element));
-  auto start = Clock::now();
-  for (int64_t n = 0; n < iterations; ++n) {
-    *element = *element + shift;
-    asm volatile("" : : "r"(element) : "memory");
-  }
-  double seconds = secondsSince(start);
-  float sink = slot[0];
-  asm volatile("" : : "x"(sink));
-  return seconds;
-}
-
 // Twelve independent chains of vector divisions (`a = 1 / a`, which stays
 // finite) or square roots (`a = sqrt(a)`, which tends to 1) on the widest
 // vectors: the divider's throughput. Returns seconds for `iterations`.
@@ -520,7 +501,6 @@ nlohmann::json toJson(const CpuDevice &device, const std::string &key) {
           {"dependent_op_ns", device.dependentOpNs},
           {"dependent_fma_ns", device.dependentFmaNs},
           {"dependent_max_ns", device.dependentMaxNs},
-          {"dependent_memory_op_ns", device.dependentMemoryOpNs},
           {"vector_divide_ns", device.vectorDivideNs},
           {"vector_sqrt_ns", device.vectorSqrtNs},
           {"math_lanes", device.mathLanes},
@@ -553,7 +533,6 @@ std::optional<CpuDevice> fromJson(const nlohmann::json &json, const std::string 
     device.dependentOpNs = json.at("dependent_op_ns").get<double>();
     device.dependentFmaNs = json.at("dependent_fma_ns").get<double>();
     device.dependentMaxNs = json.at("dependent_max_ns").get<double>();
-    device.dependentMemoryOpNs = json.at("dependent_memory_op_ns").get<double>();
     device.vectorDivideNs = json.at("vector_divide_ns").get<double>();
     device.vectorSqrtNs = json.at("vector_sqrt_ns").get<double>();
     device.mathLanes = json.at("math_lanes").get<int>();
@@ -590,7 +569,6 @@ CpuDevice epyc2() {
   device.dependentOpNs = 0.82;
   device.dependentFmaNs = 1.09;
   device.dependentMaxNs = 0.545;
-  device.dependentMemoryOpNs = 3.27;
   device.vectorDivideNs = 1.63;
   device.vectorSqrtNs = 2.72;
   device.mathLanes = 8;
@@ -648,8 +626,6 @@ CpuDevice probeCpu() {
 #endif
   device.dependentMaxNs = fastest(3, [] { return timeMaxChain(kScalarIterations); }) /
                           static_cast<double>(kScalarIterations) * 1e9;
-  device.dependentMemoryOpNs = fastest(3, [] { return timeMemoryChain(kScalarIterations); }) /
-                               static_cast<double>(kScalarIterations) * 1e9;
   // Without a vector divider probe: a division or root of each lane at
   // the rate of a few scalar operations.
   device.vectorDivideNs = device.vectorSqrtNs = device.vectorLanes * 4 / device.scalarGopsPerThread;

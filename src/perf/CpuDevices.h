@@ -36,10 +36,6 @@ struct CpuDevice {
   // running maximum, `m = m > v ? m : v`).
   double dependentFmaNs = 0;
   double dependentMaxNs = 0;
-  // Nanoseconds between two dependent additions into one element of
-  // memory (load, add, store, and the next load served from that store):
-  // an accumulator that lives in memory from one step to the next.
-  double dependentMemoryOpNs = 0;
   // Nanoseconds a core takes for each of many independent divisions, and
   // square roots, of the widest vectors: the divider is a unit of its own,
   // far slower than the FMA pipes.
