@@ -46,6 +46,15 @@ struct AccessClass {
   // Neither the same element for all lanes nor consecutive ones along the
   // loop that is vectorized: each lane loads its own element.
   bool gathered = false;
+  // Of a gathered access: the block's threads that read consecutive
+  // elements of the line one lane's element lies in (its threads along a
+  // dimension the access walks contiguously, at most a line's elements),
+  // among which that line is shared; and whether each lane's line lies on
+  // a page of its own (lanes a page or more apart), which the block's
+  // threads then reach through one page walk each.
+  double lineSharers = 1;
+  double rowRun = 1; // those threads, however many
+  bool pagePerLane = false;
   // Walked by the loop inside the thread that runs it with a stride other
   // than 0 or 1, and not along x: each vector's step a new cache line when
   // the arrays are larger than the core's L2.
@@ -198,11 +207,15 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
     // bodies together (codegen/CpuThreadNest.cpp keeps those inside), and
     // the bodies of the loops from the x thread loop down to each.
     std::map<std::string, double> unrolledInThread;
+    // The block's thread loops.
+    std::vector<const For *> threadLoops;
 
   protected:
     void visitFor(const For &node) override {
       if (node.forKind == ForKind::GpuThread && node.gpuDim == 0)
         loop = &node;
+      if (node.forKind == ForKind::GpuThread)
+        threadLoops.push_back(&node);
       auto lookup = [&](const std::string &name) {
         auto found = bound_.find(name);
         return found == bound_.end() ? std::nullopt : std::optional<int64_t>(found->second);
@@ -416,6 +429,15 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
         !innerLoops.empty() && vectorLoop != innerLoops.back() &&
         passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Zero;
     kind.gathered = vectorLoop && !isStream(access, *vectorLoop) && !hoisted;
+    if (kind.gathered) {
+      double element = static_cast<double>(scalarSize(access.buffer->element));
+      for (const For *thread : finder.threadLoops)
+        if (thread != finder.loop &&
+            passes::strideAlong(access, thread->var).kind == passes::Stride::Kind::Contiguous)
+          kind.rowRun = std::max(kind.rowRun, static_cast<double>(shape.block[thread->gpuDim]));
+      kind.lineSharers = std::min(kind.rowRun, kCacheLineBytes / element);
+      kind.pagePerLane = strideBytes(access, *vectorLoop) >= kPageBytes;
+    }
     kind.columnWalk = !kind.gathered && !innerLoops.empty() && vectorLoop != innerLoops.back() &&
                       !isStream(access, innerLoops.back()) &&
                       passes::strideAlong(access, *vectorLoop).kind == passes::Stride::Kind::Zero;
@@ -938,7 +960,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // column strip walks, at the strip rate once they exceed the last-level
   // cache.
   double footprint = profile.compulsoryReadBytes + profile.compulsoryWriteBytes;
-  double bytes = footprint, stripBytes = 0, runStarts = 0;
+  double bytes = footprint, stripBytes = 0, runStarts = 0, pageWalks = 0;
   bool beyondCache = footprint > static_cast<double>(device.lastLevelCacheBytes);
   std::set<std::string> stripArrays;
   for (const AccessProfile &access : profile.accesses) {
@@ -969,7 +991,9 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
       prediction.vectorized = false;
       prediction.scalarBecause = "lanes gather";
       gatheredLoads += access.activeLanes;
-      lines += access.activeLanes;
+      lines += access.activeLanes / kind.lineSharers;
+      if (kind.pagePerLane && beyondCache)
+        pageWalks += access.activeLanes / kind.rowRun;
     }
     if (kind.columnWalk)
       lines += access.activeLanes / device.vectorLanes;
@@ -1003,7 +1027,10 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // Runs read from beyond the core's L2 that start anew wait the
   // last-level cache's latency each (its lower bound where they come from
   // DRAM).
-  double runStartSeconds = runStarts * device.cacheLatencyNs * 1e-9;
+  // So does each page walk of a gather whose lanes' rows lie a page or
+  // more apart, once the arrays are beyond the last-level cache (their
+  // pages beyond what the TLB holds): one per lane's row and block.
+  double runStartSeconds = (runStarts + pageWalks) * device.cacheLatencyNs * 1e-9;
   double memoryOneThread = secondsOf(bytes, device.bandwidthFor(footprint, 1)) +
                            secondsOf(stripBytes, device.stripGBsOneThread) + runStartSeconds;
   double aloneSeconds = std::max(computeOneThread, memoryOneThread);
