@@ -21,7 +21,10 @@
 #
 # Usage: bench/cpu/run.sh [LOOPC] (default build/loopc); REPS=5 by default;
 # CASES, an extended regular expression, runs only the cases whose name
-# matches it.
+# matches it. ROUNDS=N (default 1) times each case N times, loopc, C and
+# Polly in turn, and keeps each one's fastest median: on a machine whose
+# speed comes and goes (a virtual machine's threads sharing a core for a
+# while), a single round can catch one of them in a slow moment.
 # With libopenblas-dev installed, matmul is also measured against OpenBLAS at
 # three sizes (bench/cpu/openblas.sh).
 # LOOPC_COMMIT names the commit LOOPC was built from when it is not this
@@ -31,6 +34,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 loopc=${1:-$root/build/loopc}
 reps=${REPS:-5}
+rounds=${ROUNDS:-1}
 cc=${CC:-gcc}
 cflags=(-O3 -march=native -fopenmp)
 
@@ -56,7 +60,9 @@ else
 fi
 echo "Date: $(date -u +%Y-%m-%d) · commit: $commit"
 echo "loopc: bounds-checked (the default; bench/cpu/bounds_checks.sh measures what the checks cost)"
-echo "Compiler: $($cc --version | head -n1), ${cflags[*]}; $reps runs per kernel, median"
+rounds_note=
+((rounds > 1)) && rounds_note=", the fastest of $rounds alternating rounds"
+echo "Compiler: $($cc --version | head -n1), ${cflags[*]}; $reps runs per kernel, median$rounds_note"
 echo "Load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| kernel | sizes | loopc ms | C ms | Polly ms | C / loopc | Polly / loopc |"
@@ -69,6 +75,17 @@ polly_compile=(clang-19 -O3 -march=native -fopenmp-simd -mllvm -polly -mllvm -po
   -mllvm -disable-loop-idiom-all)
 build_polly() { # source, executable
   "${polly_compile[@]}" -c -o "$2.o" "$1" 2>/dev/null && clang-19 -fopenmp -o "$2" "$2.o" -lm 2>/dev/null
+}
+
+# The faster of two times, either of which may be a failure's word.
+fastest() {
+  if [[ $1 =~ ^[0-9.]+$ && $2 =~ ^[0-9.]+$ ]]; then
+    awk -v a="$1" -v b="$2" 'BEGIN { print (b < a ? b : a) }'
+  elif [[ $2 =~ ^[0-9.]+$ ]]; then
+    echo "$2"
+  else
+    echo "$1"
+  fi
 }
 
 # C ms over loopc ms, or "-" when either failed.
@@ -84,25 +101,27 @@ for entry in "${cases[@]}"; do
   read_case "$entry"
   [[ -n ${CASES:-} && ! $name =~ $CASES ]] && continue
 
-  loopc_ms=failed
-  if output=$("$loopc" run "$root/$sample" "${kernel_args[@]}" --device cpu --repeat "$reps" \
-    "${set_args[@]}" "${option_args[@]}" 2>&1); then
-    loopc_ms=$(sed -n "s/.* ran on cpu in \([0-9.]*\) ms.*/\1/p" <<<"$output")
-  else
-    echo "run.sh: loopc failed on $sample: $output" >&2
-  fi
-
-  c_ms=failed
-  if "$cc" "${cflags[@]}" -o "$work/$name" "$root/bench/cpu/$name.c" -lm; then
-    # shellcheck disable=SC2086 # c_args is a list of sizes
-    c_ms=$("$work/$name" $c_args "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p')
-  fi
-
-  polly_ms=-
-  if build_polly "$root/bench/cpu/$name.c" "$work/$name.polly"; then
-    # shellcheck disable=SC2086 # c_args is a list of sizes
-    polly_ms=$("$work/$name.polly" $c_args "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p')
-  fi
+  c_built=false polly_built=false
+  "$cc" "${cflags[@]}" -o "$work/$name" "$root/bench/cpu/$name.c" -lm && c_built=true
+  build_polly "$root/bench/cpu/$name.c" "$work/$name.polly" && polly_built=true
+  loopc_ms=failed c_ms=failed polly_ms=-
+  for ((round = 0; round < rounds; ++round)); do
+    if output=$("$loopc" run "$root/$sample" "${kernel_args[@]}" --device cpu --repeat "$reps" \
+      "${set_args[@]}" "${option_args[@]}" 2>&1); then
+      loopc_ms=$(fastest "$loopc_ms" "$(sed -n "s/.* ran on cpu in \([0-9.]*\) ms.*/\1/p" <<<"$output")")
+    else
+      echo "run.sh: loopc failed on $sample: $output" >&2
+    fi
+    if $c_built; then
+      # shellcheck disable=SC2086 # c_args is a list of sizes
+      c_ms=$(fastest "$c_ms" "$("$work/$name" $c_args "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p')")
+    fi
+    if $polly_built; then
+      # shellcheck disable=SC2086 # c_args is a list of sizes
+      polly_ms=$(fastest "$polly_ms" \
+        "$("$work/$name.polly" $c_args "$reps" | sed -n 's/^\([0-9.]*\) ms.*/\1/p')")
+    fi
+  done
   echo "| $name | $sizes | $loopc_ms | $c_ms | $polly_ms | $(ratio "$c_ms" "$loopc_ms") |" \
     "$(ratio "$polly_ms" "$loopc_ms") |"
 done
