@@ -116,6 +116,13 @@ public:
           candidate[dimension.name] = value;
           if (point[dimension.name] == value || !visited_.insert(candidate).second)
             continue;
+          // Code already timed is neither predicted nor timed again (most
+          // passes change nothing in a given kernel).
+          auto repeated = alreadyTimed(candidate);
+          if (!repeated)
+            return std::unexpected(repeated.error());
+          if (*repeated)
+            continue;
           auto predicted = predict(candidate);
           if (!predicted)
             return std::unexpected(predicted.error());
@@ -207,6 +214,22 @@ private:
     if (!prediction)
       return std::unexpected(prediction.error());
     return prediction->seconds;
+  }
+
+  // Whether the candidate compiles to code already timed, which it then
+  // says.
+  Expected<bool> alreadyTimed(const Point &point) {
+    auto choices = choicesAt(point, run_.choices.boundsChecks);
+    if (!choices)
+      return std::unexpected(choices.error());
+    auto code = compiledCode(*choices);
+    if (!code)
+      return std::unexpected(code.error());
+    auto seen = timedCode_.find(*code);
+    if (seen == timedCode_.end())
+      return false;
+    out_ << "  " << describeChoices(*choices) << ": the same code as " << seen->second << "\n";
+    return true;
   }
 
   // A candidate the model rules out.
