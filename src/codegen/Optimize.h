@@ -33,9 +33,9 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
 // the row, and an element of another row is one scalar load. The SLP
 // vectorizer otherwise packs the loads of chains jammed across rows
 // (jam_serial_chains: `A[i][j]`, `A[i + 1][j]`, ... along j) into a gather
-// at every step, which on AVX-512 took 2.6x as long as the scalar loads
-// (a 4000 x 4000 matrix-vector product with four rows' chains a thread:
-// 7.2 against 2.7 ms on a 2-core AMD EPYC).
+// at every step, which costs more than the jammed chains save
+// (docs/benchmarks.md, CPU history). Elsewhere the lanes' gathers stay:
+// without them a transpose's or a convolution's lanes load one by one.
 void preferNoGathers(llvm::Function &function);
 
 // Leaves out the x86 features LLVM 19 miscompiles our code with. AVX512BW:

@@ -53,9 +53,9 @@ const int64_t kCpuWideRange = 256 * 16; // 16 blocks of 256: a core each on 16 c
 // own, and read consecutive elements of those rows along y (a transpose's
 // A[j][i] with x = j) gets one vector of lanes along x and a long run along
 // y: each row gathered from then gives the block whole cache lines, and its
-// page serves 64 elements before the block moves on, where 32 x 8 took 8 of
-// each line and a page walk for every 8 (a 4096^2 transpose on a 2-core
-// AMD EPYC: 13-21 ms against 24-35).
+// page serves 64 elements before the block moves on, where 32 x 8 used 8 of
+// each line and walked a page for every 8 (a transpose runs about twice as
+// fast: docs/benchmarks.md, CPU history).
 const int64_t kCpuTallBlock[3] = {16, 64, 1};
 // A stride (in elements) past which each lane's element lies in a cache
 // line of its own.
@@ -149,8 +149,9 @@ private:
     if (target_ == PipelineTarget::Cpu && mapped.size() == 2 &&
         gathersRowsAlongX(accesses, *mapped[0], *mapped[1])) {
       remarks_.applied(mapped[0]->source,
-                       "blocks of 16 x 64 on the CPU: each lane along x reads a row of its own, "
-                       "walked along y");
+                       "blocks of " + std::to_string(kCpuTallBlock[0]) + " x " +
+                           std::to_string(kCpuTallBlock[1]) +
+                           " on the CPU: each lane along x reads a row of its own, walked along y");
       return grid(mapped, body, kCpuTallBlock);
     }
     if (target_ != PipelineTarget::Cpu || mapped.size() != 1)
