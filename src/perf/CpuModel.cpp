@@ -694,9 +694,14 @@ private:
     // whose loads share cache lines.
     const ChainGroup *chains = shape.chains;
     bool sideBySide = chains && chains->sideBySide;
+    // A scalar iteration that is no chain's step issues its loads and its
+    // store as instructions beside the arithmetic (an LU's row update whose
+    // overlap check fails); a chain's loads issue while its step waits.
+    double scalarOperations =
+        shape.operations + (shape.recurrence ? 0.0 : static_cast<double>(shape.accesses.size()));
     double compute = vectorized || sideBySide
                          ? shape.operations * 2 / (device_.vectorGflopsPerThread * 1e9)
-                         : shape.operations / (device_.scalarGopsPerThread * 1e9);
+                         : scalarOperations / (device_.scalarGopsPerThread * 1e9);
     // The chains' steps issue while they wait: an iteration takes the
     // longer of their operations and one dependent step (an FMA's latency
     // for a sum of products, which LLVM contracts).
