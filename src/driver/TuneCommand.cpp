@@ -98,7 +98,10 @@ public:
     auto defaultPrediction = predict(point);
     if (!defaultPrediction)
       return std::unexpected(defaultPrediction.error());
-    auto first = measure(point, *defaultPrediction);
+    auto defaultCode = codeAt(point);
+    if (!defaultCode)
+      return std::unexpected(defaultCode.error());
+    auto first = measure(point, *defaultPrediction, *defaultCode);
     if (!first)
       return std::unexpected(first.error());
     if (!*first)
@@ -110,7 +113,12 @@ public:
       bool changed = false;
       for (const Dimension &dimension : dimensions) {
         // The dimension's other values, fastest predicted first.
-        std::vector<std::pair<Point, std::optional<double>>> candidates;
+        struct Candidate {
+          Point point;
+          std::optional<double> predicted;
+          std::string code;
+        };
+        std::vector<Candidate> candidates;
         for (const std::string &value : dimension.values) {
           Point candidate = point;
           candidate[dimension.name] = value;
@@ -118,24 +126,25 @@ public:
             continue;
           // Code already timed is neither predicted nor timed again (most
           // passes change nothing in a given kernel).
-          auto repeated = alreadyTimed(candidate);
-          if (!repeated)
-            return std::unexpected(repeated.error());
-          if (*repeated)
+          auto code = codeAt(candidate);
+          if (!code)
+            return std::unexpected(code.error());
+          if (sayTimedAlready(candidate, *code))
             continue;
           auto predicted = predict(candidate);
           if (!predicted)
             return std::unexpected(predicted.error());
-          candidates.emplace_back(candidate, *predicted);
+          candidates.push_back({candidate, *predicted, std::move(*code)});
         }
-        std::ranges::stable_sort(
-            candidates, {}, [](const auto &candidate) { return candidate.second.value_or(0); });
-        for (const auto &[candidate, predicted] : candidates) {
+        std::ranges::stable_sort(candidates, {}, [](const Candidate &candidate) {
+          return candidate.predicted.value_or(0);
+        });
+        for (const auto &[candidate, predicted, code] : candidates) {
           if (predicted && bestPrediction && *predicted > *bestPrediction * kPrunedAbove) {
             skip(candidate, *predicted, *bestPrediction);
             continue;
           }
-          auto seconds = measure(candidate, predicted);
+          auto seconds = measure(candidate, predicted, code);
           if (!seconds)
             return std::unexpected(seconds.error());
           if (*seconds && **seconds < best * (1 - kSignificant)) {
@@ -216,19 +225,21 @@ private:
     return prediction->seconds;
   }
 
-  // Whether the candidate compiles to code already timed, which it then
-  // says.
-  Expected<bool> alreadyTimed(const Point &point) {
+  // The candidate's kernel after the pipeline, printed (compiledCode).
+  Expected<std::string> codeAt(const Point &point) const {
     auto choices = choicesAt(point, run_.choices.boundsChecks);
     if (!choices)
       return std::unexpected(choices.error());
-    auto code = compiledCode(*choices);
-    if (!code)
-      return std::unexpected(code.error());
-    auto seen = timedCode_.find(*code);
+    return compiledCode(*choices);
+  }
+
+  // Whether `code`, the candidate's, was timed already, which it then says.
+  bool sayTimedAlready(const Point &point, const std::string &code) {
+    auto seen = timedCode_.find(code);
     if (seen == timedCode_.end())
       return false;
-    out_ << "  " << describeChoices(*choices) << ": the same code as " << seen->second << "\n";
+    out_ << "  " << describeChoices(*choicesAt(point, run_.choices.boundsChecks))
+         << ": the same code as " << seen->second << "\n";
     return true;
   }
 
@@ -241,21 +252,17 @@ private:
     candidates_.push_back({label, predicted * 1e3, std::nullopt});
   }
 
-  // The candidate's median time in seconds; none when it compiles to code
-  // already timed or disagrees with the defaults.
-  Expected<std::optional<double>> measure(const Point &point, std::optional<double> predicted) {
+  // The candidate's median time in seconds; none when its code (`code`)
+  // was timed already or it disagrees with the defaults.
+  Expected<std::optional<double>> measure(const Point &point, std::optional<double> predicted,
+                                          const std::string &code) {
     auto choices = choicesAt(point, run_.choices.boundsChecks);
     if (!choices)
       return std::unexpected(choices.error());
-    std::string label = describeChoices(*choices);
-    auto code = compiledCode(*choices);
-    if (!code)
-      return std::unexpected(code.error());
-    if (auto seen = timedCode_.find(*code); seen != timedCode_.end()) {
-      out_ << "  " << label << ": the same code as " << seen->second << "\n";
+    if (sayTimedAlready(point, code))
       return std::nullopt;
-    }
-    timedCode_.emplace(*code, label);
+    std::string label = describeChoices(*choices);
+    timedCode_.emplace(code, label);
     auto engine = createEngine(run_.engine->kind(), *choices);
     if (!engine)
       return std::unexpected(engine.error());
