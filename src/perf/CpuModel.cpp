@@ -577,6 +577,9 @@ private:
     Walk walk;
     bool sameAsStored;
     const std::vector<Expr> *indices = nullptr;
+    // Per loop around the statement, outermost first: whether it moves the
+    // element accessed.
+    std::vector<bool> movedBy = {};
   };
 
   double footprint(const BufferInfo &buffer) const {
@@ -613,7 +616,6 @@ private:
   // times at N = 1000), where only the trip counts and ranges change.
   struct StatementShape {
     std::vector<Access> accesses;
-    std::vector<std::vector<bool>> movedBy;
     double operations = 0;
     bool recurrence = false;
     // Every access walks a row or stays: LLVM vectorizes the loop unless
@@ -658,13 +660,12 @@ private:
     }
     Walk stored = walkOf(node.indices);
     shape.accesses.push_back({node.buffer.get(), stored, false});
-    for (const Access &access : shape.accesses) {
-      std::vector<bool> &moved = shape.movedBy.emplace_back();
+    for (Access &access : shape.accesses) {
       for (const For *loop : enclosingLoops())
-        moved.push_back(access.indices &&
-                        std::ranges::any_of(*access.indices, [&](const Expr &index) {
-                          return scope.analyze(index).dependsOn(loop->var);
-                        }));
+        access.movedBy.push_back(access.indices &&
+                                 std::ranges::any_of(*access.indices, [&](const Expr &index) {
+                                   return scope.analyze(index).dependsOn(loop->var);
+                                 }));
     }
     shape.operations = operationsOf(node.value) + 1;
     // An element updated at every iteration from its own last value is a
@@ -711,8 +712,7 @@ private:
                   chains->recurrences
             : 0;
     double memory = 0;
-    for (size_t a = 0; a < shape.accesses.size(); ++a) {
-      const Access &access = shape.accesses[a];
+    for (const Access &access : shape.accesses) {
       if (access.walk == Walk::Invariant)
         continue;
       double arrayBytes = footprint(*access.buffer);
@@ -724,8 +724,7 @@ private:
                          ? kCacheLineBytes
                          : element;
       double stride = access.walk == Walk::Strided && !sideBySide ? kCacheLineBytes : element;
-      memory += secondsOf(
-          bytes, bandwidthFor(reuseFootprint(access, shape.movedBy[a], stride, arrayBytes)));
+      memory += secondsOf(bytes, bandwidthFor(reuseFootprint(access, stride, arrayBytes)));
     }
     addHost(compute * times, latency * times, memory * times);
   }
@@ -735,14 +734,13 @@ private:
   // the innermost enclosing loop that does not move it (which carries its
   // reuse: an LU's row A[i][k] re-read for every j); the whole array when
   // every enclosing loop moves it, or a trip count is not known.
-  double reuseFootprint(const Access &access, const std::vector<bool> &movedBy, double bytesPerStep,
-                        double arrayBytes) const {
+  double reuseFootprint(const Access &access, double bytesPerStep, double arrayBytes) const {
     if (!access.indices)
       return arrayBytes;
     double bytes = bytesPerStep;
     const std::vector<const For *> &loops = enclosingLoops();
     for (size_t l = loops.size(); l-- > 0;) {
-      if (!movedBy[l])
+      if (!access.movedBy[l])
         return std::min(bytes, arrayBytes);
       std::optional<int64_t> trips = evaluate(*loops[l]->extent);
       if (!trips)
