@@ -675,9 +675,9 @@ void LlvmEmitter::emitFor(const ir::For &loop) {
   // registers spilled (sqdist 64 bytes, cnn_conv's 5 x 5 filters 120).
   if (loop.forKind == ForKind::Serial && containsAsyncCopy(*loop.body))
     addLoopProperty(backEdge, {llvm::MDString::get(context(), "llvm.loop.unroll.disable")});
-  if (target_.namesLoops())
+  if (std::optional<std::string> name = target_.loopName(loop))
     addLoopProperty(backEdge, {llvm::MDString::get(context(), "loopc.loop"),
-                               llvm::MDString::get(context(), loop.var)});
+                               llvm::MDString::get(context(), *name)});
 }
 
 // An Unrolled loop of constant bounds: its body once per iteration, the

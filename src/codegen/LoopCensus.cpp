@@ -73,9 +73,9 @@ int machineInstructions(const llvm::Instruction &instruction) {
   }
 }
 
-// The Loop IR variable a loop's `llvm.loop` properties name (the NVPTX
-// target gives each loop {"loopc.loop", name}); empty when none does.
-std::string loopVariable(const llvm::Loop &loop) {
+// The Loop IR loop a loop's `llvm.loop` properties name (the NVPTX target
+// gives each loop {"loopc.loop", name}); empty when none does.
+std::string loopName(const llvm::Loop &loop) {
   llvm::MDNode *id = loop.getLoopID();
   if (!id)
     return "";
@@ -106,8 +106,8 @@ LoopCensus censusLoops(llvm::Module &module) {
     llvm::ScalarEvolution evolution(function, library, assumptions, dominators, loops);
     std::map<std::string, CensusLoop> &kernel = census[function.getName().str()];
     for (llvm::Loop *loop : loops.getLoopsInPreorder()) {
-      std::string variable = loopVariable(*loop);
-      if (variable.empty())
+      std::string name = loopName(*loop);
+      if (name.empty())
         continue;
       CensusLoop found;
       for (llvm::BasicBlock *block : loop->blocks())
@@ -125,7 +125,7 @@ LoopCensus censusLoops(llvm::Module &module) {
         found.constantTrips = evolution.getSmallConstantTripCount(loop);
       // A run-time unrolled loop's remainder is a loop too, with the same
       // properties: the main loop (the one with the most loads) counts.
-      CensusLoop &known = kernel[variable];
+      CensusLoop &known = kernel[name];
       if (found.globalLoads > known.globalLoads ||
           (found.globalLoads == known.globalLoads && found.instructions > known.instructions))
         known = found;

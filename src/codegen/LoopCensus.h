@@ -32,7 +32,7 @@ struct CensusLoop {
   int64_t constantTrips = 0;
 };
 
-// Kernel name -> Loop IR loop variable -> what is left of that loop.
+// Kernel name -> the loop's name (ir::loopKeys) -> what is left of that loop.
 using LoopCensus = std::map<std::string, std::map<std::string, CensusLoop>>;
 
 // The loops of every kernel of `module` (optimized), found by the

@@ -4,6 +4,7 @@
 
 #include "codegen/LlvmEmitter.h"
 #include "codegen/Optimize.h"
+#include "ir/IRVisitor.h"
 
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
@@ -328,7 +329,10 @@ Expected<std::unique_ptr<llvm::Module>> buildModule(const ir::Function &function
   module->setDataLayout(machine.createDataLayout());
   // Denormals are kept (IEEE results, as on the CPU and in the interpreter).
   module->addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
-  NvptxTarget target(launchGeometryLoops(function));
+  std::map<const ir::For *, std::string> loopNames;
+  for (const KernelFunc &kernel : function.kernels)
+    loopNames.merge(ir::loopKeys(kernel.body));
+  NvptxTarget target(launchGeometryLoops(function), std::move(loopNames));
   LlvmEmitter emitter(*module, target);
   emitter.setBoundsChecks(function);
   for (const KernelFunc &kernel : function.kernels)
@@ -561,6 +565,13 @@ bool NvptxTarget::usesLibraryMath(Builtin builtin) const { return ir::isMathRout
 // libdevice's names: __nv_tanh, __nv_tanhf.
 std::string NvptxTarget::libraryMathName(Builtin builtin, ScalarType type) const {
   return std::string("__nv_") + builtinName(builtin) + (type == ScalarType::F32 ? "f" : "");
+}
+
+std::optional<std::string> NvptxTarget::loopName(const ir::For &loop) const {
+  auto found = loopNames_.find(&loop);
+  if (found == loopNames_.end())
+    return std::nullopt;
+  return found->second;
 }
 
 void NvptxTarget::emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) {

@@ -25,6 +25,7 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -46,9 +47,11 @@ Status checkGpuName(const std::string &gpu);
 class NvptxTarget final : public Target {
 public:
   // `directLoops`: the GpuBlock/GpuThread loops whose extent is the launch
-  // geometry of every launch of their kernel (see launchGeometryLoops).
-  explicit NvptxTarget(std::set<const ir::For *> directLoops)
-      : directLoops_(std::move(directLoops)) {}
+  // geometry of every launch of their kernel (see launchGeometryLoops);
+  // `loopNames`: each kernel's loops by ir::loopKeys of its body.
+  NvptxTarget(std::set<const ir::For *> directLoops,
+              std::map<const ir::For *, std::string> loopNames)
+      : directLoops_(std::move(directLoops)), loopNames_(std::move(loopNames)) {}
 
   void emitGpuLoop(LlvmEmitter &emitter, const ir::For &loop) override;
   llvm::Value *allocate(LlvmEmitter &emitter, const ir::BufferInfo &buffer,
@@ -63,10 +66,11 @@ public:
   bool usesLibraryMath(Builtin builtin) const override;
   std::string libraryMathName(Builtin builtin, ScalarType type) const override;
   void emitLaunch(LlvmEmitter &emitter, const ir::Launch &launch) override;
-  bool namesLoops() const override { return true; }
+  std::optional<std::string> loopName(const ir::For &loop) const override;
 
 private:
   std::set<const ir::For *> directLoops_;
+  std::map<const ir::For *, std::string> loopNames_;
   int threadLoopDepth_ = 0; // GpuThread loops around the current emission
 };
 

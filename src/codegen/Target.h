@@ -9,6 +9,7 @@
 
 #include "ir/IR.h"
 
+#include <optional>
 #include <string>
 
 namespace llvm {
@@ -82,10 +83,10 @@ public:
   virtual void emitStore(LlvmEmitter &emitter, const ir::BufferInfo &buffer, llvm::Value *value,
                          llvm::Value *address);
 
-  // Whether each loop carries its Loop IR variable as an `llvm.loop`
-  // property ({"loopc.loop", name}), so that what LLVM made of the loops can
-  // be read from the optimized module (LoopCensus.h).
-  virtual bool namesLoops() const { return false; }
+  // The name a loop carries as an `llvm.loop` property ({"loopc.loop",
+  // name}), so that what LLVM made of the loops can be read from the
+  // optimized module (LoopCensus.h); none where the target does not ask.
+  virtual std::optional<std::string> loopName(const ir::For &) const { return std::nullopt; }
 };
 
 } // namespace loopc::codegen

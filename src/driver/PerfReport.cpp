@@ -176,8 +176,8 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
   if (!ptx)
     return std::unexpected(ptx.error());
   for (const auto &[kernelName, kernelLoops] : loops)
-    for (const auto &[variable, loop] : kernelLoops)
-      compiled[kernelName].loops[variable] = {loop.globalLoads, loop.instructions,
+    for (const auto &[name, loop] : kernelLoops)
+      compiled[kernelName].loops[name] = {loop.globalLoads, loop.instructions,
                                               loop.constantTrips};
   if (std::optional<std::string> ptxas = codegen::findPtxas()) {
     auto reports = codegen::runPtxas(*ptxas, *ptx, device.ptxTarget);

@@ -860,6 +860,21 @@ std::vector<const Load *> loadsIn(const Expr &expr) {
   return collector.loads;
 }
 
+std::map<const For *, std::string> loopKeys(const Stmt &stmt) {
+  class Namer : public IRVisitor {
+  public:
+    std::map<const For *, std::string> keys;
+
+  protected:
+    void visitFor(const For &node) override {
+      keys.emplace(&node, node.var + "#" + std::to_string(keys.size()));
+      IRVisitor::visitFor(node);
+    }
+  } namer;
+  namer.visit(stmt);
+  return namer.keys;
+}
+
 bool readsStoredElement(const Store &store) {
   return std::ranges::any_of(loadsIn(store.value), [&](const Load *load) {
     return load->buffer == store.buffer &&

@@ -141,6 +141,13 @@ std::set<std::string> freeVars(const Stmt &stmt);
 // True when `expr` reads any variable of `names`.
 bool usesAnyVar(const Expr &expr, const std::set<std::string> &names);
 
+// A name for each loop of `stmt` that no other loop of it has: its variable
+// and its place among the loops in preorder (`k.stage#3`). Copies of a loop
+// that passes make for a nest's interior and edge tiles keep its variable;
+// the NVPTX target names each loop of a kernel with this so that what LLVM
+// made of each copy can be told apart (codegen/LoopCensus.h).
+std::map<const For *, std::string> loopKeys(const Stmt &stmt);
+
 // The loads in `expr`, in order (an index's loads after the load it
 // indexes).
 std::vector<const Load *> loadsIn(const Expr &expr);

@@ -473,18 +473,10 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
 // Every loop of a kernel, as the code generator keeps it (a loop the model
 // walks once, weighted by its trip count).
 std::map<std::string, CompiledLoop> everyLoopKept(const KernelFunc &kernel) {
-  class Loops : public IRVisitor {
-  public:
-    std::map<std::string, CompiledLoop> kept;
-
-  protected:
-    void visitFor(const For &node) override {
-      kept[node.var] = CompiledLoop{.globalLoads = 1, .instructions = 0, .constantTrips = 0};
-      IRVisitor::visitFor(node);
-    }
-  } loops;
-  loops.visit(kernel.body);
-  return loops.kept;
+  std::map<std::string, CompiledLoop> kept;
+  for (const auto &[loop, key] : ir::loopKeys(kernel.body))
+    kept[key] = CompiledLoop{.globalLoads = 1, .instructions = 0, .constantTrips = 0};
+  return kept;
 }
 
 // The floating-point and integer operations of an expression, loads not

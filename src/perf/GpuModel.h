@@ -43,7 +43,7 @@ struct CompiledKernel {
   int spillBytes = 0;  // stores and loads of spilled registers, per thread
   int sharedBytes = 0; // static shared memory per block
   bool known = false;  // false: no ptxas; registers are then a guess
-  // Loop IR loop variable -> what one iteration does, for the loops still
+  // Loop IR loop (ir::loopKeys) -> what one iteration does, for the loops still
   // loops after optimization (codegen/LoopCensus.h); the others were
   // unrolled whole.
   std::map<std::string, CompiledLoop> loops;

@@ -96,7 +96,8 @@ public:
   Walker(const KernelFunc &kernel, const LaunchShape &launch,
          const std::map<std::string, int64_t> &values,
          const std::map<std::string, CompiledLoop> &compiledLoops)
-      : kernel_(kernel), launch_(launch), sizes_(values), compiledLoops_(compiledLoops) {}
+      : kernel_(kernel), launch_(launch), sizes_(values), compiledLoops_(compiledLoops),
+        loopKeys_(ir::loopKeys(kernel.body)) {}
 
   KernelProfile profile() {
     KernelProfile result;
@@ -500,8 +501,8 @@ private:
     frame.trips = static_cast<double>(trips);
     frame.roundsUnroll = static_cast<double>(unrollFactor(loop, trips));
     frame.joinsEnclosingRound =
-        unrolledByPtxas(loop.var) || (frame.roundsUnroll >= static_cast<double>(trips) &&
-                                      (constantTrips || !compiledLoops_.contains(loop.var)));
+        unrolledByPtxas(loop) ||
+        (frame.roundsUnroll >= static_cast<double>(trips) && (constantTrips || !compiled(loop)));
     double instructionsBefore = warpCounts_.instructions;
     // The loop's own increment and branch, per iteration LLVM leaves.
     if (!frame.joinsEnclosingRound)
@@ -544,12 +545,11 @@ private:
     // element's row and column, the clamps and compares of its guard) is
     // not folded into addresses as a compute loop's is. A loop ptxas
     // unrolls whole folds its counter into constant offsets instead.
-    if (auto compiled = compiledLoops_.find(loop.var); compiled != compiledLoops_.end() &&
-                                                       !unrolledByPtxas(loop.var) &&
-                                                       !containsKeptLoop(*loop.body)) {
+    if (const CompiledLoop *kept = compiled(loop);
+        kept && !unrolledByPtxas(loop) && !containsKeptLoop(*loop.body)) {
       double iterations = weight * static_cast<double>(trips);
       double counted = (warpCounts_.instructions - instructionsBefore) / iterations;
-      double left = compiled->second.instructions / frame.roundsUnroll;
+      double left = kept->instructions / frame.roundsUnroll;
       if (left > counted)
         issue(iterations * (left - counted));
     }
@@ -1275,24 +1275,33 @@ private:
   // instructions) and conv2d_5x5's 2 x 2 tile rows (5 of 82), but not
   // cnn_conv's halo copy (13 of 56) nor conv2d_5x5's (19 of 39): the SASS
   // has as many global loads as the PTX there.
-  bool unrolledByPtxas(const std::string &var) const {
+  bool unrolledByPtxas(const ir::For &loop) const {
     constexpr int64_t kPtxasUnrollInstructions = 500;
-    auto found = compiledLoops_.find(var);
-    return found != compiledLoops_.end() && found->second.constantTrips > 0 &&
-           found->second.constantTrips * found->second.instructions <= kPtxasUnrollInstructions;
+    const CompiledLoop *kept = compiled(loop);
+    return kept && kept->constantTrips > 0 &&
+           kept->constantTrips * kept->instructions <= kPtxasUnrollInstructions;
+  }
+
+  // What the code generator left of `loop`; null where it unrolled it whole.
+  const CompiledLoop *compiled(const ir::For &loop) const {
+    auto key = loopKeys_.find(&loop);
+    if (key == loopKeys_.end())
+      return nullptr;
+    auto found = compiledLoops_.find(key->second);
+    return found == compiledLoops_.end() ? nullptr : &found->second;
   }
 
   // The iterations of `loop`'s body one iteration of what LLVM's unroller
   // left runs: all of them when it unrolled the loop whole, else the loads
   // the optimized loop makes over those one iteration of ours makes.
   int64_t unrollFactor(const ir::For &loop, int64_t trips) const {
-    auto found = compiledLoops_.find(loop.var);
-    if (found == compiledLoops_.end())
+    const CompiledLoop *kept = compiled(loop);
+    if (!kept)
       return trips;
     int64_t ours = globalLoadsPerIteration(*loop.body);
     if (ours == 0)
       return 1;
-    return std::clamp<int64_t>((found->second.globalLoads + ours / 2) / ours, 1, trips);
+    return std::clamp<int64_t>((kept->globalLoads + ours / 2) / ours, 1, trips);
   }
 
   // The global loads one iteration of a loop's body makes, with those of
@@ -1311,8 +1320,7 @@ private:
       case StmtNode::Kind::For: {
         auto &loop = *stmt.as<ir::For>();
         auto *trips = loop.extent->as<IntImm>();
-        bool unrolledWhole =
-            loop.forKind == ForKind::Unrolled || (trips && !compiledLoops_.contains(loop.var));
+        bool unrolledWhole = loop.forKind == ForKind::Unrolled || (trips && !compiled(loop));
         if (unrolledWhole)
           visit(*loop.body, times * (trips ? std::max<int64_t>(trips->value, 0) : 1));
         return;
@@ -1358,19 +1366,19 @@ private:
   bool containsKeptLoop(const StmtNode &body) const {
     class Finder : public IRVisitor {
     public:
-      explicit Finder(const std::map<std::string, CompiledLoop> &kept) : kept_(kept) {}
+      explicit Finder(const Walker &walker) : walker_(walker) {}
       bool found = false;
 
     protected:
       bool finished() const override { return found; }
       void visitFor(const ir::For &node) override {
-        found |= kept_.contains(node.var);
+        found |= walker_.compiled(node) != nullptr;
         IRVisitor::visitFor(node);
       }
 
     private:
-      const std::map<std::string, CompiledLoop> &kept_;
-    } finder(compiledLoops_);
+      const Walker &walker_;
+    } finder(*this);
     finder.visit(Stmt(Stmt(), &body));
     return finder.found;
   }
@@ -1430,6 +1438,7 @@ private:
   const LaunchShape &launch_;
   const std::map<std::string, int64_t> &sizes_;
   const std::map<std::string, CompiledLoop> &compiledLoops_;
+  const std::map<const ir::For *, std::string> loopKeys_;
 
   std::array<int64_t, 3> blockIndex_ = {0, 0, 0};
   double blockWeight_ = 1;

@@ -143,7 +143,7 @@ struct CompiledLoop {
 };
 
 // Profiles one launch of `kernel` with `launch`'s geometry; `values` binds
-// the kernel's sizes and scalars. `compiledLoops` (by loop variable) says
+// the kernel's sizes and scalars. `compiledLoops` (by ir::loopKeys) says
 // which loops the code generator kept as loops and what one iteration of
 // each does; the others it unrolled whole.
 KernelProfile profileKernel(const ir::KernelFunc &kernel, const LaunchShape &launch,

@@ -135,4 +135,17 @@ struct MeasuredRow {
 // fails the current test on a malformed row.
 std::vector<MeasuredRow> readMeasuredRows(const std::string &relativePath);
 
+// The loops of a census (codegen::LoopCensus's kernel, perf::CompiledKernel's
+// loops) of the Loop IR variable `variable`: every copy of that loop a pass
+// made (a nest's interior and edge tiles) that the code generator kept.
+template <typename Loop>
+std::vector<Loop> loopsOfVariable(const std::map<std::string, Loop> &loops,
+                                  const std::string &variable) {
+  std::vector<Loop> found;
+  for (const auto &[name, loop] : loops)
+    if (name.starts_with(variable + "#"))
+      found.push_back(loop);
+  return found;
+}
+
 } // namespace loopc::test
