@@ -351,7 +351,7 @@ TEST_CASE("perf: explain --perf on the command line") {
       test::runLoopc("bench samples/dot.loop --set N=10 --device cpu --device-model z80");
   CHECK(neither.exitCode == 1);
   CHECK(contains(neither.output, "unknown device model 'z80': a GPU (h100, h100-pcie, h200, a100, "
-                                 "l4) or a CPU (native, epyc-2)"));
+                                 "l4) or a CPU (native, epyc-2, xeon-2)"));
 
   auto missing = test::runLoopc("explain samples/matmul.loop --perf --set M=100");
   CHECK(missing.exitCode == 1);

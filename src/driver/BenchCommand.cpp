@@ -77,8 +77,9 @@ Status benchPreparedRun(const BenchOutputOptions &options, PreparedRun &run,
   if (!*device && run.engine->kind() == "cpu") {
     auto found = perf::findCpuDevice(options.deviceModel.empty() ? "native" : options.deviceModel);
     if (!found) // neither a GPU's name (benchDeviceModel) nor a CPU's
-      return makeError("unknown device model '" + options.deviceModel +
-                       "': a GPU (h100, h100-pcie, h200, a100, l4) or a CPU (native, epyc-2)");
+      return makeError(
+          "unknown device model '" + options.deviceModel +
+          "': a GPU (h100, h100-pcie, h200, a100, l4) or a CPU (native, epyc-2, xeon-2)");
     cpuDevice = *found;
     auto predicted = predictCpuRun(*session.program, kernel, run.choices,
                                    integerValues(kernel, *inputs), *cpuDevice);
@@ -169,7 +170,7 @@ void BenchOutputOptions::addTo(CLI::App &command) {
       .add_option("--device-model", deviceModel,
                   "Also print what the performance model predicts on this GPU (h100, "
                   "h100-pcie, h200, a100, l4; a run on a known GPU predicts for it), or "
-                  "for a run on the CPU on this CPU model (native, the default, or epyc-2)")
+                  "for a run on the CPU on this CPU model (native, the default, epyc-2 or xeon-2)")
       ->check(nonEmpty());
 }
 

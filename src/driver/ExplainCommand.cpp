@@ -192,7 +192,7 @@ void ExplainOptions::addTo(CLI::App &command, CommandForm form) {
       .add_option("--device-model", deviceModel,
                   "The device --perf predicts for: a GPU (h100, the default, h100-pcie, "
                   "h200, a100, l4) or with --target cpu a CPU (native, the default: this "
-                  "machine, measured once; epyc-2)")
+                  "machine, measured once; epyc-2, xeon-2)")
       ->check(nonEmpty());
 }
 

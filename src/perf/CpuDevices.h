@@ -15,13 +15,14 @@
 #include "support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 namespace loopc::perf {
 
 struct CpuDevice {
-  std::string name;        // what --device-model takes: "native", "epyc-2"
+  std::string name;        // what --device-model takes: "native", "epyc-2", "xeon-2"
   std::string description; // "AMD EPYC, 2 threads, AVX-512"
   int threads = 1;         // the thread pool's (LOOPC_NUM_THREADS, else one per core)
   int vectorLanes = 4;     // f32 lanes of the widest vector the code generator uses
@@ -48,6 +49,9 @@ struct CpuDevice {
   int mathLanes = 4;
   double vectorExpNs = 0;
   int64_t l1BytesPerThread = 0, l2BytesPerThread = 0;
+  // What the last-level cache holds for the threads: the size the CPU
+  // reports, or less where copies that large already ran near memory's rate
+  // (a virtual machine is told its host's whole cache).
   int64_t lastLevelCacheBytes = 0;
   // Bytes read plus written a second by one thread copying arrays that fit
   // its L1 and its L2 (each thread has its own); by copies whose arrays fit
@@ -80,7 +84,8 @@ struct CpuDevice {
 };
 
 // The named CPUs, calibrated: "epyc-2" (a 2-thread AMD EPYC virtual
-// machine of docs/benchmarks.md's CPU tables, a Zen 4).
+// machine of docs/benchmarks.md's CPU tables, a Zen 4) and "xeon-2" (a
+// 2-thread Intel Xeon virtual machine of the same tables, AVX-512).
 const std::vector<CpuDevice> &cpuDevices();
 
 // `name`: "native" (this machine, probed once and cached), or a named CPU
@@ -89,5 +94,15 @@ Expected<CpuDevice> findCpuDevice(const std::string &name);
 
 // Measures this machine (what `native` is when nothing is cached).
 CpuDevice probeCpu();
+
+// What the last-level cache holds for a machine's threads: the largest
+// working set, doubling from `inCache` up to the `reported` size, whose
+// copies by all threads (`copyGBs` of its bytes) still run faster than
+// `fasterThan` GB/s, a rate between the cache's and memory's. A virtual
+// machine is told its host's whole cache, shared with every other guest:
+// 480 MiB on a 2-thread guest of a large Xeon, whose copies ran at memory's
+// rate from about 64 MiB.
+int64_t heldByLastLevelCache(int64_t reported, int64_t inCache, double fasterThan,
+                             const std::function<double(int64_t)> &copyGBs);
 
 } // namespace loopc::perf

@@ -74,6 +74,12 @@ struct AccessClass {
   bool stripWalk = false;
   // The array's bytes at the run's sizes.
   double arrayBytes = 0;
+  // Of an access the loop inside the thread moves: the bytes of the lines
+  // one walk of that loop touches (its trips times a line, or the lines
+  // of the block's lanes where they read along x), after which the walk
+  // around it comes back to the same lines; 0 when its trip count is not
+  // known.
+  double walkBytes = 0;
   // Accumulators updated from their own last value at each iteration of
   // the loop around this access (the first access of that loop carries
   // them): the nanoseconds one step of the slowest waits for the one
@@ -448,6 +454,16 @@ KernelFacts classifyKernel(const CpuDevice &device, const KernelFunc &kernel,
         access.isStore && !innerLoops.empty() &&
         accumulatingSources.contains(access.source.begin) &&
         passes::strideAlong(access, innerLoops.back()).kind == passes::Stride::Kind::Zero;
+    if (!innerLoops.empty() && finder.trips.contains(innerLoops.back()) &&
+        passes::strideAlong(access, innerLoops.back()).kind != passes::Stride::Kind::Zero) {
+      double stepBytes = kCacheLineBytes;
+      if (finder.loop &&
+          passes::strideAlong(access, finder.loop->var).kind == passes::Stride::Kind::Contiguous)
+        stepBytes *=
+            std::ceil(static_cast<double>(shape.block[0]) *
+                      static_cast<double>(scalarSize(access.buffer->element)) / kCacheLineBytes);
+      kind.walkBytes = finder.trips.at(innerLoops.back()) * stepBytes;
+    }
     kind.stripWalk =
         !loopsStayInThreads && finder.loop && !innerLoops.empty() &&
         passes::strideAlong(access, finder.loop->var).kind == passes::Stride::Kind::Contiguous &&
@@ -572,6 +588,11 @@ private:
     // Per loop around the statement, outermost first: whether it moves the
     // element accessed.
     std::vector<bool> movedBy = {};
+    // Of a strided walk: whether the loop around the innermost one moves
+    // along a row (the next element of the line, nussinov's table[k][j]
+    // walked down k for each j), so that each walk reads again the lines
+    // the walk before it brought.
+    bool linesReadByNextWalk = false;
   };
 
   double footprint(const BufferInfo &buffer) const {
@@ -652,12 +673,24 @@ private:
     }
     Walk stored = walkOf(node.indices);
     shape.accesses.push_back({node.buffer.get(), stored, false});
+    const For *around =
+        enclosingLoops().size() >= 2 ? enclosingLoops()[enclosingLoops().size() - 2] : nullptr;
     for (Access &access : shape.accesses) {
       for (const For *loop : enclosingLoops())
         access.movedBy.push_back(access.indices &&
                                  std::ranges::any_of(*access.indices, [&](const Expr &index) {
                                    return scope.analyze(index).dependsOn(loop->var);
                                  }));
+      if (access.walk == Walk::Strided && around && access.indices) {
+        const std::vector<Expr> &indices = *access.indices;
+        bool alongRow = true;
+        for (size_t d = 0; d < indices.size(); ++d) {
+          passes::AffineIndex index = scope.analyze(indices[d]);
+          int64_t wanted = d + 1 == indices.size() ? 1 : 0;
+          alongRow &= index.isAffine() && std::abs(index.coefficient(around->var)) == wanted;
+        }
+        access.linesReadByNextWalk = alongRow;
+      }
     }
     shape.operations = operationsOf(node.value) + 1;
     // An element updated at every iteration from its own last value is a
@@ -716,7 +749,12 @@ private:
                          ? kCacheLineBytes
                          : element;
       double stride = access.walk == Walk::Strided && !sideBySide ? kCacheLineBytes : element;
-      memory += secondsOf(bytes, bandwidthFor(reuseFootprint(access, stride, arrayBytes)));
+      double held = reuseFootprint(access, stride, arrayBytes);
+      if (access.linesReadByNextWalk)
+        if (std::optional<int64_t> trips = evaluate(*enclosingLoops().back()->extent))
+          held =
+              std::min(held, kCacheLineBytes * static_cast<double>(std::max<int64_t>(*trips, 1)));
+      memory += secondsOf(bytes, bandwidthFor(held));
     }
     addHost(compute * times, latency * times, memory * times);
   }
@@ -956,6 +994,12 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // cache.
   double footprint = profile.compulsoryReadBytes + profile.compulsoryWriteBytes;
   double bytes = footprint, stripBytes = 0, runStarts = 0, pageWalks = 0;
+  // The lines one walk of the loops inside a thread touches, by all its
+  // accesses: what a core holds between two walks over the same lines
+  // (covariance's columns, walked again for each of a thread's rows), or
+  // the arrays' footprint where a trip count is unknown.
+  double walkBytes = 0;
+  bool walksKnown = true;
   bool beyondCache = footprint > static_cast<double>(device.lastLevelCacheBytes);
   std::set<std::string> stripArrays;
   for (const AccessProfile &access : profile.accesses) {
@@ -982,6 +1026,9 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
     }
     if (access.memory != MemorySpace::Global)
       continue;
+    walkBytes += kind.walkBytes;
+    if (kind.gathered || kind.columnWalk || kind.rereadByLanes)
+      walksKnown &= kind.walkBytes > 0;
     if (kind.gathered) {
       prediction.vectorized = false;
       prediction.scalarBecause = "lanes gather";
@@ -1009,8 +1056,15 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // each once the arrays do not fit the core's L2 (each lane's element of a
   // transpose's column is on a page of its own); so do the elements each
   // lane reads again in its own walk.
-  if (footprint > static_cast<double>(device.l2BytesPerThread))
-    bytes += lines * kCacheLineBytes + rereadBytes;
+  double lineBytes = footprint > static_cast<double>(device.l2BytesPerThread)
+                         ? lines * kCacheLineBytes + rereadBytes
+                         : 0;
+  // Where they come from: the level that holds a walk's lines on every
+  // core, or the arrays.
+  auto lineGBs = [&](int threadCount) {
+    double held = walksKnown ? std::min(walkBytes * threadCount, footprint) : footprint;
+    return device.bandwidthFor(held, threadCount);
+  };
   double operationSeconds = scalarOperations / (device.scalarGopsPerThread * 1e9) +
                             laneOperations * 2 / (device.vectorGflopsPerThread * 1e9);
   double throughputOneThread = std::max(operationSeconds, dividerSeconds) + routineSeconds +
@@ -1027,6 +1081,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
   // pages beyond what the TLB holds): one per lane's row and block.
   double runStartSeconds = (runStarts + pageWalks) * device.cacheLatencyNs * 1e-9;
   double memoryOneThread = secondsOf(bytes, device.bandwidthFor(footprint, 1)) +
+                           secondsOf(lineBytes, lineGBs(1)) +
                            secondsOf(stripBytes, device.stripGBsOneThread) + runStartSeconds;
   double aloneSeconds = std::max(computeOneThread, memoryOneThread);
   double threads = std::clamp<double>(static_cast<double>(profile.launch.blocks()), 1,
@@ -1040,6 +1095,7 @@ CpuLaunchPrediction predictCpuLaunch(const CpuDevice &device, const KernelProfil
     prediction.computeSeconds = computeOneThread / threads;
     prediction.memorySeconds =
         secondsOf(bytes, device.bandwidthFor(footprint, static_cast<int>(threads))) +
+        secondsOf(lineBytes, lineGBs(static_cast<int>(threads))) +
         secondsOf(stripBytes, threads >= device.threads ? device.stripGBs
                                                         : device.stripGBsOneThread * threads) +
         runStartSeconds / threads;
