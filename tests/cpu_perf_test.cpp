@@ -90,14 +90,18 @@ TEST_CASE("cpu perf: the named CPUs, and an unknown name") {
 TEST_CASE("cpu perf: the last-level cache holds what copies at the cache's rate show") {
   constexpr int64_t kMiB = 1 << 20;
   // A guest told of its host's 480 MiB, whose copies slow to memory's rate
-  // beyond 32 MiB: 32 MiB, each doubling from 8 measured until the first slow one.
+  // beyond 64 MiB: half of 64 MiB, each doubling from 8 measured until the
+  // first slow one.
   std::vector<int64_t> measured;
   auto guest = [&](int64_t bytes) {
     measured.push_back(bytes);
-    return bytes <= 32 * kMiB ? 60.0 : 25.0;
+    return bytes <= 64 * kMiB ? 60.0 : 25.0;
   };
   CHECK(perf::heldByLastLevelCache(480 * kMiB, 8 * kMiB, 38, guest) == 32 * kMiB);
-  CHECK(measured == std::vector<int64_t>{16 * kMiB, 32 * kMiB, 64 * kMiB});
+  CHECK(measured == std::vector<int64_t>{16 * kMiB, 32 * kMiB, 64 * kMiB, 128 * kMiB});
+  // Slow from the first doubling: the size the probe copies in the cache.
+  auto small = [](int64_t bytes) { return bytes <= 8 * kMiB ? 60.0 : 25.0; };
+  CHECK(perf::heldByLastLevelCache(480 * kMiB, 8 * kMiB, 38, small) == 8 * kMiB);
   // A machine whose cache holds all it reports: the reported size.
   auto whole = [](int64_t bytes) { return bytes <= 32 * kMiB ? 60.0 : 25.0; };
   CHECK(perf::heldByLastLevelCache(32 * kMiB, 8 * kMiB, 38, whole) == 32 * kMiB);
@@ -347,7 +351,7 @@ TEST_CASE("cpu perf: predictions against the runs of tests/perf/cpu_measured.tsv
 }
 
 TEST_CASE("cpu perf: predictions against the runs of tests/perf/cpu_xeon_measured.tsv") {
-  // 34 of 49 within 1.5x, 47 within 2x; the worst sqdist, 2.29x slow.
+  // 37 of 49 within 1.5x, 48 within 2x; the worst sqdist, 2.29x slow.
   checkCpuCalibration("tests/perf/cpu_xeon_measured.tsv", *perf::findCpuDevice("xeon-2"),
-                      {.shareWithin15 = 0.69, .shareWithin2 = 0.95, .worstError = 2.35});
+                      {.shareWithin15 = 0.75, .shareWithin2 = 0.97, .worstError = 2.35});
 }

@@ -95,13 +95,13 @@ Expected<CpuDevice> findCpuDevice(const std::string &name);
 // Measures this machine (what `native` is when nothing is cached).
 CpuDevice probeCpu();
 
-// What the last-level cache holds for a machine's threads: the largest
-// working set, doubling from `inCache` up to the `reported` size, whose
-// copies by all threads (`copyGBs` of its bytes) still run faster than
-// `fasterThan` GB/s, a rate between the cache's and memory's. A virtual
-// machine is told its host's whole cache, shared with every other guest:
-// 480 MiB on a 2-thread guest of a large Xeon, whose copies ran at memory's
-// rate from about 64 MiB.
+// What the last-level cache holds for a machine's threads: the `reported`
+// size when copies of it by all threads (`copyGBs` of its bytes) still run
+// faster than `fasterThan` GB/s, a rate between the cache's and memory's;
+// else half the largest working set, doubling from `inCache`, that does. A
+// virtual machine is told its host's whole cache, shared with every other
+// guest: 480 MiB on a 2-thread guest of a large Xeon, whose copies ran at
+// memory's rate from 128 MiB (it holds 32 MiB).
 int64_t heldByLastLevelCache(int64_t reported, int64_t inCache, double fasterThan,
                              const std::function<double(int64_t)> &copyGBs);
 
