@@ -9,7 +9,10 @@
 
 #include "driver/Session.h"
 #include "driver/TuneCommand.h"
+#include "engine/cpu/CpuEngine.h"
 #include "frontend/Loader.h"
+#include "interp/Interpreter.h"
+#include "lower/Lower.h"
 #include "passes/Pipeline.h"
 
 #include <doctest/doctest.h>
@@ -94,6 +97,59 @@ TEST_CASE("scheduled kernels agree with the interpreter at sizes that are multip
         *loaded->program, "matmul",
         {{{"M", "33"}, {"N", "67"}, {"K", "9"}}, {{"M", "1"}, {"N", "257"}, {"K", "40"}}}, 7);
   }
+}
+
+TEST_CASE("block_x and block_y: every pipeline's kernels agree with the interpreter in blocks of "
+          "other shapes") {
+  // matmul (register tiles, staged stages), conv2d_5x5 (windows), transpose
+  // (the CPU's tall blocks otherwise), softmax (rows reduced by blocks) and
+  // cnn_conv (a 3-D nest), at sizes no block divides.
+  struct Case {
+    const char *file, *kernel;
+    std::vector<std::map<std::string, std::string>> sizes;
+  };
+  const Case cases[] = {
+      {"samples/matmul.loop", "matmul", {{{"M", "37"}, {"N", "70"}, {"K", "9"}}}},
+      {"samples/conv2d_5x5.loop", "conv2d_5x5", {{{"H", "23"}, {"W", "41"}}}},
+      {"samples/transpose.loop", "transpose", {{{"M", "45"}, {"N", "19"}}}},
+      {"samples/softmax.loop", "softmax", {{{"R", "13"}, {"C", "70"}}}},
+      {"samples/cnn_conv.loop",
+       "cnn_conv_valid",
+       {{{"Ic", "3"}, {"Oc", "5"}, {"H", "13"}, {"W", "11"}, {"K", "3"}}}},
+  };
+  for (std::vector<std::string> shape : {std::vector<std::string>{"block_x=16", "block_y=16"},
+                                         {"block_x=64", "block_y=4"},
+                                         {"block_x=8", "block_y=64"},
+                                         {"block_x=128"}}) {
+    CAPTURE(shape[0]);
+    passes::PassChoices choices = test::withParameters(shape);
+    Interpreter interpreter;
+    engine::CpuEngine cpu(passes::PipelineTarget::Cpu, choices);
+    engine::CpuEngine gpuKernels(test::gpuPipelineOnOneSM(choices));
+    Engine *engines[] = {&interpreter, &cpu, &gpuKernels};
+    for (const Case &sample : cases) {
+      CAPTURE(sample.kernel);
+      auto loaded = test::loadFile(test::sourcePath(sample.file));
+      REQUIRE(loaded->program);
+      const KernelDecl *kernel = loaded->program->findKernel(sample.kernel);
+      REQUIRE(kernel);
+      test::checkAgreementAt(*loaded->program, *kernel, engines, sample.sizes);
+    }
+  }
+  // More than a GPU block holds is an error of the GPU pipeline, not of the
+  // CPU's, whose blocks are a core's work.
+  auto loaded = test::loadFile(test::sourcePath("samples/transpose.loop"));
+  REQUIRE(loaded->program);
+  const KernelDecl *transpose = loaded->program->findKernel("transpose");
+  REQUIRE(transpose);
+  passes::PipelineOptions huge;
+  huge.choices = test::withParameters({"block_x=64", "block_y=32"});
+  auto onGpu = passes::runPipeline(ir::lowerKernel(*loaded->program, *transpose), huge);
+  REQUIRE(!onGpu);
+  CHECK(contains(onGpu.error().message, "block_x=64 and block_y=32 make blocks of 2048 threads; "
+                                        "a GPU block holds at most 1024"));
+  huge.target = passes::PipelineTarget::Cpu;
+  CHECK(passes::runPipeline(ir::lowerKernel(*loaded->program, *transpose), huge));
 }
 
 TEST_CASE("stage= stages an input array stage_shared would leave to the cache, no_stage= keeps "

@@ -47,6 +47,8 @@ const std::map<std::string, std::vector<std::string>> kParameterValues = {
     {"pipeline_depth", {"1", "2", "3"}},
     {"unclamped_tiles", {"0", "1"}},
     {"border_min_points", {"0", "1048576"}},
+    {"block_x", {"0", "16", "32", "64"}},
+    {"block_y", {"0", "4", "8", "16", "64"}},
 };
 
 using Point = std::map<std::string, std::string>; // dimension -> value

@@ -120,10 +120,17 @@ ir::Function promoteInvariantElements(ir::Function function, const RemarkReporte
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
 // The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp). With the
 // run's sizes, short loops are mapped too where the others leave the GPU's
-// `multiprocessors` idle (a size choice).
+// `multiprocessors` idle (a size choice). `parameters.blockX` and `blockY`,
+// where not 0, give the blocks' shape (blockShapeError says which the GPU
+// cannot take).
 ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTarget::Gpu,
                       const std::map<std::string, int64_t> &runSizes = {},
-                      int multiprocessors = 132, const RemarkReporter &remarks = {});
+                      int multiprocessors = 132, const PassParameters &parameters = {},
+                      const RemarkReporter &remarks = {});
+
+// Why map_to_gpu cannot take `parameters`' block shape for `target` (a GPU
+// block holds at most 1024 threads), or none.
+std::optional<std::string> blockShapeError(const PassParameters &parameters, PipelineTarget target);
 
 // Reduce nodes to serial accumulations or block tree reductions
 // (lower_reductions.cpp).

@@ -159,8 +159,10 @@ const std::vector<PassEntry> &registry() {
       {"map_to_gpu", "each top-level parfor nest on blocks and threads, with bounds guards",
        kBothTargets, PassRole::Required,
        [](ir::Function f, const PassContext &c) -> Expected<ir::Function> {
+         if (auto wrong = blockShapeError(c.options.choices.parameters, c.options.target))
+           return makeError(*wrong);
          return mapToGpu(std::move(f), c.options.target, c.options.runSizes,
-                         c.options.multiprocessors, c.remarks);
+                         c.options.multiprocessors, c.options.choices.parameters, c.remarks);
        }},
       {"unroll_around_reductions", "short serial loops around reductions unrolled", kBothTargets,
        PassRole::Optimization, quiet(unrollAroundReductions)},
@@ -380,6 +382,8 @@ constexpr ParameterSpec kParameters[] = {
      {"partition_borders"},
      "every nest it can",
      true},
+    {"block_x", &PassParameters::blockX, 1, 1024, true, {"map_to_gpu"}, "the pass's shape"},
+    {"block_y", &PassParameters::blockY, 1, 1024, true, {"map_to_gpu"}, "the pass's shape"},
 };
 
 // Under bounds checks, each index whose check stays in the generated code
@@ -588,7 +592,10 @@ std::vector<std::string> choicesWithoutEffect(const PipelineOptions &options) {
 }
 
 std::vector<std::string> parametersRead(PipelineTarget target) {
-  std::vector<std::string> passes = optimizationPasses(target);
+  std::vector<std::string> passes;
+  for (const PassEntry &pass : registry())
+    if (pass.role != PassRole::Inspection && pass.targets.contains(target))
+      passes.push_back(pass.name);
   std::vector<std::string> names;
   for (const ParameterSpec &spec : kParameters)
     if ((!spec.gpuOnly || target == PipelineTarget::Gpu) &&

@@ -98,6 +98,16 @@ struct PassParameters {
   // performance model's predictions for padded convolutions cross
   // (partition_borders.cpp); not yet measured on a GPU.
   int64_t borderMinPoints = int64_t{1} << 20;
+  // block_x, block_y (map_to_gpu): the threads of a block along x (every
+  // nest) and y (nests mapped on two or three dimensions), powers of two
+  // up to 1024, at most 1024 threads a block on the GPU. 0, the default:
+  // the pass's shapes (32 x 8 and 32 x 4 x 2; 256 threads for a 1-D nest,
+  // on the CPU 32 below 4096 points and 16 x 64 where the lanes gather rows
+  // walked along y). On the CPU a block's x threads are vector lanes, and a
+  // block is the work a core takes at a time: which shape is fastest
+  // differs between CPUs (docs/tuning.md), and `loopc tune` searches it.
+  int64_t blockX = 0;
+  int64_t blockY = 0;
   // stage_shared, by a kernel's schedule only (`stage=A`, `no_stage=B`):
   // the program's `in` arrays staged wherever a box of them can be, however
   // seldom an iteration reads an element, and those never staged.
@@ -199,8 +209,9 @@ struct PassDescription {
 // Every pass, in pipeline order (a pass that runs twice, once).
 std::vector<PassDescription> describePasses();
 
-// The parameters some pass of `target`'s pipeline reads (`shared_kib` on the
-// CPU; every one on the GPU), in a fixed order.
+// The parameters some pass of `target`'s pipeline reads (`shared_kib`,
+// `block_x` and `block_y` on the CPU; every one on the GPU), in a fixed
+// order.
 std::vector<std::string> parametersRead(PipelineTarget target);
 
 // The option that leaves the pass `name` out of the pipeline of `options`

@@ -25,6 +25,7 @@
 #include "passes/analysis/Evaluate.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <optional>
 
@@ -57,6 +58,8 @@ const int64_t kCpuWideRange = 256 * 16; // 16 blocks of 256: a core each on 16 c
 // each line and walked a page for every 8 (a transpose runs about twice as
 // fast: docs/benchmarks.md, CPU history).
 const int64_t kCpuTallBlock[3] = {16, 64, 1};
+// The most threads a GPU block may have.
+const int64_t kMostGpuThreads = 1024;
 // A stride (in elements) past which each lane's element lies in a cache
 // line of its own.
 const int64_t kRowStride = 16;
@@ -82,9 +85,9 @@ Expr offsetFrom(const Expr &min, Expr offset) {
 class GpuMapper : public IRMutator {
 public:
   GpuMapper(PipelineTarget target, const std::map<std::string, int64_t> &runSizes,
-            int multiprocessors, const RemarkReporter &remarks)
-      : target_(target), runSizes_(runSizes), multiprocessors_(multiprocessors), remarks_(remarks) {
-  }
+            int multiprocessors, const PassParameters &parameters, const RemarkReporter &remarks)
+      : target_(target), runSizes_(runSizes), multiprocessors_(multiprocessors),
+        parameters_(parameters), remarks_(remarks) {}
 
   std::vector<Function::SizeChoice> takeSizeChoices() { return std::move(sizeChoices_); }
 
@@ -146,8 +149,11 @@ private:
                                    loop->source);
     }
     const int64_t *shape = kBlockShapes[mapped.size() - 1];
-    if (target_ == PipelineTarget::Cpu && mapped.size() == 2 &&
-        gathersRowsAlongX(accesses, *mapped[0], *mapped[1])) {
+    bool tall = target_ == PipelineTarget::Cpu && mapped.size() == 2 &&
+                gathersRowsAlongX(accesses, *mapped[0], *mapped[1]);
+    if (parameters_.blockX > 0 || (parameters_.blockY > 0 && mapped.size() >= 2))
+      return grid(mapped, body, chosenShape(mapped, tall ? kCpuTallBlock : shape).data());
+    if (tall) {
       remarks_.applied(mapped[0]->source,
                        "blocks of " + std::to_string(kCpuTallBlock[0]) + " x " +
                            std::to_string(kCpuTallBlock[1]) +
@@ -176,6 +182,25 @@ private:
           (alongX.kind == Stride::Kind::Constant && std::abs(alongX.constant) >= kRowStride);
       return rows && strideAlong(access, y.var).kind == Stride::Kind::Contiguous;
     });
+  }
+
+  // The block shape block_x and block_y ask for, the others of `defaults`;
+  // on the GPU a 3-D block's z shrinks to keep it within 1024 threads.
+  std::array<int64_t, 3> chosenShape(const std::vector<const For *> &mapped,
+                                     const int64_t *defaults) const {
+    std::array<int64_t, 3> shape = {defaults[0], defaults[1], defaults[2]};
+    if (parameters_.blockX > 0)
+      shape[0] = parameters_.blockX;
+    if (parameters_.blockY > 0 && mapped.size() >= 2)
+      shape[1] = parameters_.blockY;
+    if (target_ == PipelineTarget::Gpu && mapped.size() == 3)
+      shape[2] = std::clamp<int64_t>(kMostGpuThreads / (shape[0] * shape[1]), 1, shape[2]);
+    std::string described = std::to_string(shape[0]);
+    for (size_t d = 1; d < mapped.size(); ++d)
+      described += " x " + std::to_string(shape[d]);
+    remarks_.applied(mapped.front()->source,
+                     "blocks of " + described + " threads, as block_x and block_y ask");
+    return shape;
   }
 
   // `body` run by a grid of blocks of `shape` threads over the `mapped`
@@ -266,6 +291,7 @@ private:
   PipelineTarget target_;
   const std::map<std::string, int64_t> &runSizes_;
   int multiprocessors_;
+  const PassParameters &parameters_;
   const RemarkReporter &remarks_;
   std::vector<Function::SizeChoice> sizeChoices_;
 };
@@ -274,11 +300,23 @@ private:
 
 Function mapToGpu(Function function, PipelineTarget target,
                   const std::map<std::string, int64_t> &runSizes, int multiprocessors,
-                  const RemarkReporter &remarks) {
-  GpuMapper mapper(target, runSizes, multiprocessors, remarks);
+                  const PassParameters &parameters, const RemarkReporter &remarks) {
+  GpuMapper mapper(target, runSizes, multiprocessors, parameters, remarks);
   function.body = mapper.mutate(function.body);
   std::ranges::move(mapper.takeSizeChoices(), std::back_inserter(function.sizeChoices));
   return function;
+}
+
+std::optional<std::string> blockShapeError(const PassParameters &parameters,
+                                           PipelineTarget target) {
+  int64_t threads =
+      std::max<int64_t>(parameters.blockX, 1) * std::max<int64_t>(parameters.blockY, 1);
+  if (target != PipelineTarget::Gpu || threads <= kMostGpuThreads)
+    return std::nullopt;
+  return "block_x=" + std::to_string(parameters.blockX) +
+         " and block_y=" + std::to_string(parameters.blockY) + " make blocks of " +
+         std::to_string(threads) + " threads; a GPU block holds at most " +
+         std::to_string(kMostGpuThreads);
 }
 
 } // namespace loopc::passes
