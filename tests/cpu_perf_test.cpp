@@ -103,8 +103,11 @@ TEST_CASE("cpu perf: the last-level cache holds what copies at the cache's rate 
   auto small = [](int64_t bytes) { return bytes <= 8 * kMiB ? 60.0 : 25.0; };
   CHECK(perf::heldByLastLevelCache(480 * kMiB, 8 * kMiB, 38, small) == 8 * kMiB);
   // A machine whose cache holds all it reports: the reported size.
-  auto whole = [](int64_t bytes) { return bytes <= 32 * kMiB ? 60.0 : 25.0; };
+  auto whole = [](int64_t bytes) { return bytes <= 48 * kMiB ? 60.0 : 25.0; };
   CHECK(perf::heldByLastLevelCache(32 * kMiB, 8 * kMiB, 38, whole) == 32 * kMiB);
+  // Every size up to the reported one fast, the reported one not a power of
+  // two times the first: the reported size.
+  CHECK(perf::heldByLastLevelCache(48 * kMiB, 8 * kMiB, 38, whole) == 48 * kMiB);
   // A cache smaller than the probe's in-cache size: never more than reported.
   CHECK(perf::heldByLastLevelCache(4 * kMiB, 8 * kMiB, 38, whole) == 4 * kMiB);
 }

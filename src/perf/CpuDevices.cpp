@@ -728,15 +728,15 @@ int64_t heldByLastLevelCache(int64_t reported, int64_t inCache, double fasterTha
                              const std::function<double(int64_t)> &copyGBs) {
   int64_t fast = std::min(inCache, reported);
   for (int64_t bytes = fast * 2; bytes <= reported; bytes *= 2) {
+    // Half the last fast size: copies made warm run at the cache's rate up
+    // to a size at which a kernel's arrays, read once a run among other
+    // data, already come partly from memory (on the Xeon guest, copies of
+    // 64 MiB at 55 GB/s, a dot product over 64 MiB at 30, memory's rate 25).
     if (copyGBs(bytes) < fasterThan)
-      break;
+      return std::max(fast / 2, std::min(inCache, reported));
     fast = bytes;
   }
-  // Half of it: copies made warm run at the cache's rate up to a size at
-  // which a kernel's arrays, read once a run among other data, already come
-  // partly from memory (on the Xeon guest, copies of 64 MiB at 55 GB/s, a
-  // dot product over 64 MiB at 30, memory's rate 25).
-  return fast < reported ? std::max(fast / 2, std::min(inCache, reported)) : reported;
+  return reported;
 }
 
 double CpuDevice::bandwidthFor(double bytes, int threadCount) const {
