@@ -195,6 +195,11 @@ variants=(
   "cnn_conv|cnn_conv_valid|--pass-param pipeline_depth=3"
   "sqdist|sqdist|--pass-param pipeline_depth=2"
   "conv2d_5x5|conv2d_5x5|--pass-param pipeline_depth=2 --pass-param stage_min_reuse=2"
+  "matmul|matmul|--pass-param block_x=64 --pass-param block_y=4|M=1793 N=1800 K=17"
+  "matmul|matmul|--pass-param block_x=16 --pass-param block_y=16"
+  "transpose|transpose|--pass-param block_x=64 --pass-param block_y=16"
+  "cnn_conv|cnn_conv_valid|--pass-param block_x=64 --pass-param block_y=16"
+  "softmax|softmax|--pass-param block_x=128"
 )
 for variant in "${variants[@]}"; do
   IFS='|' read -r sample kernel options sizes_override <<<"$variant"
