@@ -395,6 +395,10 @@ TEST_CASE("blocks inside the range run full thread loops around an interchanged 
   std::string matmul = compile("samples/matmul.loop");
   CHECK(matmul.find("clip.then") != std::string::npos); // whole blocks
   CHECK(matmul.find("clip.else") != std::string::npos); // edge blocks
+  // ...which run every thread as whole blocks do, the stores kept to the
+  // guard, where the block has a thread inside it (else the clipped loops).
+  CHECK(matmul.find("edge_lanes.then") != std::string::npos);
+  CHECK(matmul.find("edge_lanes.else") != std::string::npos);
   std::istringstream lines(matmul);
   bool vectorAccumulator = false; // `%a = phi <W x float> ...`, whatever the vector width
   for (std::string line; std::getline(lines, line);)
@@ -402,6 +406,61 @@ TEST_CASE("blocks inside the range run full thread loops around an interchanged 
         line.find("= phi <") != std::string::npos && line.find(" x float> ") != std::string::npos;
   CHECK(vectorAccumulator);
   CHECK(compile("samples/transpose.loop").find("clip.then") == std::string::npos);
+}
+
+TEST_CASE("edge blocks run every thread where what runs past the guard is unseen") {
+  // splitEdge (CpuThreadNest.cpp): the rows past a guard compute again what
+  // the last row computes, so they may run wherever no piece that stores
+  // beyond its thread also writes the thread's own values; x's lanes past
+  // it read what no lane of the edge reads, so they run only where every
+  // read is proven inside its array for any lane (a panel's copy, or an
+  // element all lanes read), and no loop bound, condition or divisor
+  // depends on x or on memory.
+  auto edgeKind = [](const std::string &body) {
+    std::string source = "kernel k(A: in f32[M][K], B: in f32[K][N], D: in i32[K][N], "
+                         "C: out f32[M][N]) {\n  parfor i in 0..M, j in 0..N {\n" +
+                         body + "\n  }\n}\n";
+    auto loaded = loopc::test::loadText(source);
+    REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+    Function function = loopc::test::compiledKernel(
+        *loaded->program, *loaded->program->findKernel("k"), loopc::passes::PipelineTarget::Cpu);
+    auto text = loopc::codegen::cpuLlvmText(function, /*optimize=*/false);
+    REQUIRE(text.has_value());
+    // The kind of each edge branch: "lanes", "rows", or "none" for none.
+    auto count = [&](const std::string &label) {
+      size_t found = 0;
+      for (size_t at = text->find(label); at != std::string::npos; at = text->find(label, at + 1))
+        ++found;
+      return found;
+    };
+    size_t lanes = count("\nedge_lanes.then"), rows = count("\nedge_rows.then");
+    if (lanes + rows == 0)
+      return std::string("none");
+    std::string kinds;
+    for (size_t i = 0; i < lanes; ++i)
+      kinds += kinds.empty() ? "lanes" : " lanes";
+    for (size_t i = 0; i < rows; ++i)
+      kinds += kinds.empty() ? "rows" : " rows";
+    return kinds;
+  };
+  // A kernel with a column's panel has its blocks in two versions, the
+  // first reading the panel from its copy and the second in place; in
+  // place, lanes past the array's last column would read past it.
+  CHECK(edgeKind("C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];") == "lanes rows");
+  CHECK(edgeKind("C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][N - 1 - j];") == "rows");
+  CHECK(edgeKind("C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] / f32(10 / (D[k][j] + 1));") ==
+        "rows rows");
+  CHECK(edgeKind("C[i][j] = redomap(+, 0.0, k in 0..min(j + 1, K)) A[i][k] * B[k][j];") ==
+        "rows rows");
+  CHECK(edgeKind("var s: f32;\n for k in 0..K {\n if (B[k][j] > 0.5) { s += A[i][k]; }\n }\n"
+                 "C[i][j] = s;") == "rows rows");
+  CHECK(edgeKind("var s: f32;\n for k in 0..K {\n s += A[i][k] * B[k][j];\n C[i][j] = s;\n }") ==
+        "none");
+  // A value a guard's then-case sets for the code after it: the rows past
+  // the guard must keep theirs. The guard map_to_gpu puts around the whole
+  // body, inside which `g` lives, has its edge branches; this one none.
+  CHECK(edgeKind("var g: f32 = 1.0;\n if (i < M - 1) {\n g = redomap(+, 0.0, k in 0..K) A[i][k] * "
+                 "B[k][j];\n }\n C[i][j] = g;") == "lanes rows");
 }
 
 TEST_CASE("blocks run column by column when a column's blocks share a panel inside a loop") {

@@ -389,6 +389,85 @@ kernel shifted(A: in f32[M][K], B: in f32[K][W], C: out f32[M][N]) {
       {"M=5 N=40 K=150 W=42", "M=70 N=100 K=200 W=102", "M=9 N=31 K=129 W=33", "M=3 N=3 K=3 W=5"});
 }
 
+TEST_CASE("edge blocks running every thread: rows held, lanes past the clip, stores clipped") {
+  // On the CPU an edge block of a guard around a loop with the threads
+  // inside runs every thread where nothing past the guard can fault or be
+  // seen (CpuThreadNest.cpp, splitEdge): the rows past it compute again
+  // what the last row computes, x's lanes past it read the panel's copy or
+  // what every lane reads, and only the stores keep to the guard. Past the
+  // guard: epilogues that read what they overwrite, rows guarded from below,
+  // and what keeps lanes (or rows) from running: a global read along x, a
+  // division by a value read, a loop whose length depends on x, control
+  // flow on a value read, a store beside a thread's own update, a value set
+  // for the code after the guard (codegen_test checks which of these run
+  // which threads).
+  checkSource(
+      R"(
+kernel update(alpha: f32, A: in f32[M][K], B: in f32[K][N], C: inout f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = 0.5 * C[i][j] + alpha * redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+kernel lower_rows(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    if (i >= 3 && j < N - 1) {
+      C[i][j] = redomap(max, -inf, k in 0..K) A[i][k] - B[k][j];
+    }
+  }
+}
+kernel reversed(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][N - 1 - j];
+  }
+}
+kernel kept(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    var g: f32 = 1.0;
+    if (i < M - 1 && j > 2) {
+      g = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+    }
+    C[i][j] = g;
+  }
+}
+kernel running(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    var s: f32;
+    for k in 0..K {
+      s += A[i][k] * B[k][j];
+      C[i][j] = s;
+    }
+  }
+}
+kernel quotients(X: in i32[M][K], D: in i32[K][N], Q: out i32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    Q[i][j] = redomap(+, 0, k in 0..K) X[i][k] / (D[k][j] + 1);
+  }
+}
+kernel triangle(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..min(j + 1, K)) A[i][k] * B[k][j];
+  }
+}
+kernel clipped_sums(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N], E: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    var s: f32;
+    var t: f32;
+    for k in 0..K {
+      if (B[k][j] > 0.5) {
+        s += A[i][k] * B[k][j];
+      } else {
+        t += A[i][k];
+      }
+    }
+    C[i][j] = s;
+    E[i][j] = s - t;
+  }
+}
+)",
+      {"M=1 N=1 K=1 alpha=1.5", "M=7 N=33 K=5 alpha=-2", "M=37 N=45 K=29 alpha=0.5",
+       "M=70 N=100 K=130 alpha=1", "M=9 N=70 K=200 alpha=3", "M=65 N=3 K=140 alpha=0.25"});
+}
+
 TEST_CASE("a panel that starts before the array's first column") {
   // B[k][j - 3]: the first column's panel starts at -3, so its copy starts
   // three elements in (CpuPanel.cpp clips the row copy at both ends).

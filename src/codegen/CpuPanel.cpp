@@ -140,8 +140,11 @@ Stmt copyPanel(const ColumnPanel &panel) {
   // row copy is one contiguous, unguarded loop (a guard per element cost
   // matmul a tenth of its time). A row wholly inside the array, as all but the
   // edge columns' are, is copied at its constant length, which LLVM makes a
-  // few vector moves rather than a call to memcpy. Offsets outside are left
-  // unwritten: no thread reads them.
+  // few vector moves rather than a call to memcpy. Offsets outside are
+  // zeroed: the lanes of an edge block past the array's last column read
+  // them for values no store keeps (CpuThreadNest.cpp, splitEdge), and what
+  // an earlier column or the allocation left there might be a subnormal,
+  // which slows every multiply-add it enters many times over.
   const std::vector<Expr> &shape = panel.array->shape;
   std::vector<Expr> leading;
   for (size_t d = 0; d + 1 < shape.size(); ++d)
@@ -156,13 +159,19 @@ Stmt copyPanel(const ColumnPanel &panel) {
   target.push_back(offset);
   Stmt element =
       std::make_shared<Store>(panel.packed, target, std::make_shared<Load>(panel.array, source));
-  auto copyOffsets = [&](Expr from, Expr length) -> Stmt {
+  Stmt zero = std::make_shared<Store>(panel.packed, target, zeroOf(panel.array->element));
+  auto loopOver = [&](Expr from, Expr length, Stmt body) -> Stmt {
     return std::make_shared<For>(offset->as<Var>()->name, from, length, ForKind::Serial, 0,
-                                 element);
+                                 std::move(body));
   };
+  Stmt edgeRow = makeBlock(
+      {loopOver(makeI64(0), minOf(first, makeI64(panel.rowLength)), zero),
+       loopOver(first, count, element),
+       loopOver(maxOf(last, first),
+                maxOf(sub(makeI64(panel.rowLength), maxOf(last, first)), makeI64(0)), zero)});
   Stmt copy = std::make_shared<IfThenElse>(equal(count, makeI64(panel.rowLength)),
-                                           copyOffsets(makeI64(0), makeI64(panel.rowLength)),
-                                           copyOffsets(first, count));
+                                           loopOver(makeI64(0), makeI64(panel.rowLength), element),
+                                           edgeRow);
   for (size_t d = leading.size(); d-- > 0;)
     copy = std::make_shared<For>(leading[d]->as<Var>()->name, makeI64(0), toI64(shape[d]),
                                  ForKind::Serial, 0, copy);

@@ -202,6 +202,7 @@ public:
       threadCount_ = builder_.CreateMul(
           threadCount_, emitter.emitCast(thread.extent, thread.type, ScalarType::I64));
       loops_.push_back(thread);
+      threadBox_.push_back(loop);
       const auto *constantExtent = loop->extent->as<IntImm>();
       hasThreads_ = hasThreads_ && constantExtent && constantExtent->value > 0;
       varying_.insert(loop->var);
@@ -255,6 +256,23 @@ private:
     BinaryOpKind op;
     std::vector<std::pair<size_t, int64_t>> coefficients;
     ir::Expr rest;
+  };
+  // Which threads an edge block (one a clip narrows) may run beyond those
+  // its clip admits, computing what no store keeps (splitEdge): `rows`, the
+  // threads of every loop but x, each index but x held to the clipped range
+  // (they compute what a thread of the edge computes); `lanes`, x's threads
+  // too, its index left as it is (what they read is proven inside what they
+  // read it from, and decides no control flow).
+  struct EdgeSpeculation {
+    bool rows = true;
+    bool lanes = true;
+  };
+  // What a statement does besides computing a thread's own values.
+  struct Effects {
+    bool beyondThread = false; // stores outside the thread, atomics, checks
+    bool exchanges = false;    // barriers, shuffles, async copies
+    // The thread's own arrays it stores into, and those it allocates.
+    std::set<const BufferInfo *> registersWritten, registersAllocated;
   };
   struct PerThreadValue {
     std::string var;
@@ -323,6 +341,8 @@ private:
       visit(branch.thenCase);
       visit(branch.elseCase);
       --conditional_;
+      if (clips_.contains(&branch) && containsInterchangedLoop(*branch.thenCase))
+        edgeSpeculation_[&branch] = edgeSpeculationOf(*branch.thenCase);
       break;
     }
     case StmtNode::Kind::LetStmt: {
@@ -470,6 +490,12 @@ private:
     if (!split_.contains(&stmt)) {
       ConditionalDivision division(!masks_.empty());
       division.visit(ir::Stmt(ir::Stmt(), &stmt));
+      if (!edgeThreads_.empty() && effectsOf(stmt).beyondThread) {
+        runOnEdgeThreads([&] {
+          forEachThread([&](llvm::Value *) { emitter_.emitStmt(stmt); }, division.found);
+        });
+        return;
+      }
       forEachThread([&](llvm::Value *) { emitter_.emitStmt(stmt); }, division.found);
       return;
     }
@@ -687,7 +713,7 @@ private:
           },
           [&] {
             loops_ = clipped;
-            split(*branch.thenCase);
+            splitEdge(branch, unclipped);
           });
       loops_ = std::move(unclipped);
       return;
@@ -707,6 +733,83 @@ private:
       return;
     }
     splitPerThread(branch);
+  }
+
+  // An edge block of a clip around an interchanged loop: with the clip's
+  // threads alone its loops run at the counts the clip leaves, which LLVM
+  // neither unrolls nor keeps in registers (matmul's edge blocks ran nine
+  // times slower than its others, a tenth of its time at 1000 x 1000). Where
+  // edgeSpeculationOf allows, the block runs every thread instead, as the
+  // whole blocks do, with the indices but x held to the clip's range (the
+  // threads past it compute again what the last rows compute) and x's lanes
+  // past it computing what no store keeps; the code with effects beyond its
+  // thread (the stores) runs on the clip's threads alone. `loops_` are the
+  // clipped loops; `unclipped` those of the whole block.
+  void splitEdge(const IfThenElse &branch, const std::vector<ThreadLoop> &unclipped) {
+    auto speculation = edgeSpeculation_.find(&branch);
+    if (speculation == edgeSpeculation_.end() || !speculation->second.rows || !masks_.empty() ||
+        !edgeThreads_.empty()) {
+      split(*branch.thenCase);
+      return;
+    }
+    llvm::Value *someThread = builder_.getTrue();
+    for (const ThreadLoop &loop : loops_)
+      someThread = builder_.CreateAnd(someThread, builder_.CreateICmpSLT(loop.begin, loop.end));
+    llvm::Value *allowed = someThread;
+    if (!speculation->second.lanes) {
+      const ThreadLoop &x = loops_.back(), &wholeX = unclipped.back();
+      allowed = builder_.CreateAnd(allowed,
+                                   builder_.CreateAnd(builder_.CreateICmpEQ(x.begin, wholeX.begin),
+                                                      builder_.CreateICmpEQ(x.end, wholeX.end)));
+    }
+    std::vector<ThreadLoop> clipped = loops_;
+    branchOn(
+        allowed, speculation->second.lanes ? "edge_lanes" : "edge_rows",
+        [&] {
+          edgeThreads_ = clipped;
+          holdToEdge_ = true;
+          loops_ = unclipped;
+          split(*branch.thenCase);
+          loops_ = clipped;
+          holdToEdge_ = false;
+          edgeThreads_.clear();
+        },
+        [&] { split(*branch.thenCase); });
+  }
+
+  // Emits code with effects beyond its thread, met while an edge block runs
+  // every thread, for the edge's threads alone: each thread of the whole
+  // block tests its own indices against the clip's range. The loops keep
+  // their constant counts, so that LLVM still keeps the thread's values in
+  // registers, and makes the stores of the lanes past the clip masked ones.
+  void runOnEdgeThreads(const std::function<void()> &emit) {
+    masks_.push_back([this](llvm::Value *) {
+      llvm::Value *inside = builder_.getTrue();
+      for (size_t i = 0; i < loops_.size(); ++i) {
+        llvm::Value *var = emitter_.emitExpr(ir::Var(loops_[i].type, loops_[i].var));
+        inside = builder_.CreateAnd(
+            inside, builder_.CreateAnd(builder_.CreateICmpSGE(var, edgeThreads_[i].begin),
+                                       builder_.CreateICmpSLT(var, edgeThreads_[i].end)));
+      }
+      return inside;
+    });
+    bool held = std::exchange(holdToEdge_, false);
+    emit();
+    holdToEdge_ = held;
+    masks_.pop_back();
+  }
+
+  // The value a thread loop's variable takes in the code being emitted: its
+  // own, or, while an edge block runs every thread, for every loop but x,
+  // the nearest inside the edge's range.
+  llvm::Value *heldToEdge(size_t depth, llvm::Value *var) {
+    if (!holdToEdge_ || depth + 1 == loops_.size())
+      return var;
+    const ThreadLoop &edge = edgeThreads_[depth];
+    llvm::Value *last = builder_.CreateSub(edge.end, llvm::ConstantInt::get(var->getType(), 1));
+    return builder_.CreateBinaryIntrinsic(
+        llvm::Intrinsic::smin,
+        builder_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, var, edge.begin), last);
   }
 
   // Threads disagree: each side runs for the threads that take it.
@@ -828,6 +931,275 @@ private:
     } finder(interchanged_);
     finder.visit(ir::Stmt(ir::Stmt(), &stmt));
     return finder.found;
+  }
+
+  static Effects effectsOf(const StmtNode &stmt) {
+    class Finder : public IRVisitor {
+    public:
+      Effects effects;
+
+    protected:
+      void visitStore(const Store &node) override {
+        if (node.buffer->memory == MemorySpace::Register)
+          effects.registersWritten.insert(node.buffer.get());
+        else
+          effects.beyondThread = true;
+        IRVisitor::visitStore(node);
+      }
+      void visitAllocate(const ir::Allocate &node) override {
+        if (node.buffer->memory == MemorySpace::Register)
+          effects.registersAllocated.insert(node.buffer.get());
+        IRVisitor::visitAllocate(node);
+      }
+      void visitAtomicUpdate(const AtomicUpdate &node) override {
+        effects.beyondThread = true;
+        IRVisitor::visitAtomicUpdate(node);
+      }
+      void visitCheck(const Check &node) override {
+        effects.beyondThread = true;
+        IRVisitor::visitCheck(node);
+      }
+      void visitBarrier(const Barrier &) override { effects.exchanges = true; }
+      void visitWarpShuffle(const WarpShuffle &) override { effects.exchanges = true; }
+      void visitAsyncCopy(const AsyncCopy &) override { effects.exchanges = true; }
+      void visitAsyncCommit(const AsyncCommit &) override { effects.exchanges = true; }
+      void visitAsyncWait(const AsyncWait &) override { effects.exchanges = true; }
+      void visitReduce(const Reduce &) override { effects.exchanges = true; }
+      void visitScan(const Scan &) override { effects.exchanges = true; }
+      void visitLaunch(const Launch &) override { effects.exchanges = true; }
+    } finder;
+    finder.visit(ir::Stmt(ir::Stmt(), &stmt));
+    return finder.effects;
+  }
+
+  // What the edge blocks of a clip whose then-case is `body` may run,
+  // walking it as `split` takes it apart: each piece it leaves whole runs
+  // either on the clip's threads (it has effects beyond its thread) or on
+  // every thread. The first kind must write no thread's own array (a piece
+  // of the second kind would read it where only the clip's threads wrote);
+  // the second may write only the arrays the then-case allocates (the
+  // threads past the clip must leave what outlives it as it was); nothing
+  // may exchange values between threads. For x's lanes past the
+  // clip, which read what no thread of the edge reads, every piece run on
+  // every thread must also read only what is proven in range for any lane
+  // and base no control flow on x or on what memory holds, and divide by no
+  // value that may be zero.
+  EdgeSpeculation edgeSpeculationOf(const StmtNode &body) {
+    EdgeSpeculation speculation;
+    std::set<const BufferInfo *> allocated;
+    checkEdgePieces(body, allocated, speculation);
+    speculation.lanes = speculation.lanes && speculation.rows;
+    return speculation;
+  }
+
+  // `allocated`: the thread's own arrays the then-case allocates around
+  // `stmt`.
+  void checkEdgePieces(const StmtNode &stmt, std::set<const BufferInfo *> &allocated,
+                       EdgeSpeculation &speculation) {
+    if (!split_.contains(&stmt)) {
+      Effects effects = effectsOf(stmt);
+      bool ownWrites = std::ranges::all_of(effects.registersWritten, [&](const BufferInfo *array) {
+        return allocated.contains(array) || effects.registersAllocated.contains(array);
+      });
+      if (effects.exchanges || (effects.beyondThread && !effects.registersWritten.empty()) ||
+          (!effects.beyondThread && !ownWrites))
+        speculation.rows = false;
+      else if (!effects.beyondThread && !lanesMayRun(stmt))
+        speculation.lanes = false;
+      return;
+    }
+    switch (stmt.kind) {
+    case StmtNode::Kind::Block:
+      for (const ir::Stmt &child : stmt.as<ir::Block>()->stmts)
+        checkEdgePieces(*child, allocated, speculation);
+      return;
+    case StmtNode::Kind::For: {
+      const For &loop = *stmt.as<For>();
+      speculation.lanes = speculation.lanes && !dependsOnLanes(loop.min) &&
+                          !dependsOnLanes(loop.extent) && !dividesUnsafely(*loop.min) &&
+                          !dividesUnsafely(*loop.extent);
+      affine_.bindLoop(loop.var);
+      checkEdgePieces(*loop.body, allocated, speculation);
+      affine_.unbind(loop.var);
+      return;
+    }
+    case StmtNode::Kind::IfThenElse: {
+      const IfThenElse &branch = *stmt.as<IfThenElse>();
+      speculation.lanes =
+          speculation.lanes && !dependsOnLanes(branch.cond) && !dividesUnsafely(*branch.cond);
+      checkEdgePieces(*branch.thenCase, allocated, speculation);
+      if (branch.elseCase)
+        checkEdgePieces(*branch.elseCase, allocated, speculation);
+      return;
+    }
+    case StmtNode::Kind::LetStmt: {
+      const LetStmt &let = *stmt.as<LetStmt>();
+      speculation.lanes = speculation.lanes && lanesMayRead(let.value);
+      bindEdgeLet(let);
+      checkEdgePieces(*let.body, allocated, speculation);
+      unbindEdgeLet(let);
+      return;
+    }
+    case StmtNode::Kind::Allocate: {
+      const ir::Allocate &allocate = *stmt.as<ir::Allocate>();
+      for (const ir::Expr &extent : allocate.buffer->shape)
+        speculation.lanes = speculation.lanes && !dependsOnLanes(extent);
+      allocated.insert(allocate.buffer.get());
+      checkEdgePieces(*allocate.body, allocated, speculation);
+      return;
+    }
+    default:
+      speculation.rows = false;
+      return;
+    }
+  }
+
+  // Walks code run on every thread of an edge block, finding whatever x's
+  // lanes past the clip may not do (see edgeSpeculationOf).
+  class LaneWalk : public IRVisitor {
+  public:
+    explicit LaneWalk(ThreadNestScheduler &scheduler) : scheduler_(scheduler) {}
+    bool allowed = true;
+
+  protected:
+    bool finished() const override { return !allowed; }
+    void visitFor(const For &loop) override {
+      allowed = allowed && !scheduler_.dependsOnLanes(loop.min) &&
+                !scheduler_.dependsOnLanes(loop.extent);
+      visit(loop.min);
+      visit(loop.extent);
+      scheduler_.affine_.bindLoop(loop.var);
+      visit(loop.body);
+      scheduler_.affine_.unbind(loop.var);
+    }
+    void visitIfThenElse(const IfThenElse &branch) override {
+      allowed = allowed && !scheduler_.dependsOnLanes(branch.cond);
+      IRVisitor::visitIfThenElse(branch);
+    }
+    void visitSelect(const ir::Select &select) override {
+      allowed = allowed && !scheduler_.dependsOnLanes(select.cond);
+      IRVisitor::visitSelect(select);
+    }
+    void visitLetStmt(const LetStmt &let) override {
+      visit(let.value);
+      scheduler_.bindEdgeLet(let);
+      visit(let.body);
+      scheduler_.unbindEdgeLet(let);
+    }
+    void visitAllocate(const ir::Allocate &allocate) override {
+      for (const ir::Expr &extent : allocate.buffer->shape)
+        allowed = allowed && !scheduler_.dependsOnLanes(extent);
+      IRVisitor::visitAllocate(allocate);
+    }
+    void visitLoad(const Load &load) override {
+      allowed = allowed && scheduler_.laneMayLoad(load);
+      IRVisitor::visitLoad(load);
+    }
+    void visitStore(const Store &store) override {
+      for (const ir::Expr &index : store.indices)
+        allowed = allowed && !scheduler_.dependsOnLanes(index);
+      IRVisitor::visitStore(store);
+    }
+    void visitBinary(const Binary &binary) override {
+      allowed = allowed && !dividesUnsafely(binary);
+      IRVisitor::visitBinary(binary);
+    }
+
+  private:
+    ThreadNestScheduler &scheduler_;
+  };
+
+  bool lanesMayRun(const StmtNode &piece) {
+    LaneWalk walk(*this);
+    walk.visit(ir::Stmt(ir::Stmt(), &piece));
+    return walk.allowed;
+  }
+  bool lanesMayRead(const ir::Expr &expr) {
+    LaneWalk walk(*this);
+    walk.visit(expr);
+    return walk.allowed;
+  }
+
+  // An integer division whose divisor may be zero (or -1, whose quotient of
+  // the smallest integer overflows): a lane past a clip may hold any value.
+  static bool dividesUnsafely(const Binary &binary) {
+    if (!isInteger(binary.type) ||
+        (binary.op != BinaryOpKind::Div && binary.op != BinaryOpKind::Rem))
+      return false;
+    const auto *divisor = binary.rhs->as<IntImm>();
+    return !divisor || divisor->value == 0 || divisor->value == -1;
+  }
+  static bool dividesUnsafely(const ExprNode &expr) {
+    class Finder : public IRVisitor {
+    public:
+      bool found = false;
+
+    protected:
+      void visitBinary(const Binary &binary) override {
+        found = found || dividesUnsafely(binary);
+        IRVisitor::visitBinary(binary);
+      }
+    } finder;
+    finder.visit(ir::Expr(ir::Expr(), &expr));
+    return finder.found;
+  }
+
+  // Whether `expr`'s value may differ between x's lanes past a clip and the
+  // lanes it admits: it depends on x, or reads memory (directly or through a
+  // let), which such a lane may have filled with anything.
+  bool dependsOnLanes(const ir::Expr &expr) const {
+    if (!loadsIn(expr).empty() || usesAnyVar(expr, lanesLoadedLets_))
+      return true;
+    return affine_.analyze(expr).dependsOn(loops_.back().var);
+  }
+
+  // A lane past a clip may load an element whose indices do not depend on
+  // x (every lane of the edge loads it too), or one of an array of constant
+  // extents inside which the index stays for every thread of the block.
+  bool laneMayLoad(const Load &load) const {
+    const BufferInfo &buffer = *load.buffer;
+    for (size_t d = 0; d < load.indices.size(); ++d) {
+      const ir::Expr &index = load.indices[d];
+      if (!loadsIn(index).empty() || usesAnyVar(index, lanesLoadedLets_))
+        return false;
+      passes::AffineIndex form = affine_.analyze(index);
+      if (!form.dependsOn(loops_.back().var))
+        continue;
+      if (buffer.memory == MemorySpace::Register || !form.isAffine() || d >= buffer.shape.size())
+        return false;
+      int64_t lowest = 0, highest = 0;
+      for (const auto &[var, coefficient] : form.coefficients) {
+        auto thread = std::ranges::find(threadBox_, var, &For::var);
+        if (thread == threadBox_.end())
+          return false;
+        const auto *min = (*thread)->min->as<IntImm>();
+        const auto *trips = (*thread)->extent->as<IntImm>();
+        if (!min || !trips || trips->value < 1)
+          return false;
+        int64_t first = coefficient * min->value;
+        int64_t last = coefficient * (min->value + trips->value - 1);
+        lowest += std::min(first, last);
+        highest += std::max(first, last);
+      }
+      ir::Expr rest = form.rest ? form.rest : makeI64(0);
+      if (!passes::provenNotPositive(sub(makeI64(0), add(rest, makeI64(lowest)))) ||
+          !passes::provenNotPositive(
+              sub(add(rest, makeI64(highest)), sub(toI64(buffer.shape[d]), makeI64(1)))))
+        return false;
+    }
+    return true;
+  }
+
+  // Lets walked while checking an edge: bound for affine forms, and
+  // remembered when their value reads memory.
+  void bindEdgeLet(const LetStmt &let) {
+    affine_.bindLet(let.var, let.value);
+    if (!loadsIn(let.value).empty() || usesAnyVar(let.value, lanesLoadedLets_))
+      lanesLoadedLets_.insert(let.var);
+  }
+  void unbindEdgeLet(const LetStmt &let) {
+    affine_.unbind(let.var);
+    lanesLoadedLets_.erase(let.var);
   }
 
   void splitLet(const LetStmt &let) {
@@ -955,7 +1327,7 @@ private:
     llvm::BranchInst *backEdge =
         emitter_.emitCountedLoop(loop.var, loop.begin, count, [&](llvm::Value *var) {
           ScopedBindings inner(emitter_);
-          inner.var(loop.var, var);
+          inner.var(loop.var, heldToEdge(depth, var));
           llvm::Value *offset =
               emitter_.emitCast(builder_.CreateSub(var, loop.min), loop.type, ScalarType::I64);
           llvm::Value *extent = emitter_.emitCast(loop.extent, loop.type, ScalarType::I64);
@@ -964,6 +1336,17 @@ private:
         });
     if (conditionalDivision && depth + 1 == loops_.size())
       disableVectorization(backEdge);
+    // The rows of an edge block running every thread (splitEdge) unrolled
+    // as a whole block's are: their held indices would otherwise make LLVM
+    // vectorize across rows, gathering, instead of along x.
+    auto constantRange = [](const ThreadLoop &inner) {
+      return llvm::isa<llvm::ConstantInt>(inner.begin) && llvm::isa<llvm::ConstantInt>(inner.end);
+    };
+    if (holdToEdge_ && depth + 1 < loops_.size() &&
+        std::all_of(loops_.begin() + static_cast<std::ptrdiff_t>(depth), loops_.end(),
+                    constantRange))
+      emitter_.addLoopProperty(backEdge,
+                               {llvm::MDString::get(emitter_.context(), "llvm.loop.unroll.full")});
   }
 
   void disableVectorization(llvm::BranchInst *backEdge) {
@@ -1019,6 +1402,18 @@ private:
   std::vector<ThreadLoop> loops_;
   std::set<const For *> interchanged_;
   std::map<const IfThenElse *, std::vector<Clip>> clips_;
+  // The nest's thread loops, for their constant extents.
+  std::vector<const For *> threadBox_;
+  // What the edge blocks of a clip around an interchanged loop may run
+  // (markSplit; see splitEdge).
+  std::map<const IfThenElse *, EdgeSpeculation> edgeSpeculation_;
+  // While an edge block runs every thread (splitEdge): the threads its clip
+  // admits, to which the code with effects beyond its thread is narrowed and
+  // the thread indices but x are held.
+  std::vector<ThreadLoop> edgeThreads_;
+  bool holdToEdge_ = false;
+  // While checking an edge: the lets in scope whose value reads memory.
+  std::set<std::string> lanesLoadedLets_;
   // The guards of branches no clip covers, affine in several thread
   // variables (a triangle's `j <= i`), tested once per block (blockTestsOf).
   std::map<const IfThenElse *, std::vector<AffineGuard>> affineGuards_;

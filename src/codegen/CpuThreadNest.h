@@ -16,7 +16,13 @@
 //    loop of constant trip count, which LLVM unrolls into the thread's body;
 //  - a guard affine in one thread index (`if (x < W)` from map_to_gpu)
 //    narrows the range of that thread loop instead of testing each thread,
-//    so the loop that remains has no condition in it and vectorizes;
+//    so the loop that remains has no condition in it and vectorizes. Around
+//    a loop with the thread loops inside it, the blocks the guard leaves
+//    whole run the full thread loops, and so, where nothing past the guard
+//    can fault or be seen, do the blocks at its edges: the threads past it
+//    compute values no store keeps (the rows past it those of the last row,
+//    x's lanes past it from what is proven in range for any lane), and only
+//    the stores keep to the guard;
 //  - a guard affine in several (a triangle's `j <= i`, a band's) is tested
 //    once per block at the corners of its threads' box: a block it covers
 //    whole runs as if it had no guard, a block it misses runs nothing, and
