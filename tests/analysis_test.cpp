@@ -223,6 +223,67 @@ kernel copy(A: in f32[M][N], B: out f32[M][N]) {
   CHECK(printed.contains("if (j < N && i < M) {"));
 }
 
+TEST_CASE("map_to_gpu on the CPU: an outer product's blocks are the register tile of the CPU's "
+          "vectors") {
+  // Each step of matmul's k loop multiplies a row of B (the same for every
+  // row of threads) by an element of A per row (the same along x): the block
+  // is V vectors by R rows, R * V + V + 1 registers at most, loading least
+  // per multiply-add. f64 accumulators have half the lanes; a CPU not known,
+  // a B read down its column, a range that depends on the nest keep 32 x 8.
+  auto shape = [](const std::string &source, const std::string &kernel, CpuVectors vectors) {
+    std::string mapped = ir::toString(
+        mapToGpu(lowered(source, kernel), PipelineTarget::Cpu, {}, 132, {}, {}, vectors));
+    INFO(mapped);
+    size_t x = mapped.find("gpu_thread.x for j.thread in [0, ");
+    size_t y = mapped.find("gpu_thread.y for i.thread in [0, ");
+    REQUIRE(x != std::string::npos);
+    REQUIRE(y != std::string::npos);
+    auto extent = [&](size_t at) {
+      size_t from = mapped.find("[0, ", at) + 4;
+      return mapped.substr(from, mapped.find(')', from) - from);
+    };
+    return extent(x) + " x " + extent(y);
+  };
+  const std::string product = R"(
+kernel product(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+}
+)";
+  CHECK(shape(product, "product", {16, 32}) == "64 x 6"); // AVX-512
+  CHECK(shape(product, "product", {8, 16}) == "16 x 6");  // AVX2
+  CHECK(shape(product, "product", {4, 16}) == "8 x 6");   // SSE
+  CHECK(shape(product, "product", {}) == "32 x 8");
+  std::string doubles = product;
+  for (size_t at; (at = doubles.find("f32")) != std::string::npos;)
+    doubles.replace(at, 3, "f64");
+  CHECK(shape(doubles, "product", {16, 32}) == "32 x 6");
+  CHECK(shape(R"(
+kernel gram(A: in f32[M][K], B: in f32[N][K], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[j][k];
+  }
+}
+)",
+              "gram", {16, 32}) == "32 x 8");
+  CHECK(shape(R"(
+kernel band(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..min(i + 1, K)) A[i][k] * B[k][j];
+  }
+}
+)",
+              "band", {16, 32}) == "32 x 8");
+  // block_x and block_y still set the shape.
+  PassParameters wide;
+  wide.blockY = 4;
+  std::string chosen = ir::toString(mapToGpu(lowered(product, "product"), PipelineTarget::Cpu, {},
+                                             132, wide, {}, CpuVectors{16, 32}));
+  CHECK(chosen.contains("gpu_thread.x for j.thread in [0, 64)"));
+  CHECK(chosen.contains("gpu_thread.y for i.thread in [0, 4)"));
+}
+
 TEST_CASE("map_to_gpu on the CPU: a 1-D parfor of few iterations gets narrow blocks, at run time") {
   const char *heavy = R"(
 kernel heavy(x: in f32[N], y: out f32[R]) {

@@ -445,12 +445,13 @@ TEST_CASE("explain --remarks prints what the optimizations did, located, instead
             "times per iteration of k\n"
             "    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];\n"
             "                                                   ^~~~~~~\n");
-  // --after keeps one pass's; the CPU pipeline has none for matmul.
+  // --after keeps one pass's; the CPU pipeline has none for sqdist (each
+  // thread walks a row of its own).
   CHECK(runLoopc("explain samples/matmul.loop --remarks --after tile_registers --pass-param "
                  "register_tile=4")
             .output == tiles);
-  CHECK(runLoopc("explain samples/matmul.loop --remarks --target cpu").output ==
-        "no remarks for kernel 'matmul'\n");
+  CHECK(runLoopc("explain samples/sqdist.loop --remarks --target cpu").output ==
+        "no remarks for kernel 'sqdist'\n");
   // Warnings read as warnings.
   CHECK(contains(runLoopc("explain samples/gauss.loop --remarks --after map_to_gpu").output,
                  "samples/gauss.loop:17:7: warning: map_to_gpu: 'L' is written uncoalesced: "));

@@ -30,6 +30,7 @@
 #include <cctype>
 #include <dlfcn.h>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -936,6 +937,35 @@ Expected<std::string> librarySymbol(const KernelDecl &kernel, const std::string 
                          "--prefix",
                      kernel.nameRange);
   return symbol;
+}
+
+passes::CpuVectors cpuVectorsOf(const std::string &cpu) {
+  static std::mutex mutex;
+  static std::map<std::string, passes::CpuVectors> known;
+  std::lock_guard lock(mutex);
+  if (auto found = known.find(cpu); found != known.end())
+    return found->second;
+  passes::CpuVectors vectors;
+  if (auto machine = objectMachine(cpu)) {
+    const llvm::MCSubtargetInfo &subtarget = *(*machine)->getMCSubtargetInfo();
+    if ((*machine)->getTargetTriple().isX86()) {
+      if (subtarget.checkFeatures("+avx512f"))
+        vectors = {16, 32};
+      else if (subtarget.checkFeatures("+avx"))
+        vectors = {8, 16};
+      else
+        vectors = {4, 16};
+    } else if ((*machine)->getTargetTriple().isAArch64()) {
+      vectors = {4, 32};
+    }
+  }
+  known.emplace(cpu, vectors);
+  return vectors;
+}
+
+void targetCpu(passes::PipelineOptions &pipeline, const std::string &cpu) {
+  if (pipeline.target == passes::PipelineTarget::Cpu)
+    pipeline.cpuVectors = cpuVectorsOf(cpu);
 }
 
 Expected<std::string> compileLibraryObject(const std::vector<LibraryKernel> &kernels,

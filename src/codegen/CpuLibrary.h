@@ -30,6 +30,7 @@
 
 #include "frontend/Ast.h"
 #include "ir/IR.h"
+#include "passes/Pipeline.h"
 #include "support/Diagnostics.h"
 #include "support/Error.h"
 
@@ -69,6 +70,15 @@ std::string bufferFunctionName(const std::string &symbol);
 // features), with the kernels' GPU code where they have some.
 Expected<std::string> compileLibraryObject(const std::vector<LibraryKernel> &kernels,
                                            const SourceManager &sources, const std::string &cpu);
+
+// The vector registers of the CPU named `cpu` (as compileLibraryObject
+// takes it; "native": the host's), by which the CPU pipeline sizes register
+// tiles; none (zero lanes) for a name LLVM does not know.
+passes::CpuVectors cpuVectorsOf(const std::string &cpu);
+
+// Sets what `pipeline` knows of the CPU named `cpu` (its cpuVectors) where
+// it is the CPU pipeline; leaves a GPU pipeline as it is.
+void targetCpu(passes::PipelineOptions &pipeline, const std::string &cpu = "native");
 
 // The C header declaring those functions, guarded by `guard`.
 std::string libraryHeader(const std::vector<LibraryKernel> &kernels, const SourceManager &sources,

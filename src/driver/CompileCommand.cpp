@@ -264,6 +264,7 @@ int runCompile(const CompileOptions &options) {
   passes::PipelineOptions pipeline;
   pipeline.target = isGpu(options) ? passes::PipelineTarget::Gpu : passes::PipelineTarget::Cpu;
   pipeline.choices = std::move(*choices);
+  codegen::targetCpu(pipeline, options.cpu);
   pipeline.computeCapability = codegen::computeCapabilityOf(options.gpu);
   pipeline.multiprocessors = perf::typicalGpuDeviceFor(options.gpu).multiprocessors;
   for (const std::string &note : passes::choicesWithoutEffect(pipeline))

@@ -6,6 +6,7 @@
 // not check or PASS is unknown.
 #include "driver/ExplainCommand.h"
 
+#include "codegen/CpuLibrary.h"
 #include "driver/Cli.h"
 #include "driver/PerfReport.h"
 #include "driver/RemarksOutput.h"
@@ -213,6 +214,7 @@ Status explainAsOptionsSay(std::ostream &out, Program &program, const ExplainOpt
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(options.target);
   pipeline.choices = std::move(*choices);
+  codegen::targetCpu(pipeline);
   for (const std::string &note : passes::choicesWithoutEffect(pipeline))
     printWarning(note);
   pipeline.specializedSizes =

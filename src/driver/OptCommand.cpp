@@ -4,6 +4,7 @@
 // 1 when the file does not parse, is not valid IR, or a pass fails.
 #include "driver/OptCommand.h"
 
+#include "codegen/CpuLibrary.h"
 #include "driver/RemarksOutput.h"
 #include "driver/Session.h"
 #include "frontend/Loader.h"
@@ -36,6 +37,7 @@ Expected<passes::PipelineOptions> pipelineOptions(const OptOptions &options,
   passes::PipelineOptions pipeline;
   pipeline.target =
       options.target == "cpu" ? passes::PipelineTarget::Cpu : passes::PipelineTarget::Gpu;
+  codegen::targetCpu(pipeline);
   for (const std::string &assignment : options.parameters)
     if (Status set = passes::setPassParameter(pipeline.choices.parameters, assignment); !set)
       return std::unexpected(set.error());

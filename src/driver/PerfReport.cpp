@@ -1,6 +1,7 @@
 // The performance model on the command line (see PerfReport.h).
 #include "driver/PerfReport.h"
 
+#include "codegen/CpuLibrary.h"
 #include "codegen/NvptxTarget.h"
 #include "codegen/Ptxas.h"
 #include "lower/Lower.h"
@@ -177,8 +178,7 @@ Expected<perf::ProgramPrediction> predictGpuRun(const Program &program, const Ke
     return std::unexpected(ptx.error());
   for (const auto &[kernelName, kernelLoops] : loops)
     for (const auto &[name, loop] : kernelLoops)
-      compiled[kernelName].loops[name] = {loop.globalLoads, loop.instructions,
-                                              loop.constantTrips};
+      compiled[kernelName].loops[name] = {loop.globalLoads, loop.instructions, loop.constantTrips};
   if (std::optional<std::string> ptxas = codegen::findPtxas()) {
     auto reports = codegen::runPtxas(*ptxas, *ptx, device.ptxTarget);
     if (!reports)
@@ -201,6 +201,7 @@ Expected<perf::CpuProgramPrediction> predictCpuRun(const Program &program, const
   passes::PipelineOptions pipeline;
   pipeline.target = passes::PipelineTarget::Cpu;
   pipeline.choices = choices;
+  codegen::targetCpu(pipeline);
   auto function = passes::runPipeline(ir::lowerKernel(program, kernel), pipeline);
   if (!function)
     return std::unexpected(function.error());

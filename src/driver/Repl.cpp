@@ -6,6 +6,7 @@
 #include "driver/Repl.h"
 
 #include "codegen/CpuJit.h"
+#include "codegen/CpuLibrary.h"
 #include "codegen/NvptxTarget.h"
 #include "driver/BenchCommand.h"
 #include "driver/Cli.h"
@@ -810,6 +811,7 @@ void Repl::codeCommand(const std::string &arguments, bool ptx) {
   passes::PipelineOptions pipeline;
   pipeline.target = pipelineTargetNamed(target);
   pipeline.choices = *choices;
+  codegen::targetCpu(pipeline);
   pipeline.computeCapability = codegen::computeCapabilityOf(gpu);
   pipeline.multiprocessors = perf::typicalGpuDeviceFor(gpu).multiprocessors;
   Expected<ir::Function> function =

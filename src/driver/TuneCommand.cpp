@@ -1,6 +1,7 @@
 // `loopc tune` (see TuneCommand.h).
 #include "driver/TuneCommand.h"
 
+#include "codegen/CpuLibrary.h"
 #include "driver/Cli.h"
 #include "driver/Engines.h"
 #include "driver/PerfReport.h"
@@ -299,6 +300,7 @@ private:
     passes::PipelineOptions pipeline;
     pipeline.target = target_;
     pipeline.choices = choices;
+    codegen::targetCpu(pipeline);
     pipeline.specializedSizes = passes::sizesToSpecialize(lowered_, inputs_.sizes, pipeline);
     pipeline.runSizes = inputs_.sizes;
     auto compiled = passes::runPipeline(lowered_, pipeline);

@@ -118,15 +118,16 @@ ir::Function jamSerialChains(ir::Function function, const RemarkReporter &remark
 ir::Function promoteInvariantElements(ir::Function function, const RemarkReporter &remarks = {});
 
 // Parfor nests to GpuBlock x GpuThread loops with bounds guards (map_to_gpu.cpp).
-// The CPU's blocks of a 1-D nest are smaller (map_to_gpu.cpp). With the
-// run's sizes, short loops are mapped too where the others leave the GPU's
+// The CPU's blocks of a 1-D nest are smaller, and those of an outer product
+// the register tile `cpuVectors` holds (map_to_gpu.cpp). With the run's
+// sizes, short loops are mapped too where the others leave the GPU's
 // `multiprocessors` idle (a size choice). `parameters.blockX` and `blockY`,
 // where not 0, give the blocks' shape (blockShapeError says which the GPU
 // cannot take).
 ir::Function mapToGpu(ir::Function function, PipelineTarget target = PipelineTarget::Gpu,
                       const std::map<std::string, int64_t> &runSizes = {},
                       int multiprocessors = 132, const PassParameters &parameters = {},
-                      const RemarkReporter &remarks = {});
+                      const RemarkReporter &remarks = {}, const CpuVectors &cpuVectors = {});
 
 // Why map_to_gpu cannot take `parameters`' block shape for `target` (a GPU
 // block holds at most 1024 threads), or none.

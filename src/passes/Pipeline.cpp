@@ -162,7 +162,8 @@ const std::vector<PassEntry> &registry() {
          if (auto wrong = blockShapeError(c.options.choices.parameters, c.options.target))
            return makeError(*wrong);
          return mapToGpu(std::move(f), c.options.target, c.options.runSizes,
-                         c.options.multiprocessors, c.options.choices.parameters, c.remarks);
+                         c.options.multiprocessors, c.options.choices.parameters, c.remarks,
+                         c.options.cpuVectors);
        }},
       {"unroll_around_reductions", "short serial loops around reductions unrolled", kBothTargets,
        PassRole::Optimization, quiet(unrollAroundReductions)},

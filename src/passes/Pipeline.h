@@ -28,6 +28,15 @@ namespace loopc::passes {
 // rows of a window, x left to the vector lanes (RegisterTilingTarget::cpu).
 enum class PipelineTarget { Gpu, Cpu };
 
+// The vector registers of the CPU a pipeline compiles for: map_to_gpu shapes
+// the blocks of an outer product (matmul's) as the register tile they make
+// on it. Zero lanes: not known (no particular CPU), and such blocks keep the
+// general shape.
+struct CpuVectors {
+  int f32Lanes = 0; // f32 lanes of the widest vector the code generator uses
+  int registers = 0;
+};
+
 // The numbers the optimization passes size their work by. Each has a
 // default; `--pass-param NAME=VALUE` sets it, so a benchmark can measure
 // other choices in the same run (and a tuner can search them).
@@ -181,6 +190,9 @@ struct PipelineOptions {
   // Sizes compiled as constants (sizesToSpecialize picks them from the
   // values of a run): the kernel then runs only with these values.
   std::map<std::string, int64_t> specializedSizes;
+  // The CPU's vectors, for the CPU pipeline: the engine's host's, or those
+  // of the CPU `loopc compile --cpu` names (codegen::cpuVectorsOf).
+  CpuVectors cpuVectors;
   // The sizes of the run being compiled for, when an engine compiles for
   // one: a choice the host would make at run time between variants
   // (tile_registers' tiles by size) is made now, the other variant left out,

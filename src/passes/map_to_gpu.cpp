@@ -85,9 +85,10 @@ Expr offsetFrom(const Expr &min, Expr offset) {
 class GpuMapper : public IRMutator {
 public:
   GpuMapper(PipelineTarget target, const std::map<std::string, int64_t> &runSizes,
-            int multiprocessors, const PassParameters &parameters, const RemarkReporter &remarks)
+            int multiprocessors, const PassParameters &parameters, const RemarkReporter &remarks,
+            const CpuVectors &cpuVectors)
       : target_(target), runSizes_(runSizes), multiprocessors_(multiprocessors),
-        parameters_(parameters), remarks_(remarks) {}
+        parameters_(parameters), remarks_(remarks), cpuVectors_(cpuVectors) {}
 
   std::vector<Function::SizeChoice> takeSizeChoices() { return std::move(sizeChoices_); }
 
@@ -151,8 +152,25 @@ private:
     const int64_t *shape = kBlockShapes[mapped.size() - 1];
     bool tall = target_ == PipelineTarget::Cpu && mapped.size() == 2 &&
                 gathersRowsAlongX(accesses, *mapped[0], *mapped[1]);
+    std::optional<std::array<int64_t, 3>> tile;
+    if (target_ == PipelineTarget::Cpu && mapped.size() == 2 && !tall)
+      tile = registerTileOf(chain.back()->body, accesses, *mapped[0], *mapped[1], nestVars);
     if (parameters_.blockX > 0 || (parameters_.blockY > 0 && mapped.size() >= 2))
-      return grid(mapped, body, chosenShape(mapped, tall ? kCpuTallBlock : shape).data());
+      return grid(mapped, body,
+                  chosenShape(mapped, tall   ? kCpuTallBlock
+                                      : tile ? tile->data()
+                                             : shape)
+                      .data());
+    if (tile) {
+      remarks_.applied(
+          mapped[0]->source,
+          "blocks of " + std::to_string((*tile)[0]) + " x " + std::to_string((*tile)[1]) +
+              " on the CPU: an outer product's register tile of " + std::to_string((*tile)[1]) +
+              " rows of " + std::to_string((*tile)[0] / tileLanes_) + " vectors (" +
+              std::to_string((*tile)[0] / tileLanes_ * (*tile)[1]) + " accumulators of " +
+              std::to_string(cpuVectors_.registers) + " vector registers)");
+      return grid(mapped, body, tile->data());
+    }
     if (tall) {
       remarks_.applied(mapped[0]->source,
                        "blocks of " + std::to_string(kCpuTallBlock[0]) + " x " +
@@ -167,6 +185,92 @@ private:
     Expr wide = greaterOrEqual(only.extent, makeInt(only.extent->type, kCpuWideRange));
     return std::make_shared<IfThenElse>(wide, grid(mapped, body, shape),
                                         grid(mapped, body, narrow));
+  }
+
+  // The CPU block of a 2-D nest whose threads accumulate (a reduction, or a
+  // serial loop), over a range the nest does not change, products of an
+  // element each row of threads shares (matmul's A[i][k], the same along x)
+  // and one each column shares (B[k][j], the same along y, consecutive along
+  // x): an outer product per step. The
+  // thread nest keeps a block's accumulators in vector registers across the
+  // range (CpuThreadNest.h), loading each step's row of B once for all rows
+  // and broadcasting each row's element of A once for all lanes, so the block
+  // is a register tile: V vectors of lanes along x by R rows, R * V
+  // accumulators, V vectors of B and one broadcast within the registers,
+  // shaped to load least per multiply-add ((R + V) / (R * V)), V a power of
+  // two. 64 x 6 with AVX-512's 32 registers ran matmul about a tenth faster
+  // than 32 x 8, whose 8 rows' addresses LLVM could not keep in registers
+  // (docs/benchmarks.md, CPU history). None where the CPU is not known.
+  std::optional<std::array<int64_t, 3>> registerTileOf(const Stmt &body,
+                                                       const std::vector<BufferAccess> &accesses,
+                                                       const For &x, const For &y,
+                                                       const std::set<std::string> &nestVars) {
+    if (cpuVectors_.f32Lanes <= 0 || cpuVectors_.registers <= 0)
+      return std::nullopt;
+    // The loops over a range: a reduction's, or a serial loop updating a
+    // register (gemm's `C[i][j] += ...`, kept in a register across it).
+    class Ranges : public IRVisitor {
+    public:
+      std::vector<std::vector<std::pair<std::string, std::pair<Expr, Expr>>>> found;
+
+    protected:
+      void visitReduce(const Reduce &node) override {
+        std::vector<std::pair<std::string, std::pair<Expr, Expr>>> loops;
+        for (const Reduce::Loop &loop : node.loops)
+          loops.push_back({loop.var, {loop.min, loop.extent}});
+        found.push_back(std::move(loops));
+        IRVisitor::visitReduce(node);
+      }
+      void visitFor(const For &node) override {
+        if (node.forKind == ForKind::Serial)
+          found.push_back({{node.var, {node.min, node.extent}}});
+        IRVisitor::visitFor(node);
+      }
+    } ranges;
+    ranges.visit(body);
+    for (const auto &loops : ranges.found) {
+      std::set<std::string> steps;
+      bool fixedRange = true;
+      for (const auto &[var, range] : loops) {
+        steps.insert(var);
+        fixedRange =
+            fixedRange && !usesAnyVar(range.first, nestVars) && !usesAnyVar(range.second, nestVars);
+      }
+      if (!fixedRange)
+        continue;
+      bool rowShared = false;
+      const BufferAccess *columnShared = nullptr;
+      for (const BufferAccess &access : accesses) {
+        if (access.isStore || access.buffer->memory != MemorySpace::Global ||
+            std::ranges::none_of(access.enclosingLoops,
+                                 [&](const std::string &loop) { return steps.contains(loop); }))
+          continue;
+        Stride::Kind alongX = strideAlong(access, x.var).kind;
+        Stride::Kind alongY = strideAlong(access, y.var).kind;
+        rowShared |= alongX == Stride::Kind::Zero && alongY != Stride::Kind::Zero &&
+                     alongY != Stride::Kind::Unknown;
+        if (alongX == Stride::Kind::Contiguous && alongY == Stride::Kind::Zero)
+          columnShared = &access;
+      }
+      if (!rowShared || !columnShared)
+        continue;
+      int64_t bytes = std::max<int64_t>(scalarSize(columnShared->buffer->element), 1);
+      tileLanes_ = std::max<int64_t>(cpuVectors_.f32Lanes * 4 / bytes, 1);
+      int64_t bestVectors = 0, bestRows = 0;
+      for (int64_t vectors : {1, 2, 4}) {
+        int64_t rows = (cpuVectors_.registers - vectors - 1) / vectors;
+        if (rows < 1)
+          continue;
+        // (R + V) / (R * V) least: R * V / (R + V) greatest.
+        if (bestVectors == 0 ||
+            rows * vectors * (bestRows + bestVectors) > bestRows * bestVectors * (rows + vectors))
+          bestVectors = vectors, bestRows = rows;
+      }
+      if (bestVectors == 0)
+        return std::nullopt;
+      return std::array<int64_t, 3>{bestVectors * tileLanes_, bestRows, 1};
+    }
+    return std::nullopt;
   }
 
   // Whether a global access's lanes along x each read a row of their own
@@ -293,6 +397,8 @@ private:
   int multiprocessors_;
   const PassParameters &parameters_;
   const RemarkReporter &remarks_;
+  const CpuVectors &cpuVectors_;
+  int64_t tileLanes_ = 0; // the lanes of a vector of the last register tile's elements
   std::vector<Function::SizeChoice> sizeChoices_;
 };
 
@@ -300,8 +406,9 @@ private:
 
 Function mapToGpu(Function function, PipelineTarget target,
                   const std::map<std::string, int64_t> &runSizes, int multiprocessors,
-                  const PassParameters &parameters, const RemarkReporter &remarks) {
-  GpuMapper mapper(target, runSizes, multiprocessors, parameters, remarks);
+                  const PassParameters &parameters, const RemarkReporter &remarks,
+                  const CpuVectors &cpuVectors) {
+  GpuMapper mapper(target, runSizes, multiprocessors, parameters, remarks, cpuVectors);
   function.body = mapper.mutate(function.body);
   std::ranges::move(mapper.takeSizeChoices(), std::back_inserter(function.sizeChoices));
   return function;

@@ -4,6 +4,7 @@
 #include "engine/cpu/CpuEngine.h"
 
 #include "codegen/CpuJit.h"
+#include "codegen/CpuLibrary.h"
 #include "engine/Bindings.h"
 #include "loopc/generated.h"
 #include "support/CrashReport.h"
@@ -29,6 +30,7 @@ passes::PipelineOptions pipelineFor(passes::PipelineTarget target, passes::PassC
   passes::PipelineOptions options;
   options.target = target;
   options.choices = std::move(choices);
+  codegen::targetCpu(options);
   return options;
 }
 
@@ -36,7 +38,12 @@ passes::PipelineOptions pipelineFor(passes::PipelineTarget target, passes::PassC
 
 CpuEngine::CpuEngine(passes::PipelineTarget pipeline, passes::PassChoices choices)
     : cache_(pipelineFor(pipeline, std::move(choices))) {}
-CpuEngine::CpuEngine(passes::PipelineOptions options) : cache_(std::move(options)) {}
+CpuEngine::CpuEngine(passes::PipelineOptions options)
+    : cache_([&] {
+        if (options.cpuVectors.f32Lanes == 0)
+          codegen::targetCpu(options);
+        return std::move(options);
+      }()) {}
 CpuEngine::~CpuEngine() = default;
 
 std::string CpuEngine::name() const {
