@@ -106,3 +106,41 @@ TEST_CASE("the architecture's table of passes is the registry's") {
   }
   CHECK(architecture.substr(from, to - from) == wanted);
 }
+
+TEST_CASE("the arrays a kernel writes whole before touching them otherwise are recorded") {
+  // The C functions of `loopc compile --emit object` leave those `out`
+  // arrays as the caller gave them instead of zeroing them first.
+  auto loaded = test::loadText(R"(
+kernel whole(A: in f32[M][K], B: in f32[K][N], C: out f32[M][N], d: out f32[N]) {
+  parfor i in 0..M, j in 0..N {
+    C[i][j] = redomap(+, 0.0, k in 0..K) A[i][k] * B[k][j];
+  }
+  parfor j in 0..N {
+    d[j] = C[0][j];
+  }
+}
+kernel partial(x: in f32[N], y: out f32[N], z: out f32[N], w: out f32[N]) {
+  parfor i in 0..N / 2 {
+    y[i] = x[i];
+  }
+  parfor i in 0..N {
+    z[i] = z[i] + x[i];
+  }
+  for t in 0..2 {
+    parfor i in 0..N {
+      w[i] = x[i] * f32(t);
+    }
+  }
+}
+)");
+  REQUIRE_MESSAGE(loaded->program, loaded->diagnostics);
+  for (passes::PipelineTarget target : {passes::PipelineTarget::Cpu, passes::PipelineTarget::Gpu}) {
+    ir::Function whole =
+        test::compiledKernel(*loaded->program, *loaded->program->findKernel("whole"), target);
+    CHECK(whole.writtenWholeFirst == std::set<std::string>{"C", "d"});
+    // Half of y, z read before written, w written by a serial loop's steps.
+    ir::Function partial =
+        test::compiledKernel(*loaded->program, *loaded->program->findKernel("partial"), target);
+    CHECK(partial.writtenWholeFirst.empty());
+  }
+}

@@ -286,12 +286,15 @@ public:
         return embedded;
 
     // The arrays' host memory (a buffer's, or a copy of it), the `out` ones
-    // zeroed; the entry's arguments packed, and run.
+    // zeroed but those the kernel writes whole before reading (a pass over
+    // memory as long as a copy kernel's own); the entry's arguments packed,
+    // and run.
     std::vector<llvm::Value *> bufferPointers;
     for (size_t i = 0; i < arguments.size(); ++i) {
       llvm::Value *host =
           form_ == ArgumentForm::Buffers ? hostMemory(arguments, i) : arguments[i].pointer;
-      if (arguments[i].param->intent == Intent::Out)
+      if (arguments[i].param->intent == Intent::Out &&
+          !kernel_.function.writtenWholeFirst.contains(kernel_.function.buffers[i]->name))
         builder_.CreateMemSet(host, builder_.getInt8(0), arguments[i].bytes, llvm::MaybeAlign(1));
       bufferPointers.push_back(host);
     }

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -566,6 +567,11 @@ struct Function {
   // The entry kernel's `@schedule`: the pipeline applies it over the
   // defaults (passes::PassChoices::kernelSchedules).
   Schedule schedule;
+  // The array parameters whose every element the body writes (a nest of
+  // parallel loops over their whole shape) before anything else touches
+  // them: an `out` one need not be zeroed before a call. Recorded before the
+  // passes, from the body as lowered.
+  std::set<std::string> writtenWholeFirst;
 };
 
 // The product a float sum `a * b + c`, `c + a * b`, `a * b - c` or

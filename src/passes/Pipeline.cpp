@@ -6,6 +6,7 @@
 #include "ir/IRPrinter.h"
 #include "ir/Verifier.h"
 #include "passes/Passes.h"
+#include "passes/analysis/ArrayUses.h"
 #include "passes/analysis/BoundsProof.h"
 #include "passes/analysis/Coalescing.h"
 #include "passes/analysis/Evaluate.h"
@@ -653,6 +654,28 @@ void recordNonEmptyArrays(ir::Function &function, const std::map<std::string, in
           {ir::greaterOrEqual(ir::makeVar(ir::ScalarType::I64, size), ir::makeI64(1)), true});
 }
 
+// Records Function::writtenWholeFirst: an array whose first top-level
+// statement to touch it writes each of its elements and reads none (the
+// analysis drop_overwritten_fills trusts).
+void recordArraysWrittenWhole(ir::Function &function) {
+  std::vector<ir::Stmt> stmts = {function.body};
+  if (const auto *block = function.body->as<ir::Block>())
+    stmts = block->stmts;
+  for (const ir::Buffer &buffer : function.buffers) {
+    if (buffer->shape.empty())
+      continue;
+    for (const ir::Stmt &stmt : stmts) {
+      ArrayUses uses(buffer.get());
+      uses.visit(stmt);
+      if (uses.reads.empty() && uses.writes == 0)
+        continue;
+      if (uses.reads.empty() && uses.writes == 1 && fullWrite(stmt, buffer.get()))
+        function.writtenWholeFirst.insert(buffer->name);
+      break;
+    }
+  }
+}
+
 // Says, at each choice of the kernel's schedule, what it changed: a
 // parameter the command line also gives keeps the command line's value.
 void remarkSchedule(const Schedule &schedule, const PassChoices &given, Remarks *remarks) {
@@ -685,6 +708,7 @@ Expected<ir::Function> runPipeline(ir::Function function, const PipelineOptions 
   function.boundsChecked = options.choices.boundsChecks;
   if (function.boundsChecked)
     recordNonEmptyArrays(function, options.runSizes);
+  recordArraysWrittenWhole(function);
   PassRunner passes(std::move(function), options);
   passes.check("lower"); // the input, as ir::lowerKernel made it
   for (const PassEntry &pass : registry())

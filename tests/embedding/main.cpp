@@ -151,6 +151,17 @@ void checkDivide() {
                 "kernels.loop:34:17: kernel 'divide': integer division by zero", "divide by zero");
 }
 
+void checkEveryOther() {
+  int64_t N = randomSize(3, 999);
+  auto x = randomValues<float>(N, -1, 1);
+  std::vector<float> y(N, 42.0f);
+  expectSuccess(every_other(x.data(), y.data(), N), "every_other");
+  bool right = true;
+  for (int64_t i = 0; i < N; ++i)
+    right &= y[i] == (i % 2 == 0 ? 2.0f * x[i] : 0.0f);
+  expect(right, "every_other: the elements it does not write are not zero");
+}
+
 void checkRunningTotal() {
   int64_t N = randomSize(100000, 300000); // several chunks of the scan
   std::vector<float> x(N), total(N);
@@ -252,6 +263,7 @@ int main() {
   checkDotAndSmooth();
   checkCountKeys();
   checkDivide();
+  checkEveryOther();
   checkRunningTotal();
   checkGather();
   checkOverflowingExtents();
