@@ -235,6 +235,7 @@ TEST_CASE("the C++ functions of a generated header take spans and buffers and th
                              test::sourcePath("tests/embedded_gpu/kernels.loop") +
                              ":18:12: kernel 'gather': index 5 out of range"));
   CHECK(contains(output, "  y from buffers = 3 5 7 9 11\n  s from buffers = 35\n  timed: yes\n"));
+  CHECK(contains(output, "gather on buffers: ok\n  picked from buffers = 5 1 3\n"));
   CHECK(contains(output, "total on a short buffer: LOOPC_ERROR_INVALID_ARGUMENT (kernel 'total': "
                          "'x' has 1 element; its type, f32[N], needs 5)\n"));
   CHECK(contains(output, "  moved: 5 elements, the source 0\n"));
@@ -243,6 +244,10 @@ TEST_CASE("the C++ functions of a generated header take spans and buffers and th
   std::string onGpu = drive(dir.at("drive_cpp"), "LOOPC_CUDA_DRIVER=" + kStub);
   CHECK(contains(onGpu, "saxpy on buffers: ok\ntotal on buffers: ok\n  y from buffers = 1 1 1 1 "
                         "1\n  s from buffers = 0\n"));
+  // The stand-in runs no kernel: an out array the kernel writes whole keeps
+  // what the buffer held (no clearing before the call), one it may not
+  // (total's s) is zeroed.
+  CHECK(contains(onGpu, "gather on buffers: ok\n  picked from buffers = 9 9 9\n"));
 }
 
 TEST_CASE("a parameter named loopc is renamed in the header and a kernel named loopc refused") {

@@ -258,7 +258,7 @@ struct loopc_gpu_call {
     if (failed())
       return 0;
     arguments.push_back({host, bytes, device, intent});
-    if (intent != 1 && bytes > 0)
+    if (intent != 1 && intent != 3 && bytes > 0) // in or inout: copied in
       check(loopc_copy_to_device(runtime, device, host, static_cast<size_t>(bytes)));
     return device;
   }
@@ -651,7 +651,7 @@ loopc_status loopc_buffer_host_begin(loopc_buffer *buffer, int64_t bytes, int32_
     return loopc_report_failure(
         LOOPC_ERROR_OUT_OF_MEMORY,
         ("no host memory for a copy of a buffer of " + std::to_string(bytes) + " bytes").c_str());
-  if (intent == 1 || bytes <= 0)
+  if (intent == 1 || intent == 3 || bytes <= 0) // out: nothing to read
     return LOOPC_SUCCESS;
   loopc_status status =
       runtimeStatus(buffer->runtime, loopc_copy_to_host(buffer->runtime, *host, buffer->device,

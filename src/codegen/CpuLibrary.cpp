@@ -128,9 +128,14 @@ struct CheckedArgument {
   const VarDecl *param = nullptr;
   llvm::Value *pointer = nullptr; // a loopc_buffer in the buffers form
   llvm::Value *bytes = nullptr;
+  // An `out` array the kernel writes whole before reading it
+  // (ir::Function::writtenWholeFirst): nothing to clear before the call.
+  bool writtenWhole = false;
 
-  int intent() const { // as the runtime's calls number them
-    return param->intent == Intent::In ? 0 : param->intent == Intent::Out ? 1 : 2;
+  int intent() const { // as the runtime's calls number them (loopc/generated.h)
+    if (param->intent == Intent::Out)
+      return writtenWhole ? 3 : 1;
+    return param->intent == Intent::In ? 0 : 2;
   }
 };
 
@@ -293,8 +298,7 @@ public:
     for (size_t i = 0; i < arguments.size(); ++i) {
       llvm::Value *host =
           form_ == ArgumentForm::Buffers ? hostMemory(arguments, i) : arguments[i].pointer;
-      if (arguments[i].param->intent == Intent::Out &&
-          !kernel_.function.writtenWholeFirst.contains(kernel_.function.buffers[i]->name))
+      if (arguments[i].intent() == 1)
         builder_.CreateMemSet(host, builder_.getInt8(0), arguments[i].bytes, llvm::MaybeAlign(1));
       bufferPointers.push_back(host);
     }
@@ -542,7 +546,7 @@ private:
                          {size, bytes});
       });
     }
-    return {&param, pointer, bytes};
+    return {&param, pointer, bytes, kernel_.function.writtenWholeFirst.contains(buffer.name)};
   }
 
   // `extent` as i64, refused when its arithmetic overflows: wrapped, n * n

@@ -51,6 +51,11 @@ int main() {
   print("y from buffers", by.to_vector());
   print("s from buffers", bs.to_vector());
   std::printf("  timed: %s\n", milliseconds >= 0 ? "yes" : "no");
+  // gather writes y whole: the call leaves the buffer's values to the kernel.
+  loopc::Buffer<int32_t> bat(std::vector<int32_t>{4, 0, 2});
+  loopc::Buffer<float> bpicked(std::vector<float>{9, 9, 9});
+  attempt("gather on buffers", [&] { loopc::kernels::gather(bx, bat, bpicked, 5, 3); });
+  print("picked from buffers", bpicked.to_vector());
   attempt("total on a short buffer", [&] { loopc::kernels::total(bs, bs, 5); });
   loopc::Buffer<float> moved = std::move(bx);
   std::printf("  moved: %zu elements, the source %zu\n", moved.size(), bx.size());

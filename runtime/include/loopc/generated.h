@@ -107,7 +107,8 @@ loopc_gpu_call *loopc_gpu_call_begin(loopc_gpu_program *program);
 int32_t loopc_gpu_call_image(const loopc_gpu_call *call);
 
 /* The device copy of an array argument of `bytes` bytes at `host`. Intent 0
- * (in): copied in; 1 (out): zeroed, copied back at the end; 2 (inout): both. */
+ * (in): copied in; 1 (out): zeroed, copied back at the end; 2 (inout): both;
+ * 3 (out, which the kernel writes whole before reading it): copied back. */
 loopc_device_ptr loopc_gpu_argument(loopc_gpu_call *call, void *host, int64_t bytes,
                                     int32_t intent);
 /* Device memory for the call's temporaries, zeroed; freed by
@@ -120,8 +121,9 @@ void loopc_gpu_read(loopc_gpu_call *call, void *host, loopc_device_ptr device, i
 void loopc_gpu_write(loopc_gpu_call *call, loopc_device_ptr device, const void *host,
                      int64_t bytes);
 /* The device copy of a buffer argument (loopc_buffer): the buffer's own
- * memory where it is on the GPU (zeroed first for intent 1, out), else a copy
- * as loopc_gpu_argument makes of host memory. */
+ * memory where it is on the GPU (zeroed first for intent 1, out; left as it
+ * is for 3, out written whole), else a copy as loopc_gpu_argument makes of
+ * host memory. */
 loopc_device_ptr loopc_gpu_buffer_argument(loopc_gpu_call *call, loopc_buffer *buffer,
                                            int64_t bytes, int32_t intent);
 /* The device error record (three int64_t, zeroed) every kernel gets last. */
@@ -158,7 +160,7 @@ loopc_status loopc_gpu_call_end(loopc_gpu_call *call, void *error_record,
 
 /* The host memory of the first `bytes` bytes of `buffer` for the CPU code of
  * a function taking buffers, in *host: the buffer's own on the CPU; on the
- * GPU, a copy read from the device unless `intent` is 1 (out), written back
+ * GPU, a copy read from the device unless `intent` is 1 or 3 (out), written back
  * by loopc_buffer_host_end unless it is 0 (in), then freed. A failure's
  * message is the thread's last error. */
 loopc_status loopc_buffer_host_begin(loopc_buffer *buffer, int64_t bytes, int32_t intent,
