@@ -191,10 +191,10 @@ private:
   // serial loop), over a range the nest does not change, products of an
   // element each row of threads shares (matmul's A[i][k], the same along x)
   // and one each column shares (B[k][j], the same along y, consecutive along
-  // x): an outer product per step. The
-  // thread nest keeps a block's accumulators in vector registers across the
-  // range (CpuThreadNest.h), loading each step's row of B once for all rows
-  // and broadcasting each row's element of A once for all lanes, so the block
+  // x): an outer product per step. The thread nest keeps a block's
+  // accumulators in vector registers across the range (CpuThreadNest.h),
+  // loading each step's row of B once for all rows and broadcasting each
+  // row's element of A once for all lanes, so the block
   // is a register tile: V vectors of lanes along x by R rows, R * V
   // accumulators, V vectors of B and one broadcast within the registers,
   // shaped to load least per multiply-add ((R + V) / (R * V)), V a power of
